@@ -1,0 +1,315 @@
+/* Error records, problem lists, change reports and small string helpers. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *st_strerror(int code)
+{
+	switch (code) {
+	case ST_OK: return "ok";
+	case ST_EIO: return "i/o error";
+	case ST_EPARSE: return "parse error";
+	case ST_EFORMAT: return "not a deployment state";
+	case ST_EVERSION: return "unsupported version";
+	case ST_EFEATURE: return "unsupported feature";
+	case ST_EINTEGRITY: return "integrity error";
+	case ST_ENOTFOUND: return "not found";
+	case ST_EAMBIGUOUS: return "ambiguous";
+	case ST_ELOCKED: return "locked";
+	case ST_EINVAL: return "invalid argument";
+	case ST_ENOMEM: return "out of memory";
+	case ST_ESECRETS: return "secrets error";
+	case ST_EPASSPHRASE: return "passphrase error";
+	case ST_ECONFLICT: return "conflict";
+	case ST_ELIMIT: return "limit exceeded";
+	case ST_EUNSUPPORTED: return "unsupported";
+	case ST_EREFUSED: return "refused";
+	default: return "unknown error";
+	}
+}
+
+void st_error_clear(st_error *err)
+{
+	if (!err)
+		return;
+	memset(err, 0, sizeof(*err));
+	err->offset = -1;
+}
+
+int st__verr(st_error *err, int code, const char *fmt, va_list ap)
+{
+	if (!err || err->code != 0)
+		return code;
+	err->code = code;
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	return code;
+}
+
+int st__err(st_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	st__verr(err, code, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+void st__err_file(st_error *err, const char *file)
+{
+	if (err && file && !err->file[0])
+		snprintf(err->file, sizeof(err->file), "%s", file);
+}
+
+void st__err_pointer(st_error *err, const char *pointer)
+{
+	if (err && pointer && !err->pointer[0])
+		snprintf(err->pointer, sizeof(err->pointer), "%s", pointer);
+}
+
+char *st_strdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+char *st_strndup(const char *s, size_t n)
+{
+	char *p = malloc(n + 1);
+	if (!p)
+		return NULL;
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *st_asprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *p = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&p, fmt, ap) < 0)
+		p = NULL;
+	va_end(ap);
+	return p;
+}
+
+int st_problems_add(st_problems *list, st_severity sev, const char *rule, const char *pointer,
+		    const char *urn, const char *fmt, ...)
+{
+	st_problem *p;
+	va_list ap;
+	char *msg = NULL;
+
+	if (list->count == list->capacity) {
+		size_t cap = list->capacity ? list->capacity * 2 : 16;
+		st_problem *items = realloc(list->items, cap * sizeof(*items));
+		if (!items)
+			return ST_ENOMEM;
+		list->items = items;
+		list->capacity = cap;
+	}
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	p = &list->items[list->count];
+	memset(p, 0, sizeof(*p));
+	p->severity = sev;
+	p->message = msg;
+	p->rule = st_strdup(rule);
+	p->pointer = st_strdup(pointer ? pointer : "");
+	p->urn = urn ? st_strdup(urn) : NULL;
+	if (!msg || !p->rule || !p->pointer || (urn && !p->urn)) {
+		free(msg);
+		free(p->rule);
+		free(p->pointer);
+		free(p->urn);
+		return ST_ENOMEM;
+	}
+	list->count++;
+	if (sev == ST_SEV_ERROR)
+		list->errors++;
+	else
+		list->warnings++;
+	return ST_OK;
+}
+
+void st_problems_clear(st_problems *list)
+{
+	for (size_t i = 0; i < list->count; i++) {
+		free(list->items[i].rule);
+		free(list->items[i].message);
+		free(list->items[i].pointer);
+		free(list->items[i].urn);
+		free(list->items[i].file);
+	}
+	free(list->items);
+	memset(list, 0, sizeof(*list));
+}
+
+int st_changes_add(st_changes *c, const char *fmt, ...)
+{
+	va_list ap;
+	char *line = NULL;
+
+	if (c->count == c->capacity) {
+		size_t cap = c->capacity ? c->capacity * 2 : 16;
+		char **lines = realloc(c->lines, cap * sizeof(*lines));
+		if (!lines)
+			return ST_ENOMEM;
+		c->lines = lines;
+		c->capacity = cap;
+	}
+	va_start(ap, fmt);
+	if (vasprintf(&line, fmt, ap) < 0)
+		line = NULL;
+	va_end(ap);
+	if (!line)
+		return ST_ENOMEM;
+	c->lines[c->count++] = line;
+	return ST_OK;
+}
+
+void st_changes_clear(st_changes *c)
+{
+	for (size_t i = 0; i < c->count; i++)
+		free(c->lines[i]);
+	free(c->lines);
+	memset(c, 0, sizeof(*c));
+}
+
+/* ---- buffers ---- */
+
+void st_buf_init(st_buf *b)
+{
+	memset(b, 0, sizeof(*b));
+}
+
+void st_buf_free(st_buf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+int st_buf_reserve(st_buf *b, size_t extra)
+{
+	size_t need, cap;
+	char *d;
+
+	if (b->oom)
+		return -1;
+	need = b->len + extra + 1;
+	if (need <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 256;
+	while (cap < need)
+		cap *= 2;
+	d = realloc(b->data, cap);
+	if (!d) {
+		b->oom = 1;
+		return -1;
+	}
+	b->data = d;
+	b->cap = cap;
+	return 0;
+}
+
+void st_buf_add(st_buf *b, const void *p, size_t n)
+{
+	if (st_buf_reserve(b, n) < 0)
+		return;
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+void st_buf_addc(st_buf *b, char c)
+{
+	if (st_buf_reserve(b, 1) < 0)
+		return;
+	b->data[b->len++] = c;
+	b->data[b->len] = '\0';
+}
+
+void st_buf_adds(st_buf *b, const char *s)
+{
+	st_buf_add(b, s, strlen(s));
+}
+
+void st_buf_printf(st_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || st_buf_reserve(b, (size_t)n) < 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+char *st_buf_take(st_buf *b, size_t *len)
+{
+	char *d;
+
+	if (b->oom) {
+		st_buf_free(b);
+		return NULL;
+	}
+	if (!b->data && st_buf_reserve(b, 0) < 0)
+		return NULL;
+	d = b->data;
+	if (len)
+		*len = b->len;
+	memset(b, 0, sizeof(*b));
+	return d;
+}
+
+void st_pointer_add_key(st_buf *b, const char *key, size_t len)
+{
+	st_buf_addc(b, '/');
+	for (size_t i = 0; i < len; i++) {
+		if (key[i] == '~')
+			st_buf_add(b, "~0", 2);
+		else if (key[i] == '/')
+			st_buf_add(b, "~1", 2);
+		else
+			st_buf_addc(b, key[i]);
+	}
+}
+
+void st_pointer_add_index(st_buf *b, size_t index)
+{
+	st_buf_printf(b, "/%zu", index);
+}
+
+const char *st_json_str(const json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+int st_json_bool(const json_t *obj, const char *key)
+{
+	return json_is_true(json_object_get(obj, key));
+}
+
+int st_json_is_empty(const json_t *v)
+{
+	if (!v || json_is_null(v) || json_is_false(v))
+		return 1;
+	if (json_is_string(v))
+		return json_string_length(v) == 0;
+	if (json_is_number(v))
+		return json_number_value(v) == 0;
+	if (json_is_array(v))
+		return json_array_size(v) == 0;
+	if (json_is_object(v))
+		return json_object_size(v) == 0;
+	return 0;
+}

@@ -1,0 +1,170 @@
+/* Finding resources by URN, name, URN suffix or index, with "did you mean" on a miss. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t levenshtein(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t *row;
+	if (la > 512 || lb > 512)
+		return (size_t)-1;
+	row = malloc((lb + 1) * sizeof(*row));
+	if (!row)
+		return (size_t)-1;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t prev = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t cur = row[j];
+			size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+			size_t v = prev + cost;
+			if (row[j] + 1 < v)
+				v = row[j] + 1;
+			if (row[j - 1] + 1 < v)
+				v = row[j - 1] + 1;
+			row[j] = v;
+			prev = cur;
+		}
+	}
+	size_t d = row[lb];
+	free(row);
+	return d;
+}
+
+static int push(size_t **arr, size_t *n, size_t *cap, size_t v)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 8;
+		size_t *a = realloc(*arr, c * sizeof(*a));
+		if (!a)
+			return -1;
+		*arr = a;
+		*cap = c;
+	}
+	(*arr)[(*n)++] = v;
+	return 0;
+}
+
+static const char *urn_name(const char *urn)
+{
+	st_urn u;
+	return st_urn_parse(urn, &u) == ST_OK ? u.name : NULL;
+}
+
+int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_error *err)
+{
+	json_t *res = st_state_resources(s, 0), *r;
+	size_t i, n = 0, cap = 0, *hits = NULL;
+	size_t nres = json_array_size(res);
+
+	*out = NULL;
+	*count = 0;
+	if (q[0] == '#' && q[1]) {
+		char *end;
+		unsigned long long idx = strtoull(q + 1, &end, 10);
+		if (*end || idx >= nres)
+			return st__err(err, ST_ENOTFOUND, "no resource at index %s (the state has "
+				       "%zu resources)", q + 1, nres);
+		if (push(&hits, &n, &cap, (size_t)idx) < 0)
+			return st__err(err, ST_ENOMEM, "out of memory");
+		*out = hits;
+		*count = 1;
+		return ST_OK;
+	}
+	/* Exact URN. */
+	json_array_foreach(res, i, r) {
+		const char *urn = st_json_str(r, "urn");
+		if (urn && !strcmp(urn, q) && push(&hits, &n, &cap, i) < 0)
+			goto oom;
+	}
+	/* Name, then URN suffix. */
+	for (int pass = 0; pass < 2 && n == 0; pass++) {
+		size_t ql = strlen(q);
+		json_array_foreach(res, i, r) {
+			const char *urn = st_json_str(r, "urn"), *name;
+			if (!urn)
+				continue;
+			if (pass == 0) {
+				name = urn_name(urn);
+				if (name && !strcmp(name, q) && push(&hits, &n, &cap, i) < 0)
+					goto oom;
+			} else {
+				size_t ul = strlen(urn);
+				if (ul > ql && !strcmp(urn + ul - ql, q) &&
+				    push(&hits, &n, &cap, i) < 0)
+					goto oom;
+			}
+		}
+		if (n > 1) {
+			st_buf b;
+			st_buf_init(&b);
+			for (size_t k = 0; k < n && k < 20; k++) {
+				json_t *h = json_array_get(res, hits[k]);
+				st_buf_printf(&b, "\n  #%zu %s%s", hits[k], st_json_str(h, "urn"),
+					      st_json_bool(h, "delete") ? " (delete: true)" : "");
+			}
+			if (n > 20)
+				st_buf_printf(&b, "\n  ... and %zu more", n - 20);
+			st__err(err, ST_EAMBIGUOUS,
+				"'%s' matches %zu resources; give the full URN (or #INDEX):%s", q,
+				n, b.data ? b.data : "");
+			st_buf_free(&b);
+			free(hits);
+			return ST_EAMBIGUOUS;
+		}
+	}
+	if (n == 0) {
+		/* Up to three suggestions by edit distance over URNs and names. */
+		size_t best[3] = {0}, bestd[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
+		st_buf b;
+		json_array_foreach(res, i, r) {
+			const char *urn = st_json_str(r, "urn"), *name;
+			size_t d;
+			if (!urn)
+				continue;
+			d = levenshtein(q, urn);
+			name = urn_name(urn);
+			if (name) {
+				size_t dn = levenshtein(q, name);
+				if (dn < d)
+					d = dn;
+			}
+			for (int k = 0; k < 3; k++) {
+				if (d < bestd[k]) {
+					for (int m = 2; m > k; m--) {
+						bestd[m] = bestd[m - 1];
+						best[m] = best[m - 1];
+					}
+					bestd[k] = d;
+					best[k] = i;
+					break;
+				}
+			}
+		}
+		st_buf_init(&b);
+		for (int k = 0; k < 3; k++) {
+			size_t lim = strlen(q) / 2 + 3;
+			if (bestd[k] == (size_t)-1 || bestd[k] > lim)
+				break;
+			st_buf_printf(&b, "%s\n  %s", k == 0 ? "\nDid you mean:" : "",
+				      st_json_str(json_array_get(res, best[k]), "urn"));
+		}
+		st__err(err, ST_ENOTFOUND,
+			"No such resource \"%s\" exists in the current state%s\nTo list the "
+			"resource URNs in the state, run `statetool list`",
+			q, b.data ? b.data : "");
+		st_buf_free(&b);
+		free(hits);
+		return ST_ENOTFOUND;
+	}
+	*out = hits;
+	*count = n;
+	return ST_OK;
+oom:
+	free(hits);
+	return st__err(err, ST_ENOMEM, "out of memory");
+}

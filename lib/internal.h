@@ -1,0 +1,137 @@
+/* Private declarations shared by the library's modules. Not installed. */
+#ifndef ST_INTERNAL_H
+#define ST_INTERNAL_H
+
+#include "statetool.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#define ST_UNUSED __attribute__((unused))
+
+/* Sets err (when not NULL and not already set: the first error wins) and returns code. */
+int st__err(st_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int st__verr(st_error *err, int code, const char *fmt, va_list ap);
+/* Adds a file name to an error that has none. */
+void st__err_file(st_error *err, const char *file);
+void st__err_pointer(st_error *err, const char *pointer);
+
+/* A growable byte buffer. On allocation failure `oom` is set and further appends do nothing. */
+typedef struct st_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+	int oom;
+} st_buf;
+
+void st_buf_init(st_buf *b);
+void st_buf_free(st_buf *b);
+int st_buf_reserve(st_buf *b, size_t extra);
+void st_buf_add(st_buf *b, const void *p, size_t n);
+void st_buf_addc(st_buf *b, char c);
+void st_buf_adds(st_buf *b, const char *s);
+void st_buf_printf(st_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Detaches the data (NUL-terminated) and resets the buffer. NULL when oom. */
+char *st_buf_take(st_buf *b, size_t *len);
+
+/* JSON Pointer helpers: append one reference token, escaping ~ and /. */
+void st_pointer_add_key(st_buf *b, const char *key, size_t len);
+void st_pointer_add_index(st_buf *b, size_t index);
+
+/* strdup/asprintf that return NULL on failure. */
+char *st_strdup(const char *s);
+char *st_strndup(const char *s, size_t n);
+char *st_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* What kind of object a value is, for the writer's key order and for canonical field order. */
+typedef enum st_kind {
+	ST_K_ANY = 0,     /* unknown: keys kept in the order held */
+	ST_K_MAP,         /* a Go map of plain values: keys sorted, values ST_K_ANY */
+	ST_K_PROPMAP,     /* property map: keys sorted at every depth */
+	ST_K_RAW,         /* json.RawMessage: kept as held */
+	ST_K_ENVELOPE,
+	ST_K_CHECKPOINT,
+	ST_K_DEPLOYMENT,
+	ST_K_MANIFEST,
+	ST_K_PLUGIN,
+	ST_K_SECRETS_PROVIDER,
+	ST_K_METADATA,
+	ST_K_INTEGRITY_ERROR,
+	ST_K_RESOURCE,
+	ST_K_OPERATION,
+	ST_K_TIMEOUTS,
+	ST_K_STACKFRAME,
+	ST_K_SNIPPET,
+	ST_K_DESCRIPTOR,
+	ST_K_PARAMETERIZATION,
+	ST_K_EXTENSION,
+	ST_K_MAP_OF_EXTENSION, /* extensions: map ref -> extension */
+	ST_K_MAP_OF_ARRAY      /* propertyDependencies, resourceHooks: sorted keys */
+} st_kind;
+
+/* The kind of a member `key` of an object of kind `parent`, or of an element of an array held
+ * by such a member (`key` NULL and `parent` the array's own kind context). */
+st_kind st_kind_child(st_kind parent, const char *key);
+
+/* Writes `v` with the kind-driven key order. */
+int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind kind);
+
+/* Canonical field order of a struct kind: a NULL-terminated list, or NULL for map kinds. */
+const char *const *st_kind_fields(st_kind kind);
+/* Which fields of a struct kind are written even when empty (not omitempty). */
+int st_kind_field_always(st_kind kind, const char *key);
+
+/* Sets obj[key] = value (stolen) placing a new key at its canonical position for `kind`. */
+int st_obj_set_ordered(json_t *obj, st_kind kind, const char *key, json_t *value);
+
+/* Is the value "empty" in Go's omitempty sense? */
+int st_json_is_empty(const json_t *v);
+
+/* Deployment helpers. */
+const char *st_json_str(const json_t *obj, const char *key); /* string member or NULL */
+int st_json_bool(const json_t *obj, const char *key);         /* true member -> 1 */
+
+/* Internal state layout. */
+struct st_state {
+	json_t *root;       /* the whole document */
+	json_t *container;  /* the object holding the deployment: root (export) or checkpoint */
+	st_envelope envelope;
+	int version;        /* 0..4 as in the file */
+	st_style style;
+	st_compression compression;
+	char *path;
+	st_problems load_problems;
+};
+
+/* Finds envelope, version and deployment; checks versions and features. */
+int st__state_bind(st_state *s, st_error *err);
+
+/* SHA-256 hex of a string (libsodium). */
+void st_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* Known features of deployment v4. */
+extern const char *const st_known_features[];
+
+/* Directory and path helpers. */
+int st_path_is_symlink(const char *path);
+char *st_path_dirname(const char *path);
+char *st_path_join(const char *a, const char *b);
+int st_mkdir_p(const char *path, mode_t mode, st_error *err);
+
+/* Random hex (libsodium), n bytes -> 2n chars + NUL in out. */
+void st_random_hex(char *out, size_t nbytes);
+/* A UUID v4 string (37 bytes). */
+void st_uuid4(char out[37]);
+/* RFC 3339 local time with offset, as Go's time.Now() marshals. */
+void st_now_rfc3339(char *out, size_t size);
+
+/* Backend internals: resolve a stack reference into project (NULL in legacy layout) and stack
+ * name, both checked; refuse a path under the backend whose directories are symbolic links. */
+int st__backend_resolve(st_backend *b, const char *ref, char **project, char **stack,
+			st_error *err);
+int st__backend_check_path(const st_backend *b, const char *rel, st_error *err);
+
+/* Test hook: ST_FAIL_STEP=name:N aborts (SIGABRT... SIGKILL) at step N of operation `name`. */
+void st__crash_point(const char *op, int step);
+
+#endif

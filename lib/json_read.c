@@ -1,0 +1,807 @@
+/*
+ * The JSON reader. It accepts exactly what Go's encoding/json accepts (Pulumi reads state with
+ * it) and builds jansson values:
+ *  - numbers of any size become reals (float64); a literal beyond the float64 range is an error;
+ *  - "\u0000" is allowed in strings (keys too, through jansson's *n calls);
+ *  - a duplicate key keeps the last value (a warning with the key's pointer);
+ *  - invalid UTF-8 and lone surrogates become U+FFFD (a warning with the pointer);
+ *  - no byte order mark, no comments, no trailing commas, nothing after the value.
+ * It also notes the style of the text so that the writer can keep it.
+ *
+ * Why not json_loadb: jansson rejects big integers, lone surrogates and invalid UTF-8 that Pulumi
+ * accepts, drops duplicate keys silently, and cannot tell where a value sits (JSON Pointer) or how
+ * the file was written.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct frame {
+	const char *key; /* current key in an object (NUL-terminated scratch copy) */
+	size_t keylen;
+	size_t index; /* current index in an array */
+	int is_array;
+} frame;
+
+typedef struct parser {
+	const unsigned char *start;
+	const unsigned char *p;
+	const unsigned char *end;
+	size_t depth;
+	size_t max_depth;
+	size_t max_string;
+	const char *name;
+	st_error *err;
+	st_problems *problems;
+	int failed;
+	/* style evidence */
+	int saw_html_escape;
+	int saw_long_bf;
+	int saw_short_bf;
+	size_t lenient; /* how many leniency warnings were recorded (capped) */
+	/* path for pointers */
+	frame *frames;
+	size_t nframes;
+	size_t frames_cap;
+	/* scratch for strings that need unescaping */
+	char *sbuf;
+	size_t sbuf_cap;
+	char decimal_point;
+} parser;
+
+#define MAX_LENIENCY_REPORTS 100
+
+static void fail_at(parser *ps, const unsigned char *at, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void fail_at(parser *ps, const unsigned char *at, int code, const char *fmt, ...)
+{
+	va_list ap;
+	int line = 1;
+	const unsigned char *q, *bol;
+
+	if (ps->failed)
+		return;
+	ps->failed = 1;
+	if (!ps->err)
+		return;
+	if (at > ps->end)
+		at = ps->end;
+	bol = ps->start;
+	for (q = ps->start; q < at; q++) {
+		if (*q == '\n') {
+			line++;
+			bol = q + 1;
+		}
+	}
+	va_start(ap, fmt);
+	st__verr(ps->err, code, fmt, ap);
+	va_end(ap);
+	ps->err->line = line;
+	ps->err->column = (int)(at - bol) + 1;
+	ps->err->offset = (long long)(at - ps->start);
+	st__err_file(ps->err, ps->name);
+}
+
+/* Go's quoteChar: 'x', '\'', '"', or '\x01' for control bytes. */
+static const char *quote_char(int c, char buf[16])
+{
+	if (c == '\'')
+		return "'\\''";
+	if (c == '"')
+		return "'\"'";
+	if (c < 0x20 || c >= 0x7f)
+		snprintf(buf, 16, "'\\x%02x'", c);
+	else
+		snprintf(buf, 16, "'%c'", c);
+	return buf;
+}
+
+static void fail_char(parser *ps, const char *context)
+{
+	char q[16];
+	if (ps->p >= ps->end)
+		fail_at(ps, ps->p, ST_EPARSE, "unexpected end of JSON input");
+	else
+		fail_at(ps, ps->p, ST_EPARSE, "invalid character %s %s", quote_char(*ps->p, q),
+			context);
+}
+
+static void pointer_of(parser *ps, st_buf *b, const char *extra_key, size_t extra_len)
+{
+	for (size_t i = 0; i < ps->nframes; i++) {
+		frame *f = &ps->frames[i];
+		if (f->is_array)
+			st_pointer_add_index(b, f->index);
+		else if (f->key)
+			st_pointer_add_key(b, f->key, f->keylen);
+	}
+	if (extra_key)
+		st_pointer_add_key(b, extra_key, extra_len);
+}
+
+static void lenient(parser *ps, const char *rule, const char *what, const char *key,
+		    size_t keylen)
+{
+	st_buf b;
+
+	if (!ps->problems || ps->lenient >= MAX_LENIENCY_REPORTS)
+		return;
+	ps->lenient++;
+	st_buf_init(&b);
+	pointer_of(ps, &b, key, keylen);
+	st_problems_add(ps->problems, ST_SEV_WARNING, rule, b.data ? b.data : "", NULL, "%s",
+			what);
+	st_buf_free(&b);
+}
+
+static inline void skip_ws(parser *ps)
+{
+	const unsigned char *p = ps->p, *e = ps->end;
+	while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++;
+	ps->p = p;
+}
+
+static int push_frame(parser *ps, int is_array)
+{
+	if (ps->nframes == ps->frames_cap) {
+		size_t cap = ps->frames_cap ? ps->frames_cap * 2 : 32;
+		frame *f = realloc(ps->frames, cap * sizeof(*f));
+		if (!f)
+			return -1;
+		ps->frames = f;
+		ps->frames_cap = cap;
+	}
+	ps->frames[ps->nframes].key = NULL;
+	ps->frames[ps->nframes].keylen = 0;
+	ps->frames[ps->nframes].index = 0;
+	ps->frames[ps->nframes].is_array = is_array;
+	ps->nframes++;
+	return 0;
+}
+
+static int sbuf_reserve(parser *ps, size_t need)
+{
+	if (need <= ps->sbuf_cap)
+		return 0;
+	size_t cap = ps->sbuf_cap ? ps->sbuf_cap : 256;
+	while (cap < need)
+		cap *= 2;
+	char *s = realloc(ps->sbuf, cap);
+	if (!s)
+		return -1;
+	ps->sbuf = s;
+	ps->sbuf_cap = cap;
+	return 0;
+}
+
+/* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid. p[0] >= 0x80. */
+static size_t utf8_len(const unsigned char *p, const unsigned char *e)
+{
+	unsigned c = p[0];
+	if (c >= 0xc2 && c <= 0xdf) {
+		if (e - p >= 2 && (p[1] & 0xc0) == 0x80)
+			return 2;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		if (e - p >= 3 && (p[1] & 0xc0) == 0x80 && (p[2] & 0xc0) == 0x80) {
+			if (c == 0xe0 && p[1] < 0xa0)
+				return 0; /* overlong */
+			if (c == 0xed && p[1] >= 0xa0)
+				return 0; /* surrogate */
+			return 3;
+		}
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		if (e - p >= 4 && (p[1] & 0xc0) == 0x80 && (p[2] & 0xc0) == 0x80 &&
+		    (p[3] & 0xc0) == 0x80) {
+			if (c == 0xf0 && p[1] < 0x90)
+				return 0;
+			if (c == 0xf4 && p[1] >= 0x90)
+				return 0;
+			return 4;
+		}
+	}
+	return 0;
+}
+
+static size_t put_utf8(char *out, unsigned cp)
+{
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xc0 | (cp >> 6));
+		out[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xe0 | (cp >> 12));
+		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | (cp >> 18));
+	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	out[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+static int hex4(const unsigned char *p, unsigned *out)
+{
+	unsigned v = 0;
+	for (int i = 0; i < 4; i++) {
+		unsigned c = p[i], d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
+		else
+			return -1;
+		v = v * 16 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+/*
+ * Parses a string whose opening quote is at ps->p. On success *out points at the decoded bytes
+ * (into the input when nothing needed decoding, else into ps->sbuf) and *outlen is their length.
+ * `is_key` tells the leniency warnings whether the pointer names the key itself.
+ */
+static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *bad_utf8)
+{
+	const unsigned char *p = ps->p + 1, *e = ps->end, *seg;
+	size_t n = 0;
+
+	*bad_utf8 = 0;
+	/* Fast path: plain ASCII/UTF-8 without escapes. */
+	seg = p;
+	while (p < e) {
+		unsigned c = *p;
+		if (c == '"') {
+			*out = (const char *)seg;
+			*outlen = (size_t)(p - seg);
+			ps->p = p + 1;
+			goto check_len;
+		}
+		if (c == '\\' || c < 0x20)
+			break;
+		if (c >= 0x80) {
+			size_t l = utf8_len(p, e);
+			if (!l)
+				break;
+			p += l;
+			continue;
+		}
+		p++;
+	}
+	if (p >= e) {
+		fail_at(ps, e, ST_EPARSE, "unexpected end of JSON input");
+		return -1;
+	}
+	/* Slow path: copy what was scanned, then decode the rest. */
+	n = (size_t)(p - seg);
+	if (sbuf_reserve(ps, n + 64) < 0)
+		goto oom;
+	memcpy(ps->sbuf, seg, n);
+	while (p < e) {
+		unsigned c = *p;
+		if (sbuf_reserve(ps, n + 8) < 0)
+			goto oom;
+		if (c == '"') {
+			*out = ps->sbuf;
+			*outlen = n;
+			ps->p = p + 1;
+			goto check_len;
+		}
+		if (c < 0x20) {
+			char q[16];
+			fail_at(ps, p, ST_EPARSE, "invalid character %s in string literal",
+				quote_char((int)c, q));
+			return -1;
+		}
+		if (c == '\\') {
+			unsigned cp, lo;
+			if (p + 1 >= e)
+				break;
+			switch (p[1]) {
+			case '"': ps->sbuf[n++] = '"'; p += 2; continue;
+			case '\\': ps->sbuf[n++] = '\\'; p += 2; continue;
+			case '/': ps->sbuf[n++] = '/'; p += 2; continue;
+			case 'b': ps->sbuf[n++] = '\b'; ps->saw_short_bf = 1; p += 2; continue;
+			case 'f': ps->sbuf[n++] = '\f'; ps->saw_short_bf = 1; p += 2; continue;
+			case 'n': ps->sbuf[n++] = '\n'; p += 2; continue;
+			case 'r': ps->sbuf[n++] = '\r'; p += 2; continue;
+			case 't': ps->sbuf[n++] = '\t'; p += 2; continue;
+			case 'u':
+				if (e - p < 6 || hex4(p + 2, &cp) < 0) {
+					const unsigned char *bad = p + 2;
+					char q[16];
+					while (bad < e && bad < p + 6 &&
+					       ((*bad >= '0' && *bad <= '9') ||
+						(*bad >= 'a' && *bad <= 'f') ||
+						(*bad >= 'A' && *bad <= 'F')))
+						bad++;
+					if (bad >= e)
+						fail_at(ps, e, ST_EPARSE,
+							"unexpected end of JSON input");
+					else
+						fail_at(ps, bad, ST_EPARSE,
+							"invalid character %s in \\u hexadecimal "
+							"character escape",
+							quote_char(*bad, q));
+					return -1;
+				}
+				p += 6;
+				if (cp == '<' || cp == '>' || cp == '&')
+					ps->saw_html_escape = 1;
+				if (cp == 0x08 || cp == 0x0c)
+					ps->saw_long_bf = 1;
+				if (cp >= 0xd800 && cp < 0xdc00) {
+					/* A high surrogate: a low one must follow, else U+FFFD. */
+					if (e - p >= 6 && p[0] == '\\' && p[1] == 'u' &&
+					    hex4(p + 2, &lo) == 0 && lo >= 0xdc00 && lo < 0xe000) {
+						cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+						p += 6;
+					} else {
+						cp = 0xfffd;
+						*bad_utf8 = 1;
+					}
+				} else if (cp >= 0xdc00 && cp < 0xe000) {
+					cp = 0xfffd;
+					*bad_utf8 = 1;
+				}
+				n += put_utf8(ps->sbuf + n, cp);
+				continue;
+			default: {
+				char q[16];
+				fail_at(ps, p + 1, ST_EPARSE,
+					"invalid character %s in string escape code",
+					quote_char(p[1], q));
+				return -1;
+			}
+			}
+		}
+		if (c >= 0x80) {
+			size_t l = utf8_len(p, e);
+			if (!l) {
+				/* Go: each invalid byte becomes U+FFFD. */
+				n += put_utf8(ps->sbuf + n, 0xfffd);
+				*bad_utf8 = 1;
+				p++;
+				continue;
+			}
+			memcpy(ps->sbuf + n, p, l);
+			n += l;
+			p += l;
+			continue;
+		}
+		ps->sbuf[n++] = (char)c;
+		p++;
+	}
+	fail_at(ps, e, ST_EPARSE, "unexpected end of JSON input");
+	return -1;
+check_len:
+	if (ps->max_string && *outlen > ps->max_string) {
+		fail_at(ps, ps->p, ST_ELIMIT, "string of %zu bytes exceeds the limit of %zu bytes",
+			*outlen, ps->max_string);
+		return -1;
+	}
+	return 0;
+oom:
+	fail_at(ps, p, ST_ENOMEM, "out of memory");
+	return -1;
+}
+
+static json_t *parse_number(parser *ps)
+{
+	const unsigned char *s = ps->p, *p = s, *e = ps->end;
+	int simple = 1;
+	double v;
+
+	if (p < e && *p == '-')
+		p++;
+	if (p >= e) {
+		fail_at(ps, p, ST_EPARSE, "unexpected end of JSON input");
+		return NULL;
+	}
+	if (*p == '0') {
+		p++;
+	} else if (*p >= '1' && *p <= '9') {
+		while (p < e && *p >= '0' && *p <= '9')
+			p++;
+	} else {
+		ps->p = p;
+		fail_char(ps, "in numeric literal");
+		return NULL;
+	}
+	if (p < e && *p == '.') {
+		simple = 0;
+		p++;
+		if (p >= e || *p < '0' || *p > '9') {
+			ps->p = p;
+			fail_char(ps, "after decimal point in numeric literal");
+			return NULL;
+		}
+		while (p < e && *p >= '0' && *p <= '9')
+			p++;
+	}
+	if (p < e && (*p == 'e' || *p == 'E')) {
+		simple = 0;
+		p++;
+		if (p < e && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= e || *p < '0' || *p > '9') {
+			ps->p = p;
+			fail_char(ps, "in exponent of numeric literal");
+			return NULL;
+		}
+		while (p < e && *p >= '0' && *p <= '9')
+			p++;
+	}
+	ps->p = p;
+	if (simple && p - s <= 16) {
+		/* At most 15 digits (plus a sign): exact in a double. */
+		const unsigned char *q = s;
+		int neg = 0;
+		long long n = 0;
+		if (*q == '-') {
+			neg = 1;
+			q++;
+		}
+		if (p - q <= 15) {
+			for (; q < p; q++)
+				n = n * 10 + (*q - '0');
+			v = neg ? -(double)n : (double)n;
+			if (neg && n == 0)
+				v = -0.0;
+			return json_real(v);
+		}
+	}
+	{
+		char stackbuf[64], *buf = stackbuf, *endp;
+		size_t len = (size_t)(p - s);
+		if (len >= sizeof(stackbuf)) {
+			buf = malloc(len + 1);
+			if (!buf) {
+				fail_at(ps, s, ST_ENOMEM, "out of memory");
+				return NULL;
+			}
+		}
+		memcpy(buf, s, len);
+		buf[len] = '\0';
+		if (ps->decimal_point != '.') {
+			/* strtod follows the caller's locale; JSON does not. */
+			for (size_t i = 0; i < len; i++)
+				if (buf[i] == '.')
+					buf[i] = ps->decimal_point;
+		}
+		errno = 0;
+		v = strtod(buf, &endp);
+		if (isinf(v)) {
+			fail_at(ps, s, ST_EPARSE, "number %.*s is out of the range of a float64",
+				(int)(len > 40 ? 40 : len), (const char *)s);
+			if (buf != stackbuf)
+				free(buf);
+			return NULL;
+		}
+		if (buf != stackbuf)
+			free(buf);
+	}
+	return json_real(v);
+}
+
+static json_t *parse_value(parser *ps);
+
+static json_t *parse_object(parser *ps)
+{
+	json_t *obj = json_object();
+	frame *f;
+
+	if (!obj) {
+		fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (push_frame(ps, 0) < 0) {
+		json_decref(obj);
+		fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+		return NULL;
+	}
+	ps->p++; /* '{' */
+	skip_ws(ps);
+	if (ps->p < ps->end && *ps->p == '}') {
+		ps->p++;
+		ps->nframes--;
+		return obj;
+	}
+	for (;;) {
+		const char *key;
+		size_t keylen, before;
+		char *keycopy;
+		json_t *val;
+		int bad;
+
+		skip_ws(ps);
+		if (ps->p >= ps->end || *ps->p != '"') {
+			fail_char(ps, "looking for beginning of object key string");
+			goto fail;
+		}
+		if (parse_string_raw(ps, &key, &keylen, &bad) < 0)
+			goto fail;
+		keycopy = st_strndup(key, keylen);
+		if (!keycopy) {
+			fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+			goto fail;
+		}
+		f = &ps->frames[ps->nframes - 1];
+		f->key = keycopy;
+		f->keylen = keylen;
+		if (bad)
+			lenient(ps, "json/invalid-utf8",
+				"object key with invalid UTF-8 or a lone surrogate (read as U+FFFD, "
+				"as Pulumi does)",
+				NULL, 0);
+		skip_ws(ps);
+		if (ps->p >= ps->end || *ps->p != ':') {
+			fail_char(ps, "after object key");
+			free(keycopy);
+			goto fail;
+		}
+		ps->p++;
+		skip_ws(ps);
+		val = parse_value(ps);
+		f = &ps->frames[ps->nframes - 1];
+		if (!val) {
+			free(keycopy);
+			f->key = NULL;
+			goto fail;
+		}
+		before = json_object_size(obj);
+		if (json_object_setn_new_nocheck(obj, keycopy, keylen, val) < 0) {
+			fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+			free(keycopy);
+			f->key = NULL;
+			goto fail;
+		}
+		if (json_object_size(obj) == before) {
+			char *msg = st_asprintf("duplicate object key '%s': the last value is kept, "
+						"as Pulumi does; earlier values are lost on save",
+						keycopy);
+			f->key = NULL;
+			lenient(ps, "json/duplicate-key", msg ? msg : "duplicate object key",
+				keycopy, keylen);
+			free(msg);
+		}
+		free(keycopy);
+		f->key = NULL;
+		skip_ws(ps);
+		if (ps->p < ps->end && *ps->p == ',') {
+			ps->p++;
+			continue;
+		}
+		if (ps->p < ps->end && *ps->p == '}') {
+			ps->p++;
+			break;
+		}
+		fail_char(ps, "after object key:value pair");
+		goto fail;
+	}
+	ps->nframes--;
+	return obj;
+fail:
+	ps->nframes--;
+	json_decref(obj);
+	return NULL;
+}
+
+static json_t *parse_array(parser *ps)
+{
+	json_t *arr = json_array();
+	size_t idx = 0;
+
+	if (!arr || push_frame(ps, 1) < 0) {
+		json_decref(arr);
+		fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+		return NULL;
+	}
+	ps->p++; /* '[' */
+	skip_ws(ps);
+	if (ps->p < ps->end && *ps->p == ']') {
+		ps->p++;
+		ps->nframes--;
+		return arr;
+	}
+	for (;;) {
+		json_t *val;
+		ps->frames[ps->nframes - 1].index = idx;
+		skip_ws(ps);
+		val = parse_value(ps);
+		if (!val)
+			goto fail;
+		if (json_array_append_new(arr, val) < 0) {
+			fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+			goto fail;
+		}
+		idx++;
+		skip_ws(ps);
+		if (ps->p < ps->end && *ps->p == ',') {
+			ps->p++;
+			continue;
+		}
+		if (ps->p < ps->end && *ps->p == ']') {
+			ps->p++;
+			break;
+		}
+		fail_char(ps, "after array element");
+		goto fail;
+	}
+	ps->nframes--;
+	return arr;
+fail:
+	ps->nframes--;
+	json_decref(arr);
+	return NULL;
+}
+
+static int match_literal(parser *ps, const char *lit, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		if (ps->p + i >= ps->end) {
+			fail_at(ps, ps->end, ST_EPARSE, "unexpected end of JSON input");
+			return -1;
+		}
+		if (ps->p[i] != (unsigned char)lit[i]) {
+			char q[16];
+			fail_at(ps, ps->p + i, ST_EPARSE, "invalid character %s in literal %s "
+				"(expecting '%c')", quote_char(ps->p[i], q), lit, lit[i]);
+			return -1;
+		}
+	}
+	ps->p += n;
+	return 0;
+}
+
+static json_t *parse_value(parser *ps)
+{
+	json_t *v = NULL;
+
+	if (ps->p >= ps->end) {
+		fail_at(ps, ps->p, ST_EPARSE, "unexpected end of JSON input");
+		return NULL;
+	}
+	switch (*ps->p) {
+	case '{':
+	case '[':
+		if (++ps->depth > ps->max_depth) {
+			fail_at(ps, ps->p, ST_ELIMIT, "exceeded max depth (%zu nested values)",
+				ps->max_depth);
+			return NULL;
+		}
+		v = *ps->p == '{' ? parse_object(ps) : parse_array(ps);
+		ps->depth--;
+		return v;
+	case '"': {
+		const char *s;
+		size_t n;
+		int bad;
+		if (parse_string_raw(ps, &s, &n, &bad) < 0)
+			return NULL;
+		v = json_stringn_nocheck(s, n);
+		if (!v) {
+			fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+			return NULL;
+		}
+		if (bad)
+			lenient(ps, "json/invalid-utf8",
+				"string with invalid UTF-8 or a lone surrogate (read as U+FFFD, as "
+				"Pulumi does)",
+				NULL, 0);
+		return v;
+	}
+	case 't':
+		return match_literal(ps, "true", 4) < 0 ? NULL : json_true();
+	case 'f':
+		return match_literal(ps, "false", 5) < 0 ? NULL : json_false();
+	case 'n':
+		return match_literal(ps, "null", 4) < 0 ? NULL : json_null();
+	default:
+		if (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9'))
+			return parse_number(ps);
+		fail_char(ps, "looking for beginning of value");
+		return NULL;
+	}
+}
+
+/* Detects compact or indented output and the indentation unit from the first member. */
+static void detect_layout(const unsigned char *s, const unsigned char *e, st_style *st)
+{
+	const unsigned char *p = s;
+
+	while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+		p++;
+	if (p >= e || (*p != '{' && *p != '['))
+		return;
+	p++;
+	if (p < e && *p == '\n') {
+		const unsigned char *q = ++p;
+		while (q < e && (*q == ' ' || *q == '\t'))
+			q++;
+		size_t n = (size_t)(q - p);
+		st->compact = 0;
+		if (n >= 1 && n <= 8) {
+			memcpy(st->indent, p, n);
+			st->indent[n] = '\0';
+		}
+	} else if (p < e && (*p == ' ' || *p == '\t' || *p == '\r')) {
+		st->compact = 0; /* unusual whitespace: write Pulumi's indented form */
+	} else {
+		st->compact = 1;
+	}
+}
+
+int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
+		  const st_parse_limits *limits, st_style *style_out, st_problems *problems,
+		  st_error *err)
+{
+	parser ps;
+	json_t *v;
+	struct lconv *lc = localeconv();
+
+	*out = NULL;
+	memset(&ps, 0, sizeof(ps));
+	ps.start = (const unsigned char *)buf;
+	ps.p = ps.start;
+	ps.end = ps.start + len;
+	ps.max_depth = limits && limits->max_depth ? limits->max_depth : ST_DEFAULT_MAX_DEPTH;
+	ps.max_string = limits ? limits->max_string : 0;
+	ps.name = name;
+	ps.err = err;
+	ps.problems = problems;
+	ps.decimal_point = lc && lc->decimal_point && lc->decimal_point[0] ?
+				   lc->decimal_point[0] : '.';
+
+	if (len >= 3 && ps.p[0] == 0xef && ps.p[1] == 0xbb && ps.p[2] == 0xbf) {
+		fail_at(&ps, ps.p, ST_EPARSE, "invalid character 'ï' looking for beginning of "
+			"value (a UTF-8 byte order mark, which Pulumi does not accept)");
+		return ps.err ? ps.err->code : ST_EPARSE;
+	}
+	skip_ws(&ps);
+	v = parse_value(&ps);
+	if (v) {
+		skip_ws(&ps);
+		if (ps.p < ps.end) {
+			fail_char(&ps, "after top-level value");
+			json_decref(v);
+			v = NULL;
+		}
+	}
+	for (size_t i = 0; i < ps.nframes; i++)
+		free((char *)ps.frames[i].key);
+	free(ps.frames);
+	free(ps.sbuf);
+	if (!v)
+		return err && err->code ? err->code : ST_EPARSE;
+
+	if (style_out) {
+		st_style_export(style_out);
+		detect_layout(ps.start, ps.end, style_out);
+		/* Raw <, > or & can only stand inside strings: seeing one means no HTML escaping. */
+		if (memchr(buf, '<', len) || memchr(buf, '>', len) || memchr(buf, '&', len))
+			style_out->escape_html = 0;
+		else
+			style_out->escape_html = ps.saw_html_escape;
+		style_out->short_bf = ps.saw_long_bf && !ps.saw_short_bf ? 0 : 1;
+		style_out->trailing_newline = len > 0 && buf[len - 1] == '\n';
+	}
+	*out = v;
+	return ST_OK;
+}

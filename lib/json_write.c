@@ -1,0 +1,566 @@
+/*
+ * The writer: the bytes Go's encoding/json produces for Pulumi's types.
+ *  - Struct fields in the order held (the reader keeps the file's order, which is Pulumi's for a
+ *    file Pulumi wrote); Go maps (property maps, config, propertyDependencies, ...) sorted by
+ *    byte order, at every depth for property values.
+ *  - Numbers as strconv.AppendFloat(f, 'f' or 'e', -1, 64) with Go's exponent clean-up.
+ *  - Strings escaped as Go does: \" \\ \n \r \t (\b \f since Go 1.22), other controls as \u00XX,
+ *    U+2028/U+2029 always escaped, <, >, & only with HTML escaping on.
+ *  - Indented output as json.Encoder.SetIndent("", unit): "key": value, empty {} and [] inline.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void st_style_checkpoint(st_style *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->compact = 1;
+	memcpy(s->indent, "    ", 5);
+	s->short_bf = 1;
+}
+
+void st_style_export(st_style *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->compact = 0;
+	memcpy(s->indent, "    ", 5);
+	s->trailing_newline = 1;
+	s->short_bf = 1;
+}
+
+/* ---- numbers ---- */
+
+/* Shortest decimal digits of |v| that read back as v, and the exponent X with
+ * |v| = d1.d2d3... x 10^X. Returns the digit count. */
+static int shortest_digits(double v, char digits[20], int *exp10)
+{
+	char tmp[40];
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, v);
+		if (prec < 17 && strtod(tmp, NULL) != v)
+			continue;
+		/* tmp is d[sep]ddddde[+-]XX in the current locale: take digits until 'e'. */
+		int n = 0;
+		char *p = tmp;
+		for (; *p && *p != 'e' && *p != 'E'; p++)
+			if (*p >= '0' && *p <= '9')
+				digits[n++] = *p;
+		*exp10 = atoi(p + 1);
+		while (n > 1 && digits[n - 1] == '0')
+			n--;
+		digits[n] = '\0';
+		return n;
+	}
+	return 0; /* not reached */
+}
+
+int st_json_format_number(double v, char *buf, size_t size)
+{
+	char digits[20], out[64];
+	int n, x, len = 0;
+	double a;
+
+	if (isnan(v) || isinf(v) || size < 32)
+		return -1;
+	if (v == 0) {
+		len = snprintf(buf, size, "%s", signbit(v) ? "-0" : "0");
+		return len;
+	}
+	a = fabs(v);
+	if (a < 1e15 && a == floor(a)) {
+		len = snprintf(buf, size, "%lld", (long long)v);
+		return len;
+	}
+	n = shortest_digits(a, digits, &x);
+	if (v < 0)
+		out[len++] = '-';
+	if (a >= 1e-6 && a < 1e21) {
+		/* 'f' format */
+		if (x >= 0) {
+			for (int i = 0; i <= x; i++)
+				out[len++] = i < n ? digits[i] : '0';
+			if (n > x + 1) {
+				out[len++] = '.';
+				for (int i = x + 1; i < n; i++)
+					out[len++] = digits[i];
+			}
+		} else {
+			out[len++] = '0';
+			out[len++] = '.';
+			for (int i = 0; i < -x - 1; i++)
+				out[len++] = '0';
+			for (int i = 0; i < n; i++)
+				out[len++] = digits[i];
+		}
+		out[len] = '\0';
+	} else {
+		/* 'e' format: d[.ddd]e±XX, then Go drops the leading zero of e-0X. */
+		out[len++] = digits[0];
+		if (n > 1) {
+			out[len++] = '.';
+			for (int i = 1; i < n; i++)
+				out[len++] = digits[i];
+		}
+		out[len++] = 'e';
+		out[len++] = x < 0 ? '-' : '+';
+		int ax = x < 0 ? -x : x;
+		if (ax < 10 && x >= 0)
+			len += snprintf(out + len, sizeof(out) - (size_t)len, "0%d", ax);
+		else
+			len += snprintf(out + len, sizeof(out) - (size_t)len, "%d", ax);
+	}
+	if ((size_t)len >= size)
+		return -1;
+	memcpy(buf, out, (size_t)len + 1);
+	return len;
+}
+
+/* ---- strings ---- */
+
+static const char hexdigits[] = "0123456789abcdef";
+
+static void write_string(st_buf *b, const char *s, size_t n, const st_style *st)
+{
+	const unsigned char *p = (const unsigned char *)s, *e = p + n, *run;
+
+	if (st_buf_reserve(b, n + 2) < 0)
+		return;
+	st_buf_addc(b, '"');
+	run = p;
+	while (p < e) {
+		unsigned c = *p;
+		const char *esc = NULL;
+		char u[7];
+		if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' &&
+		    c != 0xe2) {
+			p++;
+			continue;
+		}
+		if (c == 0xe2) {
+			/* U+2028 (e2 80 a8) and U+2029 (e2 80 a9) */
+			if (e - p >= 3 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
+				st_buf_add(b, run, (size_t)(p - run));
+				st_buf_add(b, p[2] == 0xa8 ? "\\u2028" : "\\u2029", 6);
+				p += 3;
+				run = p;
+			} else {
+				p++;
+			}
+			continue;
+		}
+		if ((c == '<' || c == '>' || c == '&') && !st->escape_html) {
+			p++;
+			continue;
+		}
+		switch (c) {
+		case '"': esc = "\\\""; break;
+		case '\\': esc = "\\\\"; break;
+		case '\n': esc = "\\n"; break;
+		case '\r': esc = "\\r"; break;
+		case '\t': esc = "\\t"; break;
+		case '\b': esc = st->short_bf ? "\\b" : NULL; break;
+		case '\f': esc = st->short_bf ? "\\f" : NULL; break;
+		default: break;
+		}
+		if (!esc) {
+			u[0] = '\\';
+			u[1] = 'u';
+			u[2] = '0';
+			u[3] = '0';
+			u[4] = hexdigits[c >> 4];
+			u[5] = hexdigits[c & 15];
+			u[6] = '\0';
+			esc = u;
+		}
+		st_buf_add(b, run, (size_t)(p - run));
+		st_buf_adds(b, esc);
+		p++;
+		run = p;
+	}
+	st_buf_add(b, run, (size_t)(p - run));
+	st_buf_addc(b, '"');
+}
+
+/* ---- kinds: which objects are Go structs and which are maps ---- */
+
+static const char *const f_envelope[] = {"version", "features", "checkpoint", "deployment", NULL};
+static const char *const f_checkpoint[] = {"stack", "config", "latest", NULL};
+static const char *const f_deployment[] = {"manifest", "secrets_providers", "resources",
+					   "pending_operations", "metadata", "snippets",
+					   "extensions", NULL};
+static const char *const f_manifest[] = {"time", "magic", "version", "plugins", NULL};
+static const char *const f_plugin[] = {"name", "path", "type", "version", NULL};
+static const char *const f_secrets[] = {"type", "state", NULL};
+static const char *const f_metadata[] = {"integrity_error", NULL};
+static const char *const f_integrity[] = {"version", "command", "error", "env_vars", NULL};
+static const char *const f_resource[] = {
+	"urn", "custom", "delete", "id", "type", "inputs", "outputs", "parent", "protect",
+	"taint", "external", "dependencies", "initErrors", "provider", "propertyDependencies",
+	"pendingReplacement", "additionalSecretOutputs", "aliases", "customTimeouts", "importID",
+	"retainOnDelete", "deletedWith", "replaceWith", "created", "modified", "sourcePosition",
+	"stackTrace", "ignoreChanges", "hideDiff", "replaceOnChanges", "replacementTrigger",
+	"refreshBeforeUpdate", "viewOf", "resourceHooks", "extensionRef", "snippetID", NULL};
+static const char *const f_operation[] = {"resource", "type", NULL};
+static const char *const f_timeouts[] = {"create", "update", "delete", "read", NULL};
+static const char *const f_frame[] = {"sourcePosition", NULL};
+static const char *const f_snippet[] = {"uuid", "name", "type", "code", "descriptor",
+					"references", NULL};
+static const char *const f_descriptor[] = {"name", "version", "downloadURL", "parameterization",
+					   NULL};
+static const char *const f_param[] = {"name", "version", "value", NULL};
+static const char *const f_extension[] = {"name", "version", "value", NULL};
+
+const char *const *st_kind_fields(st_kind kind)
+{
+	switch (kind) {
+	case ST_K_ENVELOPE: return f_envelope;
+	case ST_K_CHECKPOINT: return f_checkpoint;
+	case ST_K_DEPLOYMENT: return f_deployment;
+	case ST_K_MANIFEST: return f_manifest;
+	case ST_K_PLUGIN: return f_plugin;
+	case ST_K_SECRETS_PROVIDER: return f_secrets;
+	case ST_K_METADATA: return f_metadata;
+	case ST_K_INTEGRITY_ERROR: return f_integrity;
+	case ST_K_RESOURCE: return f_resource;
+	case ST_K_OPERATION: return f_operation;
+	case ST_K_TIMEOUTS: return f_timeouts;
+	case ST_K_STACKFRAME: return f_frame;
+	case ST_K_SNIPPET: return f_snippet;
+	case ST_K_DESCRIPTOR: return f_descriptor;
+	case ST_K_PARAMETERIZATION: return f_param;
+	case ST_K_EXTENSION: return f_extension;
+	default: return NULL;
+	}
+}
+
+int st_kind_field_always(st_kind kind, const char *key)
+{
+	switch (kind) {
+	case ST_K_RESOURCE:
+		return !strcmp(key, "urn") || !strcmp(key, "custom") || !strcmp(key, "type");
+	case ST_K_DEPLOYMENT:
+		return !strcmp(key, "manifest") || !strcmp(key, "metadata");
+	case ST_K_MANIFEST:
+		return !strcmp(key, "time") || !strcmp(key, "magic") || !strcmp(key, "version");
+	case ST_K_OPERATION:
+		return 1;
+	case ST_K_ENVELOPE:
+		return !strcmp(key, "checkpoint") || !strcmp(key, "deployment");
+	case ST_K_CHECKPOINT:
+		return !strcmp(key, "stack");
+	case ST_K_SECRETS_PROVIDER:
+		return !strcmp(key, "type");
+	case ST_K_SNIPPET:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+st_kind st_kind_child(st_kind parent, const char *key)
+{
+	switch (parent) {
+	case ST_K_PROPMAP:
+		return ST_K_PROPMAP;
+	case ST_K_MAP:
+	case ST_K_ANY:
+	case ST_K_RAW:
+	case ST_K_MAP_OF_ARRAY:
+		return parent == ST_K_MAP_OF_ARRAY ? ST_K_ANY : parent;
+	case ST_K_ENVELOPE:
+		if (!strcmp(key, "checkpoint"))
+			return ST_K_CHECKPOINT;
+		if (!strcmp(key, "deployment"))
+			return ST_K_DEPLOYMENT;
+		return ST_K_ANY;
+	case ST_K_CHECKPOINT:
+		if (!strcmp(key, "config"))
+			return ST_K_PROPMAP;
+		if (!strcmp(key, "latest"))
+			return ST_K_DEPLOYMENT;
+		return ST_K_ANY;
+	case ST_K_DEPLOYMENT:
+		if (!strcmp(key, "manifest"))
+			return ST_K_MANIFEST;
+		if (!strcmp(key, "secrets_providers"))
+			return ST_K_SECRETS_PROVIDER;
+		if (!strcmp(key, "resources"))
+			return ST_K_RESOURCE;
+		if (!strcmp(key, "pending_operations"))
+			return ST_K_OPERATION;
+		if (!strcmp(key, "metadata"))
+			return ST_K_METADATA;
+		if (!strcmp(key, "snippets"))
+			return ST_K_SNIPPET;
+		if (!strcmp(key, "extensions"))
+			return ST_K_MAP_OF_EXTENSION;
+		return ST_K_ANY;
+	case ST_K_MANIFEST:
+		return !strcmp(key, "plugins") ? ST_K_PLUGIN : ST_K_ANY;
+	case ST_K_SECRETS_PROVIDER:
+		return ST_K_RAW;
+	case ST_K_METADATA:
+		return !strcmp(key, "integrity_error") ? ST_K_INTEGRITY_ERROR : ST_K_ANY;
+	case ST_K_INTEGRITY_ERROR:
+		return !strcmp(key, "env_vars") ? ST_K_MAP : ST_K_ANY;
+	case ST_K_RESOURCE:
+		if (!strcmp(key, "inputs") || !strcmp(key, "outputs") ||
+		    !strcmp(key, "defaults") || !strcmp(key, "replacementTrigger"))
+			return ST_K_PROPMAP;
+		if (!strcmp(key, "propertyDependencies") || !strcmp(key, "resourceHooks"))
+			return ST_K_MAP_OF_ARRAY;
+		if (!strcmp(key, "customTimeouts"))
+			return ST_K_TIMEOUTS;
+		if (!strcmp(key, "stackTrace"))
+			return ST_K_STACKFRAME;
+		return ST_K_ANY;
+	case ST_K_OPERATION:
+		return !strcmp(key, "resource") ? ST_K_RESOURCE : ST_K_ANY;
+	case ST_K_SNIPPET:
+		if (!strcmp(key, "descriptor"))
+			return ST_K_DESCRIPTOR;
+		if (!strcmp(key, "references"))
+			return ST_K_MAP;
+		return ST_K_ANY;
+	case ST_K_DESCRIPTOR:
+		return !strcmp(key, "parameterization") ? ST_K_PARAMETERIZATION : ST_K_ANY;
+	case ST_K_MAP_OF_EXTENSION:
+		return ST_K_EXTENSION;
+	default:
+		return ST_K_ANY;
+	}
+}
+
+static int kind_sorts_keys(st_kind k)
+{
+	return k == ST_K_MAP || k == ST_K_PROPMAP || k == ST_K_MAP_OF_ARRAY ||
+	       k == ST_K_MAP_OF_EXTENSION;
+}
+
+/* Members of a map kind: children of the map take the map's element kind; a struct's members
+ * take the kind named by their key. Arrays pass their context through. */
+static st_kind member_kind(st_kind parent, const char *key)
+{
+	if (parent == ST_K_MAP_OF_EXTENSION)
+		return ST_K_EXTENSION;
+	if (parent == ST_K_MAP)
+		return ST_K_ANY;
+	return st_kind_child(parent, key);
+}
+
+/* ---- the walk ---- */
+
+typedef struct member {
+	const char *key;
+	size_t keylen;
+	json_t *value;
+} member;
+
+static int cmp_member(const void *a, const void *b)
+{
+	const member *x = a, *y = b;
+	size_t n = x->keylen < y->keylen ? x->keylen : y->keylen;
+	int c = memcmp(x->key, y->key, n);
+	if (c)
+		return c;
+	return x->keylen < y->keylen ? -1 : x->keylen > y->keylen;
+}
+
+static void newline(st_buf *b, const st_style *st, size_t depth)
+{
+	size_t il = strlen(st->indent);
+	if (st_buf_reserve(b, 1 + il * depth) < 0)
+		return;
+	b->data[b->len++] = '\n';
+	for (size_t i = 0; i < depth; i++) {
+		memcpy(b->data + b->len, st->indent, il);
+		b->len += il;
+	}
+	b->data[b->len] = '\0';
+}
+
+static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind kind,
+		       size_t depth);
+
+static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kind kind,
+			size_t depth)
+{
+	size_t n = json_object_size(obj), i = 0;
+	member stackm[32], *m = stackm;
+	const char *key;
+	size_t keylen;
+	json_t *val;
+	int sorted = 1, rc = 0;
+
+	if (n == 0) {
+		st_buf_add(b, "{}", 2);
+		return 0;
+	}
+	if (n > 32) {
+		m = malloc(n * sizeof(*m));
+		if (!m) {
+			b->oom = 1;
+			return -1;
+		}
+	}
+	json_object_keylen_foreach((json_t *)obj, key, keylen, val) {
+		m[i].key = key;
+		m[i].keylen = keylen;
+		m[i].value = val;
+		if (i > 0 && sorted && cmp_member(&m[i - 1], &m[i]) > 0)
+			sorted = 0;
+		i++;
+	}
+	if (!sorted && kind_sorts_keys(kind))
+		qsort(m, n, sizeof(*m), cmp_member);
+	st_buf_addc(b, '{');
+	for (i = 0; i < n && rc == 0; i++) {
+		if (i)
+			st_buf_addc(b, ',');
+		if (!st->compact)
+			newline(b, st, depth + 1);
+		write_string(b, m[i].key, m[i].keylen, st);
+		st_buf_add(b, st->compact ? ":" : ": ", st->compact ? 1 : 2);
+		/* Keys may hold NUL (jansson *n calls); kinds only match plain keys. */
+		rc = write_value(b, m[i].value, st,
+				 strlen(m[i].key) == m[i].keylen ? member_kind(kind, m[i].key)
+								 : ST_K_ANY,
+				 depth + 1);
+	}
+	if (!st->compact)
+		newline(b, st, depth);
+	st_buf_addc(b, '}');
+	if (m != stackm)
+		free(m);
+	return rc;
+}
+
+static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind kind,
+		       size_t depth)
+{
+	char num[40];
+	int n;
+
+	if (b->oom)
+		return -1;
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return write_object(b, v, st, kind, depth);
+	case JSON_ARRAY: {
+		size_t len = json_array_size(v);
+		if (len == 0) {
+			st_buf_add(b, "[]", 2);
+			return 0;
+		}
+		st_buf_addc(b, '[');
+		for (size_t i = 0; i < len; i++) {
+			if (i)
+				st_buf_addc(b, ',');
+			if (!st->compact)
+				newline(b, st, depth + 1);
+			if (write_value(b, json_array_get(v, i), st, kind, depth + 1) < 0)
+				return -1;
+		}
+		if (!st->compact)
+			newline(b, st, depth);
+		st_buf_addc(b, ']');
+		return 0;
+	}
+	case JSON_STRING:
+		write_string(b, json_string_value(v), json_string_length(v), st);
+		return 0;
+	case JSON_REAL:
+	case JSON_INTEGER:
+		n = st_json_format_number(json_number_value(v), num, sizeof(num));
+		if (n < 0)
+			return -1;
+		st_buf_add(b, num, (size_t)n);
+		return 0;
+	case JSON_TRUE:
+		st_buf_add(b, "true", 4);
+		return 0;
+	case JSON_FALSE:
+		st_buf_add(b, "false", 5);
+		return 0;
+	case JSON_NULL:
+		st_buf_add(b, "null", 4);
+		return 0;
+	}
+	return -1;
+}
+
+int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind kind)
+{
+	if (write_value(b, v, style, kind, 0) < 0 || b->oom)
+		return b->oom ? ST_ENOMEM : ST_EINVAL;
+	if (style->trailing_newline)
+		st_buf_addc(b, '\n');
+	return b->oom ? ST_ENOMEM : ST_OK;
+}
+
+int st_json_dump(const json_t *value, const st_style *style, char **out, size_t *len,
+		 st_error *err)
+{
+	st_buf b;
+	st_style def;
+	int rc;
+
+	if (!style) {
+		st_style_export(&def);
+		style = &def;
+	}
+	st_buf_init(&b);
+	rc = st__json_write(&b, value, style, ST_K_ANY);
+	if (rc) {
+		st_buf_free(&b);
+		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
+					      "value cannot be written as JSON (NaN or infinity)");
+	}
+	*out = st_buf_take(&b, len);
+	return *out ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
+}
+
+/* ---- canonical field order ---- */
+
+static int field_rank(const char *const *fields, const char *key)
+{
+	for (int i = 0; fields[i]; i++)
+		if (!strcmp(fields[i], key))
+			return i;
+	return -1;
+}
+
+int st_obj_set_ordered(json_t *obj, st_kind kind, const char *key, json_t *value)
+{
+	const char *const *fields = st_kind_fields(kind);
+	int rank, rc;
+	const char *k;
+	json_t *v, *tail;
+	void *tmp;
+
+	if (!value)
+		return -1;
+	if (json_object_get(obj, key) || !fields || (rank = field_rank(fields, key)) < 0)
+		return json_object_set_new(obj, key, value);
+	/* Move every known key that ranks after `key` behind it, keeping their order. */
+	tail = json_object();
+	if (!tail) {
+		json_decref(value);
+		return -1;
+	}
+	json_object_foreach_safe(obj, tmp, k, v) {
+		int r = field_rank(fields, k);
+		if (r > rank) {
+			json_object_set(tail, k, v);
+			json_object_del(obj, k);
+		}
+	}
+	rc = json_object_set_new(obj, key, value);
+	json_object_update(obj, tail);
+	json_decref(tail);
+	return rc;
+}

@@ -1,0 +1,650 @@
+/*
+ * Deployment states: envelopes, versions, features, and faithful serialization.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const st_known_features[] = {"refreshBeforeUpdate", "views", "hooks", "taint",
+					 "replaceWith", "snippets-prototype",
+					 "extensionParameterization", "byteString", NULL};
+
+static int known_feature(const char *f)
+{
+	for (int i = 0; st_known_features[i]; i++)
+		if (!strcmp(st_known_features[i], f))
+			return 1;
+	return 0;
+}
+
+static int read_version(json_t *root, int *version, st_error *err)
+{
+	json_t *v = json_object_get(root, "version");
+	double d;
+
+	if (!v) {
+		*version = 0;
+		return ST_OK;
+	}
+	if (!json_is_number(v)) {
+		st__err_pointer(err, "/version");
+		return st__err(err, ST_EFORMAT, "'version' must be a number");
+	}
+	d = json_number_value(v);
+	if (d != (double)(int)d) {
+		st__err_pointer(err, "/version");
+		return st__err(err, ST_EFORMAT, "'version' must be a whole number, not %g", d);
+	}
+	*version = (int)d;
+	return ST_OK;
+}
+
+static int check_features(st_state *s, st_error *err)
+{
+	json_t *features = json_object_get(s->root, "features"), *f;
+	size_t i;
+	st_buf unknown;
+
+	if (s->version < 4 || !features || json_is_null(features))
+		return ST_OK;
+	if (!json_is_array(features)) {
+		st__err_pointer(err, "/features");
+		return st__err(err, ST_EFORMAT, "'features' must be an array of strings");
+	}
+	st_buf_init(&unknown);
+	json_array_foreach(features, i, f) {
+		if (!json_is_string(f)) {
+			st_buf_free(&unknown);
+			st__err_pointer(err, "/features");
+			return st__err(err, ST_EFORMAT, "'features' must be an array of strings");
+		}
+		if (!known_feature(json_string_value(f))) {
+			if (unknown.len)
+				st_buf_adds(&unknown, ", ");
+			st_buf_adds(&unknown, json_string_value(f));
+		}
+	}
+	if (unknown.len) {
+		st__err_pointer(err, "/features");
+		st__err(err, ST_EFEATURE,
+			"this stack's deployment needs support for the following features: %s",
+			unknown.data);
+		st_buf_free(&unknown);
+		return ST_EFEATURE;
+	}
+	st_buf_free(&unknown);
+	return ST_OK;
+}
+
+static int check_resources(st_state *s, st_error *err)
+{
+	json_t *dep = st_state_deployment(s), *res, *r;
+	size_t i;
+	const char *base = s->envelope == ST_ENVELOPE_EXPORT ? "/deployment"
+			   : s->version == 0 ? "/latest"
+					     : "/checkpoint/latest";
+
+	if (!dep)
+		return ST_OK;
+	res = json_object_get(dep, "resources");
+	if (res && !json_is_null(res) && !json_is_array(res)) {
+		char ptr[64];
+		snprintf(ptr, sizeof(ptr), "%s/resources", base);
+		st__err_pointer(err, ptr);
+		return st__err(err, ST_EFORMAT, "'resources' must be an array");
+	}
+	json_array_foreach(res, i, r) {
+		if (!json_is_object(r)) {
+			char ptr[96];
+			snprintf(ptr, sizeof(ptr), "%s/resources/%zu", base, i);
+			st__err_pointer(err, ptr);
+			return st__err(err, ST_EFORMAT,
+				       "resource at index %zu is not an object (Pulumi cannot read "
+				       "it)",
+				       i);
+		}
+	}
+	return ST_OK;
+}
+
+int st__state_bind(st_state *s, st_error *err)
+{
+	json_t *root = s->root, *cp, *dep;
+	int rc;
+
+	if (!json_is_object(root))
+		return st__err(err, ST_EFORMAT,
+			       "not a Pulumi deployment state: the top-level value is not an "
+			       "object");
+	rc = read_version(root, &s->version, err);
+	if (rc)
+		return rc;
+	cp = json_object_get(root, "checkpoint");
+	dep = json_object_get(root, "deployment");
+	if (cp && dep)
+		return st__err(err, ST_EFORMAT,
+			       "not a Pulumi deployment state: it has both 'checkpoint' and "
+			       "'deployment'");
+	if (cp) {
+		s->envelope = ST_ENVELOPE_CHECKPOINT;
+		s->container = cp;
+		if (!json_object_get(root, "version"))
+			return st__err(err, ST_EFORMAT,
+				       "a checkpoint envelope must have a 'version'");
+		if (s->version < 1 || s->version > 4)
+			return st__err(err, ST_EVERSION, "unsupported checkpoint version %d",
+				       s->version);
+		if (!json_is_object(cp)) {
+			st__err_pointer(err, "/checkpoint");
+			return st__err(err, ST_EFORMAT, "'checkpoint' must be an object");
+		}
+	} else if (dep) {
+		s->envelope = ST_ENVELOPE_EXPORT;
+		s->container = root;
+		if (s->version < 1)
+			return st__err(err, ST_EVERSION, "this stack's deployment is too old "
+				       "(version %d; the oldest supported is 1)", s->version);
+		if (s->version > 4)
+			return st__err(err, ST_EVERSION,
+				       "this stack's deployment version is too new (version %d; "
+				       "the newest supported is 4)",
+				       s->version);
+		if (!json_is_object(dep) && !json_is_null(dep)) {
+			st__err_pointer(err, "/deployment");
+			return st__err(err, ST_EFORMAT, "'deployment' must be an object or null");
+		}
+	} else if (!json_object_get(root, "version") &&
+		   (json_object_get(root, "latest") || json_object_get(root, "stack") ||
+		    json_object_get(root, "target"))) {
+		/* An unversioned (version 0) checkpoint: the whole file is a CheckpointV1. */
+		s->envelope = ST_ENVELOPE_CHECKPOINT;
+		s->container = root;
+		s->version = 0;
+	} else {
+		return st__err(err, ST_EFORMAT,
+			       "not a Pulumi deployment state: expected a 'deployment' member "
+			       "(pulumi stack export) or a 'checkpoint' member (DIY backend file)");
+	}
+	if (s->envelope == ST_ENVELOPE_CHECKPOINT) {
+		json_t *latest = json_object_get(s->container, "latest");
+		json_t *stack = json_object_get(s->container, "stack");
+		if (latest && !json_is_object(latest) && !json_is_null(latest))
+			return st__err(err, ST_EFORMAT, "'latest' must be an object or null");
+		if (stack && !json_is_string(stack))
+			return st__err(err, ST_EFORMAT, "the checkpoint's 'stack' must be a string");
+	}
+	rc = check_features(s, err);
+	if (rc)
+		return rc;
+	return check_resources(s, err);
+}
+
+static void state_free_fields(st_state *s)
+{
+	json_decref(s->root);
+	free(s->path);
+	st_problems_clear(&s->load_problems);
+}
+
+int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char *name,
+			 const st_load_opts *opts, st_error *err)
+{
+	st_state *s;
+	st_parse_limits lim = {0};
+	int rc;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	if (opts)
+		lim.max_depth = opts->max_depth;
+	rc = st_json_parse(&s->root, buf, len, name, &lim, &s->style, &s->load_problems, err);
+	if (rc == ST_OK)
+		rc = st__state_bind(s, err);
+	if (rc) {
+		st__err_file(err, name);
+		state_free_fields(s);
+		free(s);
+		return rc;
+	}
+	if (name)
+		s->path = st_strdup(name);
+	*out = s;
+	return ST_OK;
+}
+
+int st_state_load_file(st_state **out, const char *path, const st_load_opts *opts, st_error *err)
+{
+	char *buf;
+	size_t len;
+	st_compression comp;
+	int rc;
+
+	*out = NULL;
+	rc = st_file_read(path, opts ? opts->max_size : 0, &buf, &len, &comp, err);
+	if (rc)
+		return rc;
+	rc = st_state_load_buffer(out, buf, len, strcmp(path, "-") ? path : "<stdin>", opts, err);
+	free(buf);
+	if (rc == ST_OK) {
+		(*out)->compression = comp;
+		if (!strcmp(path, "-")) {
+			free((*out)->path);
+			(*out)->path = NULL;
+		}
+	}
+	return rc;
+}
+
+int st_state_new(st_state **out, st_error *err)
+{
+	st_state *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (!s)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	s->root = json_pack("{s:f,s:n}", "version", 3.0, "deployment");
+	if (!s->root) {
+		free(s);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	s->container = s->root;
+	s->envelope = ST_ENVELOPE_EXPORT;
+	s->version = 3;
+	st_style_export(&s->style);
+	*out = s;
+	return ST_OK;
+}
+
+void st_state_free(st_state *s)
+{
+	if (!s)
+		return;
+	state_free_fields(s);
+	free(s);
+}
+
+st_envelope st_state_envelope(const st_state *s) { return s->envelope; }
+int st_state_version(const st_state *s) { return s->version; }
+json_t *st_state_root(const st_state *s) { return s->root; }
+const char *st_state_path(const st_state *s) { return s->path; }
+st_style *st_state_style(st_state *s) { return &s->style; }
+st_compression st_state_compression(const st_state *s) { return s->compression; }
+void st_state_set_compression(st_state *s, st_compression c) { s->compression = c; }
+const st_problems *st_state_load_problems(const st_state *s) { return &s->load_problems; }
+
+json_t *st_state_features(const st_state *s)
+{
+	json_t *f = json_object_get(s->root, "features");
+	return json_is_array(f) ? f : NULL;
+}
+
+json_t *st_state_deployment(const st_state *s)
+{
+	json_t *d = json_object_get(s->container,
+				    s->envelope == ST_ENVELOPE_EXPORT ? "deployment" : "latest");
+	return json_is_object(d) ? d : NULL;
+}
+
+const char *st_state_checkpoint_stack(const st_state *s)
+{
+	if (s->envelope != ST_ENVELOPE_CHECKPOINT)
+		return NULL;
+	return st_json_str(s->container, "stack");
+}
+
+/* A zero DeploymentV3, as Pulumi writes one for an empty stack. */
+static json_t *new_deployment(void)
+{
+	json_t *d = json_object(), *m = json_object();
+	if (!d || !m) {
+		json_decref(d);
+		json_decref(m);
+		return NULL;
+	}
+	json_object_set_new(m, "time", json_string("0001-01-01T00:00:00Z"));
+	json_object_set_new(m, "magic", json_string(""));
+	json_object_set_new(m, "version", json_string(""));
+	json_object_set_new(d, "manifest", m);
+	json_object_set_new(d, "metadata", json_object());
+	return d;
+}
+
+json_t *st_state_resources(st_state *s, int create)
+{
+	json_t *d = st_state_deployment(s), *r;
+
+	if (!d) {
+		if (!create)
+			return NULL;
+		d = new_deployment();
+		if (!d)
+			return NULL;
+		json_object_set_new(s->container,
+				    s->envelope == ST_ENVELOPE_EXPORT ? "deployment" : "latest", d);
+	}
+	r = json_object_get(d, "resources");
+	if (json_is_array(r))
+		return r;
+	if (!create)
+		return NULL;
+	r = json_array();
+	if (!r || st_obj_set_ordered(d, ST_K_DEPLOYMENT, "resources", r) < 0)
+		return NULL;
+	return r;
+}
+
+void st_state_touch(st_state *s)
+{
+	(void)s; /* derived data lives with the callers for now; kept for API stability */
+}
+
+/* Finds organization/<project>/<stack> from the root stack resource, or any resource. */
+static char *derive_stack_qname(st_state *s)
+{
+	json_t *res = st_state_resources(s, 0), *r;
+	size_t i;
+	const char *fallback = NULL;
+
+	json_array_foreach(res, i, r) {
+		const char *urn = st_json_str(r, "urn");
+		const char *type = st_json_str(r, "type");
+		if (!urn || !st_urn_valid(urn))
+			continue;
+		if (!fallback)
+			fallback = urn;
+		if (type && !strcmp(type, ST_ROOT_STACK_TYPE) && !st_json_str(r, "parent")) {
+			fallback = urn;
+			break;
+		}
+	}
+	if (fallback) {
+		st_urn u;
+		st_urn_parse(fallback, &u);
+		return st_asprintf("organization/%.*s/%.*s", (int)u.project_len, u.project,
+				   (int)u.stack_len, u.stack);
+	}
+	return NULL;
+}
+
+int st_state_set_envelope(st_state *s, st_envelope envelope, const char *stack, st_error *err)
+{
+	json_t *dep, *root, *features;
+	int version;
+
+	if (envelope == s->envelope && !(envelope == ST_ENVELOPE_CHECKPOINT && s->version == 0)) {
+		if (stack && envelope == ST_ENVELOPE_CHECKPOINT)
+			json_object_set_new(s->container, "stack", json_string(stack));
+		return ST_OK;
+	}
+	dep = st_state_deployment(s);
+	version = s->version == 0 ? 1 : s->version;
+	features = st_state_features(s);
+	root = json_object();
+	if (!root)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	json_object_set_new(root, "version", json_real(version));
+	if (features && version >= 4)
+		json_object_set(root, "features", features);
+	if (envelope == ST_ENVELOPE_EXPORT) {
+		json_object_set(root, "deployment", dep ? dep : json_null());
+		json_decref(s->root);
+		s->root = root;
+		s->container = root;
+		st_style_export(&s->style);
+	} else {
+		char *qname = stack ? st_strdup(stack) : NULL;
+		json_t *cp;
+		if (!qname && s->envelope == ST_ENVELOPE_CHECKPOINT)
+			qname = st_strdup(st_state_checkpoint_stack(s) ? st_state_checkpoint_stack(s)
+								       : "");
+		if (!qname)
+			qname = derive_stack_qname(s);
+		if (!qname) {
+			json_decref(root);
+			return st__err(err, ST_EINVAL,
+				       "cannot tell the stack's name for the checkpoint envelope "
+				       "(no resources): give it with --stack "
+				       "organization/PROJECT/STACK");
+		}
+		cp = json_object();
+		json_object_set_new(cp, "stack", json_string(qname));
+		free(qname);
+		if (s->version == 0 || s->envelope == ST_ENVELOPE_CHECKPOINT) {
+			json_t *config = json_object_get(s->container, "config");
+			if (config)
+				json_object_set(cp, "config", config);
+		}
+		if (dep)
+			json_object_set(cp, "latest", dep);
+		json_object_set_new(root, "checkpoint", cp);
+		json_decref(s->root);
+		s->root = root;
+		s->container = cp;
+		st_style_checkpoint(&s->style);
+	}
+	s->envelope = envelope;
+	s->version = version;
+	return ST_OK;
+}
+
+int st_state_dump(const st_state *s, const st_style *style, char **out, size_t *len,
+		  st_error *err)
+{
+	st_buf b;
+	int rc;
+
+	st_buf_init(&b);
+	/* Unknown sizes: start near the size of a typical state to avoid early reallocs. */
+	rc = st__json_write(&b, s->root, style ? style : &s->style,
+			    s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE);
+	if (rc) {
+		st_buf_free(&b);
+		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
+						"the state holds a value JSON cannot represent");
+	}
+	*out = st_buf_take(&b, len);
+	return *out ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
+}
+
+void st_magic_for_version(const char *version, char buf[65])
+{
+	if (!version || !*version) {
+		buf[0] = '\0';
+		return;
+	}
+	st_sha256_hex(version, strlen(version), buf);
+}
+
+void st_state_fix_magic(st_state *s)
+{
+	json_t *dep = st_state_deployment(s), *m;
+	const char *ver;
+	char magic[65];
+
+	if (!dep || !json_is_object(m = json_object_get(dep, "manifest")))
+		return;
+	ver = st_json_str(m, "version");
+	st_magic_for_version(ver, magic);
+	if (!json_object_get(m, "magic") && !magic[0])
+		return;
+	json_object_set_new(m, "magic", json_string(magic));
+}
+
+int st_state_save(st_state *s, const char *path, const st_write_opts *opts, st_error *err)
+{
+	st_write_opts wo = {0};
+	char *data;
+	size_t len;
+	int rc;
+
+	if (!path)
+		path = s->path;
+	if (!path)
+		return st__err(err, ST_EINVAL, "no file to save to");
+	if (opts)
+		wo = *opts;
+	else
+		wo.backup = 1;
+	wo.compression = s->compression;
+	st_state_fix_magic(s);
+	rc = st_state_dump(s, NULL, &data, &len, err);
+	if (rc)
+		return rc;
+	rc = st_file_write_atomic(path, data, len, &wo, err);
+	free(data);
+	return rc;
+}
+
+/* ---- features ---- */
+
+#define SIG_KEY "4dabf18193072939515e22adb298388d"
+#define SIG_BYTESTRING "803fd3297a5875dc03ca845dda5d2a98"
+
+static int uses_bytestring(const json_t *v, int depth)
+{
+	const char *k;
+	json_t *c;
+	size_t i;
+
+	if (depth > ST_DEFAULT_MAX_DEPTH)
+		return 0;
+	if (json_is_object(v)) {
+		const char *sig = st_json_str(v, SIG_KEY);
+		if (sig && !strcmp(sig, SIG_BYTESTRING))
+			return 1;
+		json_object_foreach((json_t *)v, k, c)
+			if (uses_bytestring(c, depth + 1))
+				return 1;
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, c)
+			if (uses_bytestring(c, depth + 1))
+				return 1;
+	}
+	return 0;
+}
+
+static void resource_features(const json_t *r, int used[])
+{
+	const json_t *v;
+	if (json_is_true(json_object_get(r, "refreshBeforeUpdate")))
+		used[0] = 1;
+	if ((v = json_object_get(r, "viewOf")) && !st_json_is_empty(v))
+		used[1] = 1;
+	if ((v = json_object_get(r, "resourceHooks")) && !st_json_is_empty(v))
+		used[2] = 1;
+	if (json_is_true(json_object_get(r, "taint")))
+		used[3] = 1;
+	if ((v = json_object_get(r, "replaceWith")) && !st_json_is_empty(v))
+		used[4] = 1;
+	if ((v = json_object_get(r, "snippetID")) && !st_json_is_empty(v))
+		used[5] = 1;
+	if ((v = json_object_get(r, "extensionRef")) && !st_json_is_empty(v))
+		used[6] = 1;
+	if (!used[7] && (uses_bytestring(json_object_get(r, "inputs"), 0) ||
+			 uses_bytestring(json_object_get(r, "outputs"), 0)))
+		used[7] = 1;
+}
+
+int st_state_apply_features(st_state *s)
+{
+	json_t *dep = st_state_deployment(s), *res, *r, *ops, *op, *arr;
+	int used[8] = {0}, n = 0;
+	size_t i;
+	/* Pulumi writes features sorted. */
+	static const int sorted_idx[] = {7, 6, 2, 0, 4, 5, 3, 1};
+
+	if (s->version < 3)
+		return 0;
+	res = dep ? json_object_get(dep, "resources") : NULL;
+	json_array_foreach(res, i, r)
+		resource_features(r, used);
+	ops = dep ? json_object_get(dep, "pending_operations") : NULL;
+	json_array_foreach(ops, i, op)
+		resource_features(json_object_get(op, "resource"), used);
+	if (dep && !st_json_is_empty(json_object_get(dep, "snippets")))
+		used[5] = 1;
+	arr = json_array();
+	for (int k = 0; k < 8; k++) {
+		if (used[sorted_idx[k]]) {
+			json_array_append_new(arr, json_string(st_known_features[sorted_idx[k]]));
+			n++;
+		}
+	}
+	if (n) {
+		s->version = 4;
+		json_object_set_new(s->root, "version", json_real(4));
+		st_obj_set_ordered(s->root, ST_K_ENVELOPE, "features", arr);
+	} else {
+		json_decref(arr);
+		s->version = 3;
+		json_object_set_new(s->root, "version", json_real(3));
+		json_object_del(s->root, "features");
+	}
+	return n;
+}
+
+/* ---- canonical form ---- */
+
+static void canonicalize(json_t *v, st_kind kind, int drop_empty, int depth)
+{
+	const char *const *fields;
+	json_t *c;
+	size_t i;
+
+	if (depth > ST_DEFAULT_MAX_DEPTH)
+		return;
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, c)
+			canonicalize(c, kind, drop_empty, depth + 1);
+		return;
+	}
+	if (!json_is_object(v))
+		return;
+	fields = st_kind_fields(kind);
+	if (fields) {
+		json_t *copy = json_object();
+		const char *k;
+		void *tmp;
+		for (i = 0; fields[i]; i++) {
+			json_t *fv = json_object_get(v, fields[i]);
+			if (!fv)
+				continue;
+			if (drop_empty && st_json_is_empty(fv) &&
+			    !st_kind_field_always(kind, fields[i]))
+				continue;
+			json_object_set(copy, fields[i], fv);
+		}
+		json_object_foreach(v, k, c) {
+			int known = 0;
+			for (i = 0; fields[i]; i++)
+				if (!strcmp(fields[i], k))
+					known = 1;
+			if (!known)
+				json_object_set(copy, k, c);
+		}
+		json_object_foreach_safe(v, tmp, k, c)
+			json_object_del(v, k);
+		json_object_update(v, copy);
+		json_decref(copy);
+	}
+	if (kind == ST_K_PROPMAP || kind == ST_K_RAW || kind == ST_K_ANY)
+		return;
+	{
+		const char *k;
+		json_object_foreach(v, k, c) {
+			st_kind ck = kind == ST_K_MAP_OF_EXTENSION ? ST_K_EXTENSION
+								   : st_kind_child(kind, k);
+			canonicalize(c, ck, drop_empty, depth + 1);
+		}
+	}
+}
+
+void st_state_canonicalize(st_state *s)
+{
+	canonicalize(s->root, s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE, s->version >= 3,
+		     0);
+}

@@ -1,0 +1,412 @@
+/*
+ * statetool: load, validate, migrate, edit, move and import Pulumi deployment states.
+ *
+ * Conventions (the same in every module):
+ *  - Every exported name starts with st_ or ST_.
+ *  - Fallible calls return 0 (ST_OK) or a negative ST_E* code, or NULL, and fill the optional
+ *    caller-owned st_error passed last (it may be NULL). The first error set wins; it is never
+ *    re-wrapped on the way up.
+ *  - Ownership is stated in each comment with three words: a *new* object belongs to the caller
+ *    (release it with its _free function or json_decref), a *borrowed* one belongs to its owner
+ *    and lives as long as the owner is unchanged, a *stolen* argument is owned by the callee from
+ *    the call on, even when the call fails.
+ *  - The library never prints and never exits. Passing NULL where a handle is required is a
+ *    programming error and asserts.
+ *  - JSON values are jansson values (json_t). Numbers are always real (float64), as in Pulumi.
+ */
+#ifndef STATETOOL_H
+#define STATETOOL_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ST_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors
+ */
+
+/* Result codes. Never renumbered. */
+enum {
+	ST_OK = 0,
+	ST_EIO = -1,           /* reading or writing a file failed */
+	ST_EPARSE = -2,        /* malformed JSON or compressed data */
+	ST_EFORMAT = -3,       /* well-formed JSON that is not a deployment state */
+	ST_EVERSION = -4,      /* a version that is too old or too new */
+	ST_EFEATURE = -5,      /* a v4 deployment needs features statetool does not know */
+	ST_EINTEGRITY = -6,    /* the state breaks an integrity rule */
+	ST_ENOTFOUND = -7,     /* no such resource, stack or file */
+	ST_EAMBIGUOUS = -8,    /* a short name matches more than one resource */
+	ST_ELOCKED = -9,       /* someone else holds the lock */
+	ST_EINVAL = -10,       /* a bad argument: name, URN, option */
+	ST_ENOMEM = -11,       /* out of memory */
+	ST_ESECRETS = -12,     /* a secret cannot be encrypted or decrypted */
+	ST_EPASSPHRASE = -13,  /* wrong or missing passphrase */
+	ST_ECONFLICT = -14,    /* the change collides with what is there */
+	ST_ELIMIT = -15,       /* a documented limit was exceeded */
+	ST_EUNSUPPORTED = -16, /* a valid input statetool cannot handle (e.g. zstd) */
+	ST_EREFUSED = -17      /* a safety rule refused the operation (protected, dependents...) */
+};
+
+/* An error record, owned by the caller. Fields that do not apply are 0 or "". */
+typedef struct st_error {
+	int code;          /* one of ST_E* */
+	int line;          /* 1-based line of a JSON error, 0 if none */
+	int column;        /* 1-based column (in bytes) of a JSON error, 0 if none */
+	long long offset;  /* byte offset of a JSON error, -1 if none */
+	char file[512];    /* the file the error is about */
+	char pointer[512]; /* JSON Pointer (RFC 6901) of the offending value */
+	char message[2048];
+} st_error;
+
+/* Returns a short constant name for a code ("parse error", ...). */
+const char *st_strerror(int code);
+
+/* Clears an error record (code 0, empty strings, offset -1). Accepts NULL. */
+void st_error_clear(st_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Problems: the findings of loading and validation, all of them, not only the first.
+ */
+
+typedef enum st_severity {
+	ST_SEV_WARNING = 1,
+	ST_SEV_ERROR = 2
+} st_severity;
+
+typedef struct st_problem {
+	st_severity severity;
+	char *rule;    /* stable rule identifier, e.g. "integrity/parent-order" */
+	char *message; /* Pulumi's wording where Pulumi has a message */
+	char *pointer; /* JSON Pointer of the offending value, "" for the document */
+	char *urn;     /* URN of the resource concerned, or NULL */
+	char *file;    /* file name, or NULL */
+} st_problem;
+
+typedef struct st_problems {
+	st_problem *items;
+	size_t count;
+	size_t capacity;
+	size_t errors;   /* how many have ST_SEV_ERROR */
+	size_t warnings; /* how many have ST_SEV_WARNING */
+} st_problems;
+
+/* Adds one problem; copies every string. Returns ST_OK or ST_ENOMEM. */
+int st_problems_add(st_problems *list, st_severity sev, const char *rule, const char *pointer,
+		    const char *urn, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* Frees the strings and the array; the list itself is caller storage and is reset to empty. */
+void st_problems_clear(st_problems *list);
+
+/* ---------------------------------------------------------------------------------------------
+ * JSON: the reader and the Go-compatible writer, usable on any document.
+ */
+
+/* How a document is written. Pulumi's forms: compact (DIY backend files) and 4-space indented
+ * (`pulumi stack export`). */
+typedef struct st_style {
+	int compact;          /* 1: no whitespace; 0: indented with `indent` */
+	char indent[9];       /* the indentation unit, "    " by default */
+	int escape_html;      /* 1: <, >, & written as \u003c, \u003e, \u0026 (older Pulumi) */
+	int trailing_newline; /* 1: the document ends with "\n" */
+	int short_bf;         /* 1: \b and \f written short (Go >= 1.22); 0: \u0008, \u000c */
+} st_style;
+
+/* The style of current Pulumi for a DIY checkpoint (compact, no newline) or an export
+ * (indented, newline). */
+void st_style_checkpoint(st_style *style);
+void st_style_export(st_style *style);
+
+/* Limits of the reader. */
+typedef struct st_parse_limits {
+	size_t max_depth;  /* nesting depth; 0 means ST_DEFAULT_MAX_DEPTH */
+	size_t max_string; /* bytes in one string; 0 means no limit beyond memory */
+} st_parse_limits;
+
+#define ST_DEFAULT_MAX_DEPTH 10000 /* Go's encoding/json limit */
+
+/* Parses one JSON document from buf[0..len) into *out (new reference). Go's rules: numbers of
+ * any size become float64 reals (an overflow to infinity is an error), "\u0000" is allowed,
+ * duplicate keys keep the last value, invalid UTF-8 and lone surrogates become U+FFFD. Each
+ * leniency is reported as a warning in `problems` when it is not NULL, with its JSON Pointer.
+ * Errors carry line, column and offset. `name` names the input in messages (may be NULL). */
+int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
+		  const st_parse_limits *limits, st_style *style_out, st_problems *problems,
+		  st_error *err);
+
+/* Writes `value` (borrowed) exactly as Go's encoding/json would with the given style: keys in
+ * the order they are held (callers sort maps), float64 shortest round-trip numbers, Go's string
+ * escaping. *out is new (free()), not NUL-terminated beyond len but always followed by a NUL. */
+int st_json_dump(const json_t *value, const st_style *style, char **out, size_t *len,
+		 st_error *err);
+
+/* Formats a double as Go's encoding/json formats a float64 into buf (at least 32 bytes).
+ * Returns the length. NaN and infinities are not representable and return -1. */
+int st_json_format_number(double v, char *buf, size_t size);
+
+/* ---------------------------------------------------------------------------------------------
+ * Files: compression, atomic writes, backups.
+ */
+
+typedef enum st_compression {
+	ST_COMPRESS_NONE = 0,
+	ST_COMPRESS_GZIP = 1
+} st_compression;
+
+/* Reads a whole file ("-" is standard input) and inflates it when it is gzip (detected by its
+ * magic bytes). zstd data is refused with ST_EUNSUPPORTED. `max_size` bounds the inflated size
+ * (0 means ST_DEFAULT_MAX_FILE). *out is new (free()), followed by a NUL. */
+int st_file_read(const char *path, size_t max_size, char **out, size_t *len,
+		 st_compression *compression, st_error *err);
+
+#define ST_DEFAULT_MAX_FILE ((size_t)4 << 30)
+
+/* Options for st_file_write_atomic. */
+typedef struct st_write_opts {
+	st_compression compression;
+	int backup;     /* 1: keep the previous file as <path>.bak */
+	mode_t mode;    /* mode for a new file; an existing file keeps its own. 0 means 0644 */
+	int fail_step;  /* testing hook: 0, or abort() at step N (see README "Crash tests") */
+} st_write_opts;
+
+/* Replaces `path` with data[0..len) atomically: a temporary file in the same directory, fsync,
+ * the old file kept as <path>.bak (when asked), rename, fsync of the directory. A crash leaves
+ * either the old or the new file, never a torn one. Refuses to write through a symbolic link. */
+int st_file_write_atomic(const char *path, const void *data, size_t len,
+			 const st_write_opts *opts, st_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Deployment states
+ */
+
+typedef enum st_envelope {
+	ST_ENVELOPE_EXPORT = 1,    /* {"version", "features"?, "deployment"} (pulumi stack export) */
+	ST_ENVELOPE_CHECKPOINT = 2 /* {"version", "features"?, "checkpoint": {...}} (DIY backend) */
+} st_envelope;
+
+/* Known deployment versions and features. */
+#define ST_VERSION_OLDEST 1
+#define ST_VERSION_CURRENT 3
+#define ST_VERSION_LATEST 4
+
+typedef struct st_state st_state;
+
+typedef struct st_load_opts {
+	size_t max_size;  /* inflated size limit, 0 = ST_DEFAULT_MAX_FILE */
+	size_t max_depth; /* 0 = ST_DEFAULT_MAX_DEPTH */
+	int threads;      /* parser threads for large files; 0 = automatic, 1 = one */
+} st_load_opts;
+
+/* Loads a state from a file ("-" = standard input), plain or gzip, in either envelope, any
+ * version Pulumi reads (0 to 4). Unknown versions and features are refused: ST_EVERSION or
+ * ST_EFEATURE with Pulumi's wording. *out is new. */
+int st_state_load_file(st_state **out, const char *path, const st_load_opts *opts, st_error *err);
+
+/* The same from a buffer (borrowed; it may be freed after the call). `name` is for messages. */
+int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char *name,
+			 const st_load_opts *opts, st_error *err);
+
+/* A new empty state in the export envelope, version 3, current Pulumi style. *out is new. */
+int st_state_new(st_state **out, st_error *err);
+
+void st_state_free(st_state *state);
+
+st_envelope st_state_envelope(const st_state *state);
+/* The version as in the file: 0 for an unversioned checkpoint, otherwise 1 to 4. */
+int st_state_version(const st_state *state);
+/* The `features` array (borrowed) or NULL. */
+json_t *st_state_features(const st_state *state);
+/* The whole document (borrowed). Edits through it are allowed; see st_state_touch. */
+json_t *st_state_root(const st_state *state);
+/* The deployment object (borrowed), or NULL for a stack with no deployment. */
+json_t *st_state_deployment(const st_state *state);
+/* The resources array (borrowed); created empty in the deployment when `create` is set. NULL
+ * when there is none and `create` is 0. */
+json_t *st_state_resources(st_state *state, int create);
+/* The checkpoint's `stack` (borrowed) or NULL. */
+const char *st_state_checkpoint_stack(const st_state *state);
+/* Where it was loaded from (borrowed), or NULL. */
+const char *st_state_path(const st_state *state);
+/* Style and compression detected on load; may be changed before saving. */
+st_style *st_state_style(st_state *state);
+st_compression st_state_compression(const st_state *state);
+void st_state_set_compression(st_state *state, st_compression c);
+/* Problems noticed while reading (duplicate keys, invalid UTF-8...) (borrowed). */
+const st_problems *st_state_load_problems(const st_state *state);
+
+/* Must be called after editing the tree through the borrowed pointers, so that derived data
+ * (the URN index, features) is recomputed. */
+void st_state_touch(st_state *state);
+
+/* Switches the envelope. To the checkpoint envelope a stack name is needed: `stack` when not
+ * NULL, else the current one, else `organization/<project>/<stack>` from the root stack's URN
+ * (legacy layout: set `stack` explicitly). */
+int st_state_set_envelope(st_state *state, st_envelope envelope, const char *stack, st_error *err);
+
+/* Serializes with the state's style (or `style` when not NULL): struct fields in the order held
+ * (Pulumi's own for files Pulumi wrote; fields statetool adds at Pulumi's position), Go maps
+ * (property maps, config, propertyDependencies, ...) with sorted keys. *out is new (free()). */
+int st_state_dump(const st_state *state, const st_style *style, char **out, size_t *len,
+		  st_error *err);
+
+/* Rewrites every struct in current Pulumi field order and drops empty `omitempty` fields, as
+ * Pulumi's marshaller would. Reports nothing; used by `convert --canonical`. */
+void st_state_canonicalize(st_state *state);
+
+/* Saves atomically to `path` (NULL = where it was loaded from) with a .bak of the previous
+ * file, the state's compression and the file's mode kept. Recomputes the manifest magic. */
+int st_state_save(st_state *state, const char *path, const st_write_opts *opts, st_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Finding resources
+ */
+
+/* Resolves `query` to resource indexes in the state's resources array. Accepted forms, tried in
+ * this order: "#N" (index N); an exact URN; the resource name (the part after the URN's last
+ * "::" is matched whole); a URN suffix. An exact URN may match several resources (copies marked
+ * `delete: true`): all are returned. Any other form must match one resource: several give
+ * ST_EAMBIGUOUS listing the candidates, none gives ST_ENOTFOUND with up to three "did you mean"
+ * suggestions, never a guess. *out is new (free()). */
+int st_state_find(st_state *state, const char *query, size_t **out, size_t *count,
+		  st_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Migration
+ */
+
+typedef struct st_changes {
+	char **lines; /* human-readable, one change each */
+	size_t count;
+	size_t capacity;
+} st_changes;
+
+int st_changes_add(st_changes *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void st_changes_clear(st_changes *c);
+
+/* Upgrades a version 0, 1 or 2 state to version 3 with Pulumi's rules (v1 resources: `defaults`
+ * dropped; v2 to v3: propertyDependencies filled from dependencies, one entry per input key),
+ * or to 4 when a feature requires it. Each change is appended to `report` (may be NULL).
+ * A state already at 3 or 4 is left alone (only the version is checked against features). */
+int st_state_migrate(st_state *state, st_changes *report, st_error *err);
+
+/* Recomputes `features` (sorted) from what the deployment uses, and sets version 4 when any is
+ * used, 3 otherwise (only for states at version 3 or 4). Returns the number of features. */
+int st_state_apply_features(st_state *state);
+
+/* Sets manifest.magic to the SHA-256 of manifest.version (Pulumi's NewMagic). */
+void st_state_fix_magic(st_state *state);
+
+/* The SHA-256 magic of a manifest version string, into buf (65 bytes). "" for "". */
+void st_magic_for_version(const char *version, char buf[65]);
+
+/* ---------------------------------------------------------------------------------------------
+ * URNs and provider references
+ */
+
+#define ST_ROOT_STACK_TYPE "pulumi:pulumi:Stack"
+#define ST_UNKNOWN_ID "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+/* A parsed URN: each part is a pointer into the original string and a length. */
+typedef struct st_urn {
+	const char *stack;
+	size_t stack_len;
+	const char *project;
+	size_t project_len;
+	const char *qtype; /* qualified type: parent types joined by '$', then the type */
+	size_t qtype_len;
+	const char *type; /* the part of qtype after its last '$' */
+	size_t type_len;
+	const char *name; /* everything after the third "::" */
+	size_t name_len;
+} st_urn;
+
+/* Parses urn:pulumi:<stack>::<project>::<qualifiedType>::<name>. Returns 0 or ST_EINVAL. */
+int st_urn_parse(const char *urn, st_urn *out);
+int st_urn_valid(const char *urn);
+
+/* Pulumi's NewURN: the qualified type is parent_qtype + "$" + type unless parent_qtype is NULL,
+ * empty or the root stack type. New string (free()), or NULL when out of memory. */
+char *st_urn_new(const char *stack, const char *project, const char *parent_qtype,
+		 const char *type, const char *name);
+
+/* Is `type` a provider type (module pulumi:providers with a name)? */
+int st_type_is_provider(const char *type);
+
+/* Splits a provider reference <urn>::<id> on its last "::" and checks the URN is a provider's.
+ * *urn and *id are new strings (free()). Pulumi's messages on error. */
+int st_provider_ref_parse(const char *ref, char **urn, char **id, st_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * DIY backends
+ */
+
+typedef struct st_backend st_backend;
+
+/* Opens a backend directory given as file://PATH or PATH (NULL: $PULUMI_BACKEND_URL). Reads
+ * .pulumi/meta.yaml (version 1 = project mode; missing = legacy layout). *out is new. */
+int st_backend_open(st_backend **out, const char *url, st_error *err);
+void st_backend_free(st_backend *b);
+
+/* The backend's root directory (borrowed) and whether it uses the project layout. */
+const char *st_backend_root(const st_backend *b);
+int st_backend_project_mode(const st_backend *b);
+
+typedef struct st_stack_info {
+	char *project;   /* NULL in the legacy layout */
+	char *name;      /* the stack name */
+	char *qname;     /* organization/project/stack, or stack (legacy) */
+	char *path;      /* the file read: newest by mtime among .json, .json.gz */
+	long long size;  /* bytes on disk */
+	long long mtime_ns;
+} st_stack_info;
+
+/* Lists every stack (sorted by project, then name). *out is new: st_stack_infos_free. */
+int st_backend_list(st_backend *b, st_stack_info **out, size_t *count, st_error *err);
+void st_stack_infos_free(st_stack_info *infos, size_t count);
+
+/* Resolves "project/stack", "organization/project/stack" or "stack" (legacy) to its file.
+ * Names are checked as Pulumi checks them, so no name can reach outside the backend. When the
+ * stack has no file yet, *path is where it would be written and *exists is 0. *path is new. */
+int st_backend_stack_path(st_backend *b, const char *stack, char **path, int *exists,
+			  st_error *err);
+
+/* Pulumi's name rules: stack names [A-Za-z0-9_.-]{1,100}; project names [A-Za-z0-9_.-]{1,100}.
+ * Return 1 when valid. */
+int st_stack_name_valid(const char *name);
+int st_project_name_valid(const char *name);
+
+/* ---------------------------------------------------------------------------------------------
+ * Locks
+ */
+
+typedef struct st_lock st_lock;
+
+/* Takes the lock of a backend stack in Pulumi's own format and place
+ * (.pulumi/locks/organization/<project>/<stack>/<uuid>.json, {"pid","username","hostname",
+ * "timestamp"}), so statetool and the Pulumi CLI exclude each other. Someone else's lock gives
+ * ST_ELOCKED with Pulumi's message naming the holder. *out is new: st_lock_release. */
+int st_lock_stack(st_lock **out, st_backend *b, const char *stack, st_error *err);
+
+/* Takes the lock of a plain state file: <path>.lock created exclusively, same content. */
+int st_lock_file(st_lock **out, const char *path, st_error *err);
+
+/* Releases and frees a lock. Accepts NULL. Returns ST_OK or ST_EIO (the file could not be
+ * removed; the message says where it is). */
+int st_lock_release(st_lock *lock, st_error *err);
+
+/* Removes every lock of a stack (or the lock of a file), whoever holds it: `statetool unlock`.
+ * *removed counts them. */
+int st_unlock_stack(st_backend *b, const char *stack, int *removed, st_error *err);
+int st_unlock_file(const char *path, int *removed, st_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

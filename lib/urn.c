@@ -1,0 +1,118 @@
+/* URNs, type tokens and provider references, as Pulumi parses and builds them. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define URN_PREFIX "urn:pulumi:"
+
+int st_urn_parse(const char *urn, st_urn *u)
+{
+	const char *p, *a, *b, *c, *dollar;
+
+	memset(u, 0, sizeof(*u));
+	if (!urn || strncmp(urn, URN_PREFIX, sizeof(URN_PREFIX) - 1) != 0)
+		return ST_EINVAL;
+	p = urn + sizeof(URN_PREFIX) - 1;
+	a = strstr(p, "::");
+	if (!a)
+		return ST_EINVAL;
+	b = strstr(a + 2, "::");
+	if (!b)
+		return ST_EINVAL;
+	c = strstr(b + 2, "::");
+	if (!c)
+		return ST_EINVAL;
+	u->stack = p;
+	u->stack_len = (size_t)(a - p);
+	u->project = a + 2;
+	u->project_len = (size_t)(b - (a + 2));
+	u->qtype = b + 2;
+	u->qtype_len = (size_t)(c - (b + 2));
+	u->name = c + 2;
+	u->name_len = strlen(c + 2);
+	dollar = NULL;
+	for (const char *q = u->qtype; q < u->qtype + u->qtype_len; q++)
+		if (*q == '$')
+			dollar = q;
+	u->type = dollar ? dollar + 1 : u->qtype;
+	u->type_len = (size_t)(u->qtype + u->qtype_len - u->type);
+	return ST_OK;
+}
+
+int st_urn_valid(const char *urn)
+{
+	st_urn u;
+	return st_urn_parse(urn, &u) == ST_OK;
+}
+
+char *st_urn_new(const char *stack, const char *project, const char *parent_qtype,
+		 const char *type, const char *name)
+{
+	if (parent_qtype && *parent_qtype && strcmp(parent_qtype, ST_ROOT_STACK_TYPE) != 0)
+		return st_asprintf(URN_PREFIX "%s::%s::%s$%s::%s", stack, project, parent_qtype,
+				   type, name);
+	return st_asprintf(URN_PREFIX "%s::%s::%s::%s", stack, project, type, name);
+}
+
+int st_type_is_provider(const char *type)
+{
+	static const char prefix[] = "pulumi:providers:";
+	return type && strncmp(type, prefix, sizeof(prefix) - 1) == 0 &&
+	       type[sizeof(prefix) - 1] != '\0';
+}
+
+int st_provider_ref_parse(const char *ref, char **urn_out, char **id_out, st_error *err)
+{
+	const char *last = NULL, *p;
+	st_urn u;
+	char *urn, *type;
+
+	*urn_out = NULL;
+	*id_out = NULL;
+	for (p = strstr(ref, "::"); p; p = strstr(p + 1, "::"))
+		last = p;
+	if (!last)
+		return st__err(err, ST_EINVAL, "expected '::' in provider reference '%s'", ref);
+	urn = st_strndup(ref, (size_t)(last - ref));
+	if (!urn)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	if (st_urn_parse(urn, &u) != ST_OK) {
+		st__err(err, ST_EINVAL, "%s is not a valid URN", urn);
+		free(urn);
+		return ST_EINVAL;
+	}
+	type = st_strndup(u.type, u.type_len);
+	if (!type) {
+		free(urn);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	/* tokens.Type: the module is the text up to the second ':' */
+	{
+		const char *c1 = strchr(type, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		size_t modlen = c2 ? (size_t)(c2 - type) : strlen(type);
+		if (modlen != strlen("pulumi:providers") ||
+		    strncmp(type, "pulumi:providers", modlen) != 0) {
+			st__err(err, ST_EINVAL,
+				"invalid module in type: expected 'pulumi:providers', got '%.*s'",
+				(int)modlen, type);
+			free(type);
+			free(urn);
+			return ST_EINVAL;
+		}
+		if (!c2 || !c2[1]) {
+			st__err(err, ST_EINVAL, "provider URNs must specify a type name");
+			free(type);
+			free(urn);
+			return ST_EINVAL;
+		}
+	}
+	free(type);
+	*id_out = st_strdup(last + 2);
+	if (!*id_out) {
+		free(urn);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	*urn_out = urn;
+	return ST_OK;
+}

@@ -1,0 +1,220 @@
+/* Helpers shared by the subcommands. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *cli_prog = "statetool";
+
+void cli_error(const st_error *err)
+{
+	const char *msg = err->message[0] ? err->message : st_strerror(err->code);
+	fprintf(stderr, "%s: error: ", cli_prog);
+	if (err->file[0] && err->line > 0)
+		fprintf(stderr, "%s:%d:%d: ", err->file, err->line, err->column);
+	else if (err->file[0] && !strstr(msg, err->file))
+		fprintf(stderr, "%s: ", err->file);
+	fputs(msg, stderr);
+	if (err->pointer[0])
+		fprintf(stderr, " (at %s)", err->pointer);
+	fputc('\n', stderr);
+}
+
+void cli_errorf(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: error: ", cli_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void cli_warnf(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: warning: ", cli_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: error: ", cli_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s %s --help' for more information.\n", cli_prog, cmd ? cmd : "");
+	return EXIT_USAGE;
+}
+
+int cli_help(const char *text)
+{
+	fputs(text, stdout);
+	return EXIT_OK;
+}
+
+int cli_parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end || v == 0)
+		return -1;
+	*out = (size_t)v;
+	return 0;
+}
+
+int cli_target_option(cli_target *t, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_BACKEND:
+		t->backend_url = arg;
+		return 1;
+	case OPT_STACK:
+		t->stack = arg;
+		return 1;
+	case OPT_MAX_SIZE:
+		if (cli_parse_size(arg, &t->max_size) < 0) {
+			cli_errorf("invalid --max-size '%s' (use bytes or a K, M, G suffix)", arg);
+			exit(EXIT_USAGE);
+		}
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int cli_target_resolve(cli_target *t, const char *cmd, int must_exist)
+{
+	st_error err;
+
+	st_error_clear(&err);
+	if (t->arg && t->stack)
+		return cli_usage(cmd, "give either a STATE file or --stack, not both");
+	if (!t->arg && !t->stack) {
+		if (t->backend_url)
+			return cli_usage(cmd, "--backend needs --stack NAME");
+		return cli_usage(cmd, "missing STATE (a file, '-' for standard input, or "
+				      "--backend DIR --stack NAME)");
+	}
+	if (t->arg) {
+		if (t->backend_url)
+			return cli_usage(cmd, "--backend goes with --stack, not with a STATE file");
+		t->path = strdup(t->arg);
+		t->exists = strcmp(t->arg, "-") == 0 || access(t->arg, F_OK) == 0;
+		if (must_exist && !t->exists) {
+			cli_errorf("cannot open '%s': No such file or directory", t->arg);
+			return EXIT_FAIL;
+		}
+		return EXIT_OK;
+	}
+	if (st_backend_open(&t->backend, t->backend_url, &err) != ST_OK ||
+	    st_backend_stack_path(t->backend, t->stack, &t->path, &t->exists, &err) != ST_OK) {
+		cli_error(&err);
+		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+	}
+	if (must_exist && !t->exists) {
+		cli_errorf("stack '%s' has no state file in backend '%s'", t->stack,
+			   st_backend_root(t->backend));
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+void cli_target_free(cli_target *t)
+{
+	st_backend_free(t->backend);
+	free(t->path);
+	t->backend = NULL;
+	t->path = NULL;
+}
+
+const char *cli_target_name(const cli_target *t)
+{
+	if (t->stack)
+		return t->stack;
+	return strcmp(t->path, "-") ? t->path : "<stdin>";
+}
+
+int cli_load(cli_target *t, st_state **out)
+{
+	st_error err;
+	st_load_opts opts = {0};
+
+	st_error_clear(&err);
+	opts.max_size = t->max_size;
+	if (st_state_load_file(out, t->path, &opts, &err) != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+int cli_lock(cli_target *t, st_lock **out)
+{
+	st_error err;
+	int rc;
+
+	st_error_clear(&err);
+	if (t->backend)
+		rc = st_lock_stack(out, t->backend, t->stack, &err);
+	else
+		rc = st_lock_file(out, t->path, &err);
+	if (rc) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+int cli_print_json(const json_t *v)
+{
+	char *out;
+	size_t len;
+	st_error err;
+
+	st_error_clear(&err);
+	if (st_json_dump(v, NULL, &out, &len, &err) != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	fwrite(out, 1, len, stdout);
+	free(out);
+	return EXIT_OK;
+}
+
+int cli_write_output(const char *path, const char *data, size_t len)
+{
+	if (!strcmp(path, "-")) {
+		if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
+			cli_errorf("cannot write to standard output: %s", strerror(errno));
+			return EXIT_FAIL;
+		}
+		return EXIT_OK;
+	}
+	st_error err;
+	st_write_opts wo = {0};
+	st_error_clear(&err);
+	wo.backup = 1;
+	if (st_file_write_atomic(path, data, len, &wo, &err) != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}

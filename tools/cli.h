@@ -1,0 +1,96 @@
+/* The command-line layer: helpers shared by the subcommands. Nothing here is needed by a
+ * backend; everything that does real work is in the library. */
+#ifndef ST_CLI_H
+#define ST_CLI_H
+
+#include "statetool.h"
+
+#include <getopt.h>
+#include <stdio.h>
+
+/* Exit codes: documented, never renumbered. */
+#define EXIT_OK 0
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2
+
+/* The --json output format version. */
+#define CLI_JSON_FORMAT 1
+
+typedef struct cli_command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+} cli_command;
+
+/* Long options shared by the commands. */
+enum {
+	OPT_BACKEND = 1000,
+	OPT_STACK,
+	OPT_JSON,
+	OPT_OUTPUT,
+	OPT_DRY_RUN,
+	OPT_ENVELOPE,
+	OPT_COMPACT,
+	OPT_INDENT,
+	OPT_GZIP,
+	OPT_NO_GZIP,
+	OPT_CANONICAL,
+	OPT_ESCAPE_HTML,
+	OPT_NO_ESCAPE_HTML,
+	OPT_MAX_SIZE,
+	OPT_STRICT,
+	OPT_SCHEMA,
+	OPT_NO_BACKUP
+};
+
+/* Where a command's state lives: a file (or "-") or a stack of a DIY backend. */
+typedef struct cli_target {
+	const char *arg;         /* STATE argument, or NULL */
+	const char *backend_url; /* --backend, or NULL ($PULUMI_BACKEND_URL is used with --stack) */
+	const char *stack;       /* --stack, or NULL */
+	st_backend *backend;
+	char *path;    /* resolved file */
+	int exists;    /* the file exists */
+	size_t max_size;
+} cli_target;
+
+extern const char *cli_prog;
+
+/* Prints "statetool: error: <file:line:col: >message" to stderr. */
+void cli_error(const st_error *err);
+void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints a usage error and the hint to run --help; returns EXIT_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints help text to stdout and returns EXIT_OK. */
+int cli_help(const char *text);
+
+/* Handles the options every STATE command takes. Returns 1 when `opt` was one of them. */
+int cli_target_option(cli_target *t, int opt, const char *arg);
+/* Resolves the target: exactly one of STATE or --stack. Prints errors; returns an exit code. */
+int cli_target_resolve(cli_target *t, const char *cmd, int must_exist);
+void cli_target_free(cli_target *t);
+/* A short name of the target for messages. */
+const char *cli_target_name(const cli_target *t);
+
+/* Loads the target's state. Prints errors; returns an exit code. */
+int cli_load(cli_target *t, st_state **out);
+/* Takes the target's lock (Pulumi's for a stack, <file>.lock for a file). */
+int cli_lock(cli_target *t, st_lock **out);
+
+/* Writes a JSON value to stdout, 4-space indented, with a newline. */
+int cli_print_json(const json_t *v);
+/* Writes bytes to a file ("-" = stdout). */
+int cli_write_output(const char *path, const char *data, size_t len);
+
+/* Parses a size such as 512M or 2G. Returns 0 on success. */
+int cli_parse_size(const char *s, size_t *out);
+
+int cmd_list(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_migrate(int argc, char **argv);
+int cmd_stacks(int argc, char **argv);
+int cmd_unlock(int argc, char **argv);
+
+#endif

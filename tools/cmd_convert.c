@@ -1,0 +1,161 @@
+/* statetool convert: another envelope, layout, escaping or compression; same content. */
+#include "cli.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+	"usage: statetool convert [options] IN -o OUT\n"
+	"\n"
+	"Rewrite a state in Pulumi's own bytes. With no option the output is byte-identical\n"
+	"to a file Pulumi wrote: the layout (compact or indented), HTML escaping, trailing\n"
+	"newline, compression, envelope and version of IN are kept.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output OUT        where to write ('-' = standard output); an existing OUT\n"
+	"                          is replaced atomically and kept as OUT.bak\n"
+	"  --envelope KIND         'export' ({\"version\",\"deployment\"}, as pulumi stack\n"
+	"                          export prints) or 'checkpoint' (a DIY backend file); a new\n"
+	"                          envelope takes current Pulumi's layout for it\n"
+	"  --checkpoint-stack NAME the checkpoint's stack (organization/PROJECT/STACK); by\n"
+	"                          default taken from the root stack resource's URN\n"
+	"  --compact | --indent    compact (DIY backend files) or 4-space indented (export)\n"
+	"  --gzip | --no-gzip      compress the output with gzip, or not\n"
+	"  --escape-html | --no-escape-html\n"
+	"                          write <, >, & as \\u003c, \\u003e, \\u0026 (older Pulumi)\n"
+	"  --canonical             current Pulumi field order, empty optional fields dropped\n"
+	"  --backend DIR --stack NAME   read IN from a DIY backend stack instead\n"
+	"  --max-size SIZE         refuse input that inflates beyond SIZE (default 4G)\n"
+	"  -h, --help              show this help\n";
+
+enum { OPT_CP_STACK = 2000 };
+
+int cmd_convert(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"stack", required_argument, NULL, OPT_STACK},
+		{"output", required_argument, NULL, 'o'},
+		{"envelope", required_argument, NULL, OPT_ENVELOPE},
+		{"checkpoint-stack", required_argument, NULL, OPT_CP_STACK},
+		{"compact", no_argument, NULL, OPT_COMPACT},
+		{"indent", no_argument, NULL, OPT_INDENT},
+		{"gzip", no_argument, NULL, OPT_GZIP},
+		{"no-gzip", no_argument, NULL, OPT_NO_GZIP},
+		{"escape-html", no_argument, NULL, OPT_ESCAPE_HTML},
+		{"no-escape-html", no_argument, NULL, OPT_NO_ESCAPE_HTML},
+		{"canonical", no_argument, NULL, OPT_CANONICAL},
+		{"max-size", required_argument, NULL, OPT_MAX_SIZE},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	cli_target t = {0};
+	const char *out = NULL, *cp_stack = NULL;
+	int envelope = 0, layout = -1, gzip = -1, html = -1, canonical = 0, c, rc;
+	st_state *s = NULL;
+	st_lock *lock = NULL;
+	st_error err;
+	char *data = NULL;
+	size_t len;
+
+	st_error_clear(&err);
+	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+		if (cli_target_option(&t, c, optarg))
+			continue;
+		switch (c) {
+		case 'o': out = optarg; break;
+		case OPT_ENVELOPE:
+			if (!strcmp(optarg, "export"))
+				envelope = ST_ENVELOPE_EXPORT;
+			else if (!strcmp(optarg, "checkpoint"))
+				envelope = ST_ENVELOPE_CHECKPOINT;
+			else
+				return cli_usage("convert", "--envelope is 'export' or 'checkpoint', "
+							    "not '%s'", optarg);
+			break;
+		case OPT_CP_STACK: cp_stack = optarg; break;
+		case OPT_COMPACT: layout = 1; break;
+		case OPT_INDENT: layout = 0; break;
+		case OPT_GZIP: gzip = 1; break;
+		case OPT_NO_GZIP: gzip = 0; break;
+		case OPT_ESCAPE_HTML: html = 1; break;
+		case OPT_NO_ESCAPE_HTML: html = 0; break;
+		case OPT_CANONICAL: canonical = 1; break;
+		case 'h': return cli_help(help);
+		default: return cli_usage("convert", "bad option");
+		}
+	}
+	if (argc - optind > 1)
+		return cli_usage("convert", "too many arguments");
+	if (!out)
+		return cli_usage("convert", "missing -o OUT");
+	t.arg = optind < argc ? argv[optind] : NULL;
+	if ((rc = cli_target_resolve(&t, "convert", 1)) != EXIT_OK)
+		goto done;
+	/* Converting in place: hold the lock for the whole read-modify-write. */
+	{
+		char a[PATH_MAX], b[PATH_MAX];
+		if (strcmp(out, "-") && realpath(t.path, a) && realpath(out, b) && !strcmp(a, b) &&
+		    (rc = cli_lock(&t, &lock)) != EXIT_OK)
+			goto done;
+	}
+	if ((rc = cli_load(&t, &s)) != EXIT_OK)
+		goto done;
+	if (envelope && st_state_set_envelope(s, (st_envelope)envelope, cp_stack, &err) != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto done;
+	}
+	if (!envelope && cp_stack &&
+	    st_state_set_envelope(s, st_state_envelope(s), cp_stack, &err) != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto done;
+	}
+	if (canonical)
+		st_state_canonicalize(s);
+	st_style *st = st_state_style(s);
+	if (layout == 1) {
+		st->compact = 1;
+		st->trailing_newline = 0;
+	} else if (layout == 0) {
+		st->compact = 0;
+		st->trailing_newline = 1;
+		if (!st->indent[0])
+			strcpy(st->indent, "    ");
+	}
+	if (html >= 0)
+		st->escape_html = html;
+	if (gzip >= 0)
+		st_state_set_compression(s, gzip ? ST_COMPRESS_GZIP : ST_COMPRESS_NONE);
+	if (!strcmp(out, "-")) {
+		if (st_state_compression(s) == ST_COMPRESS_GZIP && gzip == 1) {
+			cli_errorf("refusing to write gzip data to standard output; give -o FILE");
+			rc = EXIT_USAGE;
+			goto done;
+		}
+		st_state_fix_magic(s);
+		if (st_state_dump(s, NULL, &data, &len, &err) != ST_OK) {
+			cli_error(&err);
+			rc = EXIT_FAIL;
+			goto done;
+		}
+		rc = cli_write_output("-", data, len);
+	} else {
+		st_write_opts wo = {0};
+		wo.backup = 1;
+		if (st_state_save(s, out, &wo, &err) != ST_OK) {
+			cli_error(&err);
+			rc = EXIT_FAIL;
+			goto done;
+		}
+		rc = EXIT_OK;
+	}
+done:
+	if (lock)
+		st_lock_release(lock, NULL);
+	free(data);
+	st_state_free(s);
+	cli_target_free(&t);
+	return rc;
+}

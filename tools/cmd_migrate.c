@@ -1,0 +1,120 @@
+/* statetool migrate: upgrade version 0, 1, 2 states to 3 (or 4), reporting each change. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+	"usage: statetool migrate [options] STATE\n"
+	"\n"
+	"Upgrade a version 0 (unversioned checkpoint), 1 or 2 state to version 3 with\n"
+	"Pulumi's own rules, or to 4 when a feature requires it, and report each change:\n"
+	"'defaults' dropped from v1 resources, 'propertyDependencies' filled from\n"
+	"'dependencies' (one entry per input), an empty manifest added where none was.\n"
+	"A state already at version 3 or 4 is left as it is. Without -o the state is\n"
+	"replaced in place (locked, atomically, the old file kept as STATE.bak).\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output OUT   write the result to OUT ('-' = standard output) instead\n"
+	"  --dry-run          report what would change; write nothing\n"
+	"  --json             the report as one JSON document\n"
+	"  --backend DIR --stack NAME   migrate a stack of a DIY backend\n"
+	"  -h, --help         show this help\n";
+
+int cmd_migrate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"stack", required_argument, NULL, OPT_STACK},
+		{"output", required_argument, NULL, 'o'},
+		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"max-size", required_argument, NULL, OPT_MAX_SIZE},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	cli_target t = {0};
+	const char *out = NULL;
+	int dry = 0, json = 0, c, rc, from;
+	st_state *s = NULL;
+	st_lock *lock = NULL;
+	st_changes ch = {0};
+	st_error err;
+
+	st_error_clear(&err);
+	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+		if (cli_target_option(&t, c, optarg))
+			continue;
+		switch (c) {
+		case 'o': out = optarg; break;
+		case OPT_DRY_RUN: dry = 1; break;
+		case OPT_JSON: json = 1; break;
+		case 'h': return cli_help(help);
+		default: return cli_usage("migrate", "bad option");
+		}
+	}
+	if (argc - optind > 1)
+		return cli_usage("migrate", "too many arguments");
+	t.arg = optind < argc ? argv[optind] : NULL;
+	if ((rc = cli_target_resolve(&t, "migrate", 1)) != EXIT_OK)
+		goto done;
+	if (!out && !dry && !strcmp(t.path, "-"))
+		return cli_usage("migrate", "reading standard input needs -o OUT");
+	if (!out && !dry && (rc = cli_lock(&t, &lock)) != EXIT_OK)
+		goto done;
+	if ((rc = cli_load(&t, &s)) != EXIT_OK)
+		goto done;
+	from = st_state_version(s);
+	if (st_state_migrate(s, &ch, &err) != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto done;
+	}
+	if (json) {
+		json_t *doc = json_object(), *arr = json_array();
+		json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
+		json_object_set_new(doc, "from", json_integer(from));
+		json_object_set_new(doc, "to", json_integer(st_state_version(s)));
+		json_object_set_new(doc, "written", json_boolean(!dry && ch.count > 0));
+		for (size_t i = 0; i < ch.count; i++)
+			json_array_append_new(arr, json_string(ch.lines[i]));
+		json_object_set_new(doc, "changes", arr);
+		if (!out || strcmp(out, "-"))
+			cli_print_json(doc);
+		json_decref(doc);
+	} else if (!out || strcmp(out, "-")) {
+		if (ch.count == 0)
+			printf("%s is already version %d; nothing to migrate\n", cli_target_name(&t),
+			       from);
+		else
+			printf("%s %s from version %d to %d:\n", cli_target_name(&t),
+			       dry ? "would be migrated" : "migrated", from, st_state_version(s));
+		for (size_t i = 0; i < ch.count; i++)
+			printf("  %s\n", ch.lines[i]);
+	}
+	if (dry || (ch.count == 0 && !out))
+		goto done;
+	if (out && !strcmp(out, "-")) {
+		char *data;
+		size_t len;
+		st_state_fix_magic(s);
+		if (st_state_dump(s, NULL, &data, &len, &err) != ST_OK) {
+			cli_error(&err);
+			rc = EXIT_FAIL;
+			goto done;
+		}
+		rc = cli_write_output("-", data, len);
+		free(data);
+		goto done;
+	}
+	if (st_state_save(s, out ? out : t.path, NULL, &err) != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+	}
+done:
+	if (lock)
+		st_lock_release(lock, NULL);
+	st_changes_clear(&ch);
+	st_state_free(s);
+	cli_target_free(&t);
+	return rc;
+}

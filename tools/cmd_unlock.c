@@ -1,0 +1,59 @@
+/* statetool unlock: remove the locks of a stack or of a state file. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+	"usage: statetool unlock [options] STATE\n"
+	"       statetool unlock --backend DIR --stack NAME\n"
+	"\n"
+	"Remove every lock of a DIY backend stack (the files Pulumi and statetool write in\n"
+	".pulumi/locks/organization/PROJECT/STACK/, the equivalent of `pulumi cancel`'s lock\n"
+	"removal) or the lock of a plain state file (STATE.lock). Use it only when the\n"
+	"process named in the lock is gone: a lock error names its holder and marks it\n"
+	"stale when that process is no longer running on this host.\n"
+	"\n"
+	"Options:\n"
+	"  --backend DIR --stack NAME   the stack whose locks to remove\n"
+	"  -h, --help         show this help\n";
+
+int cmd_unlock(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"stack", required_argument, NULL, OPT_STACK},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	cli_target t = {0};
+	int c, rc, removed = 0;
+	st_error err;
+
+	st_error_clear(&err);
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (cli_target_option(&t, c, optarg))
+			continue;
+		if (c == 'h')
+			return cli_help(help);
+		return cli_usage("unlock", "bad option");
+	}
+	if (argc - optind > 1)
+		return cli_usage("unlock", "too many arguments");
+	t.arg = optind < argc ? argv[optind] : NULL;
+	if ((rc = cli_target_resolve(&t, "unlock", 0)) != EXIT_OK)
+		goto out;
+	if (t.backend)
+		rc = st_unlock_stack(t.backend, t.stack, &removed, &err);
+	else
+		rc = st_unlock_file(t.path, &removed, &err);
+	if (rc) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	printf("removed %d lock%s of %s\n", removed, removed == 1 ? "" : "s", cli_target_name(&t));
+	rc = EXIT_OK;
+out:
+	cli_target_free(&t);
+	return rc;
+}

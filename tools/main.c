@@ -1,0 +1,69 @@
+/* statetool: the command table. Each subcommand lives in its own cmd_*.c file. */
+#include "cli.h"
+
+#include <locale.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const cli_command commands[] = {
+	{"list", cmd_list, "list the resources of a state (URN, type, ID, flags)"},
+	{"show", cmd_show, "print one resource of a state as JSON"},
+	{"convert", cmd_convert, "rewrite a state in another envelope, layout or compression"},
+	{"migrate", cmd_migrate, "upgrade a version 0, 1 or 2 state to version 3 (or 4)"},
+	{"stacks", cmd_stacks, "list the stacks of a DIY backend with resource counts"},
+	{"unlock", cmd_unlock, "remove the lock of a stack or a state file"},
+	{NULL, NULL, NULL},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: statetool <command> [options] [arguments]\n"
+		   "       statetool --version | --help\n\n"
+		   "Load, validate, migrate, edit, move and import Pulumi deployment states.\n\n"
+		   "Commands:\n");
+	for (const cli_command *c = commands; c->name; c++)
+		fprintf(f, "  %-10s %s\n", c->name, c->summary);
+	fprintf(f,
+		"\nA STATE is a file (plain or gzip, either envelope; '-' reads standard input)\n"
+		"or a stack of a DIY backend given as --backend DIR --stack NAME (DIR may be\n"
+		"file://PATH; without --backend, PULUMI_BACKEND_URL is used).\n\n"
+		"Exit status: 0 success, 1 the operation failed or found problems, 2 usage error.\n"
+		"Run 'statetool <command> --help' for a command's options. See statetool(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+	setlocale(LC_ALL, "");
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("statetool %s\n", ST_VERSION);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "help")) {
+		if (argc < 3) {
+			usage(stdout);
+			return EXIT_OK;
+		}
+		for (const cli_command *c = commands; c->name; c++) {
+			if (!strcmp(c->name, argv[2])) {
+				char *hargv[] = {argv[2], "--help", NULL};
+				return c->run(2, hargv);
+			}
+		}
+		return cli_usage(NULL, "unknown command '%s'", argv[2]);
+	}
+	for (const cli_command *c = commands; c->name; c++) {
+		if (!strcmp(c->name, argv[1]))
+			return c->run(argc - 1, argv + 1);
+	}
+	cli_errorf("unknown command '%s'", argv[1]);
+	usage(stderr);
+	return EXIT_USAGE;
+}
