@@ -153,6 +153,8 @@ int st_changes_add(st_changes *c, const char *fmt, ...)
 	va_list ap;
 	char *line = NULL;
 
+	if (!c)
+		return ST_OK;
 	if (c->count == c->capacity) {
 		size_t cap = c->capacity ? c->capacity * 2 : 16;
 		char **lines = realloc(c->lines, cap * sizeof(*lines));

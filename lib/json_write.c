@@ -39,7 +39,10 @@ void st_style_export(st_style *s)
 static int shortest_digits(double v, char digits[20], int *exp10)
 {
 	char tmp[40];
-	for (int prec = 15; prec <= 17; prec++) {
+	/* For normal numbers the correctly rounded 15-digit form, trimmed, is the shortest when it
+	 * reads back (doubles are denser than the 15-digit grid); subnormals are sparser, so they
+	 * search from one digit. */
+	for (int prec = v < 2.2250738585072014e-308 ? 1 : 15; prec <= 17; prec++) {
 		snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, v);
 		if (prec < 17 && strtod(tmp, NULL) != v)
 			continue;

@@ -286,6 +286,7 @@ typedef struct st_changes {
 	size_t capacity;
 } st_changes;
 
+/* Appends one line; a NULL list ignores it. */
 int st_changes_add(st_changes *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void st_changes_clear(st_changes *c);
 

@@ -1,1 +1,283 @@
-int main(void){return 0;}
+/* The JSON reader and the Go-compatible writer. */
+#include "testutil.h"
+
+#include <math.h>
+
+static void fmt_is(double v, const char *want)
+{
+	char buf[64];
+	int n = st_json_format_number(v, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_string_equal(buf, want);
+}
+
+/* Expected strings are what Go's json.Marshal(float64) prints. */
+static void test_numbers_as_go(void **state)
+{
+	(void)state;
+	fmt_is(0, "0");
+	fmt_is(-0.0, "-0");
+	fmt_is(100, "100");
+	fmt_is(-42, "-42");
+	fmt_is(0.1, "0.1");
+	fmt_is(0.30000000000000004, "0.30000000000000004");
+	fmt_is(1.5, "1.5");
+	fmt_is(1e20, "100000000000000000000");
+	fmt_is(1e21, "1e+21");
+	fmt_is(1.5e300, "1.5e+300");
+	fmt_is(1e-6, "0.000001");
+	fmt_is(1e-7, "1e-7");
+	fmt_is(1.234e-10, "1.234e-10");
+	fmt_is(-2.5e-8, "-2.5e-8");
+	fmt_is(5e-324, "5e-324");
+	fmt_is(1.7976931348623157e308, "1.7976931348623157e+308");
+	fmt_is(123456789012345678.0, "123456789012345680");
+	fmt_is(9007199254740993.0, "9007199254740992");
+	fmt_is(3.14159, "3.14159");
+	fmt_is(1e15, "1000000000000000");
+	fmt_is(123456.789, "123456.789");
+	char buf[64];
+	assert_int_equal(st_json_format_number(NAN, buf, sizeof(buf)), -1);
+	assert_int_equal(st_json_format_number(INFINITY, buf, sizeof(buf)), -1);
+}
+
+static char *dump(json_t *v, int compact, int html)
+{
+	st_style st;
+	char *out = NULL;
+	size_t len;
+	st_style_export(&st);
+	st.compact = compact;
+	st.trailing_newline = 0;
+	st.escape_html = html;
+	assert_int_equal(st_json_dump(v, &st, &out, &len, NULL), ST_OK);
+	assert_int_equal(strlen(out), len);
+	return out;
+}
+
+static void test_strings_as_go(void **state)
+{
+	(void)state;
+	json_t *v = json_stringn("a<b>&\"\\\n\r\t\b\f\x01\x1f\x7f/\xe2\x80\xa8\xe2\x80\xa9\xc3\xa9", 24);
+	char *s = dump(v, 1, 0);
+	assert_string_equal(s, "\"a<b>&\\\"\\\\\\n\\r\\t\\b\\f\\u0001\\u001f\x7f/\\u2028\\u2029\xc3\xa9\"");
+	free(s);
+	s = dump(v, 1, 1);
+	assert_string_equal(s, "\"a\\u003cb\\u003e\\u0026\\\"\\\\\\n\\r\\t\\b\\f\\u0001\\u001f\x7f/\\u2028\\u2029\xc3\xa9\"");
+	free(s);
+	json_decref(v);
+	/* NUL inside a string */
+	v = json_stringn("a\0b", 3);
+	s = dump(v, 1, 0);
+	assert_string_equal(s, "\"a\\u0000b\"");
+	free(s);
+	json_decref(v);
+}
+
+static void test_layout(void **state)
+{
+	(void)state;
+	json_t *v = tu_json("{\"b\":[1,2,{}],\"a\":{\"y\":[],\"x\":null}}");
+	char *s = dump(v, 0, 0);
+	assert_string_equal(s, "{\n    \"b\": [\n        1,\n        2,\n        {}\n    ],\n"
+			       "    \"a\": {\n        \"y\": [],\n        \"x\": null\n    }\n}");
+	free(s);
+	s = dump(v, 1, 0);
+	assert_string_equal(s, "{\"b\":[1,2,{}],\"a\":{\"y\":[],\"x\":null}}");
+	free(s);
+	json_decref(v);
+}
+
+static void test_kinds_sort_maps_only(void **state)
+{
+	(void)state;
+	/* Resource fields keep their order; inputs (a property map) are sorted at every depth. */
+	json_t *v = tu_json("{\"version\":3,\"deployment\":{\"manifest\":{},\"resources\":["
+			    "{\"urn\":\"u\",\"type\":\"t\",\"custom\":true,\"inputs\":{\"z\":1,"
+			    "\"a\":{\"d\":1,\"c\":2}},\"propertyDependencies\":{\"z\":[],\"a\":[]}}]}}");
+	st_buf b;
+	st_style st;
+	st_style_checkpoint(&st);
+	st_buf_init(&b);
+	assert_int_equal(st__json_write(&b, v, &st, ST_K_ENVELOPE), ST_OK);
+	assert_string_equal(b.data,
+			    "{\"version\":3,\"deployment\":{\"manifest\":{},\"resources\":[{\"urn\":"
+			    "\"u\",\"type\":\"t\",\"custom\":true,\"inputs\":{\"a\":{\"c\":2,\"d\":1},"
+			    "\"z\":1},\"propertyDependencies\":{\"a\":[],\"z\":[]}}]}}");
+	st_buf_free(&b);
+	json_decref(v);
+}
+
+static void parse_fails(const char *text, int code, int line, int col, const char *msg)
+{
+	json_t *v = NULL;
+	st_error err;
+	st_error_clear(&err);
+	assert_int_equal(st_json_parse(&v, text, strlen(text), "x.json", NULL, NULL, NULL, &err),
+			 code);
+	assert_null(v);
+	if (line) {
+		assert_int_equal(err.line, line);
+		assert_int_equal(err.column, col);
+	}
+	if (!strstr(err.message, msg)) {
+		fprintf(stderr, "message '%s' lacks '%s'\n", err.message, msg);
+		fail();
+	}
+	assert_string_equal(err.file, "x.json");
+}
+
+static void test_parse_errors(void **state)
+{
+	(void)state;
+	parse_fails("{\"a\":1,}", ST_EPARSE, 1, 8,
+		    "invalid character '}' looking for beginning of object key string");
+	parse_fails("{\n  \"a\": tru\n}", ST_EPARSE, 2, 11, "in literal true");
+	parse_fails("{\"a\":1} x", ST_EPARSE, 1, 9, "after top-level value");
+	parse_fails("{\"a\":01}", ST_EPARSE, 1, 7, "after object key:value pair");
+	parse_fails("{\"a\":1", ST_EPARSE, 1, 7, "unexpected end of JSON input");
+	parse_fails("{\"a\":\"x", ST_EPARSE, 0, 0, "unexpected end of JSON input");
+	parse_fails("{\"a\":\"\x01\"}", ST_EPARSE, 1, 7, "in string literal");
+	parse_fails("{\"a\":\"\\q\"}", ST_EPARSE, 1, 8, "in string escape code");
+	parse_fails("{\"a\":1e400}", ST_EPARSE, 1, 6, "out of the range of a float64");
+	parse_fails("\xef\xbb\xbf{}", ST_EPARSE, 1, 1, "byte order mark");
+	parse_fails("", ST_EPARSE, 1, 1, "unexpected end of JSON input");
+	parse_fails("{\"a\":-}", ST_EPARSE, 1, 7, "in numeric literal");
+	parse_fails("{\"a\":1.}", ST_EPARSE, 1, 8, "after decimal point");
+	parse_fails("{\"a\":[1 2]}", ST_EPARSE, 1, 9, "after array element");
+	parse_fails("{\"a\"  1}", ST_EPARSE, 1, 7, "after object key");
+}
+
+static void test_depth_limit(void **state)
+{
+	(void)state;
+	size_t n = 20000;
+	char *deep = malloc(2 * n + 1);
+	for (size_t i = 0; i < n; i++) {
+		deep[i] = '[';
+		deep[2 * n - 1 - i] = ']';
+	}
+	deep[2 * n] = '\0';
+	json_t *v = NULL;
+	st_error err;
+	st_error_clear(&err);
+	assert_int_equal(st_json_parse(&v, deep, 2 * n, NULL, NULL, NULL, NULL, &err), ST_ELIMIT);
+	assert_non_null(strstr(err.message, "exceeded max depth (10000"));
+	assert_int_equal(err.column, 10001);
+	/* exactly at the limit is fine */
+	st_parse_limits lim = {.max_depth = 20000};
+	assert_int_equal(st_json_parse(&v, deep, 2 * n, NULL, &lim, NULL, NULL, NULL), ST_OK);
+	json_decref(v);
+	free(deep);
+}
+
+static void test_go_leniency(void **state)
+{
+	(void)state;
+	const char *text = "{\"big\":123456789012345678901234567890,\"nul\":\"a\\u0000b\","
+			   "\"dup\":1,\"dup\":2,\"bad\":\"x\xff\",\"lone\":\"\\ud800z\","
+			   "\"pair\":\"\\ud83d\\ude00\"}";
+	json_t *v = NULL;
+	st_problems probs = {0};
+	assert_int_equal(st_json_parse(&v, text, strlen(text), NULL, NULL, NULL, &probs, NULL),
+			 ST_OK);
+	assert_true(json_is_real(json_object_get(v, "big")));
+	assert_true(json_real_value(json_object_get(v, "big")) == 1.2345678901234568e29);
+	assert_int_equal(json_string_length(json_object_get(v, "nul")), 3);
+	assert_int_equal(json_number_value(json_object_get(v, "dup")), 2);
+	assert_string_equal(json_string_value(json_object_get(v, "bad")), "x\xef\xbf\xbd");
+	assert_string_equal(json_string_value(json_object_get(v, "lone")), "\xef\xbf\xbdz");
+	assert_string_equal(json_string_value(json_object_get(v, "pair")), "\xf0\x9f\x98\x80");
+	assert_int_equal(probs.count, 3);
+	assert_string_equal(probs.items[0].rule, "json/duplicate-key");
+	assert_string_equal(probs.items[0].pointer, "/dup");
+	assert_string_equal(probs.items[1].rule, "json/invalid-utf8");
+	assert_string_equal(probs.items[1].pointer, "/bad");
+	assert_string_equal(probs.items[2].pointer, "/lone");
+	st_problems_clear(&probs);
+	json_decref(v);
+}
+
+static void test_nested_pointer(void **state)
+{
+	(void)state;
+	const char *text = "{\"a/b\":[{\"k~\":0},{\"x\":1,\"x\":2}]}";
+	json_t *v = NULL;
+	st_problems probs = {0};
+	assert_int_equal(st_json_parse(&v, text, strlen(text), NULL, NULL, NULL, &probs, NULL),
+			 ST_OK);
+	assert_int_equal(probs.count, 1);
+	assert_string_equal(probs.items[0].pointer, "/a~1b/1/x");
+	st_problems_clear(&probs);
+	json_decref(v);
+}
+
+static void style_of(const char *text, int compact, int html, int nl)
+{
+	json_t *v = NULL;
+	st_style st;
+	assert_int_equal(st_json_parse(&v, text, strlen(text), NULL, NULL, &st, NULL, NULL), ST_OK);
+	assert_int_equal(st.compact, compact);
+	assert_int_equal(st.escape_html, html);
+	assert_int_equal(st.trailing_newline, nl);
+	json_decref(v);
+}
+
+static void test_style_detection(void **state)
+{
+	(void)state;
+	style_of("{\"a\":\"=\\u003e\"}", 1, 1, 0);
+	style_of("{\"a\":\"=>\"}\n", 1, 0, 1);
+	style_of("{\n    \"a\": \"\\u003c\",\n    \"b\": \"&\"\n}\n", 0, 0, 1);
+	style_of("{\n  \"a\": 1\n}", 0, 0, 0);
+	json_t *v = NULL;
+	st_style st;
+	const char *two = "{\n  \"a\": [\n    1\n  ]\n}";
+	assert_int_equal(st_json_parse(&v, two, strlen(two), NULL, NULL, &st, NULL, NULL), ST_OK);
+	assert_string_equal(st.indent, "  ");
+	char *out;
+	size_t len;
+	assert_int_equal(st_json_dump(v, &st, &out, &len, NULL), ST_OK);
+	assert_string_equal(out, two);
+	free(out);
+	json_decref(v);
+}
+
+/* Every byte sequence the writer produces reads back to an equal value. */
+static void test_write_read_equal(void **state)
+{
+	(void)state;
+	const char *text = "{\"s\":\"\\u2028\\u0000\xc3\xa9<&>\",\"n\":[0.1,1e21,-0,5e-324,1e-7],"
+			   "\"o\":{\"b\":true,\"a\":false,\"c\":null}}";
+	json_t *v = tu_json(text), *w = NULL;
+	char *out;
+	size_t len;
+	for (int html = 0; html < 2; html++) {
+		st_style st;
+		st_style_export(&st);
+		st.escape_html = html;
+		assert_int_equal(st_json_dump(v, &st, &out, &len, NULL), ST_OK);
+		assert_int_equal(st_json_parse(&w, out, len, NULL, NULL, NULL, NULL, NULL), ST_OK);
+		assert_true(json_equal(v, w));
+		json_decref(w);
+		free(out);
+	}
+	json_decref(v);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_numbers_as_go),
+		cmocka_unit_test(test_strings_as_go),
+		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_kinds_sort_maps_only),
+		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_depth_limit),
+		cmocka_unit_test(test_go_leniency),
+		cmocka_unit_test(test_nested_pointer),
+		cmocka_unit_test(test_style_detection),
+		cmocka_unit_test(test_write_read_equal),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

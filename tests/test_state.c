@@ -1,1 +1,363 @@
-int main(void){return 0;}
+/* Loading, saving, envelopes, versions, features and migration of deployment states. */
+#include "testutil.h"
+
+static const char *const pulumi_written[] = {"checkpoint-v0.json", "checkpoint-v3.json",
+					     "checkpoint-secrets.json", "crawler.json", "todo.json",
+					     NULL};
+
+static char *tu_fixture_p(const char *name)
+{
+	char *r = NULL;
+	if (asprintf(&r, "pulumi/%s", name) < 0)
+		return NULL;
+	char *p = tu_fixture(r);
+	free(r);
+	return p;
+}
+
+static st_state *load_fixture(const char *name)
+{
+	char *p = tu_fixture_p(name);
+	st_state *s = NULL;
+	st_error err;
+	st_error_clear(&err);
+	if (st_state_load_file(&s, p, NULL, &err) != ST_OK) {
+		fprintf(stderr, "%s: %s\n", p, err.message);
+		fail();
+	}
+	free(p);
+	return s;
+}
+
+static st_state *load_text(const char *text, int want, const char *want_msg)
+{
+	st_state *s = NULL;
+	st_error err;
+	st_error_clear(&err);
+	assert_int_equal(st_state_load_buffer(&s, text, strlen(text), "t.json", NULL, &err), want);
+	if (want_msg && !strstr(err.message, want_msg)) {
+		fprintf(stderr, "message '%s' lacks '%s'\n", err.message, want_msg);
+		fail();
+	}
+	return s;
+}
+
+/* Files Pulumi's writer produced come back byte for byte, indented and via compact. */
+static void test_round_trip_pulumi_files(void **state)
+{
+	(void)state;
+	for (int i = 0; pulumi_written[i]; i++) {
+		char *p = tu_fixture_p(pulumi_written[i]);
+		size_t len, olen, clen;
+		char *orig = tu_read(p, &len), *out = NULL, *compact = NULL;
+		st_state *s = load_fixture(pulumi_written[i]), *c = NULL;
+		st_style st;
+
+		assert_int_equal(st_state_dump(s, NULL, &out, &olen, NULL), ST_OK);
+		assert_int_equal(olen, len);
+		assert_memory_equal(out, orig, len);
+		/* the compact form, then back to the original's style */
+		st = *st_state_style(s);
+		st.compact = 1;
+		st.trailing_newline = 0;
+		assert_int_equal(st_state_dump(s, &st, &compact, &clen, NULL), ST_OK);
+		assert_null(memchr(compact, '\n', clen));
+		assert_int_equal(st_state_load_buffer(&c, compact, clen, "c", NULL, NULL), ST_OK);
+		assert_int_equal(st_state_style(c)->compact, 1);
+		free(out);
+		assert_int_equal(st_state_dump(c, st_state_style(s), &out, &olen, NULL), ST_OK);
+		assert_int_equal(olen, len);
+		assert_memory_equal(out, orig, len);
+		free(out);
+		free(compact);
+		free(orig);
+		free(p);
+		st_state_free(s);
+		st_state_free(c);
+	}
+}
+
+static void test_envelopes_and_versions(void **state)
+{
+	(void)state;
+	st_state *s = load_fixture("checkpoint-v0.json");
+	assert_int_equal(st_state_envelope(s), ST_ENVELOPE_CHECKPOINT);
+	assert_int_equal(st_state_version(s), 0);
+	assert_int_equal(json_array_size(st_state_resources(s, 0)), 30);
+	st_state_free(s);
+	s = load_fixture("checkpoint-v4.json");
+	assert_int_equal(st_state_version(s), 4);
+	assert_string_equal(json_string_value(json_array_get(st_state_features(s), 0)),
+			    "refreshBeforeUpdate");
+	st_state_free(s);
+	s = load_fixture("valid-deployment-v3.json");
+	assert_int_equal(st_state_envelope(s), ST_ENVELOPE_EXPORT);
+	assert_int_equal(st_state_version(s), 3);
+	st_state_free(s);
+
+	char *p = tu_fixture_p("checkpoint-v4-unsupported-feature.json");
+	st_error err;
+	st_error_clear(&err);
+	assert_int_equal(st_state_load_file(&s, p, NULL, &err), ST_EFEATURE);
+	assert_string_equal(err.message, "this stack's deployment needs support for the "
+					 "following features: unsupported-feature");
+	assert_string_equal(err.pointer, "/features");
+	free(p);
+
+	load_text("{\"version\":5,\"deployment\":{}}", ST_EVERSION,
+		  "this stack's deployment version is too new");
+	load_text("{\"deployment\":{}}", ST_EVERSION, "this stack's deployment is too old");
+	load_text("{\"version\":7,\"checkpoint\":{}}", ST_EVERSION,
+		  "unsupported checkpoint version 7");
+	load_text("[1,2]", ST_EFORMAT, "top-level value is not an object");
+	load_text("{\"foo\":1}", ST_EFORMAT, "expected a 'deployment' member");
+	load_text("{\"version\":3,\"deployment\":{\"resources\":[1]}}", ST_EFORMAT,
+		  "resource at index 0 is not an object");
+	load_text("{\"version\":4,\"features\":[\"b\",\"taint\",\"a\"],\"deployment\":null}",
+		  ST_EFEATURE, "following features: b, a");
+	/* A stack never deployed. */
+	s = load_text("{\"version\":3,\"deployment\":null}", ST_OK, NULL);
+	assert_null(st_state_deployment(s));
+	assert_null(st_state_resources(s, 0));
+	st_state_free(s);
+}
+
+static void test_unknown_fields_kept(void **state)
+{
+	(void)state;
+	const char *text = "{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"t\",\"magic\":"
+			   "\"\",\"version\":\"\"},\"resources\":[{\"urn\":\"urn:pulumi:s::p::a:b:C"
+			   "::n\",\"custom\":false,\"type\":\"a:b:C\",\"futureField\":{\"z\":1,"
+			   "\"a\":2}}],\"futureTop\":true},\"extra\":1}";
+	st_state *s = load_text(text, ST_OK, NULL);
+	char *out;
+	size_t len;
+	st_style st;
+	st_style_checkpoint(&st);
+	assert_int_equal(st_state_dump(s, &st, &out, &len, NULL), ST_OK);
+	assert_string_equal(out, text);
+	free(out);
+	st_state_free(s);
+}
+
+/* checkpoint-v1.json migrated by statetool gives the resources of checkpoint-v3.json, which is
+ * the same data migrated by Pulumi. */
+static void test_migrate_v1_like_pulumi(void **state)
+{
+	(void)state;
+	st_state *s = load_fixture("checkpoint-v1.json"), *p = load_fixture("checkpoint-v3.json");
+	st_changes ch = {0};
+	assert_int_equal(st_state_migrate(s, &ch, NULL), ST_OK);
+	assert_int_equal(st_state_version(s), 3);
+	assert_true(ch.count > 0);
+	assert_true(json_equal(st_state_resources(s, 0), st_state_resources(p, 0)));
+	assert_string_equal(st_state_checkpoint_stack(s), "");
+	json_t *m = json_object_get(st_state_deployment(s), "manifest");
+	assert_string_equal(st_json_str(m, "time"), "0001-01-01T00:00:00Z");
+	st_changes_clear(&ch);
+	st_state_free(s);
+	st_state_free(p);
+}
+
+static void test_migrate_v2_property_dependencies(void **state)
+{
+	(void)state;
+	st_state *s = load_text(
+		"{\"version\":2,\"deployment\":{\"manifest\":{\"time\":\"t\",\"magic\":\"\","
+		"\"version\":\"\"},\"resources\":[{\"urn\":\"urn:pulumi:s::p::a:b:C::x\","
+		"\"custom\":true,\"id\":\"1\",\"type\":\"a:b:C\",\"inputs\":{\"k\":1,\"j\":2},"
+		"\"dependencies\":[\"urn:pulumi:s::p::a:b:C::y\"],\"external\":false}],"
+		"\"pending_operations\":[{\"resource\":{\"urn\":\"urn:pulumi:s::p::a:b:C::x\","
+		"\"custom\":true,\"type\":\"a:b:C\"},\"type\":\"creating\"}]}}",
+		ST_OK, NULL);
+	assert_int_equal(st_state_migrate(s, NULL, NULL), ST_OK);
+	char *out;
+	size_t len;
+	st_style st;
+	st_style_checkpoint(&st);
+	assert_int_equal(st_state_dump(s, &st, &out, &len, NULL), ST_OK);
+	assert_string_equal(out,
+		"{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"t\",\"magic\":\"\","
+		"\"version\":\"\"},\"resources\":[{\"urn\":\"urn:pulumi:s::p::a:b:C::x\","
+		"\"custom\":true,\"id\":\"1\",\"type\":\"a:b:C\",\"inputs\":{\"j\":2,\"k\":1},"
+		"\"dependencies\":[\"urn:pulumi:s::p::a:b:C::y\"],\"propertyDependencies\":{"
+		"\"j\":[\"urn:pulumi:s::p::a:b:C::y\"],\"k\":[\"urn:pulumi:s::p::a:b:C::y\"]}}],"
+		"\"pending_operations\":[{\"resource\":{\"urn\":\"urn:pulumi:s::p::a:b:C::x\","
+		"\"custom\":true,\"type\":\"a:b:C\"},\"type\":\"creating\"}],\"metadata\":{}}}");
+	free(out);
+	st_state_free(s);
+}
+
+static void test_envelope_conversion(void **state)
+{
+	(void)state;
+	st_state *s = load_fixture("valid-deployment-v3.json");
+	st_state *d = load_fixture("valid-checkpoint-v3-diy.json");
+	assert_int_equal(st_state_set_envelope(s, ST_ENVELOPE_CHECKPOINT, NULL, NULL), ST_OK);
+	assert_string_equal(st_state_checkpoint_stack(s), "organization/proj/dev");
+	assert_true(json_equal(st_state_root(s), st_state_root(d)));
+	assert_int_equal(st_state_style(s)->compact, 1);
+	assert_int_equal(st_state_set_envelope(s, ST_ENVELOPE_EXPORT, NULL, NULL), ST_OK);
+	st_state *e = load_fixture("valid-deployment-v3.json");
+	assert_true(json_equal(st_state_root(s), st_state_root(e)));
+	st_state_free(s);
+	st_state_free(d);
+	st_state_free(e);
+	/* no resources, no name */
+	s = load_text("{\"version\":3,\"deployment\":null}", ST_OK, NULL);
+	st_error err;
+	st_error_clear(&err);
+	assert_int_equal(st_state_set_envelope(s, ST_ENVELOPE_CHECKPOINT, NULL, &err), ST_EINVAL);
+	assert_non_null(strstr(err.message, "--stack"));
+	assert_int_equal(st_state_set_envelope(s, ST_ENVELOPE_CHECKPOINT, "organization/p/s", NULL),
+			 ST_OK);
+	st_state_free(s);
+}
+
+static void test_features_and_magic(void **state)
+{
+	(void)state;
+	st_state *s = load_fixture("valid-deployment-v3.json");
+	char magic[65];
+	st_magic_for_version("v3.100.0", magic);
+	assert_string_equal(magic, st_json_str(json_object_get(st_state_deployment(s), "manifest"),
+					       "magic"));
+	/* the real example from Pulumi issue #6215 */
+	st_magic_for_version("v2.19.0-alpha.1611602537+g0f06e0393.dirty", magic);
+	assert_memory_equal(magic, "72fc43d0", 8);
+	assert_string_equal(magic + 60, "1fad");
+	st_magic_for_version("", magic);
+	assert_string_equal(magic, "");
+
+	json_t *r = json_array_get(st_state_resources(s, 0), 3);
+	json_object_set_new(r, "taint", json_true());
+	json_object_set_new(r, "replaceWith", json_pack("[s]", "urn:pulumi:dev::proj::x:y:Z::q"));
+	assert_int_equal(st_state_apply_features(s), 2);
+	assert_int_equal(st_state_version(s), 4);
+	json_t *f = st_state_features(s);
+	assert_string_equal(json_string_value(json_array_get(f, 0)), "replaceWith");
+	assert_string_equal(json_string_value(json_array_get(f, 1)), "taint");
+	json_object_del(r, "taint");
+	json_object_del(r, "replaceWith");
+	assert_int_equal(st_state_apply_features(s), 0);
+	assert_int_equal(st_state_version(s), 3);
+	assert_null(st_state_features(s));
+	st_state_free(s);
+}
+
+static void test_canonicalize(void **state)
+{
+	(void)state;
+	st_state *s = load_text(
+		"{\"deployment\":{\"resources\":[{\"protect\":false,\"type\":\"a:b:C\",\"urn\":\"u\","
+		"\"custom\":false,\"id\":\"\",\"zzz\":1,\"dependencies\":[]}],\"manifest\":{"
+		"\"version\":\"\",\"magic\":\"\",\"time\":\"t\"}},\"version\":3}",
+		ST_OK, NULL);
+	st_state_canonicalize(s);
+	char *out;
+	size_t len;
+	st_style st;
+	st_style_checkpoint(&st);
+	assert_int_equal(st_state_dump(s, &st, &out, &len, NULL), ST_OK);
+	assert_string_equal(out, "{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"t\","
+				 "\"magic\":\"\",\"version\":\"\"},\"resources\":[{\"urn\":\"u\","
+				 "\"custom\":false,\"type\":\"a:b:C\",\"zzz\":1}]}}");
+	free(out);
+	st_state_free(s);
+}
+
+static void test_find(void **state)
+{
+	(void)state;
+	st_state *s = load_fixture("valid-deployment-v3.json");
+	size_t *hits = NULL, n = 0;
+	st_error err;
+	assert_int_equal(st_state_find(s, "urn:pulumi:dev::proj::my:index:Comp::c", &hits, &n, NULL),
+			 ST_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(hits[0], 2);
+	free(hits);
+	assert_int_equal(st_state_find(s, "b", &hits, &n, NULL), ST_OK);
+	assert_int_equal(hits[0], 3);
+	free(hits);
+	assert_int_equal(st_state_find(s, "Comp$aws:s3/bucket:Bucket::b", &hits, &n, NULL), ST_OK);
+	assert_int_equal(hits[0], 3);
+	free(hits);
+	assert_int_equal(st_state_find(s, "#1", &hits, &n, NULL), ST_OK);
+	assert_int_equal(hits[0], 1);
+	free(hits);
+	st_error_clear(&err);
+	assert_int_equal(st_state_find(s, "bb", &hits, &n, &err), ST_ENOTFOUND);
+	assert_non_null(strstr(err.message, "No such resource \"bb\" exists in the current state"));
+	assert_non_null(strstr(err.message, "Did you mean:\n  urn:pulumi:dev::proj::my:index:Comp"
+					    "$aws:s3/bucket:Bucket::b"));
+	st_error_clear(&err);
+	assert_int_equal(st_state_find(s, "#9", &hits, &n, &err), ST_ENOTFOUND);
+	st_state_free(s);
+	/* two resources share a name */
+	s = load_text("{\"version\":3,\"deployment\":{\"resources\":[{\"urn\":\"urn:pulumi:s::p::a:b:C"
+		      "::n\",\"type\":\"a:b:C\"},{\"urn\":\"urn:pulumi:s::p::a:b:D::n\",\"type\":"
+		      "\"a:b:D\"}]}}", ST_OK, NULL);
+	st_error_clear(&err);
+	assert_int_equal(st_state_find(s, "n", &hits, &n, &err), ST_EAMBIGUOUS);
+	assert_non_null(strstr(err.message, "'n' matches 2 resources"));
+	assert_non_null(strstr(err.message, "#1 urn:pulumi:s::p::a:b:D::n"));
+	st_state_free(s);
+}
+
+static void test_urns_and_provider_refs(void **state)
+{
+	(void)state;
+	st_urn u;
+	assert_int_equal(st_urn_parse("urn:pulumi:dev::proj::a:b:C$d:e:F::name::with::colons", &u),
+			 ST_OK);
+	assert_int_equal(u.stack_len, 3);
+	assert_memory_equal(u.type, "d:e:F", 5);
+	assert_int_equal(u.type_len, 5);
+	assert_string_equal(u.name, "name::with::colons");
+	assert_int_equal(st_urn_parse("urn:pulumi:dev::proj::a:b:C", &u), ST_EINVAL);
+	assert_int_equal(st_urn_parse("urn:other:dev::proj::a:b:C::n", &u), ST_EINVAL);
+	char *x = st_urn_new("s", "p", "a:b:C$d:e:F", "g:h:I", "n");
+	assert_string_equal(x, "urn:pulumi:s::p::a:b:C$d:e:F$g:h:I::n");
+	free(x);
+	x = st_urn_new("s", "p", ST_ROOT_STACK_TYPE, "g:h:I", "n");
+	assert_string_equal(x, "urn:pulumi:s::p::g:h:I::n");
+	free(x);
+	char *urn, *id;
+	st_error err;
+	assert_int_equal(st_provider_ref_parse("urn:pulumi:s::p::pulumi:providers:aws::default::abc",
+					       &urn, &id, NULL), ST_OK);
+	assert_string_equal(urn, "urn:pulumi:s::p::pulumi:providers:aws::default");
+	assert_string_equal(id, "abc");
+	free(urn);
+	free(id);
+	st_error_clear(&err);
+	assert_int_equal(st_provider_ref_parse("nocolons", &urn, &id, &err), ST_EINVAL);
+	assert_string_equal(err.message, "expected '::' in provider reference 'nocolons'");
+	st_error_clear(&err);
+	assert_int_equal(st_provider_ref_parse("urn:pulumi:s::p::aws:x:Y::n::id", &urn, &id, &err),
+			 ST_EINVAL);
+	assert_string_equal(err.message,
+			    "invalid module in type: expected 'pulumi:providers', got 'aws:x'");
+	st_error_clear(&err);
+	assert_int_equal(st_provider_ref_parse("urn:pulumi:s::p::pulumi:providers:::n::id", &urn,
+					       &id, &err), ST_EINVAL);
+	assert_string_equal(err.message, "provider URNs must specify a type name");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip_pulumi_files),
+		cmocka_unit_test(test_envelopes_and_versions),
+		cmocka_unit_test(test_unknown_fields_kept),
+		cmocka_unit_test(test_migrate_v1_like_pulumi),
+		cmocka_unit_test(test_migrate_v2_property_dependencies),
+		cmocka_unit_test(test_envelope_conversion),
+		cmocka_unit_test(test_features_and_magic),
+		cmocka_unit_test(test_canonicalize),
+		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_urns_and_provider_refs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
