@@ -1,1 +1,202 @@
-int main(void){return 0;}
+/* DIY backends: layouts, names, paths that stay inside, Pulumi-format locks. */
+#include "testutil.h"
+
+static void mk(const char *dir, const char *rel, const char *content)
+{
+	char *p = st_path_join(dir, rel), *d = st_path_dirname(p);
+	assert_int_equal(st_mkdir_p(d, 0755, NULL), ST_OK);
+	tu_write(p, content, strlen(content));
+	free(d);
+	free(p);
+}
+
+static const char *state_text = "{\"version\":3,\"checkpoint\":{\"stack\":\"organization/p/s\"}}";
+
+static void test_names(void **state)
+{
+	(void)state;
+	assert_true(st_stack_name_valid("dev"));
+	assert_true(st_stack_name_valid("a.b_c-D9"));
+	assert_false(st_stack_name_valid(""));
+	assert_false(st_stack_name_valid("."));
+	assert_false(st_stack_name_valid(".."));
+	assert_false(st_stack_name_valid("a/b"));
+	assert_false(st_stack_name_valid("a b"));
+	char longname[102];
+	memset(longname, 'a', 101);
+	longname[101] = '\0';
+	assert_false(st_stack_name_valid(longname));
+	longname[100] = '\0';
+	assert_true(st_stack_name_valid(longname));
+}
+
+static void test_project_layout(void **state)
+{
+	(void)state;
+	char *dir = tu_tmpdir();
+	st_backend *b;
+	st_stack_info *infos;
+	size_t n;
+	st_error err;
+	mk(dir, ".pulumi/meta.yaml", "version: 1\n");
+	mk(dir, ".pulumi/stacks/app/dev.json", state_text);
+	mk(dir, ".pulumi/stacks/app/dev.json.bak", state_text);
+	mk(dir, ".pulumi/stacks/app/prod.json.gz", "x");
+	mk(dir, ".pulumi/stacks/web/dev.json", state_text);
+	char *url = st_asprintf("file://%s/", dir);
+	assert_int_equal(st_backend_open(&b, url, NULL), ST_OK);
+	free(url);
+	assert_true(st_backend_project_mode(b));
+	assert_int_equal(st_backend_list(b, &infos, &n, NULL), ST_OK);
+	assert_int_equal(n, 3);
+	assert_string_equal(infos[0].qname, "organization/app/dev");
+	assert_string_equal(infos[1].qname, "organization/app/prod");
+	assert_non_null(strstr(infos[1].path, "prod.json.gz"));
+	assert_string_equal(infos[2].qname, "organization/web/dev");
+	st_stack_infos_free(infos, n);
+
+	char *path;
+	int exists;
+	assert_int_equal(st_backend_stack_path(b, "app/dev", &path, &exists, NULL), ST_OK);
+	assert_true(exists);
+	assert_non_null(strstr(path, "/.pulumi/stacks/app/dev.json"));
+	free(path);
+	assert_int_equal(st_backend_stack_path(b, "organization/app/new", &path, &exists, NULL),
+			 ST_OK);
+	assert_false(exists);
+	assert_non_null(strstr(path, "/.pulumi/stacks/app/new.json"));
+	free(path);
+	assert_int_equal(st_backend_stack_path(b, "prod", &path, &exists, NULL), ST_OK);
+	free(path);
+	st_error_clear(&err);
+	assert_int_equal(st_backend_stack_path(b, "dev", &path, &exists, &err), ST_EAMBIGUOUS);
+	assert_non_null(strstr(err.message, "several projects"));
+	/* names that would leave the backend */
+	const char *bad[] = {"../x", "app/..", "app/../../etc", "/etc/passwd", "app/a/b",
+			     "org/app/dev", "app/", "..", "app/dev\n", NULL};
+	for (int i = 0; bad[i]; i++) {
+		st_error_clear(&err);
+		int rc = st_backend_stack_path(b, bad[i], &path, &exists, &err);
+		if (rc != ST_EINVAL) {
+			fprintf(stderr, "'%s' gave %d\n", bad[i], rc);
+			fail();
+		}
+	}
+	st_backend_free(b);
+	tu_rmdir(dir);
+}
+
+static void test_legacy_layout_and_errors(void **state)
+{
+	(void)state;
+	char *dir = tu_tmpdir();
+	st_backend *b;
+	st_stack_info *infos;
+	size_t n;
+	st_error err;
+	mk(dir, ".pulumi/stacks/dev.json", state_text);
+	assert_int_equal(st_backend_open(&b, dir, NULL), ST_OK);
+	assert_false(st_backend_project_mode(b));
+	assert_int_equal(st_backend_list(b, &infos, &n, NULL), ST_OK);
+	assert_int_equal(n, 1);
+	assert_string_equal(infos[0].qname, "dev");
+	assert_null(infos[0].project);
+	st_stack_infos_free(infos, n);
+	st_backend_free(b);
+	mk(dir, ".pulumi/meta.yaml", "nothing: here\n");
+	st_error_clear(&err);
+	assert_int_equal(st_backend_open(&b, dir, &err), ST_EFORMAT);
+	assert_non_null(strstr(err.message, "corrupt store: missing version"));
+	st_error_clear(&err);
+	assert_int_equal(st_backend_open(&b, "s3://bucket", &err), ST_EUNSUPPORTED);
+	st_error_clear(&err);
+	assert_int_equal(st_backend_open(&b, "/nonexistent/dir", &err), ST_ENOTFOUND);
+	tu_rmdir(dir);
+}
+
+static void test_stack_locks(void **state)
+{
+	(void)state;
+	char *dir = tu_tmpdir();
+	st_backend *b;
+	st_lock *l1, *l2;
+	st_error err;
+	mk(dir, ".pulumi/meta.yaml", "version: 1\n");
+	mk(dir, ".pulumi/stacks/app/dev.json", state_text);
+	assert_int_equal(st_backend_open(&b, dir, NULL), ST_OK);
+	assert_int_equal(st_lock_stack(&l1, b, "app/dev", NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st_lock_stack(&l2, b, "app/dev", &err), ST_ELOCKED);
+	assert_non_null(strstr(err.message, "the stack is currently locked by 1 lock(s). Either "
+					    "wait for the other process(es) to end or delete the "
+					    "lock file with `pulumi cancel`"));
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	char *who = st_asprintf("@%s (pid %ld) at ", host, (long)getpid());
+	assert_non_null(strstr(err.message, who));
+	free(who);
+	assert_non_null(strstr(err.message, "/.pulumi/locks/organization/app/dev/"));
+	assert_int_equal(st_lock_release(l1, NULL), ST_OK);
+	assert_int_equal(st_lock_stack(&l2, b, "app/dev", NULL), ST_OK);
+	assert_int_equal(st_lock_release(l2, NULL), ST_OK);
+
+	/* a lock Pulumi left behind, from a process that is gone */
+	mk(dir, ".pulumi/locks/organization/app/dev/0b5e1f3a-1111-4222-8333-444455556666.json",
+	   "{\"pid\":999999,\"username\":\"alice\",\"hostname\":\"buildhost\",\"timestamp\":"
+	   "\"2024-05-01T10:00:00Z\"}");
+	st_error_clear(&err);
+	assert_int_equal(st_lock_stack(&l2, b, "app/dev", &err), ST_ELOCKED);
+	assert_non_null(strstr(err.message, "created by alice@buildhost (pid 999999) at "
+					    "2024-05-01T10:00:00Z"));
+	int removed;
+	assert_int_equal(st_unlock_stack(b, "app/dev", &removed, NULL), ST_OK);
+	assert_int_equal(removed, 1);
+	assert_int_equal(st_lock_stack(&l2, b, "app/dev", NULL), ST_OK);
+	st_lock_release(l2, NULL);
+
+	/* a planted symbolic link in the lock path is refused */
+	char *target = tu_tmpdir();
+	char *lk = st_path_join(dir, ".pulumi/locks/organization/web");
+	assert_int_equal(symlink(target, lk), 0);
+	st_error_clear(&err);
+	assert_int_equal(st_lock_stack(&l2, b, "web/dev", &err), ST_EREFUSED);
+	assert_non_null(strstr(err.message, "symbolic link"));
+	free(lk);
+	tu_rmdir(target);
+	st_backend_free(b);
+	tu_rmdir(dir);
+}
+
+static void test_file_locks(void **state)
+{
+	(void)state;
+	char *dir = tu_tmpdir(), *p = st_path_join(dir, "s.json");
+	st_lock *l1, *l2;
+	st_error err;
+	tu_write(p, state_text, strlen(state_text));
+	assert_int_equal(st_lock_file(&l1, p, NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st_lock_file(&l2, p, &err), ST_ELOCKED);
+	assert_non_null(strstr(err.message, "s.json.lock: created by"));
+	assert_non_null(strstr(err.message, "statetool unlock"));
+	assert_int_equal(st_lock_release(l1, NULL), ST_OK);
+	assert_int_equal(st_lock_file(&l2, p, NULL), ST_OK);
+	int removed;
+	assert_int_equal(st_unlock_file(p, &removed, NULL), ST_OK);
+	assert_int_equal(removed, 1);
+	st_lock_release(l2, NULL);
+	free(p);
+	tu_rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_project_layout),
+		cmocka_unit_test(test_legacy_layout_and_errors),
+		cmocka_unit_test(test_stack_locks),
+		cmocka_unit_test(test_file_locks),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,1 +1,168 @@
-int main(void){return 0;}
+/* Files: gzip, limits, atomic replacement, backups, crashes at every write step. */
+#include "testutil.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <zlib.h>
+
+static void write_gzip(const char *path, const char *data, size_t len)
+{
+	gzFile g = gzopen(path, "wb");
+	assert_non_null(g);
+	assert_int_equal(gzwrite(g, data, (unsigned)len), (int)len);
+	gzclose(g);
+}
+
+static void test_gzip_read(void **state)
+{
+	(void)state;
+	char *dir = tu_tmpdir(), *p = st_path_join(dir, "s.json.gz");
+	const char *text = "{\"version\":3,\"deployment\":null}";
+	write_gzip(p, text, strlen(text));
+	char *out;
+	size_t len;
+	st_compression c;
+	assert_int_equal(st_file_read(p, 0, &out, &len, &c, NULL), ST_OK);
+	assert_int_equal(c, ST_COMPRESS_GZIP);
+	assert_string_equal(out, text);
+	free(out);
+	/* truncated */
+	size_t glen = 0;
+	char *g = tu_read(p, &glen);
+	tu_write(p, g, glen - 10);
+	st_error err;
+	st_error_clear(&err);
+	assert_int_equal(st_file_read(p, 0, &out, &len, &c, &err), ST_EPARSE);
+	assert_non_null(strstr(err.message, "truncated gzip data"));
+	/* corrupt */
+	g[15] ^= 0x55;
+	g[16] ^= 0x55;
+	tu_write(p, g, glen);
+	st_error_clear(&err);
+	assert_int_equal(st_file_read(p, 0, &out, &len, &c, &err), ST_EPARSE);
+	assert_non_null(strstr(err.message, "gzip"));
+	free(g);
+	free(p);
+	tu_rmdir(dir);
+}
+
+static void test_gzip_bomb_and_zstd(void **state)
+{
+	(void)state;
+	char *dir = tu_tmpdir(), *p = st_path_join(dir, "bomb.json.gz");
+	size_t n = 50 << 20;
+	char *zeros = calloc(1, n);
+	write_gzip(p, zeros, n);
+	free(zeros);
+	char *out;
+	size_t len;
+	st_error err;
+	st_error_clear(&err);
+	assert_int_equal(st_file_read(p, 1 << 20, &out, &len, NULL, &err), ST_ELIMIT);
+	assert_non_null(strstr(err.message, "inflates beyond the limit of 1048576 bytes"));
+	free(p);
+	p = st_path_join(dir, "z.json.zst");
+	tu_write(p, "\x28\xb5\x2f\xfd\x00\x00", 6);
+	st_error_clear(&err);
+	assert_int_equal(st_file_read(p, 0, &out, &len, NULL, &err), ST_EUNSUPPORTED);
+	assert_non_null(strstr(err.message, "zstd-compressed"));
+	st_error_clear(&err);
+	assert_int_equal(st_file_read(dir, 0, &out, &len, NULL, &err), ST_EIO);
+	assert_non_null(strstr(err.message, "is a directory"));
+	free(p);
+	tu_rmdir(dir);
+}
+
+static void test_atomic_write_backup_mode(void **state)
+{
+	(void)state;
+	char *dir = tu_tmpdir(), *p = st_path_join(dir, "s.json"), *bak = NULL;
+	st_write_opts wo = {.backup = 1};
+	struct stat sb;
+	assert_int_equal(st_file_write_atomic(p, "old", 3, &wo, NULL), ST_OK);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0644);
+	assert_int_equal(asprintf(&bak, "%s.bak", p) > 0, 1);
+	assert_int_equal(access(bak, F_OK), -1); /* nothing to back up yet */
+	chmod(p, 0600);
+	assert_int_equal(st_file_write_atomic(p, "new", 3, &wo, NULL), ST_OK);
+	char *c = tu_read(p, NULL), *b = tu_read(bak, NULL);
+	assert_string_equal(c, "new");
+	assert_string_equal(b, "old");
+	free(c);
+	free(b);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	/* gzip output reads back */
+	wo.compression = ST_COMPRESS_GZIP;
+	assert_int_equal(st_file_write_atomic(p, "{}", 2, &wo, NULL), ST_OK);
+	char *out;
+	size_t len;
+	st_compression comp;
+	assert_int_equal(st_file_read(p, 0, &out, &len, &comp, NULL), ST_OK);
+	assert_int_equal(comp, ST_COMPRESS_GZIP);
+	assert_string_equal(out, "{}");
+	free(out);
+	/* a symbolic link is never written through */
+	char *link = st_path_join(dir, "link.json");
+	assert_int_equal(symlink(p, link), 0);
+	st_error err;
+	st_error_clear(&err);
+	assert_int_equal(st_file_write_atomic(link, "x", 1, NULL, &err), ST_EREFUSED);
+	assert_non_null(strstr(err.message, "symbolic link"));
+	assert_int_equal(st_file_read(p, 0, &out, &len, NULL, NULL), ST_OK);
+	assert_string_equal(out, "{}");
+	free(out);
+	/* no directory */
+	char *nodir = st_path_join(dir, "missing/s.json");
+	st_error_clear(&err);
+	assert_int_equal(st_file_write_atomic(nodir, "x", 1, NULL, &err), ST_EIO);
+	assert_non_null(strstr(err.message, "cannot create a temporary file"));
+	free(nodir);
+	free(link);
+	free(bak);
+	free(p);
+	tu_rmdir(dir);
+}
+
+/* SIGKILL at each step of the write: the file is always exactly old or exactly new. */
+static void test_crash_at_each_step(void **state)
+{
+	(void)state;
+	for (int step = 1; step <= 4; step++) {
+		char *dir = tu_tmpdir(), *p = st_path_join(dir, "s.json");
+		st_write_opts wo = {.backup = 1};
+		assert_int_equal(st_file_write_atomic(p, "OLD-CONTENT", 11, &wo, NULL), ST_OK);
+		pid_t pid = fork();
+		if (pid == 0) {
+			char spec[32];
+			snprintf(spec, sizeof(spec), "write:%d", step);
+			setenv("STATETOOL_CRASH_AT", spec, 1);
+			st_file_write_atomic(p, "NEW-CONTENT-LONGER", 18, &wo, NULL);
+			_exit(0);
+		}
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFSIGNALED(status));
+		assert_int_equal(WTERMSIG(status), SIGKILL);
+		char *c = tu_read(p, NULL);
+		if (step <= 3)
+			assert_string_equal(c, "OLD-CONTENT");
+		else
+			assert_string_equal(c, "NEW-CONTENT-LONGER");
+		free(c);
+		free(p);
+		tu_rmdir(dir);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_gzip_read),
+		cmocka_unit_test(test_gzip_bomb_and_zstd),
+		cmocka_unit_test(test_atomic_write_backup_mode),
+		cmocka_unit_test(test_crash_at_each_step),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

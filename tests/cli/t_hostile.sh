@@ -1,0 +1,46 @@
+#!/bin/sh
+# Hostile and broken inputs: a clear message, exit 1, and no file changed.
+. "$(dirname "$0")/lib.sh"
+H=$FIXTURES/hostile
+
+# file | expected stderr fragment
+while IFS='|' read -r f msg; do
+	[ -n "$f" ] || continue
+	cp "$H/$f" "$T/$f"
+	run "list $f" st list "$T/$f"
+	check_rc 1; check_err_has "$msg"
+	run "convert in place $f" st convert "$T/$f" -o "$T/$f"
+	check_rc 1; check_same "$H/$f" "$T/$f"; check_absent "$T/$f.bak"; check_absent "$T/$f.lock"
+	rm -f "$T/$f"
+done <<'CASES'
+malformed.json|malformed.json:1:52: invalid character '}' looking for beginning of object key string
+truncated.json|truncated.json:2:1: unexpected end of JSON input
+truncated.json.gz|truncated gzip data
+version5.json|this stack's deployment version is too new (version 5
+unknown-feature.json|needs support for the following features: warp-drive (at /features)
+wrong-envelope.json|not a Pulumi deployment state
+deep.json|exceeded max depth (10000 nested values)
+bom.json|byte order mark
+huge-number.json|number 1e999 is out of the range of a float64
+zstd.json.zst|is zstd-compressed
+CASES
+
+# Accepted as Pulumi accepts them.
+run "duplicate keys load" st list "$H/duplicate-keys.json"
+check_rc 0; check_out_has "urn:pulumi:s::p::a:b:C::m"
+run "invalid utf8 loads" st list "$H/invalid-utf8.json"
+check_rc 0; check_out_has "urn:pulumi:s::p::a:b:C::$(printf '\357\277\275')"
+run "big int and NUL" st convert "$H/big-int-nul.json" --compact -o -
+check_rc 0; check_out_has '"big":1.2345678901234568e+29'; check_out_has '"s":"a\u0000b"'
+
+# Stack names that try to leave the backend.
+mkdir -p "$T/be/.pulumi/stacks/app"
+printf 'version: 1\n' > "$T/be/.pulumi/meta.yaml"
+cp "$FIXTURES/pulumi/valid-checkpoint-v3-diy.json" "$T/be/.pulumi/stacks/app/dev.json"
+for name in ../dev app/../../etc /etc/passwd app/dev/x 'app/d v'; do
+	run "stack name $name" st list --backend "$T/be" --stack "$name"
+	check_rc 2; check_err_has "invalid"
+done
+run "symlinked state" sh -c "ln -s '$T/be/.pulumi/stacks/app/dev.json' '$T/be/.pulumi/stacks/app/evil.json' && '$STATETOOL' migrate --backend '$T/be' --stack app/evil"
+check_rc 1; check_err_has "symbolic link inside the backend"
+finish
