@@ -151,6 +151,45 @@ int st_json_dump(const json_t *value, const st_style *style, char **out, size_t 
 int st_json_format_number(double v, char *buf, size_t size);
 
 /* ---------------------------------------------------------------------------------------------
+ * JSON Schema (draft 2020-12)
+ */
+
+typedef struct st_schema st_schema;
+
+/* Options of st_schema_validate. */
+typedef struct st_schema_opts {
+	const char *root_pointer;        /* prefix of every reported pointer, e.g. "" */
+	const char *rule_prefix;         /* rule id prefix, "schema" by default */
+	st_severity additional_severity; /* severity of unknown fields; 0 = error */
+	size_t max_problems;             /* stop reporting after this many; 0 = no limit */
+} st_schema_opts;
+
+/* A new, empty schema set. *out is new: st_schema_free. */
+int st_schema_new(st_schema **out, st_error *err);
+
+/* Adds a schema document (borrowed: a reference is kept). `uri` is its retrieval URI; NULL
+ * means its $id, or a generated one. The first document added is the default for validation.
+ * Documents may refer to each other by $ref. */
+int st_schema_add(st_schema *s, json_t *doc, const char *uri, st_error *err);
+
+/* Compiles every document and resolves every $ref. A keyword statetool does not implement
+ * ($dynamicRef, unevaluated*, ...), a pattern POSIX cannot express, or a $ref to a document not
+ * added gives ST_EUNSUPPORTED. Called by st_schema_validate when needed. */
+int st_schema_compile(st_schema *s, st_error *err);
+
+/* Validates `instance` (borrowed) against the schema at `uri` (NULL = the default document;
+ * may carry a fragment). Every violation is appended to `out` (NULL = only count) with rule
+ * "<prefix>/<keyword>" and the instance's JSON Pointer. Returns the number of violations (0 =
+ * valid), or a negative ST_E* code. */
+int st_schema_validate(st_schema *s, const char *uri, const json_t *instance,
+		       const st_schema_opts *opts, st_problems *out, st_error *err);
+
+void st_schema_free(st_schema *s);
+
+/* 1 when the keyword is implemented (or an annotation), 0 for $dynamicRef, unevaluated*, ... */
+int st_schema_keyword_supported(const char *keyword);
+
+/* ---------------------------------------------------------------------------------------------
  * Files: compression, atomic writes, backups.
  */
 
