@@ -131,6 +131,40 @@ int st__backend_resolve(st_backend *b, const char *ref, char **project, char **s
 			st_error *err);
 int st__backend_check_path(const st_backend *b, const char *rel, st_error *err);
 
+/* A string-keyed hash map. Keys are borrowed (they must outlive the map). */
+typedef struct st_strmap_slot {
+	const char *key;
+	size_t len;
+	uint64_t hash; /* 0 = empty */
+	size_t a, b;   /* caller's values */
+	void *p;       /* caller's pointer */
+} st_strmap_slot;
+
+typedef struct st_strmap {
+	st_strmap_slot *slots;
+	size_t cap, count;
+} st_strmap;
+
+void st_strmap_init(st_strmap *m);
+void st_strmap_free(st_strmap *m);
+st_strmap_slot *st_strmap_get(const st_strmap *m, const char *key);
+st_strmap_slot *st_strmap_getn(const st_strmap *m, const char *key, size_t n);
+/* Finds or inserts; *created tells which. NULL when out of memory. */
+st_strmap_slot *st_strmap_put(st_strmap *m, const char *key, int *created);
+st_strmap_slot *st_strmap_putn(st_strmap *m, const char *key, size_t n, int *created);
+
+/* Embedded copies of the files in schemas/ (generated at build time). */
+typedef struct st_embedded_schema {
+	const char *name;
+	const unsigned char *data;
+	size_t len;
+} st_embedded_schema;
+extern const st_embedded_schema st_embedded_schemas[];
+
+/* JSON Pointer prefix of the deployment in a state ("/deployment", "/checkpoint/latest",
+ * "/latest"). */
+const char *st__deployment_pointer(const st_state *s);
+
 /* Test hook: ST_FAIL_STEP=name:N aborts (SIGABRT... SIGKILL) at step N of operation `name`. */
 void st__crash_point(const char *op, int step);
 

@@ -1326,6 +1326,25 @@ done:
 	return ok;
 }
 
+/* When every alternative but one rejects the value by its type alone, that one is what the
+ * author meant: its detailed errors say more than "matches none of the forms". */
+static const snode *sole_candidate(const nodelist *l, const json_t *v)
+{
+	const snode *cand = NULL;
+	for (size_t i = 0; i < l->count; i++) {
+		const snode *b = l->items[i];
+		while (b->boolean < 0 && !b->types && b->ref_node && b->json &&
+		       json_object_size(b->json) == 1)
+			b = b->ref_node; /* look through a bare {"$ref": ...} */
+		if (b->boolean == 0 || (b->types && !type_ok(b->types, v)))
+			continue;
+		if (cand)
+			return NULL;
+		cand = l->items[i];
+	}
+	return cand;
+}
+
 static int validate(vctx *c, const snode *n, const json_t *v, int silent)
 {
 	int ok = 1;
@@ -1428,15 +1447,27 @@ static int validate(vctx *c, const snode *n, const json_t *v, int silent)
 		int any = 0;
 		for (size_t i = 0; i < n->any_of.count && !any; i++)
 			any = probe(c, n->any_of.items[i], v);
-		if (!any)
-			FAIL_KW("anyOf", "value matches none of the allowed forms (anyOf at %s)",
-				n->location);
+		if (!any) {
+			const snode *only = silent ? NULL : sole_candidate(&n->any_of, v);
+			if (only) {
+				ok = 0;
+				validate(c, only, v, 0);
+			} else {
+				FAIL_KW("anyOf",
+					"value matches none of the allowed forms (anyOf at %s)",
+					n->location);
+			}
+		}
 	}
 	if (n->one_of.count) {
 		int count = 0;
 		for (size_t i = 0; i < n->one_of.count && count < 2; i++)
 			count += probe(c, n->one_of.items[i], v);
-		if (count == 0)
+		const snode *only = count == 0 && !silent ? sole_candidate(&n->one_of, v) : NULL;
+		if (only) {
+			ok = 0;
+			validate(c, only, v, 0);
+		} else if (count == 0)
 			FAIL_KW("oneOf", "value matches none of the allowed forms (oneOf at %s)",
 				n->location);
 		else if (count > 1)

@@ -303,6 +303,39 @@ void st_state_canonicalize(st_state *state);
 int st_state_save(st_state *state, const char *path, const st_write_opts *opts, st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
+ * Validation
+ */
+
+typedef struct st_validate_opts {
+	int skip_schema;              /* 1: integrity rules only */
+	st_schema *schema;            /* the built-in schemas (borrowed); NULL: loaded per call */
+	st_schema **extra;            /* user schemas applied to the whole document (--schema) */
+	size_t nextra;
+	st_schema **resource_schemas; /* user schemas applied to each resource */
+	size_t nresource_schemas;
+	size_t max_problems;          /* cap on schema problems; 0 = no cap */
+} st_validate_opts;
+
+/* The schemas statetool was built with (the files in schemas/: state, deployment, resource,
+ * property-value, import), compiled. *out is new. */
+int st_schema_builtin(st_schema **out, st_error *err);
+
+/* Validates a state: what the reader noticed (duplicate keys, invalid UTF-8), the schemas, then
+ * every integrity rule. Every problem is appended to `out` with its severity, rule, message,
+ * JSON Pointer and URN. Returns ST_OK when validation ran (whatever it found). */
+int st_validate(st_state *state, const st_validate_opts *opts, st_problems *out,
+		st_error *err);
+
+/* Pulumi's VerifyIntegrity rules (with Pulumi's messages) and statetool's extra warnings
+ * (URN grammar and stack, parent type chains, root stacks, secrets, pending operations,
+ * aliases). Appends to `out`. */
+int st_integrity_check(st_state *state, st_problems *out, st_error *err);
+
+/* Validates a `pulumi import --file` document (borrowed) by schemas/import.json. `schema` may
+ * be NULL (built-in schemas loaded per call). */
+int st_validate_import_file(json_t *doc, st_schema *schema, st_problems *out, st_error *err);
+
+/* ---------------------------------------------------------------------------------------------
  * Finding resources
  */
 

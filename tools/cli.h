@@ -92,5 +92,6 @@ int cmd_convert(int argc, char **argv);
 int cmd_migrate(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 int cmd_unlock(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
 
 #endif

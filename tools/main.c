@@ -6,6 +6,7 @@
 #include <string.h>
 
 static const cli_command commands[] = {
+	{"validate", cmd_validate, "check states and import files: schemas and Pulumi's integrity rules"},
 	{"list", cmd_list, "list the resources of a state (URN, type, ID, flags)"},
 	{"show", cmd_show, "print one resource of a state as JSON"},
 	{"convert", cmd_convert, "rewrite a state in another envelope, layout or compression"},

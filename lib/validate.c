@@ -1,0 +1,729 @@
+/*
+ * Validation: the JSON Schemas in schemas/, Pulumi's integrity rules (VerifyIntegrity, with
+ * Pulumi's wording) and statetool's own warnings. Every problem is reported, not the first.
+ *
+ * Rule identifiers are stable; the README lists them. Severity: an error is something that
+ * makes Pulumi refuse the state or breaks it on the next update; a warning is something odd
+ * that Pulumi accepts.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIG_KEY "4dabf18193072939515e22adb298388d"
+#define SIG_SECRET "1b47061264138c4ac30d75fd1eb44270"
+#define SIG_ASSET "c44067f5952c0a294b673a41bacd8c17"
+#define SIG_ARCHIVE "0def7320c3a5731c473e5ecbe6d01bc7"
+#define SIG_RESREF "5cf8f73096256a8f31e491e813e4eb8e"
+#define SIG_NUMBER "8ad145fe-0d11-4827-bfd7-1abcbf086f5c"
+#define SIG_BYTES "803fd3297a5875dc03ca845dda5d2a98"
+#define SIG_OUTPUT "d0e6a833031e9bbcd3f4e8bde6ca49a4"
+
+const char *st__deployment_pointer(const st_state *s)
+{
+	if (s->envelope == ST_ENVELOPE_EXPORT)
+		return "/deployment";
+	return s->version == 0 ? "/latest" : "/checkpoint/latest";
+}
+
+/* ---- schemas ---- */
+
+int st_schema_builtin(st_schema **out, st_error *err)
+{
+	st_schema *s;
+	int rc = st_schema_new(&s, err);
+	if (rc)
+		return rc;
+	for (const st_embedded_schema *e = st_embedded_schemas; e->name; e++) {
+		json_t *doc = NULL;
+		rc = st_json_parse(&doc, (const char *)e->data, e->len, e->name, NULL, NULL, NULL,
+				   err);
+		if (rc == ST_OK)
+			rc = st_schema_add(s, doc, NULL, err);
+		json_decref(doc);
+		if (rc)
+			goto fail;
+	}
+	rc = st_schema_compile(s, err);
+	if (rc)
+		goto fail;
+	*out = s;
+	return ST_OK;
+fail:
+	st_schema_free(s);
+	*out = NULL;
+	return rc;
+}
+
+#define STATE_SCHEMA "https://statetool.invalid/schemas/state.json"
+#define IMPORT_SCHEMA "https://statetool.invalid/schemas/import.json"
+
+/* ---- integrity ---- */
+
+typedef struct ictx {
+	st_state *s;
+	st_problems *out;
+	json_t *res;
+	const char *base; /* pointer of the deployment */
+	st_buf ptr;
+	const char *secrets_type; /* NULL: no secrets provider */
+	size_t ciphertexts, first_cipher_res;
+	char *first_cipher_ptr;
+	st_strmap index; /* urn -> a: first index, b: last index */
+} ictx;
+
+static const char *ptr_res(ictx *c, size_t i, const char *field)
+{
+	c->ptr.len = 0;
+	st_buf_printf(&c->ptr, "%s/resources/%zu", c->base, i);
+	if (field)
+		st_buf_printf(&c->ptr, "/%s", field);
+	return c->ptr.data;
+}
+
+#define ERR(rule, ptr, urn, ...) st_problems_add(c->out, ST_SEV_ERROR, rule, ptr, urn, __VA_ARGS__)
+#define WARN(rule, ptr, urn, ...)                                                            \
+	st_problems_add(c->out, ST_SEV_WARNING, rule, ptr, urn, __VA_ARGS__)
+
+/* Is `target` a resource before index i? After it? */
+static int before(ictx *c, const char *target, size_t i)
+{
+	st_strmap_slot *sl = st_strmap_get(&c->index, target);
+	return sl && sl->a < i;
+}
+
+static int after(ictx *c, const char *target, size_t i)
+{
+	st_strmap_slot *sl = st_strmap_get(&c->index, target);
+	return sl && sl->b > i;
+}
+
+/* The formats are the constant messages of this file, each taking the URNs (and a key). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+static void check_ref(ictx *c, size_t i, const char *urn, const char *target, const char *ptr,
+		      const char *rule_base, const char *order_fmt, const char *missing_fmt,
+		      const char *extra)
+{
+	char rule[64];
+	if (!target || !*target || before(c, target, i))
+		return;
+	if (after(c, target, i)) {
+		snprintf(rule, sizeof(rule), "integrity/%s-order", rule_base);
+		if (extra)
+			ERR(rule, ptr, urn, order_fmt, urn, target, extra);
+		else
+			ERR(rule, ptr, urn, order_fmt, urn, target);
+	} else {
+		snprintf(rule, sizeof(rule), "integrity/%s-missing", rule_base);
+		if (extra)
+			ERR(rule, ptr, urn, missing_fmt, urn, target, extra);
+		else
+			ERR(rule, ptr, urn, missing_fmt, urn, target);
+	}
+}
+
+#pragma GCC diagnostic pop
+
+static void check_urn_list(ictx *c, size_t i, const char *urn, json_t *list, const char *field,
+			   const char *rule_base, const char *order_fmt, const char *missing_fmt)
+{
+	size_t j;
+	json_t *v;
+	json_array_foreach(list, j, v) {
+		char p[600];
+		if (!json_is_string(v))
+			continue;
+		snprintf(p, sizeof(p), "%s/%zu", ptr_res(c, i, field), j);
+		check_ref(c, i, urn, json_string_value(v), p, rule_base, order_fmt, missing_fmt,
+			  NULL);
+	}
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Walks a property value: signatures, secrets, ciphertexts. */
+static void walk_value(ictx *c, json_t *v, const char *urn, int depth)
+{
+	size_t mark = c->ptr.len;
+	if (depth > ST_DEFAULT_MAX_DEPTH)
+		return;
+	if (json_is_array(v)) {
+		size_t i;
+		json_t *e;
+		json_array_foreach(v, i, e) {
+			c->ptr.len = mark;
+			st_pointer_add_index(&c->ptr, i);
+			walk_value(c, e, urn, depth + 1);
+		}
+	} else if (json_is_object(v)) {
+		const char *sig = st_json_str(v, SIG_KEY);
+		if (json_object_get(v, SIG_KEY)) {
+			if (!sig || (strcmp(sig, SIG_SECRET) && strcmp(sig, SIG_ASSET) &&
+				     strcmp(sig, SIG_ARCHIVE) && strcmp(sig, SIG_RESREF) &&
+				     strcmp(sig, SIG_NUMBER) && strcmp(sig, SIG_BYTES) &&
+				     strcmp(sig, SIG_OUTPUT))) {
+				ERR("property/unknown-signature", c->ptr.data, urn,
+				    "unrecognized signature '%s' in property map",
+				    sig ? sig : "(not a string)");
+			} else if (!strcmp(sig, SIG_SECRET)) {
+				json_t *ct = json_object_get(v, "ciphertext");
+				json_t *pt = json_object_get(v, "plaintext");
+				if ((ct != NULL) == (pt != NULL)) {
+					ERR("secrets/malformed", c->ptr.data, urn,
+					    "malformed secret value: exactly one of `ciphertext` or "
+					    "`plaintext` must be supplied");
+				} else if (pt) {
+					WARN("secrets/plaintext", c->ptr.data, urn,
+					     "secret stored as plaintext (as `pulumi stack export "
+					     "--show-secrets` writes it); `statetool secrets encrypt` "
+					     "encrypts it");
+				} else if (json_is_string(ct)) {
+					if (!c->ciphertexts++)
+						c->first_cipher_ptr = st_strdup(c->ptr.data);
+					if (c->secrets_type && !strcmp(c->secrets_type, "passphrase")) {
+						const char *t = json_string_value(ct);
+						const char *a = strchr(t, ':');
+						const char *b = a ? strchr(a + 1, ':') : NULL;
+						if (strncmp(t, "v1:", 3) || !b || strchr(b + 1, ':'))
+							WARN("secrets/ciphertext-format", c->ptr.data, urn,
+							     "ciphertext is not in the passphrase provider's "
+							     "'v1:NONCE:CIPHERTEXT' form");
+					}
+				}
+			} else if (!strcmp(sig, SIG_ARCHIVE)) {
+				json_t *assets = json_object_get(v, "assets"), *e;
+				const char *k;
+				json_object_foreach(assets, k, e) {
+					c->ptr.len = mark;
+					st_pointer_add_key(&c->ptr, "assets", 6);
+					st_pointer_add_key(&c->ptr, k, strlen(k));
+					walk_value(c, e, urn, depth + 1);
+				}
+			}
+		} else {
+			const char *k;
+			size_t klen;
+			json_t *e;
+			json_object_keylen_foreach(v, k, klen, e) {
+				c->ptr.len = mark;
+				st_pointer_add_key(&c->ptr, k, klen);
+				walk_value(c, e, urn, depth + 1);
+			}
+		}
+	}
+	c->ptr.len = mark;
+	if (c->ptr.data)
+		c->ptr.data[mark] = '\0';
+}
+
+static void walk_props(ictx *c, json_t *r, const char *base_ptr, const char *urn)
+{
+	static const char *const fields[] = {"inputs", "outputs", "defaults",
+					     "replacementTrigger", NULL};
+	for (int f = 0; fields[f]; f++) {
+		json_t *v = json_object_get(r, fields[f]);
+		if (!v)
+			continue;
+		c->ptr.len = 0;
+		st_buf_printf(&c->ptr, "%s/%s", base_ptr, fields[f]);
+		walk_value(c, v, urn, 0);
+	}
+}
+
+/* Expected stack and project: the checkpoint's name, else the root stack resource. */
+static void expected_names(ictx *c, char **stack, char **project)
+{
+	const char *qn = st_state_checkpoint_stack(c->s);
+	size_t i;
+	json_t *r;
+
+	*stack = *project = NULL;
+	if (qn && *qn) {
+		const char *s1 = strchr(qn, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+		if (s2) {
+			*project = st_strndup(s1 + 1, (size_t)(s2 - s1 - 1));
+			*stack = st_strdup(s2 + 1);
+		} else if (!s1) {
+			*stack = st_strdup(qn);
+		}
+		if (*stack)
+			return;
+	}
+	json_array_foreach(c->res, i, r) {
+		const char *t = st_json_str(r, "type"), *u = st_json_str(r, "urn");
+		st_urn pu;
+		if (t && !strcmp(t, ST_ROOT_STACK_TYPE) && !st_json_str(r, "parent") && u &&
+		    st_urn_parse(u, &pu) == ST_OK) {
+			*stack = st_strndup(pu.stack, pu.stack_len);
+			*project = st_strndup(pu.project, pu.project_len);
+			return;
+		}
+	}
+}
+
+static void check_pending(ictx *c)
+{
+	json_t *dep = st_state_deployment(c->s);
+	json_t *ops = json_object_get(dep, "pending_operations"), *op;
+	st_strmap seen;
+	size_t i;
+
+	st_strmap_init(&seen);
+	json_array_foreach(ops, i, op) {
+		json_t *r = json_object_get(op, "resource");
+		const char *urn = st_json_str(r, "urn"), *type = st_json_str(op, "type");
+		char p[256];
+		int created;
+		snprintf(p, sizeof(p), "%s/pending_operations/%zu", c->base, i);
+		if (!urn || !*urn) {
+			WARN("pending/no-urn", p, NULL, "pending operation %zu names no resource", i);
+			continue;
+		}
+		st_strmap_slot *sl = st_strmap_put(&seen, urn, &created);
+		if (sl && !created)
+			WARN("pending/duplicate", p, urn,
+			     "more than one pending operation on %s (the first is #%zu)", urn,
+			     sl->a);
+		else if (sl)
+			sl->a = i;
+		if (!type)
+			continue;
+		st_strmap_slot *live = st_strmap_get(&c->index, urn);
+		int exists = 0;
+		if (live) {
+			for (size_t k = live->a; k <= live->b; k++) {
+				json_t *x = json_array_get(c->res, k);
+				const char *xu = st_json_str(x, "urn");
+				if (xu && !strcmp(xu, urn) && !st_json_bool(x, "delete"))
+					exists = 1;
+			}
+		}
+		if (!strcmp(type, "creating") && exists)
+			WARN("pending/already-exists", p, urn,
+			     "pending creating operation on %s, which already exists in the state",
+			     urn);
+		else if ((!strcmp(type, "updating") || !strcmp(type, "deleting")) && !live)
+			WARN("pending/unknown-resource", p, urn,
+			     "pending %s operation on %s, which is not in the state", type, urn);
+	}
+	st_strmap_free(&seen);
+}
+
+static void check_aliases(ictx *c)
+{
+	st_strmap aliases;
+	size_t i;
+	json_t *r;
+	st_strmap_init(&aliases);
+	json_array_foreach(c->res, i, r) {
+		json_t *al = json_object_get(r, "aliases"), *a;
+		size_t j;
+		const char *urn = st_json_str(r, "urn");
+		json_array_foreach(al, j, a) {
+			int created;
+			st_strmap_slot *sl;
+			if (!json_is_string(a))
+				continue;
+			sl = st_strmap_put(&aliases, json_string_value(a), &created);
+			if (!sl)
+				continue;
+			if (created) {
+				sl->a = i;
+				continue;
+			}
+			char p[600];
+			snprintf(p, sizeof(p), "%s/%zu", ptr_res(c, i, "aliases"), j);
+			const char *other = st_json_str(json_array_get(c->res, sl->a), "urn");
+			WARN("aliases/collision", p, urn,
+			     "two resources ('%s' and '%s') have the same alias: '%s'",
+			     other ? other : "?", urn ? urn : "?", json_string_value(a));
+		}
+	}
+	st_strmap_free(&aliases);
+}
+
+int st_integrity_check(st_state *s, st_problems *out, st_error *err)
+{
+	ictx cx, *c = &cx;
+	json_t *dep = st_state_deployment(s), *r, *sp;
+	size_t i, roots = 0, first_root = 0;
+	st_strmap providers, live;
+	char *exp_stack = NULL, *exp_project = NULL;
+	int rc = ST_OK;
+
+	memset(c, 0, sizeof(*c));
+	c->s = s;
+	c->out = out;
+	c->base = st__deployment_pointer(s);
+	c->res = dep ? json_object_get(dep, "resources") : NULL;
+	if (!json_is_array(c->res))
+		c->res = NULL;
+	st_buf_init(&c->ptr);
+	st_strmap_init(&c->index);
+	st_strmap_init(&providers);
+	st_strmap_init(&live);
+	if (!dep)
+		goto done;
+	sp = json_object_get(dep, "secrets_providers");
+	c->secrets_type = st_json_str(sp, "type");
+
+	/* 1. The magic cookie. */
+	{
+		json_t *m = json_object_get(dep, "manifest");
+		if (json_is_object(m)) {
+			char want[65];
+			const char *have = st_json_str(m, "magic");
+			st_magic_for_version(st_json_str(m, "version"), want);
+			if (strcmp(have ? have : "", want) != 0) {
+				char p[128];
+				snprintf(p, sizeof(p), "%s/manifest/magic", c->base);
+				ERR("integrity/magic", p, NULL,
+				    "magic cookie mismatch; possible tampering/corruption detected "
+				    "(expected the SHA-256 of the manifest version '%s': %s; every "
+				    "statetool write recomputes it)",
+				    st_json_str(m, "version") ? st_json_str(m, "version") : "", want);
+			}
+		}
+	}
+	/* Index every URN's first and last position. */
+	json_array_foreach(c->res, i, r) {
+		const char *u = st_json_str(r, "urn");
+		int created;
+		st_strmap_slot *sl;
+		if (!u || !*u)
+			continue;
+		sl = st_strmap_put(&c->index, u, &created);
+		if (!sl) {
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			goto done;
+		}
+		if (created)
+			sl->a = i;
+		sl->b = i;
+	}
+	expected_names(c, &exp_stack, &exp_project);
+
+	json_array_foreach(c->res, i, r) {
+		const char *urn = st_json_str(r, "urn"), *type = st_json_str(r, "type");
+		const char *id = st_json_str(r, "id"), *parent = st_json_str(r, "parent");
+		const char *prov = st_json_str(r, "provider");
+		st_urn pu;
+		int urn_ok;
+		char rbase[128];
+
+		snprintf(rbase, sizeof(rbase), "%s/resources/%zu", c->base, i);
+		if (!urn || !*urn) {
+			ERR("integrity/missing-urn", ptr_res(c, i, NULL), NULL,
+			    "resource at index %zu missing required 'urn' field", i);
+			continue;
+		}
+		if (!type || !*type)
+			ERR("integrity/missing-type", ptr_res(c, i, NULL), urn,
+			    "resource '%s' missing required 'type' field", urn);
+		if (!st_json_bool(r, "custom") && id && *id)
+			ERR("integrity/custom-with-id", ptr_res(c, i, "id"), urn,
+			    "resource '%s' has 'custom' false but non-empty ID", urn);
+		urn_ok = st_urn_parse(urn, &pu) == ST_OK;
+		if (!urn_ok) {
+			WARN("urn/invalid", ptr_res(c, i, "urn"), urn,
+			     "'%s' is not a valid URN (urn:pulumi:STACK::PROJECT::TYPE::NAME)", urn);
+		} else {
+			if (type && (pu.type_len != strlen(type) || strncmp(pu.type, type, pu.type_len)))
+				WARN("urn/type-mismatch", ptr_res(c, i, "urn"), urn,
+				     "the URN's type '%.*s' differs from the resource's type '%s'",
+				     (int)pu.type_len, pu.type, type);
+			if (exp_stack && (pu.stack_len != strlen(exp_stack) ||
+					  strncmp(pu.stack, exp_stack, pu.stack_len) ||
+					  (exp_project && (pu.project_len != strlen(exp_project) ||
+							   strncmp(pu.project, exp_project,
+								   pu.project_len)))))
+				WARN("urn/stack-mismatch", ptr_res(c, i, "urn"), urn,
+				     "the URN names stack '%.*s' of project '%.*s', but the state "
+				     "belongs to stack '%s'%s%s%s",
+				     (int)pu.stack_len, pu.stack, (int)pu.project_len, pu.project,
+				     exp_stack, exp_project ? " of project '" : "",
+				     exp_project ? exp_project : "", exp_project ? "'" : "");
+		}
+		if (type && !strcmp(type, ST_ROOT_STACK_TYPE) && (!parent || !*parent) &&
+		    !st_json_bool(r, "delete")) {
+			if (roots++ == 0)
+				first_root = i;
+			else
+				WARN("root/multiple", ptr_res(c, i, NULL), urn,
+				     "more than one root stack resource (the first is at index %zu)",
+				     first_root);
+		}
+		/* Providers: referenceable, then known to later resources. */
+		if (type && st_type_is_provider(type)) {
+			if (!urn_ok) {
+				ERR("integrity/provider-not-referenceable", ptr_res(c, i, "urn"), urn,
+				    "provider %s is not referenceable: %s is not a valid URN", urn,
+				    urn);
+			} else {
+				char *ref = st_asprintf("%s::%s", urn, id && *id ? id : ST_UNKNOWN_ID);
+				int created;
+				st_strmap_slot *sl = ref ? st_strmap_put(&providers, ref, &created)
+							 : NULL;
+				if (sl && created)
+					sl->p = ref;
+				else
+					free(ref);
+			}
+		}
+		if (prov && *prov) {
+			char *pu_urn = NULL, *pu_id = NULL;
+			st_error perr;
+			st_error_clear(&perr);
+			if (st_provider_ref_parse(prov, &pu_urn, &pu_id, &perr) != ST_OK) {
+				ERR("integrity/provider-parse", ptr_res(c, i, "provider"), urn,
+				    "failed to parse provider reference for resource %s: %s", urn,
+				    perr.message);
+			} else if (!st_strmap_get(&providers, prov) &&
+				   !st_json_bool(r, "pendingReplacement")) {
+				ERR("integrity/provider-unknown", ptr_res(c, i, "provider"), urn,
+				    "resource %s refers to unknown provider %s", urn, prov);
+			}
+			free(pu_urn);
+			free(pu_id);
+		}
+		if (parent && *parent) {
+			check_ref(c, i, urn, parent, ptr_res(c, i, "parent"), "parent",
+				  "child resource %s's parent %s comes after it",
+				  "child resource %s refers to missing parent %s", NULL);
+			/* The qualified type should be the parent's plus this type. */
+			st_strmap_slot *ps = st_strmap_get(&c->index, parent);
+			st_urn pp;
+			if (urn_ok && ps && st_urn_parse(parent, &pp) == ST_OK && type) {
+				char *want;
+				if (pp.qtype_len == strlen(ST_ROOT_STACK_TYPE) &&
+				    !strncmp(pp.qtype, ST_ROOT_STACK_TYPE, pp.qtype_len))
+					want = st_strdup(type);
+				else
+					want = st_asprintf("%.*s$%s", (int)pp.qtype_len, pp.qtype, type);
+				if (want && (strlen(want) != pu.qtype_len ||
+					     strncmp(want, pu.qtype, pu.qtype_len)))
+					WARN("urn/parent-type", ptr_res(c, i, "urn"), urn,
+					     "the URN's qualified type '%.*s' does not follow its "
+					     "parent's ('%s' expected)",
+					     (int)pu.qtype_len, pu.qtype, want);
+				free(want);
+			}
+		}
+		check_urn_list(c, i, urn, json_object_get(r, "dependencies"), "dependencies",
+			       "dependency", "resource %s's dependency %s comes after it",
+			       "resource %s's dependency %s refers to missing resource");
+		{
+			json_t *pd = json_object_get(r, "propertyDependencies");
+			size_t nk = json_object_size(pd), k = 0;
+			const char **keys = nk ? malloc(nk * sizeof(*keys)) : NULL;
+			const char *key;
+			json_t *list;
+			json_object_foreach(pd, key, list)
+				if (keys)
+					keys[k++] = key;
+			if (keys)
+				qsort(keys, k, sizeof(*keys), cmp_strp);
+			for (size_t kk = 0; keys && kk < k; kk++) {
+				size_t j;
+				json_t *v;
+				list = json_object_get(pd, keys[kk]);
+				json_array_foreach(list, j, v) {
+					char p[700];
+					if (!json_is_string(v))
+						continue;
+					c->ptr.len = 0;
+					st_buf_printf(&c->ptr, "%s/propertyDependencies", rbase);
+					st_pointer_add_key(&c->ptr, keys[kk], strlen(keys[kk]));
+					snprintf(p, sizeof(p), "%s/%zu", c->ptr.data, j);
+					check_ref(c, i, urn, json_string_value(v), p,
+						  "property-dependency",
+						  "resource %s's property dependency %s (from property "
+						  "%s) comes after it",
+						  "resource %s's property dependency %s (from property "
+						  "%s) refers to missing resource",
+						  keys[kk]);
+				}
+			}
+			free(keys);
+		}
+		check_ref(c, i, urn, st_json_str(r, "deletedWith"), ptr_res(c, i, "deletedWith"),
+			  "deleted-with", "resource %s is specified as being deleted with %s, which "
+			  "comes after it",
+			  "resource %s is specified as being deleted with %s, which is missing",
+			  NULL);
+		check_urn_list(c, i, urn, json_object_get(r, "replaceWith"), "replaceWith",
+			       "replace-with",
+			       "resource %s is specified as being replaced with %s, which comes "
+			       "after it",
+			       "resource %s is specified as being replaced with %s, which is missing");
+		walk_props(c, r, rbase, urn);
+		/* Duplicates: more than one copy not marked for deletion. */
+		if (!st_json_bool(r, "delete")) {
+			int created;
+			st_strmap_slot *sl = st_strmap_put(&live, urn, &created);
+			if (sl && created)
+				sl->a = i;
+			else if (sl)
+				ERR("integrity/duplicate-urn", ptr_res(c, i, NULL), urn,
+				    "duplicate resource %s (not marked for deletion)", urn);
+		}
+	}
+	/* Resources of pending operations may hold secrets too. */
+	{
+		json_t *ops = json_object_get(dep, "pending_operations"), *op;
+		json_array_foreach(ops, i, op) {
+			char p[128];
+			json_t *rr = json_object_get(op, "resource");
+			snprintf(p, sizeof(p), "%s/pending_operations/%zu/resource", c->base, i);
+			if (json_is_object(rr))
+				walk_props(c, rr, p, st_json_str(rr, "urn"));
+		}
+	}
+	if (c->ciphertexts && !json_is_object(sp))
+		ERR("secrets/no-provider", c->first_cipher_ptr, NULL,
+		    "decrypting secret value: failed to decrypt: snapshot contains encrypted "
+		    "secrets but no secrets manager could be found (%zu ciphertext%s, no "
+		    "'secrets_providers')",
+		    c->ciphertexts, c->ciphertexts == 1 ? "" : "s");
+	/* Snippets. */
+	{
+		json_t *sn = json_object_get(dep, "snippets"), *x;
+		st_strmap uuids;
+		st_strmap_init(&uuids);
+		json_array_foreach(sn, i, x) {
+			const char *u = st_json_str(x, "uuid");
+			char p[128];
+			int created;
+			snprintf(p, sizeof(p), "%s/snippets/%zu", c->base, i);
+			if (!u || !*u) {
+				ERR("integrity/snippet-uuid", p, NULL,
+				    "snippet at index %zu missing required 'uuid' field", i);
+				continue;
+			}
+			st_strmap_slot *sl = st_strmap_put(&uuids, u, &created);
+			if (sl && created)
+				sl->a = i;
+			else if (sl)
+				ERR("integrity/snippet-duplicate", p, NULL,
+				    "duplicate snippet uuid \"%s\" at indexes %zu and %zu", u, sl->a, i);
+		}
+		st_strmap_free(&uuids);
+	}
+	check_pending(c);
+	check_aliases(c);
+done:
+	for (size_t k = 0; k < providers.cap; k++)
+		if (providers.slots && providers.slots[k].hash)
+			free(providers.slots[k].p);
+	st_strmap_free(&providers);
+	st_strmap_free(&live);
+	st_strmap_free(&c->index);
+	st_buf_free(&c->ptr);
+	free(c->first_cipher_ptr);
+	free(exp_stack);
+	free(exp_project);
+	return rc;
+}
+
+/* Fills in the URN of problems whose pointer lies inside a resource. */
+static void attach_urns(st_state *s, st_problems *out, size_t from)
+{
+	const char *base = st__deployment_pointer(s);
+	size_t bl = strlen(base);
+	json_t *res = st_state_resources(s, 0);
+	for (size_t i = from; i < out->count; i++) {
+		st_problem *p = &out->items[i];
+		const char *q = p->pointer;
+		if (p->urn || strncmp(q, base, bl) || strncmp(q + bl, "/resources/", 11))
+			continue;
+		unsigned long idx = strtoul(q + bl + 11, NULL, 10);
+		const char *u = st_json_str(json_array_get(res, idx), "urn");
+		if (u)
+			p->urn = st_strdup(u);
+	}
+}
+
+int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_error *err)
+{
+	st_validate_opts def = {0};
+	st_schema *builtin = NULL;
+	size_t from = out->count;
+	int rc;
+
+	if (!o)
+		o = &def;
+	/* What the reader noticed (duplicate keys, invalid UTF-8). */
+	for (size_t i = 0; i < s->load_problems.count; i++) {
+		st_problem *p = &s->load_problems.items[i];
+		st_problems_add(out, p->severity, p->rule, p->pointer, p->urn, "%s", p->message);
+	}
+	if (!o->skip_schema) {
+		st_schema *sch = o->schema;
+		st_schema_opts so = {0};
+		if (!sch) {
+			rc = st_schema_builtin(&builtin, err);
+			if (rc)
+				return rc;
+			sch = builtin;
+		}
+		so.additional_severity = ST_SEV_WARNING;
+		so.max_problems = o->max_problems;
+		rc = st_schema_validate(sch, STATE_SCHEMA, s->root, &so, out, err);
+		st_schema_free(builtin);
+		if (rc < 0)
+			return rc;
+	}
+	for (size_t k = 0; k < o->nextra; k++) {
+		st_schema_opts so = {0};
+		so.rule_prefix = "user-schema";
+		rc = st_schema_validate(o->extra[k], NULL, s->root, &so, out, err);
+		if (rc < 0)
+			return rc;
+	}
+	if (o->nresource_schemas) {
+		json_t *res = st_state_resources(s, 0), *r;
+		size_t i;
+		const char *base = st__deployment_pointer(s);
+		json_array_foreach(res, i, r) {
+			char p[128];
+			snprintf(p, sizeof(p), "%s/resources/%zu", base, i);
+			for (size_t k = 0; k < o->nresource_schemas; k++) {
+				st_schema_opts so = {0};
+				so.rule_prefix = "resource-schema";
+				so.root_pointer = p;
+				rc = st_schema_validate(o->resource_schemas[k], NULL, r, &so, out, err);
+				if (rc < 0)
+					return rc;
+			}
+		}
+	}
+	rc = st_integrity_check(s, out, err);
+	if (rc)
+		return rc;
+	attach_urns(s, out, from);
+	return ST_OK;
+}
+
+int st_validate_import_file(json_t *doc, st_schema *schema, st_problems *out, st_error *err)
+{
+	st_schema *builtin = NULL;
+	st_schema_opts so = {0};
+	int rc;
+
+	if (!schema) {
+		rc = st_schema_builtin(&builtin, err);
+		if (rc)
+			return rc;
+		schema = builtin;
+	}
+	so.additional_severity = ST_SEV_WARNING;
+	rc = st_schema_validate(schema, IMPORT_SCHEMA, doc, &so, out, err);
+	st_schema_free(builtin);
+	return rc < 0 ? rc : ST_OK;
+}

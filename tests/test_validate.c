@@ -1,0 +1,223 @@
+/*
+ * Validation rules. fixtures/validate/ holds one state per rule, each breaking exactly that
+ * rule; expected.txt lists the exact problems (severity, rule, JSON Pointer) of each. Also: the
+ * real Pulumi checkpoints (which fail ordering), user schemas, import files, the library API.
+ */
+#include "testutil.h"
+
+static st_schema *builtin;
+
+static int setup(void **state)
+{
+	(void)state;
+	return st_schema_builtin(&builtin, NULL);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	st_schema_free(builtin);
+	return 0;
+}
+
+static st_state *load(const char *rel)
+{
+	char *p = tu_fixture(rel);
+	st_state *s = NULL;
+	st_error err;
+	st_error_clear(&err);
+	if (st_state_load_file(&s, p, NULL, &err) != ST_OK) {
+		fprintf(stderr, "%s: %s\n", p, err.message);
+		fail();
+	}
+	free(p);
+	return s;
+}
+
+static void problems_of(st_state *s, st_problems *out)
+{
+	st_validate_opts o = {0};
+	o.schema = builtin;
+	assert_int_equal(st_validate(s, &o, out, NULL), ST_OK);
+}
+
+static void test_rule_fixtures(void **state)
+{
+	(void)state;
+	char *exp_path = tu_fixture("validate/expected.txt");
+	FILE *f = fopen(exp_path, "r");
+	char line[1024], current[256] = "";
+	char *want[16], *got[64];
+	size_t nwant = 0, ncases = 0;
+	assert_non_null(f);
+
+	for (int more = 1; more;) {
+		char name[256] = "", sev[32], rule[128], ptr[512];
+		more = fgets(line, sizeof(line), f) != NULL;
+		if (more && (line[0] == '#' || sscanf(line, "%255s %31s %127s %511s", name, sev, rule,
+						      ptr) != 4))
+			continue;
+		if (current[0] && (!more || strcmp(name, current))) {
+			/* Compare the finished case. */
+			char *rel = st_asprintf("validate/%s.json", current);
+			st_state *s = load(rel);
+			st_problems p = {0};
+			problems_of(s, &p);
+			size_t ngot = 0;
+			for (size_t i = 0; i < p.count && ngot < 64; i++)
+				got[ngot++] = st_asprintf("%s %s %s",
+							  p.items[i].severity == ST_SEV_ERROR
+								  ? "error" : "warning",
+							  p.items[i].rule, p.items[i].pointer);
+			int same = ngot == nwant;
+			for (size_t i = 0; same && i < nwant; i++) {
+				int found = 0;
+				for (size_t k = 0; k < ngot; k++)
+					if (!strcmp(want[i], got[k]))
+						found = 1;
+				same = found;
+			}
+			if (!same) {
+				fprintf(stderr, "case %s: expected %zu problems:\n", current, nwant);
+				for (size_t i = 0; i < nwant; i++)
+					fprintf(stderr, "  %s\n", want[i]);
+				fprintf(stderr, "got %zu:\n", ngot);
+				for (size_t i = 0; i < ngot; i++)
+					fprintf(stderr, "  %s (%s)\n", got[i], p.items[i].message);
+				fail();
+			}
+			/* every resource-level problem names its resource's URN */
+			for (size_t i = 0; i < p.count; i++)
+				if (strstr(p.items[i].pointer, "/resources/") &&
+				    strcmp(p.items[i].rule, "integrity/missing-urn") &&
+				    strcmp(p.items[i].rule, "urn/invalid"))
+					assert_non_null(p.items[i].urn);
+			for (size_t i = 0; i < ngot; i++)
+				free(got[i]);
+			for (size_t i = 0; i < nwant; i++)
+				free(want[i]);
+			nwant = 0;
+			ncases++;
+			st_problems_clear(&p);
+			st_state_free(s);
+			free(rel);
+		}
+		if (!more)
+			break;
+		snprintf(current, sizeof(current), "%s", name);
+		if (strcmp(sev, "-"))
+			want[nwant++] = st_asprintf("%s %s %s", sev, rule, ptr);
+	}
+	fclose(f);
+	free(exp_path);
+	assert_true(ncases >= 45);
+}
+
+/* Pulumi's own checkpoints put parents after children: the report says so, by rule, and
+ * nothing else is an error. */
+static void test_pulumi_checkpoints_fail_ordering(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *file;
+		size_t order_errors;
+	} cases[] = {{"pulumi/checkpoint-v0.json", 23}, {"pulumi/checkpoint-v1.json", 23},
+		     {"pulumi/checkpoint-v3.json", 23}, {"pulumi/checkpoint-secrets.json", 23},
+		     {"pulumi/checkpoint-v4.json", 23}, {"pulumi/crawler.json", 23},
+		     {"pulumi/todo.json", 40}};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		st_state *s = load(cases[k].file);
+		st_problems p = {0};
+		problems_of(s, &p);
+		size_t order = 0;
+		for (size_t i = 0; i < p.count; i++) {
+			if (p.items[i].severity != ST_SEV_ERROR)
+				continue;
+			assert_string_equal(p.items[i].rule, "integrity/parent-order");
+			assert_non_null(strstr(p.items[i].message, "'s parent "));
+			assert_non_null(strstr(p.items[i].message, " comes after it"));
+			order++;
+		}
+		assert_int_equal(order, cases[k].order_errors);
+		assert_int_equal(p.errors, cases[k].order_errors);
+		st_problems_clear(&p);
+		st_state_free(s);
+	}
+	/* The first one, exactly. */
+	st_state *s = load("pulumi/checkpoint-v3.json");
+	st_problems p = {0};
+	problems_of(s, &p);
+	assert_string_equal(p.items[0].message,
+			    "child resource urn:pulumi:foo::countdown::aws:sns/topic:Topic::countDown's "
+			    "parent urn:pulumi:foo::countdown::cloud:topic:Topic::countDown comes after "
+			    "it");
+	assert_string_equal(p.items[0].pointer, "/checkpoint/latest/resources/0/parent");
+	assert_string_equal(p.items[0].urn,
+			    "urn:pulumi:foo::countdown::aws:sns/topic:Topic::countDown");
+	st_problems_clear(&p);
+	st_state_free(s);
+}
+
+static void test_user_schemas(void **state)
+{
+	(void)state;
+	st_state *s = load("pulumi/valid-deployment-v3.json");
+	st_schema *tags;
+	st_problems p = {0};
+	st_validate_opts o = {0};
+	json_t *doc = tu_json("{\"if\":{\"properties\":{\"custom\":{\"const\":true},\"type\":{\"not\":"
+			      "{\"pattern\":\"^pulumi:providers:\"}}}},\"then\":{\"properties\":"
+			      "{\"inputs\":{\"required\":[\"tags\"]}},\"required\":[\"inputs\"]}}");
+	assert_int_equal(st_schema_new(&tags, NULL), ST_OK);
+	assert_int_equal(st_schema_add(tags, doc, NULL, NULL), ST_OK);
+	json_decref(doc);
+	o.schema = builtin;
+	o.resource_schemas = &tags;
+	o.nresource_schemas = 1;
+	assert_int_equal(st_validate(s, &o, &p, NULL), ST_OK);
+	assert_int_equal(p.count, 0); /* the bucket has tags */
+	json_object_del(json_object_get(json_array_get(st_state_resources(s, 0), 3), "inputs"),
+			"tags");
+	assert_int_equal(st_validate(s, &o, &p, NULL), ST_OK);
+	assert_int_equal(p.count, 1);
+	assert_string_equal(p.items[0].rule, "resource-schema/required");
+	assert_string_equal(p.items[0].pointer, "/deployment/resources/3/inputs");
+	assert_string_equal(p.items[0].message, "missing required field 'tags'");
+	assert_string_equal(p.items[0].urn,
+			    "urn:pulumi:dev::proj::my:index:Comp$aws:s3/bucket:Bucket::b");
+	st_problems_clear(&p);
+	st_schema_free(tags);
+	st_state_free(s);
+}
+
+static void test_import_file_schema(void **state)
+{
+	(void)state;
+	st_problems p = {0};
+	json_t *good = tu_json("{\"nameTable\":{\"c\":\"urn:pulumi:dev::p::a:b:C::c\"},\"resources\":"
+			       "[{\"type\":\"aws:s3/bucket:Bucket\",\"name\":\"b\",\"id\":\"b-1\","
+			       "\"parent\":\"c\",\"version\":\"6.0.0\",\"properties\":[\"bucket\"]}]}");
+	json_t *bad = tu_json("{\"resources\":[{\"type\":1,\"name\":\"b\",\"id\":\"x\",\"bogus\":1}]}");
+	assert_int_equal(st_validate_import_file(good, builtin, &p, NULL), ST_OK);
+	assert_int_equal(p.count, 0);
+	assert_int_equal(st_validate_import_file(bad, builtin, &p, NULL), ST_OK);
+	assert_int_equal(p.count, 2);
+	assert_string_equal(p.items[0].rule, "schema/type");
+	assert_string_equal(p.items[0].pointer, "/resources/0/type");
+	assert_string_equal(p.items[1].rule, "schema/additionalProperties");
+	assert_int_equal(p.items[1].severity, ST_SEV_WARNING);
+	st_problems_clear(&p);
+	json_decref(good);
+	json_decref(bad);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rule_fixtures),
+		cmocka_unit_test(test_pulumi_checkpoints_fail_ordering),
+		cmocka_unit_test(test_user_schemas),
+		cmocka_unit_test(test_import_file_schema),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,311 @@
+/* statetool validate: every problem of states, import files or a whole backend, in one run. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+	"usage: statetool validate [options] [FILE...]\n"
+	"       statetool validate [options] --backend DIR [--stack NAME]\n"
+	"\n"
+	"Check deployment states (either envelope, versions 0 to 4, plain or gzip; '-' reads\n"
+	"standard input) and `pulumi import --file` documents (detected by their shape)\n"
+	"against statetool's JSON Schemas and Pulumi's integrity rules, and report every\n"
+	"problem in one run: severity, rule, message, JSON Pointer and URN. With --backend\n"
+	"and no --stack, every stack of the backend is checked. The rules are listed in\n"
+	"statetool(1) and the README.\n"
+	"\n"
+	"Options:\n"
+	"  --backend DIR          a DIY backend (file://PATH or PATH)\n"
+	"  --stack NAME           one stack of the backend\n"
+	"  --json                 print one JSON document with every file's problems\n"
+	"  --strict               count warnings as errors\n"
+	"  --schema FILE          also check each document against FILE (JSON Schema\n"
+	"                         2020-12); may be repeated\n"
+	"  --resource-schema FILE also check each resource against FILE (e.g. to demand\n"
+	"                         tags); may be repeated\n"
+	"  --no-schema            skip the built-in schemas (integrity rules only)\n"
+	"  -q, --quiet            print only each file's summary line\n"
+	"  --max-size SIZE        refuse files that inflate beyond SIZE (default 4G)\n"
+	"  -h, --help             show this help\n"
+	"\n"
+	"Human output goes to standard error. Exit status: 0 no errors (warnings allowed\n"
+	"unless --strict), 1 errors found, 2 usage error.\n";
+
+enum { OPT_RESOURCE_SCHEMA = 3000, OPT_NO_SCHEMA };
+
+typedef struct vrun {
+	int json, strict, quiet;
+	size_t max_size;
+	st_validate_opts vo;
+	json_t *files; /* --json output */
+	size_t errors, warnings;
+} vrun;
+
+static const char *load_rule(int code)
+{
+	switch (code) {
+	case ST_EPARSE: return "json/syntax";
+	case ST_ELIMIT: return "json/limit";
+	case ST_EVERSION: return "state/version";
+	case ST_EFEATURE: return "state/feature";
+	case ST_EFORMAT: return "state/format";
+	case ST_EUNSUPPORTED: return "file/unsupported";
+	case ST_ENOMEM: return "internal/out-of-memory";
+	default: return "file/unreadable";
+	}
+}
+
+static void report(vrun *v, const char *name, st_problems *p, long long nres, const char *kind)
+{
+	size_t errors = p->errors, warnings = p->warnings;
+	if (v->strict) {
+		errors += warnings;
+		warnings = 0;
+	}
+	v->errors += errors;
+	v->warnings += warnings;
+	if (v->json) {
+		json_t *f = json_object(), *arr = json_array();
+		json_object_set_new(f, "file", json_string(name));
+		json_object_set_new(f, "kind", json_string(kind));
+		json_object_set_new(f, "valid", json_boolean(errors == 0));
+		json_object_set_new(f, "errors", json_integer((json_int_t)errors));
+		json_object_set_new(f, "warnings", json_integer((json_int_t)warnings));
+		if (nres >= 0)
+			json_object_set_new(f, "resources", json_integer(nres));
+		for (size_t i = 0; i < p->count; i++) {
+			st_problem *q = &p->items[i];
+			json_t *o = json_object();
+			int err = q->severity == ST_SEV_ERROR || v->strict;
+			json_object_set_new(o, "severity", json_string(err ? "error" : "warning"));
+			json_object_set_new(o, "rule", json_string(q->rule));
+			json_object_set_new(o, "message", json_string(q->message));
+			json_object_set_new(o, "pointer", json_string(q->pointer));
+			json_object_set_new(o, "urn", q->urn ? json_string(q->urn) : json_null());
+			json_array_append_new(arr, o);
+		}
+		json_object_set_new(f, "problems", arr);
+		json_array_append_new(v->files, f);
+		return;
+	}
+	if (!v->quiet) {
+		for (size_t i = 0; i < p->count; i++) {
+			st_problem *q = &p->items[i];
+			int err = q->severity == ST_SEV_ERROR || v->strict;
+			fprintf(stderr, "%s: %s: [%s] %s\n", name, err ? "error" : "warning", q->rule,
+				q->message);
+			if (q->pointer[0])
+				fprintf(stderr, "    at %s\n", q->pointer);
+		}
+	}
+	fprintf(stderr, "%s: %s, %zu error%s, %zu warning%s", name, errors ? "invalid" : "valid",
+		errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
+	if (nres >= 0)
+		fprintf(stderr, " (%lld resource%s)", nres, nres == 1 ? "" : "s");
+	fputc('\n', stderr);
+}
+
+/* An import file: {"resources": [...]} with none of a state's members. */
+static int looks_like_import(json_t *doc)
+{
+	return json_is_object(doc) && json_is_array(json_object_get(doc, "resources")) &&
+	       !json_object_get(doc, "deployment") && !json_object_get(doc, "checkpoint") &&
+	       !json_object_get(doc, "latest") && !json_object_get(doc, "version");
+}
+
+static void validate_one(vrun *v, const char *path, const char *shown)
+{
+	st_problems p = {0};
+	st_error err;
+	char *buf = NULL;
+	size_t len;
+	st_state *s = NULL;
+	long long nres = -1;
+	const char *kind = "state";
+	int rc;
+
+	st_error_clear(&err);
+	rc = st_file_read(path, v->max_size, &buf, &len, NULL, &err);
+	if (rc == ST_OK) {
+		/* Peek: an import file is not a state. */
+		json_t *doc = NULL;
+		if (len < (64u << 20) && memmem(buf, len < 4096 ? len : 4096, "\"resources\"", 11) &&
+		    st_json_parse(&doc, buf, len, shown, NULL, NULL, NULL, NULL) == ST_OK &&
+		    looks_like_import(doc)) {
+			kind = "import";
+			rc = st_validate_import_file(doc, v->vo.schema, &p, &err);
+			nres = (long long)json_array_size(json_object_get(doc, "resources"));
+			json_decref(doc);
+		} else {
+			json_decref(doc);
+			st_load_opts lo = {0};
+			lo.max_size = v->max_size;
+			rc = st_state_load_buffer(&s, buf, len, shown, &lo, &err);
+			if (rc == ST_OK) {
+				nres = (long long)json_array_size(st_state_resources(s, 0));
+				rc = st_validate(s, &v->vo, &p, &err);
+			}
+		}
+	}
+	free(buf);
+	if (rc != ST_OK) {
+		char where[64] = "";
+		if (err.line)
+			snprintf(where, sizeof(where), " (line %d, column %d)", err.line, err.column);
+		st_problems_add(&p, ST_SEV_ERROR, load_rule(rc), err.pointer, NULL, "%s%s",
+				err.message, where);
+	}
+	report(v, shown, &p, nres, kind);
+	st_problems_clear(&p);
+	st_state_free(s);
+}
+
+static int load_user_schema(const char *path, st_schema ***list, size_t *n)
+{
+	char *buf;
+	size_t len;
+	json_t *doc = NULL;
+	st_schema *s = NULL;
+	st_error err;
+	st_error_clear(&err);
+	if (st_file_read(path, 0, &buf, &len, NULL, &err) != ST_OK) {
+		cli_error(&err);
+		return -1;
+	}
+	int rc = st_json_parse(&doc, buf, len, path, NULL, NULL, NULL, &err);
+	free(buf);
+	if (rc == ST_OK)
+		rc = st_schema_new(&s, &err);
+	if (rc == ST_OK)
+		rc = st_schema_add(s, doc, NULL, &err);
+	if (rc == ST_OK)
+		rc = st_schema_compile(s, &err);
+	json_decref(doc);
+	if (rc) {
+		if (!err.file[0])
+			snprintf(err.file, sizeof(err.file), "%s", path);
+		cli_error(&err);
+		st_schema_free(s);
+		return -1;
+	}
+	*list = realloc(*list, (*n + 1) * sizeof(**list));
+	(*list)[(*n)++] = s;
+	return 0;
+}
+
+int cmd_validate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"stack", required_argument, NULL, OPT_STACK},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"strict", no_argument, NULL, OPT_STRICT},
+		{"schema", required_argument, NULL, OPT_SCHEMA},
+		{"resource-schema", required_argument, NULL, OPT_RESOURCE_SCHEMA},
+		{"no-schema", no_argument, NULL, OPT_NO_SCHEMA},
+		{"quiet", no_argument, NULL, 'q'},
+		{"max-size", required_argument, NULL, OPT_MAX_SIZE},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	vrun v;
+	cli_target t = {0};
+	int c, rc = EXIT_OK;
+	st_error err;
+	st_schema *builtin = NULL;
+
+	memset(&v, 0, sizeof(v));
+	st_error_clear(&err);
+	while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
+		if (cli_target_option(&t, c, optarg))
+			continue;
+		switch (c) {
+		case OPT_JSON: v.json = 1; break;
+		case OPT_STRICT: v.strict = 1; break;
+		case 'q': v.quiet = 1; break;
+		case OPT_NO_SCHEMA: v.vo.skip_schema = 1; break;
+		case OPT_SCHEMA:
+			if (load_user_schema(optarg, &v.vo.extra, &v.vo.nextra) < 0) {
+				rc = EXIT_USAGE;
+				goto out;
+			}
+			break;
+		case OPT_RESOURCE_SCHEMA:
+			if (load_user_schema(optarg, &v.vo.resource_schemas,
+					     &v.vo.nresource_schemas) < 0) {
+				rc = EXIT_USAGE;
+				goto out;
+			}
+			break;
+		case 'h': rc = cli_help(help); goto out;
+		default: rc = cli_usage("validate", "bad option"); goto out;
+		}
+	}
+	v.max_size = t.max_size;
+	if (optind == argc && !t.backend_url && !t.stack) {
+		rc = cli_usage("validate", "nothing to validate: give FILE... or --backend DIR");
+		goto out;
+	}
+	if (optind < argc && (t.backend_url || t.stack)) {
+		rc = cli_usage("validate", "give files or --backend/--stack, not both");
+		goto out;
+	}
+	if (st_schema_builtin(&builtin, &err) != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	v.vo.schema = builtin;
+	if (v.json)
+		v.files = json_array();
+	if (optind < argc) {
+		for (int i = optind; i < argc; i++)
+			validate_one(&v, argv[i], strcmp(argv[i], "-") ? argv[i] : "<stdin>");
+	} else if (t.stack) {
+		if ((rc = cli_target_resolve(&t, "validate", 1)) != EXIT_OK)
+			goto out;
+		validate_one(&v, t.path, t.stack);
+	} else {
+		st_backend *b = NULL;
+		st_stack_info *infos = NULL;
+		size_t n = 0;
+		if (st_backend_open(&b, t.backend_url, &err) != ST_OK ||
+		    st_backend_list(b, &infos, &n, &err) != ST_OK) {
+			cli_error(&err);
+			st_backend_free(b);
+			rc = err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++)
+			validate_one(&v, infos[i].path, infos[i].qname);
+		if (!v.json)
+			fprintf(stderr, "%zu stack%s checked: %zu error%s, %zu warning%s\n", n,
+				n == 1 ? "" : "s", v.errors, v.errors == 1 ? "" : "s", v.warnings,
+				v.warnings == 1 ? "" : "s");
+		st_stack_infos_free(infos, n);
+		st_backend_free(b);
+	}
+	if (v.json) {
+		json_t *doc = json_object();
+		json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
+		json_object_set_new(doc, "valid", json_boolean(v.errors == 0));
+		json_object_set_new(doc, "errors", json_integer((json_int_t)v.errors));
+		json_object_set_new(doc, "warnings", json_integer((json_int_t)v.warnings));
+		json_object_set_new(doc, "files", v.files);
+		v.files = NULL;
+		cli_print_json(doc);
+		json_decref(doc);
+	}
+	rc = v.errors ? EXIT_FAIL : EXIT_OK;
+out:
+	for (size_t i = 0; i < v.vo.nextra; i++)
+		st_schema_free(v.vo.extra[i]);
+	for (size_t i = 0; i < v.vo.nresource_schemas; i++)
+		st_schema_free(v.vo.resource_schemas[i]);
+	free(v.vo.extra);
+	free(v.vo.resource_schemas);
+	json_decref(v.files);
+	st_schema_free(builtin);
+	cli_target_free(&t);
+	return rc;
+}
