@@ -1,0 +1,119 @@
+#!/bin/sh
+# statetool validate: output, exit codes, --json, --strict, backends, user schemas.
+. "$(dirname "$0")/lib.sh"
+P=$FIXTURES/pulumi
+V=$FIXTURES/validate
+
+run "valid" st validate "$P/valid-deployment-v3.json"
+check_rc 0
+check_err "$P/valid-deployment-v3.json: valid, 0 errors, 0 warnings (4 resources)"
+run "valid stdout empty" st validate "$P/valid-deployment-v3.json"
+if [ ! -s "$T/out" ]; then ok; else bad "stdout not empty"; fi
+
+run "parent order" st validate "$V/parent-order.json"
+check_rc 1
+check_err "$V/parent-order.json: error: [integrity/parent-order] child resource urn:pulumi:dev::proj::my:index:Comp\$aws:s3/bucket:Bucket::b's parent urn:pulumi:dev::proj::my:index:Comp::c comes after it
+    at /deployment/resources/2/parent
+$V/parent-order.json: invalid, 1 error, 0 warnings (4 resources)"
+
+run "warnings pass" st validate "$V/urn-stack-mismatch.json"
+check_rc 0; check_err_has "warning: [urn/stack-mismatch]"
+run "strict" st validate --strict "$V/urn-stack-mismatch.json"
+check_rc 1; check_err_has "error: [urn/stack-mismatch]"; check_err_has "invalid, 1 error, 0 warnings"
+
+run "quiet" st validate -q "$P/checkpoint-v3.json"
+check_rc 1; check_err "$P/checkpoint-v3.json: invalid, 23 errors, 23 warnings (30 resources)"
+
+run "json" st validate --json "$V/dependency-missing.json" "$P/valid-deployment-v3.json"
+check_rc 1
+check_out '{
+    "format_version": 1,
+    "valid": false,
+    "errors": 1,
+    "warnings": 0,
+    "files": [
+        {
+            "file": "'"$V"'/dependency-missing.json",
+            "kind": "state",
+            "valid": false,
+            "errors": 1,
+            "warnings": 0,
+            "resources": 4,
+            "problems": [
+                {
+                    "severity": "error",
+                    "rule": "integrity/dependency-missing",
+                    "message": "resource urn:pulumi:dev::proj::my:index:Comp$aws:s3/bucket:Bucket::b'"'"'s dependency urn:pulumi:dev::proj::my:index:Comp::gone refers to missing resource",
+                    "pointer": "/deployment/resources/3/dependencies/0",
+                    "urn": "urn:pulumi:dev::proj::my:index:Comp$aws:s3/bucket:Bucket::b"
+                }
+            ]
+        },
+        {
+            "file": "'"$P"'/valid-deployment-v3.json",
+            "kind": "state",
+            "valid": true,
+            "errors": 0,
+            "warnings": 0,
+            "resources": 4,
+            "problems": []
+        }
+    ]
+}'
+check_err_empty
+
+run "stdin gzip" sh -c "gzip -c '$P/valid-checkpoint-v3-diy.json' | '$STATETOOL' validate -"
+check_rc 0; check_err "<stdin>: valid, 0 errors, 0 warnings (4 resources)"
+
+# Load failures are problems too, with position, and the run goes on to the next file.
+run "broken and good" st validate "$FIXTURES/hostile/malformed.json" "$P/valid-deployment-v3.json"
+check_rc 1
+check_err_has "malformed.json: error: [json/syntax] invalid character '}' looking for beginning of object key string (line 1, column 52)"
+check_err_has "valid-deployment-v3.json: valid, 0 errors"
+run "unknown feature" st validate "$FIXTURES/hostile/unknown-feature.json"
+check_rc 1; check_err_has "[state/feature] this stack's deployment needs support for the following features: warp-drive"
+check_err_has "    at /features"
+
+# Import files are recognised and checked by their own schema.
+printf '{"resources":[{"type":"aws:s3/bucket:Bucket","name":"b","id":"x","component":"yes"}]}' > "$T/import.json"
+run "import file" st validate "$T/import.json"
+check_rc 1; check_err_has "error: [schema/type] expected boolean, got string"
+check_err_has "    at /resources/0/component"
+
+# User schemas.
+cat > "$T/tags.json" <<'S'
+{"if": {"properties": {"custom": {"const": true}, "type": {"not": {"pattern": "^pulumi:providers:"}}}},
+ "then": {"required": ["inputs"], "properties": {"inputs": {"required": ["tags"]}}}}
+S
+run "resource schema ok" st validate --resource-schema "$T/tags.json" "$P/valid-deployment-v3.json"
+check_rc 0
+run "resource schema fails" st validate --resource-schema "$T/tags.json" "$V/secrets-no-provider.json" "$P/checkpoint-v3.json"
+check_rc 1; check_err_has "error: [resource-schema/required] missing required field 'inputs'"
+printf '{"required": ["nothing-has-this"]}' > "$T/doc.json"
+run "document schema" st validate --schema "$T/doc.json" "$P/valid-deployment-v3.json"
+check_rc 1; check_err_has "[user-schema/required] missing required field 'nothing-has-this'"
+printf '{"$dynamicRef": "#x"}' > "$T/unsup.json"
+run "unsupported user schema" st validate --schema "$T/unsup.json" "$P/valid-deployment-v3.json"
+check_rc 2; check_err_has "uses '\$dynamicRef', which statetool does not implement"
+run "no schema" st validate --no-schema "$V/schema-type.json"
+check_rc 0
+
+# A whole backend.
+B=$T/backend
+mkdir -p "$B/.pulumi/stacks/proj"
+printf 'version: 1\n' > "$B/.pulumi/meta.yaml"
+cp "$P/valid-checkpoint-v3-diy.json" "$B/.pulumi/stacks/proj/dev.json"
+cp "$P/checkpoint-v3.json" "$B/.pulumi/stacks/proj/old.json"
+run "backend" st validate -q --backend "$B"
+check_rc 1
+check_err "organization/proj/dev: valid, 0 errors, 0 warnings (4 resources)
+organization/proj/old: invalid, 23 errors, 23 warnings (30 resources)
+2 stacks checked: 23 errors, 23 warnings"
+run "backend stack" st validate --backend "$B" --stack proj/dev
+check_rc 0; check_err "proj/dev: valid, 0 errors, 0 warnings (4 resources)"
+
+run "usage: nothing" st validate
+check_rc 2
+run "usage: both" st validate --backend "$B" "$P/todo.json"
+check_rc 2
+finish
