@@ -216,6 +216,40 @@ int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char
 	return ST_OK;
 }
 
+int st_state_from_json(st_state **out, json_t *root, const st_style *style,
+		       st_problems *problems, const char *name, st_error *err)
+{
+	st_state *s;
+	int rc;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		json_decref(root);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	s->root = root;
+	if (style)
+		s->style = *style;
+	else
+		st_style_export(&s->style);
+	if (problems) {
+		s->load_problems = *problems;
+		memset(problems, 0, sizeof(*problems));
+	}
+	rc = st__state_bind(s, err);
+	if (rc) {
+		st__err_file(err, name);
+		state_free_fields(s);
+		free(s);
+		return rc;
+	}
+	if (name)
+		s->path = st_strdup(name);
+	*out = s;
+	return ST_OK;
+}
+
 int st_state_load_file(st_state **out, const char *path, const st_load_opts *opts, st_error *err)
 {
 	char *buf;

@@ -251,6 +251,12 @@ int st_state_load_file(st_state **out, const char *path, const st_load_opts *opt
 int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char *name,
 			 const st_load_opts *opts, st_error *err);
 
+/* Makes a state of a document already parsed with st_json_parse: `root` is stolen (even on
+ * failure); `style` (may be NULL) and `problems` (may be NULL; its items are moved into the
+ * state, leaving it empty) are what st_json_parse reported. *out is new. */
+int st_state_from_json(st_state **out, json_t *root, const st_style *style,
+		       st_problems *problems, const char *name, st_error *err);
+
 /* A new empty state in the export envelope, version 3, current Pulumi style. *out is new. */
 int st_state_new(st_state **out, st_error *err);
 

@@ -128,25 +128,27 @@ static void validate_one(vrun *v, const char *path, const char *shown)
 	st_error_clear(&err);
 	rc = st_file_read(path, v->max_size, &buf, &len, NULL, &err);
 	if (rc == ST_OK) {
-		/* Peek: an import file is not a state. */
 		json_t *doc = NULL;
-		if (len < (64u << 20) && memmem(buf, len < 4096 ? len : 4096, "\"resources\"", 11) &&
-		    st_json_parse(&doc, buf, len, shown, NULL, NULL, NULL, NULL) == ST_OK &&
-		    looks_like_import(doc)) {
+		st_style style;
+		st_problems lp = {0};
+		rc = st_json_parse(&doc, buf, len, shown, NULL, &style, &lp, &err);
+		if (rc == ST_OK && looks_like_import(doc)) {
+			/* An import file is not a state: its own schema. */
 			kind = "import";
+			for (size_t i = 0; i < lp.count; i++)
+				st_problems_add(&p, lp.items[i].severity, lp.items[i].rule,
+						lp.items[i].pointer, NULL, "%s", lp.items[i].message);
 			rc = st_validate_import_file(doc, v->vo.schema, &p, &err);
 			nres = (long long)json_array_size(json_object_get(doc, "resources"));
 			json_decref(doc);
-		} else {
-			json_decref(doc);
-			st_load_opts lo = {0};
-			lo.max_size = v->max_size;
-			rc = st_state_load_buffer(&s, buf, len, shown, &lo, &err);
+		} else if (rc == ST_OK) {
+			rc = st_state_from_json(&s, doc, &style, &lp, shown, &err);
 			if (rc == ST_OK) {
 				nres = (long long)json_array_size(st_state_resources(s, 0));
 				rc = st_validate(s, &v->vo, &p, &err);
 			}
 		}
+		st_problems_clear(&lp);
 	}
 	free(buf);
 	if (rc != ST_OK) {
