@@ -31,6 +31,7 @@ check_out() { if printf '%s\n' "$1" | cmp -s - "$T/out"; then ok; else bad "stdo
 check_out_has() { if grep -qF -- "$1" "$T/out"; then ok; else bad "stdout lacks: $1"; fi; }
 check_err_has() { if grep -qF -- "$1" "$T/err"; then ok; else bad "stderr lacks: $1"; fi; }
 check_err() { if printf '%s\n' "$1" | cmp -s - "$T/err"; then ok; else bad "stderr differs from: $1"; fi; }
+check_out_empty() { if [ ! -s "$T/out" ]; then ok; else bad "stdout is not empty"; fi; }
 check_err_empty() { if [ ! -s "$T/err" ]; then ok; else bad "stderr is not empty"; fi; }
 check_same() { if cmp -s "$1" "$2"; then ok; else bad "$1 and $2 differ"; fi; }
 check_file_is() { if printf '%s' "$2" | cmp -s - "$1"; then ok; else bad "$1 is not: $2"; fi; }
