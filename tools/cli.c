@@ -218,3 +218,31 @@ int cli_write_output(const char *path, const char *data, size_t len)
 	}
 	return EXIT_OK;
 }
+
+int cli_refuse_lossy(const st_state *s, const char *name, int allow)
+{
+	const st_problems *p = st_state_load_problems(s);
+	size_t n = 0;
+	const char *first = NULL;
+
+	for (size_t i = 0; i < p->count; i++) {
+		if (strcmp(p->items[i].rule, "json/duplicate-key"))
+			continue;
+		if (!n++)
+			first = p->items[i].pointer;
+	}
+	if (!n)
+		return EXIT_OK;
+	if (allow) {
+		cli_warnf("'%s' has %zu duplicate object key%s (first at %s); only the last value of "
+			  "each is written",
+			  name, n, n == 1 ? "" : "s", first);
+		return EXIT_OK;
+	}
+	cli_errorf("refusing to write: '%s' has %zu duplicate object key%s (first at %s); saving "
+		   "would keep only the last value of each and lose the others. Fix them by hand "
+		   "(statetool validate lists them), or pass --allow-duplicate-keys to keep the last "
+		   "values, as Pulumi does",
+		   name, n, n == 1 ? "" : "s", first);
+	return EXIT_FAIL;
+}

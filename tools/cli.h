@@ -40,7 +40,8 @@ enum {
 	OPT_MAX_SIZE,
 	OPT_STRICT,
 	OPT_SCHEMA,
-	OPT_NO_BACKUP
+	OPT_NO_BACKUP,
+	OPT_ALLOW_DUPLICATE_KEYS
 };
 
 /* Where a command's state lives: a file (or "-") or a stack of a DIY backend. */
@@ -77,6 +78,10 @@ const char *cli_target_name(const cli_target *t);
 int cli_load(cli_target *t, st_state **out);
 /* Takes the target's lock (Pulumi's for a stack, <file>.lock for a file). */
 int cli_lock(cli_target *t, st_lock **out);
+
+/* Refuses (printing why) to write a state whose file had duplicate object keys: saving keeps
+ * only the last value of each, so the others would be lost silently. Returns an exit code. */
+int cli_refuse_lossy(const st_state *s, const char *name, int allow);
 
 /* Writes a JSON value to stdout, 4-space indented, with a newline. */
 int cli_print_json(const json_t *v);

@@ -27,6 +27,9 @@ static const char help[] =
 	"  --canonical             current Pulumi field order, empty optional fields dropped\n"
 	"  --backend DIR --stack NAME   read IN from a DIY backend stack instead\n"
 	"  --max-size SIZE         refuse input that inflates beyond SIZE (default 4G)\n"
+	"  --allow-duplicate-keys  write a state whose file repeats object keys, keeping\n"
+	"                          the last value of each (as Pulumi does); refused\n"
+	"                          otherwise\n"
 	"  -h, --help              show this help\n";
 
 enum { OPT_CP_STACK = 2000 };
@@ -47,9 +50,11 @@ int cmd_convert(int argc, char **argv)
 		{"no-escape-html", no_argument, NULL, OPT_NO_ESCAPE_HTML},
 		{"canonical", no_argument, NULL, OPT_CANONICAL},
 		{"max-size", required_argument, NULL, OPT_MAX_SIZE},
+		{"allow-duplicate-keys", no_argument, NULL, OPT_ALLOW_DUPLICATE_KEYS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	cli_target t = {0};
+	int allow_dups = 0;
 	const char *out = NULL, *cp_stack = NULL;
 	int envelope = 0, layout = -1, gzip = -1, html = -1, canonical = 0, c, rc;
 	st_state *s = NULL;
@@ -81,6 +86,7 @@ int cmd_convert(int argc, char **argv)
 		case OPT_ESCAPE_HTML: html = 1; break;
 		case OPT_NO_ESCAPE_HTML: html = 0; break;
 		case OPT_CANONICAL: canonical = 1; break;
+		case OPT_ALLOW_DUPLICATE_KEYS: allow_dups = 1; break;
 		case 'h': return cli_help(help);
 		default: return cli_usage("convert", "bad option");
 		}
@@ -99,7 +105,8 @@ int cmd_convert(int argc, char **argv)
 		    (rc = cli_lock(&t, &lock)) != EXIT_OK)
 			goto done;
 	}
-	if ((rc = cli_load(&t, &s)) != EXIT_OK)
+	if ((rc = cli_load(&t, &s)) != EXIT_OK ||
+	    (rc = cli_refuse_lossy(s, cli_target_name(&t), allow_dups)) != EXIT_OK)
 		goto done;
 	if (envelope && st_state_set_envelope(s, (st_envelope)envelope, cp_stack, &err) != ST_OK) {
 		cli_error(&err);

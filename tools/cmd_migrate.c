@@ -19,6 +19,9 @@ static const char help[] =
 	"  --dry-run          report what would change; write nothing\n"
 	"  --json             the report as one JSON document\n"
 	"  --backend DIR --stack NAME   migrate a stack of a DIY backend\n"
+	"  --allow-duplicate-keys\n"
+	"                     write a state whose file repeats object keys, keeping the\n"
+	"                     last value of each (as Pulumi does); refused otherwise\n"
 	"  -h, --help         show this help\n";
 
 int cmd_migrate(int argc, char **argv)
@@ -30,9 +33,11 @@ int cmd_migrate(int argc, char **argv)
 		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"max-size", required_argument, NULL, OPT_MAX_SIZE},
+		{"allow-duplicate-keys", no_argument, NULL, OPT_ALLOW_DUPLICATE_KEYS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	cli_target t = {0};
+	int allow_dups = 0;
 	const char *out = NULL;
 	int dry = 0, json = 0, c, rc, from;
 	st_state *s = NULL;
@@ -48,6 +53,7 @@ int cmd_migrate(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case OPT_DRY_RUN: dry = 1; break;
 		case OPT_JSON: json = 1; break;
+		case OPT_ALLOW_DUPLICATE_KEYS: allow_dups = 1; break;
 		case 'h': return cli_help(help);
 		default: return cli_usage("migrate", "bad option");
 		}
@@ -61,7 +67,8 @@ int cmd_migrate(int argc, char **argv)
 		return cli_usage("migrate", "reading standard input needs -o OUT");
 	if (!out && !dry && (rc = cli_lock(&t, &lock)) != EXIT_OK)
 		goto done;
-	if ((rc = cli_load(&t, &s)) != EXIT_OK)
+	if ((rc = cli_load(&t, &s)) != EXIT_OK ||
+	    (rc = cli_refuse_lossy(s, cli_target_name(&t), allow_dups)) != EXIT_OK)
 		goto done;
 	from = st_state_version(s);
 	if (st_state_migrate(s, &ch, &err) != ST_OK) {

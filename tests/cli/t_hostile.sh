@@ -28,6 +28,18 @@ CASES
 # Accepted as Pulumi accepts them.
 run "duplicate keys load" st list "$H/duplicate-keys.json"
 check_rc 0; check_out_has "urn:pulumi:s::p::a:b:C::m"
+# ... but never rewritten silently: the earlier value would be lost.
+cp "$H/duplicate-keys.json" "$T/dup.json"
+run "duplicate keys refused" st convert "$T/dup.json" -o "$T/dup.json"
+check_rc 1; check_err_has "refusing to write: '$T/dup.json' has 1 duplicate object key (first at /deployment/resources/0/urn)"
+check_same "$H/duplicate-keys.json" "$T/dup.json"; check_absent "$T/dup.json.bak"; check_absent "$T/dup.json.lock"
+run "duplicate keys migrate refused" st migrate "$T/dup.json"
+check_rc 1; check_same "$H/duplicate-keys.json" "$T/dup.json"
+run "duplicate keys allowed" st convert --allow-duplicate-keys "$T/dup.json" -o "$T/dup.json"
+check_rc 0; check_err_has "only the last value of each is written"
+check_same "$H/duplicate-keys.json" "$T/dup.json.bak"
+run "duplicate keys gone" st validate "$T/dup.json"
+check_rc 0
 run "invalid utf8 loads" st list "$H/invalid-utf8.json"
 check_rc 0; check_out_has "urn:pulumi:s::p::a:b:C::$(printf '\357\277\275')"
 run "big int and NUL" st convert "$H/big-int-nul.json" --compact -o -
