@@ -39,6 +39,7 @@ typedef struct parser {
 	st_error *err;
 	st_problems *problems;
 	int failed;
+	int code; /* the error code, kept even when the caller passed no error record */
 	/* style evidence */
 	int saw_html_escape;
 	int saw_long_bf;
@@ -68,6 +69,7 @@ static void fail_at(parser *ps, const unsigned char *at, int code, const char *f
 	if (ps->failed)
 		return;
 	ps->failed = 1;
+	ps->code = code;
 	if (!ps->err)
 		return;
 	if (at > ps->end)
@@ -772,7 +774,7 @@ int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
 	if (len >= 3 && ps.p[0] == 0xef && ps.p[1] == 0xbb && ps.p[2] == 0xbf) {
 		fail_at(&ps, ps.p, ST_EPARSE, "invalid character 'ï' looking for beginning of "
 			"value (a UTF-8 byte order mark, which Pulumi does not accept)");
-		return ps.err ? ps.err->code : ST_EPARSE;
+		return ps.code;
 	}
 	skip_ws(&ps);
 	v = parse_value(&ps);
@@ -789,7 +791,7 @@ int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
 	free(ps.frames);
 	free(ps.sbuf);
 	if (!v)
-		return err && err->code ? err->code : ST_EPARSE;
+		return ps.code ? ps.code : ST_EPARSE;
 
 	if (style_out) {
 		st_style_export(style_out);

@@ -1047,9 +1047,18 @@ typedef struct vctx {
 	st_buf ptr;
 	const st_schema_opts *opts;
 	size_t errors;
-	int depth;
+	int inst_depth;       /* how deep in the instance we are */
+	int depth_reported;   /* the depth warning is given once */
+	const json_t *ref_inst; /* the instance of the innermost $ref followed */
+	int ref_n;            /* $refs followed in a row on that same instance */
 	int overflow;
 } vctx;
+
+/* Values nested deeper than this are not checked against the schema (the walk is recursive;
+ * Go accepts 10,000 levels, no real state comes near 1,000). */
+#define SCHEMA_MAX_INSTANCE_DEPTH 1000
+/* More $refs than this followed in a row without moving in the instance is a loop. */
+#define SCHEMA_MAX_REF_CHAIN 256
 
 static const char *type_name(const json_t *v)
 {
@@ -1243,7 +1252,10 @@ static int validate_object(vctx *c, const snode *n, const json_t *v, int silent)
 		}
 		if (ps) {
 			matched = 1;
-			if (!validate(c, ps, pv, silent)) {
+			c->inst_depth++;
+			int r = validate(c, ps, pv, silent);
+			c->inst_depth--;
+			if (!r) {
 				ok = 0;
 				if (silent)
 					goto done;
@@ -1252,7 +1264,10 @@ static int validate_object(vctx *c, const snode *n, const json_t *v, int silent)
 		for (size_t i = 0; i < n->npats; i++) {
 			if (regexec(&n->pats[i].re, k, 0, NULL, 0) == 0) {
 				matched = 1;
-				if (!validate(c, n->pats[i].schema, pv, silent)) {
+				c->inst_depth++;
+				int r = validate(c, n->pats[i].schema, pv, silent);
+				c->inst_depth--;
+				if (!r) {
 					ok = 0;
 					if (silent)
 						goto done;
@@ -1262,10 +1277,15 @@ static int validate_object(vctx *c, const snode *n, const json_t *v, int silent)
 		if (!matched && n->additional) {
 			if (n->additional->boolean == 0) {
 				FAIL_KW("additionalProperties", "unknown field '%s'", k);
-			} else if (!validate(c, n->additional, pv, silent)) {
-				ok = 0;
-				if (silent)
-					goto done;
+			} else {
+				c->inst_depth++;
+				int r = validate(c, n->additional, pv, silent);
+				c->inst_depth--;
+				if (!r) {
+					ok = 0;
+					if (silent)
+						goto done;
+				}
 			}
 		}
 	}
@@ -1297,7 +1317,10 @@ static int validate_array(vctx *c, const snode *n, const json_t *v, int silent)
 			continue;
 		c->ptr.len = mark;
 		st_pointer_add_index(&c->ptr, i);
-		if (!validate(c, s, json_array_get(v, i), silent)) {
+		c->inst_depth++;
+		int r = validate(c, s, json_array_get(v, i), silent);
+		c->inst_depth--;
+		if (!r) {
 			ok = 0;
 			if (silent)
 				goto done;
@@ -1356,11 +1379,9 @@ static int validate(vctx *c, const snode *n, const json_t *v, int silent)
 			report(c, n, "false", "no value is allowed here");
 		return 0;
 	}
-	if (++c->depth > 2000) {
-		c->depth--;
-		if (!silent)
-			report(c, n, "$ref", "schema recursion too deep (a $ref loop?)");
-		return 0;
+	if (c->inst_depth > SCHEMA_MAX_INSTANCE_DEPTH) {
+		c->depth_reported = 1; /* reported once, after the walk */
+		return 1;
 	}
 	if (n->types && !type_ok(n->types, v)) {
 		char want[96] = "";
@@ -1484,10 +1505,28 @@ static int validate(vctx *c, const snode *n, const json_t *v, int silent)
 				goto done;
 		}
 	}
-	if (n->ref_node && !validate(c, n->ref_node, v, silent))
-		ok = 0;
+	if (n->ref_node) {
+		const json_t *saved_inst = c->ref_inst;
+		int saved_n = c->ref_n;
+		if (c->ref_inst == v) {
+			c->ref_n++;
+		} else {
+			c->ref_inst = v;
+			c->ref_n = 1;
+		}
+		if (c->ref_n > SCHEMA_MAX_REF_CHAIN) {
+			ok = 0;
+			if (!silent)
+				report(c, n, "$ref", "schema $ref loop at %s (more than %d references "
+				       "followed without consuming the value)",
+				       n->location, SCHEMA_MAX_REF_CHAIN);
+		} else if (!validate(c, n->ref_node, v, silent)) {
+			ok = 0;
+		}
+		c->ref_inst = saved_inst;
+		c->ref_n = saved_n;
+	}
 done:
-	c->depth--;
 	return ok;
 }
 
@@ -1516,6 +1555,12 @@ int st_schema_validate(st_schema *s, const char *uri, const json_t *instance,
 		c.ptr.data[c.ptr.len] = '\0';
 	if (!validate(&c, e->node, instance, out == NULL) && c.errors == 0)
 		c.errors = 1; /* counted silently: one is enough to say invalid */
+	if (c.depth_reported && out)
+		st_problems_add(out, ST_SEV_WARNING, "schema/depth",
+				opts && opts->root_pointer ? opts->root_pointer : "", NULL,
+				"values nested deeper than %d levels were not checked against the "
+				"schema",
+				SCHEMA_MAX_INSTANCE_DEPTH);
 	st_buf_free(&c.ptr);
 	if (c.ptr.oom)
 		return st__err(err, ST_ENOMEM, "out of memory");

@@ -148,27 +148,46 @@ static void test_parse_errors(void **state)
 	parse_fails("{\"a\"  1}", ST_EPARSE, 1, 7, "after object key");
 }
 
-static void test_depth_limit(void **state)
+static char *nested(size_t n)
 {
-	(void)state;
-	size_t n = 20000;
 	char *deep = malloc(2 * n + 1);
 	for (size_t i = 0; i < n; i++) {
 		deep[i] = '[';
 		deep[2 * n - 1 - i] = ']';
 	}
 	deep[2 * n] = '\0';
+	return deep;
+}
+
+static void test_depth_limit(void **state)
+{
+	(void)state;
+	char *deep = nested(10001);
 	json_t *v = NULL;
 	st_error err;
 	st_error_clear(&err);
-	assert_int_equal(st_json_parse(&v, deep, 2 * n, NULL, NULL, NULL, NULL, &err), ST_ELIMIT);
+	assert_int_equal(st_json_parse(&v, deep, strlen(deep), NULL, NULL, NULL, NULL, &err),
+			 ST_ELIMIT);
 	assert_non_null(strstr(err.message, "exceeded max depth (10000"));
 	assert_int_equal(err.column, 10001);
-	/* exactly at the limit is fine */
-	st_parse_limits lim = {.max_depth = 20000};
-	assert_int_equal(st_json_parse(&v, deep, 2 * n, NULL, &lim, NULL, NULL, NULL), ST_OK);
+	free(deep);
+	/* exactly at Go's limit is fine, and so is writing it back */
+	deep = nested(10000);
+	assert_int_equal(st_json_parse(&v, deep, strlen(deep), NULL, NULL, NULL, NULL, NULL), ST_OK);
+	char *out;
+	size_t len;
+	st_style st;
+	st_style_checkpoint(&st);
+	assert_int_equal(st_json_dump(v, &st, &out, &len, NULL), ST_OK);
+	assert_string_equal(out, deep);
+	free(out);
 	json_decref(v);
 	free(deep);
+	/* a lower limit of the caller's */
+	st_parse_limits lim = {.max_depth = 3};
+	assert_int_equal(st_json_parse(&v, "[[[[]]]]", 8, NULL, &lim, NULL, NULL, NULL), ST_ELIMIT);
+	assert_int_equal(st_json_parse(&v, "[[[]]]", 6, NULL, &lim, NULL, NULL, NULL), ST_OK);
+	json_decref(v);
 }
 
 static void test_go_leniency(void **state)
