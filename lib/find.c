@@ -100,6 +100,14 @@ int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_er
 			}
 		}
 		if (n > 1) {
+			/* Copies of one URN (delete: true) are one resource, as an exact URN is. */
+			const char *first = st_json_str(json_array_get(res, hits[0]), "urn");
+			size_t same = 1;
+			while (same < n &&
+			       !strcmp(first, st_json_str(json_array_get(res, hits[same]), "urn")))
+				same++;
+			if (same == n)
+				break;
 			st_buf b;
 			st_buf_init(&b);
 			for (size_t k = 0; k < n && k < 20; k++) {

@@ -347,8 +347,8 @@ int st_validate_import_file(json_t *doc, st_schema *schema, st_problems *out, st
 
 /* Resolves `query` to resource indexes in the state's resources array. Accepted forms, tried in
  * this order: "#N" (index N); an exact URN; the resource name (the part after the URN's last
- * "::" is matched whole); a URN suffix. An exact URN may match several resources (copies marked
- * `delete: true`): all are returned. Any other form must match one resource: several give
+ * "::" is matched whole); a URN suffix. A URN may be held by several resources (copies marked
+ * `delete: true`): all are returned, whichever form named it. Any other form must match one resource: several give
  * ST_EAMBIGUOUS listing the candidates, none gives ST_ENOTFOUND with up to three "did you mean"
  * suggestions, never a guess. *out is new (free()). */
 int st_state_find(st_state *state, const char *query, size_t **out, size_t *count,
@@ -383,6 +383,90 @@ void st_state_fix_magic(st_state *state);
 
 /* The SHA-256 magic of a manifest version string, into buf (65 bytes). "" for "". */
 void st_magic_for_version(const char *version, char buf[65]);
+
+/* ---------------------------------------------------------------------------------------------
+ * Editing: a session over a state with Pulumi's semantics, a diff and integrity checks
+ *
+ * st_edit_begin opens a session (a state older than version 3 is migrated first, as Pulumi's
+ * state commands do; the migration is reported). Operations change the state in memory;
+ * resources are copied before they are changed, so the session can diff and roll back.
+ * st_edit_commit checks integrity: a state that was valid must stay valid, else the edit is
+ * refused (ST_EINTEGRITY) and rolled back. The caller then saves (or not, for a dry run).
+ */
+
+typedef struct st_edit st_edit;
+
+/* One resource in a diff: '+' added, '-' removed, '~' changed (with the changed fields). */
+typedef struct st_diff_entry {
+	char kind;
+	char *urn;
+	char **fields;
+	size_t nfields;
+} st_diff_entry;
+
+typedef struct st_diff {
+	st_diff_entry *items;
+	size_t count;
+	size_t pending_before, pending_after; /* pending operations */
+	int other_changed; /* something besides resources and pending operations changed */
+} st_diff;
+
+void st_diff_clear(st_diff *diff);
+
+/* Opens a session on `state` (borrowed; it must outlive the session). Lines describing what
+ * each operation does are appended to `report` (borrowed, may be NULL). *out is new. */
+int st_edit_begin(st_edit **out, st_state *state, st_changes *report, st_error *err);
+
+/* Flags of st_edit_delete. */
+#define ST_DELETE_FORCE 1             /* delete protected resources too */
+#define ST_DELETE_TARGET_DEPENDENTS 2 /* delete what depends on the targets too */
+
+/* Deletes the resources at the given indexes. What depends on them (children, dependencies,
+ * property dependencies, deletedWith, replaceWith, provider references) refuses the delete
+ * (ST_EREFUSED, Pulumi's message listing them) unless ST_DELETE_TARGET_DEPENDENTS; protected
+ * resources refuse it unless ST_DELETE_FORCE. *deleted (may be NULL) counts what went. */
+int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, size_t *deleted,
+		   st_error *err);
+
+/* Renames the resource at `target` to `new_name` (a name, not a URN): its URN changes and every
+ * reference to it is rewritten (parent, dependencies, propertyDependencies, deletedWith,
+ * replaceWith, pending operations, and provider references when it is a provider). A URN
+ * that exists already is refused (ST_ECONFLICT). */
+int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *err);
+
+/* Sets (on = 1) or clears a boolean flag, "protect" or "taint", on the targets; resources
+ * marked delete: true are never touched. *changed (may be NULL) counts the resources changed. */
+int st_edit_set_flag(st_edit *e, const size_t *targets, size_t n, const char *flag, int on,
+		     size_t *changed, st_error *err);
+
+/* Pulumi's `state repair`, deterministic: sorts resources so every reference points backwards
+ * (a post-order walk in file order), then prunes references to missing resources, clearing
+ * missing parents (the URN loses its parent-type chain). Dangling provider references are
+ * kept, as in Pulumi. A cycle gives ST_EINTEGRITY "snapshot has cyclic dependencies". */
+int st_edit_repair(st_edit *e, st_error *err);
+
+/* Removes pending operations: all of them (urns NULL), or those on the given URNs. */
+int st_edit_pending_clear(st_edit *e, const char *const *urns, size_t n, size_t *removed,
+			  st_error *err);
+
+/* Repoints every resource whose provider reference is `from` to the provider reference `to`,
+ * which must name an existing provider of the same package. */
+int st_edit_replace_provider(st_edit *e, const char *from, const char *to, size_t *changed,
+			     st_error *err);
+
+/* Replaces the whole deployment (stolen), e.g. after a hand edit. */
+int st_edit_replace_deployment(st_edit *e, json_t *deployment, st_error *err);
+
+/* Ends the operations: checks integrity (a valid state must stay valid; `problems`, may be
+ * NULL, receives the new errors), recomputes features and version, fills `diff` (may be NULL).
+ * On ST_EINTEGRITY the state is rolled back. */
+int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *err);
+
+/* Undoes every operation of the session. */
+void st_edit_rollback(st_edit *e);
+
+/* Frees the session (it does not roll back). Accepts NULL. */
+void st_edit_free(st_edit *e);
 
 /* ---------------------------------------------------------------------------------------------
  * URNs and provider references

@@ -41,7 +41,11 @@ enum {
 	OPT_STRICT,
 	OPT_SCHEMA,
 	OPT_NO_BACKUP,
-	OPT_ALLOW_DUPLICATE_KEYS
+	OPT_ALLOW_DUPLICATE_KEYS,
+	OPT_FORCE,
+	OPT_TARGET_DEPENDENTS,
+	OPT_ALL,
+	OPT_FROM
 };
 
 /* Where a command's state lives: a file (or "-") or a stack of a DIY backend. */
@@ -91,6 +95,64 @@ int cli_write_output(const char *path, const char *data, size_t len);
 /* Parses a size such as 512M or 2G. Returns 0 on success. */
 int cli_parse_size(const char *s, size_t *out);
 
+/* Resolves each query (exact URN, name, URN suffix, #INDEX) to resource indexes, without
+ * duplicates. An exact URN held by several copies is refused unless allow_copies. Prints
+ * errors; returns an exit code. *out is new. */
+int cli_find(st_state *s, char *const *queries, int n, int allow_copies, size_t **out,
+	     size_t *count);
+
+/* The shared flow of mutating commands. */
+typedef struct cli_mutate_opts {
+	const char *cmd;
+	int dry_run;
+	int json;
+	int allow_dups;
+	char summary[256]; /* printed after a successful write; the operation may fill it */
+} cli_mutate_opts;
+
+/* An operation: returns ST_OK, an ST_E* code with err set, or EXIT_FAIL/EXIT_USAGE after
+ * printing its own message. */
+typedef int (*cli_mutate_fn)(st_edit *e, st_state *s, void *arg, st_error *err);
+
+int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void *arg);
+
+/* Handles a command's own option: returns 0 when it took it. */
+typedef int (*cli_extra_fn)(int opt, const char *arg, void *ctx);
+
+/* Parses the options every mutating command takes (--backend, --stack, --dry-run, --json,
+ * --allow-duplicate-keys, --max-size, --help) and `extra` ones. Sets t->arg from the first
+ * positional unless --stack was given; the rest are in *pos. Returns -1 to go on, or an exit
+ * code (help printed, usage error). */
+int cli_mutate_parse(int argc, char **argv, const char *help, const struct option *extra,
+		     cli_extra_fn on_extra, void *ctx, cli_target *t, cli_mutate_opts *mo,
+		     char ***pos, int *npos);
+
+/* The option lines every mutating command's help ends with. */
+#define CLI_MUTATE_HELP                                                                       \
+	"  --backend DIR --stack NAME   a stack of a DIY backend instead of a STATE file\n"     \
+	"  --dry-run          print what would change (resources added, removed, changed,\n"   \
+	"                     with the fields) and write nothing\n"                              \
+	"  --json             the summary as one JSON document\n"                               \
+	"  --allow-duplicate-keys   write a state whose file repeats object keys\n"             \
+	"  -h, --help         show this help\n"                                                 \
+	"\n"                                                                                     \
+	"The state is locked, checked before and after (a valid state never becomes\n"          \
+	"invalid: the edit is refused and nothing is written), and written atomically;\n"       \
+	"the previous file is kept as STATE.bak (`statetool restore STATE` puts it back).\n"    \
+	"A state older than version 3 is migrated first, as Pulumi's state commands do.\n"      \
+	"Format, compression and secrets (ciphertexts stay byte-identical) are kept.\n"
+
+int cmd_delete(int argc, char **argv);
+int cmd_rename(int argc, char **argv);
+int cmd_protect(int argc, char **argv);
+int cmd_unprotect(int argc, char **argv);
+int cmd_taint(int argc, char **argv);
+int cmd_untaint(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
+int cmd_pending(int argc, char **argv);
+int cmd_replace_provider(int argc, char **argv);
+int cmd_edit(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_convert(int argc, char **argv);

@@ -11,6 +11,17 @@ static const cli_command commands[] = {
 	{"show", cmd_show, "print one resource of a state as JSON"},
 	{"convert", cmd_convert, "rewrite a state in another envelope, layout or compression"},
 	{"migrate", cmd_migrate, "upgrade a version 0, 1 or 2 state to version 3 (or 4)"},
+	{"delete", cmd_delete, "delete resources (dependents-first; --target-dependents, --force)"},
+	{"rename", cmd_rename, "give a resource a new name, rewriting every reference"},
+	{"protect", cmd_protect, "set the protect flag of resources"},
+	{"unprotect", cmd_unprotect, "clear the protect flag of resources"},
+	{"taint", cmd_taint, "mark resources for replacement on the next update"},
+	{"untaint", cmd_untaint, "clear the taint flag of resources"},
+	{"repair", cmd_repair, "reorder and prune a state that fails the integrity check"},
+	{"pending", cmd_pending, "list pending operations; `pending clear` removes them"},
+	{"replace-provider", cmd_replace_provider, "repoint resources from one provider to another"},
+	{"edit", cmd_edit, "edit the deployment in $EDITOR, validated before it is written"},
+	{"restore", cmd_restore, "put STATE.bak back in place"},
 	{"stacks", cmd_stacks, "list the stacks of a DIY backend with resource counts"},
 	{"unlock", cmd_unlock, "remove the lock of a stack or a state file"},
 	{NULL, NULL, NULL},
@@ -23,7 +34,7 @@ static void usage(FILE *f)
 		   "Load, validate, migrate, edit, move and import Pulumi deployment states.\n\n"
 		   "Commands:\n");
 	for (const cli_command *c = commands; c->name; c++)
-		fprintf(f, "  %-10s %s\n", c->name, c->summary);
+		fprintf(f, "  %-17s %s\n", c->name, c->summary);
 	fprintf(f,
 		"\nA STATE is a file (plain or gzip, either envelope; '-' reads standard input)\n"
 		"or a stack of a DIY backend given as --backend DIR --stack NAME (DIR may be\n"

@@ -1,0 +1,1217 @@
+/*
+ * Editing sessions: Pulumi's state operations (pkg/resource/edit, pkg/cmd/pulumi/state) made
+ * safe. A resource is copied before it is changed (copy on write), so the session keeps the
+ * original objects: the diff compares them by identity (unchanged resources cost nothing) and a
+ * rollback puts them back.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a set of pointers ---- */
+
+typedef struct ptrset {
+	const void **slots;
+	size_t cap, count;
+} ptrset;
+
+static size_t ph(const void *p)
+{
+	uintptr_t x = (uintptr_t)p;
+	x ^= x >> 16;
+	x *= 0x45d9f3bU;
+	x ^= x >> 16;
+	return (size_t)x;
+}
+
+static int ptrset_add(ptrset *s, const void *p)
+{
+	if ((s->count + 1) * 2 > s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 64;
+		const void **ns = calloc(nc, sizeof(*ns));
+		if (!ns)
+			return -1;
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->slots[i])
+				continue;
+			size_t k = ph(s->slots[i]) & (nc - 1);
+			while (ns[k])
+				k = (k + 1) & (nc - 1);
+			ns[k] = s->slots[i];
+		}
+		free(s->slots);
+		s->slots = ns;
+		s->cap = nc;
+	}
+	size_t k = ph(p) & (s->cap - 1);
+	while (s->slots[k] && s->slots[k] != p)
+		k = (k + 1) & (s->cap - 1);
+	if (!s->slots[k]) {
+		s->slots[k] = p;
+		s->count++;
+	}
+	return 0;
+}
+
+static int ptrset_has(const ptrset *s, const void *p)
+{
+	if (!s->cap)
+		return 0;
+	for (size_t k = ph(p) & (s->cap - 1); s->slots[k]; k = (k + 1) & (s->cap - 1))
+		if (s->slots[k] == p)
+			return 1;
+	return 0;
+}
+
+static void ptrset_free(ptrset *s)
+{
+	free(s->slots);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- the session ---- */
+
+struct st_edit {
+	st_state *s;
+	st_changes *report;
+	json_t *before_dep;  /* the deployment object at the start (a reference) */
+	json_t *before_res;  /* the original resource objects, in order */
+	json_t *before_ops;  /* the original pending operations, or NULL */
+	int had_dep;
+	size_t errors_before;
+	ptrset fresh; /* objects this session made: changed in place without another copy */
+	int other_changed;
+};
+
+void st_diff_clear(st_diff *d)
+{
+	for (size_t i = 0; i < d->count; i++) {
+		free(d->items[i].urn);
+		for (size_t k = 0; k < d->items[i].nfields; k++)
+			free(d->items[i].fields[k]);
+		free(d->items[i].fields);
+	}
+	free(d->items);
+	memset(d, 0, sizeof(*d));
+}
+
+static json_t *resources(st_edit *e)
+{
+	return st_state_resources(e->s, 0);
+}
+
+static json_t *pending_ops(st_edit *e)
+{
+	json_t *d = st_state_deployment(e->s);
+	json_t *o = d ? json_object_get(d, "pending_operations") : NULL;
+	return json_is_array(o) ? o : NULL;
+}
+
+static size_t count_errors(st_state *s)
+{
+	st_problems p = {0};
+	size_t n;
+	st_integrity_check(s, &p, NULL);
+	n = p.errors;
+	st_problems_clear(&p);
+	return n;
+}
+
+static json_t *shallow_copy(json_t *arr)
+{
+	json_t *c = json_array();
+	size_t i;
+	json_t *v;
+	if (!c)
+		return NULL;
+	json_array_foreach(arr, i, v)
+		if (json_array_append(c, v) < 0) {
+			json_decref(c);
+			return NULL;
+		}
+	return c;
+}
+
+int st_edit_begin(st_edit **out, st_state *s, st_changes *report, st_error *err)
+{
+	st_edit *e;
+	int rc;
+
+	*out = NULL;
+	if (s->version < 3) {
+		int from = s->version;
+		rc = st_state_migrate(s, NULL, err);
+		if (rc)
+			return rc;
+		st_changes_add(report, "migrated the state from version %d to %d (state edits write "
+			       "the current version, as Pulumi's do)", from, s->version);
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	e->s = s;
+	e->report = report;
+	e->before_dep = json_incref(st_state_deployment(s));
+	e->had_dep = e->before_dep != NULL;
+	e->before_res = shallow_copy(resources(e));
+	e->before_ops = pending_ops(e) ? shallow_copy(pending_ops(e)) : NULL;
+	if (!e->before_res || (pending_ops(e) && !e->before_ops)) {
+		st_edit_free(e);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	e->errors_before = count_errors(s);
+	*out = e;
+	return ST_OK;
+}
+
+void st_edit_free(st_edit *e)
+{
+	if (!e)
+		return;
+	json_decref(e->before_dep);
+	json_decref(e->before_res);
+	json_decref(e->before_ops);
+	ptrset_free(&e->fresh);
+	free(e);
+}
+
+void st_edit_rollback(st_edit *e)
+{
+	json_t *dep;
+	if (!e->had_dep) {
+		json_object_set_new(e->s->container,
+				    e->s->envelope == ST_ENVELOPE_EXPORT ? "deployment" : "latest",
+				    json_null());
+		return;
+	}
+	json_object_set(e->s->container,
+			e->s->envelope == ST_ENVELOPE_EXPORT ? "deployment" : "latest", e->before_dep);
+	dep = e->before_dep;
+	if (json_array_size(e->before_res) || json_object_get(dep, "resources"))
+		json_object_set_new(dep, "resources", shallow_copy(e->before_res));
+	if (e->before_ops)
+		json_object_set_new(dep, "pending_operations", shallow_copy(e->before_ops));
+	else
+		json_object_del(dep, "pending_operations");
+}
+
+/* The element i of arr, copied first unless this session made it. */
+static json_t *cow(st_edit *e, json_t *arr, size_t i)
+{
+	json_t *v = json_array_get(arr, i), *c;
+	if (!v || ptrset_has(&e->fresh, v))
+		return v;
+	c = json_deep_copy(v);
+	if (!c || json_array_set_new(arr, i, c) < 0 || ptrset_add(&e->fresh, c) < 0)
+		return NULL;
+	return c;
+}
+
+/* Replaces a whole resources array (removals, reordering). */
+static void set_resources(st_edit *e, json_t *arr)
+{
+	json_t *d = st_state_deployment(e->s);
+	if (json_array_size(arr))
+		st_obj_set_ordered(d, ST_K_DEPLOYMENT, "resources", arr);
+	else {
+		json_decref(arr);
+		json_object_del(d, "resources");
+	}
+}
+
+/* ---- references ---- */
+
+static int is_in(const st_strmap *m, const char *s)
+{
+	return s && *s && st_strmap_get(m, s) != NULL;
+}
+
+/* Does resource r refer to a URN in `urns` or a provider reference in `refs`? */
+static int refers(const json_t *r, const st_strmap *urns, const st_strmap *refs)
+{
+	size_t i;
+	json_t *v, *list;
+	const char *k;
+
+	if (is_in(urns, st_json_str(r, "parent")) || is_in(urns, st_json_str(r, "deletedWith")))
+		return 1;
+	json_array_foreach(json_object_get(r, "dependencies"), i, v)
+		if (is_in(urns, json_string_value(v)))
+			return 1;
+	json_array_foreach(json_object_get(r, "replaceWith"), i, v)
+		if (is_in(urns, json_string_value(v)))
+			return 1;
+	json_object_foreach(json_object_get(r, "propertyDependencies"), k, list)
+		json_array_foreach(list, i, v)
+			if (is_in(urns, json_string_value(v)))
+				return 1;
+	return refs && is_in(refs, st_json_str(r, "provider"));
+}
+
+static char *provider_ref_of(const json_t *r)
+{
+	const char *urn = st_json_str(r, "urn"), *type = st_json_str(r, "type");
+	const char *id = st_json_str(r, "id");
+	if (!urn || !type || !st_type_is_provider(type))
+		return NULL;
+	return st_asprintf("%s::%s", urn, id && *id ? id : ST_UNKNOWN_ID);
+}
+
+/* ---- delete ---- */
+
+static void free_keys(st_strmap *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->slots && m->slots[i].hash)
+			free(m->slots[i].p);
+	st_strmap_free(m);
+}
+
+int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, size_t *deleted,
+		   st_error *err)
+{
+	json_t *res = resources(e), *r, *keep;
+	size_t N = json_array_size(res), i, ndeps = 0, count = 0;
+	char *condemned = NULL, *dependent = NULL;
+	st_strmap copies, dead, deadprov;
+	int rc = ST_OK, changed;
+
+	if (deleted)
+		*deleted = 0;
+	if (!n)
+		return ST_OK;
+	condemned = calloc(N + 1, 1);
+	dependent = calloc(N + 1, 1);
+	st_strmap_init(&copies);
+	st_strmap_init(&dead);
+	st_strmap_init(&deadprov);
+	if (!condemned || !dependent) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t t = 0; t < n; t++) {
+		if (targets[t] >= N) {
+			rc = st__err(err, ST_EINVAL, "no resource at index %zu", targets[t]);
+			goto out;
+		}
+		r = json_array_get(res, targets[t]);
+		if (st_json_bool(r, "protect") && !(flags & ST_DELETE_FORCE)) {
+			rc = st__err(err, ST_EREFUSED,
+				     "%s can't be safely deleted because it is protected. Re-run this "
+				     "command with --force to force deletion",
+				     st_json_str(r, "urn"));
+			goto out;
+		}
+		condemned[targets[t]] = 1;
+	}
+	/* How many copies each URN has; a URN is dead once every copy is condemned. */
+	json_array_foreach(res, i, r) {
+		const char *u = st_json_str(r, "urn");
+		int created;
+		st_strmap_slot *sl;
+		if (!u)
+			continue;
+		sl = st_strmap_put(&copies, u, &created);
+		if (!sl) {
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			goto out;
+		}
+		sl->a++;
+	}
+	do {
+		changed = 0;
+		json_array_foreach(res, i, r) {
+			const char *u = st_json_str(r, "urn");
+			if (!condemned[i] && refers(r, &dead, &deadprov)) {
+				condemned[i] = dependent[i] = 1;
+				ndeps++;
+				changed = 1;
+			}
+			if (condemned[i] && u) {
+				st_strmap_slot *c = st_strmap_get(&copies, u);
+				int created;
+				if (c && c->b < c->a && condemned[i] != 2) {
+					c->b++;
+					condemned[i] = 2; /* counted */
+					if (c->b == c->a)
+						st_strmap_put(&dead, u, &created);
+					changed = 1;
+				}
+				char *pref = provider_ref_of(r);
+				if (pref) {
+					st_strmap_slot *ps = st_strmap_put(&deadprov, pref, &created);
+					if (ps && created)
+						ps->p = pref;
+					else
+						free(pref);
+				}
+			}
+		}
+	} while (changed);
+
+	if (ndeps && !(flags & ST_DELETE_TARGET_DEPENDENTS)) {
+		st_buf b;
+		st_buf_init(&b);
+		json_array_foreach(res, i, r) {
+			st_urn pu;
+			const char *u = st_json_str(r, "urn");
+			if (!dependent[i])
+				continue;
+			if (u && st_urn_parse(u, &pu) == ST_OK) {
+				char q[512];
+				snprintf(q, sizeof(q), "\"%.*s\"", (int)pu.name_len, pu.name);
+				st_buf_printf(&b, " * %-15s (%s)\n", q, u);
+			} else {
+				st_buf_printf(&b, " * %-15s (%s)\n", "\"\"", u ? u : "(no urn)");
+			}
+		}
+		rc = st__err(err, ST_EREFUSED,
+			     "%s can't be safely deleted because the following resources depend on "
+			     "it:\n%s\nDelete those resources first or pass --target-dependents.",
+			     st_json_str(json_array_get(res, targets[0]), "urn"),
+			     b.data ? b.data : "");
+		st_buf_free(&b);
+		goto out;
+	}
+	if (!(flags & ST_DELETE_FORCE)) {
+		json_array_foreach(res, i, r) {
+			if (dependent[i] && st_json_bool(r, "protect")) {
+				rc = st__err(err, ST_EREFUSED,
+					     "%s can't be safely deleted because it is protected. "
+					     "Re-run this command with --force to force deletion",
+					     st_json_str(r, "urn"));
+				goto out;
+			}
+		}
+	}
+	/* Dependents first in the report: the reverse of file order. */
+	for (i = N; i-- > 0;) {
+		if (!condemned[i])
+			continue;
+		r = json_array_get(res, i);
+		st_changes_add(e->report, "deleted %s%s%s", st_json_str(r, "urn"),
+			       dependent[i] ? " (a dependent)" : "",
+			       st_json_bool(r, "protect") ? " (protected; --force)" : "");
+	}
+	keep = json_array();
+	if (!keep) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	json_array_foreach(res, i, r) {
+		if (condemned[i])
+			count++;
+		else
+			json_array_append(keep, r);
+	}
+	set_resources(e, keep);
+	if (deleted)
+		*deleted = count;
+out:
+	free(condemned);
+	free(dependent);
+	st_strmap_free(&copies);
+	st_strmap_free(&dead);
+	free_keys(&deadprov);
+	return rc;
+}
+
+/* ---- flags ---- */
+
+int st_edit_set_flag(st_edit *e, const size_t *targets, size_t n, const char *flag, int on,
+		     size_t *changed, st_error *err)
+{
+	json_t *res = resources(e);
+	size_t N = json_array_size(res), count = 0;
+
+	if (changed)
+		*changed = 0;
+	if (strcmp(flag, "protect") && strcmp(flag, "taint"))
+		return st__err(err, ST_EINVAL, "unknown flag '%s'", flag);
+	for (size_t t = 0; t < n; t++) {
+		json_t *r;
+		if (targets[t] >= N)
+			return st__err(err, ST_EINVAL, "no resource at index %zu", targets[t]);
+		r = json_array_get(res, targets[t]);
+		if (st_json_bool(r, "delete") || st_json_bool(r, flag) == on)
+			continue;
+		r = cow(e, res, targets[t]);
+		if (!r)
+			return st__err(err, ST_ENOMEM, "out of memory");
+		if (on)
+			st_obj_set_ordered(r, ST_K_RESOURCE, flag, json_true());
+		else
+			json_object_del(r, flag);
+		count++;
+		st_changes_add(e->report, "%s %s", on ? (flag[0] == 'p' ? "protected" : "tainted")
+						      : (flag[0] == 'p' ? "unprotected" : "untainted"),
+			       st_json_str(r, "urn"));
+	}
+	if (changed)
+		*changed = count;
+	return ST_OK;
+}
+
+/* ---- rewriting URNs ---- */
+
+/* Rewrites references in one resource object through `map` (old URN -> new URN in slot p).
+ * Returns how many were rewritten; the object must already be a copy. */
+static size_t rewrite_refs(json_t *r, const st_strmap *map, const st_strmap *provmap)
+{
+	static const char *const singles[] = {"parent", "deletedWith", NULL};
+	static const char *const lists[] = {"dependencies", "replaceWith", NULL};
+	size_t n = 0, i;
+	json_t *v, *list;
+	const char *k;
+	st_strmap_slot *sl;
+
+	for (int f = 0; singles[f]; f++) {
+		const char *u = st_json_str(r, singles[f]);
+		if (u && (sl = st_strmap_get(map, u))) {
+			json_object_set_new(r, singles[f], json_string((const char *)sl->p));
+			n++;
+		}
+	}
+	for (int f = 0; lists[f]; f++) {
+		json_array_foreach(json_object_get(r, lists[f]), i, v) {
+			const char *u = json_string_value(v);
+			if (u && (sl = st_strmap_get(map, u))) {
+				json_array_set_new(json_object_get(r, lists[f]), i,
+						   json_string((const char *)sl->p));
+				n++;
+			}
+		}
+	}
+	json_object_foreach(json_object_get(r, "propertyDependencies"), k, list) {
+		json_array_foreach(list, i, v) {
+			const char *u = json_string_value(v);
+			if (u && (sl = st_strmap_get(map, u))) {
+				json_array_set_new(list, i, json_string((const char *)sl->p));
+				n++;
+			}
+		}
+	}
+	if (provmap) {
+		const char *p = st_json_str(r, "provider");
+		if (p && (sl = st_strmap_get(provmap, p))) {
+			json_object_set_new(r, "provider", json_string((const char *)sl->p));
+			n++;
+		}
+	}
+	return n;
+}
+
+static int needs_rewrite(const json_t *r, const st_strmap *map, const st_strmap *provmap)
+{
+	return refers(r, map, provmap);
+}
+
+int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *err)
+{
+	json_t *res = resources(e), *r, *ops;
+	size_t N = json_array_size(res), i, copies = 0;
+	const char *old;
+	char *nu = NULL, *oldref = NULL, *newref = NULL;
+	st_urn pu;
+	st_strmap map, provmap;
+	int created, rc = ST_OK;
+
+	if (target >= N)
+		return st__err(err, ST_EINVAL, "no resource at index %zu", target);
+	if (!new_name || !*new_name)
+		return st__err(err, ST_EINVAL, "the new name is empty");
+	if (!strncmp(new_name, "urn:pulumi:", 11))
+		return st__err(err, ST_EINVAL,
+			       "'%s' is a URN; give the new name only (the part after the last "
+			       "'::'), as `pulumi state rename` takes it",
+			       new_name);
+	r = json_array_get(res, target);
+	old = st_json_str(r, "urn");
+	if (!old || st_urn_parse(old, &pu) != ST_OK)
+		return st__err(err, ST_EINVAL, "resource %zu has no valid URN to rename", target);
+	nu = st_asprintf("urn:pulumi:%.*s::%.*s::%.*s::%s", (int)pu.stack_len, pu.stack,
+			 (int)pu.project_len, pu.project, (int)pu.qtype_len, pu.qtype, new_name);
+	if (!nu)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	json_array_foreach(res, i, r) {
+		const char *u = st_json_str(r, "urn");
+		if (u && !strcmp(u, nu)) {
+			rc = st__err(err, ST_ECONFLICT,
+				     "The chosen new urn for the state corresponds to an already "
+				     "existing resource: %s",
+				     nu);
+			free(nu);
+			return rc;
+		}
+		if (u && !strcmp(u, old))
+			copies++;
+	}
+	if (copies > 1) {
+		rc = st__err(err, ST_EAMBIGUOUS,
+			     "The input URN ambiguously refers to multiple resources: %zu resources "
+			     "share %s (copies marked delete: true); rename after the next update",
+			     copies, old);
+		free(nu);
+		return rc;
+	}
+	old = st_strdup(old);
+	st_strmap_init(&map);
+	st_strmap_init(&provmap);
+	st_strmap_put(&map, old, &created)->p = nu;
+	r = json_array_get(res, target);
+	oldref = provider_ref_of(r);
+	if (oldref) {
+		const char *id = st_json_str(r, "id");
+		newref = st_asprintf("%s::%s", nu, id && *id ? id : ST_UNKNOWN_ID);
+		st_strmap_put(&provmap, oldref, &created)->p = newref;
+	}
+	r = cow(e, res, target);
+	if (!r) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	json_object_set_new(r, "urn", json_string(nu));
+	st_changes_add(e->report, "renamed %s to %s", old, nu);
+	json_array_foreach(res, i, r) {
+		if (!needs_rewrite(r, &map, oldref ? &provmap : NULL))
+			continue;
+		r = cow(e, res, i);
+		if (!r) {
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			goto out;
+		}
+		size_t k = rewrite_refs(r, &map, oldref ? &provmap : NULL);
+		st_changes_add(e->report, "%s: rewrote %zu reference%s", st_json_str(r, "urn"), k,
+			       k == 1 ? "" : "s");
+	}
+	ops = pending_ops(e);
+	json_array_foreach(ops, i, r) {
+		json_t *rr = json_object_get(r, "resource");
+		const char *u = st_json_str(rr, "urn");
+		if (!(u && !strcmp(u, old)) && !needs_rewrite(rr, &map, oldref ? &provmap : NULL))
+			continue;
+		r = cow(e, ops, i);
+		rr = json_object_get(r, "resource");
+		if (u && !strcmp(u, old))
+			json_object_set_new(rr, "urn", json_string(nu));
+		rewrite_refs(rr, &map, oldref ? &provmap : NULL);
+		st_changes_add(e->report, "pending operation %zu: rewrote references", i);
+	}
+out:
+	st_strmap_free(&map);
+	st_strmap_free(&provmap);
+	free((char *)old);
+	free(nu);
+	free(oldref);
+	free(newref);
+	return rc;
+}
+
+/* ---- repair ---- */
+
+typedef struct frame {
+	size_t node, next;
+} frame;
+
+/* The index a URN resolves to for resource `from`: a deleted resource binds to a deleted copy,
+ * a live one to a live copy, else whichever exists. SIZE_MAX when missing. */
+static size_t resolve(const st_strmap *live, const st_strmap *gone, const char *urn, int deleted)
+{
+	st_strmap_slot *a = urn ? st_strmap_get(live, urn) : NULL;
+	st_strmap_slot *b = urn ? st_strmap_get(gone, urn) : NULL;
+	if (deleted && b)
+		return b->a;
+	if (a)
+		return a->a;
+	if (b)
+		return b->a;
+	return (size_t)-1;
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+	return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* The edges of resource i, in a fixed order: parent, dependencies, propertyDependencies (keys
+ * sorted), deletedWith, replaceWith, provider. */
+static size_t edges_of(json_t *r, size_t self, const st_strmap *live, const st_strmap *gone,
+		       size_t **out)
+{
+	size_t n = 0, cap = 8, i;
+	size_t *e = malloc(cap * sizeof(*e));
+	int del = st_json_bool(r, "delete");
+	json_t *v;
+#define ADD(urn)                                                                              \
+	do {                                                                                  \
+		size_t t_ = resolve(live, gone, (urn), del);                                  \
+		if (t_ != (size_t)-1 && t_ != self) {                                         \
+			if (n == cap) {                                                       \
+				cap *= 2;                                                     \
+				size_t *ne_ = realloc(e, cap * sizeof(*e));                   \
+				if (!ne_)                                                     \
+					break;                                                \
+				e = ne_;                                                      \
+			}                                                                     \
+			e[n++] = t_;                                                          \
+		}                                                                             \
+	} while (0)
+	if (!e)
+		return 0;
+	ADD(st_json_str(r, "parent"));
+	json_array_foreach(json_object_get(r, "dependencies"), i, v)
+		ADD(json_string_value(v));
+	{
+		json_t *pd = json_object_get(r, "propertyDependencies");
+		size_t nk = json_object_size(pd), k = 0;
+		const char **keys = nk ? malloc(nk * sizeof(*keys)) : NULL;
+		const char *key;
+		json_t *list;
+		json_object_foreach(pd, key, list)
+			if (keys)
+				keys[k++] = key;
+		if (keys)
+			qsort(keys, k, sizeof(*keys), cmp_str);
+		for (size_t kk = 0; keys && kk < k; kk++)
+			json_array_foreach(json_object_get(pd, keys[kk]), i, v)
+				ADD(json_string_value(v));
+		free(keys);
+	}
+	ADD(st_json_str(r, "deletedWith"));
+	json_array_foreach(json_object_get(r, "replaceWith"), i, v)
+		ADD(json_string_value(v));
+	{
+		const char *p = st_json_str(r, "provider");
+		const char *last = NULL;
+		for (const char *q = p ? strstr(p, "::") : NULL; q; q = strstr(q + 1, "::"))
+			last = q;
+		if (last) {
+			char *pu = st_strndup(p, (size_t)(last - p));
+			if (pu)
+				ADD(pu);
+			free(pu);
+		}
+	}
+#undef ADD
+	*out = e;
+	return n;
+}
+
+static int topo_sort(json_t *res, size_t *order, st_error *err)
+{
+	size_t N = json_array_size(res), i, no = 0, sp = 0;
+	st_strmap live, gone;
+	unsigned char *state = calloc(N + 1, 1);
+	frame *stack = malloc((N + 1) * sizeof(*stack));
+	size_t **edges = calloc(N + 1, sizeof(*edges)), *nedges = calloc(N + 1, sizeof(*nedges));
+	json_t *r;
+	int rc = ST_OK, created;
+
+	st_strmap_init(&live);
+	st_strmap_init(&gone);
+	if (!state || !stack || !edges || !nedges) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	json_array_foreach(res, i, r) {
+		const char *u = st_json_str(r, "urn");
+		st_strmap_slot *sl;
+		if (!u)
+			continue;
+		sl = st_strmap_put(st_json_bool(r, "delete") ? &gone : &live, u, &created);
+		if (sl && created)
+			sl->a = i;
+	}
+	json_array_foreach(res, i, r)
+		nedges[i] = edges_of(r, i, &live, &gone, &edges[i]);
+	for (size_t root = 0; root < N; root++) {
+		if (state[root])
+			continue;
+		state[root] = 1;
+		stack[sp].node = root;
+		stack[sp].next = 0;
+		sp++;
+		while (sp) {
+			frame *f = &stack[sp - 1];
+			if (f->next < nedges[f->node]) {
+				size_t t = edges[f->node][f->next++];
+				if (state[t] == 1) {
+					rc = st__err(err, ST_EINTEGRITY,
+						     "snapshot has cyclic dependencies (through %s)",
+						     st_json_str(json_array_get(res, t), "urn"));
+					goto out;
+				}
+				if (state[t] == 0) {
+					state[t] = 1;
+					stack[sp].node = t;
+					stack[sp].next = 0;
+					sp++;
+				}
+			} else {
+				state[f->node] = 2;
+				order[no++] = f->node;
+				sp--;
+			}
+		}
+	}
+out:
+	for (i = 0; edges && i < N; i++)
+		free(edges[i]);
+	free(edges);
+	free(nedges);
+	free(state);
+	free(stack);
+	st_strmap_free(&live);
+	st_strmap_free(&gone);
+	return rc;
+}
+
+/* Keeps the items of a URN list that `seen` knows, mapped; reports the others. */
+static void prune_list(st_edit *e, json_t *r, json_t *list, const st_strmap *seen,
+		       const char *what, const char *key)
+{
+	size_t i = 0;
+	while (i < json_array_size(list)) {
+		const char *u = json_string_value(json_array_get(list, i));
+		st_strmap_slot *sl = u ? st_strmap_get(seen, u) : NULL;
+		if (!u || !*u) {
+			i++;
+			continue;
+		}
+		if (!sl) {
+			st_changes_add(e->report, "%s: dropped %s%s%s%s on %s (missing)",
+				       st_json_str(r, "urn"), what, key ? " (" : "", key ? key : "",
+				       key ? ")" : "", u);
+			json_array_remove(list, i);
+			continue;
+		}
+		if (strcmp((const char *)sl->p, u))
+			json_array_set_new(list, i, json_string((const char *)sl->p));
+		i++;
+	}
+}
+
+int st_edit_repair(st_edit *e, st_error *err)
+{
+	json_t *res = resources(e), *sorted, *r;
+	size_t N = json_array_size(res), i, *order;
+	st_strmap seen;
+	char **owned = NULL;
+	size_t nowned = 0;
+	int rc, created;
+
+	if (!N)
+		return ST_OK;
+	order = malloc(N * sizeof(*order));
+	owned = calloc(N * 2 + 1, sizeof(*owned));
+	if (!order || !owned) {
+		free(order);
+		free(owned);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	rc = topo_sort(res, order, err);
+	if (rc) {
+		free(order);
+		free(owned);
+		return rc;
+	}
+	sorted = json_array();
+	for (i = 0; i < N; i++) {
+		/* Report what had to move up; the rest only shifts down to make room. */
+		if (order[i] > i)
+			st_changes_add(e->report, "moved %s up from #%zu to #%zu",
+				       st_json_str(json_array_get(res, order[i]), "urn"), order[i], i);
+		json_array_append(sorted, json_array_get(res, order[i]));
+	}
+	set_resources(e, sorted);
+	res = resources(e);
+	/* Prune in sorted order; `seen` maps each URN already placed to its (new) URN. */
+	st_strmap_init(&seen);
+	for (i = 0; i < N; i++) {
+		json_t *orig = json_array_get(res, i);
+		const char *urn = st_json_str(orig, "urn"), *parent = st_json_str(orig, "parent");
+		char *newurn = NULL;
+		st_urn pu;
+		int touched = 0;
+
+		r = orig;
+		if (parent && *parent && urn && st_urn_parse(urn, &pu) == ST_OK) {
+			st_strmap_slot *ps = st_strmap_get(&seen, parent);
+			if (!ps) {
+				r = cow(e, res, i);
+				json_object_del(r, "parent");
+				newurn = st_asprintf("urn:pulumi:%.*s::%.*s::%.*s::%.*s",
+						     (int)pu.stack_len, pu.stack, (int)pu.project_len,
+						     pu.project, (int)pu.type_len, pu.type,
+						     (int)pu.name_len, pu.name);
+				st_changes_add(e->report,
+					       "%s: parent %s is missing; cleared (new URN %s)", urn,
+					       parent, newurn ? newurn : "?");
+				touched = 1;
+			} else if (strcmp((const char *)ps->p, parent)) {
+				st_urn pp;
+				const char *np = (const char *)ps->p;
+				r = cow(e, res, i);
+				json_object_set_new(r, "parent", json_string(np));
+				if (st_urn_parse(np, &pp) == ST_OK) {
+					char *pqt = st_strndup(pp.qtype, pp.qtype_len);
+					char *ty = st_strndup(pu.type, pu.type_len);
+					char *nm = st_strndup(pu.name, pu.name_len);
+					char *stk = st_strndup(pu.stack, pu.stack_len);
+					char *prj = st_strndup(pu.project, pu.project_len);
+					newurn = st_urn_new(stk, prj, pqt, ty, nm);
+					free(pqt);
+					free(ty);
+					free(nm);
+					free(stk);
+					free(prj);
+				}
+				st_changes_add(e->report, "%s: reparented to %s (new URN %s)", urn, np,
+					       newurn ? newurn : "?");
+				touched = 1;
+			}
+		}
+		/* drop references to what is not (yet) placed; map the rest */
+		if (refers(r, &seen, NULL) || st_json_str(r, "deletedWith") ||
+		    json_array_size(json_object_get(r, "dependencies")) ||
+		    json_array_size(json_object_get(r, "replaceWith")) ||
+		    json_object_size(json_object_get(r, "propertyDependencies"))) {
+			json_t *snapshot = json_deep_copy(r);
+			json_t *w = json_deep_copy(r);
+			const char *k;
+			json_t *list;
+			const char *dw = st_json_str(w, "deletedWith");
+			if (dw && *dw) {
+				st_strmap_slot *sl = st_strmap_get(&seen, dw);
+				if (!sl) {
+					st_changes_add(e->report,
+						       "%s: dropped deletedWith on %s (missing)",
+						       st_json_str(w, "urn"), dw);
+					json_object_del(w, "deletedWith");
+				} else if (strcmp((const char *)sl->p, dw)) {
+					json_object_set_new(w, "deletedWith",
+							    json_string((const char *)sl->p));
+				}
+			}
+			prune_list(e, w, json_object_get(w, "dependencies"), &seen, "dependency",
+				   NULL);
+			prune_list(e, w, json_object_get(w, "replaceWith"), &seen, "replaceWith",
+				   NULL);
+			/* Go omits an empty list (omitempty) */
+			if (json_is_array(json_object_get(w, "dependencies")) &&
+			    !json_array_size(json_object_get(w, "dependencies")) &&
+			    json_array_size(json_object_get(r, "dependencies")))
+				json_object_del(w, "dependencies");
+			if (json_is_array(json_object_get(w, "replaceWith")) &&
+			    !json_array_size(json_object_get(w, "replaceWith")) &&
+			    json_array_size(json_object_get(r, "replaceWith")))
+				json_object_del(w, "replaceWith");
+			json_object_foreach(json_object_get(w, "propertyDependencies"), k, list)
+				prune_list(e, w, list, &seen, "property dependency", k);
+			if (!json_equal(snapshot, w)) {
+				r = cow(e, res, i);
+				json_object_update(r, w);
+				if (!json_object_get(w, "dependencies"))
+					json_object_del(r, "dependencies");
+				if (!json_object_get(w, "replaceWith"))
+					json_object_del(r, "replaceWith");
+				if (!json_object_get(w, "deletedWith"))
+					json_object_del(r, "deletedWith");
+				touched = 1;
+			}
+			json_decref(snapshot);
+			json_decref(w);
+		}
+		if (newurn) {
+			json_object_set_new(r, "urn", json_string(newurn));
+			owned[nowned++] = newurn;
+		}
+		(void)touched;
+		if (urn) {
+			char *key = st_strdup(urn);
+			owned[nowned++] = key;
+			st_strmap_slot *sl = st_strmap_put(&seen, key, &created);
+			if (sl)
+				sl->p = newurn ? newurn : key;
+			if (newurn) {
+				st_strmap_slot *s2 = st_strmap_put(&seen, newurn, &created);
+				if (s2)
+					s2->p = newurn;
+			}
+		}
+	}
+	st_strmap_free(&seen);
+	for (i = 0; i < nowned; i++)
+		free(owned[i]);
+	free(owned);
+	free(order);
+	return ST_OK;
+}
+
+/* ---- pending operations ---- */
+
+int st_edit_pending_clear(st_edit *e, const char *const *urns, size_t n, size_t *removed,
+			  st_error *err)
+{
+	json_t *ops = pending_ops(e), *keep, *op;
+	size_t i, count = 0;
+
+	(void)err;
+	if (removed)
+		*removed = 0;
+	if (!ops)
+		return ST_OK;
+	keep = json_array();
+	json_array_foreach(ops, i, op) {
+		const char *u = st_json_str(json_object_get(op, "resource"), "urn");
+		int hit = !urns;
+		for (size_t k = 0; !hit && k < n; k++)
+			hit = u && !strcmp(u, urns[k]);
+		if (hit) {
+			count++;
+			st_changes_add(e->report, "removed pending %s operation on %s",
+				       st_json_str(op, "type") ? st_json_str(op, "type") : "?",
+				       u ? u : "(no urn)");
+		} else {
+			json_array_append(keep, op);
+		}
+	}
+	if (json_array_size(keep))
+		json_object_set_new(st_state_deployment(e->s), "pending_operations", keep);
+	else {
+		json_decref(keep);
+		json_object_del(st_state_deployment(e->s), "pending_operations");
+	}
+	if (removed)
+		*removed = count;
+	return ST_OK;
+}
+
+/* ---- providers ---- */
+
+static const char *provider_package(const char *ref, char *buf, size_t size)
+{
+	st_urn u;
+	char *urn = NULL, *id = NULL;
+	const char *pkg = NULL;
+	if (st_provider_ref_parse(ref, &urn, &id, NULL) == ST_OK && st_urn_parse(urn, &u) == ST_OK) {
+		/* pulumi:providers:<pkg> */
+		snprintf(buf, size, "%.*s", (int)u.type_len, u.type);
+		pkg = buf + strlen("pulumi:providers:");
+	}
+	free(urn);
+	free(id);
+	return pkg;
+}
+
+int st_edit_replace_provider(st_edit *e, const char *from, const char *to, size_t *changed,
+			     st_error *err)
+{
+	json_t *res = resources(e), *r;
+	size_t i, count = 0;
+	int found = 0;
+	char b1[256], b2[256];
+	const char *p1, *p2;
+
+	if (changed)
+		*changed = 0;
+	json_array_foreach(res, i, r) {
+		char *ref = provider_ref_of(r);
+		if (ref && !strcmp(ref, to) && !st_json_bool(r, "delete"))
+			found = 1;
+		free(ref);
+	}
+	if (!found)
+		return st__err(err, ST_ENOTFOUND,
+			       "no provider with reference %s in the state (a reference is "
+			       "PROVIDER_URN::ID)",
+			       to);
+	p1 = provider_package(from, b1, sizeof(b1));
+	p2 = provider_package(to, b2, sizeof(b2));
+	if (p1 && p2 && strcmp(p1, p2))
+		return st__err(err, ST_EREFUSED,
+			       "cannot repoint resources of package '%s' to a provider of package "
+			       "'%s'",
+			       p1, p2);
+	json_array_foreach(res, i, r) {
+		const char *p = st_json_str(r, "provider");
+		if (!p || strcmp(p, from))
+			continue;
+		r = cow(e, res, i);
+		if (!r)
+			return st__err(err, ST_ENOMEM, "out of memory");
+		json_object_set_new(r, "provider", json_string(to));
+		st_changes_add(e->report, "%s: provider %s -> %s", st_json_str(r, "urn"), from, to);
+		count++;
+	}
+	if (changed)
+		*changed = count;
+	return ST_OK;
+}
+
+int st_edit_replace_deployment(st_edit *e, json_t *dep, st_error *err)
+{
+	if (!json_is_object(dep)) {
+		json_decref(dep);
+		return st__err(err, ST_EFORMAT, "the deployment must be a JSON object");
+	}
+	json_object_set_new(e->s->container,
+			    e->s->envelope == ST_ENVELOPE_EXPORT ? "deployment" : "latest", dep);
+	if (!e->before_dep) {
+		e->other_changed = 1;
+		return ST_OK;
+	}
+	/* Did anything besides resources and pending operations change? */
+	{
+		const char *k;
+		json_t *v;
+		json_object_foreach(dep, k, v) {
+			if (!strcmp(k, "resources") || !strcmp(k, "pending_operations"))
+				continue;
+			if (!json_equal(v, json_object_get(e->before_dep, k)))
+				e->other_changed = 1;
+		}
+		json_object_foreach(e->before_dep, k, v) {
+			if (!strcmp(k, "resources") || !strcmp(k, "pending_operations"))
+				continue;
+			if (!json_object_get(dep, k))
+				e->other_changed = 1;
+		}
+	}
+	return ST_OK;
+}
+
+/* ---- commit: integrity and the diff ---- */
+
+static int diff_push(st_diff *d, char kind, const char *urn, json_t *a, json_t *b)
+{
+	st_diff_entry *it;
+	st_diff_entry *items = realloc(d->items, (d->count + 1) * sizeof(*items));
+	if (!items)
+		return -1;
+	d->items = items;
+	it = &d->items[d->count];
+	memset(it, 0, sizeof(*it));
+	it->kind = kind;
+	it->urn = st_strdup(urn ? urn : "(no urn)");
+	if (kind == '~') {
+		const char *k;
+		json_t *v;
+		size_t n = json_object_size(a) + json_object_size(b);
+		it->fields = calloc(n + 1, sizeof(char *));
+		json_object_foreach(a, k, v)
+			if (!json_equal(v, json_object_get(b, k)))
+				it->fields[it->nfields++] = st_strdup(k);
+		json_object_foreach(b, k, v)
+			if (!json_object_get(a, k))
+				it->fields[it->nfields++] = st_strdup(k);
+		if (!it->nfields) {
+			free(it->fields);
+			free(it->urn);
+			return 0; /* copied but not changed */
+		}
+	}
+	d->count++;
+	return 0;
+}
+
+static void compute_diff(st_edit *e, st_diff *d)
+{
+	json_t *after = resources(e), *r;
+	ptrset in_after = {0}, in_before = {0};
+	st_strmap unmatched; /* URN -> list of after indexes not matched by identity */
+	size_t i, n_after = json_array_size(after);
+	char *used = calloc(n_after + 1, 1);
+
+	memset(d, 0, sizeof(*d));
+	json_array_foreach(after, i, r)
+		ptrset_add(&in_after, r);
+	json_array_foreach(e->before_res, i, r)
+		ptrset_add(&in_before, r);
+	st_strmap_init(&unmatched);
+	/* after-resources that are new objects, by URN (first unused index in slot a+1) */
+	json_array_foreach(after, i, r) {
+		int created;
+		const char *u = st_json_str(r, "urn");
+		if (ptrset_has(&in_before, r) || !u)
+			continue;
+		st_strmap_slot *sl = st_strmap_put(&unmatched, u, &created);
+		if (sl && created)
+			sl->a = i + 1;
+	}
+	json_array_foreach(e->before_res, i, r) {
+		const char *u = st_json_str(r, "urn");
+		if (ptrset_has(&in_after, r))
+			continue;
+		st_strmap_slot *sl = u ? st_strmap_get(&unmatched, u) : NULL;
+		if (sl && sl->a && !used[sl->a - 1]) {
+			used[sl->a - 1] = 1;
+			diff_push(d, '~', u, r, json_array_get(after, sl->a - 1));
+		} else {
+			diff_push(d, '-', u, NULL, NULL);
+		}
+	}
+	json_array_foreach(after, i, r) {
+		if (ptrset_has(&in_before, r) || used[i])
+			continue;
+		diff_push(d, '+', st_json_str(r, "urn"), NULL, NULL);
+	}
+	d->pending_before = json_array_size(e->before_ops);
+	d->pending_after = json_array_size(pending_ops(e));
+	if (d->pending_before == d->pending_after && e->before_ops) {
+		for (i = 0; i < d->pending_after; i++)
+			if (!json_equal(json_array_get(e->before_ops, i),
+					json_array_get(pending_ops(e), i)))
+				d->other_changed = 1;
+	}
+	if (e->other_changed)
+		d->other_changed = 1;
+	free(used);
+	ptrset_free(&in_after);
+	ptrset_free(&in_before);
+	st_strmap_free(&unmatched);
+}
+
+int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *err)
+{
+	st_problems p = {0};
+	int rc;
+
+	rc = st_integrity_check(e->s, &p, err);
+	if (rc) {
+		st_problems_clear(&p);
+		return rc;
+	}
+	if (e->errors_before == 0 && p.errors > 0) {
+		const char *first = "";
+		for (size_t i = 0; i < p.count; i++)
+			if (p.items[i].severity == ST_SEV_ERROR) {
+				first = p.items[i].message;
+				break;
+			}
+		st__err(err, ST_EINTEGRITY,
+			"state edit produced an invalid snapshot (%zu integrity error%s; the state "
+			"was valid before, so nothing is written): %s",
+			p.errors, p.errors == 1 ? "" : "s", first);
+		if (problems)
+			for (size_t i = 0; i < p.count; i++)
+				if (p.items[i].severity == ST_SEV_ERROR)
+					st_problems_add(problems, ST_SEV_ERROR, p.items[i].rule,
+							p.items[i].pointer, p.items[i].urn, "%s",
+							p.items[i].message);
+		st_problems_clear(&p);
+		st_edit_rollback(e);
+		return ST_EINTEGRITY;
+	}
+	if (e->errors_before && p.errors)
+		st_changes_add(e->report, "the state had %zu integrity error%s before and has %zu "
+			       "after (run statetool validate)", e->errors_before,
+			       e->errors_before == 1 ? "" : "s", p.errors);
+	st_problems_clear(&p);
+	st_state_apply_features(e->s);
+	if (diff)
+		compute_diff(e, diff);
+	return ST_OK;
+}

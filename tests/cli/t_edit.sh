@@ -1,0 +1,236 @@
+#!/bin/sh
+# Editing commands: exact results (built independently in fixtures/edit), refusals that leave
+# the file and its backup byte-identical, dry runs, JSON summaries, every result valid.
+. "$(dirname "$0")/lib.sh"
+F=$FIXTURES/edit
+S=$T/s.json
+
+fresh() { cp "$F/${1:-base.json}" "$S"; printf 'previous backup' > "$S.bak"; }
+valid() {
+	if "$STATETOOL" validate -q "$S" >/dev/null 2>&1; then ok; else bad "$S does not validate"; fi
+}
+# expect_result NAME EXPECTED_FILE CMD...: success, exact bytes, previous file as .bak, valid
+expect_result() {
+	name=$1; want=$2; shift 2
+	fresh
+	run "$name" "$@"
+	check_rc 0; check_same "$F/$want" "$S"; check_same "$F/base.json" "$S.bak"; check_absent "$S.lock"
+	valid
+}
+# expect_refusal NAME MESSAGE CMD...: exit 1, message, file and backup unchanged
+expect_refusal() {
+	name=$1; msg=$2; shift 2
+	fresh
+	run "$name" "$@"
+	check_rc 1; check_err_has "$msg"; check_same "$F/base.json" "$S"; check_file_is "$S.bak" "previous backup"
+	check_absent "$S.lock"
+}
+
+expect_result "delete logs" delete-logs.json st delete "$S" logs
+check_out "deleted urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs
+Resource deleted"
+expect_result "delete with dependents" delete-policy-dependents.json st delete --target-dependents "$S" assets-policy
+check_out_has "2 resources deleted"
+expect_result "delete forced" delete-assets-force-dependents.json st delete --force --target-dependents "$S" assets
+check_err_has "warning: deleting protected resource urn:pulumi:dev::shop::my:index:App\$my:index:Web\$aws:s3/bucket:Bucket::assets due to presence of --force"
+expect_result "delete all" delete-all-force.json st delete --all --force "$S"
+check_out_has "Resources deleted (13)"
+expect_result "delete by URN" delete-logs.json st delete "$S" 'urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs'
+expect_result "delete by #index" delete-logs.json st delete "$S" '#11'
+
+expect_refusal "delete dependents" 'statetool: error: urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucketPolicy:BucketPolicy::assets-policy can'"'"'t be safely deleted because the following resources depend on it:
+ * "server"        (urn:pulumi:dev::shop::my:index:App$aws:ec2/instance:Instance::server)
+
+Delete those resources first or pass --target-dependents.' st delete "$S" assets-policy
+expect_refusal "delete protected" "assets can't be safely deleted because it is protected. Re-run this command with --force to force deletion" st delete "$S" assets
+expect_refusal "delete protected dependent" "can't be safely deleted because it is protected" st delete --target-dependents "$S" web
+expect_refusal "delete all protected" "can't be safely deleted because it is protected" st delete --all "$S"
+expect_refusal "delete copies" "Resource URN ambiguously referred to multiple resources" st delete "$S" server
+expect_refusal "delete unknown" 'No such resource "nothing" exists in the current state' st delete "$S" nothing
+expect_refusal "delete did you mean" "Did you mean:
+  urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs" st delete "$S" logz
+expect_refusal "delete ambiguous suffix" "'s' matches 2 resources; give the full URN (or #INDEX):
+  #6 urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucket:Bucket::assets
+  #11 urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs" st delete "$S" 'logGroup:LogGroup::audit' 's'
+
+expect_result "rename component" rename-web.json st rename "$S" web frontend
+expect_result "rename provider" rename-provider.json st rename "$S" default_6_0_0 aws-main
+expect_refusal "rename collision" "The chosen new urn for the state corresponds to an already existing resource" st rename "$S" logs audit
+expect_refusal "rename to a URN" "is a URN; give the new name only" st rename "$S" logs 'urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::x'
+
+expect_result "protect" protect-logs.json st protect "$S" logs
+check_out_has "1 resource protected"; check_err_has "overrides this flag on the next update"
+expect_result "unprotect" unprotect-assets.json st unprotect "$S" assets
+expect_result "taint live copy only" taint-server.json st taint "$S" server
+check_out_has "1 resource tainted"
+fresh
+run "protect again: nothing" st protect "$S" assets
+check_rc 0; check_out_has "nothing to change"; check_same "$F/base.json" "$S"; check_file_is "$S.bak" "previous backup"
+
+expect_result "pending clear" pending-clear-all.json st pending clear "$S"
+expect_result "pending clear one" pending-clear-logs.json st pending clear "$S" logs
+fresh
+run "pending list" st pending "$S"
+check_rc 0
+check_out "updating  urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs
+creating  urn:pulumi:dev::shop::aws:sqs/queue:Queue::queue"
+run "pending json" st pending --json "$S"
+check_rc 0; check_out_has '"type": "creating",'
+
+expect_result "replace provider" replace-provider.json st replace-provider "$S" default_6_0_0 eu
+expect_refusal "replace provider other package" "cannot repoint resources of package 'aws' to a provider of package 'gcp'" st replace-provider "$S" default_6_0_0 default_7_2_0
+cp "$F/late-provider.json" "$S"
+run "replace provider after users" st replace-provider "$S" default_6_0_0 late
+check_rc 1; check_err_has "state edit produced an invalid snapshot (4 integrity errors; the state was valid before, so nothing is written): resource urn:pulumi:dev::shop::my:index:App\$my:index:Web\$aws:s3/bucket:Bucket::assets refers to unknown provider"
+check_same "$F/late-provider.json" "$S"
+
+# repair
+cp "$F/broken.json" "$S"
+run "repair" st repair "$S"
+check_rc 0
+check_out "moved urn:pulumi:dev::shop::my:index:App\$my:index:Web::web up from #8 to #5
+urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs: dropped dependency on urn:pulumi:dev::shop::aws:kms/key:Key::gone (missing)
+State repaired successfully"
+check_same "$F/repaired.json" "$S"; check_same "$F/broken.json" "$S.bak"
+run "repair is deterministic" sh -c "cp '$F/broken.json' '$T/b2.json' && '$STATETOOL' repair '$T/b2.json' >/dev/null && cmp '$T/b2.json' '$S'"
+check_rc 0
+run "repair valid" st repair "$S"
+check_rc 0; check_out_has "The snapshot is already valid; skipping repair"
+cp "$FIXTURES/pulumi/checkpoint-v3.json" "$T/cp3.json"
+run "repair Pulumi's checkpoint" st repair "$T/cp3.json"
+check_rc 0; check_out_has "State repaired successfully"
+run "repaired checkpoint valid" st validate "$T/cp3.json"
+check_rc 0
+
+# dry runs write nothing and say exactly what would change
+fresh
+run "dry run" st delete --dry-run "$S" logs
+check_rc 0
+check_out "Planned changes:
+  deleted urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs
+Resources (+ added, - removed, ~ changed):
+  - urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs
+dry run: nothing written"
+check_same "$F/base.json" "$S"; check_file_is "$S.bak" "previous backup"
+run "dry run changed fields" st rename --dry-run "$S" web frontend
+check_rc 0
+check_out_has "  ~ urn:pulumi:dev::shop::my:index:App\$my:index:Web\$aws:s3/bucket:Bucket::assets (parent)"
+check_out_has "  - urn:pulumi:dev::shop::my:index:App\$my:index:Web::web"
+check_out_has "  + urn:pulumi:dev::shop::my:index:App\$my:index:Web::frontend"
+check_same "$F/base.json" "$S"
+run "json summary" st taint --json "$S" server
+check_rc 0
+check_out '{
+    "format_version": 1,
+    "command": "taint",
+    "dry_run": false,
+    "written": true,
+    "file": "'"$S"'",
+    "changes": [
+        "tainted urn:pulumi:dev::shop::my:index:App$aws:ec2/instance:Instance::server"
+    ],
+    "resources": {
+        "added": [],
+        "removed": [],
+        "changed": [
+            {
+                "urn": "urn:pulumi:dev::shop::my:index:App$aws:ec2/instance:Instance::server",
+                "fields": [
+                    "taint"
+                ]
+            }
+        ]
+    },
+    "pending_operations": {
+        "before": 2,
+        "after": 2
+    }
+}'
+
+# restore puts the backup back; the replaced version becomes the backup
+fresh
+st delete "$S" logs >/dev/null
+run "restore" st restore "$S"
+check_rc 0; check_same "$F/base.json" "$S"; check_same "$F/delete-logs.json" "$S.bak"
+rm -f "$S.bak"
+run "restore without backup" st restore "$S"
+check_rc 1; check_err_has "no backup '$S.bak' to restore"
+
+# edit --from: a changed deployment is diffed, checked and written; an invalid one is not
+fresh
+st convert "$F/protect-logs.json" -o "$T/new.json" >/dev/null
+run "edit --from" st edit --from "$T/new.json" "$S"
+check_rc 0; check_same "$F/protect-logs.json" "$S"; check_out_has "State updated"
+fresh
+st convert "$F/broken.json" -o "$T/bad.json" >/dev/null
+run "edit --from invalid" st edit --from "$T/bad.json" "$S"
+check_rc 1; check_err_has "the edited deployment is invalid (3 errors); nothing written:"
+check_err_has "[integrity/parent-order]"; check_same "$F/base.json" "$S"
+printf '{"resources": [' > "$T/broken-json.json"
+run "edit --from malformed" st edit --from "$T/broken-json.json" "$S"
+check_rc 1; check_err_has "unexpected end of JSON input"; check_same "$F/base.json" "$S"
+# edit with an editor: a script that deletes the 'audit' line block is too fiddly; use sed to
+# flip a flag in place, as a person would in vi
+fresh
+cat > "$T/ed.sh" <<'ED'
+#!/bin/sh
+sed -i 's/"protect": true,/"protect": false,/' "$1"
+ED
+chmod +x "$T/ed.sh"
+run "edit with EDITOR" env EDITOR="$T/ed.sh" VISUAL= "$STATETOOL" edit "$S"
+check_rc 0; check_out_has "State updated"
+run "edited value" st show "$S" assets
+check_out_has '"protect": false,'
+cat > "$T/ed-bad.sh" <<'ED'
+#!/bin/sh
+sed -i 's/"urn": "urn:pulumi:dev::shop::my:index:App::app"/"urn": "urn:pulumi:dev::shop::my:index:App::gone"/' "$1"
+ED
+chmod +x "$T/ed-bad.sh"
+fresh
+run "edit invalid, not a terminal" env EDITOR="$T/ed-bad.sh" VISUAL= "$STATETOOL" edit "$S" </dev/null
+check_rc 1; check_err_has "the edited deployment is invalid"; check_same "$F/base.json" "$S"
+run "editor failing" env EDITOR=false VISUAL= "$STATETOOL" edit "$S"
+check_rc 1; check_err_has "the editor failed (exit status 1); nothing written"; check_same "$F/base.json" "$S"
+run "no temp file left" sh -c "ls /tmp/statetool-edit-* 2>/dev/null | wc -l"
+check_out "0"
+
+# old versions are migrated for editing, as Pulumi's state commands write version 3
+cp "$FIXTURES/pulumi/checkpoint-v1.json" "$T/v1.json"
+run "edit v1" st protect "$T/v1.json" unhandled-error-topic
+check_rc 0; check_out_has "migrated the state from version 1 to 3"
+run "v1 now v3" st migrate --dry-run "$T/v1.json"
+check_out_has "is already version 3"
+
+# a stack of a backend, under Pulumi's lock
+B=$T/backend
+mkdir -p "$B/.pulumi/stacks/shop"
+printf 'version: 1\n' > "$B/.pulumi/meta.yaml"
+st convert "$F/base.json" --envelope checkpoint --checkpoint-stack organization/shop/dev -o "$B/.pulumi/stacks/shop/dev.json" >/dev/null
+gzip "$B/.pulumi/stacks/shop/dev.json"
+run "backend delete" st delete --backend "$B" --stack shop/dev logs
+check_rc 0
+run "backend kept gzip" sh -c "head -c 2 '$B/.pulumi/stacks/shop/dev.json.gz' | od -An -tx1"
+check_out " 1f 8b"
+run "backend result" st list --backend "$B" --stack shop/dev
+check_rc 0
+if grep -q "::logs " "$T/out"; then bad "logs still there"; else ok; fi
+mkdir -p "$B/.pulumi/locks/organization/shop/dev"
+printf '{"pid":1,"username":"bob","hostname":"elsewhere","timestamp":"2026-01-01T00:00:00Z"}' > "$B/.pulumi/locks/organization/shop/dev/x.json"
+cp "$B/.pulumi/stacks/shop/dev.json.gz" "$T/before.gz"
+run "backend locked" st protect --backend "$B" --stack shop/dev audit
+check_rc 1; check_err_has "created by bob@elsewhere (pid 1)"; check_same "$T/before.gz" "$B/.pulumi/stacks/shop/dev.json.gz"
+run "backend dry run ignores the lock" st protect --dry-run --backend "$B" --stack shop/dev audit
+check_rc 0; check_out_has "dry run: nothing written"
+
+# usage errors
+run "delete nothing" st delete "$S"
+check_rc 2
+run "rename one arg" st rename "$S" logs
+check_rc 2
+run "delete stdin" st delete - logs
+check_rc 2; check_err_has "standard input cannot be written back"
+for c in delete rename protect unprotect taint untaint repair pending replace-provider edit restore; do
+	run "$c --help" st $c --help
+	check_rc 0; check_out_has "usage: statetool $c"
+done
+finish

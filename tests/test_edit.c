@@ -1,0 +1,210 @@
+/* Edit sessions through the library: copy on write, diffs, rollback, integrity refusal,
+ * dependents, repair (determinism, cycles). */
+#include "testutil.h"
+
+static st_state *load(const char *rel)
+{
+	char *p = tu_fixture(rel);
+	st_state *s = NULL;
+	assert_int_equal(st_state_load_file(&s, p, NULL, NULL), ST_OK);
+	free(p);
+	return s;
+}
+
+static size_t idx_of(st_state *s, const char *q)
+{
+	size_t *h = NULL, n = 0, i;
+	assert_int_equal(st_state_find(s, q, &h, &n, NULL), ST_OK);
+	i = h[0];
+	free(h);
+	return i;
+}
+
+static char *dump(st_state *s)
+{
+	char *out;
+	size_t len;
+	assert_int_equal(st_state_dump(s, NULL, &out, &len, NULL), ST_OK);
+	return out;
+}
+
+static void test_cow_diff_and_rollback(void **state)
+{
+	(void)state;
+	st_state *s = load("edit/base.json");
+	char *before = dump(s);
+	json_t *orig = json_array_get(st_state_resources(s, 0), 11);
+	json_incref(orig);
+	st_edit *e;
+	st_changes ch = {0};
+	st_diff d;
+	size_t i = idx_of(s, "logs"), changed;
+	assert_int_equal(st_edit_begin(&e, s, &ch, NULL), ST_OK);
+	assert_int_equal(st_edit_set_flag(e, &i, 1, "protect", 1, &changed, NULL), ST_OK);
+	assert_int_equal(changed, 1);
+	/* the original object is untouched: the state holds a copy */
+	assert_false(json_is_true(json_object_get(orig, "protect")));
+	assert_true(json_array_get(st_state_resources(s, 0), 11) != orig);
+	assert_int_equal(st_edit_commit(e, &d, NULL, NULL), ST_OK);
+	assert_int_equal(d.count, 1);
+	assert_int_equal(d.items[0].kind, '~');
+	assert_int_equal(d.items[0].nfields, 1);
+	assert_string_equal(d.items[0].fields[0], "protect");
+	st_diff_clear(&d);
+	st_edit_rollback(e);
+	char *after = dump(s);
+	assert_string_equal(before, after);
+	free(after);
+	st_edit_free(e);
+	st_changes_clear(&ch);
+	json_decref(orig);
+	free(before);
+	st_state_free(s);
+}
+
+static void test_integrity_refusal_rolls_back(void **state)
+{
+	(void)state;
+	st_state *s = load("edit/late-provider.json");
+	char *before = dump(s);
+	st_edit *e;
+	st_problems p = {0};
+	st_error err;
+	size_t n;
+	st_error_clear(&err);
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_replace_provider(
+				 e,
+				 "urn:pulumi:dev::shop::pulumi:providers:aws::default_6_0_0::"
+				 "a1a1a1a1-0000-4000-8000-000000000001",
+				 "urn:pulumi:dev::shop::pulumi:providers:aws::late::"
+				 "a1a1a1a1-0000-4000-8000-000000000009",
+				 &n, NULL),
+			 ST_OK);
+	assert_int_equal(n, 4);
+	assert_int_equal(st_edit_commit(e, NULL, &p, &err), ST_EINTEGRITY);
+	assert_non_null(strstr(err.message, "state edit produced an invalid snapshot"));
+	assert_int_equal(p.count, 4);
+	assert_string_equal(p.items[0].rule, "integrity/provider-unknown");
+	char *after = dump(s);
+	assert_string_equal(before, after); /* rolled back */
+	free(after);
+	free(before);
+	st_problems_clear(&p);
+	st_edit_free(e);
+	st_state_free(s);
+}
+
+/* A forward reference (an invalid state) still makes a dependent: the search runs to a fixed
+ * point. */
+static void test_dependents_fixpoint(void **state)
+{
+	(void)state;
+	const char *text =
+		"{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"t\",\"magic\":\"\","
+		"\"version\":\"\"},\"resources\":["
+		"{\"urn\":\"urn:pulumi:s::p::a:b:C::x\",\"custom\":false,\"type\":\"a:b:C\","
+		"\"dependencies\":[\"urn:pulumi:s::p::a:b:C::y\"]},"
+		"{\"urn\":\"urn:pulumi:s::p::a:b:C::y\",\"custom\":false,\"type\":\"a:b:C\","
+		"\"deletedWith\":\"urn:pulumi:s::p::a:b:C::z\"},"
+		"{\"urn\":\"urn:pulumi:s::p::a:b:C::z\",\"custom\":false,\"type\":\"a:b:C\"}]}}";
+	st_state *s;
+	st_edit *e;
+	st_error err;
+	size_t z = 2, deleted;
+	assert_int_equal(st_state_load_buffer(&s, text, strlen(text), "t", NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st_edit_delete(e, &z, 1, 0, &deleted, &err), ST_EREFUSED);
+	assert_non_null(strstr(err.message, "\"x\""));
+	assert_non_null(strstr(err.message, "\"y\""));
+	assert_int_equal(st_edit_delete(e, &z, 1, ST_DELETE_TARGET_DEPENDENTS, &deleted, NULL),
+			 ST_OK);
+	assert_int_equal(deleted, 3);
+	assert_null(st_state_resources(s, 0));
+	st_edit_free(e);
+	st_state_free(s);
+}
+
+static void test_repair_cycle_and_determinism(void **state)
+{
+	(void)state;
+	const char *cyc =
+		"{\"version\":3,\"deployment\":{\"resources\":["
+		"{\"urn\":\"urn:pulumi:s::p::a:b:C::x\",\"custom\":false,\"type\":\"a:b:C\","
+		"\"dependencies\":[\"urn:pulumi:s::p::a:b:C::y\"]},"
+		"{\"urn\":\"urn:pulumi:s::p::a:b:C::y\",\"custom\":false,\"type\":\"a:b:C\","
+		"\"dependencies\":[\"urn:pulumi:s::p::a:b:C::x\"]}]}}";
+	st_state *s;
+	st_edit *e;
+	st_error err;
+	assert_int_equal(st_state_load_buffer(&s, cyc, strlen(cyc), "t", NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st_edit_repair(e, &err), ST_EINTEGRITY);
+	assert_non_null(strstr(err.message, "snapshot has cyclic dependencies"));
+	st_edit_free(e);
+	st_state_free(s);
+	/* the same input, twice, gives the same bytes */
+	char *out[2];
+	for (int k = 0; k < 2; k++) {
+		s = load("pulumi/todo.json");
+		assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+		assert_int_equal(st_edit_repair(e, NULL), ST_OK);
+		assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
+		st_problems p = {0};
+		st_integrity_check(s, &p, NULL);
+		assert_int_equal(p.errors, 0);
+		st_problems_clear(&p);
+		out[k] = dump(s);
+		st_edit_free(e);
+		st_state_free(s);
+	}
+	assert_string_equal(out[0], out[1]);
+	free(out[0]);
+	free(out[1]);
+}
+
+static void test_rename_rewrites_everything(void **state)
+{
+	(void)state;
+	st_state *s = load("edit/base.json");
+	st_edit *e;
+	st_diff d;
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_rename(e, idx_of(s, "assets"), "static", NULL), ST_OK);
+	assert_int_equal(st_edit_commit(e, &d, NULL, NULL), ST_OK);
+	/* assets removed + static added; the policy changed in dependencies and
+	 * propertyDependencies */
+	int minus = 0, plus = 0, tilde = 0;
+	for (size_t i = 0; i < d.count; i++) {
+		minus += d.items[i].kind == '-';
+		plus += d.items[i].kind == '+';
+		if (d.items[i].kind == '~') {
+			tilde++;
+			assert_non_null(strstr(d.items[i].urn, "assets-policy"));
+			assert_int_equal(d.items[i].nfields, 2);
+		}
+	}
+	assert_int_equal(minus, 1);
+	assert_int_equal(plus, 1);
+	assert_int_equal(tilde, 1);
+	st_diff_clear(&d);
+	json_t *pol = json_array_get(st_state_resources(s, 0), idx_of(s, "assets-policy"));
+	assert_string_equal(json_string_value(json_array_get(json_object_get(pol, "dependencies"), 0)),
+			    "urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucket:Bucket::static");
+	st_edit_free(e);
+	st_state_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cow_diff_and_rollback),
+		cmocka_unit_test(test_integrity_refusal_rolls_back),
+		cmocka_unit_test(test_dependents_fixpoint),
+		cmocka_unit_test(test_repair_cycle_and_determinism),
+		cmocka_unit_test(test_rename_rewrites_everything),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,172 @@
+/* statetool pending: list pending operations; `pending clear` removes them. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char help_list[] =
+	"usage: statetool pending [options] STATE\n"
+	"       statetool pending clear [options] STATE [RESOURCE...]\n"
+	"\n"
+	"List the pending operations an interrupted update left in a state (one line each:\n"
+	"type and URN), or with `clear` remove them: all of them, or those on the given\n"
+	"resources (exact URN, name or URN suffix of the operation's resource). Clearing is\n"
+	"what `pulumi stack export | pulumi stack import` does, made explicit; run\n"
+	"`pulumi refresh` afterwards so that Pulumi learns what the interrupted operations\n"
+	"left behind.\n"
+	"\n"
+	"Options:\n"
+	"  --backend DIR --stack NAME   a stack of a DIY backend\n"
+	"  --json             one JSON document\n"
+	"  -h, --help         show this help\n"
+	"The options of `clear` are those of every mutating command (see below).\n"
+	"\n" CLI_MUTATE_HELP;
+
+typedef struct ctx {
+	char **queries;
+	int nq;
+	cli_mutate_opts *mo;
+} ctx;
+
+/* Resolves a query among the pending operations' URNs: exact, name, suffix. */
+static const char *resolve(json_t *ops, const char *q)
+{
+	size_t i, n = 0;
+	json_t *op;
+	const char *hit = NULL;
+	for (int pass = 0; pass < 3 && !n; pass++) {
+		json_array_foreach(ops, i, op) {
+			const char *u = json_string_value(json_object_get(json_object_get(op, "resource"),
+									  "urn"));
+			st_urn pu;
+			size_t ul, ql = strlen(q);
+			int m = 0;
+			if (!u)
+				continue;
+			ul = strlen(u);
+			if (pass == 0)
+				m = !strcmp(u, q);
+			else if (pass == 1)
+				m = st_urn_parse(u, &pu) == ST_OK && !strcmp(pu.name, q);
+			else
+				m = ul > ql && !strcmp(u + ul - ql, q);
+			if (m && (!hit || strcmp(hit, u))) {
+				n += hit ? 1 : 1;
+				if (hit && strcmp(hit, u)) {
+					cli_errorf("'%s' matches pending operations on several resources; "
+						   "give the full URN", q);
+					return NULL;
+				}
+				hit = u;
+			}
+		}
+	}
+	if (!hit)
+		cli_errorf("no pending operation on \"%s\"", q);
+	return hit;
+}
+
+static int run_clear(st_edit *e, st_state *s, void *arg, st_error *err)
+{
+	ctx *c = arg;
+	json_t *dep = st_state_deployment(s);
+	json_t *ops = dep ? json_object_get(dep, "pending_operations") : NULL;
+	const char **urns = NULL;
+	size_t removed = 0;
+	int rc;
+
+	if (c->nq) {
+		urns = calloc((size_t)c->nq, sizeof(*urns));
+		for (int i = 0; i < c->nq; i++) {
+			urns[i] = resolve(ops, c->queries[i]);
+			if (!urns[i]) {
+				free(urns);
+				return EXIT_FAIL;
+			}
+		}
+	}
+	rc = st_edit_pending_clear(e, urns, (size_t)c->nq, &removed, err);
+	free(urns);
+	if (rc == ST_OK)
+		snprintf(c->mo->summary, sizeof(c->mo->summary),
+			 "%zu pending operation%s removed; run `pulumi refresh` next", removed,
+			 removed == 1 ? "" : "s");
+	return rc;
+}
+
+static int list(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"stack", required_argument, NULL, OPT_STACK},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"max-size", required_argument, NULL, OPT_MAX_SIZE},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	cli_target t = {0};
+	int c, json = 0, rc;
+	st_state *s = NULL;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (cli_target_option(&t, c, optarg))
+			continue;
+		if (c == OPT_JSON)
+			json = 1;
+		else if (c == 'h')
+			return cli_help(help_list);
+		else
+			return cli_usage("pending", "bad option");
+	}
+	if (argc - optind > 1)
+		return cli_usage("pending", "too many arguments (did you mean `pending clear`?)");
+	t.arg = optind < argc ? argv[optind] : NULL;
+	if ((rc = cli_target_resolve(&t, "pending", 1)) != EXIT_OK || (rc = cli_load(&t, &s)))
+		goto out;
+	json_t *dep = st_state_deployment(s);
+	json_t *ops = dep ? json_object_get(dep, "pending_operations") : NULL, *op;
+	size_t i;
+	if (json) {
+		json_t *doc = json_object(), *arr = json_array();
+		json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
+		json_array_foreach(ops, i, op) {
+			json_t *o = json_object(), *r = json_object_get(op, "resource");
+			json_object_set(o, "type", json_object_get(op, "type") ? json_object_get(op, "type")
+									     : json_null());
+			json_object_set(o, "urn", json_object_get(r, "urn") ? json_object_get(r, "urn")
+									    : json_null());
+			json_object_set(o, "resource", r ? r : json_null());
+			json_array_append_new(arr, o);
+		}
+		json_object_set_new(doc, "pending_operations", arr);
+		cli_print_json(doc);
+		json_decref(doc);
+	} else {
+		json_array_foreach(ops, i, op) {
+			const char *ty = json_string_value(json_object_get(op, "type"));
+			const char *u = json_string_value(
+				json_object_get(json_object_get(op, "resource"), "urn"));
+			printf("%-9s %s\n", ty ? ty : "?", u ? u : "(no urn)");
+		}
+	}
+	rc = EXIT_OK;
+out:
+	st_state_free(s);
+	cli_target_free(&t);
+	return rc;
+}
+
+int cmd_pending(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "clear")) {
+		cli_target t = {0};
+		cli_mutate_opts mo = {.cmd = "pending clear"};
+		ctx c = {0};
+		int rc = cli_mutate_parse(argc - 1, argv + 1, help_list, NULL, NULL, NULL, &t, &mo,
+					  &c.queries, &c.nq);
+		if (rc != -1)
+			return rc;
+		c.mo = &mo;
+		return cli_mutate(&t, &mo, run_clear, &c);
+	}
+	return list(argc, argv);
+}
