@@ -14,7 +14,7 @@ fi
 cmds=$("$STATETOOL" --help | awk '/^Commands:/ {on=1; next} on && /^  [a-z]/ {print $1} on && /^$/ {on=0}')
 [ -n "$cmds" ] && ok || bad "no commands listed"
 for c in $cmds; do
-	if grep -q "^\.B $c" "$top_srcdir/doc/statetool.1"; then ok; else bad "man page lacks $c"; fi
+	if sed 's/\\-/-/g' "$top_srcdir/doc/statetool.1" | grep -q "^\.B $c"; then ok; else bad "man page lacks $c"; fi
 	if grep -q "^statetool $c" "$top_srcdir/README"; then ok; else bad "README lacks $c"; fi
 done
 finish
