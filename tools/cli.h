@@ -107,6 +107,7 @@ typedef struct cli_mutate_opts {
 	int dry_run;
 	int json;
 	int allow_dups;
+	int show_diff; /* list the changed resources even when writing */
 	char summary[256]; /* printed after a successful write; the operation may fill it */
 } cli_mutate_opts;
 

@@ -190,7 +190,7 @@ int cmd_edit(int argc, char **argv)
 	static const struct option extra_opts[] = {{"from", required_argument, NULL, OPT_FROM},
 						   {NULL, 0, NULL, 0}};
 	cli_target t = {0};
-	cli_mutate_opts mo = {.cmd = "edit"};
+	cli_mutate_opts mo = {.cmd = "edit", .show_diff = 1};
 	ctx c = {0};
 	char **pos;
 	int npos;

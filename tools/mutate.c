@@ -179,7 +179,7 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 			printf("Planned changes:\n");
 		for (size_t i = 0; i < ch.count; i++)
 			printf("%s%s\n", mo->dry_run ? "  " : "", ch.lines[i]);
-		if (mo->dry_run && (d.count || d.pending_before != d.pending_after)) {
+		if ((mo->dry_run || mo->show_diff) && (d.count || d.pending_before != d.pending_after)) {
 			printf("Resources (+ added, - removed, ~ changed):\n");
 			print_diff(&d);
 		}

@@ -160,7 +160,10 @@ check_rc 1; check_err_has "no backup '$S.bak' to restore"
 fresh
 st convert "$F/protect-logs.json" -o "$T/new.json" >/dev/null
 run "edit --from" st edit --from "$T/new.json" "$S"
-check_rc 0; check_same "$F/protect-logs.json" "$S"; check_out_has "State updated"
+check_rc 0; check_same "$F/protect-logs.json" "$S"
+check_out "Resources (+ added, - removed, ~ changed):
+  ~ urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs (protect)
+State updated"
 fresh
 st convert "$F/broken.json" -o "$T/bad.json" >/dev/null
 run "edit --from invalid" st edit --from "$T/bad.json" "$S"
