@@ -1131,28 +1131,37 @@ static void compute_diff(st_edit *e, st_diff *d)
 	json_array_foreach(e->before_res, i, r)
 		ptrset_add(&in_before, r);
 	st_strmap_init(&unmatched);
-	/* after-resources that are new objects, by URN (first unused index in slot a+1) */
-	json_array_foreach(after, i, r) {
+	/* After-resources that are new objects, chained by URN in file order (slot a = first
+	 * index + 1, next[] = the following one + 1): one URN may have several copies. */
+	size_t *next = calloc(n_after + 1, sizeof(*next));
+	for (i = n_after; i-- > 0;) {
 		int created;
+		r = json_array_get(after, i);
 		const char *u = st_json_str(r, "urn");
-		if (ptrset_has(&in_before, r) || !u)
+		if (ptrset_has(&in_before, r) || !u || !next)
 			continue;
 		st_strmap_slot *sl = st_strmap_put(&unmatched, u, &created);
-		if (sl && created)
-			sl->a = i + 1;
+		if (!sl)
+			continue;
+		next[i] = created ? 0 : sl->a;
+		sl->a = i + 1;
 	}
 	json_array_foreach(e->before_res, i, r) {
 		const char *u = st_json_str(r, "urn");
 		if (ptrset_has(&in_after, r))
 			continue;
-		st_strmap_slot *sl = u ? st_strmap_get(&unmatched, u) : NULL;
-		if (sl && sl->a && !used[sl->a - 1]) {
-			used[sl->a - 1] = 1;
-			diff_push(d, '~', u, r, json_array_get(after, sl->a - 1));
+		st_strmap_slot *sl = u && next ? st_strmap_get(&unmatched, u) : NULL;
+		size_t k = sl ? sl->a : 0;
+		while (k && used[k - 1])
+			k = next[k - 1];
+		if (k) {
+			used[k - 1] = 1;
+			diff_push(d, '~', u, r, json_array_get(after, k - 1));
 		} else {
 			diff_push(d, '-', u, NULL, NULL);
 		}
 	}
+	free(next);
 	json_array_foreach(after, i, r) {
 		if (ptrset_has(&in_before, r) || used[i])
 			continue;
