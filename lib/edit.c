@@ -209,6 +209,29 @@ static json_t *cow(st_edit *e, json_t *arr, size_t i)
 	return c;
 }
 
+json_t *st__edit_cow(st_edit *e, json_t *arr, size_t i)
+{
+	return cow(e, arr, i);
+}
+
+st_state *st__edit_state(st_edit *e)
+{
+	return e->s;
+}
+
+void st__edit_report(st_edit *e, const char *fmt, ...)
+{
+	va_list ap;
+	char *line = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&line, fmt, ap) < 0)
+		line = NULL;
+	va_end(ap);
+	if (line)
+		st_changes_add(e->report, "%s", line);
+	free(line);
+}
+
 /* Replaces a whole resources array (removals, reordering). */
 static void set_resources(st_edit *e, json_t *arr)
 {

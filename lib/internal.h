@@ -165,6 +165,16 @@ extern const st_embedded_schema st_embedded_schemas[];
  * "/latest"). */
 const char *st__deployment_pointer(const st_state *s);
 
+/* Edit sessions: the copy-on-write accessor (the element i of arr, copied unless the session
+ * made it) and the resources / pending operations arrays, for modules that edit. */
+json_t *st__edit_cow(st_edit *e, json_t *arr, size_t i);
+st_state *st__edit_state(st_edit *e);
+void st__edit_report(st_edit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* PBKDF2-HMAC-SHA256, one 32-byte block (exposed for the test vectors). */
+void st__pbkdf2_sha256(const unsigned char *pw, size_t pwlen, const unsigned char *salt,
+		       size_t saltlen, unsigned iterations, unsigned char out[32]);
+
 /* Test hook: ST_FAIL_STEP=name:N aborts (SIGABRT... SIGKILL) at step N of operation `name`. */
 void st__crash_point(const char *op, int step);
 

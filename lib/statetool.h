@@ -469,6 +469,96 @@ void st_edit_rollback(st_edit *e);
 void st_edit_free(st_edit *e);
 
 /* ---------------------------------------------------------------------------------------------
+ * Secrets
+ *
+ * A secrets manager serves one stack. Types: "passphrase" (PBKDF2-HMAC-SHA256, 1,000,000
+ * iterations, AES-256-GCM; values "v1:NONCE:CIPHERTEXT", exactly as Pulumi's), "b64" (Pulumi's
+ * test provider: base64 of the plaintext), callbacks of the caller's (st_secrets_custom), and any
+ * other type ("service", "cloud", ...): recognised, its ciphertexts pass through every operation
+ * byte-identical, and only decrypting or encrypting says it cannot, naming the provider. Keys
+ * live in sodium_malloc'ed memory, wiped when freed. Plaintexts returned by the library must be
+ * released with st_secret_free, which wipes them.
+ */
+
+typedef struct st_secrets st_secrets;
+
+/* Opens the manager described by a deployment's `secrets_providers` (borrowed). For a
+ * passphrase provider, `passphrase` (len bytes; NULL = locked: encrypting and decrypting then
+ * fail with ST_EPASSPHRASE) is checked at once against the salt's encrypted "pulumi": a wrong
+ * passphrase is ST_EPASSPHRASE "incorrect passphrase" before anything else happens. *out is
+ * new. */
+int st_secrets_open(st_secrets **out, const json_t *secrets_providers, const char *passphrase,
+		    size_t len, st_error *err);
+
+/* A new passphrase manager with a new random 8-byte salt. *out is new. */
+int st_secrets_new_passphrase(st_secrets **out, const char *passphrase, size_t len,
+			      st_error *err);
+
+/* A manager of the caller's: `type` names it in state; the callbacks do the work. */
+typedef struct st_secrets_callbacks {
+	void *ctx;
+	/* plaintext (len bytes) -> *ciphertext (new, malloc) */
+	int (*encrypt)(void *ctx, const char *plaintext, size_t len, char **ciphertext,
+		       st_error *err);
+	/* ciphertext -> *plaintext (new, malloc; wiped and freed by the library) */
+	int (*decrypt)(void *ctx, const char *ciphertext, char **plaintext, size_t *len,
+		       st_error *err);
+	json_t *state; /* the provider's state for `secrets_providers` (borrowed), or NULL */
+	void (*free_ctx)(void *ctx);
+} st_secrets_callbacks;
+
+int st_secrets_custom(st_secrets **out, const char *type, const st_secrets_callbacks *cb,
+		      st_error *err);
+
+void st_secrets_free(st_secrets *s);
+
+/* The provider's type ("passphrase", "b64", ...) (borrowed). */
+const char *st_secrets_type(const st_secrets *s);
+
+/* {"type", "state"} for a deployment's `secrets_providers` (new). */
+json_t *st_secrets_provider_json(const st_secrets *s);
+
+/* A passphrase manager's `encryptionsalt` for Pulumi.<stack>.yaml (borrowed), else NULL. */
+const char *st_secrets_encryptionsalt(const st_secrets *s);
+
+/* Encrypts len bytes of plaintext (Pulumi's serialized JSON of the value). *ciphertext is new
+ * (free()). */
+int st_secrets_encrypt(st_secrets *s, const char *plaintext, size_t len, char **ciphertext,
+		       st_error *err);
+
+/* Decrypts one ciphertext. *plaintext is new: st_secret_free(*plaintext, *len). A GCM failure
+ * (tampering, another key) is ST_ESECRETS. */
+int st_secrets_decrypt(st_secrets *s, const char *ciphertext, char **plaintext, size_t *len,
+		       st_error *err);
+
+/* Wipes and frees a plaintext. Accepts NULL. */
+void st_secret_free(char *plaintext, size_t len);
+
+/* Decrypts every secret of the state without changing it; each failure is appended to `out`
+ * (rule "secrets/decrypt", the URN and the JSON Pointer of the value). *count = secrets seen. */
+int st_secrets_verify(st_state *state, st_secrets *s, st_problems *out, size_t *count,
+		      st_error *err);
+
+/* Replaces every ciphertext of the state by its plaintext, as `pulumi stack export
+ * --show-secrets` prints it ({"<sig>": "...", "plaintext": "<JSON>"}). For display only: a state
+ * so changed must not be saved. */
+int st_secrets_reveal(st_state *state, st_secrets *s, st_error *err);
+
+/* In an edit session: turns `plaintext` secrets into ciphertext under `s`. */
+int st_edit_secrets_encrypt(st_edit *e, st_secrets *s, size_t *count, st_error *err);
+
+/* In an edit session: re-encrypts every secret (ciphertexts under `from`, plaintexts too)
+ * under `to`, and makes `to` the deployment's secrets provider. */
+int st_edit_secrets_rekey(st_edit *e, st_secrets *from, st_secrets *to, size_t *count,
+			  st_error *err);
+
+/* Rewrites a stack configuration file (Pulumi.<stack>.yaml) for a new passphrase: its
+ * `encryptionsalt` and every `secure:` value (decrypted with `from`, encrypted with `to`); all
+ * else stays byte-identical. Written atomically with a .bak. */
+int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *count,
+		    st_error *err);
+
+/* ---------------------------------------------------------------------------------------------
  * URNs and provider references
  */
 

@@ -108,6 +108,7 @@ typedef struct cli_mutate_opts {
 	int json;
 	int allow_dups;
 	int show_diff; /* list the changed resources even when writing */
+	int (*after_save)(void *arg); /* runs once the state is written (not on a dry run) */
 	char summary[256]; /* printed after a successful write; the operation may fill it */
 } cli_mutate_opts;
 
@@ -143,6 +144,18 @@ int cli_mutate_parse(int argc, char **argv, const char *help, const struct optio
 	"A state older than version 3 is migrated first, as Pulumi's state commands do.\n"      \
 	"Format, compression and secrets (ciphertexts stay byte-identical) are kept.\n"
 
+/* Reads a passphrase without ever taking it from the command line: the environment variable
+ * `env` if set at all (even empty), else the file named by `env_file`, else `flag_file`, else
+ * a no-echo prompt on the terminal (asked twice when `confirm`). *out is sodium_malloc'ed: free
+ * with cli_passphrase_free. Prints errors; returns an exit code. */
+int cli_passphrase(const char *env, const char *env_file, const char *flag_file,
+		   const char *prompt, int confirm, char **out, size_t *len);
+void cli_passphrase_free(char *p);
+/* Opens the secrets manager of a state, asking for the passphrase only when the provider is a
+ * passphrase one. Prints errors; returns an exit code. */
+int cli_open_secrets(st_state *s, const char *passphrase_file, st_secrets **out);
+
+int cmd_secrets(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
 int cmd_rename(int argc, char **argv);
 int cmd_protect(int argc, char **argv);

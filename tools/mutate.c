@@ -171,6 +171,8 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 			rc = EXIT_FAIL;
 			goto out;
 		}
+		if (mo->after_save && (rc = mo->after_save(arg)) != EXIT_OK)
+			goto out;
 	}
 	if (mo->json) {
 		print_json_summary(mo->cmd, mo->dry_run, write, &ch, &d, t->path);

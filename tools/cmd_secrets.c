@@ -1,0 +1,254 @@
+/* statetool secrets show|verify|encrypt|rekey. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+	"usage: statetool secrets show [options] STATE [RESOURCE] [-o FILE]\n"
+	"       statetool secrets verify [options] STATE\n"
+	"       statetool secrets encrypt [options] STATE\n"
+	"       statetool secrets rekey [options] STATE [--stack-config FILE]\n"
+	"\n"
+	"  show     print the state (or one resource) with every secret decrypted, as\n"
+	"           `pulumi stack export --show-secrets` does; to standard output only,\n"
+	"           never to a file unless -o FILE is given\n"
+	"  verify   decrypt every secret without printing any; report each that fails, by\n"
+	"           URN and JSON Pointer (exit 1 when one fails)\n"
+	"  encrypt  turn `plaintext` secrets (e.g. after a hand edit) into ciphertext under the\n"
+	"           stack's secrets provider; existing ciphertexts are kept as they are\n"
+	"  rekey    re-encrypt every secret under a new passphrase and a new salt, and print\n"
+	"           the new `encryptionsalt:` line; with --stack-config Pulumi.<stack>.yaml\n"
+	"           also rewrite that file's encryptionsalt and its `secure:` values\n"
+	"\n"
+	"Passphrase (never from the command line), first found wins:\n"
+	"  PULUMI_CONFIG_PASSPHRASE (set, even empty), PULUMI_CONFIG_PASSPHRASE_FILE,\n"
+	"  --passphrase-file FILE, then a no-echo prompt on a terminal.\n"
+	"New passphrase for rekey, likewise: PULUMI_CONFIG_PASSPHRASE_NEW,\n"
+	"  PULUMI_CONFIG_PASSPHRASE_NEW_FILE, --new-passphrase-file FILE, a prompt (twice).\n"
+	"A wrong passphrase is reported before anything else happens, and nothing is written.\n"
+	"\n"
+	"Options:\n"
+	"  --passphrase-file FILE       the stack's passphrase\n"
+	"  --new-passphrase-file FILE   rekey: the new passphrase\n"
+	"  --stack-config FILE          rekey: the stack's Pulumi.<stack>.yaml to rewrite\n"
+	"  -o, --output FILE            show: write to FILE (mode 0600) instead of stdout\n"
+	"  --json                       verify and the mutating ones: one JSON document\n"
+	"encrypt and rekey take the options of every mutating command:\n" CLI_MUTATE_HELP;
+
+enum { OPT_PASSFILE = 4000, OPT_NEWPASSFILE, OPT_STACK_CONFIG };
+
+typedef struct ctx {
+	const char *passfile, *newpassfile, *config, *output;
+	cli_mutate_opts *mo;
+	st_secrets *from, *to;
+} ctx;
+
+static int extra(int opt, const char *arg, void *p)
+{
+	ctx *c = p;
+	switch (opt) {
+	case OPT_PASSFILE: c->passfile = arg; return 0;
+	case OPT_NEWPASSFILE: c->newpassfile = arg; return 0;
+	case OPT_STACK_CONFIG: c->config = arg; return 0;
+	case 'o': c->output = arg; return 0;
+	default: return -1;
+	}
+}
+
+static const struct option extra_opts[] = {
+	{"passphrase-file", required_argument, NULL, OPT_PASSFILE},
+	{"new-passphrase-file", required_argument, NULL, OPT_NEWPASSFILE},
+	{"stack-config", required_argument, NULL, OPT_STACK_CONFIG},
+	{"output", required_argument, NULL, 'o'},
+	{NULL, 0, NULL, 0}};
+
+static int run_encrypt(st_edit *e, st_state *s, void *arg, st_error *err)
+{
+	ctx *c = arg;
+	size_t n = 0;
+	int rc = cli_open_secrets(s, c->passfile, &c->from);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = st_edit_secrets_encrypt(e, c->from, &n, err);
+	if (rc == ST_OK)
+		snprintf(c->mo->summary, sizeof(c->mo->summary), "%zu secret%s encrypted", n,
+			 n == 1 ? "" : "s");
+	return rc;
+}
+
+static int run_rekey(st_edit *e, st_state *s, void *arg, st_error *err)
+{
+	ctx *c = arg;
+	char *pass = NULL;
+	size_t len = 0, n = 0;
+	int rc = cli_open_secrets(s, c->passfile, &c->from);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = cli_passphrase("PULUMI_CONFIG_PASSPHRASE_NEW", "PULUMI_CONFIG_PASSPHRASE_NEW_FILE",
+			    c->newpassfile, "Enter the new passphrase: ", 1, &pass, &len);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = st_secrets_new_passphrase(&c->to, pass, len, err);
+	cli_passphrase_free(pass);
+	if (rc)
+		return rc;
+	rc = st_edit_secrets_rekey(e, c->from, c->to, &n, err);
+	if (rc == ST_OK)
+		snprintf(c->mo->summary, sizeof(c->mo->summary),
+			 "%zu secret%s re-encrypted\nencryptionsalt: %s", n, n == 1 ? "" : "s",
+			 st_secrets_encryptionsalt(c->to));
+	return rc;
+}
+
+static int rekey_config(void *arg)
+{
+	ctx *c = arg;
+	size_t n = 0;
+	st_error err;
+	if (!c->config)
+		return EXIT_OK;
+	st_error_clear(&err);
+	if (st_config_rekey(c->config, c->from, c->to, &n, &err) != ST_OK) {
+		cli_error(&err);
+		cli_errorf("the state was rekeyed but '%s' was not; its secure values still use "
+			   "the old passphrase (the state's previous version is in its .bak)",
+			   c->config);
+		return EXIT_FAIL;
+	}
+	if (!c->mo->json)
+		printf("%s: encryptionsalt and %zu secure value%s rewritten\n", c->config, n,
+		       n == 1 ? "" : "s");
+	return EXIT_OK;
+}
+
+static int cmd_show_verify(int argc, char **argv, int verify)
+{
+	cli_target t = {0};
+	cli_mutate_opts mo = {.cmd = verify ? "secrets verify" : "secrets show"};
+	ctx c = {0};
+	char **pos;
+	int npos, rc;
+	st_state *s = NULL;
+	st_secrets *sec = NULL;
+	st_error err;
+
+	st_error_clear(&err);
+	rc = cli_mutate_parse(argc, argv, help, extra_opts, extra, &c, &t, &mo, &pos, &npos);
+	if (rc != -1)
+		return rc;
+	if (npos > (verify ? 0 : 1))
+		return cli_usage(mo.cmd, "too many arguments");
+	if (verify && c.output)
+		return cli_usage(mo.cmd, "-o goes with `secrets show`");
+	if ((rc = cli_target_resolve(&t, mo.cmd, 1)) != EXIT_OK || (rc = cli_load(&t, &s)))
+		goto out;
+	if ((rc = cli_open_secrets(s, c.passfile, &sec)) != EXIT_OK)
+		goto out;
+	if (verify) {
+		st_problems p = {0};
+		size_t n = 0;
+		st_secrets_verify(s, sec, &p, &n, &err);
+		if (mo.json) {
+			json_t *doc = json_object(), *arr = json_array();
+			json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
+			json_object_set_new(doc, "secrets", json_integer((json_int_t)n));
+			json_object_set_new(doc, "failed", json_integer((json_int_t)p.count));
+			for (size_t i = 0; i < p.count; i++)
+				json_array_append_new(arr, json_pack("{s:s,s:s?,s:s}", "pointer",
+								     p.items[i].pointer, "urn",
+								     p.items[i].urn, "message",
+								     p.items[i].message));
+			json_object_set_new(doc, "failures", arr);
+			cli_print_json(doc);
+			json_decref(doc);
+		} else {
+			for (size_t i = 0; i < p.count; i++)
+				fprintf(stderr, "%s: error: %s: %s\n    at %s\n", cli_target_name(&t),
+					p.items[i].urn ? p.items[i].urn : "?", p.items[i].message,
+					p.items[i].pointer);
+			printf("%zu secret%s, %zu failed to decrypt\n", n, n == 1 ? "" : "s",
+			       p.count);
+		}
+		rc = p.count ? EXIT_FAIL : EXIT_OK;
+		st_problems_clear(&p);
+		goto out;
+	}
+	if (st_secrets_reveal(s, sec, &err) != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	{
+		json_t *what = st_state_root(s);
+		char *data = NULL;
+		size_t len = 0;
+		st_style st;
+		st_style_export(&st);
+		if (npos == 1) {
+			size_t *hits = NULL, nh = 0;
+			if ((rc = cli_find(s, pos, 1, 1, &hits, &nh)) != EXIT_OK)
+				goto out;
+			what = json_array_get(st_state_resources(s, 0), hits[0]);
+			free(hits);
+		}
+		if (st_json_dump(what, &st, &data, &len, &err) != ST_OK) {
+			cli_error(&err);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		if (c.output) {
+			st_write_opts wo = {0};
+			wo.mode = 0600;
+			rc = st_file_write_atomic(c.output, data, len, &wo, &err) == ST_OK ? EXIT_OK
+											  : EXIT_FAIL;
+			if (rc)
+				cli_error(&err);
+		} else {
+			rc = cli_write_output("-", data, len);
+		}
+		st_secret_free(data, len);
+	}
+out:
+	st_secrets_free(sec);
+	st_state_free(s);
+	cli_target_free(&t);
+	return rc;
+}
+
+int cmd_secrets(int argc, char **argv)
+{
+	ctx c = {0};
+	cli_target t = {0};
+	cli_mutate_opts mo = {0};
+	char **pos;
+	int npos, rc;
+
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		return argc < 2 ? cli_usage("secrets", "missing show, verify, encrypt or rekey")
+				: cli_help(help);
+	if (!strcmp(argv[1], "show"))
+		return cmd_show_verify(argc - 1, argv + 1, 0);
+	if (!strcmp(argv[1], "verify"))
+		return cmd_show_verify(argc - 1, argv + 1, 1);
+	if (strcmp(argv[1], "encrypt") && strcmp(argv[1], "rekey"))
+		return cli_usage("secrets", "unknown subcommand '%s'", argv[1]);
+	int rekey = !strcmp(argv[1], "rekey");
+	mo.cmd = rekey ? "secrets rekey" : "secrets encrypt";
+	rc = cli_mutate_parse(argc - 1, argv + 1, help, extra_opts, extra, &c, &t, &mo, &pos, &npos);
+	if (rc != -1)
+		return rc;
+	if (npos)
+		return cli_usage(mo.cmd, "unexpected argument '%s'", pos[0]);
+	if (c.output)
+		return cli_usage(mo.cmd, "-o goes with `secrets show`");
+	if (!rekey && c.config)
+		return cli_usage(mo.cmd, "--stack-config goes with `secrets rekey`");
+	c.mo = &mo;
+	if (rekey)
+		mo.after_save = rekey_config;
+	rc = cli_mutate(&t, &mo, rekey ? run_rekey : run_encrypt, &c);
+	st_secrets_free(c.from);
+	st_secrets_free(c.to);
+	return rc;
+}

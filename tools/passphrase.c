@@ -1,0 +1,182 @@
+/* Passphrases: from the environment, a file, or a no-echo prompt; never from argv. */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#define MAX_PASSPHRASE 4096
+
+void cli_passphrase_free(char *p)
+{
+	if (p)
+		sodium_free(p);
+}
+
+static char *secure_copy(const char *s, size_t n)
+{
+	char *p;
+	if (sodium_init() < 0)
+		return NULL;
+	p = sodium_malloc(n + 1);
+	if (p) {
+		memcpy(p, s, n);
+		p[n] = '\0';
+	}
+	return p;
+}
+
+static int from_file(const char *path, char **out, size_t *len)
+{
+	struct stat sb;
+	char buf[MAX_PASSPHRASE + 2];
+	ssize_t n;
+	size_t a = 0, b;
+	int fd;
+
+	if (stat(path, &sb) < 0) {
+		cli_errorf("cannot read passphrase file '%s': %s", path, strerror(errno));
+		return EXIT_FAIL;
+	}
+	if (S_ISDIR(sb.st_mode)) {
+		cli_errorf("passphrase file '%s' is a directory", path);
+		return EXIT_FAIL;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		cli_errorf("cannot read passphrase file '%s': %s", path, strerror(errno));
+		return EXIT_FAIL;
+	}
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0) {
+		cli_errorf("cannot read passphrase file '%s': %s", path, strerror(errno));
+		return EXIT_FAIL;
+	}
+	if ((size_t)n > MAX_PASSPHRASE) {
+		sodium_memzero(buf, sizeof(buf));
+		cli_errorf("passphrase file '%s' is longer than %d bytes", path, MAX_PASSPHRASE);
+		return EXIT_FAIL;
+	}
+	/* trimmed, as Pulumi trims it */
+	b = (size_t)n;
+	while (a < b && (buf[a] == ' ' || buf[a] == '\t' || buf[a] == '\n' || buf[a] == '\r'))
+		a++;
+	while (b > a && (buf[b - 1] == ' ' || buf[b - 1] == '\t' || buf[b - 1] == '\n' ||
+			 buf[b - 1] == '\r'))
+		b--;
+	if (b == a) {
+		sodium_memzero(buf, sizeof(buf));
+		cli_errorf("passphrase file '%s' is empty", path);
+		return EXIT_FAIL;
+	}
+	*out = secure_copy(buf + a, b - a);
+	*len = b - a;
+	sodium_memzero(buf, sizeof(buf));
+	return *out ? EXIT_OK : EXIT_FAIL;
+}
+
+static int prompt_once(int fd, const char *prompt, char *buf, size_t size, size_t *len)
+{
+	struct termios old, noecho;
+	ssize_t n;
+	size_t k = 0;
+	char c;
+
+	if (write(fd, prompt, strlen(prompt)) < 0)
+		return -1;
+	if (tcgetattr(fd, &old) < 0)
+		return -1;
+	noecho = old;
+	noecho.c_lflag &= (tcflag_t)~ECHO;
+	tcsetattr(fd, TCSAFLUSH, &noecho);
+	while ((n = read(fd, &c, 1)) == 1 && c != '\n' && c != '\r')
+		if (k + 1 < size)
+			buf[k++] = c;
+	tcsetattr(fd, TCSAFLUSH, &old);
+	if (write(fd, "\n", 1) < 0)
+		return -1;
+	buf[k] = '\0';
+	*len = k;
+	return n < 0 ? -1 : 0;
+}
+
+int cli_passphrase(const char *env, const char *env_file, const char *flag_file,
+		   const char *prompt, int confirm, char **out, size_t *len)
+{
+	const char *v = getenv(env);
+	char a[MAX_PASSPHRASE + 1], b[MAX_PASSPHRASE + 1];
+	size_t la = 0, lb = 0;
+	int fd, rc;
+
+	*out = NULL;
+	*len = 0;
+	if (v) {
+		*out = secure_copy(v, strlen(v));
+		*len = strlen(v);
+		return *out ? EXIT_OK : EXIT_FAIL;
+	}
+	if ((v = getenv(env_file)) && *v)
+		return from_file(v, out, len);
+	if (flag_file)
+		return from_file(flag_file, out, len);
+	fd = isatty(STDIN_FILENO) ? open("/dev/tty", O_RDWR | O_CLOEXEC) : -1;
+	if (fd < 0) {
+		cli_errorf("passphrase must be set with %s or %s environment variables (or "
+			   "--%spassphrase-file)",
+			   env, env_file, strstr(env, "_NEW") ? "new-" : "");
+		return EXIT_FAIL;
+	}
+	rc = prompt_once(fd, prompt, a, sizeof(a), &la);
+	if (rc == 0 && confirm) {
+		rc = prompt_once(fd, "Re-enter the passphrase: ", b, sizeof(b), &lb);
+		if (rc == 0 && (la != lb || memcmp(a, b, la))) {
+			cli_errorf("the passphrases do not match");
+			rc = -2;
+		}
+	}
+	close(fd);
+	if (rc == 0)
+		*out = secure_copy(a, la);
+	*len = la;
+	sodium_memzero(a, sizeof(a));
+	sodium_memzero(b, sizeof(b));
+	if (rc == -1)
+		cli_errorf("cannot read the passphrase from the terminal");
+	return rc == 0 && *out ? EXIT_OK : EXIT_FAIL;
+}
+
+int cli_open_secrets(st_state *s, const char *passphrase_file, st_secrets **out)
+{
+	json_t *dep = st_state_deployment(s);
+	json_t *sp = dep ? json_object_get(dep, "secrets_providers") : NULL;
+	const char *type = json_string_value(json_object_get(sp, "type"));
+	char *pass = NULL;
+	size_t len = 0;
+	st_error err;
+	int rc;
+
+	st_error_clear(&err);
+	*out = NULL;
+	if (!type) {
+		cli_errorf("the state has no secrets provider (no 'secrets_providers')");
+		return EXIT_FAIL;
+	}
+	if (!strcmp(type, "passphrase") &&
+	    (rc = cli_passphrase("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE",
+				 passphrase_file, "Enter your passphrase to unlock config/secrets: ",
+				 0, &pass, &len)) != EXIT_OK)
+		return rc;
+	rc = st_secrets_open(out, sp, pass, len, &err);
+	cli_passphrase_free(pass);
+	if (rc != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
