@@ -526,6 +526,37 @@ static json_t *resource_of(json_t *arr, size_t i, const char *base)
 	return strstr(base, "/pending_operations/") ? json_object_get(v, "resource") : v;
 }
 
+/* count */
+typedef struct cctx {
+	size_t ct, pt;
+} cctx;
+
+static int count_one(void *p, json_t *secret, const char *ptr, const char *urn)
+{
+	cctx *c = p;
+	(void)ptr, (void)urn;
+	if (json_object_get(secret, "ciphertext"))
+		c->ct++;
+	else if (json_object_get(secret, "plaintext"))
+		c->pt++;
+	return 0;
+}
+
+static int count_res(void *p, json_t *arr, size_t i, const char *base)
+{
+	return walk_resource(resource_of(arr, i, base), base, count_one, p);
+}
+
+void st_secrets_count(st_state *st, size_t *ciphertexts, size_t *plaintexts)
+{
+	cctx c = {0, 0};
+	each_resource(st, count_res, &c);
+	if (ciphertexts)
+		*ciphertexts = c.ct;
+	if (plaintexts)
+		*plaintexts = c.pt;
+}
+
 /* verify */
 typedef struct vctx {
 	st_secrets *s;

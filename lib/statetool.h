@@ -531,6 +531,10 @@ int st_secrets_encrypt(st_secrets *s, const char *plaintext, size_t len, char **
 int st_secrets_decrypt(st_secrets *s, const char *ciphertext, char **plaintext, size_t *len,
 		       st_error *err);
 
+/* Counts the secrets of a state (resources and pending operations): those held as ciphertext
+ * and those held as plaintext. */
+void st_secrets_count(st_state *state, size_t *ciphertexts, size_t *plaintexts);
+
 /* Wipes and frees a plaintext. Accepts NULL. */
 void st_secret_free(char *plaintext, size_t len);
 

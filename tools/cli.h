@@ -152,8 +152,9 @@ int cli_passphrase(const char *env, const char *env_file, const char *flag_file,
 		   const char *prompt, int confirm, char **out, size_t *len);
 void cli_passphrase_free(char *p);
 /* Opens the secrets manager of a state, asking for the passphrase only when the provider is a
- * passphrase one. Prints errors; returns an exit code. */
-int cli_open_secrets(st_state *s, const char *passphrase_file, st_secrets **out);
+ * passphrase one and `need_key` is set (there is something to decrypt or encrypt). Prints
+ * errors; returns an exit code. */
+int cli_open_secrets(st_state *s, const char *passphrase_file, int need_key, st_secrets **out);
 
 int cmd_secrets(int argc, char **argv);
 int cmd_delete(int argc, char **argv);

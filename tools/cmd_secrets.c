@@ -67,7 +67,9 @@ static int run_encrypt(st_edit *e, st_state *s, void *arg, st_error *err)
 {
 	ctx *c = arg;
 	size_t n = 0;
-	int rc = cli_open_secrets(s, c->passfile, &c->from);
+	size_t plain = 0;
+	st_secrets_count(s, NULL, &plain);
+	int rc = cli_open_secrets(s, c->passfile, plain > 0, &c->from);
 	if (rc != EXIT_OK)
 		return rc;
 	rc = st_edit_secrets_encrypt(e, c->from, &n, err);
@@ -82,7 +84,7 @@ static int run_rekey(st_edit *e, st_state *s, void *arg, st_error *err)
 	ctx *c = arg;
 	char *pass = NULL;
 	size_t len = 0, n = 0;
-	int rc = cli_open_secrets(s, c->passfile, &c->from);
+	int rc = cli_open_secrets(s, c->passfile, 1, &c->from);
 	if (rc != EXIT_OK)
 		return rc;
 	rc = cli_passphrase("PULUMI_CONFIG_PASSPHRASE_NEW", "PULUMI_CONFIG_PASSPHRASE_NEW_FILE",
@@ -143,7 +145,9 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 		return cli_usage(mo.cmd, "-o goes with `secrets show`");
 	if ((rc = cli_target_resolve(&t, mo.cmd, 1)) != EXIT_OK || (rc = cli_load(&t, &s)))
 		goto out;
-	if ((rc = cli_open_secrets(s, c.passfile, &sec)) != EXIT_OK)
+	size_t cts = 0;
+	st_secrets_count(s, &cts, NULL);
+	if ((rc = cli_open_secrets(s, c.passfile, cts > 0, &sec)) != EXIT_OK)
 		goto out;
 	if (verify) {
 		st_problems p = {0};

@@ -232,7 +232,7 @@ int cli_mutate_parse(int argc, char **argv, const char *help, const struct optio
 	if (ne)
 		memcpy(all + ns, extra, ne * sizeof(*all));
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", all, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:", all, NULL)) != -1) {
 		if (cli_target_option(t, c, optarg))
 			continue;
 		switch (c) {

@@ -151,7 +151,7 @@ int cli_passphrase(const char *env, const char *env_file, const char *flag_file,
 	return rc == 0 && *out ? EXIT_OK : EXIT_FAIL;
 }
 
-int cli_open_secrets(st_state *s, const char *passphrase_file, st_secrets **out)
+int cli_open_secrets(st_state *s, const char *passphrase_file, int need_key, st_secrets **out)
 {
 	json_t *dep = st_state_deployment(s);
 	json_t *sp = dep ? json_object_get(dep, "secrets_providers") : NULL;
@@ -167,7 +167,7 @@ int cli_open_secrets(st_state *s, const char *passphrase_file, st_secrets **out)
 		cli_errorf("the state has no secrets provider (no 'secrets_providers')");
 		return EXIT_FAIL;
 	}
-	if (!strcmp(type, "passphrase") &&
+	if (!strcmp(type, "passphrase") && need_key &&
 	    (rc = cli_passphrase("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE",
 				 passphrase_file, "Enter your passphrase to unlock config/secrets: ",
 				 0, &pass, &len)) != EXIT_OK)

@@ -1,0 +1,139 @@
+#!/bin/sh
+# secrets show/verify/encrypt/rekey: passphrase sources, wrong and missing passphrases,
+# tampering, rekey of a state and its config, and no plaintext ever on disk.
+. "$(dirname "$0")/lib.sh"
+P=$FIXTURES/pulumi
+V=$FIXTURES/validate
+PW="correct horse battery staple"
+unset PULUMI_CONFIG_PASSPHRASE PULUMI_CONFIG_PASSPHRASE_FILE PULUMI_CONFIG_PASSPHRASE_NEW PULUMI_CONFIG_PASSPHRASE_NEW_FILE
+penv() { env PULUMI_CONFIG_PASSPHRASE="$PW" "$STATETOOL" "$@"; }
+
+run "show" penv secrets show "$P/valid-deployment-v3.json" b
+check_rc 0
+check_out_has '"plaintext": "\"hunter2\""'
+if grep -q ciphertext "$T/out"; then bad "a ciphertext is left"; else ok; fi
+run "show all" penv secrets show "$P/valid-deployment-v3.json"
+check_rc 0; check_out_has '"secrets_providers": {'
+run "show -o" penv secrets show "$P/valid-deployment-v3.json" -o "$T/shown.json"
+check_rc 0
+run "show -o mode" stat -c %a "$T/shown.json"
+check_out "600"
+rm -f "$T/shown.json"
+run "verify" penv secrets verify "$P/valid-deployment-v3.json"
+check_rc 0; check_out "2 secrets, 0 failed to decrypt"
+run "verify b64" st secrets verify "$P/checkpoint-secrets.json"
+check_rc 0; check_out "10 secrets, 0 failed to decrypt"
+
+# where the passphrase comes from
+printf '%s\n' "$PW" > "$T/pw"
+run "env file" env PULUMI_CONFIG_PASSPHRASE_FILE="$T/pw" "$STATETOOL" secrets verify "$P/valid-deployment-v3.json"
+check_rc 0
+run "flag file" st secrets verify --passphrase-file "$T/pw" "$P/valid-deployment-v3.json"
+check_rc 0
+run "env wins over file" env PULUMI_CONFIG_PASSPHRASE=nope "$STATETOOL" secrets verify --passphrase-file "$T/pw" "$P/valid-deployment-v3.json"
+check_rc 1; check_err_has "incorrect passphrase"
+run "missing, not interactive" st secrets verify "$P/valid-deployment-v3.json" </dev/null
+check_rc 1; check_err "statetool: error: passphrase must be set with PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE environment variables (or --passphrase-file)"
+run "passphrase file is a directory" st secrets verify --passphrase-file "$T" "$P/valid-deployment-v3.json"
+check_rc 1; check_err "statetool: error: passphrase file '$T' is a directory"
+: > "$T/empty"
+run "passphrase file empty" st secrets verify --passphrase-file "$T/empty" "$P/valid-deployment-v3.json"
+check_rc 1; check_err "statetool: error: passphrase file '$T/empty' is empty"
+run "no provider" st secrets verify "$FIXTURES/edit/delete-all-force.json"
+check_rc 0
+run "other provider" st secrets show "$FIXTURES/pulumi/checkpoint-v3.json"
+check_rc 0
+
+# tampering: GCM refuses; reported by URN and pointer
+sed 's|LudbcPrKaMQk1R3NNyum5aNq3uSzkG2zCA==|MudbcPrKaMQk1R3NNyum5aNq3uSzkG2zCA==|' "$P/valid-deployment-v3.json" > "$T/tampered.json"
+run "tampered" penv secrets verify "$T/tampered.json"
+check_rc 1
+check_err_has "error: urn:pulumi:dev::proj::my:index:Comp\$aws:s3/bucket:Bucket::b: cipher: message authentication failed"
+check_err_has "    at /deployment/resources/3/inputs/tags"
+check_out "2 secrets, 2 failed to decrypt"
+run "tampered show" penv secrets show "$T/tampered.json"
+check_rc 1; check_err_has "message authentication failed"
+
+# encrypt: plaintext secrets become ciphertext; existing ciphertext is kept byte for byte
+cp "$V/secrets-plaintext.json" "$T/pt.json"
+run "encrypt" penv secrets encrypt "$T/pt.json"
+check_rc 0; check_out_has "1 secret encrypted"
+if grep -q hunter2 "$T/pt.json"; then bad "plaintext left in the state"; else ok; fi
+run "encrypted valid" st validate "$T/pt.json"
+check_rc 0; check_err_has "valid, 0 errors, 0 warnings"
+run "encrypted verify" penv secrets verify "$T/pt.json"
+check_rc 0; check_out "2 secrets, 0 failed to decrypt"
+run "old ciphertext kept" grep -c 'LudbcPrKaMQk1R3NNyum5aNq3uSzkG2zCA==' "$T/pt.json"
+check_out "1"
+cp "$V/secrets-plaintext.json" "$T/pt2.json"
+run "encrypt wrong passphrase" env PULUMI_CONFIG_PASSPHRASE=wrong "$STATETOOL" secrets encrypt "$T/pt2.json"
+check_rc 1; check_err_has "incorrect passphrase"
+check_same "$V/secrets-plaintext.json" "$T/pt2.json"; check_absent "$T/pt2.json.bak"; check_absent "$T/pt2.json.lock"
+
+# rekey a state and its stack config; the new passphrase works, the old one no longer does
+cp "$P/valid-deployment-v3.json" "$T/rk.json"
+cat > "$T/Pulumi.dev.yaml" <<'Y'
+encryptionsalt: v1:AQIDBAUGBwg=:v1:AAECAwQFBgcICQoL:IYoikRHf10peey65kizoQjW7FClwEA==
+config:
+  aws:region: us-east-1
+  proj:password:
+    secure: v1:ZGVmZ2hpamtsbW5v:LudbcPrKaMQk1R3NNyum5aNq3uSzkG2zCA==
+Y
+cp "$T/Pulumi.dev.yaml" "$T/cfg-before.yaml"
+printf 'the new one\n' > "$T/newpw"
+run "rekey" penv secrets rekey --new-passphrase-file "$T/newpw" --stack-config "$T/Pulumi.dev.yaml" "$T/rk.json"
+check_rc 0
+check_out_has "2 secrets re-encrypted"
+check_out_has "encryptionsalt: v1:"
+check_out_has "$T/Pulumi.dev.yaml: encryptionsalt and 1 secure value rewritten"
+salt=$(sed -n 's/^encryptionsalt: //p' "$T/out")
+run "config salt" sed -n 's/^encryptionsalt: //p' "$T/Pulumi.dev.yaml"
+check_out "$salt"
+run "config kept" sed -n 2,4p "$T/Pulumi.dev.yaml"
+check_out "config:
+  aws:region: us-east-1
+  proj:password:"
+check_same "$T/cfg-before.yaml" "$T/Pulumi.dev.yaml.bak"
+run "new passphrase" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets verify "$T/rk.json"
+check_rc 0; check_out "2 secrets, 0 failed to decrypt"
+run "new passphrase show" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets show "$T/rk.json" b
+check_out_has '"plaintext": "\"hunter2\""'
+run "old passphrase" penv secrets verify "$T/rk.json"
+check_rc 1; check_err_has "incorrect passphrase"
+run "rekey without new passphrase" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets rekey "$T/rk.json" </dev/null
+check_rc 1; check_err_has "passphrase must be set with PULUMI_CONFIG_PASSPHRASE_NEW or PULUMI_CONFIG_PASSPHRASE_NEW_FILE environment variables (or --new-passphrase-file)"
+
+# Secrets pass through every other command untouched.
+cp "$P/valid-deployment-v3.json" "$T/pass.json"
+st protect "$T/pass.json" c >/dev/null
+run "ciphertext untouched" grep -c 'v1:ZGVmZ2hpamtsbW5v:LudbcPrKaMQk1R3NNyum5aNq3uSzkG2zCA==' "$T/pass.json"
+check_out "2"
+
+# No plaintext on disk: make a state whose secret only this test knows, encrypt it, drop the
+# user's own plaintext file, then run every command that touches secrets and scan every file.
+M="plain-marker-$$-4711"
+sed "s|\\\\\"hunter2\\\\\"|\\\\\"$M\\\\\"|" "$V/secrets-plaintext.json" > "$T/scan.json"
+grep -q "$M" "$T/scan.json" && ok || bad "marker not planted"
+penv secrets encrypt "$T/scan.json" >/dev/null
+rm -f "$T/scan.json.bak" "$T/pt.json.bak" "$T/pt.json" "$T/pt2.json" "$T/out" "$T/err"
+penv secrets verify "$T/scan.json" >/dev/null
+penv secrets show "$T/scan.json" >/dev/null
+penv secrets rekey --new-passphrase-file "$T/newpw" "$T/scan.json" >/dev/null
+env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets encrypt "$T/scan.json" >/dev/null
+st taint "$T/scan.json" c >/dev/null
+st convert "$T/scan.json" --compact --gzip -o "$T/scan.json.gz" >/dev/null
+st edit --from "$T/scan.json" "$T/scan.json" >/dev/null
+st validate "$T/scan.json" 2>/dev/null
+current="plaintext scan"
+if grep -rl "$M" "$T" >/dev/null 2>&1; then bad "plaintext found in $(grep -rl "$M" "$T")"; else ok; fi
+if zcat "$T/scan.json.gz" | grep -q "$M"; then bad "plaintext in the gzip file"; else ok; fi
+run "still decrypts" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets show "$T/scan.json" b
+check_out_has "$M"
+
+for c in show verify encrypt rekey; do
+	run "secrets $c --help" st secrets $c --help
+	check_rc 0; check_out_has "usage: statetool secrets show"
+done
+run "secrets nothing" st secrets
+check_rc 2
+finish
