@@ -175,6 +175,15 @@ void st__edit_report(st_edit *e, const char *fmt, ...) __attribute__((format(pri
 void st__pbkdf2_sha256(const unsigned char *pw, size_t pwlen, const unsigned char *salt,
 		       size_t saltlen, unsigned iterations, unsigned char out[32]);
 
+size_t st__secrets_count_ciphertexts(json_t *resource);
+
+/* Re-encrypts every secret of one resource object (a copy the caller owns) from one provider
+ * to another. *count (may be NULL) is incremented per secret. */
+int st__secrets_reencrypt(json_t *resource, st_secrets *from, st_secrets *to, size_t *count,
+			  st_error *err);
+
+int st__gzip_bytes(const void *data, size_t len, char **out, size_t *outlen, st_error *err);
+
 /* Test hook: ST_FAIL_STEP=name:N aborts (SIGABRT... SIGKILL) at step N of operation `name`. */
 void st__crash_point(const char *op, int step);
 

@@ -260,7 +260,7 @@ int st_file_read(const char *path, size_t max_size, char **out, size_t *len,
 	return ST_OK;
 }
 
-static int gzip_bytes(const void *data, size_t len, char **out, size_t *outlen, st_error *err)
+int st__gzip_bytes(const void *data, size_t len, char **out, size_t *outlen, st_error *err)
 {
 	z_stream zs;
 	uLong bound;
@@ -472,7 +472,7 @@ int st_file_write_atomic(const char *path, const void *data, size_t len,
 	mode = exists ? (sb.st_mode & 07777) : (opts->mode ? opts->mode : 0644);
 	if (opts->compression == ST_COMPRESS_GZIP) {
 		size_t glen = 0;
-		rc = gzip_bytes(data, len, &gz, &glen, err);
+		rc = st__gzip_bytes(data, len, &gz, &glen, err);
 		if (rc)
 			return rc;
 		data = gz;

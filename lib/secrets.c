@@ -736,6 +736,23 @@ int st_edit_secrets_rekey(st_edit *e, st_secrets *from, st_secrets *to, size_t *
 	return ST_OK;
 }
 
+size_t st__secrets_count_ciphertexts(json_t *r)
+{
+	cctx c = {0, 0};
+	walk_resource(r, "", count_one, &c);
+	return c.ct;
+}
+
+int st__secrets_reencrypt(json_t *r, st_secrets *from, st_secrets *to, size_t *count,
+			  st_error *err)
+{
+	ectx c = {NULL, from, to, 1, 0, err};
+	int rc = walk_resource(r, "", encrypt_one, &c);
+	if (count)
+		*count += c.count;
+	return rc;
+}
+
 /* ---- stack configuration files ---- */
 
 int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *count,

@@ -563,6 +563,72 @@ int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *
 		    st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
+ * Moving resources between stacks, and writing two files as one
+ */
+
+typedef struct st_move_opts {
+	const char *const *patterns; /* exact URNs or glob patterns ('*', '?', '[...]') */
+	size_t npatterns;
+	int include_parents;       /* also move the ancestors of what is selected */
+	const char *source_stack;  /* "PROJECT/STACK" of the source, or NULL (see st_stack_names) */
+	const char *dest_stack;    /* likewise for the destination */
+	st_secrets *source_secrets; /* to read secrets that must be re-encrypted (may be NULL) */
+	st_secrets *dest_secrets;   /* to encrypt them for the destination (may be NULL) */
+} st_move_opts;
+
+typedef struct st_move_report {
+	st_changes plan;          /* what moves (old -> new URN), what is copied or reused */
+	st_changes broken_source; /* edges removed from resources staying in the source */
+	st_changes broken_dest;   /* edges removed from resources moved to the destination */
+	st_changes warnings;      /* e.g. patterns that matched nothing */
+	char **moved_urns;        /* the source URNs of every resource moved */
+	size_t nmoved;
+	int needs_secrets;        /* moved secrets must be re-encrypted (providers differ) */
+} st_move_report;
+
+void st_move_report_clear(st_move_report *r);
+
+/* The stack and project a state belongs to: `override` ("PROJECT/STACK") if given, else the
+ * checkpoint's `stack` (organization/PROJECT/STACK), else `path` when it lies in a DIY backend
+ * (.pulumi/stacks/PROJECT/STACK.json), else the root stack resource's URN, else any URN.
+ * *stack and *project are new; ST_ENOTFOUND when nothing names them. */
+int st_stack_names(const st_state *state, const char *override, const char *path, char **stack,
+		   char **project, st_error *err);
+
+/* Moves resources from `src` to `dst` in memory with Pulumi's `state move` semantics (see the
+ * README): descendants always move with their parent; providers are copied (and reused when the
+ * destination has the same one); edges crossing the stacks are removed and reported on both
+ * sides; URNs take the destination's stack and project and the new parent's type chain;
+ * pending operations of moved resources move with them; secrets are re-encrypted when the two
+ * providers differ. Both states must be valid before, and are checked after: on any error
+ * neither is changed. `src_path` and `dst_path` (may be NULL) help name the stacks. */
+int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_path,
+	    const st_move_opts *opts, st_move_report *report, st_error *err);
+
+/* Replaces two files as one operation. Both new versions are first written beside their
+ * targets and synced; then a journal naming both (with the SHA-256 of the old and new bytes)
+ * is written beside each target; then the first target is replaced, then the second (each old
+ * file kept as .bak), and the journals are removed. After a crash at any point,
+ * st_journal_recover on either path completes the operation. `op` names it ("move"). */
+int st_journal_write_pair(const char *op, const char *path_a, const void *data_a, size_t len_a,
+			  const char *path_b, const void *data_b, size_t len_b, st_error *err);
+
+/* Saves two states as one operation (st_journal_write_pair): each in its own style and
+ * compression, magic recomputed; `a` is written first. */
+int st_state_save_pair(const char *op, st_state *a, const char *path_a, st_state *b,
+		       const char *path_b, st_error *err);
+
+/* Is an interrupted two-file operation pending on `path` (a journal beside it)? When it is and
+ * `other` is not NULL, *other receives the other file's path (new). */
+int st_journal_pending(const char *path, char **other);
+
+/* Completes an interrupted operation found beside `path`: each file whose bytes are still the
+ * old ones gets its staged new version; journals and staged files are then removed. A file that
+ * matches neither the old nor the new version (changed by someone else since) is left alone and
+ * ST_ECONFLICT is returned with both paths named. Lines for `report` (may be NULL). */
+int st_journal_recover(const char *path, st_changes *report, st_error *err);
+
+/* ---------------------------------------------------------------------------------------------
  * URNs and provider references
  */
 

@@ -159,6 +159,18 @@ int cli_load(cli_target *t, st_state **out)
 
 	st_error_clear(&err);
 	opts.max_size = t->max_size;
+	/* An interrupted move (or other two-file operation) is completed first. */
+	if (strcmp(t->path, "-") && st_journal_pending(t->path, NULL)) {
+		st_changes ch = {0};
+		int rc = st_journal_recover(t->path, &ch, &err);
+		for (size_t i = 0; i < ch.count; i++)
+			fprintf(stderr, "%s: note: %s\n", cli_prog, ch.lines[i]);
+		st_changes_clear(&ch);
+		if (rc != ST_OK) {
+			cli_error(&err);
+			return EXIT_FAIL;
+		}
+	}
 	if (st_state_load_file(out, t->path, &opts, &err) != ST_OK) {
 		cli_error(&err);
 		return EXIT_FAIL;

@@ -1,0 +1,352 @@
+/*
+ * Two files replaced as one (for `move`). Steps, each a crash point (STATETOOL_CRASH_AT=pair:N):
+ *   1. the new bytes of A written beside it as <A>.statetool-new, synced
+ *   2. the same for B
+ *   3. the journal (both paths, SHA-256 of old and new bytes) written as <A>.statetool-journal,
+ *      synced, directory synced
+ *   4. the same journal as <B>.statetool-journal: from here on the operation is committed
+ *   5. A replaced (old kept as <A>.bak)
+ *   6. B replaced (old kept as <B>.bak)
+ *   7. both journals removed
+ * Recovery (st_journal_recover) rolls forward: a file still holding its old bytes gets its
+ * staged new version. Before step 4 completes, only one journal or none exists and nothing has
+ * been replaced, so rolling forward is still exactly the operation that was asked for.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define JOURNAL_SUFFIX ".statetool-journal"
+#define STAGED_SUFFIX ".statetool-new"
+
+static int sha_of_file(const char *path, char out[65], int *exists)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	char *buf;
+	*exists = 0;
+	out[0] = '\0';
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (fstat(fd, &sb) < 0) {
+		close(fd);
+		return -1;
+	}
+	buf = malloc((size_t)sb.st_size + 1);
+	if (!buf || read(fd, buf, (size_t)sb.st_size) != sb.st_size) {
+		free(buf);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	st_sha256_hex(buf, (size_t)sb.st_size, out);
+	free(buf);
+	*exists = 1;
+	return 0;
+}
+
+static int write_synced(const char *path, const void *data, size_t len, st_error *err)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	const char *p = data;
+	size_t n = len;
+	if (fd < 0)
+		return st__err(err, ST_EIO, "cannot write '%s': %s", path, strerror(errno));
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			close(fd);
+			unlink(path);
+			return st__err(err, ST_EIO, "cannot write '%s': %s", path, strerror(e));
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	if (fsync(fd) < 0) {
+		int e = errno;
+		close(fd);
+		unlink(path);
+		return st__err(err, ST_EIO, "cannot sync '%s': %s", path, strerror(e));
+	}
+	close(fd);
+	char *dir = st_path_dirname(path);
+	if (dir) {
+		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0) {
+			fsync(dfd);
+			close(dfd);
+		}
+		free(dir);
+	}
+	return ST_OK;
+}
+
+static char *absolute(const char *path)
+{
+	char buf[4096];
+	if (path[0] == '/')
+		return st_strdup(path);
+	if (!getcwd(buf, sizeof(buf)))
+		return st_strdup(path);
+	return st_asprintf("%s/%s", buf, path);
+}
+
+/* Keeps the current file as .bak (hard link, else copy) and renames the staged file over it. */
+static int install(const char *path, const char *staged, st_error *err)
+{
+	char *bak = st_asprintf("%s.bak", path), *tmp = st_asprintf("%s.statetool-bak", path);
+	struct stat sb;
+	int rc = ST_OK;
+	if (!bak || !tmp) {
+		free(bak);
+		free(tmp);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	if (stat(path, &sb) == 0) {
+		unlink(tmp);
+		if (link(path, tmp) == 0)
+			rename(tmp, bak);
+		chmod(staged, sb.st_mode & 07777);
+	}
+	if (rename(staged, path) < 0)
+		rc = st__err(err, ST_EIO, "cannot replace '%s': %s", path, strerror(errno));
+	free(bak);
+	free(tmp);
+	return rc;
+}
+
+int st_journal_write_pair(const char *op, const char *path_a, const void *data_a, size_t len_a,
+			  const char *path_b, const void *data_b, size_t len_b, st_error *err)
+{
+	char *a = absolute(path_a), *b = absolute(path_b);
+	char *sa = NULL, *sb = NULL, *ja = NULL, *jb = NULL, *text = NULL;
+	char olda[65], oldb[65], newa[65], newb[65];
+	int ea, eb, rc = ST_OK;
+	json_t *j = NULL;
+	size_t tlen;
+	st_style st;
+
+	if (!a || !b) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (!strcmp(a, b)) {
+		rc = st__err(err, ST_EINVAL, "source and destination are the same file '%s'", a);
+		goto out;
+	}
+	if (st_path_is_symlink(a) || st_path_is_symlink(b)) {
+		rc = st__err(err, ST_EREFUSED, "refusing to write through a symbolic link");
+		goto out;
+	}
+	sa = st_asprintf("%s" STAGED_SUFFIX, a);
+	sb = st_asprintf("%s" STAGED_SUFFIX, b);
+	ja = st_asprintf("%s" JOURNAL_SUFFIX, a);
+	jb = st_asprintf("%s" JOURNAL_SUFFIX, b);
+	if (!sa || !sb || !ja || !jb) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (sha_of_file(a, olda, &ea) < 0 || sha_of_file(b, oldb, &eb) < 0) {
+		rc = st__err(err, ST_EIO, "cannot read '%s' or '%s'", a, b);
+		goto out;
+	}
+	st_sha256_hex(data_a, len_a, newa);
+	st_sha256_hex(data_b, len_b, newb);
+	if ((rc = write_synced(sa, data_a, len_a, err)) != ST_OK)
+		goto out;
+	st__crash_point("pair", 1);
+	if ((rc = write_synced(sb, data_b, len_b, err)) != ST_OK)
+		goto out_unstage;
+	st__crash_point("pair", 2);
+	j = json_pack("{s:i,s:s,s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s}]}", "statetool_journal", 1,
+		      "operation", op, "files", "path", a, "old_sha256", ea ? olda : "",
+		      "new_sha256", newa, "staged", sa, "path", b, "old_sha256", eb ? oldb : "",
+		      "new_sha256", newb, "staged", sb);
+	st_style_checkpoint(&st);
+	if (!j || st_json_dump(j, &st, &text, &tlen, err) != ST_OK) {
+		rc = err && err->code ? err->code : ST_ENOMEM;
+		goto out_unstage;
+	}
+	if ((rc = write_synced(ja, text, tlen, err)) != ST_OK)
+		goto out_unstage;
+	st__crash_point("pair", 3);
+	if ((rc = write_synced(jb, text, tlen, err)) != ST_OK) {
+		unlink(ja);
+		goto out_unstage;
+	}
+	st__crash_point("pair", 4);
+	/* Committed: from here on, recovery finishes the job. */
+	if ((rc = install(a, sa, err)) != ST_OK)
+		goto out;
+	st__crash_point("pair", 5);
+	if ((rc = install(b, sb, err)) != ST_OK)
+		goto out;
+	st__crash_point("pair", 6);
+	unlink(ja);
+	st__crash_point("pair", 7);
+	unlink(jb);
+	goto out;
+out_unstage:
+	unlink(sa);
+	unlink(sb);
+out:
+	json_decref(j);
+	free(text);
+	free(a);
+	free(b);
+	free(sa);
+	free(sb);
+	free(ja);
+	free(jb);
+	return rc;
+}
+
+static json_t *read_journal(const char *path)
+{
+	char *jp = st_asprintf("%s" JOURNAL_SUFFIX, path), *text = NULL;
+	size_t len;
+	json_t *j = NULL;
+	if (jp && st_file_read(jp, 1 << 20, &text, &len, NULL, NULL) == ST_OK)
+		st_json_parse(&j, text, len, jp, NULL, NULL, NULL, NULL);
+	free(text);
+	free(jp);
+	if (j && !json_is_array(json_object_get(j, "files"))) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
+}
+
+int st_journal_pending(const char *path, char **other)
+{
+	char *abs = absolute(path);
+	json_t *j = abs ? read_journal(abs) : NULL, *f;
+	size_t i;
+	if (other)
+		*other = NULL;
+	if (!j) {
+		free(abs);
+		return 0;
+	}
+	json_array_foreach(json_object_get(j, "files"), i, f) {
+		const char *p = st_json_str(f, "path");
+		if (other && p && strcmp(p, abs) && !*other)
+			*other = st_strdup(p);
+	}
+	json_decref(j);
+	free(abs);
+	return 1;
+}
+
+int st_journal_recover(const char *path, st_changes *report, st_error *err)
+{
+	char *abs = absolute(path);
+	json_t *j = abs ? read_journal(abs) : NULL, *f;
+	size_t i;
+	int rc = ST_OK;
+
+	if (!j) {
+		free(abs);
+		return ST_OK;
+	}
+	/* First check every file: old or new bytes, and a staged copy where it is needed. */
+	json_array_foreach(json_object_get(j, "files"), i, f) {
+		const char *p = st_json_str(f, "path"), *old = st_json_str(f, "old_sha256");
+		const char *neu = st_json_str(f, "new_sha256"), *staged = st_json_str(f, "staged");
+		char cur[65], st[65];
+		int ex, sx;
+		if (!p || !old || !neu || !staged || sha_of_file(p, cur, &ex) < 0) {
+			rc = st__err(err, ST_EIO, "cannot read '%s' named by the journal", p ? p : "?");
+			goto out;
+		}
+		if (ex && !strcmp(cur, neu))
+			continue;
+		if ((ex ? strcmp(cur, old) : old[0]) != 0) {
+			rc = st__err(err, ST_ECONFLICT,
+				     "an interrupted %s left a journal beside '%s', but '%s' has "
+				     "changed since (it is neither the version before nor the version "
+				     "after); resolve it by hand: the staged new version is '%s', "
+				     "then remove '%s" JOURNAL_SUFFIX "' and its twin",
+				     st_json_str(j, "operation"), abs, p, staged, p);
+			goto out;
+		}
+		if (sha_of_file(staged, st, &sx) < 0 || !sx || strcmp(st, neu)) {
+			rc = st__err(err, ST_ECONFLICT,
+				     "an interrupted %s cannot be completed: the staged new version "
+				     "of '%s' is missing or damaged; the old version is intact",
+				     st_json_str(j, "operation"), p);
+			goto out;
+		}
+	}
+	/* Then roll forward. */
+	json_array_foreach(json_object_get(j, "files"), i, f) {
+		const char *p = st_json_str(f, "path"), *neu = st_json_str(f, "new_sha256");
+		const char *staged = st_json_str(f, "staged");
+		char cur[65];
+		int ex;
+		sha_of_file(p, cur, &ex);
+		if (ex && !strcmp(cur, neu)) {
+			unlink(staged);
+			continue;
+		}
+		if ((rc = install(p, staged, err)) != ST_OK)
+			goto out;
+		st_changes_add(report, "completed the interrupted %s: wrote %s",
+			       st_json_str(j, "operation"), p);
+	}
+	json_array_foreach(json_object_get(j, "files"), i, f) {
+		char *jp = st_asprintf("%s" JOURNAL_SUFFIX, st_json_str(f, "path"));
+		if (jp)
+			unlink(jp);
+		free(jp);
+	}
+	st_changes_add(report, "the interrupted %s is complete; its journal is removed",
+		       st_json_str(j, "operation"));
+out:
+	json_decref(j);
+	free(abs);
+	return rc;
+}
+
+static int dump_for_disk(st_state *s, char **out, size_t *len, st_error *err)
+{
+	char *data;
+	size_t n;
+	int rc;
+	st_state_fix_magic(s);
+	rc = st_state_dump(s, NULL, &data, &n, err);
+	if (rc)
+		return rc;
+	if (st_state_compression(s) == ST_COMPRESS_GZIP) {
+		rc = st__gzip_bytes(data, n, out, len, err);
+		free(data);
+		return rc;
+	}
+	*out = data;
+	*len = n;
+	return ST_OK;
+}
+
+int st_state_save_pair(const char *op, st_state *a, const char *path_a, st_state *b,
+		       const char *path_b, st_error *err)
+{
+	char *da = NULL, *db = NULL;
+	size_t la = 0, lb = 0;
+	int rc = dump_for_disk(a, &da, &la, err);
+	if (rc == ST_OK)
+		rc = dump_for_disk(b, &db, &lb, err);
+	if (rc == ST_OK)
+		rc = st_journal_write_pair(op, path_a, da, la, path_b, db, lb, err);
+	free(da);
+	free(db);
+	return rc;
+}

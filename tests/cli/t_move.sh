@@ -1,0 +1,247 @@
+#!/bin/sh
+# statetool move: Pulumi's own cases (fixtures/move mirror state_move_test.go), secrets under two
+# passphrases, pending operations, replaceWith, and a crash at every step of the two writes.
+. "$(dirname "$0")/lib.sh"
+M=$FIXTURES/move
+B=$T/b
+SRC=organization/test/sourceStack
+DST=organization/test/destStack
+S=sourceStack
+setup() { # setup SOURCE_FIXTURE [DEST_FIXTURE]
+	rm -rf "$B"
+	mkdir -p "$B/.pulumi/stacks/test"
+	printf 'version: 1\n' > "$B/.pulumi/meta.yaml"
+	cp "$M/$1" "$B/.pulumi/stacks/test/sourceStack.json"
+	[ -z "${2:-}" ] || cp "$M/$2" "$B/.pulumi/stacks/test/destStack.json"
+}
+mv_() { "$STATETOOL" move --backend "$B" --source $SRC --dest $DST "$@"; }
+urns() { "$STATETOOL" list --json --backend "$B" --stack "$1" | sed -n 's/^ *"urn": "\(.*\)",$/\1/p'; }
+both_valid() {
+	if "$STATETOOL" validate -q --backend "$B" >/dev/null 2>&1; then ok; else bad "a stack is invalid after $current"; fi
+}
+
+setup leaf.json
+run "leaf" mv_ "urn:pulumi:$S::test::a:b:c::name"
+check_rc 0
+check_out "Planning to move the following resources from $SRC to $DST:
+
+  - urn:pulumi:sourceStack::test::a:b:c::name
+
+statetool will also:
+
+  - create the destination's root stack urn:pulumi:destStack::test::pulumi:pulumi:Stack::test-destStack
+  - copy provider urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0 -> urn:pulumi:destStack::test::pulumi:providers:a::default_1_0_0
+  - the destination had no secrets provider: it takes the source's (b64)
+
+Successfully moved resources from $SRC to $DST"
+run "leaf source" urns test/sourceStack
+check_out "urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0"
+run "leaf dest" urns test/destStack
+check_out "urn:pulumi:destStack::test::pulumi:pulumi:Stack::test-destStack
+urn:pulumi:destStack::test::pulumi:providers:a::default_1_0_0
+urn:pulumi:destStack::test::a:b:c::name"
+run "leaf provider ref" st show --backend "$B" --stack test/destStack name
+check_out_has '"provider": "urn:pulumi:destStack::test::pulumi:providers:a::default_1_0_0::provider_id"'
+check_out_has '"parent": "urn:pulumi:destStack::test::pulumi:pulumi:Stack::test-destStack"'
+both_valid
+
+setup children.json
+run "children move with their parent" mv_ "urn:pulumi:$S::test::a:b:c::name"
+check_rc 0
+check_out_has "  - urn:pulumi:sourceStack::test::a:b:c::name
+  - urn:pulumi:sourceStack::test::a:b:c\$a:b:c::name2"
+run "children dest" urns test/destStack
+check_out_has "urn:pulumi:destStack::test::a:b:c\$a:b:c::name2"
+both_valid
+
+setup children.json
+run "include parents" mv_ --include-parents "urn:pulumi:$S::test::a:b:c\$a:b:c::name2"
+check_rc 0
+run "include parents dest" urns test/destStack
+check_out "urn:pulumi:destStack::test::pulumi:pulumi:Stack::test-destStack
+urn:pulumi:destStack::test::pulumi:providers:a::default_1_0_0
+urn:pulumi:destStack::test::a:b:c::name
+urn:pulumi:destStack::test::a:b:c\$a:b:c::name2"
+both_valid
+
+setup dependencies.json
+run "broken dependencies" mv_ "urn:pulumi:$S::test::a:b:c::resToMove"
+check_rc 0
+check_out "Planning to move the following resources from $SRC to $DST:
+
+  - urn:pulumi:sourceStack::test::a:b:c::resToMove
+  - urn:pulumi:sourceStack::test::a:b:c\$a:b:c::movedChildURN
+  - urn:pulumi:sourceStack::test::a:b:c\$a:b:c::dependsOnMovedChildURN
+
+statetool will also:
+
+  - create the destination's root stack urn:pulumi:destStack::test::pulumi:pulumi:Stack::test-destStack
+  - copy provider urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0 -> urn:pulumi:destStack::test::pulumi:providers:a::default_1_0_0
+  - the destination had no secrets provider: it takes the source's (b64)
+
+The following resources remaining in $SRC have dependencies on resources moved to $DST:
+
+  - urn:pulumi:sourceStack::test::a:b:c::deps has a dependency on urn:pulumi:sourceStack::test::a:b:c::resToMove
+  - urn:pulumi:sourceStack::test::a:b:c::deletedWith is marked as deleted with urn:pulumi:sourceStack::test::a:b:c::resToMove
+  - urn:pulumi:sourceStack::test::a:b:c::propDeps (key) has a property dependency on urn:pulumi:sourceStack::test::a:b:c::resToMove
+
+The following resources being moved to $DST have dependencies on resources in $SRC:
+
+  - urn:pulumi:sourceStack::test::a:b:c::resToMove has a dependency on urn:pulumi:sourceStack::test::a:b:c::remainingDep
+
+If you go ahead with moving these dependencies, it will be necessary to create the appropriate inputs and outputs in the program for the stack the resources are moved to.
+
+Successfully moved resources from $SRC to $DST"
+run "deps kept" st show --backend "$B" --stack test/sourceStack deps
+check_out_has '"dependencies": [
+        "urn:pulumi:sourceStack::test::a:b:c::remainingDep"
+    ]'
+run "moved child keeps its dependency" st show --backend "$B" --stack test/destStack dependsOnMovedChildURN
+check_out_has '"urn:pulumi:destStack::test::a:b:c$a:b:c::movedChildURN"'
+both_valid
+
+setup reparent.json
+run "reparent to root" mv_ "urn:pulumi:$S::test::parentComponent\$targetComponent::component"
+check_rc 0
+run "chain dropped" urns test/destStack
+check_out_has "urn:pulumi:destStack::test::targetComponent::component
+urn:pulumi:destStack::test::targetComponent\$pkgA:index:typB::child"
+both_valid
+
+setup rooted.json
+run "root stack selected: its children move, provider shared" mv_ "urn:pulumi:$S::test::pulumi:pulumi:Stack::test-sourceStack"
+check_rc 0
+run "rooted source" urns test/sourceStack
+check_out "urn:pulumi:sourceStack::test::pulumi:pulumi:Stack::test-sourceStack
+urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0"
+run "pending moved" st pending --backend "$B" --stack test/destStack
+check_out "updating  urn:pulumi:destStack::test::a:b:c::name2"
+run "pending gone from source" st pending --backend "$B" --stack test/sourceStack
+check_out_empty
+both_valid
+
+setup rooted.json
+run "glob, provider shared with a resource that stays" mv_ "urn:pulumi:$S::test::a:b:c::*"
+check_rc 0
+run "glob source" urns test/sourceStack
+check_out "urn:pulumi:sourceStack::test::pulumi:pulumi:Stack::test-sourceStack
+urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0
+urn:pulumi:sourceStack::test::x:y:Z::stays"
+run "glob dest" urns test/destStack
+check_out_has "urn:pulumi:destStack::test::a:b:c::name
+urn:pulumi:destStack::test::a:b:c::name2"
+both_valid
+
+setup leaf.json dest-same-provider.json
+run "provider reused" mv_ "urn:pulumi:$S::test::a:b:c::name"
+check_rc 0; check_out_has "reuse provider urn:pulumi:destStack::test::pulumi:providers:a::default_1_0_0::provider_id"
+run "reused dest" urns test/destStack
+check_out "urn:pulumi:destStack::test::pulumi:pulumi:Stack::test-destStack
+urn:pulumi:destStack::test::pulumi:providers:a::default_1_0_0
+urn:pulumi:destStack::test::a:b:c::name"
+both_valid
+
+# refusals change nothing
+refused() { # NAME MESSAGE ARGS...
+	name=$1; msg=$2; shift 2
+	cp "$B/.pulumi/stacks/test/sourceStack.json" "$T/s.before"
+	[ -f "$B/.pulumi/stacks/test/destStack.json" ] && cp "$B/.pulumi/stacks/test/destStack.json" "$T/d.before" || rm -f "$T/d.before"
+	run "$name" mv_ "$@"
+	check_rc 1; check_err_has "$msg"
+	check_same "$T/s.before" "$B/.pulumi/stacks/test/sourceStack.json"
+	if [ -f "$T/d.before" ]; then check_same "$T/d.before" "$B/.pulumi/stacks/test/destStack.json"; else check_absent "$B/.pulumi/stacks/test/destStack.json"; fi
+	run "$name: no journal" sh -c "ls -a '$B/.pulumi/stacks/test' | grep -c statetool"
+	check_out "0"
+}
+setup leaf.json dest-other-provider.json
+refused "different provider" "provider urn:pulumi:destStack::test::pulumi:providers:a::default_1_0_0 already exists in destination stack" "urn:pulumi:$S::test::a:b:c::name"
+setup leaf.json dest-existing-resource.json
+refused "collision" "resource urn:pulumi:destStack::test::a:b:c::name already exists in destination stack" "urn:pulumi:$S::test::a:b:c::name"
+setup leaf.json
+run "unknown resource warns" mv_ not-a-urn
+check_err "statetool: warning: Resource not-a-urn not found in source stack
+statetool: error: no resources found to move"
+refused "unknown resource" "no resources found to move" not-a-urn
+refused "providers cannot be selected" "cannot move providers. Only resources can be moved, and providers will be included automatically" "urn:pulumi:$S::test::pulumi:providers:a::default_1_0_0"
+printf '{"version":3,"checkpoint":{"stack":"organization/test/sourceStack"}}' > "$B/.pulumi/stacks/test/sourceStack.json"
+refused "empty source" "source stack has no resources" x
+
+# replaceWith is rewritten, not duplicated
+setup replacewith.json
+run "replaceWith" mv_ "urn:pulumi:$S::test::a:b:c::*"
+check_rc 0
+run "replaceWith dest" st show --backend "$B" --stack test/destStack other
+check_out_has '"replaceWith": [
+        "urn:pulumi:destStack::test::a:b:c::name"
+    ],'
+both_valid
+
+# plain files; a never-deployed export names no stack: refused until --dest-stack
+cp "$M/leaf.json" "$T/src.json"
+printf '{"version":3,"deployment":null}\n' > "$T/new.json"
+cp "$T/new.json" "$T/new.before"
+run "unnamed destination" st move --source "$T/src.json" --dest "$T/new.json" "urn:pulumi:$S::test::a:b:c::name"
+check_rc 1; check_err_has "add --dest-stack PROJECT/STACK"; check_same "$T/new.before" "$T/new.json"
+run "named destination" st move --source "$T/src.json" --dest "$T/new.json" --dest-stack test/prod "urn:pulumi:$S::test::a:b:c::name"
+check_rc 0
+run "named destination urns" st list "$T/new.json"
+check_out_has "urn:pulumi:prod::test::a:b:c::name"
+run "files valid" st validate "$T/src.json" "$T/new.json"
+check_rc 0
+run "dry run" st move --dry-run --source "$T/new.json" --dest "$T/src.json" "urn:pulumi:prod::test::a:b:c::name"
+check_rc 0; check_out_has "dry run: nothing written"
+
+# secrets under two passphrases: re-encrypted for the destination
+cp "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/sec-src.json"
+printf 'other passphrase\n' > "$T/dpw"
+cat > "$T/mkdest.sh" <<'MK'
+# a destination stack with its own passphrase provider
+MK
+st convert "$FIXTURES/edit/delete-all-force.json" -o "$T/sec-dst.json" >/dev/null
+env PULUMI_CONFIG_PASSPHRASE="correct horse battery staple" PULUMI_CONFIG_PASSPHRASE_NEW="other passphrase" "$STATETOOL" secrets rekey "$T/sec-dst.json" >/dev/null
+run "secrets need both passphrases" st move --source "$T/sec-src.json" --dest "$T/sec-dst.json" --dest-stack shop/dev 'urn:pulumi:dev::proj::my:index:Comp::c' </dev/null
+check_rc 1; check_err_has "passphrase must be set"
+run "secrets re-encrypted" env STATETOOL_SOURCE_PASSPHRASE="correct horse battery staple" "$STATETOOL" move --dest-passphrase-file "$T/dpw" --source "$T/sec-src.json" --dest "$T/sec-dst.json" --dest-stack shop/dev 'urn:pulumi:dev::proj::my:index:Comp::c'
+check_rc 0; check_out_has "re-encrypt 2 secrets of urn:pulumi:dev::proj::my:index:Comp\$aws:s3/bucket:Bucket::b for the destination"
+run "decrypts with the destination's passphrase" env PULUMI_CONFIG_PASSPHRASE="other passphrase" "$STATETOOL" secrets show "$T/sec-dst.json" b
+check_rc 0; check_out_has '"plaintext": "\"hunter2\""'
+run "secret files valid" st validate "$T/sec-src.json" "$T/sec-dst.json"
+check_rc 0
+
+# a crash at every step of the two writes: afterwards every selected resource is in exactly
+# one stack, and nothing else changed
+for step in 1 2 3 4 5 6 7; do
+	setup children.json
+	run "crash at pair:$step" env STATETOOL_CRASH_AT=pair:$step "$STATETOOL" move --backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
+	check_rc 137
+	if [ $step -eq 5 ]; then
+		# any later command on either stack completes the move
+		run "list completes the move ($step)" st list --backend "$B" --stack test/sourceStack
+		check_rc 0; check_err_has "note: completed the interrupted move"
+	fi
+	run "recover ($step)" st move --recover --backend "$B" --source $SRC --dest $DST
+	check_rc 0
+	src_names=$(urns test/sourceStack | tr '\n' ' ')
+	dst_names=$(urns test/destStack 2>/dev/null | tr '\n' ' ')
+	case "$src_names" in *"::name "*|*"::name2 "*) in_src=1 ;; *) in_src=0 ;; esac
+	case "$dst_names" in *"::name "*) in_dst=1 ;; *) in_dst=0 ;; esac
+	current="invariant after pair:$step"
+	if [ $((in_src + in_dst)) -eq 1 ]; then ok; else bad "src: $src_names / dst: $dst_names"; fi
+	if [ $step -ge 4 ] || [ $step -le 2 ]; then :; fi
+	# before the journal is complete nothing moved; from step 4 on, the move completed
+	if [ $step -le 2 ]; then
+		if [ $in_src -eq 1 ]; then ok; else bad "moved although not committed"; fi
+	elif [ $step -ge 4 ]; then
+		if [ $in_dst -eq 1 ]; then ok; else bad "committed but not completed"; fi
+	fi
+	both_valid
+	run "no leftovers ($step)" sh -c "ls -a '$B/.pulumi/stacks/test' | grep -c 'statetool-'"
+	check_out "0"
+	rm -f "$B"/.pulumi/stacks/test/*.lock
+done
+
+run "usage: no sides" st move x
+check_rc 2; check_err_has "at least one of --source or --dest must be provided"
+run "usage: no resource" st move --source "$T/src.json" --dest "$T/new.json"
+check_rc 2
+finish
