@@ -629,6 +629,53 @@ int st_journal_pending(const char *path, char **other);
 int st_journal_recover(const char *path, st_changes *report, st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
+ * Importing resources by adding their state (`pulumi import` without a program)
+ */
+
+/* Read: given {"type","id","urn","properties"} (borrowed), set *response (new) to
+ * {"inputs": {...}, "outputs": {...}}. Return ST_OK, or an ST_E* code with err set. */
+typedef int (*st_import_read_fn)(void *ctx, const json_t *request, json_t **response,
+				 st_error *err);
+
+typedef struct st_import_opts {
+	const char *dest_stack;    /* "PROJECT/STACK" override (see st_stack_names) */
+	int no_protect;            /* imported resources are protected unless this is set */
+	int keep_import_id;        /* record importID (as the `import` resource option does) */
+	int no_read;               /* no Read: given inputs, empty outputs */
+	st_import_read_fn read;    /* Read for specs without outputs (may be NULL) */
+	void *read_ctx;
+	st_secrets *secrets;       /* encrypts values the specs mark secret (may be NULL) */
+} st_import_opts;
+
+typedef struct st_import_report {
+	st_changes added;  /* each resource and provider added */
+	st_changes noops;  /* specs already in the state with the same ID */
+	st_changes notes;  /* e.g. outputs left for `pulumi refresh` */
+	size_t nadded;
+} st_import_report;
+
+void st_import_report_clear(st_import_report *r);
+
+/* Checks an import file (borrowed) by schemas/import.json and Pulumi's rules (names, IDs,
+ * components, parents and providers through nameTable, ambiguous URNs, versions, unknown
+ * values), with Pulumi's messages and JSON Pointers, for the given stack and project. */
+int st_import_check(json_t *doc, const char *stack, const char *project, st_problems *out,
+		    st_error *err);
+
+/* Adds the resources of an import file to `dst` as `pulumi import` would: URNs built from
+ * nameTable and earlier specs (default parent: the root stack, created if missing), custom
+ * unless a component, protected unless opts->no_protect, default providers named as Pulumi
+ * names them (default_4_16_0) and created with a fresh UUID when missing, importID only with
+ * keep_import_id. The same URN with the same ID is a no-op; another ID is refused. Problems of
+ * the file go to `problems` (ST_EINVAL when there are any); on any error nothing changes. */
+int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_opts *opts,
+	      st_import_report *report, st_problems *problems, st_error *err);
+
+/* The reverse: an import file (new) describing the resources at `idx` (all resources when n is
+ * 0): type, name, ID, parent and provider through nameTable, version, component. */
+json_t *st_import_generate(st_state *s, const size_t *idx, size_t n, st_error *err);
+
+/* ---------------------------------------------------------------------------------------------
  * URNs and provider references
  */
 

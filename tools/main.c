@@ -23,6 +23,7 @@ static const cli_command commands[] = {
 	{"edit", cmd_edit, "edit the deployment in $EDITOR, validated before it is written"},
 	{"restore", cmd_restore, "put STATE.bak back in place"},
 	{"move", cmd_move, "move resources between stacks or files, crash-safe"},
+	{"import", cmd_import, "add resources' state from an import file (pulumi import, no program)"},
 	{"secrets", cmd_secrets, "show, verify, encrypt or rekey secrets (Pulumi's passphrase provider)"},
 	{"stacks", cmd_stacks, "list the stacks of a DIY backend with resource counts"},
 	{"unlock", cmd_unlock, "remove the lock of a stack or a state file"},

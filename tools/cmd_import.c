@@ -1,0 +1,436 @@
+/* statetool import: add resources' state from an import file (or TYPE NAME ID). */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char help[] =
+	"usage: statetool import [options] --dest STATE --file SPECS.json\n"
+	"       statetool import [options] --dest STATE TYPE NAME ID\n"
+	"       statetool import --generate-specs [options] STATE [RESOURCE...] [-o FILE]\n"
+	"\n"
+	"Import existing infrastructure by adding each resource's state to the destination,\n"
+	"with Pulumi's import file (`pulumi import --file`: nameTable, resources[] with type,\n"
+	"name, id, parent, provider, version, pluginDownloadUrl, logicalName, component,\n"
+	"remote, properties, inputs, outputs) and Pulumi's rules. Every error of the file is\n"
+	"reported, with its JSON Pointer, before anything is written.\n"
+	"\n"
+	"  * URNs are built as Pulumi builds them: parents through nameTable or earlier specs,\n"
+	"    the root stack by default (created if missing); custom unless a component\n"
+	"  * resources are protected unless --protect=false\n"
+	"  * providers: an explicit one (nameTable, or a provider spec in the file), else a\n"
+	"    default provider named as Pulumi names it (default_4_16_0), created with a fresh\n"
+	"    UUID ID before its first user when missing\n"
+	"  * importID stays empty, as `pulumi import` leaves it; --keep-import-id records it,\n"
+	"    as the `import` resource option does\n"
+	"  * the same URN with the same ID is a no-op (reported); another ID is refused;\n"
+	"    duplicate specs are refused\n"
+	"  * values marked secret ({\"4dabf...\": \"1b47...\", \"plaintext\": ...}) are encrypted\n"
+	"    under the destination's secrets provider\n"
+	"\n"
+	"Reading a resource (Pulumi's step 1 is the provider's Read; statetool has none):\n"
+	"  * outputs (and inputs) given in the file are used as they are;\n"
+	"  * --reader CMD runs CMD (with /bin/sh) once per resource: the request\n"
+	"    {\"type\",\"id\",\"urn\",\"properties\"} on its standard input, the answer\n"
+	"    {\"inputs\": {...}, \"outputs\": {...}} (or {\"error\": \"...\"}) on its standard\n"
+	"    output, within --reader-timeout seconds (default 30); a reader that fails,\n"
+	"    hangs or answers anything else fails the import and nothing is written;\n"
+	"  * --no-read adds the resource with the given inputs and empty outputs; the next\n"
+	"    `pulumi refresh` fills them in. Without any of these it is an error.\n"
+	"\n"
+	"The destination's stack and project come from --dest-stack PROJECT/STACK, else the\n"
+	"checkpoint's `stack`, else the file's place in a DIY backend, else its URNs.\n"
+	"\n"
+	"Options:\n"
+	"  --dest STATE           the destination file (or a stack, with --backend DIR)\n"
+	"  --file SPECS.json      the import file ('-' = standard input)\n"
+	"  --dest-stack P/S       the destination's project and stack\n"
+	"  --protect=false        do not protect the imported resources\n"
+	"  --keep-import-id       record each resource's importID\n"
+	"  --reader CMD           the program that reads resources\n"
+	"  --reader-timeout SECS  how long the reader may take per resource (default 30)\n"
+	"  --no-read              add resources without outputs\n"
+	"  --passphrase-file F    the destination's passphrase, to encrypt secrets\n"
+	"  --generate-specs       write an import file describing resources of STATE\n"
+	"  -o, --output FILE      with --generate-specs: where to write ('-' = stdout)\n"
+	"  --dry-run              print what would be added; write nothing\n"
+	"  --json                 the summary as one JSON document\n"
+	"  --backend DIR          --dest names a stack of this DIY backend\n"
+	"  -h, --help             show this help\n";
+
+enum { I_DEST = 6000, I_FILE, I_DSTACK, I_PROTECT, I_KEEP, I_READER, I_TIMEOUT, I_NOREAD, I_PASS,
+       I_GEN };
+
+typedef struct reader {
+	const char *cmd;
+	int timeout;
+} reader;
+
+static int import_err(st_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int import_err(st_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	if (!err || err->code)
+		return code;
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* Runs the reader once. */
+static int run_reader(void *ctx, const json_t *req, json_t **resp, st_error *err)
+{
+	reader *rd = ctx;
+	int in[2], out[2];
+	char *text = NULL, *buf = NULL;
+	size_t tlen = 0, len = 0, cap = 0;
+	pid_t pid;
+	int status = 0, rc = ST_OK;
+	st_style st;
+	const char *urn = json_string_value(json_object_get(req, "urn"));
+
+	*resp = NULL;
+	st_style_checkpoint(&st);
+	if (st_json_dump(req, &st, &text, &tlen, err) != ST_OK)
+		return err->code;
+	if (pipe(in) < 0 || pipe(out) < 0) {
+		free(text);
+		return import_err(err, ST_EIO, "cannot start the reader: %s", strerror(errno));
+	}
+	pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl("/bin/sh", "sh", "-c", rd->cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	signal(SIGPIPE, SIG_IGN);
+	if (write(in[1], text, tlen) < 0) { /* the reader may not read; its answer decides */
+	}
+	close(in[1]);
+	free(text);
+	struct timespec start, now;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		struct pollfd pf = {out[0], POLLIN, 0};
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long left = rd->timeout * 1000L - ((now.tv_sec - start.tv_sec) * 1000L +
+						  (now.tv_nsec - start.tv_nsec) / 1000000L);
+		if (left <= 0) {
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			close(out[0]);
+			free(buf);
+			return import_err(err, ST_EUNSUPPORTED,
+					   "the reader timed out after %d s on %s; nothing was written",
+					   rd->timeout, urn);
+		}
+		int pr = poll(&pf, 1, (int)left);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0)
+			continue;
+		if (len + 4096 > cap) {
+			cap = cap ? cap * 2 : 8192;
+			if (cap > (64u << 20)) {
+				kill(-pid, SIGKILL);
+				waitpid(pid, NULL, 0);
+				close(out[0]);
+				free(buf);
+				return import_err(err, ST_ELIMIT, "the reader's answer for %s is over "
+						   "64 MiB", urn);
+			}
+			buf = realloc(buf, cap + 1);
+		}
+		ssize_t r = read(out[0], buf + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	close(out[0]);
+	waitpid(pid, &status, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		free(buf);
+		return import_err(err, ST_EUNSUPPORTED, "the reader failed on %s (exit status %d); "
+				   "nothing was written", urn,
+				   WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	}
+	json_t *j = NULL;
+	st_error pe;
+	st_error_clear(&pe);
+	if (!buf || st_json_parse(&j, buf, len, "reader output", NULL, NULL, NULL, &pe) != ST_OK ||
+	    !json_is_object(j)) {
+		free(buf);
+		json_decref(j);
+		return import_err(err, ST_EFORMAT, "the reader answered %s with something that is "
+				   "not a JSON object (%s); nothing was written", urn,
+				   pe.message[0] ? pe.message : "empty");
+	}
+	free(buf);
+	if (json_is_string(json_object_get(j, "error"))) {
+		rc = import_err(err, ST_EUNSUPPORTED, "the reader could not read %s: %s", urn,
+				 json_string_value(json_object_get(j, "error")));
+		json_decref(j);
+		return rc;
+	}
+	json_t *ins = json_object_get(j, "inputs"), *outs = json_object_get(j, "outputs");
+	if ((ins && !json_is_object(ins)) || !json_is_object(outs)) {
+		json_decref(j);
+		return import_err(err, ST_EFORMAT, "the reader's answer for %s lacks an \"outputs\" "
+				   "object (and \"inputs\", if any, must be an object); nothing was "
+				   "written", urn);
+	}
+	*resp = j;
+	return ST_OK;
+}
+
+static int generate(cli_target *t, char **pos, int npos, const char *output)
+{
+	st_state *s = NULL;
+	size_t *idx = NULL, n = 0;
+	int rc;
+	st_error err;
+	st_error_clear(&err);
+	if ((rc = cli_target_resolve(t, "import", 1)) != EXIT_OK || (rc = cli_load(t, &s)))
+		goto out;
+	if (npos && (rc = cli_find(s, pos, npos, 1, &idx, &n)) != EXIT_OK)
+		goto out;
+	json_t *doc = st_import_generate(s, idx, n, &err);
+	if (!doc) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	char *data;
+	size_t len;
+	st_style st;
+	st_style_export(&st);
+	st_json_dump(doc, &st, &data, &len, NULL);
+	rc = cli_write_output(output ? output : "-", data, len);
+	free(data);
+	json_decref(doc);
+out:
+	free(idx);
+	st_state_free(s);
+	cli_target_free(t);
+	return rc;
+}
+
+int cmd_import(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"dest", required_argument, NULL, I_DEST},
+		{"file", required_argument, NULL, I_FILE},
+		{"dest-stack", required_argument, NULL, I_DSTACK},
+		{"protect", required_argument, NULL, I_PROTECT},
+		{"keep-import-id", no_argument, NULL, I_KEEP},
+		{"reader", required_argument, NULL, I_READER},
+		{"reader-timeout", required_argument, NULL, I_TIMEOUT},
+		{"no-read", no_argument, NULL, I_NOREAD},
+		{"passphrase-file", required_argument, NULL, I_PASS},
+		{"generate-specs", no_argument, NULL, I_GEN},
+		{"output", required_argument, NULL, 'o'},
+		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"allow-duplicate-keys", no_argument, NULL, OPT_ALLOW_DUPLICATE_KEYS},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	const char *dest = NULL, *file = NULL, *passfile = NULL, *output = NULL, *backend = NULL;
+	int c, rc, gen = 0, dry = 0, json = 0, dups = 0;
+	st_import_opts io = {0};
+	reader rd = {NULL, 30};
+	cli_target t = {0};
+	st_state *s = NULL;
+	st_lock *lock = NULL;
+	st_secrets *sec = NULL;
+	json_t *doc = NULL;
+	st_import_report rep = {0};
+	st_problems probs = {0};
+	st_error err;
+
+	st_error_clear(&err);
+	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case I_DEST: dest = optarg; break;
+		case I_FILE: file = optarg; break;
+		case I_DSTACK: io.dest_stack = optarg; break;
+		case I_PROTECT:
+			if (!strcmp(optarg, "false"))
+				io.no_protect = 1;
+			else if (strcmp(optarg, "true"))
+				return cli_usage("import", "--protect is true or false");
+			break;
+		case I_KEEP: io.keep_import_id = 1; break;
+		case I_READER: rd.cmd = optarg; break;
+		case I_TIMEOUT:
+			rd.timeout = atoi(optarg);
+			if (rd.timeout <= 0)
+				return cli_usage("import", "--reader-timeout takes seconds > 0");
+			break;
+		case I_NOREAD: io.no_read = 1; break;
+		case I_PASS: passfile = optarg; break;
+		case I_GEN: gen = 1; break;
+		case 'o': output = optarg; break;
+		case OPT_BACKEND: backend = optarg; break;
+		case OPT_DRY_RUN: dry = 1; break;
+		case OPT_JSON: json = 1; break;
+		case OPT_ALLOW_DUPLICATE_KEYS: dups = 1; break;
+		case 'h': return cli_help(help);
+		default: return cli_usage("import", "bad option");
+		}
+	}
+	if (gen) {
+		if (optind >= argc && !dest)
+			return cli_usage("import", "--generate-specs needs STATE");
+		if (dest) {
+			t.arg = backend ? NULL : dest;
+			t.stack = backend ? dest : NULL;
+		} else {
+			t.arg = argv[optind++];
+		}
+		t.backend_url = backend;
+		return generate(&t, argv + optind, argc - optind, output);
+	}
+	if (!dest)
+		return cli_usage("import", "missing --dest STATE");
+	if (file && optind < argc)
+		return cli_usage("import", "an inline resource may not be specified in conjunction "
+					   "with an import file");
+	if (!file && argc - optind != 3)
+		return cli_usage("import", "an inline resource must be specified if no import file "
+					   "is used: TYPE NAME ID");
+	if (rd.cmd && io.no_read)
+		return cli_usage("import", "--reader and --no-read exclude each other");
+	t.backend_url = backend;
+	if (backend)
+		t.stack = dest;
+	else
+		t.arg = dest;
+	if ((rc = cli_target_resolve(&t, "import", 1)) != EXIT_OK)
+		goto out;
+	/* the import file */
+	if (file) {
+		char *text = NULL;
+		size_t len = 0;
+		if (st_file_read(file, 64u << 20, &text, &len, NULL, &err) != ST_OK ||
+		    st_json_parse(&doc, text, len, strcmp(file, "-") ? file : "<stdin>", NULL, NULL,
+				  NULL, &err) != ST_OK) {
+			free(text);
+			cli_error(&err);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		free(text);
+	} else {
+		doc = json_pack("{s:[{s:s,s:s,s:s}]}", "resources", "type", argv[optind], "name",
+				argv[optind + 1], "id", argv[optind + 2]);
+	}
+	if (!dry && (rc = cli_lock(&t, &lock)) != EXIT_OK)
+		goto out;
+	if ((rc = cli_load(&t, &s)) != EXIT_OK ||
+	    (rc = cli_refuse_lossy(s, cli_target_name(&t), dups)) != EXIT_OK)
+		goto out;
+	if (rd.cmd) {
+		io.read = run_reader;
+		io.read_ctx = &rd;
+	}
+	/* secrets to encrypt? */
+	{
+		json_t *res = json_object_get(doc, "resources"), *r;
+		size_t i;
+		int has = 0;
+		json_array_foreach(res, i, r) {
+			char *txt = NULL;
+			st_json_dump(r, NULL, &txt, NULL, NULL);
+			if (txt && strstr(txt, "1b47061264138c4ac30d75fd1eb44270"))
+				has = 1;
+			free(txt);
+		}
+		if (has && (rc = cli_open_secrets(s, passfile, 1, &sec)) != EXIT_OK)
+			goto out;
+		io.secrets = sec;
+	}
+	if (st_state_version(s) < 3) {
+		st_changes ch = {0};
+		st_state_migrate(s, &ch, NULL);
+		st_changes_clear(&ch);
+	}
+	rc = st_import(s, t.path, doc, &io, &rep, &probs, &err);
+	for (size_t i = 0; i < probs.count; i++)
+		fprintf(stderr, "%s: error: %s\n    at %s\n", file ? file : "import",
+			probs.items[i].message, probs.items[i].pointer);
+	if (rc != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	if (!dry && rep.nadded) {
+		st_write_opts wo = {0};
+		wo.backup = 1;
+		if (st_state_save(s, t.path, &wo, &err) != ST_OK) {
+			cli_error(&err);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+	}
+	if (json) {
+		json_t *o = json_object(), *a = json_array(), *nn = json_array(), *nt = json_array();
+		json_object_set_new(o, "format_version", json_integer(CLI_JSON_FORMAT));
+		json_object_set_new(o, "dry_run", json_boolean(dry));
+		json_object_set_new(o, "written", json_boolean(!dry && rep.nadded));
+		for (size_t i = 0; i < rep.added.count; i++)
+			json_array_append_new(a, json_string(rep.added.lines[i]));
+		for (size_t i = 0; i < rep.noops.count; i++)
+			json_array_append_new(nn, json_string(rep.noops.lines[i]));
+		for (size_t i = 0; i < rep.notes.count; i++)
+			json_array_append_new(nt, json_string(rep.notes.lines[i]));
+		json_object_set_new(o, "added", a);
+		json_object_set_new(o, "unchanged", nn);
+		json_object_set_new(o, "notes", nt);
+		cli_print_json(o);
+		json_decref(o);
+	} else {
+		for (size_t i = 0; i < rep.added.count; i++)
+			printf("%s %s\n", dry ? "would add" : "added", rep.added.lines[i]);
+		for (size_t i = 0; i < rep.noops.count; i++)
+			printf("unchanged: %s\n", rep.noops.lines[i]);
+		for (size_t i = 0; i < rep.notes.count; i++)
+			printf("note: %s\n", rep.notes.lines[i]);
+		if (dry)
+			printf("dry run: nothing written\n");
+		else
+			printf("%zu resource%s imported\n", rep.nadded, rep.nadded == 1 ? "" : "s");
+	}
+	rc = EXIT_OK;
+out:
+	st_import_report_clear(&rep);
+	st_problems_clear(&probs);
+	json_decref(doc);
+	st_secrets_free(sec);
+	if (lock)
+		st_lock_release(lock, NULL);
+	st_state_free(s);
+	cli_target_free(&t);
+	return rc;
+}
