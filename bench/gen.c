@@ -1,7 +1,9 @@
 /*
  * bench/gen: writes a realistic, seeded Pulumi deployment state for benchmarks.
  *
- *   gen N [SEED] [--checkpoint] [--stack NAME] [--project NAME] > state.json
+ *   gen N [SEED] [--checkpoint] [--stack NAME] [--project NAME] [--plaintext-secrets]
+ *       [--secret-every K] > state.json
+ *   gen --import-specs N > specs.json   an import file of N resources with outputs
  *
  * The state has a root stack, a handful of providers (default and explicit, several versions),
  * components (one per ~20 resources) holding custom resources, nested inputs and outputs
@@ -32,6 +34,8 @@ static unsigned pick(unsigned n)
 }
 
 static int compact;
+static int plaintext_secrets;
+static int secret_every = 10;
 static int depth_base;
 
 static void nl(int depth)
@@ -138,7 +142,10 @@ static void props(gen *g, int i, int depth, int outputs, int secret)
 		printf("\"4dabf18193072939515e22adb298388d\"%s\"1b47061264138c4ac30d75fd1eb44270\",",
 		       sep());
 		nl(depth + 2);
-		printf("\"ciphertext\"%s\"v1:%s:%s\"", sep(), nonce, ct);
+		if (plaintext_secrets)
+			printf("\"plaintext\"%s\"\\\"s3cr3t-%d-%s\\\"\"", sep(), i, nonce);
+		else
+			printf("\"ciphertext\"%s\"v1:%s:%s\"", sep(), nonce, ct);
 		nl(depth + 1);
 		printf("},");
 	}
@@ -170,8 +177,23 @@ int main(int argc, char **argv)
 
 	g.stack = "dev";
 	g.project = "bench";
+	if (argc == 3 && !strcmp(argv[1], "--import-specs")) {
+		int k = atoi(argv[2]);
+		printf("{\"resources\":[");
+		for (i = 0; i < k; i++)
+			printf("%s{\"type\":\"aws:s3/bucket:Bucket\",\"name\":\"imported-%d\","
+			       "\"id\":\"imp-%d\",\"version\":\"6.0.0\",\"outputs\":{\"arn\":"
+			       "\"arn:aws:s3:::imp-%d\",\"bucket\":\"imp-%d\"}}",
+			       i ? "," : "", i, i, i, i);
+		printf("]}\n");
+		return 0;
+	}
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--checkpoint"))
+		if (!strcmp(argv[i], "--plaintext-secrets"))
+			plaintext_secrets = 1;
+		else if (!strcmp(argv[i], "--secret-every") && i + 1 < argc)
+			secret_every = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
+		else if (!strcmp(argv[i], "--checkpoint"))
 			checkpoint = 1;
 		else if (!strcmp(argv[i], "--stack") && i + 1 < argc)
 			g.stack = argv[++i];
@@ -293,7 +315,7 @@ int main(int argc, char **argv)
 		} else {
 			const char *ty = types[pick(8)];
 			int p = (int)pick(5);
-			int secret = made % 10 == 3;
+			int secret = made % secret_every == 3 % secret_every;
 			char urn[1024], id[64];
 			snprintf(urn, sizeof(urn), "urn:pulumi:%s::%s::%s$%s::r-%d", g.stack, g.project,
 				 comp_qt, ty, made);

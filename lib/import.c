@@ -422,17 +422,25 @@ static char *package_of(const char *type)
 	return c ? st_strndup(type, (size_t)(c - type)) : NULL;
 }
 
-static json_t *find_by_urn(json_t *res, const char *urn, int live_only)
+/* Live resources by URN. Keys are the resources' own strings (they outlive the index). */
+static void index_add(st_strmap *ix, json_t *r)
 {
-	size_t i;
-	json_t *r;
-	json_array_foreach(res, i, r) {
-		const char *u = st_json_str(r, "urn");
-		if (u && !strcmp(u, urn) && (!live_only || !st_json_bool(r, "delete")))
-			return r;
-	}
-	return NULL;
+	const char *u = st_json_str(r, "urn");
+	int created;
+	if (!u || st_json_bool(r, "delete"))
+		return;
+	st_strmap_slot *sl = st_strmap_put(ix, u, &created);
+	if (sl && created)
+		sl->p = r;
 }
+
+static json_t *index_get(const st_strmap *ix, const char *urn)
+{
+	st_strmap_slot *sl = urn ? st_strmap_get(ix, urn) : NULL;
+	return sl ? (json_t *)sl->p : NULL;
+}
+
+
 
 static char *ref_of(json_t *r)
 {
@@ -447,10 +455,16 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 	char *stack = NULL, *project = NULL, *root = NULL, stamp[32];
 	spec *s = NULL;
 	size_t n = 0, i;
-	json_t *res, *add = NULL, *saved = NULL;
+	json_t *res = NULL, *add = NULL;
 	st_problems local = {0};
 	st_problems *probs = problems ? problems : &local;
 	int rc, had_dep = st_state_deployment(dst) != NULL;
+	st_strmap ix;
+	json_t *rr0;
+	size_t orig_n = 0;
+	int had_res = 0, inserted_root = 0;
+
+	st_strmap_init(&ix);
 
 	if (!o)
 		o = &def;
@@ -490,13 +504,17 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 			goto out;
 		}
 	}
-	saved = st_state_deployment(dst) ? json_deep_copy(st_state_deployment(dst)) : NULL;
+	/* An import only adds: a rollback removes what was added. */
+	had_res = st_state_resources(dst, 0) != NULL;
+	orig_n = json_array_size(st_state_resources(dst, 0));
 	res = st_state_resources(dst, 1);
 	if (!res) {
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
 	}
 	now_utc(stamp, sizeof(stamp));
+	json_array_foreach(res, i, rr0)
+		index_add(&ix, rr0);
 	/* the root stack */
 	{
 		json_t *r;
@@ -513,6 +531,8 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 			json_object_set_new(rr, "custom", json_false());
 			json_object_set_new(rr, "type", json_string(ST_ROOT_STACK_TYPE));
 			json_array_insert_new(res, 0, rr);
+			inserted_root = 1;
+			index_add(&ix, rr);
 			st_changes_add(&rep->added, "%s (the root stack, created)", root);
 			rep->nadded++;
 		}
@@ -524,7 +544,7 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 			    !strcmp(s[i].type, s[j].type))
 				problem(probs, i, "id", "duplicate import '%s' of type '%s'", s[i].id,
 					s[i].type);
-		json_t *ex = find_by_urn(res, s[i].urn, 1);
+		json_t *ex = index_get(&ix, s[i].urn);
 		if (ex) {
 			const char *eid = st_json_str(ex, "id");
 			if (eid && s[i].id && !strcmp(eid, s[i].id))
@@ -533,7 +553,7 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 				continue;
 			problem(probs, i, NULL, "resource '%s' already exists", s[i].urn);
 		}
-		if (s[i].parent_urn && !find_by_urn(res, s[i].parent_urn, 1)) {
+		if (s[i].parent_urn && !index_get(&ix, s[i].parent_urn)) {
 			int later = 0;
 			for (size_t j = 0; j < n; j++)
 				if (j < i && !strcmp(s[j].urn, s[i].parent_urn))
@@ -551,7 +571,7 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 	}
 	/* Add each spec in order; providers before their first user. */
 	for (i = 0; i < n; i++) {
-		json_t *ex = find_by_urn(res, s[i].urn, 1), *r, *inputs = NULL, *outputs = NULL;
+		json_t *ex = index_get(&ix, s[i].urn), *r, *inputs = NULL, *outputs = NULL;
 		char *pref = NULL;
 		int is_prov = st_type_is_provider(s[i].type);
 		if (ex) {
@@ -577,7 +597,7 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 				char *pname = st_asprintf("default%s", suf);
 				owned = st_urn_new(stack, project, NULL, ptype, pname);
 				purn = owned;
-				if (!find_by_urn(res, purn, 1)) {
+				if (!index_get(&ix, purn)) {
 					/* a default provider, as the engine registers it: no parent */
 					char uuid[37];
 					st_uuid4(uuid);
@@ -604,6 +624,7 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 					json_object_set_new(pr, "created", json_string(stamp));
 					json_object_set_new(pr, "modified", json_string(stamp));
 					json_array_append_new(res, pr);
+					index_add(&ix, pr);
 					st_changes_add(&rep->added, "%s (default provider, ID %s)", purn,
 						       uuid);
 					rep->nadded++;
@@ -612,7 +633,7 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 				free(ptype);
 				free(pname);
 			}
-			json_t *p = purn ? find_by_urn(res, purn, 1) : NULL;
+			json_t *p = purn ? index_get(&ix, purn) : NULL;
 			if (!p) {
 				free(owned);
 				rc = st__err(err, ST_ENOTFOUND, "the provider %s for %s is not in the "
@@ -714,6 +735,7 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 		json_object_set_new(r, "created", json_string(stamp));
 		json_object_set_new(r, "modified", json_string(stamp));
 		json_array_append_new(res, r);
+		index_add(&ix, r);
 		st_changes_add(&rep->added, "%s (ID %s)%s", s[i].urn,
 			       s[i].component ? "none: a component" : is_prov ? "new" : s[i].id,
 			       nsec ? " with encrypted secrets" : "");
@@ -736,18 +758,21 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 	rc = ST_OK;
 	goto out;
 restore:
-	if (saved)
-		json_object_set(dst->container, dst->envelope == ST_ENVELOPE_EXPORT ? "deployment"
-										 : "latest",
-				saved);
-	else if (!had_dep)
+	if (had_dep && had_res) {
+		if (inserted_root)
+			json_array_remove(res, 0);
+		while (json_array_size(res) > orig_n)
+			json_array_remove(res, orig_n);
+	} else if (had_dep) {
+		json_object_del(st_state_deployment(dst), "resources");
+	} else
 		json_object_set_new(dst->container, dst->envelope == ST_ENVELOPE_EXPORT
 							    ? "deployment" : "latest",
 				    json_null());
 	st_import_report_clear(rep);
 out:
+	st_strmap_free(&ix);
 	json_decref(add);
-	json_decref(saved);
 	free_specs(s, n);
 	free(stack);
 	free(project);
@@ -765,7 +790,7 @@ json_t *st_import_generate(st_state *st, const size_t *idx, size_t n, st_error *
 	st_strmap names; /* urn -> name in the file */
 	st_strmap used;  /* names taken */
 	char **owned = calloc(count * 2 + 2, sizeof(*owned));
-	size_t nowned = 0;
+	size_t nowned = 0, k0;
 	int created;
 
 	if (!owned) {
@@ -774,6 +799,10 @@ json_t *st_import_generate(st_state *st, const size_t *idx, size_t n, st_error *
 	}
 	st_strmap_init(&names);
 	st_strmap_init(&used);
+	st_strmap ix;
+	st_strmap_init(&ix);
+	json_array_foreach(res, k0, r)
+		index_add(&ix, r);
 	doc = json_object();
 	nt = json_object();
 	arr = json_array();
@@ -821,7 +850,7 @@ json_t *st_import_generate(st_state *st, const size_t *idx, size_t n, st_error *
 		if (st_json_bool(r, "custom") && st_json_str(r, "id"))
 			json_object_set_new(sp, "id", json_string(st_json_str(r, "id")));
 		const char *parent = st_json_str(r, "parent");
-		json_t *pr = parent ? find_by_urn(res, parent, 1) : NULL;
+		json_t *pr = parent ? index_get(&ix, parent) : NULL;
 		if (pr && !(st_json_str(pr, "type") &&
 			    !strcmp(st_json_str(pr, "type"), ST_ROOT_STACK_TYPE))) {
 			const char *pn = NAME_OF(parent);
@@ -833,7 +862,7 @@ json_t *st_import_generate(st_state *st, const size_t *idx, size_t n, st_error *
 			char *pu = NULL, *pid = NULL;
 			if (st_provider_ref_parse(prov, &pu, &pid, NULL) == ST_OK) {
 				st_urn u;
-				json_t *p = find_by_urn(res, pu, 1);
+				json_t *p = index_get(&ix, pu);
 				const char *ver = st_json_str(json_object_get(p, "inputs"), "version");
 				if (st_urn_parse(pu, &u) == ST_OK && u.name_len >= 7 &&
 				    !strncmp(u.name, "default", 7)) {
@@ -888,5 +917,6 @@ json_t *st_import_generate(st_state *st, const size_t *idx, size_t n, st_error *
 	free(owned);
 	st_strmap_free(&names);
 	st_strmap_free(&used);
+	st_strmap_free(&ix);
 	return doc;
 }

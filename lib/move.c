@@ -593,8 +593,8 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 
 	/* Install both arrays, and move pending operations of moved resources. What is replaced
 	 * is kept, to restore it if the final check fails. */
-	saved_s = sdep ? json_deep_copy(sdep) : NULL;
-	saved_d = ddep ? json_deep_copy(ddep) : NULL;
+	saved_s = sdep ? json_copy(sdep) : NULL; /* shallow: members are replaced, not changed */
+	saved_d = ddep ? json_copy(ddep) : NULL;
 	had_ddep = ddep != NULL;
 	{
 		json_t *sops = sdep ? json_object_get(sdep, "pending_operations") : NULL, *op;
@@ -634,12 +634,10 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 				       "takes the source's (%s)", st_json_str(ssp, "type"));
 		}
 		if (json_array_size(moved_ops)) {
-			json_t *dops = json_object_get(ddep, "pending_operations");
-			if (!json_is_array(dops)) {
-				dops = json_array();
-				st_obj_set_ordered(ddep, ST_K_DEPLOYMENT, "pending_operations", dops);
-			}
+			json_t *old = json_object_get(ddep, "pending_operations");
+			json_t *dops = json_is_array(old) ? json_copy(old) : json_array();
 			json_array_extend(dops, moved_ops);
+			st_obj_set_ordered(ddep, ST_K_DEPLOYMENT, "pending_operations", dops);
 		}
 		json_decref(moved_ops);
 		if (sdep) {
@@ -659,12 +657,10 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 			json_t *blob = ref ? json_object_get(sext, ref) : NULL;
 			if (!blob)
 				continue;
-			json_t *dext = json_object_get(ddep, "extensions");
-			if (!dext) {
-				dext = json_object();
-				st_obj_set_ordered(ddep, ST_K_DEPLOYMENT, "extensions", dext);
-			}
+			json_t *old = json_object_get(ddep, "extensions");
+			json_t *dext = json_is_object(old) ? json_copy(old) : json_object();
 			json_object_set(dext, ref, blob);
+			st_obj_set_ordered(ddep, ST_K_DEPLOYMENT, "extensions", dext);
 		}
 		if (json_array_size(new_src))
 			st_obj_set_ordered(sdep, ST_K_DEPLOYMENT, "resources", json_incref(new_src));
