@@ -676,6 +676,82 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 json_t *st_import_generate(st_state *s, const size_t *idx, size_t n, st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
+ * The SQLite index of many stacks
+ *
+ * Schema version 1 (README, "The index"): tables meta, stacks, resources, edges, providers,
+ * pending, secrets (property paths only: never a secret's value). An index of another version
+ * is rebuilt; a corrupt file is moved aside and rebuilt, with a note.
+ */
+
+#define ST_INDEX_SCHEMA_VERSION 1
+
+typedef struct st_backend st_backend; /* see "DIY backends" below */
+
+typedef struct st_index st_index;
+
+/* Opens (creating when needed, unless read-only) the index at `path`. Notes on what was done
+ * (rebuilt, moved aside) go to `notes` (may be NULL). *out is new: st_index_close. */
+int st_index_open(st_index **out, const char *path, int readonly, st_changes *notes,
+		  st_error *err);
+void st_index_close(st_index *ix);
+
+/* Replaces one stack's rows from an already-loaded state (borrowed), in one transaction, so a
+ * backend can keep the index current after every save. `qname` names the stack
+ * (organization/project/stack, or a file's path); `path` is its file (may be NULL). */
+int st_index_update_state(st_index *ix, const char *qname, const char *path, st_state *state,
+			  st_error *err);
+
+typedef struct st_index_stats {
+	size_t stacks, parsed, unchanged, removed, failed, resources;
+} st_index_stats;
+
+/* Called after each stack: done of total, resources so far. */
+typedef void (*st_index_progress_fn)(void *ctx, size_t done, size_t total, size_t resources);
+
+/* Indexes every stack of a backend, incrementally: a stack whose file has the same size and
+ * mtime (or, when those differ, the same SHA-256) is not parsed again; stacks gone from the
+ * backend are dropped. A stack that cannot be read is reported in `failures` (may be NULL) and
+ * its rows are dropped. */
+int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn progress,
+			    void *pctx, st_index_stats *stats, st_problems *failures,
+			    st_error *err);
+
+/* The same for plain files (each named by its path). `prune` drops files indexed before that
+ * are not in the list. */
+int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int prune,
+			  st_index_progress_fn progress, void *pctx, st_index_stats *stats,
+			  st_problems *failures, st_error *err);
+
+/* Filters of st_index_query; NULL or 0 means no filter. */
+typedef struct st_index_query {
+	const char *urn_glob;      /* GLOB pattern on the URN ('*', '?', '[...]') */
+	const char *type;
+	const char *id;
+	const char *import_id;
+	const char *stack;         /* GLOB on the stack's name */
+	const char *provider;      /* a provider URN or reference, or PACKAGE[@VERSION] */
+	int protected_only;
+	int pending_only;
+	const char *dependents_of; /* URN: everything depending on it, transitively */
+	int duplicate_ids;         /* resources whose (type, ID) appears more than once */
+} st_index_query;
+
+/* A result row: ncols columns, their names and values (values may be NULL). */
+typedef int (*st_index_row_fn)(void *ctx, int ncols, const char *const *names,
+			       const char *const *values);
+
+/* Runs the query; rows have columns stack, urn, type, id, import_id, parent, provider, flags.
+ * Returns ST_OK, or the callback's non-zero result. */
+int st_index_query_run(st_index *ix, const st_index_query *q, st_index_row_fn row, void *ctx,
+		       st_error *err);
+
+/* Runs read-only SQL; a statement that would write is refused (ST_EREFUSED). */
+int st_index_sql(st_index *ix, const char *sql, st_index_row_fn row, void *ctx, st_error *err);
+
+/* The default index of a backend: <root>/.pulumi/statetool-index.sqlite (new string). */
+char *st_index_default_path(const st_backend *b);
+
+/* ---------------------------------------------------------------------------------------------
  * URNs and provider references
  */
 

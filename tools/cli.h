@@ -159,6 +159,8 @@ int cli_open_secrets(st_state *s, const char *passphrase_file, int need_key, st_
 int cmd_secrets(int argc, char **argv);
 int cmd_move(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_index(int argc, char **argv);
+int cmd_query(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
 int cmd_rename(int argc, char **argv);
 int cmd_protect(int argc, char **argv);

@@ -25,6 +25,8 @@ static const cli_command commands[] = {
 	{"move", cmd_move, "move resources between stacks or files, crash-safe"},
 	{"import", cmd_import, "add resources' state from an import file (pulumi import, no program)"},
 	{"secrets", cmd_secrets, "show, verify, encrypt or rekey secrets (Pulumi's passphrase provider)"},
+	{"index", cmd_index, "`index update`: index every stack of a backend into SQLite"},
+	{"query", cmd_query, "questions across every indexed stack (filters or read-only SQL)"},
 	{"stacks", cmd_stacks, "list the stacks of a DIY backend with resource counts"},
 	{"unlock", cmd_unlock, "remove the lock of a stack or a state file"},
 	{NULL, NULL, NULL},

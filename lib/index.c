@@ -1,0 +1,859 @@
+/*
+ * The SQLite index: every stack of a backend, queryable without parsing anything.
+ * One transaction per stack; WAL mode, so readers never see a half-written stack.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SIG_KEY "4dabf18193072939515e22adb298388d"
+#define SIG_SECRET "1b47061264138c4ac30d75fd1eb44270"
+
+struct st_index {
+	sqlite3 *db;
+	int readonly;
+	char *path;
+};
+
+static const char schema_sql[] =
+	"CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
+	"CREATE TABLE IF NOT EXISTS stacks ("
+	"  id INTEGER PRIMARY KEY, qname TEXT UNIQUE NOT NULL, project TEXT, stack TEXT,"
+	"  path TEXT, size INTEGER, mtime_ns INTEGER, sha256 TEXT, version INTEGER,"
+	"  envelope TEXT, resources INTEGER, indexed_at TEXT);"
+	"CREATE TABLE IF NOT EXISTS resources ("
+	"  stack_id INTEGER NOT NULL, position INTEGER NOT NULL, urn TEXT NOT NULL, type TEXT,"
+	"  name TEXT, id TEXT, import_id TEXT, parent TEXT, provider TEXT, custom INTEGER,"
+	"  protect INTEGER, \"delete\" INTEGER, external INTEGER, taint INTEGER,"
+	"  pending_replacement INTEGER, retain_on_delete INTEGER, created TEXT, modified TEXT,"
+	"  PRIMARY KEY (stack_id, position));"
+	"CREATE INDEX IF NOT EXISTS resources_urn ON resources(urn);"
+	"CREATE INDEX IF NOT EXISTS resources_type ON resources(type);"
+	"CREATE INDEX IF NOT EXISTS resources_type_id ON resources(type, id);"
+	"CREATE INDEX IF NOT EXISTS resources_id ON resources(id);"
+	"CREATE INDEX IF NOT EXISTS resources_import_id ON resources(import_id);"
+	"CREATE INDEX IF NOT EXISTS resources_provider ON resources(provider);"
+	"CREATE TABLE IF NOT EXISTS edges ("
+	"  stack_id INTEGER NOT NULL, from_urn TEXT NOT NULL, kind TEXT NOT NULL,"
+	"  to_urn TEXT NOT NULL, property TEXT);"
+	"CREATE INDEX IF NOT EXISTS edges_to ON edges(to_urn, kind);"
+	"CREATE INDEX IF NOT EXISTS edges_stack ON edges(stack_id);"
+	"CREATE TABLE IF NOT EXISTS providers ("
+	"  stack_id INTEGER NOT NULL, urn TEXT NOT NULL, id TEXT, ref TEXT, package TEXT,"
+	"  version TEXT);"
+	"CREATE INDEX IF NOT EXISTS providers_ref ON providers(ref);"
+	"CREATE INDEX IF NOT EXISTS providers_pkg ON providers(package, version);"
+	"CREATE TABLE IF NOT EXISTS pending (stack_id INTEGER NOT NULL, urn TEXT, type TEXT);"
+	"CREATE INDEX IF NOT EXISTS pending_urn ON pending(urn);"
+	"CREATE TABLE IF NOT EXISTS secrets (stack_id INTEGER NOT NULL, urn TEXT, path TEXT);"
+	"CREATE INDEX IF NOT EXISTS secrets_urn ON secrets(urn);";
+
+static int sql_err(st_index *ix, st_error *err, const char *what)
+{
+	return st__err(err, ST_EIO, "index '%s': %s: %s", ix->path, what, sqlite3_errmsg(ix->db));
+}
+
+static int exec(st_index *ix, const char *sql, st_error *err)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(ix->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		st__err(err, ST_EIO, "index '%s': %s", ix->path, msg ? msg : "error");
+		sqlite3_free(msg);
+		return ST_EIO;
+	}
+	return ST_OK;
+}
+
+static int schema_version(st_index *ix)
+{
+	sqlite3_stmt *st;
+	int v = -1;
+	if (sqlite3_prepare_v2(ix->db, "SELECT value FROM meta WHERE key='schema_version'", -1,
+			       &st, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = atoi((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return v;
+}
+
+static int open_db(st_index *ix, st_error *err)
+{
+	int flags = ix->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	if (sqlite3_open_v2(ix->path, &ix->db, flags | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
+		int rc = st__err(err, ix->readonly ? ST_ENOTFOUND : ST_EIO,
+				 "cannot open the index '%s': %s", ix->path,
+				 ix->db ? sqlite3_errmsg(ix->db) : "out of memory");
+		sqlite3_close(ix->db);
+		ix->db = NULL;
+		return rc;
+	}
+	sqlite3_busy_timeout(ix->db, 10000);
+	return ST_OK;
+}
+
+/* Is the database usable? Read-only opens check the header and the schema (cheap, so a query
+ * stays in milliseconds; a damaged page met later is reported by the query itself); an update
+ * runs PRAGMA quick_check over every page first, so it never builds on a damaged file. */
+static int healthy(st_index *ix, int thorough)
+{
+	sqlite3_stmt *st;
+	int ok = 0;
+	const char *sql = thorough ? "PRAGMA quick_check" : "SELECT count(*) FROM sqlite_master";
+	if (sqlite3_prepare_v2(ix->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const char *r = (const char *)sqlite3_column_text(st, 0);
+		ok = r && (!thorough || !strcmp(r, "ok"));
+	}
+	sqlite3_finalize(st);
+	return ok;
+}
+
+static void drop_all(st_index *ix)
+{
+	exec(ix, "DROP TABLE IF EXISTS resources; DROP TABLE IF EXISTS edges;"
+		 "DROP TABLE IF EXISTS providers; DROP TABLE IF EXISTS pending;"
+		 "DROP TABLE IF EXISTS secrets; DROP TABLE IF EXISTS stacks;"
+		 "DROP TABLE IF EXISTS meta;",
+	     NULL);
+}
+
+int st_index_open(st_index **out, const char *path, int readonly, st_changes *notes,
+		  st_error *err)
+{
+	st_index *ix = calloc(1, sizeof(*ix));
+	int rc;
+
+	*out = NULL;
+	if (!ix || !(ix->path = st_strdup(path))) {
+		free(ix);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	ix->readonly = readonly;
+	if (readonly && access(path, F_OK) != 0) {
+		rc = st__err(err, ST_ENOTFOUND, "no index at '%s' (build it with `statetool index "
+			     "update`)", path);
+		goto fail;
+	}
+	if (st_path_is_symlink(path)) {
+		rc = st__err(err, ST_EREFUSED, "refusing to use the index '%s': it is a symbolic "
+			     "link", path);
+		goto fail;
+	}
+	if ((rc = open_db(ix, err)) != ST_OK)
+		goto fail;
+	if (!healthy(ix, !readonly)) {
+		if (readonly) {
+			rc = st__err(err, ST_EFORMAT, "the index '%s' is damaged; run `statetool "
+				     "index update` to rebuild it", path);
+			goto fail;
+		}
+		sqlite3_close(ix->db);
+		ix->db = NULL;
+		char *aside = st_asprintf("%s.corrupt", path);
+		if (aside && rename(path, aside) == 0)
+			st_changes_add(notes, "the index '%s' was damaged: moved aside to '%s' and "
+				       "rebuilt", path, aside);
+		else
+			unlink(path);
+		free(aside);
+		char *wal = st_asprintf("%s-wal", path), *shm = st_asprintf("%s-shm", path);
+		if (wal)
+			unlink(wal);
+		if (shm)
+			unlink(shm);
+		free(wal);
+		free(shm);
+		if ((rc = open_db(ix, err)) != ST_OK)
+			goto fail;
+	}
+	if (!readonly) {
+		exec(ix, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=16384;", NULL);
+		int v = schema_version(ix);
+		if (v != -1 && v != ST_INDEX_SCHEMA_VERSION) {
+			drop_all(ix);
+			st_changes_add(notes, "the index had schema version %d; rebuilt as version %d",
+				       v, ST_INDEX_SCHEMA_VERSION);
+		}
+		if ((rc = exec(ix, schema_sql, err)) != ST_OK)
+			goto fail;
+		char *sql = st_asprintf("INSERT OR REPLACE INTO meta VALUES ('schema_version', '%d');"
+					"INSERT OR REPLACE INTO meta VALUES ('statetool', '%s');",
+					ST_INDEX_SCHEMA_VERSION, ST_VERSION);
+		rc = sql ? exec(ix, sql, err) : ST_ENOMEM;
+		free(sql);
+		if (rc)
+			goto fail;
+	} else {
+		exec(ix, "PRAGMA query_only=1;", NULL);
+		if (schema_version(ix) != ST_INDEX_SCHEMA_VERSION) {
+			rc = st__err(err, ST_EVERSION, "the index '%s' has another schema version; run "
+				     "`statetool index update` to rebuild it", path);
+			goto fail;
+		}
+	}
+	*out = ix;
+	return ST_OK;
+fail:
+	st_index_close(ix);
+	return rc;
+}
+
+void st_index_close(st_index *ix)
+{
+	if (!ix)
+		return;
+	sqlite3_close(ix->db);
+	free(ix->path);
+	free(ix);
+}
+
+char *st_index_default_path(const st_backend *b)
+{
+	return st_asprintf("%s/.pulumi/statetool-index.sqlite", st_backend_root(b));
+}
+
+/* ---- writing one stack ---- */
+
+typedef struct ins {
+	sqlite3_stmt *res, *edge, *prov, *pend, *sec;
+} ins;
+
+static void bind_text(sqlite3_stmt *s, int i, const char *v)
+{
+	if (v)
+		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+static int step_reset(sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int add_edge(ins *I, sqlite3_int64 sid, const char *from, const char *kind, const char *to,
+		    const char *prop)
+{
+	if (!to || !*to)
+		return 0;
+	sqlite3_bind_int64(I->edge, 1, sid);
+	bind_text(I->edge, 2, from);
+	bind_text(I->edge, 3, kind);
+	bind_text(I->edge, 4, to);
+	bind_text(I->edge, 5, prop);
+	return step_reset(I->edge);
+}
+
+/* Records the paths of secret values (never the values). */
+static int add_secret_paths(ins *I, sqlite3_int64 sid, const char *urn, json_t *v, st_buf *path,
+			    int depth)
+{
+	size_t mark = path->len, i;
+	int rc = 0;
+	json_t *c;
+	if (depth > 64)
+		return 0;
+	if (json_is_object(v)) {
+		const char *sig = st_json_str(v, SIG_KEY);
+		if (sig && !strcmp(sig, SIG_SECRET)) {
+			sqlite3_bind_int64(I->sec, 1, sid);
+			bind_text(I->sec, 2, urn);
+			bind_text(I->sec, 3, path->data ? path->data : "");
+			return step_reset(I->sec);
+		}
+		const char *k;
+		size_t kl;
+		json_object_keylen_foreach(v, k, kl, c) {
+			path->len = mark;
+			st_pointer_add_key(path, k, kl);
+			if ((rc = add_secret_paths(I, sid, urn, c, path, depth + 1)) != 0)
+				break;
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, c) {
+			path->len = mark;
+			st_pointer_add_index(path, i);
+			if ((rc = add_secret_paths(I, sid, urn, c, path, depth + 1)) != 0)
+				break;
+		}
+	}
+	path->len = mark;
+	if (path->data)
+		path->data[mark] = '\0';
+	return rc;
+}
+
+static int prepare_all(st_index *ix, ins *I)
+{
+	return sqlite3_prepare_v2(ix->db,
+				  "INSERT INTO resources VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				  -1, &I->res, NULL) ||
+	       sqlite3_prepare_v2(ix->db, "INSERT INTO edges VALUES (?,?,?,?,?)", -1, &I->edge,
+				  NULL) ||
+	       sqlite3_prepare_v2(ix->db, "INSERT INTO providers VALUES (?,?,?,?,?,?)", -1, &I->prov,
+				  NULL) ||
+	       sqlite3_prepare_v2(ix->db, "INSERT INTO pending VALUES (?,?,?)", -1, &I->pend,
+				  NULL) ||
+	       sqlite3_prepare_v2(ix->db, "INSERT INTO secrets VALUES (?,?,?)", -1, &I->sec, NULL);
+}
+
+static void finalize_all(ins *I)
+{
+	sqlite3_finalize(I->res);
+	sqlite3_finalize(I->edge);
+	sqlite3_finalize(I->prov);
+	sqlite3_finalize(I->pend);
+	sqlite3_finalize(I->sec);
+}
+
+static int delete_stack_rows(st_index *ix, sqlite3_int64 sid)
+{
+	static const char *const t[] = {"resources", "edges", "providers", "pending", "secrets"};
+	for (int k = 0; k < 5; k++) {
+		char sql[96];
+		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE stack_id=%lld", t[k], (long long)sid);
+		if (exec(ix, sql, NULL))
+			return -1;
+	}
+	return 0;
+}
+
+static sqlite3_int64 stack_id(st_index *ix, const char *qname)
+{
+	sqlite3_stmt *st;
+	sqlite3_int64 id = 0;
+	if (sqlite3_prepare_v2(ix->db, "SELECT id FROM stacks WHERE qname=?", -1, &st, NULL))
+		return 0;
+	bind_text(st, 1, qname);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		id = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return id;
+}
+
+static int write_stack(st_index *ix, const char *qname, const char *path, st_state *s,
+		       long long size, long long mtime_ns, const char *sha, st_error *err)
+{
+	ins I = {0};
+	json_t *res = st_state_resources(s, 0), *r, *dep = st_state_deployment(s);
+	size_t i;
+	int rc = ST_EIO;
+	char stamp[40];
+	char *stk = NULL, *proj = NULL;
+	sqlite3_stmt *up = NULL;
+	sqlite3_int64 sid;
+	st_buf pb;
+
+	st_buf_init(&pb);
+	if (exec(ix, "BEGIN IMMEDIATE", err))
+		return ST_EIO;
+	sid = stack_id(ix, qname);
+	if (sid && delete_stack_rows(ix, sid)) {
+		sql_err(ix, err, "cannot clear the stack's rows");
+		goto rollback;
+	}
+	st_stack_names(s, NULL, path, &stk, &proj, NULL);
+	st_now_rfc3339(stamp, sizeof(stamp));
+	if (sqlite3_prepare_v2(ix->db,
+			       "INSERT INTO stacks (qname,project,stack,path,size,mtime_ns,sha256,"
+			       "version,envelope,resources,indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+			       " ON CONFLICT(qname) DO UPDATE SET project=excluded.project,"
+			       " stack=excluded.stack, path=excluded.path, size=excluded.size,"
+			       " mtime_ns=excluded.mtime_ns, sha256=excluded.sha256,"
+			       " version=excluded.version, envelope=excluded.envelope,"
+			       " resources=excluded.resources, indexed_at=excluded.indexed_at",
+			       -1, &up, NULL)) {
+		sql_err(ix, err, "cannot prepare");
+		goto rollback;
+	}
+	bind_text(up, 1, qname);
+	bind_text(up, 2, proj);
+	bind_text(up, 3, stk);
+	bind_text(up, 4, path);
+	sqlite3_bind_int64(up, 5, size);
+	sqlite3_bind_int64(up, 6, mtime_ns);
+	bind_text(up, 7, sha);
+	sqlite3_bind_int(up, 8, st_state_version(s));
+	bind_text(up, 9, st_state_envelope(s) == ST_ENVELOPE_EXPORT ? "export" : "checkpoint");
+	sqlite3_bind_int64(up, 10, (sqlite3_int64)json_array_size(res));
+	bind_text(up, 11, stamp);
+	if (sqlite3_step(up) != SQLITE_DONE) {
+		sql_err(ix, err, "cannot record the stack");
+		goto rollback;
+	}
+	sid = stack_id(ix, qname);
+	if (prepare_all(ix, &I)) {
+		sql_err(ix, err, "cannot prepare");
+		goto rollback;
+	}
+	json_array_foreach(res, i, r) {
+		const char *urn = st_json_str(r, "urn"), *type = st_json_str(r, "type");
+		st_urn pu;
+		char *name = NULL;
+		if (!urn)
+			continue;
+		if (st_urn_parse(urn, &pu) == ST_OK)
+			name = st_strndup(pu.name, pu.name_len);
+		sqlite3_bind_int64(I.res, 1, sid);
+		sqlite3_bind_int64(I.res, 2, (sqlite3_int64)i);
+		bind_text(I.res, 3, urn);
+		bind_text(I.res, 4, type);
+		bind_text(I.res, 5, name);
+		bind_text(I.res, 6, st_json_str(r, "id"));
+		bind_text(I.res, 7, st_json_str(r, "importID"));
+		bind_text(I.res, 8, st_json_str(r, "parent"));
+		bind_text(I.res, 9, st_json_str(r, "provider"));
+		sqlite3_bind_int(I.res, 10, st_json_bool(r, "custom"));
+		sqlite3_bind_int(I.res, 11, st_json_bool(r, "protect"));
+		sqlite3_bind_int(I.res, 12, st_json_bool(r, "delete"));
+		sqlite3_bind_int(I.res, 13, st_json_bool(r, "external"));
+		sqlite3_bind_int(I.res, 14, st_json_bool(r, "taint"));
+		sqlite3_bind_int(I.res, 15, st_json_bool(r, "pendingReplacement"));
+		sqlite3_bind_int(I.res, 16, st_json_bool(r, "retainOnDelete"));
+		bind_text(I.res, 17, st_json_str(r, "created"));
+		bind_text(I.res, 18, st_json_str(r, "modified"));
+		int bad = step_reset(I.res);
+		free(name);
+		if (bad) {
+			sql_err(ix, err, "cannot record a resource");
+			goto rollback;
+		}
+		json_t *v, *list;
+		size_t k;
+		const char *key;
+		add_edge(&I, sid, urn, "parent", st_json_str(r, "parent"), NULL);
+		json_array_foreach(json_object_get(r, "dependencies"), k, v)
+			add_edge(&I, sid, urn, "dependency", json_string_value(v), NULL);
+		json_object_foreach(json_object_get(r, "propertyDependencies"), key, list)
+			json_array_foreach(list, k, v)
+				add_edge(&I, sid, urn, "property", json_string_value(v), key);
+		add_edge(&I, sid, urn, "deletedWith", st_json_str(r, "deletedWith"), NULL);
+		json_array_foreach(json_object_get(r, "replaceWith"), k, v)
+			add_edge(&I, sid, urn, "replaceWith", json_string_value(v), NULL);
+		const char *prov = st_json_str(r, "provider");
+		if (prov) {
+			const char *last = NULL;
+			for (const char *q = strstr(prov, "::"); q; q = strstr(q + 1, "::"))
+				last = q;
+			if (last) {
+				char *pu_ = st_strndup(prov, (size_t)(last - prov));
+				add_edge(&I, sid, urn, "provider", pu_, NULL);
+				free(pu_);
+			}
+		}
+		if (type && st_type_is_provider(type)) {
+			const char *id = st_json_str(r, "id");
+			char *ref = st_asprintf("%s::%s", urn, id && *id ? id : ST_UNKNOWN_ID);
+			sqlite3_bind_int64(I.prov, 1, sid);
+			bind_text(I.prov, 2, urn);
+			bind_text(I.prov, 3, id);
+			bind_text(I.prov, 4, ref);
+			bind_text(I.prov, 5, type + strlen("pulumi:providers:"));
+			bind_text(I.prov, 6, st_json_str(json_object_get(r, "inputs"), "version"));
+			step_reset(I.prov);
+			free(ref);
+		}
+		static const char *const pf[] = {"inputs", "outputs"};
+		for (int f = 0; f < 2; f++) {
+			pb.len = 0;
+			st_buf_printf(&pb, "/%s", pf[f]);
+			add_secret_paths(&I, sid, urn, json_object_get(r, pf[f]), &pb, 0);
+		}
+	}
+	json_array_foreach(dep ? json_object_get(dep, "pending_operations") : NULL, i, r) {
+		sqlite3_bind_int64(I.pend, 1, sid);
+		bind_text(I.pend, 2, st_json_str(json_object_get(r, "resource"), "urn"));
+		bind_text(I.pend, 3, st_json_str(r, "type"));
+		step_reset(I.pend);
+	}
+	finalize_all(&I);
+	sqlite3_finalize(up);
+	up = NULL;
+	st__crash_point("index", 1);
+	if (exec(ix, "COMMIT", err))
+		goto rollback;
+	rc = ST_OK;
+	goto out;
+rollback:
+	finalize_all(&I);
+	sqlite3_finalize(up);
+	exec(ix, "ROLLBACK", NULL);
+out:
+	st_buf_free(&pb);
+	free(stk);
+	free(proj);
+	return rc;
+}
+
+int st_index_update_state(st_index *ix, const char *qname, const char *path, st_state *s,
+			  st_error *err)
+{
+	struct stat sb;
+	long long size = -1, mt = 0;
+	if (path && stat(path, &sb) == 0) {
+		size = sb.st_size;
+		mt = (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+	}
+	return write_stack(ix, qname, path, s, size, mt, NULL, err);
+}
+
+static int remove_stack(st_index *ix, const char *qname)
+{
+	sqlite3_int64 sid = stack_id(ix, qname);
+	char sql[96];
+	if (!sid)
+		return 0;
+	if (exec(ix, "BEGIN IMMEDIATE", NULL))
+		return -1;
+	snprintf(sql, sizeof(sql), "DELETE FROM stacks WHERE id=%lld", (long long)sid);
+	if (delete_stack_rows(ix, sid) || exec(ix, sql, NULL)) {
+		exec(ix, "ROLLBACK", NULL);
+		return -1;
+	}
+	return exec(ix, "COMMIT", NULL) ? -1 : 0;
+}
+
+static int file_sha(const char *path, char out[65])
+{
+	char *data = NULL;
+	size_t len;
+	FILE *f = fopen(path, "rb");
+	struct stat sb;
+	if (!f || fstat(fileno(f), &sb) < 0) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	data = malloc((size_t)sb.st_size + 1);
+	len = data ? fread(data, 1, (size_t)sb.st_size, f) : 0;
+	fclose(f);
+	if (!data)
+		return -1;
+	st_sha256_hex(data, len, out);
+	free(data);
+	return 0;
+}
+
+/* Indexes one stack file unless unchanged. */
+static int update_one(st_index *ix, const char *qname, const char *path, st_index_stats *stats,
+		      st_problems *failures)
+{
+	struct stat sb;
+	sqlite3_stmt *q;
+	long long size, mt, osize = -2, omt = -2;
+	char sha[65] = "", osha[65] = "";
+	st_state *s = NULL;
+	st_error err;
+
+	st_error_clear(&err);
+	if (!path || stat(path, &sb) < 0) {
+		st_problems_add(failures, ST_SEV_ERROR, "index/unreadable", "", NULL,
+				"%s: cannot read '%s'", qname, path ? path : "(no file)");
+		stats->failed++;
+		remove_stack(ix, qname);
+		return 0;
+	}
+	size = sb.st_size;
+	mt = (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+	if (!sqlite3_prepare_v2(ix->db, "SELECT size, mtime_ns, sha256, path FROM stacks WHERE "
+				"qname=?", -1, &q, NULL)) {
+		bind_text(q, 1, qname);
+		if (sqlite3_step(q) == SQLITE_ROW) {
+			const char *p = (const char *)sqlite3_column_text(q, 3);
+			if (p && !strcmp(p, path)) {
+				osize = sqlite3_column_int64(q, 0);
+				omt = sqlite3_column_int64(q, 1);
+				if (sqlite3_column_text(q, 2))
+					snprintf(osha, sizeof(osha), "%s", sqlite3_column_text(q, 2));
+			}
+		}
+		sqlite3_finalize(q);
+	}
+	if (osize == size && omt == mt) {
+		stats->unchanged++;
+		return 0;
+	}
+	if (file_sha(path, sha) == 0 && osha[0] && !strcmp(sha, osha) && osize == size) {
+		/* touched, not changed */
+		char *sql = sqlite3_mprintf("UPDATE stacks SET mtime_ns=%lld WHERE qname=%Q", mt, qname);
+		exec(ix, sql, NULL);
+		sqlite3_free(sql);
+		stats->unchanged++;
+		return 0;
+	}
+	if (st_state_load_file(&s, path, NULL, &err) != ST_OK) {
+		st_problems_add(failures, ST_SEV_ERROR, "index/unreadable", "", NULL,
+				"%s: %s%s; its rows were removed from the index", qname,
+				err.line ? "" : "", err.message);
+		stats->failed++;
+		remove_stack(ix, qname);
+		return 0;
+	}
+	int rc = write_stack(ix, qname, path, s, size, mt, sha[0] ? sha : NULL, &err);
+	if (rc) {
+		st_problems_add(failures, ST_SEV_ERROR, "index/write", "", NULL, "%s: %s", qname,
+				err.message);
+		stats->failed++;
+	} else {
+		stats->parsed++;
+		stats->resources += json_array_size(st_state_resources(s, 0));
+	}
+	st_state_free(s);
+	return rc;
+}
+
+/* Drops stacks not in `keep` (qnames). */
+static void prune(st_index *ix, st_strmap *keep, st_index_stats *stats, int files_only)
+{
+	sqlite3_stmt *q;
+	char **gone = NULL;
+	size_t n = 0;
+	if (sqlite3_prepare_v2(ix->db, "SELECT qname, envelope FROM stacks", -1, &q, NULL))
+		return;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		const char *qn = (const char *)sqlite3_column_text(q, 0);
+		if (qn && !st_strmap_get(keep, qn)) {
+			char **g = realloc(gone, (n + 1) * sizeof(*g));
+			if (!g)
+				break;
+			gone = g;
+			gone[n++] = st_strdup(qn);
+		}
+	}
+	sqlite3_finalize(q);
+	(void)files_only;
+	for (size_t i = 0; i < n; i++) {
+		if (gone[i] && remove_stack(ix, gone[i]) == 0)
+			stats->removed++;
+		free(gone[i]);
+	}
+	free(gone);
+}
+
+int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn progress,
+			    void *pctx, st_index_stats *stats, st_problems *failures, st_error *err)
+{
+	st_stack_info *infos = NULL;
+	size_t n = 0;
+	st_index_stats local = {0};
+	st_strmap keep;
+	int rc, created;
+
+	if (!stats)
+		stats = &local;
+	memset(stats, 0, sizeof(*stats));
+	rc = st_backend_list(b, &infos, &n, err);
+	if (rc)
+		return rc;
+	st_strmap_init(&keep);
+	stats->stacks = n;
+	for (size_t i = 0; i < n; i++) {
+		st_strmap_put(&keep, infos[i].qname, &created);
+		update_one(ix, infos[i].qname, infos[i].path, stats, failures);
+		if (progress)
+			progress(pctx, i + 1, n, stats->resources);
+	}
+	prune(ix, &keep, stats, 0);
+	st_strmap_free(&keep);
+	st_stack_infos_free(infos, n);
+	return ST_OK;
+}
+
+int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int do_prune,
+			  st_index_progress_fn progress, void *pctx, st_index_stats *stats,
+			  st_problems *failures, st_error *err)
+{
+	st_index_stats local = {0};
+	st_strmap keep;
+	int created;
+	(void)err;
+	if (!stats)
+		stats = &local;
+	memset(stats, 0, sizeof(*stats));
+	st_strmap_init(&keep);
+	stats->stacks = n;
+	for (size_t i = 0; i < n; i++) {
+		st_strmap_put(&keep, paths[i], &created);
+		update_one(ix, paths[i], paths[i], stats, failures);
+		if (progress)
+			progress(pctx, i + 1, n, stats->resources);
+	}
+	if (do_prune)
+		prune(ix, &keep, stats, 1);
+	st_strmap_free(&keep);
+	return ST_OK;
+}
+
+/* ---- queries ---- */
+
+static int run_stmt(st_index *ix, sqlite3_stmt *st, st_index_row_fn row, void *ctx, st_error *err)
+{
+	int ncols = sqlite3_column_count(st), rc, user = 0;
+	const char **names = calloc((size_t)ncols + 1, sizeof(*names));
+	const char **vals = calloc((size_t)ncols + 1, sizeof(*vals));
+	if (!names || !vals) {
+		free(names);
+		free(vals);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < ncols; i++)
+		names[i] = sqlite3_column_name(st, i);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		for (int i = 0; i < ncols; i++)
+			vals[i] = (const char *)sqlite3_column_text(st, i);
+		if (row && (user = row(ctx, ncols, names, vals)) != 0)
+			break;
+	}
+	free(names);
+	free(vals);
+	if (user)
+		return user;
+	if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
+		return st__err(err, ST_EFORMAT, "the index '%s' is damaged (%s); run `statetool "
+			       "index update` to rebuild it", ix->path, sqlite3_errmsg(ix->db));
+	if (rc != SQLITE_DONE)
+		return sql_err(ix, err, "query failed");
+	return ST_OK;
+}
+
+int st_index_sql(st_index *ix, const char *sql, st_index_row_fn row, void *ctx, st_error *err)
+{
+	sqlite3_stmt *st;
+	const char *tail;
+	int rc;
+	if (sqlite3_prepare_v2(ix->db, sql, -1, &st, &tail) != SQLITE_OK)
+		return st__err(err, ST_EINVAL, "SQL error: %s", sqlite3_errmsg(ix->db));
+	if (!st)
+		return st__err(err, ST_EINVAL, "no SQL statement");
+	if (!sqlite3_stmt_readonly(st)) {
+		sqlite3_finalize(st);
+		return st__err(err, ST_EREFUSED, "only read-only statements are allowed (the index is "
+			       "opened read-only)");
+	}
+	while (tail && (*tail == ' ' || *tail == '\n' || *tail == '\t' || *tail == ';'))
+		tail++;
+	if (tail && *tail) {
+		sqlite3_finalize(st);
+		return st__err(err, ST_EINVAL, "one SQL statement at a time");
+	}
+	rc = run_stmt(ix, st, row, ctx, err);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+#define FLAGS_SQL                                                                             \
+	"trim((CASE WHEN r.custom THEN 'custom' ELSE 'component' END) ||"                     \
+	" (CASE WHEN r.protect THEN ',protect' ELSE '' END) ||"                               \
+	" (CASE WHEN r.\"delete\" THEN ',delete' ELSE '' END) ||"                             \
+	" (CASE WHEN r.taint THEN ',taint' ELSE '' END) ||"                                   \
+	" (CASE WHEN r.external THEN ',external' ELSE '' END))"
+
+int st_index_query_run(st_index *ix, const st_index_query *q, st_index_row_fn row, void *ctx,
+		       st_error *err)
+{
+	st_buf sql;
+	sqlite3_stmt *st;
+	const char *binds[16];
+	int nb = 0, rc;
+	char *pkg = NULL, *ver = NULL;
+
+	st_buf_init(&sql);
+	if (q->dependents_of) {
+		st_buf_adds(&sql, "WITH RECURSIVE deps(urn) AS (SELECT ? UNION SELECT e.from_urn FROM "
+				  "edges e JOIN deps d ON e.to_urn = d.urn WHERE e.kind IN "
+				  "('parent','dependency','property','deletedWith','replaceWith',"
+				  "'provider')) ");
+		binds[nb++] = q->dependents_of;
+	}
+	st_buf_adds(&sql, "SELECT s.qname AS stack, r.urn, r.type, r.id, r.import_id, r.parent, "
+			  "r.provider, " FLAGS_SQL " AS flags FROM resources r JOIN stacks s ON "
+			  "s.id = r.stack_id");
+	if (q->provider && !strstr(q->provider, "::")) {
+		const char *at = strchr(q->provider, '@');
+		pkg = at ? st_strndup(q->provider, (size_t)(at - q->provider)) : st_strdup(q->provider);
+		ver = at ? st_strdup(at + 1) : NULL;
+		st_buf_adds(&sql, " JOIN providers p ON p.stack_id = r.stack_id AND p.ref = r.provider");
+	}
+	st_buf_adds(&sql, " WHERE 1");
+	if (q->urn_glob) {
+		st_buf_adds(&sql, " AND r.urn GLOB ?");
+		binds[nb++] = q->urn_glob;
+	}
+	if (q->type) {
+		st_buf_adds(&sql, " AND r.type = ?");
+		binds[nb++] = q->type;
+	}
+	if (q->id) {
+		st_buf_adds(&sql, " AND r.id = ?");
+		binds[nb++] = q->id;
+	}
+	if (q->import_id) {
+		st_buf_adds(&sql, " AND r.import_id = ?");
+		binds[nb++] = q->import_id;
+	}
+	if (q->stack) {
+		st_buf_adds(&sql, " AND s.qname GLOB ?");
+		binds[nb++] = q->stack;
+	}
+	if (q->provider) {
+		if (pkg) {
+			st_buf_adds(&sql, " AND p.package = ?");
+			binds[nb++] = pkg;
+			if (ver) {
+				st_buf_adds(&sql, " AND p.version = ?");
+				binds[nb++] = ver;
+			}
+		} else {
+			/* a provider URN (any ID) or a full reference */
+			st_buf_adds(&sql, " AND (r.provider = ? OR r.provider GLOB ? || '::*')");
+			binds[nb++] = q->provider;
+			binds[nb++] = q->provider;
+		}
+	}
+	if (q->protected_only)
+		st_buf_adds(&sql, " AND r.protect");
+	if (q->pending_only)
+		st_buf_adds(&sql, " AND EXISTS (SELECT 1 FROM pending pd WHERE pd.stack_id = "
+				  "r.stack_id AND pd.urn = r.urn)");
+	if (q->dependents_of) {
+		st_buf_adds(&sql, " AND r.urn IN (SELECT urn FROM deps) AND r.urn != ?");
+		binds[nb++] = q->dependents_of;
+	}
+	if (q->duplicate_ids)
+		st_buf_adds(&sql, " AND r.custom AND r.id IS NOT NULL AND r.id != '' AND NOT "
+				  "r.\"delete\" AND (r.type, r.id) IN (SELECT type, id FROM resources "
+				  "WHERE custom AND id IS NOT NULL AND id != '' AND NOT \"delete\" "
+				  "GROUP BY type, id HAVING count(*) > 1)");
+	st_buf_adds(&sql, q->duplicate_ids ? " ORDER BY r.type, r.id, s.qname, r.position"
+					   : " ORDER BY s.qname, r.position");
+	if (sql.oom) {
+		free(pkg);
+		free(ver);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	if (sqlite3_prepare_v2(ix->db, sql.data, -1, &st, NULL) != SQLITE_OK) {
+		rc = sql_err(ix, err, "cannot prepare the query");
+		goto out;
+	}
+	for (int i = 0; i < nb; i++)
+		sqlite3_bind_text(st, i + 1, binds[i], -1, SQLITE_STATIC);
+	rc = run_stmt(ix, st, row, ctx, err);
+	sqlite3_finalize(st);
+out:
+	st_buf_free(&sql);
+	free(pkg);
+	free(ver);
+	return rc;
+}

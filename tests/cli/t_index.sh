@@ -1,0 +1,158 @@
+#!/bin/sh
+# The SQLite index: a generated backend of many stacks (plus renamed, deleted and corrupted
+# ones); each filter's answer is compared with a brute-force jq scan of the files.
+. "$(dirname "$0")/lib.sh"
+if ! command -v jq >/dev/null 2>&1 || ! command -v cc >/dev/null 2>&1; then
+	echo "t_index.sh: jq and cc are needed (sh quickstart check installs them)"; echo "t_index.sh: 0 passed, 1 failed"; exit 1
+fi
+B=$T/b
+DB=$B/.pulumi/statetool-index.sqlite
+cc -O2 -o "$T/gen" "$top_srcdir/bench/gen.c"
+mkdir -p "$B/.pulumi/stacks"
+printf 'version: 1\n' > "$B/.pulumi/meta.yaml"
+n=0
+for p in shop web data; do
+	mkdir -p "$B/.pulumi/stacks/$p"
+	for s in dev stage prod eu; do
+		n=$((n + 1))
+		"$T/gen" 40 $n --checkpoint --stack $s --project $p > "$B/.pulumi/stacks/$p/$s.json"
+	done
+done
+# a copy of a stack under another name: the same cloud IDs managed twice
+cp "$B/.pulumi/stacks/web/eu.json" "$B/.pulumi/stacks/web/eu-copy.json"
+# a stack with protected resources and pending operations
+mkdir -p "$B/.pulumi/stacks/edit"
+st convert "$FIXTURES/edit/base.json" --envelope checkpoint --checkpoint-stack organization/edit/main -o "$B/.pulumi/stacks/edit/main.json" >/dev/null
+files() { find "$B/.pulumi/stacks" -name '*.json' | sort; }
+# brute force: "stack urn" pairs of every resource matching a jq condition
+brute() { # stacks are named by their place in the backend, as the index names them
+	for f in $(files); do
+		qn=$(echo "$f" | sed 's|.*/.pulumi/stacks/\([^/]*\)/\(.*\)\.json$|organization/\1/\2|')
+		jq -r --arg q "$qn" ".checkpoint.latest.resources[]? | select($1) | \"\\(\$q) \\(.urn)\"" "$f" 2>/dev/null || true
+	done | sort
+}
+q() { "$STATETOOL" query --backend "$B" --csv "$@" | tail -n +2 | awk -F, '{print $1" "$2}' | sort; }
+compare() { # NAME JQ_CONDITION QUERY_ARGS...
+	name=$1; cond=$2; shift 2
+	brute "$cond" > "$T/want"
+	q "$@" > "$T/got"
+	current="filter $name"
+	if [ -s "$T/want" ] && cmp -s "$T/want" "$T/got"; then ok; else bad "$(diff "$T/want" "$T/got" | head -5) (want $(wc -l < "$T/want") rows)"; fi
+}
+
+total=$(for f in $(files); do jq '.checkpoint.latest.resources | length' "$f"; done | awk '{s+=$1} END {print s}')
+run "build" st index update --backend "$B"
+check_rc 0; check_out_has "14 stacks: 14 indexed ($total resources), 0 unchanged, 0 removed, 0 failed"
+run "no change" st index update --backend "$B"
+check_rc 0; check_out_has "14 stacks: 0 indexed (0 resources), 14 unchanged, 0 removed, 0 failed"
+touch "$B/.pulumi/stacks/shop/dev.json"
+run "touched, not changed (hash)" st index update --backend "$B"
+check_out_has "0 indexed (0 resources), 14 unchanged"
+
+compare "type" '.type == "aws:rds/instance:Instance"' --type aws:rds/instance:Instance
+someid=$(jq -r '.checkpoint.latest.resources[12].id' "$B/.pulumi/stacks/shop/dev.json")
+compare "id" ".id == \"$someid\"" --id "$someid"
+compare "urn glob" '.urn | test("::svc-1$")' --urn '*::svc-1'
+compare "stack" '$q | startswith("organization/web/")' --stack 'organization/web/*'
+compare "protected" '.protect == true' --protected
+compare "provider package@version" '(.provider // "") | test("pulumi:providers:aws::(default_6_0_0|explicit-eu|eu)::")' --provider aws@6.0.0
+compare "provider urn" '(.provider // "") | startswith("urn:pulumi:dev::shop::pulumi:providers:gcp::default_7_2_0::")' --provider urn:pulumi:dev::shop::pulumi:providers:gcp::default_7_2_0
+run "pending" q --pending
+check_out "organization/edit/main urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs"
+run "dependents-of" q --dependents-of 'urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucket:Bucket::assets'
+# (server twice: its live resource and its delete: true copy share the URN)
+check_out "organization/edit/main urn:pulumi:dev::shop::my:index:App\$aws:ec2/instance:Instance::server
+organization/edit/main urn:pulumi:dev::shop::my:index:App\$aws:ec2/instance:Instance::server
+organization/edit/main urn:pulumi:dev::shop::my:index:App\$my:index:Web\$aws:s3/bucketPolicy:BucketPolicy::assets-policy"
+run "dependents-of a component (children, transitively)" sh -c "'$STATETOOL' query --backend '$B' --csv --dependents-of 'urn:pulumi:dev::shop::my:index:App::app' | tail -n +2 | wc -l"
+# web, assets, assets-policy and server twice (live and delete: true)
+check_out "5"
+# duplicate IDs: every custom live resource of web/eu appears twice (its copy), plus the
+# policy that shares its bucket's ID in the edit stack
+for f in $(files); do jq -r '.checkpoint.latest.resources[]? | select(.custom and (.id // "") != "" and (.delete|not)) | "\(.type) \(.id)"' "$f"; done | sort | uniq -d > "$T/dups"
+run "duplicate ids" sh -c "'$STATETOOL' query --backend '$B' --json --duplicate-ids | jq -r '.rows[] | \"\\(.type) \\(.id)\"' | sort -u"
+if cmp -s "$T/dups" "$T/out" && [ -s "$T/dups" ]; then ok; else bad "duplicate ids differ"; fi
+run "json" st query --backend "$B" --json --id "$someid"
+check_out_has '"format_version": 1'; check_out_has '"stack": "organization/shop/dev"'
+
+# read-only SQL
+run "sql" st query --backend "$B" --sql "SELECT count(*) AS n FROM stacks"
+check_out "n
+14"
+run "sql write refused" st query --backend "$B" --sql "DELETE FROM resources"
+check_rc 2; check_err_has "only read-only statements are allowed"
+run "sql two statements" st query --backend "$B" --sql "SELECT 1; SELECT 2"
+check_rc 2
+run "schema version" st query --backend "$B" --sql "SELECT value FROM meta WHERE key = 'schema_version'"
+check_out "value
+1"
+
+# renamed, deleted, corrupted stacks
+mv "$B/.pulumi/stacks/data/eu.json" "$B/.pulumi/stacks/data/europe.json"
+rm "$B/.pulumi/stacks/shop/stage.json"
+head -c 300 "$B/.pulumi/stacks/web/prod.json" > "$T/t" && mv "$T/t" "$B/.pulumi/stacks/web/prod.json"
+run "update after changes" st index update --backend "$B"
+check_rc 1
+check_out_has "13 stacks: 1 indexed"
+check_out_has "2 removed, 1 failed"
+check_err_has "organization/web/prod: "
+check_err_has "its rows were removed from the index"
+run "renamed" q --stack 'organization/data/europe'
+if [ -s "$T/out" ]; then ok; else bad "renamed stack missing"; fi
+run "deleted" q --stack 'organization/shop/stage'
+check_out_empty
+compare "after changes" 'true' --urn '*'
+
+# secrets: paths only, never values
+run "secret paths" st query --backend "$B" --sql "SELECT count(*) AS n FROM secrets"
+check_out_has "n"
+ct=$(jq -r '[.. | objects | select(has("ciphertext")) | .ciphertext][0]' "$B/.pulumi/stacks/shop/dev.json")
+current="no ciphertext in the database"
+if [ -n "$ct" ] && ! grep -q -F "$ct" "$DB" "$DB-wal" 2>/dev/null; then ok; else bad "a secret value is in the index"; fi
+cp "$FIXTURES/validate/secrets-plaintext.json" "$T/pt.json"
+run "plaintext state indexed" st index update --db "$T/f.sqlite" "$T/pt.json"
+check_rc 0
+current="no plaintext in the database"
+if ! grep -q hunter2 "$T/f.sqlite" "$T/f.sqlite-wal" 2>/dev/null; then ok; else bad "plaintext in the index"; fi
+
+# a damaged or foreign index is rebuilt, with a message
+printf 'this is not a database at all, just some bytes that are long enough to be a header......' > "$T/bad.sqlite"
+run "corrupt index rebuilt" st index update --db "$T/bad.sqlite" "$T/pt.json"
+check_rc 0; check_err_has "was damaged: moved aside to '$T/bad.sqlite.corrupt' and rebuilt"
+run "query on a damaged index" sh -c "printf 'garbage garbage garbage garbage garbage garbage garbage garbage garbage!!' > '$T/bad2.sqlite'; '$STATETOOL' query --db '$T/bad2.sqlite' --type x"
+check_rc 1; check_err_has "is damaged; run \`statetool index update\` to rebuild it"
+run "no index yet" st query --db "$T/none.sqlite" --type x
+check_rc 1; check_err_has "no index at"
+sqlite3 "$T/f.sqlite" "UPDATE meta SET value='0' WHERE key='schema_version'" 2>/dev/null || true
+run "old schema" st index update --db "$T/f.sqlite" "$T/pt.json"
+check_rc 0; check_err_has "the index had schema version 0; rebuilt as version 1"
+
+# readers during updates never fail and never see a half-written stack: each round rewrites
+# every stack file (another layout, so another size) and reindexes all of them
+( for i in 1 2 3 4; do
+	for f in $(files); do
+		case $i in 1|3) "$STATETOOL" convert "$f" --indent -o "$f" ;; *) "$STATETOOL" convert "$f" --compact -o "$f" ;; esac >/dev/null 2>&1
+	done
+	"$STATETOOL" index update --backend "$B" >/dev/null 2>&1
+  done ) &
+upd=$!
+fails=0; reads=0
+while kill -0 $upd 2>/dev/null; do
+	if out=$("$STATETOOL" query --backend "$B" --sql "SELECT s.qname, s.resources, count(r.urn) AS n FROM stacks s LEFT JOIN resources r ON r.stack_id = s.id GROUP BY s.id HAVING s.resources != n" 2>&1); then
+		[ -z "$(printf '%s' "$out" | tail -n +2)" ] || { fails=$((fails + 1)); echo "partial: $out" >&2; }
+	else
+		fails=$((fails + 1)); echo "failed: $out" >&2
+	fi
+	reads=$((reads + 1))
+done
+wait $upd
+current="concurrent readers ($reads reads)"
+if [ $fails -eq 0 ] && [ $reads -gt 2 ]; then ok; else bad "$fails of $reads reads saw a partial stack or failed"; fi
+
+run "index --help" st index --help
+check_rc 0; check_out_has "usage: statetool index update"
+run "query --help" st query --help
+check_rc 0; check_out_has "usage: statetool query"
+run "files need --db" st index update "$T/pt.json"
+check_rc 2
+finish

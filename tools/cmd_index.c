@@ -1,0 +1,315 @@
+/* statetool index update, statetool query: the SQLite index of many stacks. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char help_index[] =
+	"usage: statetool index update [options] (--backend DIR | STATE...)\n"
+	"\n"
+	"Index every stack of a DIY backend (or the given state files) into an SQLite\n"
+	"database, incrementally: a stack whose file has the same size and modification time\n"
+	"(or, when those differ, the same SHA-256) is not parsed again; a stack gone from the\n"
+	"backend is dropped; one that cannot be read is reported and dropped. One transaction\n"
+	"per stack, WAL mode: readers never see a half-written stack. The index holds URNs,\n"
+	"types, IDs, flags, edges, providers, pending operations and which property paths are\n"
+	"secret, never a secret's value. An index of another schema version is rebuilt; a\n"
+	"damaged file is moved aside (PATH.corrupt) and rebuilt.\n"
+	"\n"
+	"Options:\n"
+	"  --backend DIR   the backend (file://PATH or PATH; default $PULUMI_BACKEND_URL)\n"
+	"  --db PATH       the database (default DIR/.pulumi/statetool-index.sqlite; required\n"
+	"                  with STATE files)\n"
+	"  --json          the summary as one JSON document\n"
+	"  -h, --help      show this help\n"
+	"On a terminal a progress line shows stacks done and resources per second.\n";
+
+static const char help_query[] =
+	"usage: statetool query [options] [filters]\n"
+	"       statetool query [options] --sql 'SELECT ...'\n"
+	"\n"
+	"Answer questions across every indexed stack without parsing anything. Rows: stack,\n"
+	"urn, type, id, import_id, parent, provider, flags.\n"
+	"\n"
+	"Filters (all given must hold):\n"
+	"  --urn GLOB           URN glob ('*', '?', '[...]')\n"
+	"  --type TYPE          resource type\n"
+	"  --id ID              cloud ID\n"
+	"  --import-id ID       importID\n"
+	"  --stack GLOB         stack name glob (organization/project/stack)\n"
+	"  --provider P         PACKAGE or PACKAGE@VERSION (e.g. aws@6.0.0), or a provider URN\n"
+	"                       or reference\n"
+	"  --protected          protected resources only\n"
+	"  --pending            resources with a pending operation only\n"
+	"  --dependents-of URN  everything depending on URN, transitively (children,\n"
+	"                       dependencies, property dependencies, deletedWith, replaceWith,\n"
+	"                       provider references)\n"
+	"  --duplicate-ids      resources whose type and ID appear more than once (in two\n"
+	"                       stacks, or twice in one): one cloud resource managed twice\n"
+	"  --sql 'SELECT ...'   raw SQL over the tables (read-only: the connection is opened\n"
+	"                       read-only and a statement that writes is refused)\n"
+	"\n"
+	"Options:\n"
+	"  --backend DIR        use DIR/.pulumi/statetool-index.sqlite\n"
+	"  --db PATH            use this index\n"
+	"  --json | --csv       output format (default: a table)\n"
+	"  -h, --help           show this help\n"
+	"Tables: meta, stacks, resources, edges, providers, pending, secrets (see the README).\n";
+
+enum { X_DB = 7000, X_URN, X_TYPE, X_ID, X_IMPORT, X_STACK, X_PROV, X_PROT, X_PEND, X_DEPS,
+       X_DUPS, X_SQL, X_CSV };
+
+static void progress(void *ctx, size_t done, size_t total, size_t resources)
+{
+	struct timespec *start = ctx, now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	double secs = (double)(now.tv_sec - start->tv_sec) + (now.tv_nsec - start->tv_nsec) / 1e9;
+	fprintf(stderr, "\rindexing: %zu/%zu stacks, %.0f resources/s ", done, total,
+		secs > 0 ? (double)resources / secs : 0.0);
+	if (done == total)
+		fputc('\n', stderr);
+}
+
+static int cmd_update(int argc, char **argv)
+{
+	static const struct option opts[] = {{"backend", required_argument, NULL, OPT_BACKEND},
+					     {"db", required_argument, NULL, X_DB},
+					     {"json", no_argument, NULL, OPT_JSON},
+					     {"help", no_argument, NULL, 'h'},
+					     {NULL, 0, NULL, 0}};
+	const char *backend = NULL, *db = NULL;
+	int c, json = 0, rc = EXIT_OK;
+	st_backend *b = NULL;
+	st_index *ix = NULL;
+	char *dbpath = NULL;
+	st_changes notes = {0};
+	st_problems fails = {0};
+	st_index_stats stats;
+	st_error err;
+	struct timespec start;
+
+	st_error_clear(&err);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_BACKEND: backend = optarg; break;
+		case X_DB: db = optarg; break;
+		case OPT_JSON: json = 1; break;
+		case 'h': return cli_help(help_index);
+		default: return cli_usage("index update", "bad option");
+		}
+	}
+	int files = argc - optind;
+	if (files && backend)
+		return cli_usage("index update", "give --backend or STATE files, not both");
+	if (files && !db)
+		return cli_usage("index update", "indexing STATE files needs --db PATH");
+	if (!files && st_backend_open(&b, backend, &err) != ST_OK) {
+		cli_error(&err);
+		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+	}
+	dbpath = db ? strdup(db) : st_index_default_path(b);
+	if (st_index_open(&ix, dbpath, 0, &notes, &err) != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	for (size_t i = 0; i < notes.count; i++)
+		cli_warnf("%s", notes.lines[i]);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	int tty = isatty(STDERR_FILENO) && !json;
+	if (files)
+		rc = st_index_update_files(ix, (const char *const *)(argv + optind), (size_t)files, 0,
+					   tty ? progress : NULL, &start, &stats, &fails, &err);
+	else
+		rc = st_index_update_backend(ix, b, tty ? progress : NULL, &start, &stats, &fails,
+					     &err);
+	if (rc != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	for (size_t i = 0; i < fails.count; i++)
+		cli_errorf("%s", fails.items[i].message);
+	if (json) {
+		json_t *o = json_pack("{s:i,s:s,s:I,s:I,s:I,s:I,s:I,s:I}", "format_version",
+				      CLI_JSON_FORMAT, "index", dbpath, "stacks",
+				      (json_int_t)stats.stacks, "parsed", (json_int_t)stats.parsed,
+				      "unchanged", (json_int_t)stats.unchanged, "removed",
+				      (json_int_t)stats.removed, "failed", (json_int_t)stats.failed,
+				      "resources", (json_int_t)stats.resources);
+		cli_print_json(o);
+		json_decref(o);
+	} else {
+		printf("%s: %zu stack%s: %zu indexed (%zu resources), %zu unchanged, %zu removed, "
+		       "%zu failed\n",
+		       dbpath, stats.stacks, stats.stacks == 1 ? "" : "s", stats.parsed,
+		       stats.resources, stats.unchanged, stats.removed, stats.failed);
+	}
+	rc = fails.count ? EXIT_FAIL : EXIT_OK;
+out:
+	st_problems_clear(&fails);
+	st_changes_clear(&notes);
+	st_index_close(ix);
+	st_backend_free(b);
+	free(dbpath);
+	return rc;
+}
+
+typedef struct out {
+	int mode; /* 0 table, 1 json, 2 csv */
+	int header;
+	json_t *rows;
+	size_t n;
+} out;
+
+static void csv_field(const char *v)
+{
+	if (!v)
+		return;
+	if (strpbrk(v, ",\"\n\r")) {
+		putchar('"');
+		for (const char *p = v; *p; p++) {
+			if (*p == '"')
+				putchar('"');
+			putchar(*p);
+		}
+		putchar('"');
+	} else {
+		fputs(v, stdout);
+	}
+}
+
+static int on_row(void *ctx, int ncols, const char *const *names, const char *const *vals)
+{
+	out *o = ctx;
+	o->n++;
+	if (o->mode == 1) {
+		json_t *r = json_object();
+		for (int i = 0; i < ncols; i++)
+			json_object_set_new(r, names[i], vals[i] ? json_string(vals[i]) : json_null());
+		json_array_append_new(o->rows, r);
+		return 0;
+	}
+	if (!o->header) {
+		o->header = 1;
+		for (int i = 0; i < ncols; i++) {
+			if (o->mode == 2)
+				csv_field(names[i]);
+			else
+				fputs(names[i], stdout);
+			putchar(i + 1 < ncols ? (o->mode == 2 ? ',' : '\t') : '\n');
+		}
+	}
+	for (int i = 0; i < ncols; i++) {
+		if (o->mode == 2)
+			csv_field(vals[i]);
+		else
+			fputs(vals[i] ? vals[i] : "-", stdout);
+		putchar(i + 1 < ncols ? (o->mode == 2 ? ',' : '\t') : '\n');
+	}
+	return 0;
+}
+
+int cmd_query(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"db", required_argument, NULL, X_DB},
+		{"urn", required_argument, NULL, X_URN},
+		{"type", required_argument, NULL, X_TYPE},
+		{"id", required_argument, NULL, X_ID},
+		{"import-id", required_argument, NULL, X_IMPORT},
+		{"stack", required_argument, NULL, X_STACK},
+		{"provider", required_argument, NULL, X_PROV},
+		{"protected", no_argument, NULL, X_PROT},
+		{"pending", no_argument, NULL, X_PEND},
+		{"dependents-of", required_argument, NULL, X_DEPS},
+		{"duplicate-ids", no_argument, NULL, X_DUPS},
+		{"sql", required_argument, NULL, X_SQL},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"csv", no_argument, NULL, X_CSV},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	const char *backend = NULL, *db = NULL, *sql = NULL;
+	st_index_query q = {0};
+	out o = {0};
+	int c, rc;
+	st_backend *b = NULL;
+	st_index *ix = NULL;
+	char *dbpath = NULL;
+	st_error err;
+
+	st_error_clear(&err);
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_BACKEND: backend = optarg; break;
+		case X_DB: db = optarg; break;
+		case X_URN: q.urn_glob = optarg; break;
+		case X_TYPE: q.type = optarg; break;
+		case X_ID: q.id = optarg; break;
+		case X_IMPORT: q.import_id = optarg; break;
+		case X_STACK: q.stack = optarg; break;
+		case X_PROV: q.provider = optarg; break;
+		case X_PROT: q.protected_only = 1; break;
+		case X_PEND: q.pending_only = 1; break;
+		case X_DEPS: q.dependents_of = optarg; break;
+		case X_DUPS: q.duplicate_ids = 1; break;
+		case X_SQL: sql = optarg; break;
+		case OPT_JSON: o.mode = 1; break;
+		case X_CSV: o.mode = 2; break;
+		case 'h': return cli_help(help_query);
+		default: return cli_usage("query", "bad option");
+		}
+	}
+	if (optind < argc)
+		return cli_usage("query", "unexpected argument '%s'", argv[optind]);
+	if (!db) {
+		if (st_backend_open(&b, backend, &err) != ST_OK) {
+			cli_error(&err);
+			return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+		}
+		dbpath = st_index_default_path(b);
+	} else {
+		dbpath = strdup(db);
+	}
+	if (st_index_open(&ix, dbpath, 1, NULL, &err) != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto done;
+	}
+	if (o.mode == 1)
+		o.rows = json_array();
+	rc = sql ? st_index_sql(ix, sql, on_row, &o, &err) : st_index_query_run(ix, &q, on_row, &o, &err);
+	if (rc != ST_OK) {
+		cli_error(&err);
+		rc = err.code == ST_EINVAL || err.code == ST_EREFUSED ? EXIT_USAGE : EXIT_FAIL;
+		goto done;
+	}
+	if (o.mode == 1) {
+		json_t *d = json_object();
+		json_object_set_new(d, "format_version", json_integer(CLI_JSON_FORMAT));
+		json_object_set_new(d, "rows", o.rows);
+		o.rows = NULL;
+		cli_print_json(d);
+		json_decref(d);
+	}
+	rc = EXIT_OK;
+done:
+	json_decref(o.rows);
+	st_index_close(ix);
+	st_backend_free(b);
+	free(dbpath);
+	return rc;
+}
+
+int cmd_index(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "update"))
+		return cmd_update(argc - 1, argv + 1);
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+		return cli_help(help_index);
+	return cli_usage("index", "expected `index update`");
+}
