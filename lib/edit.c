@@ -481,7 +481,9 @@ int st_edit_set_flag(st_edit *e, const size_t *targets, size_t n, const char *fl
 
 /* Rewrites references in one resource object through `map` (old URN -> new URN in slot p).
  * Returns how many were rewritten; the object must already be a copy. */
-static size_t rewrite_refs(json_t *r, const st_strmap *map, const st_strmap *provmap)
+/* Rewrites r's references through the maps; *oom is set when a new string could not be made
+ * (the resource is then partly rewritten: the caller rolls the session back). */
+static size_t rewrite_refs(json_t *r, const st_strmap *map, const st_strmap *provmap, int *oom)
 {
 	static const char *const singles[] = {"parent", "deletedWith", NULL};
 	static const char *const lists[] = {"dependencies", "replaceWith", NULL};
@@ -493,7 +495,8 @@ static size_t rewrite_refs(json_t *r, const st_strmap *map, const st_strmap *pro
 	for (int f = 0; singles[f]; f++) {
 		const char *u = st_json_str(r, singles[f]);
 		if (u && (sl = st_strmap_get(map, u))) {
-			json_object_set_new(r, singles[f], json_string((const char *)sl->p));
+			if (json_object_set_new(r, singles[f], json_string((const char *)sl->p)))
+				*oom = 1;
 			n++;
 		}
 	}
@@ -501,8 +504,9 @@ static size_t rewrite_refs(json_t *r, const st_strmap *map, const st_strmap *pro
 		json_array_foreach(json_object_get(r, lists[f]), i, v) {
 			const char *u = json_string_value(v);
 			if (u && (sl = st_strmap_get(map, u))) {
-				json_array_set_new(json_object_get(r, lists[f]), i,
-						   json_string((const char *)sl->p));
+				if (json_array_set_new(json_object_get(r, lists[f]), i,
+						       json_string((const char *)sl->p)))
+					*oom = 1;
 				n++;
 			}
 		}
@@ -511,7 +515,8 @@ static size_t rewrite_refs(json_t *r, const st_strmap *map, const st_strmap *pro
 		json_array_foreach(list, i, v) {
 			const char *u = json_string_value(v);
 			if (u && (sl = st_strmap_get(map, u))) {
-				json_array_set_new(list, i, json_string((const char *)sl->p));
+				if (json_array_set_new(list, i, json_string((const char *)sl->p)))
+					*oom = 1;
 				n++;
 			}
 		}
@@ -519,7 +524,8 @@ static size_t rewrite_refs(json_t *r, const st_strmap *map, const st_strmap *pro
 	if (provmap) {
 		const char *p = st_json_str(r, "provider");
 		if (p && (sl = st_strmap_get(provmap, p))) {
-			json_object_set_new(r, "provider", json_string((const char *)sl->p));
+			if (json_object_set_new(r, "provider", json_string((const char *)sl->p)))
+				*oom = 1;
 			n++;
 		}
 	}
@@ -582,30 +588,48 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 	old = st_strdup(old);
 	st_strmap_init(&map);
 	st_strmap_init(&provmap);
-	st_strmap_put(&map, old, &created)->p = nu;
+	st_strmap_slot *sl = old ? st_strmap_put(&map, old, &created) : NULL;
+	if (!sl) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	sl->p = nu;
 	r = json_array_get(res, target);
 	oldref = provider_ref_of(r);
+	if (!oldref && st_type_is_provider(st_json_str(r, "type") ? st_json_str(r, "type") : "")) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
 	if (oldref) {
 		const char *id = st_json_str(r, "id");
 		newref = st_asprintf("%s::%s", nu, id && *id ? id : ST_UNKNOWN_ID);
-		st_strmap_put(&provmap, oldref, &created)->p = newref;
+		sl = newref ? st_strmap_put(&provmap, oldref, &created) : NULL;
+		if (!sl) {
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			goto out;
+		}
+		sl->p = newref;
 	}
 	r = cow(e, res, target);
 	if (!r) {
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
 	}
-	json_object_set_new(r, "urn", json_string(nu));
+	if (json_object_set_new(r, "urn", json_string(nu))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
 	st_changes_add(e->report, "renamed %s to %s", old, nu);
 	json_array_foreach(res, i, r) {
 		if (!needs_rewrite(r, &map, oldref ? &provmap : NULL))
 			continue;
 		r = cow(e, res, i);
-		if (!r) {
+		int oom = 0;
+		size_t k = r ? rewrite_refs(r, &map, oldref ? &provmap : NULL, &oom) : 0;
+		if (!r || oom) {
 			rc = st__err(err, ST_ENOMEM, "out of memory");
 			goto out;
 		}
-		size_t k = rewrite_refs(r, &map, oldref ? &provmap : NULL);
 		st_changes_add(e->report, "%s: rewrote %zu reference%s", st_json_str(r, "urn"), k,
 			       k == 1 ? "" : "s");
 	}
@@ -617,9 +641,15 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 			continue;
 		r = cow(e, ops, i);
 		rr = json_object_get(r, "resource");
-		if (u && !strcmp(u, old))
-			json_object_set_new(rr, "urn", json_string(nu));
-		rewrite_refs(rr, &map, oldref ? &provmap : NULL);
+		int oom = !r;
+		if (r && u && !strcmp(u, old) && json_object_set_new(rr, "urn", json_string(nu)))
+			oom = 1;
+		if (r)
+			rewrite_refs(rr, &map, oldref ? &provmap : NULL, &oom);
+		if (oom) {
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			goto out;
+		}
 		st_changes_add(e->report, "pending operation %zu: rewrote references", i);
 	}
 out:

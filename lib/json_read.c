@@ -404,6 +404,14 @@ oom:
 	return -1;
 }
 
+static json_t *make_real(parser *ps, double v)
+{
+	json_t *r = json_real(v);
+	if (!r)
+		fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+	return r;
+}
+
 static json_t *parse_number(parser *ps)
 {
 	const unsigned char *s = ps->p, *p = s, *e = ps->end;
@@ -466,7 +474,7 @@ static json_t *parse_number(parser *ps)
 			v = neg ? -(double)n : (double)n;
 			if (neg && n == 0)
 				v = -0.0;
-			return json_real(v);
+			return make_real(ps, v);
 		}
 	}
 	{
@@ -499,7 +507,7 @@ static json_t *parse_number(parser *ps)
 		if (buf != stackbuf)
 			free(buf);
 	}
-	return json_real(v);
+	return make_real(ps, v);
 }
 
 static json_t *parse_value(parser *ps);

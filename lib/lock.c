@@ -67,7 +67,8 @@ static void describe_lock(st_buf *b, const char *path)
 	}
 	const char *user = st_json_str(o, "username"), *h = st_json_str(o, "hostname");
 	const char *ts = st_json_str(o, "timestamp");
-	long pid = (long)json_number_value(json_object_get(o, "pid"));
+	double dpid = json_number_value(json_object_get(o, "pid"));
+	long pid = dpid >= 1 && dpid <= 4194304 ? (long)dpid : 0; /* beyond Linux's pid_max: none */
 	st_buf_printf(b, "created by %s@%s (pid %ld) at %s", user ? user : "?", h ? h : "?", pid,
 		      ts ? ts : "?");
 	gethostname(host, sizeof(host) - 1);

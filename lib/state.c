@@ -33,7 +33,7 @@ static int read_version(json_t *root, int *version, st_error *err)
 		return st__err(err, ST_EFORMAT, "'version' must be a number");
 	}
 	d = json_number_value(v);
-	if (d != (double)(int)d) {
+	if (!(d >= -2147483648.0 && d <= 2147483647.0) || d != (double)(int)d) {
 		st__err_pointer(err, "/version");
 		return st__err(err, ST_EFORMAT, "'version' must be a whole number, not %g", d);
 	}

@@ -72,6 +72,7 @@ typedef struct ictx {
 	size_t ciphertexts, first_cipher_res;
 	char *first_cipher_ptr;
 	st_strmap index; /* urn -> a: first index, b: last index */
+	int oom;         /* an allocation failed: the result is incomplete, ST_ENOMEM */
 } ictx;
 
 static const char *ptr_res(ictx *c, size_t i, const char *field)
@@ -83,9 +84,12 @@ static const char *ptr_res(ictx *c, size_t i, const char *field)
 	return c->ptr.data;
 }
 
-#define ERR(rule, ptr, urn, ...) st_problems_add(c->out, ST_SEV_ERROR, rule, ptr, urn, __VA_ARGS__)
+#define ERR(rule, ptr, urn, ...)                                                             \
+	(void)(st_problems_add(c->out, ST_SEV_ERROR, rule, ptr, urn, __VA_ARGS__) && (c->oom = 1))
 #define WARN(rule, ptr, urn, ...)                                                            \
-	st_problems_add(c->out, ST_SEV_WARNING, rule, ptr, urn, __VA_ARGS__)
+	(void)(st_problems_add(c->out, ST_SEV_WARNING, rule, ptr, urn, __VA_ARGS__) &&          \
+	       (c->oom = 1))
+#define NOMEM(c) ((c)->oom = 1)
 
 /* Is `target` a resource before index i? After it? */
 static int before(ictx *c, const char *target, size_t i)
@@ -184,8 +188,9 @@ static void walk_value(ictx *c, json_t *v, const char *urn, int depth)
 					     "--show-secrets` writes it); `statetool secrets encrypt` "
 					     "encrypts it");
 				} else if (json_is_string(ct)) {
-					if (!c->ciphertexts++)
-						c->first_cipher_ptr = st_strdup(c->ptr.data);
+					if (!c->ciphertexts++ &&
+					    !(c->first_cipher_ptr = st_strdup(c->ptr.data)))
+						NOMEM(c);
 					if (c->secrets_type && !strcmp(c->secrets_type, "passphrase")) {
 						const char *t = json_string_value(ct);
 						const char *a = strchr(t, ':');
@@ -286,6 +291,8 @@ static void check_pending(ictx *c)
 			continue;
 		}
 		st_strmap_slot *sl = st_strmap_put(&seen, urn, &created);
+		if (!sl)
+			NOMEM(c);
 		if (sl && !created)
 			WARN("pending/duplicate", p, urn,
 			     "more than one pending operation on %s (the first is #%zu)", urn,
@@ -331,8 +338,10 @@ static void check_aliases(ictx *c)
 			if (!json_is_string(a))
 				continue;
 			sl = st_strmap_put(&aliases, json_string_value(a), &created);
-			if (!sl)
+			if (!sl) {
+				NOMEM(c);
 				continue;
+			}
 			if (created) {
 				sl->a = i;
 				continue;
@@ -408,6 +417,12 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 		sl->b = i;
 	}
 	expected_names(c, &exp_stack, &exp_project);
+	{
+		/* "org/project/stack" or "stack" always give the stack: none means no memory */
+		const char *qn = st_state_checkpoint_stack(s), *sl1 = qn ? strchr(qn, '/') : NULL;
+		if (!exp_stack && qn && *qn && (!sl1 || strchr(sl1 + 1, '/')))
+			NOMEM(c);
+	}
 
 	json_array_foreach(c->res, i, r) {
 		const char *urn = st_json_str(r, "urn"), *type = st_json_str(r, "type");
@@ -474,13 +489,18 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 					sl->p = ref;
 				else
 					free(ref);
+				if (!sl)
+					NOMEM(c);
 			}
 		}
 		if (prov && *prov) {
 			char *pu_urn = NULL, *pu_id = NULL;
 			st_error perr;
 			st_error_clear(&perr);
-			if (st_provider_ref_parse(prov, &pu_urn, &pu_id, &perr) != ST_OK) {
+			int prc = st_provider_ref_parse(prov, &pu_urn, &pu_id, &perr);
+			if (prc == ST_ENOMEM) {
+				NOMEM(c);
+			} else if (prc != ST_OK) {
 				ERR("integrity/provider-parse", ptr_res(c, i, "provider"), urn,
 				    "failed to parse provider reference for resource %s: %s", urn,
 				    perr.message);
@@ -506,6 +526,8 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 					want = st_strdup(type);
 				else
 					want = st_asprintf("%.*s$%s", (int)pp.qtype_len, pp.qtype, type);
+				if (!want)
+					NOMEM(c);
 				if (want && (strlen(want) != pu.qtype_len ||
 					     strncmp(want, pu.qtype, pu.qtype_len)))
 					WARN("urn/parent-type", ptr_res(c, i, "urn"), urn,
@@ -522,6 +544,8 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 			json_t *pd = json_object_get(r, "propertyDependencies");
 			size_t nk = json_object_size(pd), k = 0;
 			const char **keys = nk ? malloc(nk * sizeof(*keys)) : NULL;
+			if (nk && !keys)
+				NOMEM(c);
 			const char *key;
 			json_t *list;
 			json_object_foreach(pd, key, list)
@@ -567,6 +591,8 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 		if (!st_json_bool(r, "delete")) {
 			int created;
 			st_strmap_slot *sl = st_strmap_put(&live, urn, &created);
+			if (!sl)
+				NOMEM(c);
 			if (sl && created)
 				sl->a = i;
 			else if (sl)
@@ -607,6 +633,8 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 				continue;
 			}
 			st_strmap_slot *sl = st_strmap_put(&uuids, u, &created);
+			if (!sl)
+				NOMEM(c);
 			if (sl && created)
 				sl->a = i;
 			else if (sl)
@@ -617,6 +645,8 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 	}
 	check_pending(c);
 	check_aliases(c);
+	if (c->oom || c->ptr.oom)
+		rc = st__err(err, ST_ENOMEM, "out of memory (the integrity check is incomplete)");
 done:
 	for (size_t k = 0; k < providers.cap; k++)
 		if (providers.slots && providers.slots[k].hash)

@@ -195,7 +195,8 @@ static void clear_stale(side *sd)
 		char host[256] = "";
 		gethostname(host, sizeof(host) - 1);
 		if (st_json_parse(&o, data, len, NULL, NULL, NULL, NULL, NULL) == ST_OK) {
-			long pid = (long)json_number_value(json_object_get(o, "pid"));
+			double dp = json_number_value(json_object_get(o, "pid"));
+			long pid = dp >= 1 && dp <= 4194304 ? (long)dp : 0;
 			const char *h = json_string_value(json_object_get(o, "hostname"));
 			if (h && !strcmp(h, host) && pid > 0 && kill((pid_t)pid, 0) < 0) {
 				unlink(lk);
