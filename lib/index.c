@@ -708,9 +708,11 @@ static int run_stmt(st_index *ix, sqlite3_stmt *st, st_index_row_fn row, void *c
 		free(vals);
 		return st__err(err, ST_ENOMEM, "out of memory");
 	}
-	for (int i = 0; i < ncols; i++)
-		names[i] = sqlite3_column_name(st, i);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		/* names after the step: the first step may re-prepare the statement (a bound GLOB
+		 * pattern can change the plan), which frees names taken before it */
+		for (int i = 0; i < ncols; i++)
+			names[i] = sqlite3_column_name(st, i);
 		for (int i = 0; i < ncols; i++)
 			vals[i] = (const char *)sqlite3_column_text(st, i);
 		if (row && (user = row(ctx, ncols, names, vals)) != 0)

@@ -214,6 +214,24 @@ static void free_map_values(st_strmap *m, int keys_too)
 	st_strmap_free(m);
 }
 
+/* Adds a copy of `key` to m (kept in the slot's p, freed by free_map_values), for keys whose
+ * string the caller frees. */
+static int put_copy(st_strmap *m, const char *key)
+{
+	int created;
+	char *k = st_strdup(key);
+	st_strmap_slot *sl = k ? st_strmap_put(m, k, &created) : NULL;
+	if (!sl) {
+		free(k);
+		return ST_ENOMEM;
+	}
+	if (created)
+		sl->p = k;
+	else
+		free(k);
+	return ST_OK;
+}
+
 /* ---- the move ---- */
 
 static int select_resources(ctx *c, const st_move_opts *o, st_error *err)
@@ -492,7 +510,22 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 					      json_object_get(r, "inputs") ? json_object_get(r, "inputs")
 									    : json_null()))) {
 				char *exref = ref_of(ex);
-				st_strmap_put(&c->provmap, ref, &created)->p = exref;
+				st_strmap_slot *psl = exref ? st_strmap_put(&c->provmap, ref, &created)
+							    : NULL;
+				if (!psl) {
+					free(exref);
+					free(ref);
+					free(nu);
+					free(nref);
+					json_decref(copy);
+					st_strmap_free(&used);
+					rc = st__err(err, ST_ENOMEM, "out of memory");
+					goto out;
+				}
+				if (!created)
+					free(ref); /* the map keeps its first key */
+				free(psl->p);
+				psl->p = exref;
 				st_changes_add(&rep->plan, "reuse provider %s (already in the "
 					       "destination)", exref);
 				free(nu);
@@ -509,8 +542,21 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 			st_strmap_free(&used);
 			goto out;
 		}
-		st_strmap_put(&c->provmap, ref, &created)->p = nref;
-		st_strmap_put(&dst_urns, nu, &created);
+		st_strmap_slot *psl = st_strmap_put(&c->provmap, ref, &created);
+		if (!psl || put_copy(&dst_urns, nu) != ST_OK) {
+			if (!psl || !created)
+				free(ref); /* else the map owns it */
+			free(nref);
+			free(nu);
+			json_decref(copy);
+			st_strmap_free(&used);
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (!created)
+			free(ref); /* the map keeps its first key */
+		free(psl->p);
+		psl->p = nref;
 		st_changes_add(&rep->plan, "copy provider %s -> %s", st_json_str(r, "urn"), nu);
 		json_array_append_new(new_dst, copy);
 		free(nu);
@@ -539,7 +585,11 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 			free(nu);
 			goto out;
 		}
-		st_strmap_put(&dst_urns, nu, &created);
+		if (put_copy(&dst_urns, nu) != ST_OK) {
+			free(nu);
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			goto out;
+		}
 		st_strmap_slot *sl = st_strmap_put(&c->urnmap, st_json_str(r, "urn"), &created);
 		if (sl && created)
 			sl->p = nu;
@@ -711,8 +761,8 @@ out:
 	st_strmap_free(&c->src_index);
 	st_strmap_free(&c->moved_urns);
 	free_map_values(&c->urnmap, 0);
-	free_map_values(&c->provmap, 0);
-	st_strmap_free(&dst_urns);
+	free_map_values(&c->provmap, 1); /* keys: the refs made by ref_of */
+	free_map_values(&dst_urns, 0);   /* p: the copies made by put_copy */
 	st_strmap_free(&stay);
 	return rc;
 }

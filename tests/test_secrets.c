@@ -275,8 +275,11 @@ static void test_rekey_state_and_config(void **state)
 	assert_int_equal(st_secrets_decrypt(neu, val, &pt, &len, NULL), ST_OK);
 	assert_memory_equal(pt, "db-password-1", 13);
 	st_secret_free(pt, len);
-	char *bak = tu_read(st_asprintf("%s.bak", cfg), NULL);
+	char *bakpath = st_asprintf("%s.bak", cfg);
+	char *bak = tu_read(bakpath, NULL);
 	assert_string_equal(bak, text);
+	free(bak);
+	free(bakpath);
 	free(val);
 	free(got);
 	free(want_head);
