@@ -183,20 +183,29 @@ int st_index_open(st_index **out, const char *path, int readonly, st_changes *no
 			st_changes_add(notes, "the index had schema version %d; rebuilt as version %d",
 				       v, ST_INDEX_SCHEMA_VERSION);
 		}
-		if ((rc = exec(ix, schema_sql, err)) != ST_OK)
-			goto fail;
-		char *sql = st_asprintf("INSERT OR REPLACE INTO meta VALUES ('schema_version', '%d');"
-					"INSERT OR REPLACE INTO meta VALUES ('statetool', '%s');",
-					ST_INDEX_SCHEMA_VERSION, ST_VERSION);
-		rc = sql ? exec(ix, sql, err) : ST_ENOMEM;
+		/* tables and version in one transaction: an update killed here leaves no tables */
+		char *sql = st_asprintf("BEGIN IMMEDIATE;%s"
+					"INSERT OR REPLACE INTO meta VALUES ('schema_version', '%d');"
+					"INSERT OR REPLACE INTO meta VALUES ('statetool', '%s');COMMIT;",
+					schema_sql, ST_INDEX_SCHEMA_VERSION, ST_VERSION);
+		rc = sql ? exec(ix, sql, err) : st__err(err, ST_ENOMEM, "out of memory");
 		free(sql);
-		if (rc)
+		if (rc) {
+			exec(ix, "ROLLBACK;", NULL);
 			goto fail;
+		}
 	} else {
 		exec(ix, "PRAGMA query_only=1;", NULL);
-		if (schema_version(ix) != ST_INDEX_SCHEMA_VERSION) {
-			rc = st__err(err, ST_EVERSION, "the index '%s' has another schema version; run "
-				     "`statetool index update` to rebuild it", path);
+		int v = schema_version(ix);
+		if (v == -1) {
+			rc = st__err(err, ST_EVERSION, "the index '%s' is empty (its first update was "
+				     "interrupted?); run `statetool index update` to build it", path);
+			goto fail;
+		}
+		if (v != ST_INDEX_SCHEMA_VERSION) {
+			rc = st__err(err, ST_EVERSION, "the index '%s' has schema version %d, not %d; "
+				     "run `statetool index update` to rebuild it", path, v,
+				     ST_INDEX_SCHEMA_VERSION);
 			goto fail;
 		}
 	}

@@ -55,4 +55,19 @@ for name in ../dev app/../../etc /etc/passwd app/dev/x 'app/d v'; do
 done
 run "symlinked state" sh -c "ln -s '$T/be/.pulumi/stacks/app/dev.json' '$T/be/.pulumi/stacks/app/evil.json' && '$STATETOOL' migrate --backend '$T/be' --stack app/evil"
 check_rc 1; check_err_has "symbolic link inside the backend"
+# a planted symlink where a lock goes: nothing is written through it
+mkdir -p "$T/elsewhere"
+cp "$FIXTURES/edit/base.json" "$T/s.json"
+ln -s "$T/elsewhere/target" "$T/s.json.lock"
+run "symlinked file lock" st protect "$T/s.json" logs
+check_rc 1; check_err_has "it is a symbolic link"
+check_absent "$T/elsewhere/target"; check_same "$FIXTURES/edit/base.json" "$T/s.json"
+rm "$T/s.json.lock"
+ln -s "$T/elsewhere" "$T/be/.pulumi/locks"
+cp "$T/be/.pulumi/stacks/app/dev.json" "$T/dev-before.json"
+run "symlinked backend lock directory" st protect --backend "$T/be" --stack app/dev --all
+check_rc 1; check_err_has "symbolic link"
+current="nothing written through the symlinked lock directory"
+if [ -z "$(ls -A "$T/elsewhere")" ]; then ok; else bad "$(ls -R "$T/elsewhere")"; fi
+check_same "$T/dev-before.json" "$T/be/.pulumi/stacks/app/dev.json"
 finish
