@@ -25,6 +25,26 @@ huge-number.json|number 1e999 is out of the range of a float64
 zstd.json.zst|is zstd-compressed
 CASES
 
+# A gzip bomb: 200 MB of zeros in about 200 KB, refused beyond --max-size without inflating it all.
+head -c 200000000 /dev/zero | gzip -1 > "$T/bomb.json.gz"
+cp "$T/bomb.json.gz" "$T/bomb-before.gz"
+run "gzip bomb" st convert --max-size 50M "$T/bomb.json.gz" -o "$T/bomb.json.gz"
+check_rc 1; check_err_has "refusing a possible gzip bomb"; check_same "$T/bomb-before.gz" "$T/bomb.json.gz"
+rm -f "$T/bomb.json.gz" "$T/bomb-before.gz"
+
+# Deep but within the limit (9,000 levels of inputs): loaded, edited (copy on write), written
+# and read back without exhausting the stack.
+awk 'BEGIN { printf "{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"2026-01-01T00:00:00Z\",\"magic\":\"\",\"version\":\"v3.0.0\"},\"resources\":[{\"urn\":\"urn:pulumi:s::p::a:b:C::m\",\"custom\":true,\"id\":\"x\",\"type\":\"a:b:C\",\"inputs\":{\"v\":";
+	for (i = 0; i < 9000; i++) printf "[";
+	for (i = 0; i < 9000; i++) printf "]";
+	printf "}}]}}\n" }' > "$T/deep-ok.json"
+run "deep within the limit: protect" st protect "$T/deep-ok.json" m
+check_rc 0
+run "deep within the limit: read back" st validate --no-schema "$T/deep-ok.json"
+check_rc 0
+run "deep within the limit: convert" st convert "$T/deep-ok.json" --compact -o "$T/deep-ok-compact.json"
+check_rc 0
+
 # Accepted as Pulumi accepts them.
 run "duplicate keys load" st list "$H/duplicate-keys.json"
 check_rc 0; check_out_has "urn:pulumi:s::p::a:b:C::m"
