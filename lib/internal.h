@@ -74,6 +74,11 @@ typedef enum st_kind {
 st_kind st_kind_child(st_kind parent, const char *key);
 
 /* Writes `v` with the kind-driven key order. */
+/* st_json_parse; `mapped`: buf is a private, page-aligned file mapping whose pages may be
+ * released (MADV_DONTNEED) behind the cursor. */
+int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *name,
+		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
+		      int mapped, st_error *err);
 int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind kind);
 
 /* Canonical field order of a struct kind: a NULL-terminated list, or NULL for map kinds. */

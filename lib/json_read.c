@@ -20,6 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 typedef struct frame {
 	const char *key; /* current key in an object (NUL-terminated scratch copy) */
@@ -53,7 +56,23 @@ typedef struct parser {
 	char *sbuf;
 	size_t sbuf_cap;
 	char decimal_point;
+	/* a private file mapping: pages behind the cursor are given back as parsing goes, so
+	 * the file's bytes and the tree are not both resident (they fault back in if needed) */
+	int release;
+	const unsigned char *released;
 } parser;
+
+#define RELEASE_CHUNK (8u << 20)
+
+static void release_pages(parser *ps)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t from = (uintptr_t)ps->released, to = (uintptr_t)ps->p & ~(page - 1);
+	if (to > from && madvise((void *)from, to - from, MADV_DONTNEED) == 0)
+		ps->released = (const unsigned char *)to;
+	else
+		ps->release = 0;
+}
 
 #define MAX_LENIENCY_REPORTS 100
 
@@ -642,6 +661,8 @@ static json_t *parse_array(parser *ps)
 			goto fail;
 		}
 		idx++;
+		if (ps->release && (size_t)(ps->p - ps->released) >= RELEASE_CHUNK)
+			release_pages(ps);
 		skip_ws(ps);
 		if (ps->p < ps->end && *ps->p == ',') {
 			ps->p++;
@@ -762,6 +783,13 @@ int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
 		  const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 		  st_error *err)
 {
+	return st__json_parse_ex(out, buf, len, name, limits, style_out, problems, 0, err);
+}
+
+int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *name,
+		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
+		      int mapped, st_error *err)
+{
 	parser ps;
 	json_t *v;
 	struct lconv *lc = localeconv();
@@ -778,6 +806,8 @@ int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
 	ps.problems = problems;
 	ps.decimal_point = lc && lc->decimal_point && lc->decimal_point[0] ?
 				   lc->decimal_point[0] : '.';
+	ps.release = mapped;
+	ps.released = ps.start;
 
 	if (len >= 3 && ps.p[0] == 0xef && ps.p[1] == 0xbb && ps.p[2] == 0xbf) {
 		fail_at(&ps, ps.p, ST_EPARSE, "invalid character 'ï' looking for beginning of "

@@ -2,6 +2,11 @@
  * Deployment states: envelopes, versions, features, and faithful serialization.
  */
 #include "internal.h"
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,8 +193,8 @@ static void state_free_fields(st_state *s)
 	st_problems_clear(&s->load_problems);
 }
 
-int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char *name,
-			 const st_load_opts *opts, st_error *err)
+static int load_buffer(st_state **out, const void *buf, size_t len, const char *name,
+		       const st_load_opts *opts, int mapped, st_error *err)
 {
 	st_state *s;
 	st_parse_limits lim = {0};
@@ -201,7 +206,8 @@ int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char
 		return st__err(err, ST_ENOMEM, "out of memory");
 	if (opts)
 		lim.max_depth = opts->max_depth;
-	rc = st_json_parse(&s->root, buf, len, name, &lim, &s->style, &s->load_problems, err);
+	rc = st__json_parse_ex(&s->root, buf, len, name, &lim, &s->style, &s->load_problems,
+			       mapped, err);
 	if (rc == ST_OK)
 		rc = st__state_bind(s, err);
 	if (rc) {
@@ -214,6 +220,12 @@ int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char
 		s->path = st_strdup(name);
 	*out = s;
 	return ST_OK;
+}
+
+int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char *name,
+			 const st_load_opts *opts, st_error *err)
+{
+	return load_buffer(out, buf, len, name, opts, 0, err);
 }
 
 int st_state_from_json(st_state **out, json_t *root, const st_style *style,
@@ -250,6 +262,74 @@ int st_state_from_json(st_state **out, json_t *root, const st_style *style,
 	return ST_OK;
 }
 
+/* A large plain file is mapped rather than read, and its pages are given back as the parser
+ * passes them: peak memory is the tree plus a few megabytes, not the tree plus the file.
+ * map_file returns 1 when the file is not a candidate (gzip, zstd, small, not a regular
+ * file): the caller then reads it. */
+#define MAP_MIN (4u << 20)
+static int map_file(const char *path, size_t max, void **map, size_t *len)
+{
+	struct stat sb;
+	unsigned char magic[4] = {0};
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!max)
+		max = ST_DEFAULT_MAX_FILE;
+	if (fd < 0)
+		return 1;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < (off_t)MAP_MIN ||
+	    (uint64_t)sb.st_size > (uint64_t)max || pread(fd, magic, 4, 0) != 4 ||
+	    (magic[0] == 0x1f && magic[1] == 0x8b) ||
+	    (magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd)) {
+		close(fd);
+		return 1;
+	}
+	*len = (size_t)sb.st_size;
+	*map = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (*map == MAP_FAILED)
+		return 1;
+	madvise(*map, *len, MADV_SEQUENTIAL);
+	return 0;
+}
+
+int st_json_load_file(json_t **out, const char *path, size_t max_size,
+		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
+		      st_error *err)
+{
+	void *map;
+	char *buf;
+	size_t len;
+	const char *shown = strcmp(path, "-") ? path : "<stdin>";
+	int rc;
+
+	*out = NULL;
+	if (strcmp(path, "-") != 0 && map_file(path, max_size, &map, &len) == 0) {
+		rc = st__json_parse_ex(out, map, len, shown, limits, style_out, problems, 1, err);
+		munmap(map, len);
+	} else {
+		rc = st_file_read(path, max_size, &buf, &len, NULL, err);
+		if (rc)
+			return rc;
+		rc = st_json_parse(out, buf, len, shown, limits, style_out, problems, err);
+		free(buf);
+	}
+	if (rc)
+		st__err_file(err, shown);
+	return rc;
+}
+
+static int load_mapped(st_state **out, const char *path, const st_load_opts *opts,
+		       st_error *err)
+{
+	void *map;
+	size_t len;
+	if (map_file(path, opts ? opts->max_size : 0, &map, &len) != 0)
+		return 1;
+	int rc = load_buffer(out, map, len, path, opts, 1, err);
+	munmap(map, len);
+	return rc;
+}
+
 int st_state_load_file(st_state **out, const char *path, const st_load_opts *opts, st_error *err)
 {
 	char *buf;
@@ -258,6 +338,11 @@ int st_state_load_file(st_state **out, const char *path, const st_load_opts *opt
 	int rc;
 
 	*out = NULL;
+	if (strcmp(path, "-") != 0 && (rc = load_mapped(out, path, opts, err)) != 1) {
+		if (rc == ST_OK)
+			(*out)->compression = ST_COMPRESS_NONE;
+		return rc;
+	}
 	rc = st_file_read(path, opts ? opts->max_size : 0, &buf, &len, &comp, err);
 	if (rc)
 		return rc;

@@ -140,6 +140,13 @@ int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
 		  const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 		  st_error *err);
 
+/* st_json_parse of a file ("-" = standard input), plain or gzip, at most max_size bytes after
+ * decompression (0: the default). A large plain file is mapped and its pages released as the
+ * parser passes them, so the file and the tree are not both resident. */
+int st_json_load_file(json_t **out, const char *path, size_t max_size,
+		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
+		      st_error *err);
+
 /* Writes `value` (borrowed) exactly as Go's encoding/json would with the given style: keys in
  * the order they are held (callers sort maps), float64 shortest round-trip numbers, Go's string
  * escaping. *out is new (free()), not NUL-terminated beyond len but always followed by a NUL. */

@@ -118,20 +118,17 @@ static void validate_one(vrun *v, const char *path, const char *shown)
 {
 	st_problems p = {0};
 	st_error err;
-	char *buf = NULL;
-	size_t len;
 	st_state *s = NULL;
 	long long nres = -1;
 	const char *kind = "state";
 	int rc;
 
 	st_error_clear(&err);
-	rc = st_file_read(path, v->max_size, &buf, &len, NULL, &err);
-	if (rc == ST_OK) {
+	{
 		json_t *doc = NULL;
 		st_style style;
 		st_problems lp = {0};
-		rc = st_json_parse(&doc, buf, len, shown, NULL, &style, &lp, &err);
+		rc = st_json_load_file(&doc, path, v->max_size, NULL, &style, &lp, &err);
 		if (rc == ST_OK && looks_like_import(doc)) {
 			/* An import file is not a state: its own schema. */
 			kind = "import";
@@ -150,7 +147,6 @@ static void validate_one(vrun *v, const char *path, const char *shown)
 		}
 		st_problems_clear(&lp);
 	}
-	free(buf);
 	if (rc != ST_OK) {
 		char where[64] = "";
 		if (err.line)

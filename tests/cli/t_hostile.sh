@@ -45,6 +45,25 @@ check_rc 0
 run "deep within the limit: convert" st convert "$T/deep-ok.json" --compact -o "$T/deep-ok-compact.json"
 check_rc 0
 
+# A large file is mapped and its pages released as it is parsed; an error near its end still
+# gets the right line and column (the pages fault back in), the same as when it is piped.
+cc -O2 -o "$T/gen" "$top_srcdir/bench/gen.c"
+"$T/gen" 3000 9 > "$T/big.json"
+head -c $(( $(wc -c < "$T/big.json") - 200 )) "$T/big.json" > "$T/big-cut.json"
+printf '@' >> "$T/big-cut.json"
+lines=$(wc -l < "$T/big-cut.json")
+run "large file, error at the end (mapped)" st list "$T/big-cut.json"
+check_rc 1; check_err_has "big-cut.json:$((lines + 1)):"
+sed 's|.*big-cut.json:||' "$T/err" > "$T/mapped-err"
+run "large file, error at the end (piped)" sh -c "'$STATETOOL' list - < '$T/big-cut.json'"
+check_rc 1
+sed 's|.*<stdin>:||' "$T/err" > "$T/piped-err"
+check_same "$T/mapped-err" "$T/piped-err"
+run "large file validates (mapped)" st validate -q "$T/big.json"
+check_rc 0
+run "large file round trip (mapped)" st convert "$T/big.json" -o "$T/big-rt.json"
+check_rc 0; check_same "$T/big.json" "$T/big-rt.json"
+
 # Accepted as Pulumi accepts them.
 run "duplicate keys load" st list "$H/duplicate-keys.json"
 check_rc 0; check_out_has "urn:pulumi:s::p::a:b:C::m"
