@@ -15,7 +15,7 @@ states="$F/pulumi $F/hostile $F/validate $F/edit $F/move $S/load"
 run load $states
 run validate $states
 run roundtrip $states
-run diff $states $S/urn $S/secrets $S/import
+run diff $states $S/urn $S/secrets $S/import $S/diff
 run import $S/import $F/pulumi
 run urn $S/urn
 run secrets $S/secrets

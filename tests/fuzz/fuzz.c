@@ -262,6 +262,12 @@ static int t_diff(const uint8_t *d, size_t n)
 		/* jansson accepted: so must we, with the same value; except a number beyond
 		 * float64 (Go and statetool refuse it; jansson keeps a huge integer's digits only
 		 * when it fits int64, so that cannot happen) */
+		/* one deliberate difference this way: jansson ends its input at a NUL byte outside
+		 * a string ("8\0" is 8); Go and statetool refuse the NUL */
+		if (!ok_ours && memchr(d, 0, n)) {
+			json_decref(theirs);
+			return 0;
+		}
 		CHECK(ok_ours, "jansson accepts what statetool refuses");
 		CHECK(same_value(ours, theirs), "statetool and jansson read different values");
 	} else if (ok_ours) {
