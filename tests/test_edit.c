@@ -2,14 +2,6 @@
  * dependents, repair (determinism, cycles). */
 #include "testutil.h"
 
-static st_state *load(const char *rel)
-{
-	char *p = tu_fixture(rel);
-	st_state *s = NULL;
-	assert_int_equal(st_state_load_file(&s, p, NULL, NULL), ST_OK);
-	free(p);
-	return s;
-}
 
 static size_t idx_of(st_state *s, const char *q)
 {
@@ -31,7 +23,7 @@ static char *dump(st_state *s)
 static void test_cow_diff_and_rollback(void **state)
 {
 	(void)state;
-	st_state *s = load("edit/base.json");
+	st_state *s = tu_load("edit/base.json");
 	char *before = dump(s);
 	json_t *orig = json_array_get(st_state_resources(s, 0), 11);
 	json_incref(orig);
@@ -65,7 +57,7 @@ static void test_cow_diff_and_rollback(void **state)
 static void test_integrity_refusal_rolls_back(void **state)
 {
 	(void)state;
-	st_state *s = load("edit/late-provider.json");
+	st_state *s = tu_load("edit/late-provider.json");
 	char *before = dump(s);
 	st_edit *e;
 	st_problems p = {0};
@@ -148,7 +140,7 @@ static void test_repair_cycle_and_determinism(void **state)
 	/* the same input, twice, gives the same bytes */
 	char *out[2];
 	for (int k = 0; k < 2; k++) {
-		s = load("pulumi/todo.json");
+		s = tu_load("pulumi/todo.json");
 		assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
 		assert_int_equal(st_edit_repair(e, NULL), ST_OK);
 		assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
@@ -168,7 +160,7 @@ static void test_repair_cycle_and_determinism(void **state)
 static void test_rename_rewrites_everything(void **state)
 {
 	(void)state;
-	st_state *s = load("edit/base.json");
+	st_state *s = tu_load("edit/base.json");
 	st_edit *e;
 	st_diff d;
 	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);

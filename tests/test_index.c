@@ -24,14 +24,6 @@ static size_t count_sql(st_index *ix, const char *sql)
 	return r.n;
 }
 
-static st_state *load(const char *rel)
-{
-	char *p = tu_fixture(rel);
-	st_state *s = NULL;
-	assert_int_equal(st_state_load_file(&s, p, NULL, NULL), ST_OK);
-	free(p);
-	return s;
-}
 
 static void test_update_state_and_query(void **unused)
 {
@@ -45,7 +37,7 @@ static void test_update_state_and_query(void **unused)
 	st_error_clear(&err);
 	assert_int_equal(st_index_open(&ix, db, 0, NULL, &err), ST_OK);
 
-	st_state *s = load("edit/base.json");
+	st_state *s = tu_load("edit/base.json");
 	assert_int_equal(st_index_update_state(ix, "organization/shop/dev", NULL, s, &err), ST_OK);
 
 	q.type = "aws:ec2/instance:Instance";

@@ -116,19 +116,11 @@ static void test_new_passphrase_round_trip(void **state)
 	st_secrets_free(b);
 }
 
-static st_state *load(const char *rel)
-{
-	char *p = tu_fixture(rel);
-	st_state *s = NULL;
-	assert_int_equal(st_state_load_file(&s, p, NULL, NULL), ST_OK);
-	free(p);
-	return s;
-}
 
 static void test_b64_provider(void **state)
 {
 	(void)state;
-	st_state *s = load("pulumi/checkpoint-secrets.json");
+	st_state *s = tu_load("pulumi/checkpoint-secrets.json");
 	st_secrets *sec;
 	st_problems p = {0};
 	size_t n;
@@ -198,7 +190,7 @@ static int rev_decrypt(void *ctx, const char *ct, char **pt, size_t *len, st_err
 static void test_custom_provider_encrypt_and_rekey(void **state)
 {
 	(void)state;
-	st_state *s = load("validate/secrets-plaintext.json");
+	st_state *s = tu_load("validate/secrets-plaintext.json");
 	st_secrets_callbacks cb = {NULL, rev_encrypt, rev_decrypt, NULL, NULL};
 	st_secrets *rev, *pass;
 	st_edit *e;
@@ -230,7 +222,7 @@ static void test_custom_provider_encrypt_and_rekey(void **state)
 static void test_rekey_state_and_config(void **state)
 {
 	(void)state;
-	st_state *s = load("pulumi/valid-deployment-v3.json");
+	st_state *s = tu_load("pulumi/valid-deployment-v3.json");
 	st_secrets *old, *neu, *check;
 	st_edit *e;
 	size_t n;

@@ -57,6 +57,16 @@ static inline char *tu_fixture(const char *rel)
 	return p;
 }
 
+/* Loads a fixture (path relative to fixtures/); fails the test if it does not load. */
+static inline st_state *tu_load(const char *rel)
+{
+	char *p = tu_fixture(rel);
+	st_state *s = NULL;
+	assert_int_equal(st_state_load_file(&s, p, NULL, NULL), ST_OK);
+	free(p);
+	return s;
+}
+
 /* A fresh temporary directory (removed by tu_rmdir). */
 static inline char *tu_tmpdir(void)
 {
