@@ -624,12 +624,12 @@ static int update_one(st_index *ix, const char *qname, const char *path, st_inde
 }
 
 /* Drops stacks not in `keep` (qnames). */
-static void prune(st_index *ix, st_strmap *keep, st_index_stats *stats, int files_only)
+static void prune(st_index *ix, st_strmap *keep, st_index_stats *stats)
 {
 	sqlite3_stmt *q;
 	char **gone = NULL;
 	size_t n = 0;
-	if (sqlite3_prepare_v2(ix->db, "SELECT qname, envelope FROM stacks", -1, &q, NULL))
+	if (sqlite3_prepare_v2(ix->db, "SELECT qname FROM stacks", -1, &q, NULL))
 		return;
 	while (sqlite3_step(q) == SQLITE_ROW) {
 		const char *qn = (const char *)sqlite3_column_text(q, 0);
@@ -642,7 +642,6 @@ static void prune(st_index *ix, st_strmap *keep, st_index_stats *stats, int file
 		}
 	}
 	sqlite3_finalize(q);
-	(void)files_only;
 	for (size_t i = 0; i < n; i++) {
 		if (gone[i] && remove_stack(ix, gone[i]) == 0)
 			stats->removed++;
@@ -674,7 +673,7 @@ int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn pr
 		if (progress)
 			progress(pctx, i + 1, n, stats->resources);
 	}
-	prune(ix, &keep, stats, 0);
+	prune(ix, &keep, stats);
 	st_strmap_free(&keep);
 	st_stack_infos_free(infos, n);
 	return ST_OK;
@@ -700,7 +699,7 @@ int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int 
 			progress(pctx, i + 1, n, stats->resources);
 	}
 	if (do_prune)
-		prune(ix, &keep, stats, 1);
+		prune(ix, &keep, stats);
 	st_strmap_free(&keep);
 	return ST_OK;
 }

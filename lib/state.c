@@ -196,30 +196,24 @@ static void state_free_fields(st_state *s)
 static int load_buffer(st_state **out, const void *buf, size_t len, const char *name,
 		       const st_load_opts *opts, int mapped, st_error *err)
 {
-	st_state *s;
 	st_parse_limits lim = {0};
+	st_problems problems = {0};
+	st_style style;
+	json_t *root = NULL;
 	int rc;
 
 	*out = NULL;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return st__err(err, ST_ENOMEM, "out of memory");
 	if (opts)
 		lim.max_depth = opts->max_depth;
-	rc = st__json_parse_ex(&s->root, buf, len, name, &lim, &s->style, &s->load_problems,
-			       mapped, err);
-	if (rc == ST_OK)
-		rc = st__state_bind(s, err);
+	rc = st__json_parse_ex(&root, buf, len, name, &lim, &style, &problems, mapped, err);
 	if (rc) {
 		st__err_file(err, name);
-		state_free_fields(s);
-		free(s);
+		st_problems_clear(&problems);
 		return rc;
 	}
-	if (name)
-		s->path = st_strdup(name);
-	*out = s;
-	return ST_OK;
+	rc = st_state_from_json(out, root, &style, &problems, name, err);
+	st_problems_clear(&problems); /* empty unless st_state_from_json failed */
+	return rc;
 }
 
 int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char *name,
