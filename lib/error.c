@@ -1,6 +1,9 @@
 /* Error records, problem lists, change reports and small string helpers. */
 #include "internal.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,4 +317,21 @@ int st_json_is_empty(const json_t *v)
 	if (json_is_object(v))
 		return json_object_size(v) == 0;
 	return 0;
+}
+
+static long online_cpus;
+
+static void count_cpus(void)
+{
+	online_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+int st__threads_ok(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	const char *env = getenv("STATETOOL_THREADS");
+	if (env && !strcmp(env, "1"))
+		return 0;
+	pthread_once(&once, count_cpus);
+	return online_cpus >= 2;
 }

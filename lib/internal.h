@@ -38,6 +38,10 @@ char *st_buf_take(st_buf *b, size_t *len);
 void st_pointer_add_key(st_buf *b, const char *key, size_t len);
 void st_pointer_add_index(st_buf *b, size_t index);
 
+/* May the library use a second thread (parsing, validation)? Yes when two processors are
+ * online and STATETOOL_THREADS is not "1". */
+int st__threads_ok(void);
+
 /* strdup/asprintf that return NULL on failure. */
 char *st_strdup(const char *s);
 char *st_strndup(const char *s, size_t n);

@@ -16,6 +16,8 @@
 
 #include <errno.h>
 #include <locale.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,13 +25,19 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 typedef struct frame {
-	const char *key; /* current key in an object (NUL-terminated scratch copy) */
+	const char *key; /* current key in an object: in the input, or `owned` */
 	size_t keylen;
+	char *owned;     /* a decoded copy when the key had escapes (NULL otherwise) */
 	size_t index; /* current index in an array */
 	int is_array;
 } frame;
+
+struct split;
 
 typedef struct parser {
 	const unsigned char *start;
@@ -60,6 +68,8 @@ typedef struct parser {
 	 * the file's bytes and the tree are not both resident (they fault back in if needed) */
 	int release;
 	const unsigned char *released;
+	/* the second part of a big document, parsed on another thread (NULL: none) */
+	struct split *sp;
 } parser;
 
 #define RELEASE_CHUNK (8u << 20)
@@ -180,6 +190,7 @@ static int push_frame(parser *ps, int is_array)
 		ps->frames_cap = cap;
 	}
 	ps->frames[ps->nframes].key = NULL;
+	ps->frames[ps->nframes].owned = NULL;
 	ps->frames[ps->nframes].keylen = 0;
 	ps->frames[ps->nframes].index = 0;
 	ps->frames[ps->nframes].is_array = is_array;
@@ -273,6 +284,20 @@ static int hex4(const unsigned char *p, unsigned *out)
 	return 0;
 }
 
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* Does any of the 8 bytes at p need a closer look inside a string: '"', '\\', < 0x20 or
+ * >= 0x80? (A zero-byte test per class; exact about whether one exists.) */
+static inline int special8(const unsigned char *p)
+{
+	uint64_t w, q, b;
+	memcpy(&w, p, 8);
+	q = w ^ (ONES * '"');
+	b = w ^ (ONES * '\\');
+	return ((((q - ONES) & ~q) | ((b - ONES) & ~b) | ((w - ONES * 0x20) & ~w) | w) & HIGHS) != 0;
+}
+
 /*
  * Parses a string whose opening quote is at ps->p. On success *out points at the decoded bytes
  * (into the input when nothing needed decoding, else into ps->sbuf) and *outlen is their length.
@@ -284,10 +309,16 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 	size_t n = 0;
 
 	*bad_utf8 = 0;
-	/* Fast path: plain ASCII/UTF-8 without escapes. */
+	/* Fast path: plain ASCII/UTF-8 without escapes, eight bytes at a time while none of
+	 * them is a quote, a backslash, a control byte or a non-ASCII byte. */
 	seg = p;
 	while (p < e) {
-		unsigned c = *p;
+		unsigned c;
+		while (e - p >= 8 && !special8(p))
+			p += 8;
+		if (p >= e)
+			break;
+		c = *p;
 		if (c == '"') {
 			*out = (const char *)seg;
 			*outlen = (size_t)(p - seg);
@@ -530,6 +561,7 @@ static json_t *parse_number(parser *ps)
 }
 
 static json_t *parse_value(parser *ps);
+static int split_join(parser *ps, json_t *arr, size_t idx);
 
 static json_t *parse_object(parser *ps)
 {
@@ -555,7 +587,7 @@ static json_t *parse_object(parser *ps)
 	for (;;) {
 		const char *key;
 		size_t keylen, before;
-		char *keycopy;
+		char *keycopy = NULL;
 		json_t *val;
 		int bad;
 
@@ -566,13 +598,19 @@ static json_t *parse_object(parser *ps)
 		}
 		if (parse_string_raw(ps, &key, &keylen, &bad) < 0)
 			goto fail;
-		keycopy = st_strndup(key, keylen);
-		if (!keycopy) {
-			fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
-			goto fail;
+		/* A key without escapes stays in the input; a decoded one lives in the scratch
+		 * buffer, which the value's strings reuse, so it is copied. */
+		if (key == ps->sbuf) {
+			keycopy = st_strndup(key, keylen);
+			if (!keycopy) {
+				fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+				goto fail;
+			}
+			key = keycopy;
 		}
 		f = &ps->frames[ps->nframes - 1];
-		f->key = keycopy;
+		f->key = key;
+		f->owned = keycopy;
 		f->keylen = keylen;
 		if (bad)
 			lenient(ps, "json/invalid-utf8",
@@ -582,36 +620,31 @@ static json_t *parse_object(parser *ps)
 		skip_ws(ps);
 		if (ps->p >= ps->end || *ps->p != ':') {
 			fail_char(ps, "after object key");
-			free(keycopy);
-			goto fail;
+			goto fail_key;
 		}
 		ps->p++;
 		skip_ws(ps);
 		val = parse_value(ps);
 		f = &ps->frames[ps->nframes - 1];
-		if (!val) {
-			free(keycopy);
-			f->key = NULL;
-			goto fail;
-		}
+		if (!val)
+			goto fail_key;
 		before = json_object_size(obj);
-		if (json_object_setn_new_nocheck(obj, keycopy, keylen, val) < 0) {
+		if (json_object_setn_new_nocheck(obj, key, keylen, val) < 0) {
 			fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
-			free(keycopy);
-			f->key = NULL;
-			goto fail;
+			goto fail_key;
 		}
 		if (json_object_size(obj) == before) {
-			char *msg = st_asprintf("duplicate object key '%s': the last value is kept, "
-						"as Pulumi does; earlier values are lost on save",
-						keycopy);
+			char *msg = st_asprintf("duplicate object key '%.*s': the last value is "
+						"kept, as Pulumi does; earlier values are lost on save",
+						(int)keylen, key);
 			f->key = NULL;
 			lenient(ps, "json/duplicate-key", msg ? msg : "duplicate object key",
-				keycopy, keylen);
+				key, keylen);
 			free(msg);
 		}
 		free(keycopy);
 		f->key = NULL;
+		f->owned = NULL;
 		skip_ws(ps);
 		if (ps->p < ps->end && *ps->p == ',') {
 			ps->p++;
@@ -622,6 +655,12 @@ static json_t *parse_object(parser *ps)
 			break;
 		}
 		fail_char(ps, "after object key:value pair");
+		goto fail;
+	fail_key:
+		f = &ps->frames[ps->nframes - 1];
+		free(keycopy);
+		f->key = NULL;
+		f->owned = NULL;
 		goto fail;
 	}
 	ps->nframes--;
@@ -664,6 +703,13 @@ static json_t *parse_array(parser *ps)
 		if (ps->release && (size_t)(ps->p - ps->released) >= RELEASE_CHUNK)
 			release_pages(ps);
 		skip_ws(ps);
+		if (ps->sp) {
+			int r = split_join(ps, arr, idx);
+			if (r < 0)
+				goto fail;
+			if (r > 0)
+				break; /* the other thread parsed the rest, ']' included */
+		}
 		if (ps->p < ps->end && *ps->p == ',') {
 			ps->p++;
 			continue;
@@ -752,6 +798,375 @@ static json_t *parse_value(parser *ps)
 	}
 }
 
+/*
+ * Parsing on two threads. A big document is mostly one long array (a state's resources). A
+ * second thread scans the text from the start, tracking only strings, escapes and nesting,
+ * until the middle; there it picks the outermost array still open and the next comma between
+ * two of its elements. It parses the elements after that comma, to the array's ']', while the
+ * first thread parses the document from the start. When the first thread reaches the comma it
+ * takes the second thread's elements and carries on after the ']'.
+ *
+ * The result is the sequential one in every case: the prefix the first thread parsed is valid
+ * JSON text up to the comma, so the scan read its structure as the parser does; the second
+ * part's first error is the document's first error when the prefix had none; its warnings are
+ * added in document order with their pointers rebased. Anything unexpected (the first thread
+ * passes the middle before the scan has finished, the array closes, the nesting limit) means
+ * one thread parses everything, as without this.
+ */
+#define SPLIT_NONE SIZE_MAX
+#define SPLIT_STACK (16u << 20)
+
+typedef struct split {
+	_Atomic size_t pos; /* 0: not known yet; SPLIT_NONE: no split; else the comma's offset */
+	atomic_int cancel;
+	size_t mid;
+	int joined;
+	pthread_t thread;
+	parser cfg; /* the first thread's settings, copied before it starts */
+	/* the second thread's results, read after joining it */
+	json_t *arr;
+	const unsigned char *end; /* just past the array's ']' */
+	int ok, code;
+	st_error err;
+	st_problems problems;
+	int saw_html_escape, saw_long_bf, saw_short_bf;
+} split;
+
+/* The next quote or backslash at or after p (e if none). */
+static const unsigned char *next_in_string(const unsigned char *p, const unsigned char *e)
+{
+#ifdef __SSE2__
+	const __m128i q = _mm_set1_epi8('"'), b = _mm_set1_epi8('\\');
+	while (e - p >= 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)));
+		if (m)
+			return p + __builtin_ctz((unsigned)m);
+		p += 16;
+	}
+#endif
+	while (p < e && *p != '"' && *p != '\\')
+		p++;
+	return p;
+}
+
+/* The next byte that matters to the structure outside strings: " , [ ] { } (e if none). */
+static const unsigned char *next_structural(const unsigned char *p, const unsigned char *e)
+{
+#ifdef __SSE2__
+	/* '[' and ']' are '{' and '}' without the 0x20 bit */
+	const __m128i q = _mm_set1_epi8('"'), c = _mm_set1_epi8(','), o = _mm_set1_epi8('{');
+	const __m128i k = _mm_set1_epi8('}'), bit = _mm_set1_epi8(0x20);
+	while (e - p >= 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		__m128i y = _mm_or_si128(x, bit);
+		__m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, c)),
+					   _mm_or_si128(_mm_cmpeq_epi8(y, o), _mm_cmpeq_epi8(y, k)));
+		int m = _mm_movemask_epi8(hit);
+		if (m)
+			return p + __builtin_ctz((unsigned)m);
+		p += 16;
+	}
+#endif
+	while (p < e && *p != '"' && *p != ',' && (*p | 0x20) != '{' && (*p | 0x20) != '}')
+		p++;
+	return p;
+}
+
+/* The offset of the comma at which the second part starts, or SPLIT_NONE. *depth: the
+ * containers open there. Pages already scanned are given back on a private mapping. */
+static size_t split_scan(split *sp, size_t *depth_out)
+{
+	const parser *cfg = &sp->cfg;
+	const unsigned char *s = cfg->start, *p = s, *e = cfg->end, *m = s + sp->mid;
+	const unsigned char *released = s;
+	unsigned char *types = NULL;
+	size_t cap = 0, depth = 0, target = 0, found = SPLIT_NONE;
+
+	while ((p = next_structural(p, e)) < e) {
+		unsigned c = *p;
+		if (c == '"') {
+			p++;
+			for (;;) {
+				p = next_in_string(p, e);
+				if (p >= e)
+					goto out;
+				if (*p == '"')
+					break;
+				p += 2; /* a backslash and the byte it escapes */
+			}
+			p++;
+			continue;
+		}
+		switch (c) {
+		case '{':
+		case '[':
+			if (depth >= cfg->max_depth)
+				goto out;
+			if (depth == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				unsigned char *t = realloc(types, ncap);
+				if (!t)
+					goto out;
+				types = t;
+				cap = ncap;
+			}
+			types[depth++] = c == '[';
+			break;
+		case '}':
+		case ']':
+			if (!depth || (target && depth == target))
+				goto out; /* the array closed: no comma after the middle */
+			depth--;
+			break;
+		case ',':
+			if (target && depth == target) {
+				found = (size_t)(p - s);
+				*depth_out = depth;
+				goto out;
+			}
+			break;
+		}
+		p++;
+		if (!target && p >= m) {
+			for (size_t d = 0; d < depth && !target; d++)
+				if (types[d])
+					target = d + 1;
+			if (!target)
+				goto out;
+		}
+		if (cfg->release && (size_t)(p - released) >= RELEASE_CHUNK) {
+			uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+			uintptr_t to = (uintptr_t)p & ~(page - 1);
+			if (to > (uintptr_t)released &&
+			    madvise((void *)released, to - (uintptr_t)released, MADV_DONTNEED) == 0)
+				released = (const unsigned char *)to;
+		}
+	}
+out:
+	free(types);
+	return found;
+}
+
+/* The elements after the comma at `pos`, up to the array's closing bracket. */
+static void split_parse(split *sp, size_t pos, size_t depth)
+{
+	parser b = sp->cfg;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	json_t *arr = json_array();
+	size_t idx = 0;
+
+	b.p = b.start + pos + 1;
+	b.err = &sp->err;
+	b.problems = &sp->problems;
+	b.depth = depth;
+	b.frames = NULL;
+	b.nframes = b.frames_cap = 0;
+	b.sbuf = NULL;
+	b.sbuf_cap = 0;
+	b.lenient = 0;
+	b.sp = NULL;
+	b.released = (const unsigned char *)(((uintptr_t)b.p + page - 1) & ~(page - 1));
+	if (!arr || push_frame(&b, 1) < 0) {
+		fail_at(&b, b.p, ST_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (;;) {
+		json_t *val;
+		b.frames[0].index = idx;
+		skip_ws(&b);
+		val = parse_value(&b);
+		if (!val)
+			goto done;
+		if (json_array_append_new(arr, val) < 0) {
+			fail_at(&b, b.p, ST_ENOMEM, "out of memory");
+			goto done;
+		}
+		idx++;
+		if (atomic_load_explicit(&sp->cancel, memory_order_relaxed))
+			goto done;
+		if (b.release && b.p > b.released && (size_t)(b.p - b.released) >= RELEASE_CHUNK)
+			release_pages(&b);
+		skip_ws(&b);
+		if (b.p < b.end && *b.p == ',') {
+			b.p++;
+			continue;
+		}
+		if (b.p < b.end && *b.p == ']') {
+			b.p++;
+			sp->ok = 1;
+			break;
+		}
+		fail_char(&b, "after array element");
+		goto done;
+	}
+done:
+	if (sp->ok) {
+		sp->arr = arr;
+		sp->end = b.p;
+	} else {
+		json_decref(arr);
+		sp->code = b.code ? b.code : ST_EPARSE;
+	}
+	sp->saw_html_escape = b.saw_html_escape;
+	sp->saw_long_bf = b.saw_long_bf;
+	sp->saw_short_bf = b.saw_short_bf;
+	for (size_t i = 0; i < b.nframes; i++)
+		free(b.frames[i].owned);
+	free(b.frames);
+	free(b.sbuf);
+}
+
+static void *split_main(void *arg)
+{
+	split *sp = arg;
+	size_t depth = 0, pos = split_scan(sp, &depth), unknown = 0;
+
+	if (!atomic_compare_exchange_strong(&sp->pos, &unknown, pos))
+		return NULL; /* the first thread got past the middle first */
+	if (pos != SPLIT_NONE)
+		split_parse(sp, pos, depth);
+	return NULL;
+}
+
+static void split_end(parser *ps)
+{
+	split *sp = ps->sp;
+	if (!sp)
+		return;
+	atomic_store(&sp->cancel, 1);
+	if (!sp->joined)
+		pthread_join(sp->thread, NULL);
+	sp->joined = 1;
+	json_decref(sp->arr);
+	sp->arr = NULL;
+	st_problems_clear(&sp->problems);
+	ps->sp = NULL;
+}
+
+/* The second part's warnings, in order after the first part's, pointers rebased. */
+static void split_warnings(parser *ps, size_t offset)
+{
+	split *sp = ps->sp;
+	st_buf base;
+
+	if (!sp->problems.count || !ps->problems)
+		return;
+	st_buf_init(&base);
+	for (size_t i = 0; i + 1 < ps->nframes; i++) {
+		frame *f = &ps->frames[i];
+		if (f->is_array)
+			st_pointer_add_index(&base, f->index);
+		else if (f->key)
+			st_pointer_add_key(&base, f->key, f->keylen);
+	}
+	for (size_t i = 0; i < sp->problems.count; i++) {
+		st_problem *q = &sp->problems.items[i];
+		char *rest;
+		unsigned long long j = strtoull(q->pointer + 1, &rest, 10);
+		char *ptr;
+		if (ps->lenient >= MAX_LENIENCY_REPORTS)
+			break;
+		ps->lenient++;
+		ptr = st_asprintf("%s/%llu%s", base.data ? base.data : "",
+				  j + (unsigned long long)offset, rest);
+		if (!ptr || st_problems_add(ps->problems, q->severity, q->rule, ptr, q->urn, "%s",
+					    q->message) != 0) {
+			free(ptr);
+			break;
+		}
+		free(ptr);
+	}
+	st_buf_free(&base);
+}
+
+/*
+ * Called by the first thread after each array element (ps->p past the element's trailing
+ * whitespace). 0: go on; 1: the array is complete (the second part appended, ps->p past its
+ * ']'); -1: the second part failed and its error is now this parse's.
+ */
+static int split_join(parser *ps, json_t *arr, size_t idx)
+{
+	split *sp = ps->sp;
+	size_t at = (size_t)(ps->p - ps->start);
+	size_t pos = atomic_load_explicit(&sp->pos, memory_order_acquire);
+
+	if (pos == 0) {
+		if (at <= sp->mid)
+			return 0;
+		if (atomic_compare_exchange_strong(&sp->pos, &pos, SPLIT_NONE)) {
+			split_end(ps); /* the scan is not done: no split */
+			return 0;
+		}
+	}
+	if (pos == SPLIT_NONE || at > pos) {
+		split_end(ps);
+		return 0;
+	}
+	if (at < pos)
+		return 0;
+	pthread_join(sp->thread, NULL);
+	sp->joined = 1;
+	split_warnings(ps, idx);
+	ps->saw_html_escape |= sp->saw_html_escape;
+	ps->saw_long_bf |= sp->saw_long_bf;
+	ps->saw_short_bf |= sp->saw_short_bf;
+	if (!sp->ok) {
+		ps->failed = 1;
+		ps->code = sp->code;
+		if (ps->err)
+			*ps->err = sp->err;
+		split_end(ps);
+		return -1;
+	}
+	if (json_array_extend(arr, sp->arr) < 0) {
+		fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+		split_end(ps);
+		return -1;
+	}
+	ps->p = sp->end;
+	split_end(ps);
+	return 1;
+}
+
+/* Starts the second thread when the document is big enough (1 MiB, or the size in bytes that
+ * STATETOOL_PARSE_SPLIT gives; "0" never) and threads may be used (st__threads_ok). */
+static void split_start(parser *ps, split *sp)
+{
+	const char *env = getenv("STATETOOL_PARSE_SPLIT");
+	size_t len = (size_t)(ps->end - ps->start), min = 1u << 20;
+	pthread_attr_t attr;
+	json_t *seed;
+
+	if (env && *env) {
+		char *endp;
+		unsigned long long v = strtoull(env, &endp, 10);
+		if (*endp || v == 0)
+			return;
+		min = (size_t)v;
+	}
+	if (len < min || len < 16 || !st__threads_ok())
+		return;
+	/* jansson seeds its hash function on the first object: do it on this thread */
+	seed = json_object();
+	if (!seed)
+		return;
+	json_decref(seed);
+	memset(sp, 0, sizeof(*sp));
+	atomic_init(&sp->pos, 0);
+	atomic_init(&sp->cancel, 0);
+	st_error_clear(&sp->err);
+	sp->cfg = *ps;
+	sp->mid = len / 2;
+	if (pthread_attr_init(&attr) != 0)
+		return;
+	/* the parser recurses once per nesting level, as on the calling thread */
+	pthread_attr_setstacksize(&attr, SPLIT_STACK);
+	if (pthread_create(&sp->thread, &attr, split_main, sp) == 0)
+		ps->sp = sp;
+	pthread_attr_destroy(&attr);
+}
+
 /* Detects compact or indented output and the indentation unit from the first member. */
 static void detect_layout(const unsigned char *s, const unsigned char *e, st_style *st)
 {
@@ -791,6 +1206,7 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 		      int mapped, st_error *err)
 {
 	parser ps;
+	split spl;
 	json_t *v;
 	struct lconv *lc = localeconv();
 
@@ -815,7 +1231,9 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 		return ps.code;
 	}
 	skip_ws(&ps);
+	split_start(&ps, &spl);
 	v = parse_value(&ps);
+	split_end(&ps);
 	if (v) {
 		skip_ws(&ps);
 		if (ps.p < ps.end) {
@@ -825,7 +1243,7 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 		}
 	}
 	for (size_t i = 0; i < ps.nframes; i++)
-		free((char *)ps.frames[i].key);
+		free(ps.frames[i].owned);
 	free(ps.frames);
 	free(ps.sbuf);
 	if (!v)

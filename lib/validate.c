@@ -8,6 +8,8 @@
  */
 #include "internal.h"
 
+#include <pthread.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,11 @@ fail:
 
 /* ---- integrity ---- */
 
+typedef struct wseg {
+	const char *key; /* NULL: an array index in len */
+	size_t len;
+} wseg;
+
 typedef struct ictx {
 	st_state *s;
 	st_problems *out;
@@ -73,6 +80,11 @@ typedef struct ictx {
 	char *first_cipher_ptr;
 	st_strmap index; /* urn -> a: first index, b: last index */
 	int oom;         /* an allocation failed: the result is incomplete, ST_ENOMEM */
+	/* the property walk's place: the value's pointer is wbase/wfield/segs... */
+	const char *wbase, *wfield; /* wbase NULL: resources/wres */
+	size_t wres;
+	wseg *segs;
+	size_t nsegs, segcap;
 } ictx;
 
 static const char *ptr_res(ictx *c, size_t i, const char *field)
@@ -91,41 +103,51 @@ static const char *ptr_res(ictx *c, size_t i, const char *field)
 	       (c->oom = 1))
 #define NOMEM(c) ((c)->oom = 1)
 
-/* Is `target` a resource before index i? After it? */
-static int before(ictx *c, const char *target, size_t i)
-{
-	st_strmap_slot *sl = st_strmap_get(&c->index, target);
-	return sl && sl->a < i;
-}
+/* Where a reference sits: resources/i/field[/key][/j]. Made into a pointer only when a
+ * problem is reported. */
+typedef struct where {
+	size_t i;
+	const char *field;
+	const char *key; /* a property name (propertyDependencies), or NULL */
+	long j;          /* a list index, or -1 */
+} where;
 
-static int after(ictx *c, const char *target, size_t i)
+static const char *where_ptr(ictx *c, const where *w)
 {
-	st_strmap_slot *sl = st_strmap_get(&c->index, target);
-	return sl && sl->b > i;
+	ptr_res(c, w->i, w->field);
+	if (w->key)
+		st_pointer_add_key(&c->ptr, w->key, strlen(w->key));
+	if (w->j >= 0)
+		st_pointer_add_index(&c->ptr, (size_t)w->j);
+	return c->ptr.data ? c->ptr.data : "";
 }
 
 /* The formats are the constant messages of this file, each taking the URNs (and a key). */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-static void check_ref(ictx *c, size_t i, const char *urn, const char *target, const char *ptr,
+static void check_ref(ictx *c, size_t i, const char *urn, const char *target, const where *w,
 		      const char *rule_base, const char *order_fmt, const char *missing_fmt,
 		      const char *extra)
 {
 	char rule[64];
-	if (!target || !*target || before(c, target, i))
+	st_strmap_slot *sl;
+	if (!target || !*target)
 		return;
-	if (after(c, target, i)) {
+	sl = st_strmap_get(&c->index, target);
+	if (sl && sl->a < i)
+		return;
+	if (sl && sl->b > i) {
 		snprintf(rule, sizeof(rule), "integrity/%s-order", rule_base);
 		if (extra)
-			ERR(rule, ptr, urn, order_fmt, urn, target, extra);
+			ERR(rule, where_ptr(c, w), urn, order_fmt, urn, target, extra);
 		else
-			ERR(rule, ptr, urn, order_fmt, urn, target);
+			ERR(rule, where_ptr(c, w), urn, order_fmt, urn, target);
 	} else {
 		snprintf(rule, sizeof(rule), "integrity/%s-missing", rule_base);
 		if (extra)
-			ERR(rule, ptr, urn, missing_fmt, urn, target, extra);
+			ERR(rule, where_ptr(c, w), urn, missing_fmt, urn, target, extra);
 		else
-			ERR(rule, ptr, urn, missing_fmt, urn, target);
+			ERR(rule, where_ptr(c, w), urn, missing_fmt, urn, target);
 	}
 }
 
@@ -137,11 +159,10 @@ static void check_urn_list(ictx *c, size_t i, const char *urn, json_t *list, con
 	size_t j;
 	json_t *v;
 	json_array_foreach(list, j, v) {
-		char p[600];
+		where w = {i, field, NULL, (long)j};
 		if (!json_is_string(v))
 			continue;
-		snprintf(p, sizeof(p), "%s/%zu", ptr_res(c, i, field), j);
-		check_ref(c, i, urn, json_string_value(v), p, rule_base, order_fmt, missing_fmt,
+		check_ref(c, i, urn, json_string_value(v), &w, rule_base, order_fmt, missing_fmt,
 			  NULL);
 	}
 }
@@ -151,92 +172,208 @@ static int cmp_strp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Where the property walk is: the pointer is only built when a problem is reported. */
+static const char *walk_ptr(ictx *c)
+{
+	if (c->wbase) {
+		c->ptr.len = 0;
+		st_buf_adds(&c->ptr, c->wbase);
+	} else {
+		ptr_res(c, c->wres, NULL);
+	}
+	st_buf_addc(&c->ptr, '/');
+	st_buf_adds(&c->ptr, c->wfield);
+	for (size_t k = 0; k < c->nsegs; k++) {
+		if (c->segs[k].key)
+			st_pointer_add_key(&c->ptr, c->segs[k].key, c->segs[k].len);
+		else
+			st_pointer_add_index(&c->ptr, c->segs[k].len);
+	}
+	return c->ptr.data ? c->ptr.data : "";
+}
+
+static int walk_push(ictx *c, const char *key, size_t len)
+{
+	if (c->nsegs == c->segcap) {
+		size_t cap = c->segcap ? c->segcap * 2 : 32;
+		wseg *n = realloc(c->segs, cap * sizeof(*n));
+		if (!n) {
+			NOMEM(c);
+			return -1;
+		}
+		c->segs = n;
+		c->segcap = cap;
+	}
+	c->segs[c->nsegs].key = key;
+	c->segs[c->nsegs].len = len;
+	c->nsegs++;
+	return 0;
+}
+
 /* Walks a property value: signatures, secrets, ciphertexts. */
 static void walk_value(ictx *c, json_t *v, const char *urn, int depth)
 {
-	size_t mark = c->ptr.len;
 	if (depth > ST_DEFAULT_MAX_DEPTH)
 		return;
 	if (json_is_array(v)) {
 		size_t i;
 		json_t *e;
+		if (walk_push(c, NULL, 0) < 0)
+			return;
 		json_array_foreach(v, i, e) {
-			c->ptr.len = mark;
-			st_pointer_add_index(&c->ptr, i);
-			walk_value(c, e, urn, depth + 1);
+			if (json_is_array(e) || json_is_object(e)) {
+				c->segs[c->nsegs - 1].len = i;
+				walk_value(c, e, urn, depth + 1);
+			}
 		}
+		c->nsegs--;
 	} else if (json_is_object(v)) {
-		const char *sig = st_json_str(v, SIG_KEY);
-		if (json_object_get(v, SIG_KEY)) {
+		/* Looking for the signature key among the keys is cheaper than hashing it for
+		 * every object of every property tree (few keys are 32 bytes long). */
+		json_t *sigv = NULL, *e;
+		const char *k;
+		size_t klen;
+		json_object_keylen_foreach(v, k, klen, e) {
+			if (klen == sizeof(SIG_KEY) - 1 && !memcmp(k, SIG_KEY, klen)) {
+				sigv = e;
+				break;
+			}
+		}
+		if (sigv) {
+			const char *sig = json_string_value(sigv);
 			if (!sig || (strcmp(sig, SIG_SECRET) && strcmp(sig, SIG_ASSET) &&
 				     strcmp(sig, SIG_ARCHIVE) && strcmp(sig, SIG_RESREF) &&
 				     strcmp(sig, SIG_NUMBER) && strcmp(sig, SIG_BYTES) &&
 				     strcmp(sig, SIG_OUTPUT))) {
-				ERR("property/unknown-signature", c->ptr.data, urn,
+				ERR("property/unknown-signature", walk_ptr(c), urn,
 				    "unrecognized signature '%s' in property map",
 				    sig ? sig : "(not a string)");
 			} else if (!strcmp(sig, SIG_SECRET)) {
 				json_t *ct = json_object_get(v, "ciphertext");
 				json_t *pt = json_object_get(v, "plaintext");
 				if ((ct != NULL) == (pt != NULL)) {
-					ERR("secrets/malformed", c->ptr.data, urn,
+					ERR("secrets/malformed", walk_ptr(c), urn,
 					    "malformed secret value: exactly one of `ciphertext` or "
 					    "`plaintext` must be supplied");
 				} else if (pt) {
-					WARN("secrets/plaintext", c->ptr.data, urn,
+					WARN("secrets/plaintext", walk_ptr(c), urn,
 					     "secret stored as plaintext (as `pulumi stack export "
 					     "--show-secrets` writes it); `statetool secrets encrypt` "
 					     "encrypts it");
 				} else if (json_is_string(ct)) {
 					if (!c->ciphertexts++ &&
-					    !(c->first_cipher_ptr = st_strdup(c->ptr.data)))
+					    !(c->first_cipher_ptr = st_strdup(walk_ptr(c))))
 						NOMEM(c);
 					if (c->secrets_type && !strcmp(c->secrets_type, "passphrase")) {
 						const char *t = json_string_value(ct);
 						const char *a = strchr(t, ':');
 						const char *b = a ? strchr(a + 1, ':') : NULL;
 						if (strncmp(t, "v1:", 3) || !b || strchr(b + 1, ':'))
-							WARN("secrets/ciphertext-format", c->ptr.data, urn,
+							WARN("secrets/ciphertext-format", walk_ptr(c), urn,
 							     "ciphertext is not in the passphrase provider's "
 							     "'v1:NONCE:CIPHERTEXT' form");
 					}
 				}
 			} else if (!strcmp(sig, SIG_ARCHIVE)) {
-				json_t *assets = json_object_get(v, "assets"), *e;
-				const char *k;
+				json_t *assets = json_object_get(v, "assets");
+				if (walk_push(c, "assets", 6) < 0 || walk_push(c, NULL, 0) < 0)
+					return;
 				json_object_foreach(assets, k, e) {
-					c->ptr.len = mark;
-					st_pointer_add_key(&c->ptr, "assets", 6);
-					st_pointer_add_key(&c->ptr, k, strlen(k));
+					c->segs[c->nsegs - 1].key = k;
+					c->segs[c->nsegs - 1].len = strlen(k);
+					walk_value(c, e, urn, depth + 1);
+				}
+				c->nsegs -= 2;
+			}
+		} else {
+			if (walk_push(c, NULL, 0) < 0)
+				return;
+			json_object_keylen_foreach(v, k, klen, e) {
+				if (json_is_array(e) || json_is_object(e)) {
+					c->segs[c->nsegs - 1].key = k;
+					c->segs[c->nsegs - 1].len = klen;
 					walk_value(c, e, urn, depth + 1);
 				}
 			}
-		} else {
-			const char *k;
-			size_t klen;
-			json_t *e;
-			json_object_keylen_foreach(v, k, klen, e) {
-				c->ptr.len = mark;
-				st_pointer_add_key(&c->ptr, k, klen);
-				walk_value(c, e, urn, depth + 1);
-			}
+			c->nsegs--;
 		}
 	}
-	c->ptr.len = mark;
-	if (c->ptr.data)
-		c->ptr.data[mark] = '\0';
 }
 
-static void walk_props(ictx *c, json_t *r, const char *base_ptr, const char *urn)
+/* A resource's fields, found in one pass over its keys (cheaper than hashing each name). */
+typedef struct rfields {
+	json_t *urn, *type, *id, *parent, *provider, *custom, *del, *pending_repl, *deleted_with,
+		*deps, *pdeps, *replace_with;
+	json_t *props[4]; /* inputs, outputs, defaults, replacementTrigger */
+} rfields;
+
+#define KEY_IS(k, kl, lit) ((kl) == sizeof(lit) - 1 && !memcmp((k), (lit), sizeof(lit) - 1))
+
+static void res_fields(json_t *r, rfields *f)
+{
+	const char *k;
+	size_t kl;
+	json_t *v;
+
+	memset(f, 0, sizeof(*f));
+	json_object_keylen_foreach(r, k, kl, v) {
+		json_t **slot = NULL;
+		if (KEY_IS(k, kl, "urn"))
+			slot = &f->urn;
+		else if (KEY_IS(k, kl, "type"))
+			slot = &f->type;
+		else if (KEY_IS(k, kl, "id"))
+			slot = &f->id;
+		else if (KEY_IS(k, kl, "parent"))
+			slot = &f->parent;
+		else if (KEY_IS(k, kl, "provider"))
+			slot = &f->provider;
+		else if (KEY_IS(k, kl, "custom"))
+			slot = &f->custom;
+		else if (KEY_IS(k, kl, "delete"))
+			slot = &f->del;
+		else if (KEY_IS(k, kl, "pendingReplacement"))
+			slot = &f->pending_repl;
+		else if (KEY_IS(k, kl, "deletedWith"))
+			slot = &f->deleted_with;
+		else if (KEY_IS(k, kl, "dependencies"))
+			slot = &f->deps;
+		else if (KEY_IS(k, kl, "propertyDependencies"))
+			slot = &f->pdeps;
+		else if (KEY_IS(k, kl, "replaceWith"))
+			slot = &f->replace_with;
+		else if (KEY_IS(k, kl, "inputs"))
+			slot = &f->props[0];
+		else if (KEY_IS(k, kl, "outputs"))
+			slot = &f->props[1];
+		else if (KEY_IS(k, kl, "defaults"))
+			slot = &f->props[2];
+		else if (KEY_IS(k, kl, "replacementTrigger"))
+			slot = &f->props[3];
+		if (slot)
+			*slot = v;
+	}
+}
+
+static const char *fstr(json_t *v)
+{
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* Walks a resource's property maps; base_ptr NULL: the resource at index i. */
+static void walk_props(ictx *c, const rfields *rf, const char *base_ptr, size_t i,
+		       const char *urn)
 {
 	static const char *const fields[] = {"inputs", "outputs", "defaults",
-					     "replacementTrigger", NULL};
-	for (int f = 0; fields[f]; f++) {
-		json_t *v = json_object_get(r, fields[f]);
+					     "replacementTrigger"};
+	c->wbase = base_ptr;
+	c->wres = i;
+	for (int f = 0; f < 4; f++) {
+		json_t *v = rf->props[f];
 		if (!v)
 			continue;
-		c->ptr.len = 0;
-		st_buf_printf(&c->ptr, "%s/%s", base_ptr, fields[f]);
+		c->wfield = fields[f];
+		c->nsegs = 0;
 		walk_value(c, v, urn, 0);
 	}
 }
@@ -425,14 +562,14 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 	}
 
 	json_array_foreach(c->res, i, r) {
-		const char *urn = st_json_str(r, "urn"), *type = st_json_str(r, "type");
-		const char *id = st_json_str(r, "id"), *parent = st_json_str(r, "parent");
-		const char *prov = st_json_str(r, "provider");
+		rfields rf;
+		res_fields(r, &rf);
+		const char *urn = fstr(rf.urn), *type = fstr(rf.type);
+		const char *id = fstr(rf.id), *parent = fstr(rf.parent);
+		const char *prov = fstr(rf.provider);
 		st_urn pu;
 		int urn_ok;
-		char rbase[128];
 
-		snprintf(rbase, sizeof(rbase), "%s/resources/%zu", c->base, i);
 		if (!urn || !*urn) {
 			ERR("integrity/missing-urn", ptr_res(c, i, NULL), NULL,
 			    "resource at index %zu missing required 'urn' field", i);
@@ -441,7 +578,7 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 		if (!type || !*type)
 			ERR("integrity/missing-type", ptr_res(c, i, NULL), urn,
 			    "resource '%s' missing required 'type' field", urn);
-		if (!st_json_bool(r, "custom") && id && *id)
+		if (!json_is_true(rf.custom) && id && *id)
 			ERR("integrity/custom-with-id", ptr_res(c, i, "id"), urn,
 			    "resource '%s' has 'custom' false but non-empty ID", urn);
 		urn_ok = st_urn_parse(urn, &pu) == ST_OK;
@@ -466,7 +603,7 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 				     exp_project ? exp_project : "", exp_project ? "'" : "");
 		}
 		if (type && !strcmp(type, ST_ROOT_STACK_TYPE) && (!parent || !*parent) &&
-		    !st_json_bool(r, "delete")) {
+		    !json_is_true(rf.del)) {
 			if (roots++ == 0)
 				first_root = i;
 			else
@@ -505,7 +642,7 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 				    "failed to parse provider reference for resource %s: %s", urn,
 				    perr.message);
 			} else if (!st_strmap_get(&providers, prov) &&
-				   !st_json_bool(r, "pendingReplacement")) {
+				   !json_is_true(rf.pending_repl)) {
 				ERR("integrity/provider-unknown", ptr_res(c, i, "provider"), urn,
 				    "resource %s refers to unknown provider %s", urn, prov);
 			}
@@ -513,7 +650,8 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 			free(pu_id);
 		}
 		if (parent && *parent) {
-			check_ref(c, i, urn, parent, ptr_res(c, i, "parent"), "parent",
+			where w = {i, "parent", NULL, -1};
+			check_ref(c, i, urn, parent, &w, "parent",
 				  "child resource %s's parent %s comes after it",
 				  "child resource %s refers to missing parent %s", NULL);
 			/* The qualified type should be the parent's plus this type. */
@@ -537,11 +675,11 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 				free(want);
 			}
 		}
-		check_urn_list(c, i, urn, json_object_get(r, "dependencies"), "dependencies",
+		check_urn_list(c, i, urn, rf.deps, "dependencies",
 			       "dependency", "resource %s's dependency %s comes after it",
 			       "resource %s's dependency %s refers to missing resource");
 		{
-			json_t *pd = json_object_get(r, "propertyDependencies");
+			json_t *pd = rf.pdeps;
 			size_t nk = json_object_size(pd), k = 0;
 			const char **keys = nk ? malloc(nk * sizeof(*keys)) : NULL;
 			if (nk && !keys)
@@ -558,14 +696,10 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 				json_t *v;
 				list = json_object_get(pd, keys[kk]);
 				json_array_foreach(list, j, v) {
-					char p[700];
+					where w = {i, "propertyDependencies", keys[kk], (long)j};
 					if (!json_is_string(v))
 						continue;
-					c->ptr.len = 0;
-					st_buf_printf(&c->ptr, "%s/propertyDependencies", rbase);
-					st_pointer_add_key(&c->ptr, keys[kk], strlen(keys[kk]));
-					snprintf(p, sizeof(p), "%s/%zu", c->ptr.data, j);
-					check_ref(c, i, urn, json_string_value(v), p,
+					check_ref(c, i, urn, json_string_value(v), &w,
 						  "property-dependency",
 						  "resource %s's property dependency %s (from property "
 						  "%s) comes after it",
@@ -576,19 +710,20 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 			}
 			free(keys);
 		}
-		check_ref(c, i, urn, st_json_str(r, "deletedWith"), ptr_res(c, i, "deletedWith"),
+		where dw = {i, "deletedWith", NULL, -1};
+		check_ref(c, i, urn, fstr(rf.deleted_with), &dw,
 			  "deleted-with", "resource %s is specified as being deleted with %s, which "
 			  "comes after it",
 			  "resource %s is specified as being deleted with %s, which is missing",
 			  NULL);
-		check_urn_list(c, i, urn, json_object_get(r, "replaceWith"), "replaceWith",
+		check_urn_list(c, i, urn, rf.replace_with, "replaceWith",
 			       "replace-with",
 			       "resource %s is specified as being replaced with %s, which comes "
 			       "after it",
 			       "resource %s is specified as being replaced with %s, which is missing");
-		walk_props(c, r, rbase, urn);
+		walk_props(c, &rf, NULL, i, urn);
 		/* Duplicates: more than one copy not marked for deletion. */
-		if (!st_json_bool(r, "delete")) {
+		if (!json_is_true(rf.del)) {
 			int created;
 			st_strmap_slot *sl = st_strmap_put(&live, urn, &created);
 			if (!sl)
@@ -607,8 +742,11 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 			char p[128];
 			json_t *rr = json_object_get(op, "resource");
 			snprintf(p, sizeof(p), "%s/pending_operations/%zu/resource", c->base, i);
-			if (json_is_object(rr))
-				walk_props(c, rr, p, st_json_str(rr, "urn"));
+			if (json_is_object(rr)) {
+				rfields rf;
+				res_fields(rr, &rf);
+				walk_props(c, &rf, p, 0, fstr(rf.urn));
+			}
 		}
 	}
 	if (c->ciphertexts && !json_is_object(sp))
@@ -655,6 +793,7 @@ done:
 	st_strmap_free(&live);
 	st_strmap_free(&c->index);
 	st_buf_free(&c->ptr);
+	free(c->segs);
 	free(c->first_cipher_ptr);
 	free(exp_stack);
 	free(exp_project);
@@ -679,33 +818,23 @@ static void attach_urns(st_state *s, st_problems *out, size_t from)
 	}
 }
 
-int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_error *err)
-{
-	st_validate_opts def = {0};
-	st_schema *builtin = NULL;
-	size_t from = out->count;
+/* The schema half of st_validate: the built-in schemas, --schema, --resource-schema. */
+typedef struct schema_job {
+	st_state *s;
+	const st_validate_opts *o;
+	st_problems out;
+	st_error err;
 	int rc;
+} schema_job;
 
-	if (!o)
-		o = &def;
-	/* What the reader noticed (duplicate keys, invalid UTF-8). */
-	for (size_t i = 0; i < s->load_problems.count; i++) {
-		st_problem *p = &s->load_problems.items[i];
-		st_problems_add(out, p->severity, p->rule, p->pointer, p->urn, "%s", p->message);
-	}
+static int run_schemas(st_state *s, const st_validate_opts *o, st_problems *out, st_error *err)
+{
+	int rc;
 	if (!o->skip_schema) {
-		st_schema *sch = o->schema;
 		st_schema_opts so = {0};
-		if (!sch) {
-			rc = st_schema_builtin(&builtin, err);
-			if (rc)
-				return rc;
-			sch = builtin;
-		}
 		so.additional_severity = ST_SEV_WARNING;
 		so.max_problems = o->max_problems;
-		rc = st_schema_validate(sch, STATE_SCHEMA, s->root, &so, out, err);
-		st_schema_free(builtin);
+		rc = st_schema_validate(o->schema, STATE_SCHEMA, s->root, &so, out, err);
 		if (rc < 0)
 			return rc;
 	}
@@ -733,6 +862,97 @@ int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_err
 			}
 		}
 	}
+	return ST_OK;
+}
+
+static void *schema_thread(void *arg)
+{
+	schema_job *j = arg;
+	j->rc = run_schemas(j->s, j->o, &j->out, &j->err);
+	return NULL;
+}
+
+/* Moves every problem of `from` to the end of `to`. */
+static int append_problems(st_problems *to, st_problems *from)
+{
+	int rc = ST_OK;
+	for (size_t i = 0; i < from->count && rc == ST_OK; i++) {
+		st_problem *p = &from->items[i];
+		if (st_problems_add(to, p->severity, p->rule, p->pointer, p->urn, "%s", p->message))
+			rc = ST_ENOMEM;
+	}
+	st_problems_clear(from);
+	return rc;
+}
+
+/* Schemas and integrity rules on two threads when the state is big enough to gain. */
+#define PARALLEL_MIN_RESOURCES 500
+
+int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_error *err)
+{
+	st_validate_opts def = {0}, opts;
+	st_schema *builtin = NULL;
+	size_t from = out->count;
+	int rc;
+	int has_schemas;
+
+	if (!o)
+		o = &def;
+	opts = *o;
+	/* What the reader noticed (duplicate keys, invalid UTF-8). */
+	for (size_t i = 0; i < s->load_problems.count; i++) {
+		st_problem *p = &s->load_problems.items[i];
+		st_problems_add(out, p->severity, p->rule, p->pointer, p->urn, "%s", p->message);
+	}
+	if (!opts.skip_schema && !opts.schema) {
+		rc = st_schema_builtin(&builtin, err);
+		if (rc)
+			return rc;
+		opts.schema = builtin;
+	}
+	has_schemas = !opts.skip_schema || opts.nextra || opts.nresource_schemas;
+	if (has_schemas && st__threads_ok() &&
+	    json_array_size(st_state_resources(s, 0)) >= PARALLEL_MIN_RESOURCES) {
+		/* The schemas on a second thread, the integrity rules on this one; the problems
+		 * are reported in the same order as one after the other. Both only read. */
+		schema_job job;
+		pthread_t th;
+		memset(&job, 0, sizeof(job));
+		job.s = s;
+		job.o = &opts;
+		st_error_clear(&job.err);
+		if (pthread_create(&th, NULL, schema_thread, &job) == 0) {
+			st_problems integ = {0};
+			st_error ierr;
+			st_error_clear(&ierr);
+			int irc = st_integrity_check(s, &integ, &ierr);
+			pthread_join(th, NULL);
+			st_schema_free(builtin);
+			rc = append_problems(out, &job.out);
+			if (job.rc < 0) {
+				st_problems_clear(&integ);
+				if (err)
+					*err = job.err;
+				return job.rc;
+			}
+			if (rc == ST_OK)
+				rc = append_problems(out, &integ);
+			st_problems_clear(&integ);
+			if (rc)
+				return st__err(err, rc, "out of memory");
+			if (irc) {
+				if (err)
+					*err = ierr;
+				return irc;
+			}
+			attach_urns(s, out, from);
+			return ST_OK;
+		}
+	}
+	rc = run_schemas(s, &opts, out, err);
+	st_schema_free(builtin);
+	if (rc < 0)
+		return rc;
 	rc = st_integrity_check(s, out, err);
 	if (rc)
 		return rc;

@@ -70,6 +70,10 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 /* Prints help text to stdout and returns EXIT_OK. */
 int cli_help(const char *text);
 
+/* Frees a state the command is done with. A big one is kept until the next call or the
+ * exit instead: freeing millions of values takes longer than the process's exit. */
+void cli_state_done(st_state *s);
+
 /* Handles the options every STATE command takes. Returns 1 when `opt` was one of them. */
 int cli_target_option(cli_target *t, int opt, const char *arg);
 /* Resolves the target: exactly one of STATE or --stack. Prints errors; returns an exit code. */

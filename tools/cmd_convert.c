@@ -162,7 +162,7 @@ done:
 	if (lock)
 		st_lock_release(lock, NULL);
 	free(data);
-	st_state_free(s);
+	cli_state_done(s);
 	cli_target_free(&t);
 	return rc;
 }

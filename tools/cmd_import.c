@@ -231,7 +231,7 @@ static int generate(cli_target *t, char **pos, int npos, const char *output)
 	json_decref(doc);
 out:
 	free(idx);
-	st_state_free(s);
+	cli_state_done(s);
 	cli_target_free(t);
 	return rc;
 }
@@ -430,7 +430,7 @@ out:
 	st_secrets_free(sec);
 	if (lock)
 		st_lock_release(lock, NULL);
-	st_state_free(s);
+	cli_state_done(s);
 	cli_target_free(&t);
 	return rc;
 }

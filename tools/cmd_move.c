@@ -418,8 +418,8 @@ out:
 		st_lock_release(src.lock, NULL);
 	if (dst.lock)
 		st_lock_release(dst.lock, NULL);
-	st_state_free(src.s);
-	st_state_free(dst.s);
+	cli_state_done(src.s);
+	cli_state_done(dst.s);
 	cli_target_free(&src.t);
 	cli_target_free(&dst.t);
 	return rc;

@@ -215,7 +215,7 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 	}
 out:
 	st_secrets_free(sec);
-	st_state_free(s);
+	cli_state_done(s);
 	cli_target_free(&t);
 	return rc;
 }

@@ -156,7 +156,7 @@ static void validate_one(vrun *v, const char *path, const char *shown)
 	}
 	report(v, shown, &p, nres, kind);
 	st_problems_clear(&p);
-	st_state_free(s);
+	cli_state_done(s);
 }
 
 static int load_user_schema(const char *path, st_schema ***list, size_t *n)

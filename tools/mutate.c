@@ -200,7 +200,7 @@ out:
 	st_problems_clear(&probs);
 	if (lock)
 		st_lock_release(lock, NULL);
-	st_state_free(s);
+	cli_state_done(s);
 	cli_target_free(t);
 	return rc;
 }
