@@ -39,8 +39,11 @@ void st_pointer_add_key(st_buf *b, const char *key, size_t len);
 void st_pointer_add_index(st_buf *b, size_t index);
 
 /* May the library use a second thread (parsing, validation)? Yes when two processors are
- * online and STATETOOL_THREADS is not "1". */
+ * online, unless STATETOOL_THREADS is "1"; "2" says yes even on one processor. */
 int st__threads_ok(void);
+/* How many parses so far reached the second thread's part and took its result, elements
+ * or error (for the tests). */
+unsigned long st__json_splits(void);
 
 /* strdup/asprintf that return NULL on failure. */
 char *st_strdup(const char *s);

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <locale.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
@@ -816,10 +817,18 @@ static json_t *parse_value(parser *ps)
 #define SPLIT_NONE SIZE_MAX
 #define SPLIT_STACK (16u << 20)
 
+static atomic_ulong splits_done;
+
+unsigned long st__json_splits(void)
+{
+	return atomic_load(&splits_done);
+}
+
 typedef struct split {
 	_Atomic size_t pos; /* 0: not known yet; SPLIT_NONE: no split; else the comma's offset */
 	atomic_int cancel;
 	size_t mid;
+	int wait; /* STATETOOL_PARSE_SPLIT given: wait for the scan rather than give up (tests) */
 	int joined;
 	pthread_t thread;
 	parser cfg; /* the first thread's settings, copied before it starts */
@@ -1085,15 +1094,19 @@ static void split_warnings(parser *ps, size_t offset)
  * whitespace). 0: go on; 1: the array is complete (the second part appended, ps->p past its
  * ']'); -1: the second part failed and its error is now this parse's.
  */
-static int split_join(parser *ps, json_t *arr, size_t idx)
+__attribute__((noinline)) static int split_join(parser *ps, json_t *arr, size_t idx)
 {
 	split *sp = ps->sp;
 	size_t at = (size_t)(ps->p - ps->start);
 	size_t pos = atomic_load_explicit(&sp->pos, memory_order_acquire);
 
 	if (pos == 0) {
-		if (at <= sp->mid)
+		if (at < sp->mid) /* the comma is at or after the middle */
 			return 0;
+		while (sp->wait && (pos = atomic_load(&sp->pos)) == 0)
+			sched_yield();
+	}
+	if (pos == 0) {
 		if (atomic_compare_exchange_strong(&sp->pos, &pos, SPLIT_NONE)) {
 			split_end(ps); /* the scan is not done: no split */
 			return 0;
@@ -1107,6 +1120,7 @@ static int split_join(parser *ps, json_t *arr, size_t idx)
 		return 0;
 	pthread_join(sp->thread, NULL);
 	sp->joined = 1;
+	atomic_fetch_add(&splits_done, 1);
 	split_warnings(ps, idx);
 	ps->saw_html_escape |= sp->saw_html_escape;
 	ps->saw_long_bf |= sp->saw_long_bf;
@@ -1158,6 +1172,7 @@ static void split_start(parser *ps, split *sp)
 	st_error_clear(&sp->err);
 	sp->cfg = *ps;
 	sp->mid = len / 2;
+	sp->wait = env && *env;
 	if (pthread_attr_init(&attr) != 0)
 		return;
 	/* the parser recurses once per nesting level, as on the calling thread */

@@ -16,6 +16,7 @@ run load $states
 run validate $states
 run roundtrip $states
 run diff $states $S/urn $S/secrets $S/import $S/diff
+run split $states $S/urn $S/secrets $S/import $S/diff
 run import $S/import $F/pulumi
 run urn $S/urn
 run secrets $S/secrets

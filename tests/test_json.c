@@ -1,6 +1,8 @@
 /* The JSON reader and the Go-compatible writer. */
 #include "testutil.h"
 
+#include <dirent.h>
+
 #include <math.h>
 
 static void fmt_is(double v, const char *want)
@@ -284,6 +286,232 @@ static void test_write_read_equal(void **state)
 	json_decref(v);
 }
 
+/* ---- parsing on two threads gives what one thread gives ---- */
+
+typedef struct parsed {
+	int rc;
+	json_t *v;
+	st_error err;
+	st_problems probs;
+	st_style style;
+	char *dump;
+} parsed;
+
+static void parse_with(parsed *r, const char *text, size_t len, const st_parse_limits *lim,
+		       int threads)
+{
+	memset(r, 0, sizeof(*r));
+	st_error_clear(&r->err);
+	setenv("STATETOOL_THREADS", threads ? "2" : "1", 1);
+	setenv("STATETOOL_PARSE_SPLIT", "16", 1);
+	r->rc = st_json_parse(&r->v, text, len, "x.json", lim, &r->style, &r->probs, &r->err);
+	unsetenv("STATETOOL_THREADS");
+	unsetenv("STATETOOL_PARSE_SPLIT");
+	r->dump = r->v ? json_dumps(r->v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+}
+
+static void parsed_free(parsed *r)
+{
+	json_decref(r->v);
+	st_problems_clear(&r->probs);
+	free(r->dump);
+}
+
+/* Parses `text` on one thread and on two; asserts identical results. Returns whether the
+ * second parse was split. */
+static int same_both_ways(const char *text, size_t len, const st_parse_limits *lim)
+{
+	parsed a, b;
+	unsigned long before;
+	int split;
+
+	parse_with(&a, text, len, lim, 0);
+	before = st__json_splits();
+	parse_with(&b, text, len, lim, 1);
+	split = st__json_splits() != before;
+	assert_int_equal(a.rc, b.rc);
+	if (a.dump || b.dump) {
+		assert_non_null(a.dump);
+		assert_non_null(b.dump);
+		assert_string_equal(a.dump, b.dump);
+	}
+	assert_int_equal(a.err.code, b.err.code);
+	assert_string_equal(a.err.message, b.err.message);
+	assert_int_equal(a.err.line, b.err.line);
+	assert_int_equal(a.err.column, b.err.column);
+	assert_int_equal(a.err.offset, b.err.offset);
+	assert_int_equal(a.probs.count, b.probs.count);
+	for (size_t i = 0; i < a.probs.count; i++) {
+		assert_string_equal(a.probs.items[i].rule, b.probs.items[i].rule);
+		assert_string_equal(a.probs.items[i].pointer, b.probs.items[i].pointer);
+		assert_string_equal(a.probs.items[i].message, b.probs.items[i].message);
+	}
+	if (a.rc == ST_OK)
+		assert_memory_equal(&a.style, &b.style, sizeof(a.style));
+	parsed_free(&a);
+	parsed_free(&b);
+	return split;
+}
+
+/* A state-like document: n resources; element `bad` (if not -1) gets `insert` spliced in. */
+static char *resources_doc(int n, int bad, const char *insert)
+{
+	st_buf b;
+	st_buf_init(&b);
+	st_buf_adds(&b, "{\n    \"version\": 3,\n    \"deployment\": {\n        \"resources\": [\n");
+	for (int i = 0; i < n; i++) {
+		st_buf_printf(&b, "            {\"urn\": \"urn:pulumi:s::p::t::r-%d\", \"s\": \"q\\\"[,]{\", "
+				  "\"inputs\": {\"a\": [1, 2.5, true, null, {\"k\": \"v\"}]}%s}%s\n",
+			      i, i == bad ? insert : "", i + 1 < n ? "," : "");
+	}
+	st_buf_adds(&b, "        ],\n        \"tail\": [1, 2]\n    }\n}\n");
+	return st_buf_take(&b, NULL);
+}
+
+static void test_split_same_result(void **state)
+{
+	(void)state;
+	char *doc;
+
+	/* valid: the split happens and changes nothing */
+	doc = resources_doc(200, -1, "");
+	assert_true(same_both_ways(doc, strlen(doc), NULL));
+	free(doc);
+	/* warnings on both sides of the split, pointers rebased */
+	{
+		st_buf b;
+		st_buf_init(&b);
+		st_buf_adds(&b, "[");
+		for (int i = 0; i < 300; i++)
+			st_buf_printf(&b, "%s{\"d\":1,\"d\":2,\"u\":\"x\xff\"}", i ? "," : "");
+		st_buf_adds(&b, "]");
+		assert_true(same_both_ways(b.data, b.len, NULL)); /* 600 warnings, capped at 100 */
+		st_buf_free(&b);
+		doc = resources_doc(200, 150, ", \"dup\": 1, \"dup\": 2, \"bad\": \"\xc3\"");
+		parsed r;
+		assert_true(same_both_ways(doc, strlen(doc), NULL));
+		parse_with(&r, doc, strlen(doc), NULL, 1);
+		assert_int_equal(r.probs.count, 2);
+		assert_string_equal(r.probs.items[0].pointer, "/deployment/resources/150/dup");
+		assert_string_equal(r.probs.items[1].pointer, "/deployment/resources/150/bad");
+		parsed_free(&r);
+		free(doc);
+	}
+	/* errors after the split point: the same message, line and column */
+	doc = resources_doc(200, 170, ", \"x\": tru");
+	assert_true(same_both_ways(doc, strlen(doc), NULL));
+	{
+		parsed r;
+		parse_with(&r, doc, strlen(doc), NULL, 1);
+		assert_int_equal(r.rc, ST_EPARSE);
+		assert_int_equal(r.err.line, 175);
+		parsed_free(&r);
+	}
+	free(doc);
+	doc = resources_doc(200, 199, ", ");                /* a trailing comma in an object */
+	assert_true(same_both_ways(doc, strlen(doc), NULL));
+	free(doc);
+	doc = resources_doc(200, 30, ", \"x\": [1,]");     /* an error before the split point */
+	assert_false(same_both_ways(doc, strlen(doc), NULL));
+	free(doc);
+	doc = resources_doc(200, 120, ", \"c\": \"a\x01\""); /* a control byte in a string */
+	assert_true(same_both_ways(doc, strlen(doc), NULL));
+	free(doc);
+	/* truncated anywhere in the second half */
+	doc = resources_doc(100, -1, "");
+	for (size_t cut = strlen(doc) / 2; cut < strlen(doc); cut += 97)
+		same_both_ways(doc, cut, NULL);
+	/* and with garbage after the array's end */
+	{
+		size_t n = strlen(doc);
+		char *d2 = malloc(n + 3);
+		memcpy(d2, doc, n);
+		memcpy(d2 + n, "x]", 3);
+		same_both_ways(d2, n + 2, NULL);
+		free(d2);
+	}
+	free(doc);
+}
+
+static void test_split_limits_and_shapes(void **state)
+{
+	(void)state;
+	st_parse_limits lim = {0};
+	st_buf b;
+	char *doc;
+
+	/* nesting beyond the limit inside the second part */
+	lim.max_depth = 40;
+	st_buf_init(&b);
+	st_buf_adds(&b, "[");
+	for (int i = 0; i < 100; i++)
+		st_buf_printf(&b, "%s[1,2,3]", i ? "," : "");
+	for (int i = 0; i < 60; i++)
+		st_buf_adds(&b, ",[");
+	for (int i = 0; i < 60; i++)
+		st_buf_adds(&b, "]");
+	st_buf_adds(&b, "]");
+	same_both_ways(b.data, b.len, &lim);
+	st_buf_free(&b);
+	/* a string longer than the limit in the second part */
+	lim.max_depth = 0;
+	lim.max_string = 50;
+	doc = resources_doc(100, 80, ", \"long\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"");
+	same_both_ways(doc, strlen(doc), &lim);
+	free(doc);
+	/* no array open at the middle: one thread does it all */
+	st_buf_init(&b);
+	st_buf_adds(&b, "{");
+	for (int i = 0; i < 100; i++)
+		st_buf_printf(&b, "%s\"k%d\":{\"a\":1}", i ? "," : "", i);
+	st_buf_adds(&b, "}");
+	assert_false(same_both_ways(b.data, b.len, NULL));
+	st_buf_free(&b);
+	/* the middle inside a long string full of brackets, quotes and commas */
+	st_buf_init(&b);
+	st_buf_adds(&b, "[\"");
+	for (int i = 0; i < 200; i++)
+		st_buf_adds(&b, "[{,\\\"}]");
+	st_buf_adds(&b, "\",1,2,3]");
+	same_both_ways(b.data, b.len, NULL);
+	st_buf_free(&b);
+	/* an array that closes right after the middle, then an object */
+	st_buf_init(&b);
+	st_buf_adds(&b, "{\"a\":[");
+	for (int i = 0; i < 100; i++)
+		st_buf_printf(&b, "%s%d", i ? "," : "", i);
+	st_buf_adds(&b, "],\"b\":{\"c\":\"");
+	for (int i = 0; i < 50; i++)
+		st_buf_adds(&b, "yyyyy");
+	st_buf_adds(&b, "\"}}");
+	same_both_ways(b.data, b.len, NULL);
+	st_buf_free(&b);
+	/* the real Pulumi files */
+	{
+		char *dir = tu_fixture("pulumi");
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		int n = 0;
+		assert_non_null(d);
+		while ((de = readdir(d)) != NULL) {
+			size_t len = 0;
+			char *path, *text;
+			if (!strstr(de->d_name, ".json"))
+				continue;
+			assert_true(asprintf(&path, "%s/%s", dir, de->d_name) > 0);
+			text = tu_read(path, &len);
+			assert_non_null(text);
+			same_both_ways(text, len, NULL);
+			n++;
+			free(text);
+			free(path);
+		}
+		closedir(d);
+		free(dir);
+		assert_true(n >= 10);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -297,6 +525,8 @@ int main(void)
 		cmocka_unit_test(test_nested_pointer),
 		cmocka_unit_test(test_style_detection),
 		cmocka_unit_test(test_write_read_equal),
+		cmocka_unit_test(test_split_same_result),
+		cmocka_unit_test(test_split_limits_and_shapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -293,6 +293,52 @@ static int t_diff(const uint8_t *d, size_t n)
 	return 0;
 }
 
+/* split: the reader on two threads (forced at any size) against the reader on one: the same
+ * value, error, position and warnings. */
+static int split_parse(const uint8_t *d, size_t n, int threads, json_t **v, st_error *err,
+		       st_problems *probs)
+{
+	int rc;
+	st_error_clear(err);
+	setenv("STATETOOL_THREADS", threads ? "2" : "1", 1);
+	setenv("STATETOOL_PARSE_SPLIT", "16", 1);
+	rc = st_json_parse(v, (const char *)d, n, "fuzz", NULL, NULL, probs, err);
+	unsetenv("STATETOOL_THREADS");
+	unsetenv("STATETOOL_PARSE_SPLIT");
+	return rc;
+}
+
+static int t_split(const uint8_t *d, size_t n)
+{
+	json_t *a = NULL, *b = NULL;
+	st_error ea, eb;
+	st_problems pa = {0}, pb = {0};
+	int ra = split_parse(d, n, 0, &a, &ea, &pa), rb = split_parse(d, n, 1, &b, &eb, &pb);
+	CHECK(ra == rb, "one thread: %d, two: %d", ra, rb);
+	CHECK(!strcmp(ea.message, eb.message), "messages differ: '%s' / '%s'", ea.message,
+	      eb.message);
+	CHECK(ea.line == eb.line && ea.column == eb.column && ea.offset == eb.offset,
+	      "error positions differ: %d:%d / %d:%d", ea.line, ea.column, eb.line, eb.column);
+	CHECK((a == NULL) == (b == NULL), "one returned a value, the other none");
+	if (a) {
+		char *da = json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY);
+		char *db = json_dumps(b, JSON_COMPACT | JSON_ENCODE_ANY);
+		CHECK(da && db && !strcmp(da, db), "the values differ");
+		free(da);
+		free(db);
+	}
+	CHECK(pa.count == pb.count, "warnings: %zu / %zu", pa.count, pb.count);
+	for (size_t i = 0; i < pa.count; i++)
+		CHECK(!strcmp(pa.items[i].pointer, pb.items[i].pointer) &&
+			      !strcmp(pa.items[i].message, pb.items[i].message),
+		      "warning %zu differs: %s / %s", i, pa.items[i].pointer, pb.items[i].pointer);
+	st_problems_clear(&pa);
+	st_problems_clear(&pb);
+	json_decref(a);
+	json_decref(b);
+	return 0;
+}
+
 typedef struct target {
 	const char *name;
 	int (*fn)(const uint8_t *, size_t);
@@ -301,6 +347,7 @@ typedef struct target {
 static const target targets[] = {
 	{"load", t_load},     {"validate", t_validate},   {"import", t_import}, {"urn", t_urn},
 	{"secrets", t_secrets}, {"roundtrip", t_roundtrip}, {"diff", t_diff},
+	{"split", t_split},
 };
 
 #ifdef FUZZ_TARGET
