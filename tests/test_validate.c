@@ -5,6 +5,8 @@
  */
 #include "testutil.h"
 
+#include <dirent.h>
+
 static st_schema *builtin;
 
 static int setup(void **state)
@@ -211,6 +213,69 @@ static void test_import_file_schema(void **state)
 	json_decref(bad);
 }
 
+/* On a big state the schemas and the integrity rules run on two threads: the problems are the
+ * same, in the same order, as on one. Each rule fixture gets 600 resources more (after its own,
+ * so its problems keep their pointers) and one more problem among them. */
+static void test_two_threads_same_problems(void **state)
+{
+	(void)state;
+	char *dir = tu_fixture("validate");
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL) {
+		char rel[512];
+		st_state *s;
+		json_t *res;
+		st_problems one = {0}, two = {0};
+		st_validate_opts o = {0};
+		if (!strstr(de->d_name, ".json"))
+			continue;
+		snprintf(rel, sizeof(rel), "validate/%s", de->d_name);
+		s = load(rel);
+		res = st_state_resources(s, 1);
+		if (!res) {
+			st_state_free(s);
+			continue;
+		}
+		for (int i = 0; i < 600; i++) {
+			json_t *r = json_pack("{s:s, s:b, s:s, s:{s:s}}", "urn", "", "custom", 0,
+					      "type", "pkg:index:Filler", "inputs", "k", "v");
+			char *u = NULL;
+			assert_true(asprintf(&u, "urn:pulumi:dev::proj::pkg:index:Filler::f-%d", i) > 0);
+			json_object_set_new(r, "urn", json_string(u));
+			if (i == 300) /* a dependency on a missing resource */
+				json_object_set_new(r, "dependencies", json_pack("[s]", "urn:nope"));
+			free(u);
+			json_array_append_new(res, r);
+		}
+		o.schema = builtin;
+		setenv("STATETOOL_THREADS", "1", 1);
+		assert_int_equal(st_validate(s, &o, &one, NULL), ST_OK);
+		setenv("STATETOOL_THREADS", "2", 1);
+		assert_int_equal(st_validate(s, &o, &two, NULL), ST_OK);
+		unsetenv("STATETOOL_THREADS");
+		assert_true(one.count >= 1); /* the fixture's own, if any, and the filler's */
+		assert_int_equal(one.count, two.count);
+		for (size_t i = 0; i < one.count; i++) {
+			assert_int_equal(one.items[i].severity, two.items[i].severity);
+			assert_string_equal(one.items[i].rule, two.items[i].rule);
+			assert_string_equal(one.items[i].pointer, two.items[i].pointer);
+			assert_string_equal(one.items[i].message, two.items[i].message);
+			if (one.items[i].urn || two.items[i].urn)
+				assert_string_equal(one.items[i].urn, two.items[i].urn);
+		}
+		st_problems_clear(&one);
+		st_problems_clear(&two);
+		st_state_free(s);
+		n++;
+	}
+	closedir(d);
+	free(dir);
+	assert_true(n >= 30);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -218,6 +283,7 @@ int main(void)
 		cmocka_unit_test(test_pulumi_checkpoints_fail_ordering),
 		cmocka_unit_test(test_user_schemas),
 		cmocka_unit_test(test_import_file_schema),
+		cmocka_unit_test(test_two_threads_same_problems),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
