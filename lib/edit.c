@@ -79,8 +79,8 @@ struct st_edit {
 	json_t *before_dep;  /* the deployment object at the start (a reference) */
 	json_t *before_res;  /* the original resource objects, in order */
 	json_t *before_ops;  /* the original pending operations, or NULL */
-	int had_dep;
-	size_t errors_before;
+	json_t *before_members; /* a shallow copy of the deployment object at the start */
+	int had_dep, had_res;
 	ptrset fresh; /* objects this session made: changed in place without another copy */
 	int other_changed;
 };
@@ -161,7 +161,11 @@ int st_edit_begin(st_edit **out, st_state *s, st_changes *report, st_error *err)
 		st_edit_free(e);
 		return st__err(err, ST_ENOMEM, "out of memory");
 	}
-	e->errors_before = count_errors(s);
+	e->had_res = resources(e) != NULL;
+	if (e->had_dep && !(e->before_members = json_copy(e->before_dep))) {
+		st_edit_free(e);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
 	*out = e;
 	return ST_OK;
 }
@@ -173,6 +177,7 @@ void st_edit_free(st_edit *e)
 	json_decref(e->before_dep);
 	json_decref(e->before_res);
 	json_decref(e->before_ops);
+	json_decref(e->before_members);
 	ptrset_free(&e->fresh);
 	free(e);
 }
@@ -1236,17 +1241,53 @@ static void compute_diff(st_edit *e, st_diff *d)
 	st_strmap_free(&unmatched);
 }
 
+/* The integrity errors of the state as it was when the session began, counted only when the
+ * edited state has errors (a valid result needs no comparison): the original resources and
+ * pending operations, which copy on write left untouched, in a copy of the deployment's
+ * members as they were. */
+static int errors_before(st_edit *e, size_t *n, st_error *err)
+{
+	const char *key = e->s->envelope == ST_ENVELOPE_EXPORT ? "deployment" : "latest";
+	json_t *dep, *cont;
+	st_state tmp;
+
+	*n = 0;
+	if (!e->had_dep)
+		return ST_OK;
+	dep = json_copy(e->before_members);
+	cont = json_copy(e->s->container);
+	if (!dep || !cont || json_object_set_new(cont, key, dep)) {
+		json_decref(cont);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	json_object_del(dep, "resources");
+	json_object_del(dep, "pending_operations");
+	if ((e->had_res && json_object_set(dep, "resources", e->before_res)) ||
+	    (e->before_ops && json_object_set(dep, "pending_operations", e->before_ops))) {
+		json_decref(cont);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	tmp = *e->s;
+	tmp.container = cont;
+	*n = count_errors(&tmp);
+	json_decref(cont);
+	return ST_OK;
+}
+
 int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *err)
 {
 	st_problems p = {0};
+	size_t before = 0;
 	int rc;
 
 	rc = st_integrity_check(e->s, &p, err);
+	if (rc == ST_OK && p.errors > 0)
+		rc = errors_before(e, &before, err);
 	if (rc) {
 		st_problems_clear(&p);
 		return rc;
 	}
-	if (e->errors_before == 0 && p.errors > 0) {
+	if (before == 0 && p.errors > 0) {
 		const char *first = "";
 		for (size_t i = 0; i < p.count; i++)
 			if (p.items[i].severity == ST_SEV_ERROR) {
@@ -1267,10 +1308,10 @@ int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *e
 		st_edit_rollback(e);
 		return ST_EINTEGRITY;
 	}
-	if (e->errors_before && p.errors)
+	if (before && p.errors)
 		st_changes_add(e->report, "the state had %zu integrity error%s before and has %zu "
-			       "after (run statetool validate)", e->errors_before,
-			       e->errors_before == 1 ? "" : "s", p.errors);
+			       "after (run statetool validate)", before, before == 1 ? "" : "s",
+			       p.errors);
 	st_problems_clear(&p);
 	st_state_apply_features(e->s);
 	if (diff)

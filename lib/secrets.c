@@ -419,43 +419,103 @@ int st_secrets_decrypt(st_secrets *s, const char *ct, char **pt, size_t *len, st
 
 /* ---- walking the secrets of a state ---- */
 
-typedef int (*visit_fn)(void *ctx, json_t *secret, const char *pointer, const char *urn);
+/* Where a secret sits: base/field/segs..., made into a JSON Pointer only when asked. */
+typedef struct spath_seg {
+	const char *key; /* NULL: an array index in len */
+	size_t len;
+} spath_seg;
 
-static int is_secret(const json_t *v)
+typedef struct spath {
+	const char *base;
+	const char *field;
+	spath_seg *segs;
+	size_t n, cap;
+	st_buf buf;
+	int oom;
+} spath;
+
+static const char *spath_str(spath *p)
 {
-	const char *sig = st_json_str(v, SIG_KEY);
-	return sig && !strcmp(sig, SIG_SECRET);
+	p->buf.len = 0;
+	st_buf_adds(&p->buf, p->base);
+	st_buf_addc(&p->buf, '/');
+	st_buf_adds(&p->buf, p->field);
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->segs[i].key)
+			st_pointer_add_key(&p->buf, p->segs[i].key, p->segs[i].len);
+		else
+			st_pointer_add_index(&p->buf, p->segs[i].len);
+	}
+	return p->buf.data ? p->buf.data : "";
 }
 
-static int walk(json_t *v, st_buf *ptr, const char *urn, visit_fn fn, void *ctx, int depth)
+static int spath_push(spath *p)
 {
-	size_t mark = ptr->len, i;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 16;
+		spath_seg *n = realloc(p->segs, cap * sizeof(*n));
+		if (!n)
+			return -1;
+		p->segs = n;
+		p->cap = cap;
+	}
+	p->segs[p->n].key = NULL;
+	p->segs[p->n].len = 0;
+	p->n++;
+	return 0;
+}
+
+typedef int (*visit_fn)(void *ctx, json_t *secret, spath *where, const char *urn);
+
+/* Is this object a secret? Its keys are looked through rather than the signature key hashed:
+ * most property objects are not signatures at all. */
+static int is_secret(json_t *v)
+{
+	const char *k;
+	size_t kl;
+	json_t *e;
+	json_object_keylen_foreach(v, k, kl, e) {
+		if (kl == sizeof(SIG_KEY) - 1 && !memcmp(k, SIG_KEY, kl))
+			return json_is_string(e) && !strcmp(json_string_value(e), SIG_SECRET);
+	}
+	return 0;
+}
+
+static int walk(json_t *v, spath *path, const char *urn, visit_fn fn, void *ctx, int depth)
+{
+	size_t i;
 	int rc = 0;
 	json_t *c;
 	if (depth > ST_DEFAULT_MAX_DEPTH)
 		return 0;
 	if (json_is_object(v)) {
 		if (is_secret(v))
-			return fn(ctx, v, ptr->data ? ptr->data : "", urn);
+			return fn(ctx, v, path, urn);
 		const char *k;
 		size_t kl;
+		if (spath_push(path) < 0)
+			return ST_ENOMEM;
 		json_object_keylen_foreach(v, k, kl, c) {
-			ptr->len = mark;
-			st_pointer_add_key(ptr, k, kl);
-			if ((rc = walk(c, ptr, urn, fn, ctx, depth + 1)) != 0)
+			if (!json_is_object(c) && !json_is_array(c))
+				continue;
+			path->segs[path->n - 1].key = k;
+			path->segs[path->n - 1].len = kl;
+			if ((rc = walk(c, path, urn, fn, ctx, depth + 1)) != 0)
 				break;
 		}
+		path->n--;
 	} else if (json_is_array(v)) {
+		if (spath_push(path) < 0)
+			return ST_ENOMEM;
 		json_array_foreach(v, i, c) {
-			ptr->len = mark;
-			st_pointer_add_index(ptr, i);
-			if ((rc = walk(c, ptr, urn, fn, ctx, depth + 1)) != 0)
+			if (!json_is_object(c) && !json_is_array(c))
+				continue;
+			path->segs[path->n - 1].len = i;
+			if ((rc = walk(c, path, urn, fn, ctx, depth + 1)) != 0)
 				break;
 		}
+		path->n--;
 	}
-	ptr->len = mark;
-	if (ptr->data)
-		ptr->data[mark] = '\0';
 	return rc;
 }
 
@@ -464,23 +524,28 @@ static const char *const prop_fields[] = {"inputs", "outputs", NULL};
 /* Visits every secret of one resource object. */
 static int walk_resource(json_t *r, const char *base, visit_fn fn, void *ctx)
 {
-	st_buf ptr;
+	spath path;
 	int rc = 0;
 	const char *urn = st_json_str(r, "urn");
-	st_buf_init(&ptr);
+	memset(&path, 0, sizeof(path));
+	st_buf_init(&path.buf);
+	path.base = base;
 	for (int f = 0; prop_fields[f] && !rc; f++) {
 		json_t *v = json_object_get(r, prop_fields[f]);
 		if (!v)
 			continue;
-		ptr.len = 0;
-		st_buf_printf(&ptr, "%s/%s", base, prop_fields[f]);
-		rc = walk(v, &ptr, urn, fn, ctx, 0);
+		path.field = prop_fields[f];
+		path.n = 0;
+		rc = walk(v, &path, urn, fn, ctx, 0);
 	}
-	st_buf_free(&ptr);
+	if (rc == ST_OK && path.buf.oom)
+		rc = ST_ENOMEM;
+	st_buf_free(&path.buf);
+	free(path.segs);
 	return rc;
 }
 
-static int has_secret_cb(void *ctx, json_t *secret, const char *p, const char *u)
+static int has_secret_cb(void *ctx, json_t *secret, spath *p, const char *u)
 {
 	(void)secret, (void)p, (void)u;
 	(*(int *)ctx)++;
@@ -531,7 +596,7 @@ typedef struct cctx {
 	size_t ct, pt;
 } cctx;
 
-static int count_one(void *p, json_t *secret, const char *ptr, const char *urn)
+static int count_one(void *p, json_t *secret, spath *ptr, const char *urn)
 {
 	cctx *c = p;
 	(void)ptr, (void)urn;
@@ -564,7 +629,7 @@ typedef struct vctx {
 	size_t count;
 } vctx;
 
-static int verify_one(void *p, json_t *secret, const char *ptr, const char *urn)
+static int verify_one(void *p, json_t *secret, spath *where, const char *urn)
 {
 	vctx *c = p;
 	const char *ct = st_json_str(secret, "ciphertext");
@@ -576,13 +641,13 @@ static int verify_one(void *p, json_t *secret, const char *ptr, const char *urn)
 		return 0; /* plaintext: nothing to decrypt */
 	st_error_clear(&err);
 	if (st_secrets_decrypt(c->s, ct, &pt, &len, &err) != ST_OK) {
-		st_problems_add(c->out, ST_SEV_ERROR, "secrets/decrypt", ptr, urn, "%s",
-				err.message);
+		st_problems_add(c->out, ST_SEV_ERROR, "secrets/decrypt", spath_str(where), urn,
+				"%s", err.message);
 		return 0;
 	}
 	json_t *v = NULL;
 	if (st_json_parse(&v, pt, len, NULL, NULL, NULL, NULL, NULL) != ST_OK)
-		st_problems_add(c->out, ST_SEV_ERROR, "secrets/decrypt", ptr, urn,
+		st_problems_add(c->out, ST_SEV_ERROR, "secrets/decrypt", spath_str(where), urn,
 				"the secret decrypts, but not to JSON");
 	json_decref(v);
 	st_secret_free(pt, len);
@@ -610,7 +675,7 @@ typedef struct rctx {
 	st_error *err;
 } rctx;
 
-static int reveal_one(void *p, json_t *secret, const char *ptr, const char *urn)
+static int reveal_one(void *p, json_t *secret, spath *ptr, const char *urn)
 {
 	rctx *c = p;
 	const char *ct = st_json_str(secret, "ciphertext");
@@ -647,7 +712,7 @@ typedef struct ectx {
 	st_error *err;
 } ectx;
 
-static int encrypt_one(void *p, json_t *secret, const char *ptr, const char *urn)
+static int encrypt_one(void *p, json_t *secret, spath *where, const char *urn)
 {
 	ectx *c = p;
 	const char *ct = st_json_str(secret, "ciphertext");
@@ -655,14 +720,13 @@ static int encrypt_one(void *p, json_t *secret, const char *ptr, const char *urn
 	char *pt = NULL, *nct = NULL;
 	size_t len = 0;
 	int rc;
-	(void)ptr;
 
 	if (ct && !c->rekey)
 		return 0; /* unchanged secrets keep their ciphertext */
 	if (ct) {
 		rc = st_secrets_decrypt(c->from, ct, &pt, &len, c->err);
 		if (rc) {
-			st__err_pointer(c->err, ptr);
+			st__err_pointer(c->err, spath_str(where));
 			return rc;
 		}
 	} else if (json_is_string(ptv)) {

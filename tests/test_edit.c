@@ -189,11 +189,55 @@ static void test_rename_rewrites_everything(void **state)
 	st_state_free(s);
 }
 
+/* An invalid state may still be edited: the report compares the errors before and after
+ * (counted from the original resources, which copy on write kept). */
+static void test_invalid_state_error_counts(void **state)
+{
+	(void)state;
+	st_state *s = tu_load("validate/dependency-missing.json");
+	st_changes report = {0};
+	st_edit *e;
+	size_t t = 2, changed = 0, found = 0;
+	st_error err;
+	st_error_clear(&err);
+	assert_int_equal(st_edit_begin(&e, s, &report, &err), ST_OK);
+	assert_int_equal(st_edit_set_flag(e, &t, 1, "protect", 1, &changed, &err), ST_OK);
+	assert_int_equal(changed, 1);
+	assert_int_equal(st_edit_commit(e, NULL, NULL, &err), ST_OK);
+	for (size_t i = 0; i < report.count; i++)
+		if (!strcmp(report.lines[i], "the state had 1 integrity error before and has 1 "
+					     "after (run statetool validate)"))
+			found++;
+	assert_int_equal(found, 1);
+	st_edit_free(e);
+	st_changes_clear(&report);
+	/* a second session on the edited state adds an error: allowed (the state was invalid
+	 * already), and the counts are of that session's start and end */
+	assert_int_equal(st_edit_begin(&e, s, &report, &err), ST_OK);
+	{
+		json_t *dep = json_deep_copy(st_state_deployment(s));
+		json_t *c = json_array_get(json_object_get(dep, "resources"), 2);
+		json_object_set_new(c, "dependencies", json_pack("[s]", "urn:pulumi:dev::proj::x:y:Z::nope"));
+		assert_int_equal(st_edit_replace_deployment(e, dep, &err), ST_OK);
+	}
+	assert_int_equal(st_edit_commit(e, NULL, NULL, &err), ST_OK);
+	found = 0;
+	for (size_t i = 0; i < report.count; i++)
+		if (!strcmp(report.lines[i], "the state had 1 integrity error before and has 2 "
+					     "after (run statetool validate)"))
+			found++;
+	assert_int_equal(found, 1);
+	st_edit_free(e);
+	st_changes_clear(&report);
+	st_state_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cow_diff_and_rollback),
 		cmocka_unit_test(test_integrity_refusal_rolls_back),
+		cmocka_unit_test(test_invalid_state_error_counts),
 		cmocka_unit_test(test_dependents_fixpoint),
 		cmocka_unit_test(test_repair_cycle_and_determinism),
 		cmocka_unit_test(test_rename_rewrites_everything),

@@ -159,6 +159,11 @@ void cli_passphrase_free(char *p);
  * passphrase one and `need_key` is set (there is something to decrypt or encrypt). Prints
  * errors; returns an exit code. */
 int cli_open_secrets(st_state *s, const char *passphrase_file, int need_key, st_secrets **out);
+/* For a rekey: reads the current passphrase and then the new one (PULUMI_CONFIG_PASSPHRASE_NEW
+ * or its _FILE, or the file given), opens the state's secrets with the first and makes a
+ * passphrase manager with a new salt from the second; both keys are derived at once. */
+int cli_open_secrets_pair(st_state *s, const char *passphrase_file,
+			  const char *new_passphrase_file, st_secrets **from, st_secrets **to);
 
 int cmd_secrets(int argc, char **argv);
 int cmd_move(int argc, char **argv);

@@ -82,18 +82,9 @@ static int run_encrypt(st_edit *e, st_state *s, void *arg, st_error *err)
 static int run_rekey(st_edit *e, st_state *s, void *arg, st_error *err)
 {
 	ctx *c = arg;
-	char *pass = NULL;
-	size_t len = 0, n = 0;
-	int rc = cli_open_secrets(s, c->passfile, 1, &c->from);
+	size_t n = 0;
+	int rc = cli_open_secrets_pair(s, c->passfile, c->newpassfile, &c->from, &c->to);
 	if (rc != EXIT_OK)
-		return rc;
-	rc = cli_passphrase("PULUMI_CONFIG_PASSPHRASE_NEW", "PULUMI_CONFIG_PASSPHRASE_NEW_FILE",
-			    c->newpassfile, "Enter the new passphrase: ", 1, &pass, &len);
-	if (rc != EXIT_OK)
-		return rc;
-	rc = st_secrets_new_passphrase(&c->to, pass, len, err);
-	cli_passphrase_free(pass);
-	if (rc)
 		return rc;
 	rc = st_edit_secrets_rekey(e, c->from, c->to, &n, err);
 	if (rc == ST_OK)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,76 @@ int cli_open_secrets(st_state *s, const char *passphrase_file, int need_key, st_
 	cli_passphrase_free(pass);
 	if (rc != ST_OK) {
 		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+/* The new key is derived on a second thread while this one derives the old: a rekey waits
+ * for one key derivation, not two. */
+typedef struct new_key_job {
+	const char *pass;
+	size_t len;
+	st_secrets *out;
+	st_error err;
+	int rc;
+} new_key_job;
+
+static void *derive_new(void *arg)
+{
+	new_key_job *j = arg;
+	j->rc = st_secrets_new_passphrase(&j->out, j->pass, j->len, &j->err);
+	return NULL;
+}
+
+int cli_open_secrets_pair(st_state *s, const char *passphrase_file,
+			  const char *new_passphrase_file, st_secrets **from, st_secrets **to)
+{
+	json_t *dep = st_state_deployment(s);
+	json_t *sp = dep ? json_object_get(dep, "secrets_providers") : NULL;
+	const char *type = json_string_value(json_object_get(sp, "type"));
+	char *pass = NULL, *newpass = NULL;
+	size_t len = 0, newlen = 0;
+	new_key_job job;
+	pthread_t th;
+	int threaded, rc;
+	st_error err;
+
+	st_error_clear(&err);
+	*from = *to = NULL;
+	if (!type) {
+		cli_errorf("the state has no secrets provider (no 'secrets_providers')");
+		return EXIT_FAIL;
+	}
+	if (!strcmp(type, "passphrase") &&
+	    (rc = cli_passphrase("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE",
+				 passphrase_file, "Enter your passphrase to unlock config/secrets: ",
+				 0, &pass, &len)) != EXIT_OK)
+		return rc;
+	rc = cli_passphrase("PULUMI_CONFIG_PASSPHRASE_NEW", "PULUMI_CONFIG_PASSPHRASE_NEW_FILE",
+			    new_passphrase_file, "Enter the new passphrase: ", 1, &newpass, &newlen);
+	if (rc != EXIT_OK) {
+		cli_passphrase_free(pass);
+		return rc;
+	}
+	memset(&job, 0, sizeof(job));
+	job.pass = newpass;
+	job.len = newlen;
+	st_error_clear(&job.err);
+	threaded = pthread_create(&th, NULL, derive_new, &job) == 0;
+	rc = st_secrets_open(from, sp, pass, len, &err);
+	if (threaded)
+		pthread_join(th, NULL);
+	else
+		derive_new(&job);
+	cli_passphrase_free(pass);
+	cli_passphrase_free(newpass);
+	*to = job.out;
+	if (rc != ST_OK || job.rc != ST_OK) {
+		cli_error(rc != ST_OK ? &err : &job.err);
+		st_secrets_free(*from);
+		st_secrets_free(*to);
+		*from = *to = NULL;
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;
