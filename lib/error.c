@@ -197,6 +197,30 @@ void st_buf_free(st_buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
+int st_buf_flush(st_buf *b)
+{
+	if (!b->sink || b->oom)
+		return b->oom ? -1 : 0;
+	if (b->len && b->sink(b->sink_ctx, b->data, b->len) < 0) {
+		b->oom = b->sink_failed = 1;
+		return -1;
+	}
+	b->len = 0;
+	return 0;
+}
+
+void st_buf_add_block(st_buf *b, const void *p, size_t n)
+{
+	if (!b->sink) {
+		st_buf_add(b, p, n);
+		return;
+	}
+	if (st_buf_flush(b) < 0)
+		return;
+	if (n && b->sink(b->sink_ctx, p, n) < 0)
+		b->oom = b->sink_failed = 1;
+}
+
 int st_buf_reserve(st_buf *b, size_t extra)
 {
 	size_t need, cap;
@@ -207,6 +231,13 @@ int st_buf_reserve(st_buf *b, size_t extra)
 	need = b->len + extra + 1;
 	if (need <= b->cap)
 		return 0;
+	if (b->sink && b->len >= ST_BUF_CHUNK) {
+		if (st_buf_flush(b) < 0)
+			return -1;
+		need = extra + 1;
+		if (need <= b->cap)
+			return 0;
+	}
 	cap = b->cap ? b->cap : 256;
 	while (cap < need)
 		cap *= 2;

@@ -21,8 +21,15 @@ typedef struct st_buf {
 	char *data;
 	size_t len;
 	size_t cap;
-	int oom;
+	int oom; /* also set when the sink failed (sink_failed tells) */
+	/* Optional: where full buffers go. With a sink, a buffer that has reached ST_BUF_CHUNK is
+	 * handed to it and emptied before it would grow; data then holds only the tail. */
+	int (*sink)(void *ctx, const char *p, size_t n);
+	void *sink_ctx;
+	int sink_failed;
 } st_buf;
+
+#define ST_BUF_CHUNK (4u << 20)
 
 void st_buf_init(st_buf *b);
 void st_buf_free(st_buf *b);
@@ -31,6 +38,10 @@ void st_buf_add(st_buf *b, const void *p, size_t n);
 void st_buf_addc(st_buf *b, char c);
 void st_buf_adds(st_buf *b, const char *s);
 void st_buf_printf(st_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hands what the buffer holds to its sink (if any). -1 when the sink failed. */
+int st_buf_flush(st_buf *b);
+/* Appends n bytes; with a sink, a big block goes to it directly instead of being copied. */
+void st_buf_add_block(st_buf *b, const void *p, size_t n);
 /* Detaches the data (NUL-terminated) and resets the buffer. NULL when oom. */
 char *st_buf_take(st_buf *b, size_t *len);
 
@@ -83,6 +94,12 @@ st_kind st_kind_child(st_kind parent, const char *key);
 /* Writes `v` with the kind-driven key order. */
 /* st_json_parse; `mapped`: buf is a private, page-aligned file mapping whose pages may be
  * released (MADV_DONTNEED) behind the cursor. */
+/* st_file_write_atomic with the content written by fill(ctx, fd) (no compression). */
+int st__file_write_atomic_fill(const char *path, int (*fill)(void *ctx, int fd, st_error *err),
+			       void *ctx, const st_write_opts *opts, st_error *err);
+/* write(2) until done or an error (-1, errno set). */
+int st__write_full(int fd, const void *p, size_t n);
+
 int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *name,
 		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 		      int mapped, st_error *err);

@@ -291,8 +291,9 @@ int st__gzip_bytes(const void *data, size_t len, char **out, size_t *outlen, st_
 	return ST_OK;
 }
 
-static int write_full(int fd, const char *p, size_t n)
+int st__write_full(int fd, const void *data, size_t n)
 {
+	const char *p = data;
 	while (n) {
 		ssize_t w = write(fd, p, n);
 		if (w < 0) {
@@ -389,7 +390,7 @@ static int copy_file_atomic(const char *src, const char *dst, const char *dir, s
 		return st__err(err, ST_ENOMEM, "out of memory");
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || write_full(fd, data, n) < 0 || fsync(fd) < 0) {
+	if (fd < 0 || st__write_full(fd, data, n) < 0 || fsync(fd) < 0) {
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
@@ -445,11 +446,43 @@ static int make_backup(const char *path, const char *dir, st_error *err)
 	return rc;
 }
 
+typedef struct bytes {
+	const void *data;
+	size_t len;
+} bytes;
+
+static int fill_bytes(void *ctx, int fd, st_error *err)
+{
+	bytes *b = ctx;
+	(void)err;
+	return st__write_full(fd, b->data, b->len) < 0 ? ST_EIO : ST_OK;
+}
+
 int st_file_write_atomic(const char *path, const void *data, size_t len,
 			 const st_write_opts *opts, st_error *err)
 {
+	char *gz = NULL;
+	bytes b = {data, len};
+	int rc;
+
+	if (opts && opts->compression == ST_COMPRESS_GZIP) {
+		size_t glen = 0;
+		rc = st__gzip_bytes(data, len, &gz, &glen, err);
+		if (rc)
+			return rc;
+		b.data = gz;
+		b.len = glen;
+	}
+	rc = st__file_write_atomic_fill(path, fill_bytes, &b, opts, err);
+	free(gz);
+	return rc;
+}
+
+int st__file_write_atomic_fill(const char *path, int (*fill)(void *ctx, int fd, st_error *err),
+			       void *ctx, const st_write_opts *opts, st_error *err)
+{
 	st_write_opts def = {0};
-	char *dir = NULL, *tmp = NULL, *gz = NULL;
+	char *dir = NULL, *tmp = NULL;
 	char rnd[17];
 	struct stat sb;
 	int exists, fd = -1, rc = ST_OK;
@@ -470,14 +503,6 @@ int st_file_write_atomic(const char *path, const void *data, size_t len,
 		return st__err(err, ST_EIO, "cannot write '%s': not a regular file", path);
 	}
 	mode = exists ? (sb.st_mode & 07777) : (opts->mode ? opts->mode : 0644);
-	if (opts->compression == ST_COMPRESS_GZIP) {
-		size_t glen = 0;
-		rc = st__gzip_bytes(data, len, &gz, &glen, err);
-		if (rc)
-			return rc;
-		data = gz;
-		len = glen;
-	}
 	dir = st_path_dirname(path);
 	st_random_hex(rnd, 8);
 	{
@@ -496,9 +521,11 @@ int st_file_write_atomic(const char *path, const void *data, size_t len,
 			     strerror(errno));
 		goto out;
 	}
-	if (write_full(fd, data, len) < 0) {
-		st__err_file(err, path);
-		rc = st__err(err, ST_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+	if ((rc = fill(ctx, fd, err)) != ST_OK) {
+		if (rc == ST_EIO) {
+			st__err_file(err, path);
+			rc = st__err(err, ST_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+		}
 		goto fail_tmp;
 	}
 	st__crash_point("write", 1);
@@ -529,7 +556,6 @@ fail_tmp:
 		close(fd);
 	unlink(tmp);
 out:
-	free(gz);
 	free(dir);
 	free(tmp);
 	return rc;

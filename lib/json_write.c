@@ -11,6 +11,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -389,6 +390,99 @@ static void newline(st_buf *b, const st_style *st, size_t depth)
 static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind kind,
 		       size_t depth);
 
+/*
+ * Two threads for a big document: the array st__json_write picked (a state's resources) is
+ * written in two halves, the second on another thread into its own buffer, exactly as the
+ * loop below would write it (a comma, the newline and indentation, the element), then appended.
+ * Only reads the values.
+ */
+static __thread const json_t *split_target;
+
+typedef struct split_job {
+	const json_t *arr;
+	size_t from;
+	const st_style *st;
+	st_kind kind;
+	size_t depth;
+	st_buf out;
+	int rc;
+	pthread_t thread;
+} split_job;
+
+static void *split_main(void *arg)
+{
+	split_job *j = arg;
+	size_t len = json_array_size(j->arr);
+	for (size_t i = j->from; i < len && j->rc == 0; i++) {
+		st_buf_addc(&j->out, ',');
+		if (!j->st->compact)
+			newline(&j->out, j->st, j->depth + 1);
+		j->rc = write_value(&j->out, json_array_get(j->arr, i), j->st, j->kind,
+				    j->depth + 1);
+	}
+	return NULL;
+}
+
+/* The split array (out of line: write_value's frame stays small for deep nesting). */
+__attribute__((noinline)) static int write_array_split(st_buf *b, const json_t *v,
+						       const st_style *st, st_kind kind,
+						       size_t depth)
+{
+	size_t len = json_array_size(v), end = len;
+	split_job job;
+	int split = 0;
+
+	split_target = NULL;
+	memset(&job, 0, sizeof(job));
+	job.arr = v;
+	job.from = len / 2;
+	job.st = st;
+	job.kind = kind;
+	job.depth = depth;
+	st_buf_init(&job.out);
+	{
+		/* the writer recurses once per nesting level, as on the calling thread */
+		pthread_attr_t attr;
+		if (pthread_attr_init(&attr) == 0) {
+			pthread_attr_setstacksize(&attr, 16u << 20);
+			if (pthread_create(&job.thread, &attr, split_main, &job) == 0) {
+				split = 1;
+				end = job.from;
+			}
+			pthread_attr_destroy(&attr);
+		}
+	}
+	st_buf_addc(b, '[');
+	for (size_t i = 0; i < end; i++) {
+		if (i)
+			st_buf_addc(b, ',');
+		if (!st->compact)
+			newline(b, st, depth + 1);
+		if (write_value(b, json_array_get(v, i), st, kind, depth + 1) < 0) {
+			if (split) {
+				pthread_join(job.thread, NULL);
+				st_buf_free(&job.out);
+			}
+			return -1;
+		}
+	}
+	if (split) {
+		pthread_join(job.thread, NULL);
+		if (job.rc < 0 || job.out.oom) {
+			if (job.out.oom)
+				b->oom = 1;
+			st_buf_free(&job.out);
+			return -1;
+		}
+		st_buf_add_block(b, job.out.data, job.out.len);
+		st_buf_free(&job.out);
+	}
+	if (!st->compact)
+		newline(b, st, depth);
+	st_buf_addc(b, ']');
+	return 0;
+}
+
 static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kind kind,
 			size_t depth)
 {
@@ -459,6 +553,8 @@ static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind k
 			st_buf_add(b, "[]", 2);
 			return 0;
 		}
+		if (v == split_target)
+			return write_array_split(b, v, st, kind, depth);
 		st_buf_addc(b, '[');
 		for (size_t i = 0; i < len; i++) {
 			if (i)
@@ -496,9 +592,33 @@ static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind k
 	return -1;
 }
 
+/* The biggest array among the members of objects near the top (a state's resources), if it is
+ * big enough to be worth a second thread. */
+#define SPLIT_MIN_ELEMENTS 512
+
+static const json_t *big_array(const json_t *v, int depth, const json_t *best)
+{
+	const char *k;
+	json_t *m;
+	if (json_is_array(v))
+		return json_array_size(v) >= SPLIT_MIN_ELEMENTS &&
+				       (!best || json_array_size(v) > json_array_size(best))
+			       ? v
+			       : best;
+	if (!json_is_object(v) || depth > 3)
+		return best;
+	json_object_foreach((json_t *)v, k, m)
+		best = big_array(m, depth + 1, best);
+	return best;
+}
+
 int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind kind)
 {
-	if (write_value(b, v, style, kind, 0) < 0 || b->oom)
+	int rc;
+	split_target = st__threads_ok() ? big_array(v, 0, NULL) : NULL;
+	rc = write_value(b, v, style, kind, 0);
+	split_target = NULL;
+	if (rc < 0 || b->oom)
 		return b->oom ? ST_ENOMEM : ST_EINVAL;
 	if (style->trailing_newline)
 		st_buf_addc(b, '\n');

@@ -2,6 +2,8 @@
  * Deployment states: envelopes, versions, features, and faithful serialization.
  */
 #include "internal.h"
+
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -587,6 +589,50 @@ void st_state_fix_magic(st_state *s)
 	json_object_set_new(m, "magic", json_string(magic));
 }
 
+/* Saving without compression streams the text to the file as it is written (a few MiB held
+ * at a time instead of the whole document). */
+typedef struct stream_ctx {
+	const st_state *s;
+	int fd;
+	int werrno;
+} stream_ctx;
+
+static int sink_fd(void *ctx, const char *p, size_t n)
+{
+	stream_ctx *c = ctx;
+	if (st__write_full(c->fd, p, n) < 0) {
+		c->werrno = errno;
+		return -1;
+	}
+	return 0;
+}
+
+static int fill_state(void *ctx, int fd, st_error *err)
+{
+	stream_ctx *c = ctx;
+	st_buf b;
+	int rc;
+
+	c->fd = fd;
+	st_buf_init(&b);
+	b.sink = sink_fd;
+	b.sink_ctx = c;
+	rc = st__json_write(&b, c->s->root, &c->s->style,
+			    c->s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE);
+	if (rc == ST_OK)
+		st_buf_flush(&b);
+	if (b.sink_failed) {
+		st_buf_free(&b);
+		errno = c->werrno;
+		return ST_EIO;
+	}
+	st_buf_free(&b);
+	if (rc)
+		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
+						"the state holds a value JSON cannot represent");
+	return ST_OK;
+}
+
 int st_state_save(st_state *s, const char *path, const st_write_opts *opts, st_error *err)
 {
 	st_write_opts wo = {0};
@@ -604,6 +650,10 @@ int st_state_save(st_state *s, const char *path, const st_write_opts *opts, st_e
 		wo.backup = 1;
 	wo.compression = s->compression;
 	st_state_fix_magic(s);
+	if (wo.compression == ST_COMPRESS_NONE) {
+		stream_ctx c = {s, -1, 0};
+		return st__file_write_atomic_fill(path, fill_state, &c, &wo, err);
+	}
 	rc = st_state_dump(s, NULL, &data, &len, err);
 	if (rc)
 		return rc;

@@ -2,6 +2,9 @@
 #include "testutil.h"
 
 #include <signal.h>
+#include <sys/resource.h>
+
+#include <signal.h>
 #include <sys/wait.h>
 #include <zlib.h>
 
@@ -156,6 +159,83 @@ static void test_crash_at_each_step(void **state)
 	}
 }
 
+/* A state big enough for the two-thread writer: `n` resources with nested properties. */
+static char *big_state_text(int n)
+{
+	st_buf b;
+	st_buf_init(&b);
+	st_buf_adds(&b, "{\n    \"version\": 3,\n    \"deployment\": {\n        \"manifest\": {},\n"
+			"        \"resources\": [\n");
+	for (int i = 0; i < n; i++)
+		st_buf_printf(&b,
+			      "            {\n                \"urn\": \"urn:pulumi:dev::p::t:m:R::r-%d\",\n"
+			      "                \"custom\": false,\n                \"type\": \"t:m:R\",\n"
+			      "                \"inputs\": {\n                    \"a\": [\n"
+			      "                        1.5,\n                        \"x<&>\\u2028\"\n"
+			      "                    ],\n                    \"b\": {}\n                }\n"
+			      "            }%s\n",
+			      i, i + 1 < n ? "," : "");
+	st_buf_adds(&b, "        ]\n    }\n}\n");
+	return st_buf_take(&b, NULL);
+}
+
+/* Saving streams the text to the file, the resources written on two threads: the bytes are
+ * those of st_state_dump on one thread, and of the file read. A write that fails part way
+ * (the file size limit) leaves the old file and no temporary file. */
+static void test_streamed_save(void **state)
+{
+	(void)state;
+	char *dir = tu_tmpdir(), *p = st_path_join(dir, "big.json");
+	char *text = big_state_text(3000), *dumped = NULL, *saved;
+	size_t len = strlen(text), dlen = 0, slen = 0;
+	st_state *s = NULL;
+	st_error err;
+
+	assert_int_equal(st_state_load_buffer(&s, text, len, "big.json", NULL, NULL), ST_OK);
+	setenv("STATETOOL_THREADS", "1", 1);
+	assert_int_equal(st_state_dump(s, NULL, &dumped, &dlen, NULL), ST_OK);
+	setenv("STATETOOL_THREADS", "2", 1);
+	assert_int_equal(st_state_save(s, p, NULL, NULL), ST_OK);
+	unsetenv("STATETOOL_THREADS");
+	assert_int_equal(dlen, len);
+	assert_memory_equal(dumped, text, len); /* a Pulumi-style file survives byte for byte */
+	saved = tu_read(p, &slen);
+	assert_int_equal(slen, len);
+	assert_memory_equal(saved, text, len);
+	free(saved);
+
+	/* a failing write: the limit stops the file at 256 KiB, part way through */
+	struct rlimit old, lim;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 256 * 1024;
+	signal(SIGXFSZ, SIG_IGN);
+	json_object_set_new(json_array_get(st_state_resources(s, 0), 0), "protect", json_true());
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	st_error_clear(&err);
+	int rc = st_state_save(s, p, NULL, &err);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(rc, ST_EIO);
+	assert_non_null(strstr(err.message, "cannot write"));
+	assert_non_null(strstr(err.message, "File too large"));
+	saved = tu_read(p, &slen);
+	assert_int_equal(slen, len);
+	assert_memory_equal(saved, text, len); /* untouched */
+	free(saved);
+	{
+		char *cmd = NULL;
+		assert_true(asprintf(&cmd, "test $(ls -A '%s' | wc -l) -eq 1", dir) > 0);
+		assert_int_equal(system(cmd), 0); /* no temporary file left */
+		free(cmd);
+	}
+	st_state_free(s);
+	free(dumped);
+	free(text);
+	free(p);
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -163,6 +243,7 @@ int main(void)
 		cmocka_unit_test(test_gzip_bomb_and_zstd),
 		cmocka_unit_test(test_atomic_write_backup_mode),
 		cmocka_unit_test(test_crash_at_each_step),
+		cmocka_unit_test(test_streamed_save),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
