@@ -6,6 +6,8 @@
  */
 #include "internal.h"
 
+#include <pthread.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1274,21 +1276,51 @@ static int errors_before(st_edit *e, size_t *n, st_error *err)
 	return ST_OK;
 }
 
+/* What commit computes beside the integrity check, on a second thread: both only read. */
+typedef struct commit_side {
+	st_edit *e;
+	st_diff *diff;
+	int used[8];
+} commit_side;
+
+static void *commit_side_main(void *arg)
+{
+	commit_side *c = arg;
+	st__state_features_scan(c->e->s, c->used);
+	if (c->diff)
+		compute_diff(c->e, c->diff);
+	return NULL;
+}
+
 int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *err)
 {
 	st_problems p = {0};
 	size_t before = 0;
-	int rc;
+	commit_side side = {e, NULL, {0}};
+	st_diff tmp_diff;
+	pthread_t th;
+	int rc, threaded = 0;
 
+	memset(&tmp_diff, 0, sizeof(tmp_diff));
+	if (diff) {
+		memset(diff, 0, sizeof(*diff));
+		side.diff = &tmp_diff;
+	}
+	if (st__threads_ok() && json_array_size(resources(e)) >= 500)
+		threaded = pthread_create(&th, NULL, commit_side_main, &side) == 0;
 	rc = st_integrity_check(e->s, &p, err);
+	if (threaded)
+		pthread_join(th, NULL);
 	if (rc == ST_OK && p.errors > 0)
 		rc = errors_before(e, &before, err);
 	if (rc) {
 		st_problems_clear(&p);
+		st_diff_clear(&tmp_diff);
 		return rc;
 	}
 	if (before == 0 && p.errors > 0) {
 		const char *first = "";
+		st_diff_clear(&tmp_diff);
 		for (size_t i = 0; i < p.count; i++)
 			if (p.items[i].severity == ST_SEV_ERROR) {
 				first = p.items[i].message;
@@ -1313,8 +1345,14 @@ int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *e
 			       "after (run statetool validate)", before, before == 1 ? "" : "s",
 			       p.errors);
 	st_problems_clear(&p);
-	st_state_apply_features(e->s);
-	if (diff)
-		compute_diff(e, diff);
+	if (threaded) {
+		st__state_features_set(e->s, side.used);
+		if (diff)
+			*diff = tmp_diff;
+	} else {
+		st_state_apply_features(e->s);
+		if (diff)
+			compute_diff(e, diff);
+	}
 	return ST_OK;
 }

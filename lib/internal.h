@@ -138,6 +138,11 @@ int st__state_bind(st_state *s, st_error *err);
 /* SHA-256 hex of a string (libsodium). */
 void st_sha256_hex(const void *data, size_t len, char out[65]);
 
+/* st_state_apply_features in two steps: which features the state uses (only reads), then
+ * the envelope's version and features set accordingly. */
+void st__state_features_scan(const st_state *s, int used[8]);
+int st__state_features_set(st_state *s, const int used[8]);
+
 /* Known features of deployment v4. */
 extern const char *const st_known_features[];
 

@@ -667,61 +667,80 @@ int st_state_save(st_state *s, const char *path, const st_write_opts *opts, st_e
 #define SIG_KEY "4dabf18193072939515e22adb298388d"
 #define SIG_BYTESTRING "803fd3297a5875dc03ca845dda5d2a98"
 
+/* Does a property value hold a bytestring signature? The signature key is looked for among
+ * each object's keys (cheaper than hashing it); scalars are not descended into. */
 static int uses_bytestring(const json_t *v, int depth)
 {
 	const char *k;
+	size_t kl;
 	json_t *c;
 	size_t i;
 
 	if (depth > ST_DEFAULT_MAX_DEPTH)
 		return 0;
 	if (json_is_object(v)) {
-		const char *sig = st_json_str(v, SIG_KEY);
-		if (sig && !strcmp(sig, SIG_BYTESTRING))
-			return 1;
+		json_object_keylen_foreach((json_t *)v, k, kl, c) {
+			if (kl == sizeof(SIG_KEY) - 1 && !memcmp(k, SIG_KEY, kl) &&
+			    json_is_string(c) && !strcmp(json_string_value(c), SIG_BYTESTRING))
+				return 1;
+		}
 		json_object_foreach((json_t *)v, k, c)
-			if (uses_bytestring(c, depth + 1))
+			if ((json_is_object(c) || json_is_array(c)) && uses_bytestring(c, depth + 1))
 				return 1;
 	} else if (json_is_array(v)) {
 		json_array_foreach(v, i, c)
-			if (uses_bytestring(c, depth + 1))
+			if ((json_is_object(c) || json_is_array(c)) && uses_bytestring(c, depth + 1))
 				return 1;
 	}
 	return 0;
 }
 
+#define KEY_IS(k, kl, lit) ((kl) == sizeof(lit) - 1 && !memcmp((k), (lit), sizeof(lit) - 1))
+
+/* The features a resource uses, in one pass over its keys. */
 static void resource_features(const json_t *r, int used[])
 {
-	const json_t *v;
-	if (json_is_true(json_object_get(r, "refreshBeforeUpdate")))
-		used[0] = 1;
-	if ((v = json_object_get(r, "viewOf")) && !st_json_is_empty(v))
-		used[1] = 1;
-	if ((v = json_object_get(r, "resourceHooks")) && !st_json_is_empty(v))
-		used[2] = 1;
-	if (json_is_true(json_object_get(r, "taint")))
-		used[3] = 1;
-	if ((v = json_object_get(r, "replaceWith")) && !st_json_is_empty(v))
-		used[4] = 1;
-	if ((v = json_object_get(r, "snippetID")) && !st_json_is_empty(v))
-		used[5] = 1;
-	if ((v = json_object_get(r, "extensionRef")) && !st_json_is_empty(v))
-		used[6] = 1;
-	if (!used[7] && (uses_bytestring(json_object_get(r, "inputs"), 0) ||
-			 uses_bytestring(json_object_get(r, "outputs"), 0)))
-		used[7] = 1;
+	const char *k;
+	size_t kl;
+	json_t *v;
+
+	json_object_keylen_foreach((json_t *)r, k, kl, v) {
+		if (KEY_IS(k, kl, "refreshBeforeUpdate")) {
+			if (json_is_true(v))
+				used[0] = 1;
+		} else if (KEY_IS(k, kl, "viewOf")) {
+			if (!st_json_is_empty(v))
+				used[1] = 1;
+		} else if (KEY_IS(k, kl, "resourceHooks")) {
+			if (!st_json_is_empty(v))
+				used[2] = 1;
+		} else if (KEY_IS(k, kl, "taint")) {
+			if (json_is_true(v))
+				used[3] = 1;
+		} else if (KEY_IS(k, kl, "replaceWith")) {
+			if (!st_json_is_empty(v))
+				used[4] = 1;
+		} else if (KEY_IS(k, kl, "snippetID")) {
+			if (!st_json_is_empty(v))
+				used[5] = 1;
+		} else if (KEY_IS(k, kl, "extensionRef")) {
+			if (!st_json_is_empty(v))
+				used[6] = 1;
+		} else if (KEY_IS(k, kl, "inputs") || KEY_IS(k, kl, "outputs")) {
+			if (!used[7] && uses_bytestring(v, 0))
+				used[7] = 1;
+		}
+	}
 }
 
-int st_state_apply_features(st_state *s)
+void st__state_features_scan(const st_state *s, int used[8])
 {
-	json_t *dep = st_state_deployment(s), *res, *r, *ops, *op, *arr;
-	int used[8] = {0}, n = 0;
+	json_t *dep = st_state_deployment(s), *res, *r, *ops, *op;
 	size_t i;
-	/* Pulumi writes features sorted. */
-	static const int sorted_idx[] = {7, 6, 2, 0, 4, 5, 3, 1};
 
+	memset(used, 0, 8 * sizeof(int));
 	if (s->version < 3)
-		return 0;
+		return;
 	res = dep ? json_object_get(dep, "resources") : NULL;
 	json_array_foreach(res, i, r)
 		resource_features(r, used);
@@ -730,6 +749,17 @@ int st_state_apply_features(st_state *s)
 		resource_features(json_object_get(op, "resource"), used);
 	if (dep && !st_json_is_empty(json_object_get(dep, "snippets")))
 		used[5] = 1;
+}
+
+int st__state_features_set(st_state *s, const int used[8])
+{
+	json_t *arr;
+	int n = 0;
+	/* Pulumi writes features sorted. */
+	static const int sorted_idx[] = {7, 6, 2, 0, 4, 5, 3, 1};
+
+	if (s->version < 3)
+		return 0;
 	arr = json_array();
 	for (int k = 0; k < 8; k++) {
 		if (used[sorted_idx[k]]) {
@@ -748,6 +778,13 @@ int st_state_apply_features(st_state *s)
 		json_object_del(s->root, "features");
 	}
 	return n;
+}
+
+int st_state_apply_features(st_state *s)
+{
+	int used[8];
+	st__state_features_scan(s, used);
+	return st__state_features_set(s, used);
 }
 
 /* ---- canonical form ---- */

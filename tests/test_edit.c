@@ -232,12 +232,77 @@ static void test_invalid_state_error_counts(void **state)
 	st_state_free(s);
 }
 
+/* A 700-resource state: a stack, a provider, then components each with two children, the
+ * second depending on the first. */
+static st_state *big_state(void)
+{
+	st_buf b;
+	st_state *s = NULL;
+	st_buf_init(&b);
+	st_buf_adds(&b, "{\"version\":3,\"deployment\":{\"manifest\":{},\"resources\":["
+			"{\"urn\":\"urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev\",\"custom\":false,"
+			"\"type\":\"pulumi:pulumi:Stack\"}");
+	for (int i = 0; i < 233; i++) {
+		st_buf_printf(&b, ",{\"urn\":\"urn:pulumi:dev::p::m:i:C::c%d\",\"custom\":false,"
+				  "\"type\":\"m:i:C\",\"parent\":\"urn:pulumi:dev::p::pulumi:pulumi:"
+				  "Stack::p-dev\"}", i);
+		for (int k = 0; k < 2; k++)
+			st_buf_printf(&b, ",{\"urn\":\"urn:pulumi:dev::p::m:i:C$m:i:R::r%d-%d\","
+					  "\"custom\":false,\"type\":\"m:i:R\",\"parent\":\"urn:pulumi:"
+					  "dev::p::m:i:C::c%d\",\"inputs\":{\"x\":[{\"y\":%d}]}%s}",
+				      i, k, i, k, k ? ",\"dependencies\":[\"urn:pulumi:dev::p::m:i:"
+						      "C$m:i:R::r0-0\"]" : "");
+	}
+	st_buf_adds(&b, "]}}");
+	assert_int_equal(st_state_load_buffer(&s, b.data, b.len, "big.json", NULL, NULL), ST_OK);
+	st_buf_free(&b);
+	return s;
+}
+
+/* On a big state commit checks integrity on this thread while another computes the diff and
+ * the features: the same diff and the same bytes as on one thread. */
+static void test_commit_two_threads(void **state)
+{
+	(void)state;
+	char *out[2];
+	st_diff d[2];
+	for (int t = 0; t < 2; t++) {
+		st_state *s = big_state();
+		st_edit *e;
+		size_t target = 2, taint = 5, changed = 0;
+		size_t len;
+		setenv("STATETOOL_THREADS", t ? "2" : "1", 1);
+		assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+		assert_int_equal(st_edit_rename(e, target, "moved", NULL), ST_OK); /* r0-0 */
+		assert_int_equal(st_edit_set_flag(e, &taint, 1, "taint", 1, &changed, NULL), ST_OK);
+		assert_int_equal(st_edit_commit(e, &d[t], NULL, NULL), ST_OK);
+		unsetenv("STATETOOL_THREADS");
+		assert_int_equal(st_state_dump(s, NULL, &out[t], &len, NULL), ST_OK);
+		st_edit_free(e);
+		st_state_free(s);
+	}
+	assert_string_equal(out[0], out[1]);
+	assert_non_null(strstr(out[0], "{\"version\":4,\"features\":[\"taint\"],"));
+	assert_true(d[0].count >= 233); /* the renamed resource and every dependent */
+	assert_int_equal(d[0].count, d[1].count);
+	for (size_t i = 0; i < d[0].count; i++) {
+		assert_int_equal(d[0].items[i].kind, d[1].items[i].kind);
+		assert_string_equal(d[0].items[i].urn, d[1].items[i].urn);
+		assert_int_equal(d[0].items[i].nfields, d[1].items[i].nfields);
+	}
+	for (int t = 0; t < 2; t++) {
+		st_diff_clear(&d[t]);
+		free(out[t]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cow_diff_and_rollback),
 		cmocka_unit_test(test_integrity_refusal_rolls_back),
 		cmocka_unit_test(test_invalid_state_error_counts),
+		cmocka_unit_test(test_commit_two_threads),
 		cmocka_unit_test(test_dependents_fixpoint),
 		cmocka_unit_test(test_repair_cycle_and_determinism),
 		cmocka_unit_test(test_rename_rewrites_everything),
