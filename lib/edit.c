@@ -1292,10 +1292,47 @@ static void *commit_side_main(void *arg)
 	return NULL;
 }
 
+/* What commit concludes from the integrity check of the edited state: ST_OK, or an error (the
+ * caller rolls back on ST_EINTEGRITY). Adds the before/after line to the report when an
+ * invalid state stays invalid. */
+static int judge(st_edit *e, st_problems *p, st_problems *problems, st_error *err)
+{
+	size_t before = 0;
+	int rc = ST_OK;
+
+	if (p->errors > 0)
+		rc = errors_before(e, &before, err);
+	if (rc)
+		return rc;
+	if (before == 0 && p->errors > 0) {
+		const char *first = "";
+		for (size_t i = 0; i < p->count; i++)
+			if (p->items[i].severity == ST_SEV_ERROR) {
+				first = p->items[i].message;
+				break;
+			}
+		st__err(err, ST_EINTEGRITY,
+			"state edit produced an invalid snapshot (%zu integrity error%s; the state "
+			"was valid before, so nothing is written): %s",
+			p->errors, p->errors == 1 ? "" : "s", first);
+		if (problems)
+			for (size_t i = 0; i < p->count; i++)
+				if (p->items[i].severity == ST_SEV_ERROR)
+					st_problems_add(problems, ST_SEV_ERROR, p->items[i].rule,
+							p->items[i].pointer, p->items[i].urn, "%s",
+							p->items[i].message);
+		return ST_EINTEGRITY;
+	}
+	if (before && p->errors)
+		st_changes_add(e->report, "the state had %zu integrity error%s before and has %zu "
+			       "after (run statetool validate)", before, before == 1 ? "" : "s",
+			       p->errors);
+	return ST_OK;
+}
+
 int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *err)
 {
 	st_problems p = {0};
-	size_t before = 0;
 	commit_side side = {e, NULL, {0}};
 	st_diff tmp_diff;
 	pthread_t th;
@@ -1311,40 +1348,15 @@ int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *e
 	rc = st_integrity_check(e->s, &p, err);
 	if (threaded)
 		pthread_join(th, NULL);
-	if (rc == ST_OK && p.errors > 0)
-		rc = errors_before(e, &before, err);
+	if (rc == ST_OK)
+		rc = judge(e, &p, problems, err);
+	st_problems_clear(&p);
 	if (rc) {
-		st_problems_clear(&p);
 		st_diff_clear(&tmp_diff);
+		if (rc == ST_EINTEGRITY)
+			st_edit_rollback(e);
 		return rc;
 	}
-	if (before == 0 && p.errors > 0) {
-		const char *first = "";
-		st_diff_clear(&tmp_diff);
-		for (size_t i = 0; i < p.count; i++)
-			if (p.items[i].severity == ST_SEV_ERROR) {
-				first = p.items[i].message;
-				break;
-			}
-		st__err(err, ST_EINTEGRITY,
-			"state edit produced an invalid snapshot (%zu integrity error%s; the state "
-			"was valid before, so nothing is written): %s",
-			p.errors, p.errors == 1 ? "" : "s", first);
-		if (problems)
-			for (size_t i = 0; i < p.count; i++)
-				if (p.items[i].severity == ST_SEV_ERROR)
-					st_problems_add(problems, ST_SEV_ERROR, p.items[i].rule,
-							p.items[i].pointer, p.items[i].urn, "%s",
-							p.items[i].message);
-		st_problems_clear(&p);
-		st_edit_rollback(e);
-		return ST_EINTEGRITY;
-	}
-	if (before && p.errors)
-		st_changes_add(e->report, "the state had %zu integrity error%s before and has %zu "
-			       "after (run statetool validate)", before, before == 1 ? "" : "s",
-			       p.errors);
-	st_problems_clear(&p);
 	if (threaded) {
 		st__state_features_set(e->s, side.used);
 		if (diff)
@@ -1355,4 +1367,138 @@ int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *e
 			compute_diff(e, diff);
 	}
 	return ST_OK;
+}
+
+/* ---- commit and save at once ---- */
+
+typedef struct commit_save {
+	st_edit *e;
+	st_state view; /* what the check reads: the state with its own copy of the container */
+	st_problems p;
+	st_error cerr; /* the integrity check's own error */
+	int crc;
+	pthread_t th;
+	int threaded, judged, verdict;
+	st_problems *problems;
+	st_error *err;
+} commit_save;
+
+static void *check_main(void *arg)
+{
+	commit_save *c = arg;
+	c->crc = st__integrity_check_ex(&c->view, &c->p, 1, &c->cerr);
+	return NULL;
+}
+
+/* Waits for the check and judges it (once). */
+static int verdict(void *arg)
+{
+	commit_save *c = arg;
+	if (c->judged)
+		return c->verdict;
+	if (c->threaded)
+		pthread_join(c->th, NULL);
+	else
+		c->crc = st__integrity_check_ex(&c->view, &c->p, 1, &c->cerr);
+	c->judged = 1;
+	if (c->crc) {
+		if (c->err)
+			*c->err = c->cerr;
+		c->verdict = c->crc;
+	} else {
+		c->verdict = judge(c->e, &c->p, c->problems, c->err);
+	}
+	st_problems_clear(&c->p);
+	return c->verdict;
+}
+
+int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts, int always,
+			st_diff *diff, st_problems *problems, int *written, st_error *err)
+{
+	st_state *s = e->s;
+	json_t *old_version = json_incref(json_object_get(s->root, "version"));
+	json_t *old_features = json_incref(json_object_get(s->root, "features"));
+	int old_v = s->version, changed, rc;
+	json_t *dep, *old_manifest;
+	commit_save c;
+	st_diff d;
+
+	if (written)
+		*written = 0;
+	memset(&c, 0, sizeof(c));
+	memset(&d, 0, sizeof(d));
+	c.e = e;
+	c.problems = problems;
+	c.err = err;
+	st_error_clear(&c.cerr);
+	/* The check runs on another thread while the features are worked out and the file is
+	 * written. The magic cookie is checked here first, as the check would, then fixed in a
+	 * copy of the manifest (the session's view of the state as it began keeps the original);
+	 * the check reads the state through its own copy of the container, so that setting the
+	 * features (which decide the envelope's version) does not touch what it reads. */
+	if (st__integrity_magic(s, &c.p) != ST_OK) {
+		json_decref(old_version);
+		json_decref(old_features);
+		st_problems_clear(&c.p);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	dep = st_state_deployment(s);
+	old_manifest = dep ? json_incref(json_object_get(dep, "manifest")) : NULL;
+	c.view = *s;
+	c.view.container = json_copy(s->container);
+	if (json_is_object(old_manifest)) {
+		json_t *m = json_copy(old_manifest);
+		if (!m || json_object_set_new(dep, "manifest", m))
+			c.view.container = (json_decref(c.view.container), NULL);
+	}
+	if (!c.view.container) {
+		json_decref(old_version);
+		json_decref(old_features);
+		json_decref(old_manifest);
+		st_problems_clear(&c.p);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	st_state_fix_magic(s);
+	c.threaded = st__threads_ok() && json_array_size(resources(e)) >= 500 &&
+		     pthread_create(&c.th, NULL, check_main, &c) == 0;
+	st_state_apply_features(s);
+	compute_diff(e, &d);
+	changed = always || d.count || d.pending_before != d.pending_after || d.other_changed;
+	if (changed) {
+		rc = st__state_save_checked(s, path, opts, verdict, &c, err);
+		if (rc != ST_OK && !c.judged && verdict(&c) != ST_OK)
+			rc = c.verdict; /* the write failed, and the check too: say the check */
+		if (rc == ST_OK && written)
+			*written = 1;
+	} else {
+		rc = verdict(&c);
+	}
+	if (!c.judged)
+		verdict(&c);
+	if (c.verdict != ST_OK) {
+		/* as st_edit_commit: nothing written, the session rolled back */
+		if (old_version)
+			json_object_set(s->root, "version", old_version);
+		if (old_features)
+			st_obj_set_ordered(s->root, ST_K_ENVELOPE, "features",
+					   json_incref(old_features));
+		else
+			json_object_del(s->root, "features");
+		s->version = old_v;
+		if (json_is_object(old_manifest))
+			json_object_set(dep, "manifest", old_manifest);
+		if (c.verdict == ST_EINTEGRITY)
+			st_edit_rollback(e);
+		st_diff_clear(&d);
+		rc = c.verdict;
+	} else if (diff) {
+		*diff = d;
+	} else {
+		st_diff_clear(&d);
+	}
+	json_decref(old_version);
+	json_decref(old_features);
+	json_decref(old_manifest);
+	json_decref(c.view.container);
+	return rc;
 }

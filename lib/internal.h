@@ -94,9 +94,15 @@ st_kind st_kind_child(st_kind parent, const char *key);
 /* Writes `v` with the kind-driven key order. */
 /* st_json_parse; `mapped`: buf is a private, page-aligned file mapping whose pages may be
  * released (MADV_DONTNEED) behind the cursor. */
-/* st_file_write_atomic with the content written by fill(ctx, fd) (no compression). */
+/* st_file_write_atomic with the content written by fill(ctx, fd) (no compression). When
+ * `proceed` is given it is called once the temporary file is complete and synced: anything but
+ * ST_OK removes it and is returned, leaving the old file as it was. */
 int st__file_write_atomic_fill(const char *path, int (*fill)(void *ctx, int fd, st_error *err),
-			       void *ctx, const st_write_opts *opts, st_error *err);
+			       void *ctx, int (*proceed)(void *ctx), void *proceed_ctx,
+			       const st_write_opts *opts, st_error *err);
+/* st_state_save with such a `proceed` hook (compressed states: after compressing). */
+int st__state_save_checked(st_state *s, const char *path, const st_write_opts *opts,
+			   int (*proceed)(void *ctx), void *proceed_ctx, st_error *err);
 /* write(2) until done or an error (-1, errno set). */
 int st__write_full(int fd, const void *p, size_t n);
 
@@ -137,6 +143,11 @@ int st__state_bind(st_state *s, st_error *err);
 
 /* SHA-256 hex of a string (libsodium). */
 void st_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* The integrity check's first rule alone (the manifest's magic cookie), and the check without
+ * it (for a caller that checks the cookie before fixing it, then the rest on another thread). */
+int st__integrity_magic(const st_state *s, st_problems *out);
+int st__integrity_check_ex(st_state *s, st_problems *out, int skip_magic, st_error *err);
 
 /* st_state_apply_features in two steps: which features the state uses (only reads), then
  * the envelope's version and features set accordingly. */

@@ -473,13 +473,14 @@ int st_file_write_atomic(const char *path, const void *data, size_t len,
 		b.data = gz;
 		b.len = glen;
 	}
-	rc = st__file_write_atomic_fill(path, fill_bytes, &b, opts, err);
+	rc = st__file_write_atomic_fill(path, fill_bytes, &b, NULL, NULL, opts, err);
 	free(gz);
 	return rc;
 }
 
 int st__file_write_atomic_fill(const char *path, int (*fill)(void *ctx, int fd, st_error *err),
-			       void *ctx, const st_write_opts *opts, st_error *err)
+			       void *ctx, int (*proceed)(void *ctx), void *proceed_ctx,
+			       const st_write_opts *opts, st_error *err)
 {
 	st_write_opts def = {0};
 	char *dir = NULL, *tmp = NULL;
@@ -536,6 +537,8 @@ int st__file_write_atomic_fill(const char *path, int (*fill)(void *ctx, int fd, 
 	}
 	close(fd);
 	fd = -1;
+	if (proceed && (rc = proceed(proceed_ctx)) != ST_OK)
+		goto fail_tmp; /* the caller decided against it: the old file stays */
 	st__crash_point("write", 2);
 	if (exists && opts->backup) {
 		rc = make_backup(path, dir, err);

@@ -586,6 +586,8 @@ void st_state_fix_magic(st_state *s)
 	st_magic_for_version(ver, magic);
 	if (!json_object_get(m, "magic") && !magic[0])
 		return;
+	if (st_json_str(m, "magic") && !strcmp(st_json_str(m, "magic"), magic))
+		return; /* right already: the state is not touched */
 	json_object_set_new(m, "magic", json_string(magic));
 }
 
@@ -633,7 +635,20 @@ static int fill_state(void *ctx, int fd, st_error *err)
 	return ST_OK;
 }
 
-int st_state_save(st_state *s, const char *path, const st_write_opts *opts, st_error *err)
+typedef struct gz_bytes {
+	const char *p;
+	size_t n;
+} gz_bytes;
+
+static int fill_gz(void *ctx, int fd, st_error *err)
+{
+	gz_bytes *b = ctx;
+	(void)err;
+	return st__write_full(fd, b->p, b->n) < 0 ? ST_EIO : ST_OK;
+}
+
+int st__state_save_checked(st_state *s, const char *path, const st_write_opts *opts,
+			   int (*proceed)(void *ctx), void *proceed_ctx, st_error *err)
 {
 	st_write_opts wo = {0};
 	char *data;
@@ -652,14 +667,30 @@ int st_state_save(st_state *s, const char *path, const st_write_opts *opts, st_e
 	st_state_fix_magic(s);
 	if (wo.compression == ST_COMPRESS_NONE) {
 		stream_ctx c = {s, -1, 0};
-		return st__file_write_atomic_fill(path, fill_state, &c, &wo, err);
+		return st__file_write_atomic_fill(path, fill_state, &c, proceed, proceed_ctx, &wo,
+						  err);
 	}
 	rc = st_state_dump(s, NULL, &data, &len, err);
 	if (rc)
 		return rc;
-	rc = st_file_write_atomic(path, data, len, &wo, err);
-	free(data);
+	{
+		char *gz = NULL;
+		size_t glen = 0;
+		rc = st__gzip_bytes(data, len, &gz, &glen, err);
+		free(data);
+		if (rc)
+			return rc;
+		gz_bytes b = {gz, glen};
+		wo.compression = ST_COMPRESS_NONE; /* compressed already */
+		rc = st__file_write_atomic_fill(path, fill_gz, &b, proceed, proceed_ctx, &wo, err);
+		free(gz);
+	}
 	return rc;
+}
+
+int st_state_save(st_state *s, const char *path, const st_write_opts *opts, st_error *err)
+{
+	return st__state_save_checked(s, path, opts, NULL, NULL, err);
 }
 
 /* ---- features ---- */
@@ -679,14 +710,17 @@ static int uses_bytestring(const json_t *v, int depth)
 	if (depth > ST_DEFAULT_MAX_DEPTH)
 		return 0;
 	if (json_is_object(v)) {
+		/* one pass: the signature among the keys, containers descended into */
 		json_object_keylen_foreach((json_t *)v, k, kl, c) {
-			if (kl == sizeof(SIG_KEY) - 1 && !memcmp(k, SIG_KEY, kl) &&
-			    json_is_string(c) && !strcmp(json_string_value(c), SIG_BYTESTRING))
+			if (json_is_string(c)) {
+				if (kl == sizeof(SIG_KEY) - 1 && !memcmp(k, SIG_KEY, kl) &&
+				    !strcmp(json_string_value(c), SIG_BYTESTRING))
+					return 1;
+			} else if ((json_is_object(c) || json_is_array(c)) &&
+				   uses_bytestring(c, depth + 1)) {
 				return 1;
+			}
 		}
-		json_object_foreach((json_t *)v, k, c)
-			if ((json_is_object(c) || json_is_array(c)) && uses_bytestring(c, depth + 1))
-				return 1;
 	} else if (json_is_array(v)) {
 		json_array_foreach(v, i, c)
 			if ((json_is_object(c) || json_is_array(c)) && uses_bytestring(c, depth + 1))

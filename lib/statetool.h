@@ -469,6 +469,14 @@ int st_edit_replace_deployment(st_edit *e, json_t *deployment, st_error *err);
  * On ST_EINTEGRITY the state is rolled back. */
 int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *err);
 
+/* st_edit_commit, then st_state_save (to `path`, NULL: the state's own, with `opts`) when the
+ * session changed something (or `always`), the integrity check running on another thread while
+ * the new file is written: the new file replaces the old only when the check passes. The result
+ * is that of the two calls: on ST_EINTEGRITY nothing is written and the session is rolled back.
+ * *written (may be NULL) tells whether the file was replaced. */
+int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts, int always,
+			st_diff *diff, st_problems *problems, int *written, st_error *err);
+
 /* Undoes every operation of the session. */
 void st_edit_rollback(st_edit *e);
 

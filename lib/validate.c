@@ -494,7 +494,35 @@ static void check_aliases(ictx *c)
 	st_strmap_free(&aliases);
 }
 
+int st__integrity_magic(const st_state *s, st_problems *out)
+{
+	json_t *dep = st_state_deployment(s);
+	json_t *m = dep ? json_object_get(dep, "manifest") : NULL;
+	if (json_is_object(m)) {
+		char want[65];
+		const char *have = st_json_str(m, "magic");
+		st_magic_for_version(st_json_str(m, "version"), want);
+		if (strcmp(have ? have : "", want) != 0) {
+			char p[128];
+			snprintf(p, sizeof(p), "%s/manifest/magic", st__deployment_pointer(s));
+			if (st_problems_add(out, ST_SEV_ERROR, "integrity/magic", p, NULL,
+					    "magic cookie mismatch; possible tampering/corruption "
+					    "detected (expected the SHA-256 of the manifest version "
+					    "'%s': %s; every statetool write recomputes it)",
+					    st_json_str(m, "version") ? st_json_str(m, "version") : "",
+					    want))
+				return ST_ENOMEM;
+		}
+	}
+	return ST_OK;
+}
+
 int st_integrity_check(st_state *s, st_problems *out, st_error *err)
+{
+	return st__integrity_check_ex(s, out, 0, err);
+}
+
+int st__integrity_check_ex(st_state *s, st_problems *out, int skip_magic, st_error *err)
 {
 	ictx cx, *c = &cx;
 	json_t *dep = st_state_deployment(s), *r, *sp;
@@ -520,23 +548,8 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 	c->secrets_type = st_json_str(sp, "type");
 
 	/* 1. The magic cookie. */
-	{
-		json_t *m = json_object_get(dep, "manifest");
-		if (json_is_object(m)) {
-			char want[65];
-			const char *have = st_json_str(m, "magic");
-			st_magic_for_version(st_json_str(m, "version"), want);
-			if (strcmp(have ? have : "", want) != 0) {
-				char p[128];
-				snprintf(p, sizeof(p), "%s/manifest/magic", c->base);
-				ERR("integrity/magic", p, NULL,
-				    "magic cookie mismatch; possible tampering/corruption detected "
-				    "(expected the SHA-256 of the manifest version '%s': %s; every "
-				    "statetool write recomputes it)",
-				    st_json_str(m, "version") ? st_json_str(m, "version") : "", want);
-			}
-		}
-	}
+	if (!skip_magic && st__integrity_magic(s, out) != ST_OK)
+		NOMEM(c);
 	/* Index every URN's first and last position. */
 	json_array_foreach(c->res, i, r) {
 		const char *u = st_json_str(r, "urn");

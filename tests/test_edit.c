@@ -296,6 +296,100 @@ static void test_commit_two_threads(void **state)
 	}
 }
 
+/* st_edit_commit_save: the bytes of commit then save, the check running beside the write; a
+ * failing check leaves the file and the state as they were, and no temporary file. */
+static void test_commit_save(void **state)
+{
+	(void)state;
+	char *dir = tu_tmpdir(), *p1 = st_path_join(dir, "a.json"), *p2 = st_path_join(dir, "b.json");
+	size_t target = 2, changed = 0;
+	st_edit *e;
+	st_diff d1, d2;
+	int written = 0;
+	char *a, *b, *before;
+	size_t alen, blen, len;
+
+	/* one way: commit, then save */
+	st_state *s = big_state();
+	assert_int_equal(st_state_save(s, p1, NULL, NULL), ST_OK);
+	assert_int_equal(st_state_save(s, p2, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_rename(e, target, "moved", NULL), ST_OK);
+	assert_int_equal(st_edit_commit(e, &d1, NULL, NULL), ST_OK);
+	assert_int_equal(st_state_save(s, p1, NULL, NULL), ST_OK);
+	st_edit_free(e);
+	st_state_free(s);
+	/* the other: at once, on two threads */
+	s = big_state();
+	setenv("STATETOOL_THREADS", "2", 1);
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_rename(e, target, "moved", NULL), ST_OK);
+	assert_int_equal(st_edit_commit_save(e, p2, NULL, 0, &d2, NULL, &written, NULL), ST_OK);
+	st_edit_free(e);
+	assert_int_equal(written, 1);
+	a = tu_read(p1, &alen);
+	b = tu_read(p2, &blen);
+	assert_int_equal(alen, blen);
+	assert_memory_equal(a, b, alen);
+	assert_int_equal(d1.count, d2.count);
+	free(a);
+	free(b);
+	st_diff_clear(&d1);
+	st_diff_clear(&d2);
+	/* nothing changed: nothing written */
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_commit_save(e, p2, NULL, 0, NULL, NULL, &written, NULL), ST_OK);
+	assert_int_equal(written, 0);
+	st_edit_free(e);
+	/* an edit that breaks the state: refused, the file, the state and the envelope as they
+	 * were (a taint would have made it version 4) */
+	b = tu_read(p2, &blen);
+	assert_int_equal(st_state_dump(s, NULL, &before, &len, NULL), ST_OK);
+	{
+		st_error err;
+		st_problems probs = {0};
+		size_t taint = 5;
+		json_t *dep;
+		st_error_clear(&err);
+		assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+		assert_int_equal(st_edit_set_flag(e, &taint, 1, "taint", 1, &changed, NULL), ST_OK);
+		dep = json_deep_copy(st_state_deployment(s));
+		json_object_set_new(json_array_get(json_object_get(dep, "resources"), 7),
+				    "parent", json_string("urn:pulumi:dev::p::m:i:C::gone"));
+		assert_int_equal(st_edit_replace_deployment(e, dep, NULL), ST_OK);
+		assert_int_equal(st_edit_commit_save(e, p2, NULL, 0, NULL, &probs, &written, &err),
+				 ST_EINTEGRITY);
+		assert_int_equal(written, 0);
+		assert_non_null(strstr(err.message, "state edit produced an invalid snapshot"));
+		assert_true(probs.count >= 1);
+		assert_string_equal(probs.items[0].rule, "integrity/parent-missing");
+		st_problems_clear(&probs);
+		st_edit_free(e);
+	}
+	unsetenv("STATETOOL_THREADS");
+	{
+		char *after, *now;
+		size_t nlen;
+		assert_int_equal(st_state_dump(s, NULL, &after, &len, NULL), ST_OK);
+		assert_string_equal(after, before);
+		now = tu_read(p2, &nlen);
+		assert_int_equal(nlen, blen);
+		assert_memory_equal(now, b, blen);
+		free(now);
+		free(after);
+		char *cmd = NULL;
+		assert_true(asprintf(&cmd, "test $(ls -A '%s' | grep -c tmp) -eq 0", dir) > 0);
+		assert_int_equal(system(cmd), 0);
+		free(cmd);
+	}
+	free(before);
+	free(b);
+	st_state_free(s);
+	free(p1);
+	free(p2);
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -303,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_integrity_refusal_rolls_back),
 		cmocka_unit_test(test_invalid_state_error_counts),
 		cmocka_unit_test(test_commit_two_threads),
+		cmocka_unit_test(test_commit_save),
 		cmocka_unit_test(test_dependents_fixpoint),
 		cmocka_unit_test(test_repair_cycle_and_determinism),
 		cmocka_unit_test(test_rename_rewrites_everything),

@@ -152,7 +152,17 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	if (st_edit_commit(e, &d, &probs, &err) != ST_OK) {
+	/* Written as it is checked (st_edit_commit_save); a dry run only checks. */
+	int write = 0, nothing;
+	if (mo->dry_run) {
+		rc = st_edit_commit(e, &d, &probs, &err);
+	} else {
+		st_write_opts wo = {0};
+		wo.backup = 1;
+		rc = st_edit_commit_save(e, t->path, &wo, ch.count != base, &d, &probs, &write,
+					 &err);
+	}
+	if (rc != ST_OK) {
 		cli_error(&err);
 		for (size_t i = 0; i < probs.count; i++)
 			fprintf(stderr, "  [%s] %s\n    at %s\n", probs.items[i].rule,
@@ -160,20 +170,11 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	int nothing = d.count == 0 && d.pending_before == d.pending_after && !d.other_changed &&
-		      ch.count == base;
-	int write = !mo->dry_run && !nothing;
-	if (write) {
-		st_write_opts wo = {0};
-		wo.backup = 1;
-		if (st_state_save(s, t->path, &wo, &err) != ST_OK) {
-			cli_error(&err);
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		if (mo->after_save && (rc = mo->after_save(arg)) != EXIT_OK)
-			goto out;
-	}
+	nothing = mo->dry_run ? d.count == 0 && d.pending_before == d.pending_after &&
+					!d.other_changed && ch.count == base
+			      : !write;
+	if (write && mo->after_save && (rc = mo->after_save(arg)) != EXIT_OK)
+		goto out;
 	if (mo->json) {
 		print_json_summary(mo->cmd, mo->dry_run, write, &ch, &d, t->path);
 	} else {
