@@ -2,7 +2,8 @@
  * bench/gen: writes a realistic, seeded Pulumi deployment state for benchmarks.
  *
  *   gen N [SEED] [--checkpoint] [--stack NAME] [--project NAME] [--plaintext-secrets]
- *       [--secret-every K] > state.json
+ *       [--secret-every K] [--prefix P] > state.json
+ *   (--prefix P names the resources P-svc-N and P-r-N: a second stack whose names differ)
  *   gen --import-specs N > specs.json   an import file of N resources with outputs
  *
  * The state has a root stack, a handful of providers (default and explicit, several versions),
@@ -73,6 +74,7 @@ static const char *const regions[] = {"us-east-1", "us-west-2", "eu-west-1", "ap
 
 typedef struct gen {
 	const char *stack, *project;
+	const char *prefix; /* "" or "P-" */
 	char **urns;
 	int nurns;
 	char *providers[6];
@@ -176,6 +178,7 @@ int main(int argc, char **argv)
 	char root[256], buf[1024];
 
 	g.stack = "dev";
+	g.prefix = "";
 	g.project = "bench";
 	if (argc == 3 && !strcmp(argv[1], "--import-specs")) {
 		int k = atoi(argv[2]);
@@ -199,6 +202,11 @@ int main(int argc, char **argv)
 			g.stack = argv[++i];
 		else if (!strcmp(argv[i], "--project") && i + 1 < argc)
 			g.project = argv[++i];
+		else if (!strcmp(argv[i], "--prefix") && i + 1 < argc) {
+			static char pfx[64];
+			snprintf(pfx, sizeof(pfx), "%s-", argv[++i]);
+			g.prefix = pfx;
+		}
 		else if (i == 1)
 			n = atoi(argv[i]);
 		else
@@ -302,8 +310,8 @@ int main(int argc, char **argv)
 		if (is_comp) {
 			comp++;
 			snprintf(comp_qt, sizeof(comp_qt), "bench:index:Service");
-			snprintf(comp_urn, sizeof(comp_urn), "urn:pulumi:%s::%s::%s::svc-%d", g.stack,
-				 g.project, comp_qt, comp);
+			snprintf(comp_urn, sizeof(comp_urn), "urn:pulumi:%s::%s::%s::%ssvc-%d",
+				 g.stack, g.project, comp_qt, g.prefix, comp);
 			str_field(3, "urn", comp_urn, 1);
 			nl(3);
 			printf("\"custom\"%sfalse,", sep());
@@ -317,8 +325,8 @@ int main(int argc, char **argv)
 			int p = (int)pick(5);
 			int secret = made % secret_every == 3 % secret_every;
 			char urn[1024], id[64];
-			snprintf(urn, sizeof(urn), "urn:pulumi:%s::%s::%s$%s::r-%d", g.stack, g.project,
-				 comp_qt, ty, made);
+			snprintf(urn, sizeof(urn), "urn:pulumi:%s::%s::%s$%s::%sr-%d", g.stack,
+				 g.project, comp_qt, ty, g.prefix, made);
 			str_field(3, "urn", urn, 1);
 			nl(3);
 			printf("\"custom\"%strue,", sep());

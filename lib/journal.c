@@ -14,6 +14,10 @@
  */
 #include "internal.h"
 
+#include <sodium.h>
+
+#include <pthread.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -25,7 +29,27 @@
 #define JOURNAL_SUFFIX ".statetool-journal"
 #define STAGED_SUFFIX ".statetool-new"
 
-static int sha_of_file(const char *path, char out[65], int *exists)
+/* Journals of version 2 name files by BLAKE2b-256 (three times faster than SHA-256 here, and
+ * the journal hashes every byte of both stacks twice); version 1 journals, SHA-256, are still
+ * recovered. */
+#define JOURNAL_VERSION 2
+
+static void hash_hex(int v1, const void *data, size_t len, char out[65])
+{
+	unsigned char h[32];
+	if (v1) {
+		st_sha256_hex(data, len, out);
+		return;
+	}
+	crypto_generichash(h, sizeof(h), data, len, NULL, 0);
+	for (size_t i = 0; i < sizeof(h); i++) {
+		out[2 * i] = "0123456789abcdef"[h[i] >> 4];
+		out[2 * i + 1] = "0123456789abcdef"[h[i] & 15];
+	}
+	out[64] = '\0';
+}
+
+static int hash_of_file(int v1, const char *path, char out[65], int *exists)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat sb;
@@ -45,10 +69,26 @@ static int sha_of_file(const char *path, char out[65], int *exists)
 		return -1;
 	}
 	close(fd);
-	st_sha256_hex(buf, (size_t)sb.st_size, out);
+	hash_hex(v1, buf, (size_t)sb.st_size, out);
 	free(buf);
 	*exists = 1;
 	return 0;
+}
+
+typedef struct sha_job {
+	const char *path;
+	const void *data;
+	size_t len;
+	char *old_hex, *new_hex;
+	int exists, rc;
+} sha_job;
+
+static void *sha_main(void *arg)
+{
+	sha_job *j = arg;
+	j->rc = hash_of_file(0, j->path, j->old_hex, &j->exists);
+	hash_hex(0, j->data, j->len, j->new_hex);
+	return NULL;
 }
 
 static int write_synced(const char *path, const void *data, size_t len, st_error *err)
@@ -155,22 +195,34 @@ int st_journal_write_pair(const char *op, const char *path_a, const void *data_a
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (sha_of_file(a, olda, &ea) < 0 || sha_of_file(b, oldb, &eb) < 0) {
-		rc = st__err(err, ST_EIO, "cannot read '%s' or '%s'", a, b);
-		goto out;
+	{
+		/* the two files' hashes (old on disk, new in memory) side by side */
+		sha_job ja_ = {a, data_a, len_a, olda, newa, 0, 0};
+		sha_job jb_ = {b, data_b, len_b, oldb, newb, 0, 0};
+		pthread_t th;
+		int threaded = st__threads_ok() && pthread_create(&th, NULL, sha_main, &jb_) == 0;
+		sha_main(&ja_);
+		if (threaded)
+			pthread_join(th, NULL);
+		else
+			sha_main(&jb_);
+		ea = ja_.exists;
+		eb = jb_.exists;
+		if (ja_.rc < 0 || jb_.rc < 0) {
+			rc = st__err(err, ST_EIO, "cannot read '%s' or '%s'", a, b);
+			goto out;
+		}
 	}
-	st_sha256_hex(data_a, len_a, newa);
-	st_sha256_hex(data_b, len_b, newb);
 	if ((rc = write_synced(sa, data_a, len_a, err)) != ST_OK)
 		goto out;
 	st__crash_point("pair", 1);
 	if ((rc = write_synced(sb, data_b, len_b, err)) != ST_OK)
 		goto out_unstage;
 	st__crash_point("pair", 2);
-	j = json_pack("{s:i,s:s,s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s}]}", "statetool_journal", 1,
-		      "operation", op, "files", "path", a, "old_sha256", ea ? olda : "",
-		      "new_sha256", newa, "staged", sa, "path", b, "old_sha256", eb ? oldb : "",
-		      "new_sha256", newb, "staged", sb);
+	j = json_pack("{s:i,s:s,s:s,s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s}]}",
+		      "statetool_journal", JOURNAL_VERSION, "hash", "blake2b-256", "operation", op,
+		      "files", "path", a, "old_hash", ea ? olda : "", "new_hash", newa, "staged",
+		      sa, "path", b, "old_hash", eb ? oldb : "", "new_hash", newb, "staged", sb);
 	st_style_checkpoint(&st);
 	if (!j || st_json_dump(j, &st, &text, &tlen, err) != ST_OK) {
 		rc = err && err->code ? err->code : ST_ENOMEM;
@@ -251,20 +303,31 @@ int st_journal_recover(const char *path, st_changes *report, st_error *err)
 {
 	char *abs = absolute(path);
 	json_t *j = abs ? read_journal(abs) : NULL, *f;
+	const char *okey, *nkey;
 	size_t i;
-	int rc = ST_OK;
+	int rc = ST_OK, v1;
 
 	if (!j) {
 		free(abs);
 		return ST_OK;
 	}
+	/* version 1: SHA-256 in old_sha256/new_sha256; 2: BLAKE2b-256 in old_hash/new_hash */
+	v1 = json_number_value(json_object_get(j, "statetool_journal")) == 1;
+	if (!v1 && json_number_value(json_object_get(j, "statetool_journal")) != JOURNAL_VERSION) {
+		rc = st__err(err, ST_EINVAL, "the journal beside '%s' is of a version this statetool "
+			     "does not know (%g); a newer statetool wrote it", abs,
+			     json_number_value(json_object_get(j, "statetool_journal")));
+		goto out;
+	}
+	okey = v1 ? "old_sha256" : "old_hash";
+	nkey = v1 ? "new_sha256" : "new_hash";
 	/* First check every file: old or new bytes, and a staged copy where it is needed. */
 	json_array_foreach(json_object_get(j, "files"), i, f) {
-		const char *p = st_json_str(f, "path"), *old = st_json_str(f, "old_sha256");
-		const char *neu = st_json_str(f, "new_sha256"), *staged = st_json_str(f, "staged");
+		const char *p = st_json_str(f, "path"), *old = st_json_str(f, okey);
+		const char *neu = st_json_str(f, nkey), *staged = st_json_str(f, "staged");
 		char cur[65], st[65];
 		int ex, sx;
-		if (!p || !old || !neu || !staged || sha_of_file(p, cur, &ex) < 0) {
+		if (!p || !old || !neu || !staged || hash_of_file(v1, p, cur, &ex) < 0) {
 			rc = st__err(err, ST_EIO, "cannot read '%s' named by the journal", p ? p : "?");
 			goto out;
 		}
@@ -279,7 +342,7 @@ int st_journal_recover(const char *path, st_changes *report, st_error *err)
 				     st_json_str(j, "operation"), abs, p, staged, p);
 			goto out;
 		}
-		if (sha_of_file(staged, st, &sx) < 0 || !sx || strcmp(st, neu)) {
+		if (hash_of_file(v1, staged, st, &sx) < 0 || !sx || strcmp(st, neu)) {
 			rc = st__err(err, ST_ECONFLICT,
 				     "an interrupted %s cannot be completed: the staged new version "
 				     "of '%s' is missing or damaged; the old version is intact",
@@ -289,11 +352,11 @@ int st_journal_recover(const char *path, st_changes *report, st_error *err)
 	}
 	/* Then roll forward. */
 	json_array_foreach(json_object_get(j, "files"), i, f) {
-		const char *p = st_json_str(f, "path"), *neu = st_json_str(f, "new_sha256");
+		const char *p = st_json_str(f, "path"), *neu = st_json_str(f, nkey);
 		const char *staged = st_json_str(f, "staged");
 		char cur[65];
 		int ex;
-		sha_of_file(p, cur, &ex);
+		hash_of_file(v1, p, cur, &ex);
 		if (ex && !strcmp(cur, neu)) {
 			unlink(staged);
 			continue;

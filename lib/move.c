@@ -6,6 +6,8 @@
  */
 #include "internal.h"
 
+#include <pthread.h>
+
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -330,6 +332,34 @@ static int secrets_same(const json_t *a, const json_t *b)
 	return (!a && !b) || (a && b && json_equal(a, b));
 }
 
+/* The integrity check of two states, side by side on two threads when they are big. */
+typedef struct check_job {
+	st_state *s;
+	st_problems *p;
+} check_job;
+
+static void *check_main(void *arg)
+{
+	check_job *j = arg;
+	st_integrity_check(j->s, j->p, NULL);
+	return NULL;
+}
+
+static void check_both(st_state *a, st_problems *pa, st_state *b, st_problems *pb)
+{
+	check_job jb = {b, pb};
+	pthread_t th;
+	int threaded = st__threads_ok() &&
+		       json_array_size(st_state_resources(a, 0)) +
+				       json_array_size(st_state_resources(b, 0)) >= 1000 &&
+		       pthread_create(&th, NULL, check_main, &jb) == 0;
+	st_integrity_check(a, pa, NULL);
+	if (threaded)
+		pthread_join(th, NULL);
+	else
+		check_main(&jb);
+}
+
 int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_path,
 	    const st_move_opts *o, st_move_report *rep, st_error *err)
 {
@@ -341,7 +371,7 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 	int had_ddep = 0;
 	size_t i;
 	int rc = ST_OK, created;
-	st_problems p = {0};
+	st_problems p = {0}, p2 = {0};
 
 	memset(c, 0, sizeof(*c));
 	memset(rep, 0, sizeof(*rep));
@@ -372,19 +402,19 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 	if (rc)
 		goto out;
 	/* Both must be valid (Pulumi refuses otherwise). */
-	st_integrity_check(src, &p, NULL);
+	check_both(src, &p, dst, &p2);
 	if (p.errors) {
 		rc = st__err(err, ST_EINTEGRITY, "failed to verify integrity of source snapshot: %s "
 			     "(statetool repair can fix it)", p.items[0].message);
 		goto out;
 	}
-	st_problems_clear(&p);
-	st_integrity_check(dst, &p, NULL);
-	if (p.errors) {
+	if (p2.errors) {
 		rc = st__err(err, ST_EINTEGRITY, "failed to verify integrity of destination "
-			     "snapshot: %s (statetool repair can fix it)", p.items[0].message);
+			     "snapshot: %s (statetool repair can fix it)", p2.items[0].message);
 		goto out;
 	}
+	st_problems_clear(&p);
+	st_problems_clear(&p2);
 	c->sres = st_state_resources(src, 0);
 	c->n = json_array_size(c->sres);
 	if (!c->n) {
@@ -720,16 +750,14 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 	}
 	/* Both results must be valid. */
 	st_problems_clear(&p);
-	st_integrity_check(dst, &p, NULL);
+	st_problems_clear(&p2);
+	check_both(src, &p2, dst, &p);
 	if (p.errors) {
 		rc = st__err(err, ST_EINTEGRITY, "the destination would be invalid after the move "
 			     "(this is a bug): %s", p.items[0].message);
-	} else {
-		st_problems_clear(&p);
-		st_integrity_check(src, &p, NULL);
-		if (p.errors)
-			rc = st__err(err, ST_EINTEGRITY, "the source would be invalid after the "
-				     "move (this is a bug): %s", p.items[0].message);
+	} else if (p2.errors) {
+		rc = st__err(err, ST_EINTEGRITY, "the source would be invalid after the "
+			     "move (this is a bug): %s", p2.items[0].message);
 	}
 	if (rc) {
 		/* put both back as they were */
@@ -750,6 +778,7 @@ out:
 	json_decref(saved_s);
 	json_decref(saved_d);
 	st_problems_clear(&p);
+	st_problems_clear(&p2);
 	json_decref(new_src);
 	json_decref(new_dst);
 	free(c->moved);

@@ -240,6 +240,36 @@ for step in 1 2 3 4 5 6 7; do
 	rm -f "$B"/.pulumi/stacks/test/*.lock
 done
 
+# a journal left by a statetool of journal version 1 (SHA-256) is still completed; an unknown
+# version is refused with the files left as they are
+J=$T/j1
+rm -rf "$J"; mkdir -p "$J"
+cp "$M/leaf.json" "$J/a.json"; cp "$M/leaf.json" "$J/b.json"
+sed 's/::name"/::renamed"/' "$M/leaf.json" > "$J/a.json.statetool-new"
+cp "$J/a.json.statetool-new" "$J/a.expected"
+cp "$M/leaf.json" "$J/b.json.statetool-new"; printf '\n' >> "$J/b.json.statetool-new"
+cp "$J/b.json.statetool-new" "$J/b.expected"
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+journal() { # VERSION OLDKEY NEWKEY
+	printf '{"statetool_journal":%s,"operation":"move","files":[{"path":"%s","%s":"%s","%s":"%s","staged":"%s"},{"path":"%s","%s":"%s","%s":"%s","staged":"%s"}]}\n' \
+		"$1" "$J/a.json" "$2" "$(sha "$J/a.json")" "$3" "$(sha "$J/a.json.statetool-new")" "$J/a.json.statetool-new" \
+		"$J/b.json" "$2" "$(sha "$J/b.json")" "$3" "$(sha "$J/b.json.statetool-new")" "$J/b.json.statetool-new"
+}
+journal 7 old_sha256 new_sha256 > "$J/a.json.statetool-journal"
+cp "$J/a.json.statetool-journal" "$J/b.json.statetool-journal"
+run "journal of an unknown version" st move --recover --source "$J/a.json" --dest "$J/b.json"
+check_rc 1; check_err_has "is of a version this statetool does not know (7)"
+run "unknown journal: files untouched" cmp "$M/leaf.json" "$J/a.json"
+check_rc 0
+journal 1 old_sha256 new_sha256 > "$J/a.json.statetool-journal"
+cp "$J/a.json.statetool-journal" "$J/b.json.statetool-journal"
+run "journal version 1 (SHA-256) completes" st move --recover --source "$J/a.json" --dest "$J/b.json"
+check_rc 0; check_out_has "completed the interrupted move: wrote $J/a.json"
+check_same "$J/a.expected" "$J/a.json"
+check_same "$J/b.expected" "$J/b.json"
+run "v1 journal: no leftovers" sh -c "ls -a '$J' | grep -c 'statetool-'"
+check_out "0"
+
 run "usage: no sides" st move x
 check_rc 2; check_err_has "at least one of --source or --dest must be provided"
 run "usage: no resource" st move --source "$T/src.json" --dest "$T/new.json"
