@@ -368,3 +368,35 @@ int st__threads_ok(void)
 	pthread_once(&once, count_cpus);
 	return online_cpus >= 2;
 }
+
+int st_segs_push(st_segs *s, const char *key, size_t len)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 32;
+		st_seg *v = realloc(s->v, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n].key = key;
+	s->v[s->n].len = len;
+	s->n++;
+	return 0;
+}
+
+void st_segs_pointer(st_buf *b, const st_segs *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->v[i].key)
+			st_pointer_add_key(b, s->v[i].key, s->v[i].len);
+		else
+			st_pointer_add_index(b, s->v[i].len);
+	}
+}
+
+void st_segs_free(st_segs *s)
+{
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}

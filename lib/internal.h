@@ -31,6 +31,9 @@ typedef struct st_buf {
 
 #define ST_BUF_CHUNK (4u << 20)
 
+/* Is the key (k, kl) the literal `lit`? */
+#define ST_KEY_IS(k, kl, lit) ((kl) == sizeof(lit) - 1 && !memcmp((k), (lit), sizeof(lit) - 1))
+
 void st_buf_init(st_buf *b);
 void st_buf_free(st_buf *b);
 int st_buf_reserve(st_buf *b, size_t extra);
@@ -48,6 +51,24 @@ char *st_buf_take(st_buf *b, size_t *len);
 /* JSON Pointer helpers: append one reference token, escaping ~ and /. */
 void st_pointer_add_key(st_buf *b, const char *key, size_t len);
 void st_pointer_add_index(st_buf *b, size_t index);
+
+/* Where a walk over a value is, kept as segments and made into a JSON Pointer only when a
+ * problem needs one. A segment is a key (key, len) or an array index (key NULL, index in len). */
+typedef struct st_seg {
+	const char *key;
+	size_t len;
+} st_seg;
+
+typedef struct st_segs {
+	st_seg *v;
+	size_t n, cap;
+} st_segs;
+
+/* Pushes a segment (key, len); -1 when out of memory. */
+int st_segs_push(st_segs *s, const char *key, size_t len);
+/* Appends the segments to b as reference tokens. */
+void st_segs_pointer(st_buf *b, const st_segs *s);
+void st_segs_free(st_segs *s);
 
 /* May the library use a second thread (parsing, validation)? Yes when two processors are
  * online, unless STATETOOL_THREADS is "1"; "2" says yes even on one processor. */
@@ -100,7 +121,11 @@ st_kind st_kind_child(st_kind parent, const char *key);
 int st__file_write_atomic_fill(const char *path, int (*fill)(void *ctx, int fd, st_error *err),
 			       void *ctx, int (*proceed)(void *ctx), void *proceed_ctx,
 			       const st_write_opts *opts, st_error *err);
-/* st_state_save with such a `proceed` hook (compressed states: after compressing). */
+/* st_file_write_atomic with such a `proceed` hook. */
+int st__file_write_atomic_checked(const char *path, const void *data, size_t len,
+				  int (*proceed)(void *ctx), void *proceed_ctx,
+				  const st_write_opts *opts, st_error *err);
+/* st_state_save with such a `proceed` hook. */
 int st__state_save_checked(st_state *s, const char *path, const st_write_opts *opts,
 			   int (*proceed)(void *ctx), void *proceed_ctx, st_error *err);
 /* write(2) until done or an error (-1, errno set). */

@@ -458,8 +458,9 @@ static int fill_bytes(void *ctx, int fd, st_error *err)
 	return st__write_full(fd, b->data, b->len) < 0 ? ST_EIO : ST_OK;
 }
 
-int st_file_write_atomic(const char *path, const void *data, size_t len,
-			 const st_write_opts *opts, st_error *err)
+int st__file_write_atomic_checked(const char *path, const void *data, size_t len,
+				  int (*proceed)(void *ctx), void *proceed_ctx,
+				  const st_write_opts *opts, st_error *err)
 {
 	char *gz = NULL;
 	bytes b = {data, len};
@@ -473,9 +474,15 @@ int st_file_write_atomic(const char *path, const void *data, size_t len,
 		b.data = gz;
 		b.len = glen;
 	}
-	rc = st__file_write_atomic_fill(path, fill_bytes, &b, NULL, NULL, opts, err);
+	rc = st__file_write_atomic_fill(path, fill_bytes, &b, proceed, proceed_ctx, opts, err);
 	free(gz);
 	return rc;
+}
+
+int st_file_write_atomic(const char *path, const void *data, size_t len,
+			 const st_write_opts *opts, st_error *err)
+{
+	return st__file_write_atomic_checked(path, data, len, NULL, NULL, opts, err);
 }
 
 int st__file_write_atomic_fill(const char *path, int (*fill)(void *ctx, int fd, st_error *err),

@@ -420,18 +420,11 @@ int st_secrets_decrypt(st_secrets *s, const char *ct, char **pt, size_t *len, st
 /* ---- walking the secrets of a state ---- */
 
 /* Where a secret sits: base/field/segs..., made into a JSON Pointer only when asked. */
-typedef struct spath_seg {
-	const char *key; /* NULL: an array index in len */
-	size_t len;
-} spath_seg;
-
 typedef struct spath {
 	const char *base;
 	const char *field;
-	spath_seg *segs;
-	size_t n, cap;
+	st_segs segs;
 	st_buf buf;
-	int oom;
 } spath;
 
 static const char *spath_str(spath *p)
@@ -440,29 +433,8 @@ static const char *spath_str(spath *p)
 	st_buf_adds(&p->buf, p->base);
 	st_buf_addc(&p->buf, '/');
 	st_buf_adds(&p->buf, p->field);
-	for (size_t i = 0; i < p->n; i++) {
-		if (p->segs[i].key)
-			st_pointer_add_key(&p->buf, p->segs[i].key, p->segs[i].len);
-		else
-			st_pointer_add_index(&p->buf, p->segs[i].len);
-	}
+	st_segs_pointer(&p->buf, &p->segs);
 	return p->buf.data ? p->buf.data : "";
-}
-
-static int spath_push(spath *p)
-{
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 16;
-		spath_seg *n = realloc(p->segs, cap * sizeof(*n));
-		if (!n)
-			return -1;
-		p->segs = n;
-		p->cap = cap;
-	}
-	p->segs[p->n].key = NULL;
-	p->segs[p->n].len = 0;
-	p->n++;
-	return 0;
 }
 
 typedef int (*visit_fn)(void *ctx, json_t *secret, spath *where, const char *urn);
@@ -493,28 +465,28 @@ static int walk(json_t *v, spath *path, const char *urn, visit_fn fn, void *ctx,
 			return fn(ctx, v, path, urn);
 		const char *k;
 		size_t kl;
-		if (spath_push(path) < 0)
+		if (st_segs_push(&path->segs, NULL, 0) < 0)
 			return ST_ENOMEM;
 		json_object_keylen_foreach(v, k, kl, c) {
 			if (!json_is_object(c) && !json_is_array(c))
 				continue;
-			path->segs[path->n - 1].key = k;
-			path->segs[path->n - 1].len = kl;
+			path->segs.v[path->segs.n - 1].key = k;
+			path->segs.v[path->segs.n - 1].len = kl;
 			if ((rc = walk(c, path, urn, fn, ctx, depth + 1)) != 0)
 				break;
 		}
-		path->n--;
+		path->segs.n--;
 	} else if (json_is_array(v)) {
-		if (spath_push(path) < 0)
+		if (st_segs_push(&path->segs, NULL, 0) < 0)
 			return ST_ENOMEM;
 		json_array_foreach(v, i, c) {
 			if (!json_is_object(c) && !json_is_array(c))
 				continue;
-			path->segs[path->n - 1].len = i;
+			path->segs.v[path->segs.n - 1].len = i;
 			if ((rc = walk(c, path, urn, fn, ctx, depth + 1)) != 0)
 				break;
 		}
-		path->n--;
+		path->segs.n--;
 	}
 	return rc;
 }
@@ -535,13 +507,13 @@ static int walk_resource(json_t *r, const char *base, visit_fn fn, void *ctx)
 		if (!v)
 			continue;
 		path.field = prop_fields[f];
-		path.n = 0;
+		path.segs.n = 0;
 		rc = walk(v, &path, urn, fn, ctx, 0);
 	}
 	if (rc == ST_OK && path.buf.oom)
 		rc = ST_ENOMEM;
 	st_buf_free(&path.buf);
-	free(path.segs);
+	st_segs_free(&path.segs);
 	return rc;
 }
 

@@ -635,18 +635,6 @@ static int fill_state(void *ctx, int fd, st_error *err)
 	return ST_OK;
 }
 
-typedef struct gz_bytes {
-	const char *p;
-	size_t n;
-} gz_bytes;
-
-static int fill_gz(void *ctx, int fd, st_error *err)
-{
-	gz_bytes *b = ctx;
-	(void)err;
-	return st__write_full(fd, b->p, b->n) < 0 ? ST_EIO : ST_OK;
-}
-
 int st__state_save_checked(st_state *s, const char *path, const st_write_opts *opts,
 			   int (*proceed)(void *ctx), void *proceed_ctx, st_error *err)
 {
@@ -670,21 +658,12 @@ int st__state_save_checked(st_state *s, const char *path, const st_write_opts *o
 		return st__file_write_atomic_fill(path, fill_state, &c, proceed, proceed_ctx, &wo,
 						  err);
 	}
+	/* compressed: the whole text first (st__file_write_atomic_checked compresses it) */
 	rc = st_state_dump(s, NULL, &data, &len, err);
 	if (rc)
 		return rc;
-	{
-		char *gz = NULL;
-		size_t glen = 0;
-		rc = st__gzip_bytes(data, len, &gz, &glen, err);
-		free(data);
-		if (rc)
-			return rc;
-		gz_bytes b = {gz, glen};
-		wo.compression = ST_COMPRESS_NONE; /* compressed already */
-		rc = st__file_write_atomic_fill(path, fill_gz, &b, proceed, proceed_ctx, &wo, err);
-		free(gz);
-	}
+	rc = st__file_write_atomic_checked(path, data, len, proceed, proceed_ctx, &wo, err);
+	free(data);
 	return rc;
 }
 
@@ -729,8 +708,6 @@ static int uses_bytestring(const json_t *v, int depth)
 	return 0;
 }
 
-#define KEY_IS(k, kl, lit) ((kl) == sizeof(lit) - 1 && !memcmp((k), (lit), sizeof(lit) - 1))
-
 /* The features a resource uses, in one pass over its keys. */
 static void resource_features(const json_t *r, int used[])
 {
@@ -739,28 +716,28 @@ static void resource_features(const json_t *r, int used[])
 	json_t *v;
 
 	json_object_keylen_foreach((json_t *)r, k, kl, v) {
-		if (KEY_IS(k, kl, "refreshBeforeUpdate")) {
+		if (ST_KEY_IS(k, kl, "refreshBeforeUpdate")) {
 			if (json_is_true(v))
 				used[0] = 1;
-		} else if (KEY_IS(k, kl, "viewOf")) {
+		} else if (ST_KEY_IS(k, kl, "viewOf")) {
 			if (!st_json_is_empty(v))
 				used[1] = 1;
-		} else if (KEY_IS(k, kl, "resourceHooks")) {
+		} else if (ST_KEY_IS(k, kl, "resourceHooks")) {
 			if (!st_json_is_empty(v))
 				used[2] = 1;
-		} else if (KEY_IS(k, kl, "taint")) {
+		} else if (ST_KEY_IS(k, kl, "taint")) {
 			if (json_is_true(v))
 				used[3] = 1;
-		} else if (KEY_IS(k, kl, "replaceWith")) {
+		} else if (ST_KEY_IS(k, kl, "replaceWith")) {
 			if (!st_json_is_empty(v))
 				used[4] = 1;
-		} else if (KEY_IS(k, kl, "snippetID")) {
+		} else if (ST_KEY_IS(k, kl, "snippetID")) {
 			if (!st_json_is_empty(v))
 				used[5] = 1;
-		} else if (KEY_IS(k, kl, "extensionRef")) {
+		} else if (ST_KEY_IS(k, kl, "extensionRef")) {
 			if (!st_json_is_empty(v))
 				used[6] = 1;
-		} else if (KEY_IS(k, kl, "inputs") || KEY_IS(k, kl, "outputs")) {
+		} else if (ST_KEY_IS(k, kl, "inputs") || ST_KEY_IS(k, kl, "outputs")) {
 			if (!used[7] && uses_bytestring(v, 0))
 				used[7] = 1;
 		}

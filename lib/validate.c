@@ -64,11 +64,6 @@ fail:
 
 /* ---- integrity ---- */
 
-typedef struct wseg {
-	const char *key; /* NULL: an array index in len */
-	size_t len;
-} wseg;
-
 typedef struct ictx {
 	st_state *s;
 	st_problems *out;
@@ -83,8 +78,7 @@ typedef struct ictx {
 	/* the property walk's place: the value's pointer is wbase/wfield/segs... */
 	const char *wbase, *wfield; /* wbase NULL: resources/wres */
 	size_t wres;
-	wseg *segs;
-	size_t nsegs, segcap;
+	st_segs segs;
 } ictx;
 
 static const char *ptr_res(ictx *c, size_t i, const char *field)
@@ -183,30 +177,16 @@ static const char *walk_ptr(ictx *c)
 	}
 	st_buf_addc(&c->ptr, '/');
 	st_buf_adds(&c->ptr, c->wfield);
-	for (size_t k = 0; k < c->nsegs; k++) {
-		if (c->segs[k].key)
-			st_pointer_add_key(&c->ptr, c->segs[k].key, c->segs[k].len);
-		else
-			st_pointer_add_index(&c->ptr, c->segs[k].len);
-	}
+	st_segs_pointer(&c->ptr, &c->segs);
 	return c->ptr.data ? c->ptr.data : "";
 }
 
 static int walk_push(ictx *c, const char *key, size_t len)
 {
-	if (c->nsegs == c->segcap) {
-		size_t cap = c->segcap ? c->segcap * 2 : 32;
-		wseg *n = realloc(c->segs, cap * sizeof(*n));
-		if (!n) {
-			NOMEM(c);
-			return -1;
-		}
-		c->segs = n;
-		c->segcap = cap;
+	if (st_segs_push(&c->segs, key, len) < 0) {
+		NOMEM(c);
+		return -1;
 	}
-	c->segs[c->nsegs].key = key;
-	c->segs[c->nsegs].len = len;
-	c->nsegs++;
 	return 0;
 }
 
@@ -222,11 +202,11 @@ static void walk_value(ictx *c, json_t *v, const char *urn, int depth)
 			return;
 		json_array_foreach(v, i, e) {
 			if (json_is_array(e) || json_is_object(e)) {
-				c->segs[c->nsegs - 1].len = i;
+				c->segs.v[c->segs.n - 1].len = i;
 				walk_value(c, e, urn, depth + 1);
 			}
 		}
-		c->nsegs--;
+		c->segs.n--;
 	} else if (json_is_object(v)) {
 		/* Looking for the signature key among the keys is cheaper than hashing it for
 		 * every object of every property tree (few keys are 32 bytes long). */
@@ -279,23 +259,23 @@ static void walk_value(ictx *c, json_t *v, const char *urn, int depth)
 				if (walk_push(c, "assets", 6) < 0 || walk_push(c, NULL, 0) < 0)
 					return;
 				json_object_foreach(assets, k, e) {
-					c->segs[c->nsegs - 1].key = k;
-					c->segs[c->nsegs - 1].len = strlen(k);
+					c->segs.v[c->segs.n - 1].key = k;
+					c->segs.v[c->segs.n - 1].len = strlen(k);
 					walk_value(c, e, urn, depth + 1);
 				}
-				c->nsegs -= 2;
+				c->segs.n -= 2;
 			}
 		} else {
 			if (walk_push(c, NULL, 0) < 0)
 				return;
 			json_object_keylen_foreach(v, k, klen, e) {
 				if (json_is_array(e) || json_is_object(e)) {
-					c->segs[c->nsegs - 1].key = k;
-					c->segs[c->nsegs - 1].len = klen;
+					c->segs.v[c->segs.n - 1].key = k;
+					c->segs.v[c->segs.n - 1].len = klen;
 					walk_value(c, e, urn, depth + 1);
 				}
 			}
-			c->nsegs--;
+			c->segs.n--;
 		}
 	}
 }
@@ -307,8 +287,6 @@ typedef struct rfields {
 	json_t *props[4]; /* inputs, outputs, defaults, replacementTrigger */
 } rfields;
 
-#define KEY_IS(k, kl, lit) ((kl) == sizeof(lit) - 1 && !memcmp((k), (lit), sizeof(lit) - 1))
-
 static void res_fields(json_t *r, rfields *f)
 {
 	const char *k;
@@ -318,37 +296,37 @@ static void res_fields(json_t *r, rfields *f)
 	memset(f, 0, sizeof(*f));
 	json_object_keylen_foreach(r, k, kl, v) {
 		json_t **slot = NULL;
-		if (KEY_IS(k, kl, "urn"))
+		if (ST_KEY_IS(k, kl, "urn"))
 			slot = &f->urn;
-		else if (KEY_IS(k, kl, "type"))
+		else if (ST_KEY_IS(k, kl, "type"))
 			slot = &f->type;
-		else if (KEY_IS(k, kl, "id"))
+		else if (ST_KEY_IS(k, kl, "id"))
 			slot = &f->id;
-		else if (KEY_IS(k, kl, "parent"))
+		else if (ST_KEY_IS(k, kl, "parent"))
 			slot = &f->parent;
-		else if (KEY_IS(k, kl, "provider"))
+		else if (ST_KEY_IS(k, kl, "provider"))
 			slot = &f->provider;
-		else if (KEY_IS(k, kl, "custom"))
+		else if (ST_KEY_IS(k, kl, "custom"))
 			slot = &f->custom;
-		else if (KEY_IS(k, kl, "delete"))
+		else if (ST_KEY_IS(k, kl, "delete"))
 			slot = &f->del;
-		else if (KEY_IS(k, kl, "pendingReplacement"))
+		else if (ST_KEY_IS(k, kl, "pendingReplacement"))
 			slot = &f->pending_repl;
-		else if (KEY_IS(k, kl, "deletedWith"))
+		else if (ST_KEY_IS(k, kl, "deletedWith"))
 			slot = &f->deleted_with;
-		else if (KEY_IS(k, kl, "dependencies"))
+		else if (ST_KEY_IS(k, kl, "dependencies"))
 			slot = &f->deps;
-		else if (KEY_IS(k, kl, "propertyDependencies"))
+		else if (ST_KEY_IS(k, kl, "propertyDependencies"))
 			slot = &f->pdeps;
-		else if (KEY_IS(k, kl, "replaceWith"))
+		else if (ST_KEY_IS(k, kl, "replaceWith"))
 			slot = &f->replace_with;
-		else if (KEY_IS(k, kl, "inputs"))
+		else if (ST_KEY_IS(k, kl, "inputs"))
 			slot = &f->props[0];
-		else if (KEY_IS(k, kl, "outputs"))
+		else if (ST_KEY_IS(k, kl, "outputs"))
 			slot = &f->props[1];
-		else if (KEY_IS(k, kl, "defaults"))
+		else if (ST_KEY_IS(k, kl, "defaults"))
 			slot = &f->props[2];
-		else if (KEY_IS(k, kl, "replacementTrigger"))
+		else if (ST_KEY_IS(k, kl, "replacementTrigger"))
 			slot = &f->props[3];
 		if (slot)
 			*slot = v;
@@ -373,7 +351,7 @@ static void walk_props(ictx *c, const rfields *rf, const char *base_ptr, size_t 
 		if (!v)
 			continue;
 		c->wfield = fields[f];
-		c->nsegs = 0;
+		c->segs.n = 0;
 		walk_value(c, v, urn, 0);
 	}
 }
@@ -806,7 +784,7 @@ done:
 	st_strmap_free(&live);
 	st_strmap_free(&c->index);
 	st_buf_free(&c->ptr);
-	free(c->segs);
+	st_segs_free(&c->segs);
 	free(c->first_cipher_ptr);
 	free(exp_stack);
 	free(exp_project);
