@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,7 +54,7 @@ static int hash_of_file(int v1, const char *path, char out[65], int *exists)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat sb;
-	char *buf;
+	void *map;
 	*exists = 0;
 	out[0] = '\0';
 	if (fd < 0)
@@ -62,54 +63,105 @@ static int hash_of_file(int v1, const char *path, char out[65], int *exists)
 		close(fd);
 		return -1;
 	}
-	buf = malloc((size_t)sb.st_size + 1);
-	if (!buf || read(fd, buf, (size_t)sb.st_size) != sb.st_size) {
-		free(buf);
+	if (sb.st_size == 0) {
 		close(fd);
-		return -1;
+		hash_hex(v1, "", 0, out);
+		*exists = 1;
+		return 0;
 	}
+	/* mapped, not read: a whole stack is hashed without copying it into fresh memory */
+	map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
-	hash_hex(v1, buf, (size_t)sb.st_size, out);
-	free(buf);
+	if (map == MAP_FAILED)
+		return -1;
+	hash_hex(v1, map, (size_t)sb.st_size, out);
+	munmap(map, (size_t)sb.st_size);
 	*exists = 1;
 	return 0;
 }
 
-typedef struct sha_job {
-	const char *path;
+/* What a staged file holds: bytes, or a state written straight to the file (uncompressed),
+ * hashed as it goes. */
+typedef struct side {
+	const char *path; /* absolute */
 	const void *data;
 	size_t len;
-	char *old_hex, *new_hex;
+	st_state *state; /* instead of data */
+	char old_hex[65], new_hex[65];
 	int exists, rc;
-} sha_job;
+	/* while streaming */
+	int fd, werrno;
+	crypto_generichash_state h;
+} side;
 
-static void *sha_main(void *arg)
+static int sink_staged(void *ctx, const char *p, size_t n)
 {
-	sha_job *j = arg;
-	j->rc = hash_of_file(0, j->path, j->old_hex, &j->exists);
-	hash_hex(0, j->data, j->len, j->new_hex);
+	side *sd = ctx;
+	if (st__write_full(sd->fd, p, n) < 0) {
+		sd->werrno = errno;
+		return -1;
+	}
+	crypto_generichash_update(&sd->h, (const unsigned char *)p, n);
+	return 0;
+}
+
+static void *old_hash_main(void *arg)
+{
+	side *sd = arg;
+	sd->rc = hash_of_file(0, sd->path, sd->old_hex, &sd->exists);
 	return NULL;
 }
 
-static int write_synced(const char *path, const void *data, size_t len, st_error *err)
+/* Writes `sd` (or, with sd NULL, the bytes data/len) to path and syncs the file and its
+ * directory. A state's text is hashed into sd->new_hex as it is written. */
+static int write_synced_side(const char *path, side *sd, const void *data, size_t len,
+			     st_error *err)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	const char *p = data;
-	size_t n = len;
 	if (fd < 0)
 		return st__err(err, ST_EIO, "cannot write '%s': %s", path, strerror(errno));
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
+	if (sd && sd->state) {
+		st_buf b;
+		unsigned char h[32];
+		int rc;
+		sd->fd = fd;
+		crypto_generichash_init(&sd->h, NULL, 0, sizeof(h));
+		st_buf_init(&b);
+		b.sink = sink_staged;
+		b.sink_ctx = sd;
+		rc = st__json_write(&b, sd->state->root, &sd->state->style,
+				    sd->state->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE);
+		if (rc == ST_OK)
+			st_buf_flush(&b);
+		if (b.sink_failed || rc) {
+			int e = b.sink_failed ? sd->werrno : 0;
+			st_buf_free(&b);
+			close(fd);
+			unlink(path);
+			if (e)
+				return st__err(err, ST_EIO, "cannot write '%s': %s", path, strerror(e));
+			return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
+							"the state holds a value JSON cannot represent");
+		}
+		st_buf_free(&b);
+		crypto_generichash_final(&sd->h, h, sizeof(h));
+		for (size_t i = 0; i < sizeof(h); i++) {
+			sd->new_hex[2 * i] = "0123456789abcdef"[h[i] >> 4];
+			sd->new_hex[2 * i + 1] = "0123456789abcdef"[h[i] & 15];
+		}
+		sd->new_hex[64] = '\0';
+	} else {
+		if (sd) {
+			data = sd->data;
+			len = sd->len;
+			hash_hex(0, data, len, sd->new_hex);
+		}
+		if (st__write_full(fd, data, len) < 0) {
 			int e = errno;
 			close(fd);
 			unlink(path);
 			return st__err(err, ST_EIO, "cannot write '%s': %s", path, strerror(e));
 		}
-		p += w;
-		n -= (size_t)w;
 	}
 	if (fsync(fd) < 0) {
 		int e = errno;
@@ -128,6 +180,11 @@ static int write_synced(const char *path, const void *data, size_t len, st_error
 		free(dir);
 	}
 	return ST_OK;
+}
+
+static int write_synced(const char *path, const void *data, size_t len, st_error *err)
+{
+	return write_synced_side(path, NULL, data, len, err);
 }
 
 static char *absolute(const char *path)
@@ -164,13 +221,13 @@ static int install(const char *path, const char *staged, st_error *err)
 	return rc;
 }
 
-int st_journal_write_pair(const char *op, const char *path_a, const void *data_a, size_t len_a,
-			  const char *path_b, const void *data_b, size_t len_b, st_error *err)
+/* The pair write: both staged, a journal beside each, then both installed (see statetool.h). */
+static int write_pair(const char *op, const char *path_a, side *A, const char *path_b, side *B,
+		      st_error *err)
 {
 	char *a = absolute(path_a), *b = absolute(path_b);
 	char *sa = NULL, *sb = NULL, *ja = NULL, *jb = NULL, *text = NULL;
-	char olda[65], oldb[65], newa[65], newb[65];
-	int ea, eb, rc = ST_OK;
+	int rc = ST_OK;
 	json_t *j = NULL;
 	size_t tlen;
 	st_style st;
@@ -195,34 +252,33 @@ int st_journal_write_pair(const char *op, const char *path_a, const void *data_a
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
 	}
+	A->path = a;
+	B->path = b;
 	{
-		/* the two files' hashes (old on disk, new in memory) side by side */
-		sha_job ja_ = {a, data_a, len_a, olda, newa, 0, 0};
-		sha_job jb_ = {b, data_b, len_b, oldb, newb, 0, 0};
+		/* the two old files' hashes side by side */
 		pthread_t th;
-		int threaded = st__threads_ok() && pthread_create(&th, NULL, sha_main, &jb_) == 0;
-		sha_main(&ja_);
+		int threaded = st__threads_ok() && pthread_create(&th, NULL, old_hash_main, B) == 0;
+		old_hash_main(A);
 		if (threaded)
 			pthread_join(th, NULL);
 		else
-			sha_main(&jb_);
-		ea = ja_.exists;
-		eb = jb_.exists;
-		if (ja_.rc < 0 || jb_.rc < 0) {
+			old_hash_main(B);
+		if (A->rc < 0 || B->rc < 0) {
 			rc = st__err(err, ST_EIO, "cannot read '%s' or '%s'", a, b);
 			goto out;
 		}
 	}
-	if ((rc = write_synced(sa, data_a, len_a, err)) != ST_OK)
+	if ((rc = write_synced_side(sa, A, NULL, 0, err)) != ST_OK)
 		goto out;
 	st__crash_point("pair", 1);
-	if ((rc = write_synced(sb, data_b, len_b, err)) != ST_OK)
+	if ((rc = write_synced_side(sb, B, NULL, 0, err)) != ST_OK)
 		goto out_unstage;
 	st__crash_point("pair", 2);
 	j = json_pack("{s:i,s:s,s:s,s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s}]}",
 		      "statetool_journal", JOURNAL_VERSION, "hash", "blake2b-256", "operation", op,
-		      "files", "path", a, "old_hash", ea ? olda : "", "new_hash", newa, "staged",
-		      sa, "path", b, "old_hash", eb ? oldb : "", "new_hash", newb, "staged", sb);
+		      "files", "path", a, "old_hash", A->exists ? A->old_hex : "", "new_hash",
+		      A->new_hex, "staged", sa, "path", b, "old_hash", B->exists ? B->old_hex : "",
+		      "new_hash", B->new_hex, "staged", sb);
 	st_style_checkpoint(&st);
 	if (!j || st_json_dump(j, &st, &text, &tlen, err) != ST_OK) {
 		rc = err && err->code ? err->code : ST_ENOMEM;
@@ -260,6 +316,19 @@ out:
 	free(ja);
 	free(jb);
 	return rc;
+}
+
+int st_journal_write_pair(const char *op, const char *path_a, const void *data_a, size_t len_a,
+			  const char *path_b, const void *data_b, size_t len_b, st_error *err)
+{
+	side A, B;
+	memset(&A, 0, sizeof(A));
+	memset(&B, 0, sizeof(B));
+	A.data = data_a;
+	A.len = len_a;
+	B.data = data_b;
+	B.len = len_b;
+	return write_pair(op, path_a, &A, path_b, &B, err);
 }
 
 static json_t *read_journal(const char *path)
@@ -402,13 +471,31 @@ static int dump_for_disk(st_state *s, char **out, size_t *len, st_error *err)
 int st_state_save_pair(const char *op, st_state *a, const char *path_a, st_state *b,
 		       const char *path_b, st_error *err)
 {
+	/* An uncompressed state is written straight into its staged file and hashed as it goes;
+	 * a compressed one is compressed in memory first. */
 	char *da = NULL, *db = NULL;
 	size_t la = 0, lb = 0;
-	int rc = dump_for_disk(a, &da, &la, err);
-	if (rc == ST_OK)
+	side A, B;
+	int rc = ST_OK;
+
+	memset(&A, 0, sizeof(A));
+	memset(&B, 0, sizeof(B));
+	st_state_fix_magic(a);
+	st_state_fix_magic(b);
+	if (st_state_compression(a) == ST_COMPRESS_GZIP)
+		rc = dump_for_disk(a, &da, &la, err);
+	else
+		A.state = a;
+	if (rc == ST_OK && st_state_compression(b) == ST_COMPRESS_GZIP)
 		rc = dump_for_disk(b, &db, &lb, err);
+	else
+		B.state = b;
+	A.data = da;
+	A.len = la;
+	B.data = db;
+	B.len = lb;
 	if (rc == ST_OK)
-		rc = st_journal_write_pair(op, path_a, da, la, path_b, db, lb, err);
+		rc = write_pair(op, path_a, &A, path_b, &B, err);
 	free(da);
 	free(db);
 	return rc;

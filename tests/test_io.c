@@ -236,6 +236,52 @@ static void test_streamed_save(void **state)
 	tu_rmdir(dir);
 }
 
+/* A pair write (move) streams each uncompressed state into its staged file, hashed as it is
+ * written: the files hold exactly st_state_dump's bytes; a compressed one still works; nothing
+ * staged or journaled is left. */
+static void test_pair_write_streamed(void **state)
+{
+	(void)state;
+	char *dir = tu_tmpdir(), *pa = st_path_join(dir, "a.json"), *pb = st_path_join(dir, "b.json.gz");
+	char *text = big_state_text(1500), *da = NULL, *db = NULL, *got;
+	size_t len = strlen(text), la, lb, glen;
+	st_state *a = NULL, *b = NULL;
+	st_compression comp;
+
+	assert_int_equal(st_state_load_buffer(&a, text, len, "a.json", NULL, NULL), ST_OK);
+	assert_int_equal(st_state_load_buffer(&b, text, len, "b.json", NULL, NULL), ST_OK);
+	st_state_set_compression(b, ST_COMPRESS_GZIP);
+	json_object_set_new(json_array_get(st_state_resources(a, 0), 3), "protect", json_true());
+	assert_int_equal(st_state_save(a, pa, NULL, NULL), ST_OK); /* something to replace */
+	json_object_set_new(json_array_get(st_state_resources(a, 0), 4), "protect", json_true());
+	assert_int_equal(st_state_save_pair("move", a, pa, b, pb, NULL), ST_OK);
+	assert_int_equal(st_state_dump(a, NULL, &da, &la, NULL), ST_OK);
+	assert_int_equal(st_state_dump(b, NULL, &db, &lb, NULL), ST_OK);
+	got = tu_read(pa, &glen);
+	assert_int_equal(glen, la);
+	assert_memory_equal(got, da, la);
+	free(got);
+	assert_int_equal(st_file_read(pb, 0, &got, &glen, &comp, NULL), ST_OK);
+	assert_int_equal(comp, ST_COMPRESS_GZIP);
+	assert_int_equal(glen, lb);
+	assert_memory_equal(got, db, lb);
+	free(got);
+	{
+		char *cmd = NULL;
+		assert_true(asprintf(&cmd, "test $(ls -A '%s' | grep -c statetool) -eq 0", dir) > 0);
+		assert_int_equal(system(cmd), 0);
+		free(cmd);
+	}
+	st_state_free(a);
+	st_state_free(b);
+	free(da);
+	free(db);
+	free(text);
+	free(pa);
+	free(pb);
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -244,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_atomic_write_backup_mode),
 		cmocka_unit_test(test_crash_at_each_step),
 		cmocka_unit_test(test_streamed_save),
+		cmocka_unit_test(test_pair_write_streamed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
