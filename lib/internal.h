@@ -125,6 +125,11 @@ int st__file_write_atomic_fill(const char *path, int (*fill)(void *ctx, int fd, 
 int st__file_write_atomic_checked(const char *path, const void *data, size_t len,
 				  int (*proceed)(void *ctx), void *proceed_ctx,
 				  const st_write_opts *opts, st_error *err);
+/* Writes the state's text (its own style, uncompressed) to fd as it is produced; each chunk
+ * written is also given to `also` when set (a hash). ST_EIO with errno set when a write fails;
+ * other codes with err filled. */
+int st__state_stream(const st_state *s, int fd, void (*also)(void *ctx, const char *p, size_t n),
+		     void *also_ctx, st_error *err);
 /* st_state_save with such a `proceed` hook. */
 int st__state_save_checked(st_state *s, const char *path, const st_write_opts *opts,
 			   int (*proceed)(void *ctx), void *proceed_ctx, st_error *err);

@@ -43,11 +43,7 @@ static void hash_hex(int v1, const void *data, size_t len, char out[65])
 		return;
 	}
 	crypto_generichash(h, sizeof(h), data, len, NULL, 0);
-	for (size_t i = 0; i < sizeof(h); i++) {
-		out[2 * i] = "0123456789abcdef"[h[i] >> 4];
-		out[2 * i + 1] = "0123456789abcdef"[h[i] & 15];
-	}
-	out[64] = '\0';
+	sodium_bin2hex(out, 65, h, sizeof(h));
 }
 
 static int hash_of_file(int v1, const char *path, char out[65], int *exists)
@@ -89,20 +85,12 @@ typedef struct side {
 	st_state *state; /* instead of data */
 	char old_hex[65], new_hex[65];
 	int exists, rc;
-	/* while streaming */
-	int fd, werrno;
-	crypto_generichash_state h;
+	crypto_generichash_state h; /* while streaming */
 } side;
 
-static int sink_staged(void *ctx, const char *p, size_t n)
+static void hash_chunk(void *ctx, const char *p, size_t n)
 {
-	side *sd = ctx;
-	if (st__write_full(sd->fd, p, n) < 0) {
-		sd->werrno = errno;
-		return -1;
-	}
-	crypto_generichash_update(&sd->h, (const unsigned char *)p, n);
-	return 0;
+	crypto_generichash_update(ctx, (const unsigned char *)p, n);
 }
 
 static void *old_hash_main(void *arg)
@@ -121,35 +109,20 @@ static int write_synced_side(const char *path, side *sd, const void *data, size_
 	if (fd < 0)
 		return st__err(err, ST_EIO, "cannot write '%s': %s", path, strerror(errno));
 	if (sd && sd->state) {
-		st_buf b;
 		unsigned char h[32];
 		int rc;
-		sd->fd = fd;
 		crypto_generichash_init(&sd->h, NULL, 0, sizeof(h));
-		st_buf_init(&b);
-		b.sink = sink_staged;
-		b.sink_ctx = sd;
-		rc = st__json_write(&b, sd->state->root, &sd->state->style,
-				    sd->state->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE);
-		if (rc == ST_OK)
-			st_buf_flush(&b);
-		if (b.sink_failed || rc) {
-			int e = b.sink_failed ? sd->werrno : 0;
-			st_buf_free(&b);
+		rc = st__state_stream(sd->state, fd, hash_chunk, &sd->h, err);
+		if (rc) {
+			int e = errno;
 			close(fd);
 			unlink(path);
-			if (e)
+			if (rc == ST_EIO)
 				return st__err(err, ST_EIO, "cannot write '%s': %s", path, strerror(e));
-			return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
-							"the state holds a value JSON cannot represent");
+			return rc;
 		}
-		st_buf_free(&b);
 		crypto_generichash_final(&sd->h, h, sizeof(h));
-		for (size_t i = 0; i < sizeof(h); i++) {
-			sd->new_hex[2 * i] = "0123456789abcdef"[h[i] >> 4];
-			sd->new_hex[2 * i + 1] = "0123456789abcdef"[h[i] & 15];
-		}
-		sd->new_hex[64] = '\0';
+		sodium_bin2hex(sd->new_hex, sizeof(sd->new_hex), h, sizeof(h));
 	} else {
 		if (sd) {
 			data = sd->data;

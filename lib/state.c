@@ -591,12 +591,12 @@ void st_state_fix_magic(st_state *s)
 	json_object_set_new(m, "magic", json_string(magic));
 }
 
-/* Saving without compression streams the text to the file as it is written (a few MiB held
- * at a time instead of the whole document). */
+/* The state's text straight into fd, a few MiB held at a time (see internal.h). */
 typedef struct stream_ctx {
-	const st_state *s;
 	int fd;
 	int werrno;
+	void (*also)(void *ctx, const char *p, size_t n);
+	void *also_ctx;
 } stream_ctx;
 
 static int sink_fd(void *ctx, const char *p, size_t n)
@@ -606,26 +606,28 @@ static int sink_fd(void *ctx, const char *p, size_t n)
 		c->werrno = errno;
 		return -1;
 	}
+	if (c->also)
+		c->also(c->also_ctx, p, n);
 	return 0;
 }
 
-static int fill_state(void *ctx, int fd, st_error *err)
+int st__state_stream(const st_state *s, int fd, void (*also)(void *ctx, const char *p, size_t n),
+		     void *also_ctx, st_error *err)
 {
-	stream_ctx *c = ctx;
+	stream_ctx c = {fd, 0, also, also_ctx};
 	st_buf b;
 	int rc;
 
-	c->fd = fd;
 	st_buf_init(&b);
 	b.sink = sink_fd;
-	b.sink_ctx = c;
-	rc = st__json_write(&b, c->s->root, &c->s->style,
-			    c->s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE);
+	b.sink_ctx = &c;
+	rc = st__json_write(&b, s->root, &s->style,
+			    s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE);
 	if (rc == ST_OK)
 		st_buf_flush(&b);
 	if (b.sink_failed) {
 		st_buf_free(&b);
-		errno = c->werrno;
+		errno = c.werrno;
 		return ST_EIO;
 	}
 	st_buf_free(&b);
@@ -633,6 +635,11 @@ static int fill_state(void *ctx, int fd, st_error *err)
 		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
 						"the state holds a value JSON cannot represent");
 	return ST_OK;
+}
+
+static int fill_state(void *ctx, int fd, st_error *err)
+{
+	return st__state_stream(ctx, fd, NULL, NULL, err);
 }
 
 int st__state_save_checked(st_state *s, const char *path, const st_write_opts *opts,
@@ -654,8 +661,7 @@ int st__state_save_checked(st_state *s, const char *path, const st_write_opts *o
 	wo.compression = s->compression;
 	st_state_fix_magic(s);
 	if (wo.compression == ST_COMPRESS_NONE) {
-		stream_ctx c = {s, -1, 0};
-		return st__file_write_atomic_fill(path, fill_state, &c, proceed, proceed_ctx, &wo,
+		return st__file_write_atomic_fill(path, fill_state, s, proceed, proceed_ctx, &wo,
 						  err);
 	}
 	/* compressed: the whole text first (st__file_write_atomic_checked compresses it) */

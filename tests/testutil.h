@@ -85,6 +85,23 @@ static inline void tu_rmdir(char *dir)
 	free(dir);
 }
 
+/* How many entries of dir (dot files included) have `part` in their name ("" : all). */
+static inline int tu_count_entries(const char *dir, const char *part)
+{
+	char *cmd = NULL;
+	int n = -1;
+	FILE *f;
+	if (asprintf(&cmd, "ls -A '%s' | grep -c -F -- '%s'", dir, part) < 0)
+		return -1;
+	f = popen(cmd, "r");
+	if (f && fscanf(f, "%d", &n) != 1)
+		n = -1;
+	if (f)
+		pclose(f);
+	free(cmd);
+	return n;
+}
+
 /* Parses JSON text (aborts the test on failure). */
 static inline json_t *tu_json(const char *text)
 {
