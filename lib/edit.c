@@ -253,31 +253,78 @@ static void set_resources(st_edit *e, json_t *arr)
 
 /* ---- references ---- */
 
-static int is_in(const st_strmap *m, const char *s)
+/* Is v a non-empty string in m? f, when given, is m's prefilter: most strings that are not in
+ * a small map are told by it without being hashed. */
+static int has(const st_strmap *m, const st_prefilter *f, const json_t *v)
 {
-	return s && *s && st_strmap_get(m, s) != NULL;
+	size_t n;
+	const char *s;
+	if (!json_is_string(v) || !(n = json_string_length(v)))
+		return 0;
+	s = json_string_value(v);
+	return (!f || st_prefilter_maybe(f, s, n)) && st_strmap_getn(m, s, n) != NULL;
 }
 
-/* Does resource r refer to a URN in `urns` or a provider reference in `refs`? */
+/* Does resource r refer to a URN in `urns` or a provider reference in `refs` (either
+ * prefilter may be NULL)? One pass over r's members. */
+static int refers_f(const json_t *r, const st_strmap *urns, const st_prefilter *uf,
+		    const st_strmap *refs, const st_prefilter *rf)
+{
+	size_t i, kl;
+	json_t *v, *m, *list;
+	const char *k, *pk;
+
+	json_object_keylen_foreach((json_t *)r, k, kl, m) {
+		switch (kl) {
+		case 6: /* parent */
+			if (ST_KEY_IS(k, kl, "parent") && has(urns, uf, m))
+				return 1;
+			break;
+		case 8: /* provider */
+			if (refs && ST_KEY_IS(k, kl, "provider") && has(refs, rf, m))
+				return 1;
+			break;
+		case 11: /* deletedWith, replaceWith */
+			if (ST_KEY_IS(k, kl, "deletedWith")) {
+				if (has(urns, uf, m))
+					return 1;
+			} else if (ST_KEY_IS(k, kl, "replaceWith")) {
+				json_array_foreach(m, i, v)
+					if (has(urns, uf, v))
+						return 1;
+			}
+			break;
+		case 12: /* dependencies */
+			if (ST_KEY_IS(k, kl, "dependencies"))
+				json_array_foreach(m, i, v)
+					if (has(urns, uf, v))
+						return 1;
+			break;
+		case 20: /* propertyDependencies */
+			if (ST_KEY_IS(k, kl, "propertyDependencies"))
+				json_object_foreach(m, pk, list)
+					json_array_foreach(list, i, v)
+						if (has(urns, uf, v))
+							return 1;
+			break;
+		}
+	}
+	return 0;
+}
+
 static int refers(const json_t *r, const st_strmap *urns, const st_strmap *refs)
 {
-	size_t i;
-	json_t *v, *list;
-	const char *k;
+	return refers_f(r, urns, NULL, refs, NULL);
+}
 
-	if (is_in(urns, st_json_str(r, "parent")) || is_in(urns, st_json_str(r, "deletedWith")))
-		return 1;
-	json_array_foreach(json_object_get(r, "dependencies"), i, v)
-		if (is_in(urns, json_string_value(v)))
-			return 1;
-	json_array_foreach(json_object_get(r, "replaceWith"), i, v)
-		if (is_in(urns, json_string_value(v)))
-			return 1;
-	json_object_foreach(json_object_get(r, "propertyDependencies"), k, list)
-		json_array_foreach(list, i, v)
-			if (is_in(urns, json_string_value(v)))
-				return 1;
-	return refs && is_in(refs, st_json_str(r, "provider"));
+/* Adds a key to a map and its prefilter (the key is borrowed). */
+static st_strmap_slot *put_f(st_strmap *m, st_prefilter *f, const char *key, int *created)
+{
+	size_t n = strlen(key);
+	st_strmap_slot *sl = st_strmap_putn(m, key, n, created);
+	if (sl)
+		st_prefilter_add(f, key, n);
+	return sl;
 }
 
 static char *provider_ref_of(const json_t *r)
@@ -299,6 +346,51 @@ static void free_keys(st_strmap *m)
 	st_strmap_free(m);
 }
 
+/* Does any resource other than the condemned refer to a condemned resource's URN or, for a
+ * provider, its reference? One pass that only reads: the usual delete (nothing depends on
+ * the target) needs no more. */
+static int any_referred(json_t *res, const char *condemned, const size_t *targets, size_t n,
+			int *referred)
+{
+	st_strmap urns, refs;
+	st_prefilter *f = calloc(2, sizeof(*f));
+	size_t i;
+	json_t *r;
+	int rc = ST_OK, created;
+
+	*referred = 0;
+	st_strmap_init(&urns);
+	st_strmap_init(&refs);
+	if (!f)
+		return ST_ENOMEM;
+	for (size_t t = 0; t < n && rc == ST_OK; t++) {
+		r = json_array_get(res, targets[t]);
+		const char *u = st_json_str(r, "urn");
+		char *pref = provider_ref_of(r);
+		if (u && *u && !put_f(&urns, &f[0], u, &created))
+			rc = ST_ENOMEM;
+		if (pref) {
+			st_strmap_slot *sl = put_f(&refs, &f[1], pref, &created);
+			if (sl && created)
+				sl->p = pref;
+			else
+				free(pref);
+			if (!sl)
+				rc = ST_ENOMEM;
+		}
+	}
+	if (rc == ST_OK)
+		json_array_foreach(res, i, r)
+			if (!condemned[i] && refers_f(r, &urns, &f[0], &refs, &f[1])) {
+				*referred = 1;
+				break;
+			}
+	st_strmap_free(&urns);
+	free_keys(&refs);
+	free(f);
+	return rc;
+}
+
 int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, size_t *deleted,
 		   st_error *err)
 {
@@ -306,7 +398,8 @@ int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, 
 	size_t N = json_array_size(res), i, ndeps = 0, count = 0;
 	char *condemned = NULL, *dependent = NULL;
 	st_strmap copies, dead, deadprov;
-	int rc = ST_OK, changed;
+	st_prefilter *f = NULL; /* dead's and deadprov's */
+	int rc = ST_OK, changed, referred = 0;
 
 	if (deleted)
 		*deleted = 0;
@@ -317,7 +410,8 @@ int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, 
 	st_strmap_init(&copies);
 	st_strmap_init(&dead);
 	st_strmap_init(&deadprov);
-	if (!condemned || !dependent) {
+	f = calloc(2, sizeof(*f));
+	if (!condemned || !dependent || !f) {
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -336,8 +430,14 @@ int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, 
 		}
 		condemned[targets[t]] = 1;
 	}
-	/* How many copies each URN has; a URN is dead once every copy is condemned. */
-	json_array_foreach(res, i, r) {
+	if (any_referred(res, condemned, targets, n, &referred) != ST_OK) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Something depends on a target: which resources, and what they in turn take with them.
+	 * How many copies each URN has; a URN is dead once every copy is condemned. */
+	for (i = 0; referred && i < N; i++) {
+		r = json_array_get(res, i);
 		const char *u = st_json_str(r, "urn");
 		int created;
 		st_strmap_slot *sl;
@@ -352,9 +452,10 @@ int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, 
 	}
 	do {
 		changed = 0;
-		json_array_foreach(res, i, r) {
+		for (i = 0; referred && i < N; i++) {
+			r = json_array_get(res, i);
 			const char *u = st_json_str(r, "urn");
-			if (!condemned[i] && refers(r, &dead, &deadprov)) {
+			if (!condemned[i] && refers_f(r, &dead, &f[0], &deadprov, &f[1])) {
 				condemned[i] = dependent[i] = 1;
 				ndeps++;
 				changed = 1;
@@ -365,13 +466,15 @@ int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, 
 				if (c && c->b < c->a && condemned[i] != 2) {
 					c->b++;
 					condemned[i] = 2; /* counted */
-					if (c->b == c->a)
-						st_strmap_put(&dead, u, &created);
+					if (c->b == c->a && !put_f(&dead, &f[0], u, &created)) {
+						rc = st__err(err, ST_ENOMEM, "out of memory");
+						goto out;
+					}
 					changed = 1;
 				}
 				char *pref = provider_ref_of(r);
 				if (pref) {
-					st_strmap_slot *ps = st_strmap_put(&deadprov, pref, &created);
+					st_strmap_slot *ps = put_f(&deadprov, &f[1], pref, &created);
 					if (ps && created)
 						ps->p = pref;
 					else
@@ -437,6 +540,7 @@ int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, 
 			json_array_append(keep, r);
 	}
 	set_resources(e, keep);
+	st__phase("delete: dependents searched, resources removed");
 	if (deleted)
 		*deleted = count;
 out:
@@ -445,6 +549,7 @@ out:
 	st_strmap_free(&copies);
 	st_strmap_free(&dead);
 	free_keys(&deadprov);
+	free(f);
 	return rc;
 }
 
@@ -1177,53 +1282,108 @@ static int diff_push(st_diff *d, char kind, const char *urn, json_t *a, json_t *
 	return 0;
 }
 
-static void compute_diff(st_edit *e, st_diff *d)
+/* Where the resources before and after the session differ: a common prefix and suffix of the
+ * same objects (an edit of one resource leaves every other in place), and the sets of the
+ * objects in the two middle parts. The session's arrays never hold one object twice (the
+ * loader makes distinct objects; edits put fresh copies in), so an object in a middle part is
+ * in the other array exactly when it is in the other middle part. */
+typedef struct window {
+	json_t *before, *after;
+	size_t nb, na, p, q; /* sizes; common prefix and suffix */
+	ptrset bm, am;
+	int ok; /* the sets are complete (not out of memory) */
+} window;
+
+static void window_init(st_edit *e, window *w)
 {
-	json_t *after = resources(e), *r;
-	ptrset in_after = {0}, in_before = {0};
+	memset(w, 0, sizeof(*w));
+	w->before = e->before_res;
+	w->after = resources(e);
+	w->nb = json_array_size(w->before);
+	w->na = json_array_size(w->after);
+	while (w->p < w->nb && w->p < w->na &&
+	       json_array_get(w->before, w->p) == json_array_get(w->after, w->p))
+		w->p++;
+	while (w->q < w->nb - w->p && w->q < w->na - w->p &&
+	       json_array_get(w->before, w->nb - 1 - w->q) ==
+		       json_array_get(w->after, w->na - 1 - w->q))
+		w->q++;
+	w->ok = 1;
+	for (size_t i = w->p; i < w->nb - w->q; i++)
+		if (ptrset_add(&w->bm, json_array_get(w->before, i)) < 0)
+			w->ok = 0;
+	for (size_t i = w->p; i < w->na - w->q; i++)
+		if (ptrset_add(&w->am, json_array_get(w->after, i)) < 0)
+			w->ok = 0;
+}
+
+static void window_free(window *w)
+{
+	ptrset_free(&w->bm);
+	ptrset_free(&w->am);
+}
+
+/* Was the object at index i after the session there before it (and the reverse)? */
+static int was_before(const window *w, size_t i, const json_t *r)
+{
+	return i < w->p || i >= w->na - w->q || ptrset_has(&w->bm, r);
+}
+
+static int is_after(const window *w, size_t i, const json_t *r)
+{
+	return i < w->p || i >= w->nb - w->q || ptrset_has(&w->am, r);
+}
+
+static void compute_diff(st_edit *e, st_diff *d, const window *w)
+{
+	json_t *after = w->after, *r;
 	st_strmap unmatched; /* URN -> list of after indexes not matched by identity */
-	size_t i, n_after = json_array_size(after);
-	char *used = calloc(n_after + 1, 1);
+	size_t i, lo = w->p, hi = w->na - w->q; /* after's middle part */
+	char *used = calloc(hi - lo + 1, 1);
 
 	memset(d, 0, sizeof(*d));
-	json_array_foreach(after, i, r)
-		ptrset_add(&in_after, r);
-	json_array_foreach(e->before_res, i, r)
-		ptrset_add(&in_before, r);
 	st_strmap_init(&unmatched);
 	/* After-resources that are new objects, chained by URN in file order (slot a = first
 	 * index + 1, next[] = the following one + 1): one URN may have several copies. */
-	size_t *next = calloc(n_after + 1, sizeof(*next));
-	for (i = n_after; i-- > 0;) {
+	size_t *next = calloc(hi - lo + 1, sizeof(*next));
+	if (!used || !next) { /* out of memory: no matching by URN */
+		free(used);
+		free(next);
+		used = NULL;
+		next = NULL;
+	}
+	for (i = hi; i-- > lo;) {
 		int created;
 		r = json_array_get(after, i);
 		const char *u = st_json_str(r, "urn");
-		if (ptrset_has(&in_before, r) || !u || !next)
+		if (was_before(w, i, r) || !u || !next)
 			continue;
 		st_strmap_slot *sl = st_strmap_put(&unmatched, u, &created);
 		if (!sl)
 			continue;
-		next[i] = created ? 0 : sl->a;
+		next[i - lo] = created ? 0 : sl->a;
 		sl->a = i + 1;
 	}
-	json_array_foreach(e->before_res, i, r) {
+	for (i = w->p; i < w->nb - w->q; i++) {
+		r = json_array_get(w->before, i);
 		const char *u = st_json_str(r, "urn");
-		if (ptrset_has(&in_after, r))
+		if (is_after(w, i, r))
 			continue;
 		st_strmap_slot *sl = u && next ? st_strmap_get(&unmatched, u) : NULL;
 		size_t k = sl ? sl->a : 0;
-		while (k && used[k - 1])
-			k = next[k - 1];
+		while (k && used[k - 1 - lo])
+			k = next[k - 1 - lo];
 		if (k) {
-			used[k - 1] = 1;
+			used[k - 1 - lo] = 1;
 			diff_push(d, '~', u, r, json_array_get(after, k - 1));
 		} else {
 			diff_push(d, '-', u, NULL, NULL);
 		}
 	}
 	free(next);
-	json_array_foreach(after, i, r) {
-		if (ptrset_has(&in_before, r) || used[i])
+	for (i = lo; i < hi; i++) {
+		r = json_array_get(after, i);
+		if (was_before(w, i, r) || (used && used[i - lo]))
 			continue;
 		diff_push(d, '+', st_json_str(r, "urn"), NULL, NULL);
 	}
@@ -1238,9 +1398,26 @@ static void compute_diff(st_edit *e, st_diff *d)
 	if (e->other_changed)
 		d->other_changed = 1;
 	free(used);
-	ptrset_free(&in_after);
-	ptrset_free(&in_before);
 	st_strmap_free(&unmatched);
+}
+
+static int untouched(const json_t *r, size_t i, void *ctx)
+{
+	return was_before(ctx, i, r);
+}
+
+/* The features the edited state uses and (d not NULL) the diff. A resource the session left
+ * as it was is looked at only for the features the state may use (s->known_absent): for an
+ * edit of one resource, every other is skipped. */
+static void features_and_diff(st_edit *e, int used[8], st_diff *d)
+{
+	window w;
+	window_init(e, &w);
+	/* (out of memory: every resource looked at) */
+	st__state_features_scan(e->s, used, w.ok ? untouched : NULL, &w);
+	if (d)
+		compute_diff(e, d, &w);
+	window_free(&w);
 }
 
 /* The integrity errors of the state as it was when the session began, counted only when the
@@ -1286,9 +1463,7 @@ typedef struct commit_side {
 static void *commit_side_main(void *arg)
 {
 	commit_side *c = arg;
-	st__state_features_scan(c->e->s, c->used);
-	if (c->diff)
-		compute_diff(c->e, c->diff);
+	features_and_diff(c->e, c->used, c->diff);
 	return NULL;
 }
 
@@ -1362,9 +1537,8 @@ int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *e
 		if (diff)
 			*diff = tmp_diff;
 	} else {
-		st_state_apply_features(e->s);
-		if (diff)
-			compute_diff(e, diff);
+		features_and_diff(e, side.used, diff);
+		st__state_features_set(e->s, side.used);
 	}
 	return ST_OK;
 }
@@ -1381,11 +1555,30 @@ typedef struct commit_save {
 	int threaded, judged, verdict;
 	st_problems *problems;
 	st_error *err;
+	/* The check waits for a processor: until the writer's second thread is done (or the
+	 * writer does not split), so that the two do not take turns on two processors with the
+	 * writer's own two threads; the write's fsync leaves the processors to it. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int go;
 } commit_save;
+
+static void open_gate(void *arg)
+{
+	commit_save *c = arg;
+	pthread_mutex_lock(&c->mu);
+	c->go = 1;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
 
 static void *check_main(void *arg)
 {
 	commit_save *c = arg;
+	pthread_mutex_lock(&c->mu);
+	while (!c->go)
+		pthread_cond_wait(&c->cv, &c->mu);
+	pthread_mutex_unlock(&c->mu);
 	c->crc = st__integrity_check_ex(&c->view, &c->p, 1, &c->cerr);
 	return NULL;
 }
@@ -1396,9 +1589,10 @@ static int verdict(void *arg)
 	commit_save *c = arg;
 	if (c->judged)
 		return c->verdict;
-	if (c->threaded)
+	if (c->threaded) {
+		open_gate(c);
 		pthread_join(c->th, NULL);
-	else
+	} else
 		c->crc = st__integrity_check_ex(&c->view, &c->p, 1, &c->cerr);
 	c->judged = 1;
 	if (c->crc) {
@@ -1418,7 +1612,7 @@ int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts,
 	st_state *s = e->s;
 	json_t *old_version = json_incref(json_object_get(s->root, "version"));
 	json_t *old_features = json_incref(json_object_get(s->root, "features"));
-	int old_v = s->version, changed, rc;
+	int old_v = s->version, changed, rc, used[8];
 	json_t *dep, *old_manifest;
 	commit_save c;
 	st_diff d;
@@ -1427,6 +1621,8 @@ int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts,
 		*written = 0;
 	memset(&c, 0, sizeof(c));
 	memset(&d, 0, sizeof(d));
+	pthread_mutex_init(&c.mu, NULL);
+	pthread_cond_init(&c.cv, NULL);
 	c.e = e;
 	c.problems = problems;
 	c.err = err;
@@ -1461,11 +1657,15 @@ int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts,
 	st_state_fix_magic(s);
 	c.threaded = st__threads_ok() && json_array_size(resources(e)) >= 500 &&
 		     pthread_create(&c.th, NULL, check_main, &c) == 0;
-	st_state_apply_features(s);
-	compute_diff(e, &d);
+	features_and_diff(e, used, &d);
+	st__state_features_set(s, used);
+	st__phase("commit: features and diff");
 	changed = always || d.count || d.pending_before != d.pending_after || d.other_changed;
 	if (changed) {
+		if (c.threaded)
+			st__json_write_on_core_free(open_gate, &c);
 		rc = st__state_save_checked(s, path, opts, verdict, &c, err);
+		st__json_write_on_core_free(NULL, NULL);
 		if (rc != ST_OK && !c.judged && verdict(&c) != ST_OK)
 			rc = c.verdict; /* the write failed, and the check too: say the check */
 		if (rc == ST_OK && written)
@@ -1500,5 +1700,7 @@ int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts,
 	json_decref(old_features);
 	json_decref(old_manifest);
 	json_decref(c.view.container);
+	pthread_mutex_destroy(&c.mu);
+	pthread_cond_destroy(&c.cv);
 	return rc;
 }

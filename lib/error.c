@@ -400,3 +400,21 @@ void st_segs_free(st_segs *s)
 	free(s->v);
 	memset(s, 0, sizeof(*s));
 }
+
+/* STATETOOL_TIMINGS: what each step took, on standard error (called on the main thread). */
+void st__phase(const char *name)
+{
+	static double first, last;
+	struct timespec ts;
+	double now;
+	if (!getenv("STATETOOL_TIMINGS"))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	if (!first)
+		first = last = now;
+	if (name)
+		fprintf(stderr, "statetool: timing: %8.1f ms (at %8.1f ms) %s\n", (now - last) * 1e3,
+			(now - first) * 1e3, name);
+	last = now;
+}

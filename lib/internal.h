@@ -6,6 +6,8 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
 
 #define ST_UNUSED __attribute__((unused))
 
@@ -73,6 +75,9 @@ void st_segs_free(st_segs *s);
 /* May the library use a second thread (parsing, validation)? Yes when two processors are
  * online, unless STATETOOL_THREADS is "1"; "2" says yes even on one processor. */
 int st__threads_ok(void);
+/* With STATETOOL_TIMINGS set, prints the time since the previous mark and the step's name
+ * to standard error (NULL: starts the clock without printing). Main thread only. */
+void st__phase(const char *name);
 /* How many parses so far reached the second thread's part and took its result, elements
  * or error (for the tests). */
 unsigned long st__json_splits(void);
@@ -136,10 +141,42 @@ int st__state_save_checked(st_state *s, const char *path, const st_write_opts *o
 /* write(2) until done or an error (-1, errno set). */
 int st__write_full(int fd, const void *p, size_t n);
 
+/* st_json_parse with more: `mapped` (buf is a private file mapping whose pages may be given
+ * back as parsing passes them), and *features (may be NULL): the deployment features whose
+ * marks the document holds anywhere (bit k: an object key st__feature_key names; bit
+ * ST_FEATURE_BYTESTRING: a string equal to the bytestring signature). A clear bit means no
+ * resource can use that feature. */
 int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *name,
 		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
-		      int mapped, st_error *err);
+		      int mapped, unsigned *features, st_error *err);
+
+/* Pulumi's special-value signature key, and the signature of a bytestring (feature
+ * "bytestring" of deployment version 4). */
+#define ST_SIG_KEY "4dabf18193072939515e22adb298388d"
+#define ST_SIG_BYTESTRING "803fd3297a5875dc03ca845dda5d2a98"
+
+/* The features of deployment version 4, by the index the features scan uses: 0-6 are marked
+ * by a resource member of that name, 7 by a bytestring in inputs or outputs. */
+#define ST_FEATURE_BYTESTRING 7
+#define ST_FEATURES_ALL 0xffu
+static inline unsigned st__feature_key(const char *k, size_t n)
+{
+	switch (n) {
+	case 5: return ST_KEY_IS(k, n, "taint") ? 1u << 3 : 0;
+	case 6: return ST_KEY_IS(k, n, "viewOf") ? 1u << 1 : 0;
+	case 9: return ST_KEY_IS(k, n, "snippetID") ? 1u << 5 : 0;
+	case 11: return ST_KEY_IS(k, n, "replaceWith") ? 1u << 4 : 0;
+	case 12: return ST_KEY_IS(k, n, "extensionRef") ? 1u << 6 : 0;
+	case 13: return ST_KEY_IS(k, n, "resourceHooks") ? 1u << 2 : 0;
+	case 19: return ST_KEY_IS(k, n, "refreshBeforeUpdate") ? 1u << 0 : 0;
+	default: return 0;
+	}
+}
 int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind kind);
+/* fn(ctx) is called once the writes this thread makes next no longer keep a second processor
+ * busy: when the second half of the split array is written (from that thread), or at once
+ * when there is no split. NULL: nothing called. st_edit_commit_save starts its check then. */
+void st__json_write_on_core_free(void (*fn)(void *), void *ctx);
 
 /* Canonical field order of a struct kind: a NULL-terminated list, or NULL for map kinds. */
 const char *const *st_kind_fields(st_kind kind);
@@ -166,6 +203,11 @@ struct st_state {
 	st_compression compression;
 	char *path;
 	st_problems load_problems;
+	/* The features resources may use (bits as ST_FEATURE_*): a clear bit means none does, as
+	 * far as the library knows (the loader saw no mark of it; the last features scan found
+	 * none). An edit session's commit then looks for those features only in the resources it
+	 * made or changed. 0 in a fresh st_state means nothing is known (see may_features). */
+	unsigned known_absent;
 };
 
 /* Finds envelope, version and deployment; checks versions and features. */
@@ -180,8 +222,11 @@ int st__integrity_magic(const st_state *s, st_problems *out);
 int st__integrity_check_ex(st_state *s, st_problems *out, int skip_magic, st_error *err);
 
 /* st_state_apply_features in two steps: which features the state uses (only reads), then
- * the envelope's version and features set accordingly. */
-void st__state_features_scan(const st_state *s, int used[8]);
+ * the envelope's version and features set accordingly. `untouched` (may be NULL) tells a
+ * resource (at index i of the resources) an edit session left as it was: it is searched
+ * only for the features not in s->known_absent. */
+void st__state_features_scan(const st_state *s, int used[8],
+			     int (*untouched)(const json_t *r, size_t i, void *ctx), void *ctx);
 int st__state_features_set(st_state *s, const int used[8]);
 
 /* Known features of deployment v4. */
@@ -227,6 +272,34 @@ st_strmap_slot *st_strmap_getn(const st_strmap *m, const char *key, size_t n);
 /* Finds or inserts; *created tells which. NULL when out of memory. */
 st_strmap_slot *st_strmap_put(st_strmap *m, const char *key, int *created);
 st_strmap_slot *st_strmap_putn(st_strmap *m, const char *key, size_t n, int *created);
+
+/* A prefilter for probing a small string set with many strings (references against a few
+ * URNs): one bit per hash of the length and the last eight bytes, so that most misses are
+ * told without hashing the whole string. A clear bit: not in the set; a set bit: look in
+ * the map. */
+typedef struct st_prefilter {
+	uint64_t bits[1024];
+} st_prefilter;
+
+static inline unsigned st__prefilter_bit(const char *s, size_t n)
+{
+	uint64_t t = 0;
+	memcpy(&t, n >= 8 ? s + n - 8 : s, n >= 8 ? 8 : n);
+	t = (t ^ ((uint64_t)n * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+	return (unsigned)(t >> 48);
+}
+
+static inline void st_prefilter_add(st_prefilter *f, const char *s, size_t n)
+{
+	unsigned b = st__prefilter_bit(s, n);
+	f->bits[b >> 6] |= 1ULL << (b & 63);
+}
+
+static inline int st_prefilter_maybe(const st_prefilter *f, const char *s, size_t n)
+{
+	unsigned b = st__prefilter_bit(s, n);
+	return (f->bits[b >> 6] >> (b & 63)) & 1;
+}
 
 /* Embedded copies of the files in schemas/ (generated at build time). */
 typedef struct st_embedded_schema {

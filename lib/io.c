@@ -544,6 +544,7 @@ int st__file_write_atomic_fill(const char *path, int (*fill)(void *ctx, int fd, 
 		goto fail_tmp;
 	}
 	st__crash_point("write", 1);
+	st__phase("write: file written");
 	if (fchmod(fd, mode) < 0 || fsync(fd) < 0) {
 		st__err_file(err, path);
 		rc = st__err(err, ST_EIO, "cannot sync '%s': %s", tmp, strerror(errno));
@@ -551,6 +552,7 @@ int st__file_write_atomic_fill(const char *path, int (*fill)(void *ctx, int fd, 
 	}
 	close(fd);
 	fd = -1;
+	st__phase("write: fsync");
 	if (proceed && (rc = proceed(proceed_ctx)) != ST_OK)
 		goto fail_tmp; /* the caller decided against it: the old file stays */
 	st__crash_point("write", 2);
@@ -567,6 +569,7 @@ int st__file_write_atomic_fill(const char *path, int (*fill)(void *ctx, int fd, 
 	}
 	st__crash_point("write", 4);
 	fsync_dir(dir);
+	st__phase("write: checked, backed up, renamed");
 	goto out;
 fail_tmp:
 	if (fd >= 0)

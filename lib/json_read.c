@@ -56,6 +56,7 @@ typedef struct parser {
 	int saw_html_escape;
 	int saw_long_bf;
 	int saw_short_bf;
+	unsigned features; /* which features' marks were seen (st__feature_key; bytestring) */
 	size_t lenient; /* how many leniency warnings were recorded (capped) */
 	/* path for pointers */
 	frame *frames;
@@ -613,6 +614,7 @@ static json_t *parse_object(parser *ps)
 		f->key = key;
 		f->owned = keycopy;
 		f->keylen = keylen;
+		ps->features |= st__feature_key(key, keylen);
 		if (bad)
 			lenient(ps, "json/invalid-utf8",
 				"object key with invalid UTF-8 or a lone surrogate (read as U+FFFD, "
@@ -774,6 +776,8 @@ static json_t *parse_value(parser *ps)
 		if (parse_string_raw(ps, &s, &n, &bad) < 0)
 			return NULL;
 		v = json_stringn_nocheck(s, n);
+		if (n == sizeof(ST_SIG_BYTESTRING) - 1 && !memcmp(s, ST_SIG_BYTESTRING, n))
+			ps->features |= 1u << ST_FEATURE_BYTESTRING;
 		if (!v) {
 			fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
 			return NULL;
@@ -839,6 +843,7 @@ typedef struct split {
 	st_error err;
 	st_problems problems;
 	int saw_html_escape, saw_long_bf, saw_short_bf;
+	unsigned features;
 } split;
 
 /* The next quote or backslash at or after p (e if none). */
@@ -1020,6 +1025,7 @@ done:
 	sp->saw_html_escape = b.saw_html_escape;
 	sp->saw_long_bf = b.saw_long_bf;
 	sp->saw_short_bf = b.saw_short_bf;
+	sp->features = b.features;
 	for (size_t i = 0; i < b.nframes; i++)
 		free(b.frames[i].owned);
 	free(b.frames);
@@ -1125,6 +1131,7 @@ __attribute__((noinline)) static int split_join(parser *ps, json_t *arr, size_t 
 	ps->saw_html_escape |= sp->saw_html_escape;
 	ps->saw_long_bf |= sp->saw_long_bf;
 	ps->saw_short_bf |= sp->saw_short_bf;
+	ps->features |= sp->features;
 	if (!sp->ok) {
 		ps->failed = 1;
 		ps->code = sp->code;
@@ -1213,12 +1220,12 @@ int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
 		  const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 		  st_error *err)
 {
-	return st__json_parse_ex(out, buf, len, name, limits, style_out, problems, 0, err);
+	return st__json_parse_ex(out, buf, len, name, limits, style_out, problems, 0, NULL, err);
 }
 
 int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *name,
 		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
-		      int mapped, st_error *err)
+		      int mapped, unsigned *features, st_error *err)
 {
 	parser ps;
 	split spl;
@@ -1275,6 +1282,8 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 		style_out->short_bf = ps.saw_long_bf && !ps.saw_short_bf ? 0 : 1;
 		style_out->trailing_newline = len > 0 && buf[len - 1] == '\n';
 	}
+	if (features)
+		*features = ps.features;
 	*out = v;
 	return ST_OK;
 }

@@ -397,6 +397,20 @@ static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind k
  * Only reads the values.
  */
 static __thread const json_t *split_target;
+static __thread void (*core_free_fn)(void *);
+static __thread void *core_free_ctx;
+
+void st__json_write_on_core_free(void (*fn)(void *), void *ctx)
+{
+	core_free_fn = fn;
+	core_free_ctx = ctx;
+}
+
+static void core_free(void (*fn)(void *), void *ctx)
+{
+	if (fn)
+		fn(ctx);
+}
 
 typedef struct split_job {
 	const json_t *arr;
@@ -407,6 +421,8 @@ typedef struct split_job {
 	st_buf out;
 	int rc;
 	pthread_t thread;
+	void (*core_free)(void *);
+	void *core_free_ctx;
 } split_job;
 
 static void *split_main(void *arg)
@@ -420,6 +436,7 @@ static void *split_main(void *arg)
 		j->rc = write_value(&j->out, json_array_get(j->arr, i), j->st, j->kind,
 				    j->depth + 1);
 	}
+	core_free(j->core_free, j->core_free_ctx);
 	return NULL;
 }
 
@@ -439,6 +456,8 @@ __attribute__((noinline)) static int write_array_split(st_buf *b, const json_t *
 	job.st = st;
 	job.kind = kind;
 	job.depth = depth;
+	job.core_free = core_free_fn;
+	job.core_free_ctx = core_free_ctx;
 	st_buf_init(&job.out);
 	{
 		/* the writer recurses once per nesting level, as on the calling thread */
@@ -452,6 +471,8 @@ __attribute__((noinline)) static int write_array_split(st_buf *b, const json_t *
 			pthread_attr_destroy(&attr);
 		}
 	}
+	if (!split)
+		core_free(core_free_fn, core_free_ctx);
 	st_buf_addc(b, '[');
 	for (size_t i = 0; i < end; i++) {
 		if (i)
@@ -616,6 +637,8 @@ int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind ki
 {
 	int rc;
 	split_target = st__threads_ok() ? big_array(v, 0, NULL) : NULL;
+	if (!split_target)
+		core_free(core_free_fn, core_free_ctx);
 	rc = write_value(b, v, style, kind, 0);
 	split_target = NULL;
 	if (rc < 0 || b->oom)

@@ -202,12 +202,14 @@ static int load_buffer(st_state **out, const void *buf, size_t len, const char *
 	st_problems problems = {0};
 	st_style style;
 	json_t *root = NULL;
+	unsigned features = ST_FEATURES_ALL;
 	int rc;
 
 	*out = NULL;
 	if (opts)
 		lim.max_depth = opts->max_depth;
-	rc = st__json_parse_ex(&root, buf, len, name, &lim, &style, &problems, mapped, err);
+	rc = st__json_parse_ex(&root, buf, len, name, &lim, &style, &problems, mapped,
+			       &features, err);
 	if (rc) {
 		st__err_file(err, name);
 		st_problems_clear(&problems);
@@ -215,6 +217,8 @@ static int load_buffer(st_state **out, const void *buf, size_t len, const char *
 	}
 	rc = st_state_from_json(out, root, &style, &problems, name, err);
 	st_problems_clear(&problems); /* empty unless st_state_from_json failed */
+	if (rc == ST_OK)
+		(*out)->known_absent = ~features & ST_FEATURES_ALL;
 	return rc;
 }
 
@@ -300,8 +304,11 @@ int st_json_load_file(json_t **out, const char *path, size_t max_size,
 
 	*out = NULL;
 	if (strcmp(path, "-") != 0 && map_file(path, max_size, &map, &len) == 0) {
-		rc = st__json_parse_ex(out, map, len, shown, limits, style_out, problems, 1, err);
+		st__phase(NULL);
+		rc = st__json_parse_ex(out, map, len, shown, limits, style_out, problems, 1, NULL,
+				       err);
 		munmap(map, len);
+		st__phase("load: parsed");
 	} else {
 		rc = st_file_read(path, max_size, &buf, &len, NULL, err);
 		if (rc)
@@ -321,8 +328,10 @@ static int load_mapped(st_state **out, const char *path, const st_load_opts *opt
 	size_t len;
 	if (map_file(path, opts ? opts->max_size : 0, &map, &len) != 0)
 		return 1;
+	st__phase(NULL);
 	int rc = load_buffer(out, map, len, path, opts, 1, err);
 	munmap(map, len);
+	st__phase("load: parsed");
 	return rc;
 }
 
@@ -680,8 +689,6 @@ int st_state_save(st_state *s, const char *path, const st_write_opts *opts, st_e
 
 /* ---- features ---- */
 
-#define SIG_KEY "4dabf18193072939515e22adb298388d"
-#define SIG_BYTESTRING "803fd3297a5875dc03ca845dda5d2a98"
 
 /* Does a property value hold a bytestring signature? The signature key is looked for among
  * each object's keys (cheaper than hashing it); scalars are not descended into. */
@@ -698,8 +705,8 @@ static int uses_bytestring(const json_t *v, int depth)
 		/* one pass: the signature among the keys, containers descended into */
 		json_object_keylen_foreach((json_t *)v, k, kl, c) {
 			if (json_is_string(c)) {
-				if (kl == sizeof(SIG_KEY) - 1 && !memcmp(k, SIG_KEY, kl) &&
-				    !strcmp(json_string_value(c), SIG_BYTESTRING))
+				if (kl == sizeof(ST_SIG_KEY) - 1 && !memcmp(k, ST_SIG_KEY, kl) &&
+				    !strcmp(json_string_value(c), ST_SIG_BYTESTRING))
 					return 1;
 			} else if ((json_is_object(c) || json_is_array(c)) &&
 				   uses_bytestring(c, depth + 1)) {
@@ -714,12 +721,19 @@ static int uses_bytestring(const json_t *v, int depth)
 	return 0;
 }
 
-/* The features a resource uses, in one pass over its keys. */
-static void resource_features(const json_t *r, int used[])
+/* The features a resource uses among those in `look` (bits as ST_FEATURE_*), in one pass over
+ * its keys. */
+static void resource_features(const json_t *r, int used[], unsigned look)
 {
 	const char *k;
 	size_t kl;
 	json_t *v;
+
+	for (int f = 0; f < 8; f++)
+		if (used[f])
+			look &= ~(1u << f);
+	if (!look)
+		return;
 
 	json_object_keylen_foreach((json_t *)r, k, kl, v) {
 		if (ST_KEY_IS(k, kl, "refreshBeforeUpdate")) {
@@ -744,13 +758,14 @@ static void resource_features(const json_t *r, int used[])
 			if (!st_json_is_empty(v))
 				used[6] = 1;
 		} else if (ST_KEY_IS(k, kl, "inputs") || ST_KEY_IS(k, kl, "outputs")) {
-			if (!used[7] && uses_bytestring(v, 0))
+			if ((look >> ST_FEATURE_BYTESTRING & 1) && !used[7] && uses_bytestring(v, 0))
 				used[7] = 1;
 		}
 	}
 }
 
-void st__state_features_scan(const st_state *s, int used[8])
+void st__state_features_scan(const st_state *s, int used[8],
+			     int (*untouched)(const json_t *r, size_t i, void *ctx), void *ctx)
 {
 	json_t *dep = st_state_deployment(s), *res, *r, *ops, *op;
 	size_t i;
@@ -760,10 +775,12 @@ void st__state_features_scan(const st_state *s, int used[8])
 		return;
 	res = dep ? json_object_get(dep, "resources") : NULL;
 	json_array_foreach(res, i, r)
-		resource_features(r, used);
+		resource_features(r, used, untouched && untouched(r, i, ctx) ?
+						   ~s->known_absent & ST_FEATURES_ALL
+						   : ST_FEATURES_ALL);
 	ops = dep ? json_object_get(dep, "pending_operations") : NULL;
 	json_array_foreach(ops, i, op)
-		resource_features(json_object_get(op, "resource"), used);
+		resource_features(json_object_get(op, "resource"), used, ST_FEATURES_ALL);
 	if (dep && !st_json_is_empty(json_object_get(dep, "snippets")))
 		used[5] = 1;
 }
@@ -777,6 +794,11 @@ int st__state_features_set(st_state *s, const int used[8])
 
 	if (s->version < 3)
 		return 0;
+	/* the scan looked for each feature wherever it could be */
+	s->known_absent = 0;
+	for (int k = 0; k < 8; k++)
+		if (!used[k])
+			s->known_absent |= 1u << k;
 	arr = json_array();
 	for (int k = 0; k < 8; k++) {
 		if (used[sorted_idx[k]]) {
@@ -800,7 +822,7 @@ int st__state_features_set(st_state *s, const int used[8])
 int st_state_apply_features(st_state *s)
 {
 	int used[8];
-	st__state_features_scan(s, used);
+	st__state_features_scan(s, used, NULL, NULL);
 	return st__state_features_set(s, used);
 }
 

@@ -917,7 +917,9 @@ int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_err
 			st_error ierr;
 			st_error_clear(&ierr);
 			int irc = st_integrity_check(s, &integ, &ierr);
+			st__phase("validate: integrity rules");
 			pthread_join(th, NULL);
+			st__phase("validate: schemas (beside them)");
 			st_schema_free(builtin);
 			rc = append_problems(out, &job.out);
 			if (job.rc < 0) {
@@ -944,7 +946,9 @@ int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_err
 	st_schema_free(builtin);
 	if (rc < 0)
 		return rc;
+	st__phase("validate: schemas");
 	rc = st_integrity_check(s, out, err);
+	st__phase("validate: integrity rules");
 	if (rc)
 		return rc;
 	attach_urns(s, out, from);

@@ -259,6 +259,116 @@ static st_state *big_state(void)
 	return s;
 }
 
+/* A 700-resource state whose resource 10 carries `r10` and resource 20 `r20` (extra members,
+ * JSON text after a comma; at 610 and 620 when `late`), loaded from text or (from_json) built
+ * from a tree. */
+static st_state *marked_state(const char *r10, const char *r20, int from_json, int late)
+{
+	int a = late ? 610 : 10, z = late ? 620 : 20;
+	st_buf b;
+	st_state *s = NULL;
+	st_buf_init(&b);
+	st_buf_adds(&b, "{\"version\":3,\"deployment\":{\"manifest\":{},\"resources\":[");
+	for (int i = 0; i < 700; i++)
+		st_buf_printf(&b, "%s{\"urn\":\"urn:pulumi:dev::p::m:i:R::r%d\",\"custom\":true,"
+				  "\"id\":\"i%d\",\"type\":\"m:i:R\",\"inputs\":{\"x\":[{\"y\":%d}]}%s%s}",
+			      i ? "," : "", i, i, i, i == a || i == z ? "," : "",
+			      i == a ? r10 : i == z ? r20 : "");
+	st_buf_adds(&b, "]}}");
+	if (from_json) {
+		json_t *root = json_loadb(b.data, b.len, 0, NULL);
+		st_style st;
+		st_style_export(&st);
+		st.compact = 1;
+		assert_non_null(root);
+		assert_int_equal(st_state_from_json(&s, root, &st, NULL, "m.json", NULL), ST_OK);
+	} else {
+		assert_int_equal(st_state_load_buffer(&s, b.data, b.len, "m.json", NULL, NULL),
+				 ST_OK);
+	}
+	st_buf_free(&b);
+	return s;
+}
+
+/* An edit's commit looks only at the resources it changed for the features the loaded document
+ * holds no mark of; a feature used by a resource the edit did not touch is still declared
+ * (version 4), on one thread and two, by commit and by commit_save; a mark that is not a use
+ * (a property named "taint") changes nothing. */
+static void test_features_of_untouched(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *r10, *r20;
+		int from_json, late; /* late: the marks in the half a second thread parses */
+		const char *expect; /* the envelope's start after the edit */
+	} cases[] = {
+		{"\"taint\":true", "\"outputs\":{\"b\":{\"" ST_SIG_KEY "\":\"" ST_SIG_BYTESTRING
+		 "\",\"value\":\"AAE=\"}}", 0, 0,
+		 "{\"version\":4,\"features\":[\"byteString\",\"taint\"],"},
+		{"\"taint\":true", "\"outputs\":{\"b\":{\"" ST_SIG_KEY "\":\"" ST_SIG_BYTESTRING
+		 "\",\"value\":\"AAE=\"}}", 0, 1,
+		 "{\"version\":4,\"features\":[\"byteString\",\"taint\"],"},
+		{"\"taint\":true", "\"outputs\":{\"b\":{\"" ST_SIG_KEY "\":\"" ST_SIG_BYTESTRING
+		 "\",\"value\":\"AAE=\"}}", 1, 0,
+		 "{\"version\":4,\"features\":[\"byteString\",\"taint\"],"},
+		{"\"outputs\":{\"taint\":true}", "\"outputs\":{\"s\":\"" ST_SIG_BYTESTRING "\"}", 0, 0,
+		 "{\"version\":3,\"deployment\""},
+		{"\"protect\":true", "\"outputs\":{}", 0, 0, "{\"version\":3,\"deployment\""},
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		for (int way = 0; way < 4; way++) {
+			st_state *s;
+			char *dir = tu_tmpdir(), *p = st_path_join(dir, "f.json"), *out;
+			size_t target = 300, deleted = 0, len;
+			st_edit *e;
+			setenv("STATETOOL_THREADS", way & 1 ? "2" : "1", 1);
+			if (cases[k].late)
+				setenv("STATETOOL_PARSE_SPLIT", "1000", 1);
+			size_t splits = st__json_splits();
+			s = marked_state(cases[k].r10, cases[k].r20, cases[k].from_json,
+					 cases[k].late);
+			unsetenv("STATETOOL_PARSE_SPLIT");
+			if (cases[k].late && (way & 1))
+				assert_int_equal(st__json_splits(), splits + 1);
+			assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+			assert_int_equal(st_edit_delete(e, &target, 1, 0, &deleted, NULL), ST_OK);
+			assert_int_equal(deleted, 1);
+			if (way & 2) {
+				int written = 0;
+				assert_int_equal(st_edit_commit_save(e, p, NULL, 0, NULL, NULL,
+								     &written, NULL),
+						 ST_OK);
+				assert_int_equal(written, 1);
+				out = tu_read(p, &len);
+			} else {
+				assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
+				assert_int_equal(st_state_dump(s, NULL, &out, &len, NULL), ST_OK);
+			}
+			unsetenv("STATETOOL_THREADS");
+			if (strncmp(out, cases[k].expect, strlen(cases[k].expect)))
+				fail_msg("case %zu, way %d: %.80s", k, way, out);
+			free(out);
+			st_edit_free(e);
+			st_state_free(s);
+			free(p);
+			tu_rmdir(dir);
+		}
+	}
+	/* a feature the edit brings in is found in what it changed */
+	st_state *s = marked_state("\"protect\":true", "\"outputs\":{}", 0, 0);
+	st_edit *e;
+	char *out;
+	size_t len, t = 30, changed = 0;
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_set_flag(e, &t, 1, "taint", 1, &changed, NULL), ST_OK);
+	assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
+	assert_int_equal(st_state_dump(s, NULL, &out, &len, NULL), ST_OK);
+	assert_non_null(strstr(out, "{\"version\":4,\"features\":[\"taint\"],"));
+	free(out);
+	st_edit_free(e);
+	st_state_free(s);
+}
+
 /* On a big state commit checks integrity on this thread while another computes the diff and
  * the features: the same diff and the same bytes as on one thread. */
 static void test_commit_two_threads(void **state)
@@ -395,6 +505,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_state_error_counts),
 		cmocka_unit_test(test_commit_two_threads),
 		cmocka_unit_test(test_commit_save),
+		cmocka_unit_test(test_features_of_untouched),
 		cmocka_unit_test(test_dependents_fixpoint),
 		cmocka_unit_test(test_repair_cycle_and_determinism),
 		cmocka_unit_test(test_rename_rewrites_everything),
