@@ -127,37 +127,64 @@ int st_json_format_number(double v, char *buf, size_t size)
 
 static const char hexdigits[] = "0123456789abcdef";
 
+/* Appends, the common case inline: room in the buffer (st_buf_add grows or flushes it). */
+static inline void put(st_buf *b, const void *p, size_t n)
+{
+	if (b->len + n < b->cap) {
+		memcpy(b->data + b->len, p, n);
+		b->len += n;
+		b->data[b->len] = '\0';
+	} else {
+		st_buf_add(b, p, n);
+	}
+}
+
+static inline void putch(st_buf *b, char c)
+{
+	if (b->len + 1 < b->cap) {
+		b->data[b->len++] = c;
+		b->data[b->len] = '\0';
+	} else {
+		st_buf_addc(b, c);
+	}
+}
+
+/* Which bytes stop the copying of a string: 1 always (control characters, '"', '\\', the
+ * first byte of U+2028/U+2029), 2 only when HTML characters are escaped ('<', '>', '&'). */
+static const unsigned char stop[256] = {
+	[0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0xe2] = 1, ['<'] = 2, ['>'] = 2, ['&'] = 2,
+};
+
 static void write_string(st_buf *b, const char *s, size_t n, const st_style *st)
 {
 	const unsigned char *p = (const unsigned char *)s, *e = p + n, *run;
+	const unsigned mask = st->escape_html ? 3 : 1;
 
 	if (st_buf_reserve(b, n + 2) < 0)
 		return;
-	st_buf_addc(b, '"');
+	putch(b, '"');
 	run = p;
-	while (p < e) {
+	for (;;) {
+		while (e - p >= 4 && !(stop[p[0]] & mask) && !(stop[p[1]] & mask) &&
+		       !(stop[p[2]] & mask) && !(stop[p[3]] & mask))
+			p += 4;
+		while (p < e && !(stop[*p] & mask))
+			p++;
+		if (p >= e)
+			break;
 		unsigned c = *p;
 		const char *esc = NULL;
 		char u[7];
-		if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' &&
-		    c != 0xe2) {
-			p++;
-			continue;
-		}
 		if (c == 0xe2) {
 			/* U+2028 (e2 80 a8) and U+2029 (e2 80 a9) */
 			if (e - p >= 3 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
-				st_buf_add(b, run, (size_t)(p - run));
-				st_buf_add(b, p[2] == 0xa8 ? "\\u2028" : "\\u2029", 6);
+				put(b, run, (size_t)(p - run));
+				put(b, p[2] == 0xa8 ? "\\u2028" : "\\u2029", 6);
 				p += 3;
 				run = p;
 			} else {
 				p++;
 			}
-			continue;
-		}
-		if ((c == '<' || c == '>' || c == '&') && !st->escape_html) {
-			p++;
 			continue;
 		}
 		switch (c) {
@@ -180,13 +207,13 @@ static void write_string(st_buf *b, const char *s, size_t n, const st_style *st)
 			u[6] = '\0';
 			esc = u;
 		}
-		st_buf_add(b, run, (size_t)(p - run));
-		st_buf_adds(b, esc);
+		put(b, run, (size_t)(p - run));
+		put(b, esc, strlen(esc));
 		p++;
 		run = p;
 	}
-	st_buf_add(b, run, (size_t)(p - run));
-	st_buf_addc(b, '"');
+	put(b, run, (size_t)(p - run));
+	putch(b, '"');
 }
 
 /* ---- kinds: which objects are Go structs and which are maps ---- */
@@ -376,7 +403,19 @@ static int cmp_member(const void *a, const void *b)
 
 static void newline(st_buf *b, const st_style *st, size_t depth)
 {
-	size_t il = strlen(st->indent);
+	/* a newline and up to 32 levels of 4-space indentation (the export's) */
+	static const char spaces[] = "\n" "                                                  "
+				     "                                                  "
+				     "                            ";
+	_Static_assert(sizeof(spaces) == 2 + 4 * 32, "a newline and 32 levels");
+	size_t il = st->indent[0] == ' ' && st->indent[1] == ' ' && st->indent[2] == ' ' &&
+				    st->indent[3] == ' ' && !st->indent[4]
+			    ? 4
+			    : strlen(st->indent);
+	if (il == 4 && depth <= 32) {
+		put(b, spaces, 1 + 4 * depth);
+		return;
+	}
 	if (st_buf_reserve(b, 1 + il * depth) < 0)
 		return;
 	b->data[b->len++] = '\n';
@@ -430,7 +469,7 @@ static void *split_main(void *arg)
 	split_job *j = arg;
 	size_t len = json_array_size(j->arr);
 	for (size_t i = j->from; i < len && j->rc == 0; i++) {
-		st_buf_addc(&j->out, ',');
+		putch(&j->out, ',');
 		if (!j->st->compact)
 			newline(&j->out, j->st, j->depth + 1);
 		j->rc = write_value(&j->out, json_array_get(j->arr, i), j->st, j->kind,
@@ -473,10 +512,10 @@ __attribute__((noinline)) static int write_array_split(st_buf *b, const json_t *
 	}
 	if (!split)
 		core_free(core_free_fn, core_free_ctx);
-	st_buf_addc(b, '[');
+	putch(b, '[');
 	for (size_t i = 0; i < end; i++) {
 		if (i)
-			st_buf_addc(b, ',');
+			putch(b, ',');
 		if (!st->compact)
 			newline(b, st, depth + 1);
 		if (write_value(b, json_array_get(v, i), st, kind, depth + 1) < 0) {
@@ -500,7 +539,7 @@ __attribute__((noinline)) static int write_array_split(st_buf *b, const json_t *
 	}
 	if (!st->compact)
 		newline(b, st, depth);
-	st_buf_addc(b, ']');
+	putch(b, ']');
 	return 0;
 }
 
@@ -515,7 +554,7 @@ static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kin
 	int sorted = 1, rc = 0;
 
 	if (n == 0) {
-		st_buf_add(b, "{}", 2);
+		put(b, "{}", 2);
 		return 0;
 	}
 	if (n > 32) {
@@ -535,14 +574,14 @@ static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kin
 	}
 	if (!sorted && kind_sorts_keys(kind))
 		qsort(m, n, sizeof(*m), cmp_member);
-	st_buf_addc(b, '{');
+	putch(b, '{');
 	for (i = 0; i < n && rc == 0; i++) {
 		if (i)
-			st_buf_addc(b, ',');
+			putch(b, ',');
 		if (!st->compact)
 			newline(b, st, depth + 1);
 		write_string(b, m[i].key, m[i].keylen, st);
-		st_buf_add(b, st->compact ? ":" : ": ", st->compact ? 1 : 2);
+		put(b, st->compact ? ":" : ": ", st->compact ? 1 : 2);
 		/* Keys may hold NUL (jansson *n calls); kinds only match plain keys. */
 		rc = write_value(b, m[i].value, st,
 				 strlen(m[i].key) == m[i].keylen ? member_kind(kind, m[i].key)
@@ -551,7 +590,7 @@ static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kin
 	}
 	if (!st->compact)
 		newline(b, st, depth);
-	st_buf_addc(b, '}');
+	putch(b, '}');
 	if (m != stackm)
 		free(m);
 	return rc;
@@ -571,15 +610,15 @@ static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind k
 	case JSON_ARRAY: {
 		size_t len = json_array_size(v);
 		if (len == 0) {
-			st_buf_add(b, "[]", 2);
+			put(b, "[]", 2);
 			return 0;
 		}
 		if (v == split_target)
 			return write_array_split(b, v, st, kind, depth);
-		st_buf_addc(b, '[');
+		putch(b, '[');
 		for (size_t i = 0; i < len; i++) {
 			if (i)
-				st_buf_addc(b, ',');
+				putch(b, ',');
 			if (!st->compact)
 				newline(b, st, depth + 1);
 			if (write_value(b, json_array_get(v, i), st, kind, depth + 1) < 0)
@@ -587,7 +626,7 @@ static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind k
 		}
 		if (!st->compact)
 			newline(b, st, depth);
-		st_buf_addc(b, ']');
+		putch(b, ']');
 		return 0;
 	}
 	case JSON_STRING:
@@ -598,16 +637,16 @@ static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind k
 		n = st_json_format_number(json_number_value(v), num, sizeof(num));
 		if (n < 0)
 			return -1;
-		st_buf_add(b, num, (size_t)n);
+		put(b, num, (size_t)n);
 		return 0;
 	case JSON_TRUE:
-		st_buf_add(b, "true", 4);
+		put(b, "true", 4);
 		return 0;
 	case JSON_FALSE:
-		st_buf_add(b, "false", 5);
+		put(b, "false", 5);
 		return 0;
 	case JSON_NULL:
-		st_buf_add(b, "null", 4);
+		put(b, "null", 4);
 		return 0;
 	}
 	return -1;
@@ -644,7 +683,7 @@ int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind ki
 	if (rc < 0 || b->oom)
 		return b->oom ? ST_ENOMEM : ST_EINVAL;
 	if (style->trailing_newline)
-		st_buf_addc(b, '\n');
+		putch(b, '\n');
 	return b->oom ? ST_ENOMEM : ST_OK;
 }
 
