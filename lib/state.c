@@ -620,7 +620,6 @@ static int sink_fd(void *ctx, const char *p, size_t n)
 	/* The disk starts on these bytes now, while the rest is made: the fsync before the
 	 * rename then waits for the last few chunks, not the whole file. (Not every file
 	 * system can: an error only means the fsync does it all.) */
-	if (getenv("STATETOOL_SFR"))
 	(void)sync_file_range(c->fd, c->off, (off_t)n, SYNC_FILE_RANGE_WRITE);
 #endif
 	c->off += (off_t)n;
