@@ -644,19 +644,15 @@ static size_t rewrite_refs(json_t *r, const st_strmap *map, const st_strmap *pro
 	return n;
 }
 
-static int needs_rewrite(const json_t *r, const st_strmap *map, const st_strmap *provmap)
-{
-	return refers(r, map, provmap);
-}
-
 int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *err)
 {
 	json_t *res = resources(e), *r, *ops;
-	size_t N = json_array_size(res), i, copies = 0;
+	size_t N = json_array_size(res), i, copies = 0, nhits = 0, *hits = NULL;
 	const char *old;
 	char *nu = NULL, *oldref = NULL, *newref = NULL;
 	st_urn pu;
 	st_strmap map, provmap;
+	st_prefilter *f = NULL; /* map's and provmap's */
 	int created, rc = ST_OK;
 
 	if (target >= N)
@@ -676,37 +672,17 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 			 (int)pu.project_len, pu.project, (int)pu.qtype_len, pu.qtype, new_name);
 	if (!nu)
 		return st__err(err, ST_ENOMEM, "out of memory");
-	json_array_foreach(res, i, r) {
-		const char *u = st_json_str(r, "urn");
-		if (u && !strcmp(u, nu)) {
-			rc = st__err(err, ST_ECONFLICT,
-				     "The chosen new urn for the state corresponds to an already "
-				     "existing resource: %s",
-				     nu);
-			free(nu);
-			return rc;
-		}
-		if (u && !strcmp(u, old))
-			copies++;
-	}
-	if (copies > 1) {
-		rc = st__err(err, ST_EAMBIGUOUS,
-			     "The input URN ambiguously refers to multiple resources: %zu resources "
-			     "share %s (copies marked delete: true); rename after the next update",
-			     copies, old);
-		free(nu);
-		return rc;
-	}
 	old = st_strdup(old);
 	st_strmap_init(&map);
 	st_strmap_init(&provmap);
-	st_strmap_slot *sl = old ? st_strmap_put(&map, old, &created) : NULL;
+	f = calloc(2, sizeof(*f));
+	hits = calloc(N + 1, sizeof(*hits));
+	st_strmap_slot *sl = old && f && hits ? put_f(&map, &f[0], old, &created) : NULL;
 	if (!sl) {
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
 	}
 	sl->p = nu;
-	r = json_array_get(res, target);
 	oldref = provider_ref_of(r);
 	if (!oldref && st_type_is_provider(st_json_str(r, "type") ? st_json_str(r, "type") : "")) {
 		rc = st__err(err, ST_ENOMEM, "out of memory");
@@ -715,12 +691,40 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 	if (oldref) {
 		const char *id = st_json_str(r, "id");
 		newref = st_asprintf("%s::%s", nu, id && *id ? id : ST_UNKNOWN_ID);
-		sl = newref ? st_strmap_put(&provmap, oldref, &created) : NULL;
+		sl = newref ? put_f(&provmap, &f[1], oldref, &created) : NULL;
 		if (!sl) {
 			rc = st__err(err, ST_ENOMEM, "out of memory");
 			goto out;
 		}
 		sl->p = newref;
+	}
+	/* One pass that only reads: the new URN taken already? the old one held by copies?
+	 * which resources refer to the old URN (or provider reference)? */
+	{
+		size_t nul = strlen(nu), oldl = strlen(old);
+		json_array_foreach(res, i, r) {
+			json_t *uv = json_object_get(r, "urn");
+			size_t ul = json_string_length(uv);
+			const char *u = json_string_value(uv);
+			if (u && ul == nul && !memcmp(u, nu, ul)) {
+				rc = st__err(err, ST_ECONFLICT,
+					     "The chosen new urn for the state corresponds to an "
+					     "already existing resource: %s",
+					     nu);
+				goto out;
+			}
+			if (u && ul == oldl && !memcmp(u, old, ul))
+				copies++;
+			if (refers_f(r, &map, &f[0], oldref ? &provmap : NULL, &f[1]))
+				hits[nhits++] = i;
+		}
+	}
+	if (copies > 1) {
+		rc = st__err(err, ST_EAMBIGUOUS,
+			     "The input URN ambiguously refers to multiple resources: %zu resources "
+			     "share %s (copies marked delete: true); rename after the next update",
+			     copies, old);
+		goto out;
 	}
 	r = cow(e, res, target);
 	if (!r) {
@@ -732,9 +736,8 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 		goto out;
 	}
 	st_changes_add(e->report, "renamed %s to %s", old, nu);
-	json_array_foreach(res, i, r) {
-		if (!needs_rewrite(r, &map, oldref ? &provmap : NULL))
-			continue;
+	for (size_t h = 0; h < nhits; h++) {
+		i = hits[h];
 		r = cow(e, res, i);
 		int oom = 0;
 		size_t k = r ? rewrite_refs(r, &map, oldref ? &provmap : NULL, &oom) : 0;
@@ -749,7 +752,8 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 	json_array_foreach(ops, i, r) {
 		json_t *rr = json_object_get(r, "resource");
 		const char *u = st_json_str(rr, "urn");
-		if (!(u && !strcmp(u, old)) && !needs_rewrite(rr, &map, oldref ? &provmap : NULL))
+		if (!(u && !strcmp(u, old)) &&
+		    !refers_f(rr, &map, &f[0], oldref ? &provmap : NULL, &f[1]))
 			continue;
 		r = cow(e, ops, i);
 		rr = json_object_get(r, "resource");
@@ -764,9 +768,12 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 		}
 		st_changes_add(e->report, "pending operation %zu: rewrote references", i);
 	}
+	st__phase("rename: references found and rewritten");
 out:
 	st_strmap_free(&map);
 	st_strmap_free(&provmap);
+	free(f);
+	free(hits);
 	free((char *)old);
 	free(nu);
 	free(oldref);
