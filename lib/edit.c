@@ -265,10 +265,8 @@ static int has(const st_strmap *m, const st_prefilter *f, const json_t *v)
 	return (!f || st_prefilter_maybe(f, s, n)) && st_strmap_getn(m, s, n) != NULL;
 }
 
-/* Does resource r refer to a URN in `urns` or a provider reference in `refs` (either
- * prefilter may be NULL)? One pass over r's members. */
-static int refers_f(const json_t *r, const st_strmap *urns, const st_prefilter *uf,
-		    const st_strmap *refs, const st_prefilter *rf)
+int st__refers(const json_t *r, const st_strmap *urns, const st_prefilter *uf,
+	       const st_strmap *refs, const st_prefilter *rf)
 {
 	size_t i, kl;
 	json_t *v, *m, *list;
@@ -314,18 +312,9 @@ static int refers_f(const json_t *r, const st_strmap *urns, const st_prefilter *
 
 static int refers(const json_t *r, const st_strmap *urns, const st_strmap *refs)
 {
-	return refers_f(r, urns, NULL, refs, NULL);
+	return st__refers(r, urns, NULL, refs, NULL);
 }
 
-/* Adds a key to a map and its prefilter (the key is borrowed). */
-static st_strmap_slot *put_f(st_strmap *m, st_prefilter *f, const char *key, int *created)
-{
-	size_t n = strlen(key);
-	st_strmap_slot *sl = st_strmap_putn(m, key, n, created);
-	if (sl)
-		st_prefilter_add(f, key, n);
-	return sl;
-}
 
 static char *provider_ref_of(const json_t *r)
 {
@@ -367,10 +356,10 @@ static int any_referred(json_t *res, const char *condemned, const size_t *target
 		r = json_array_get(res, targets[t]);
 		const char *u = st_json_str(r, "urn");
 		char *pref = provider_ref_of(r);
-		if (u && *u && !put_f(&urns, &f[0], u, &created))
+		if (u && *u && !st_strmap_put_f(&urns, &f[0], u, &created))
 			rc = ST_ENOMEM;
 		if (pref) {
-			st_strmap_slot *sl = put_f(&refs, &f[1], pref, &created);
+			st_strmap_slot *sl = st_strmap_put_f(&refs, &f[1], pref, &created);
 			if (sl && created)
 				sl->p = pref;
 			else
@@ -381,7 +370,7 @@ static int any_referred(json_t *res, const char *condemned, const size_t *target
 	}
 	if (rc == ST_OK)
 		json_array_foreach(res, i, r)
-			if (!condemned[i] && refers_f(r, &urns, &f[0], &refs, &f[1])) {
+			if (!condemned[i] && st__refers(r, &urns, &f[0], &refs, &f[1])) {
 				*referred = 1;
 				break;
 			}
@@ -455,7 +444,7 @@ int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, 
 		for (i = 0; referred && i < N; i++) {
 			r = json_array_get(res, i);
 			const char *u = st_json_str(r, "urn");
-			if (!condemned[i] && refers_f(r, &dead, &f[0], &deadprov, &f[1])) {
+			if (!condemned[i] && st__refers(r, &dead, &f[0], &deadprov, &f[1])) {
 				condemned[i] = dependent[i] = 1;
 				ndeps++;
 				changed = 1;
@@ -466,7 +455,7 @@ int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, 
 				if (c && c->b < c->a && condemned[i] != 2) {
 					c->b++;
 					condemned[i] = 2; /* counted */
-					if (c->b == c->a && !put_f(&dead, &f[0], u, &created)) {
+					if (c->b == c->a && !st_strmap_put_f(&dead, &f[0], u, &created)) {
 						rc = st__err(err, ST_ENOMEM, "out of memory");
 						goto out;
 					}
@@ -474,7 +463,7 @@ int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, 
 				}
 				char *pref = provider_ref_of(r);
 				if (pref) {
-					st_strmap_slot *ps = put_f(&deadprov, &f[1], pref, &created);
+					st_strmap_slot *ps = st_strmap_put_f(&deadprov, &f[1], pref, &created);
 					if (ps && created)
 						ps->p = pref;
 					else
@@ -677,7 +666,7 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 	st_strmap_init(&provmap);
 	f = calloc(2, sizeof(*f));
 	hits = calloc(N + 1, sizeof(*hits));
-	st_strmap_slot *sl = old && f && hits ? put_f(&map, &f[0], old, &created) : NULL;
+	st_strmap_slot *sl = old && f && hits ? st_strmap_put_f(&map, &f[0], old, &created) : NULL;
 	if (!sl) {
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
@@ -691,7 +680,7 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 	if (oldref) {
 		const char *id = st_json_str(r, "id");
 		newref = st_asprintf("%s::%s", nu, id && *id ? id : ST_UNKNOWN_ID);
-		sl = newref ? put_f(&provmap, &f[1], oldref, &created) : NULL;
+		sl = newref ? st_strmap_put_f(&provmap, &f[1], oldref, &created) : NULL;
 		if (!sl) {
 			rc = st__err(err, ST_ENOMEM, "out of memory");
 			goto out;
@@ -715,7 +704,7 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 			}
 			if (u && ul == oldl && !memcmp(u, old, ul))
 				copies++;
-			if (refers_f(r, &map, &f[0], oldref ? &provmap : NULL, &f[1]))
+			if (st__refers(r, &map, &f[0], oldref ? &provmap : NULL, &f[1]))
 				hits[nhits++] = i;
 		}
 	}
@@ -753,7 +742,7 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 		json_t *rr = json_object_get(r, "resource");
 		const char *u = st_json_str(rr, "urn");
 		if (!(u && !strcmp(u, old)) &&
-		    !refers_f(rr, &map, &f[0], oldref ? &provmap : NULL, &f[1]))
+		    !st__refers(rr, &map, &f[0], oldref ? &provmap : NULL, &f[1]))
 			continue;
 		r = cow(e, ops, i);
 		rr = json_object_get(r, "resource");

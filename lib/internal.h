@@ -177,6 +177,9 @@ int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind ki
  * busy: when the second half of the split array is written (from that thread), or at once
  * when there is no split. NULL: nothing called. st_edit_commit_save starts its check then. */
 void st__json_write_on_core_free(void (*fn)(void *), void *ctx);
+/* on: this thread's writes stay on this thread (no split; the caller keeps the other
+ * processor busy). */
+void st__json_write_one_thread(int on);
 
 /* Canonical field order of a struct kind: a NULL-terminated list, or NULL for map kinds. */
 const char *const *st_kind_fields(st_kind kind);
@@ -228,6 +231,9 @@ int st__integrity_check_ex(st_state *s, st_problems *out, int skip_magic, st_err
 void st__state_features_scan(const st_state *s, int used[8],
 			     int (*untouched)(const json_t *r, size_t i, void *ctx), void *ctx);
 int st__state_features_set(st_state *s, const int used[8]);
+/* st_state_apply_features looking only for the features not in s->known_absent (for a state
+ * whose every resource the caller knows to hold no more marks than s->known_absent allows). */
+int st__state_apply_features_known(st_state *s);
 
 /* Known features of deployment v4. */
 extern const char *const st_known_features[];
@@ -300,6 +306,23 @@ static inline int st_prefilter_maybe(const st_prefilter *f, const char *s, size_
 	unsigned b = st__prefilter_bit(s, n);
 	return (f->bits[b >> 6] >> (b & 63)) & 1;
 }
+
+/* Adds a key to a map and its prefilter (the key is borrowed). */
+static inline st_strmap_slot *st_strmap_put_f(st_strmap *m, st_prefilter *f, const char *key,
+					      int *created)
+{
+	size_t n = strlen(key);
+	st_strmap_slot *sl = st_strmap_putn(m, key, n, created);
+	if (sl)
+		st_prefilter_add(f, key, n);
+	return sl;
+}
+
+/* Does resource r refer (parent, deletedWith, dependencies, replaceWith, property
+ * dependencies) to a URN in `urns`, or (refs not NULL) by its provider to a reference in
+ * `refs`? The prefilters (may be NULL) are the maps'. One pass over r's members. */
+int st__refers(const json_t *r, const st_strmap *urns, const st_prefilter *uf,
+	       const st_strmap *refs, const st_prefilter *rf);
 
 /* Embedded copies of the files in schemas/ (generated at build time). */
 typedef struct st_embedded_schema {

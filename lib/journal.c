@@ -160,6 +160,31 @@ static int write_synced(const char *path, const void *data, size_t len, st_error
 	return write_synced_side(path, NULL, data, len, err);
 }
 
+/* A staged file written on a thread of its own (its writer on that one thread: the other
+ * staged file and the old files' hashes keep the other processor busy). */
+typedef struct stage_job {
+	const char *path;
+	side *sd;
+	st_error err;
+	int rc;
+} stage_job;
+
+static void *stage_main(void *arg)
+{
+	stage_job *j = arg;
+	st__json_write_one_thread(1);
+	j->rc = write_synced_side(j->path, j->sd, NULL, 0, &j->err);
+	return NULL;
+}
+
+static void *old_hashes_main(void *arg)
+{
+	side **both = arg;
+	old_hash_main(both[0]);
+	old_hash_main(both[1]);
+	return NULL;
+}
+
 static char *absolute(const char *path)
 {
 	char buf[4096];
@@ -228,24 +253,42 @@ static int write_pair(const char *op, const char *path_a, side *A, const char *p
 	A->path = a;
 	B->path = b;
 	{
-		/* the two old files' hashes side by side */
-		pthread_t th;
-		int threaded = st__threads_ok() && pthread_create(&th, NULL, old_hash_main, B) == 0;
-		old_hash_main(A);
-		if (threaded)
-			pthread_join(th, NULL);
-		else
-			old_hash_main(B);
-		if (A->rc < 0 || B->rc < 0) {
-			rc = st__err(err, ST_EIO, "cannot read '%s' or '%s'", a, b);
-			goto out;
+		/* The old files hashed on one thread while the two staged files are written, each
+		 * on a thread of its own (one after the other without threads). */
+		pthread_t hth, sth;
+		side *both[2] = {A, B};
+		stage_job job_b = {sb, B, {0}, ST_OK};
+		int hashing = 0, staging = 0, rc_b = ST_OK;
+		st_error_clear(&job_b.err);
+		if (st__threads_ok()) {
+			hashing = pthread_create(&hth, NULL, old_hashes_main, both) == 0;
+			staging = pthread_create(&sth, NULL, stage_main, &job_b) == 0;
 		}
+		if (!hashing)
+			old_hashes_main(both);
+		st__json_write_one_thread(staging);
+		rc = write_synced_side(sa, A, NULL, 0, err);
+		st__json_write_one_thread(0);
+		if (staging) {
+			pthread_join(sth, NULL);
+			rc_b = job_b.rc;
+		} else if (rc == ST_OK) {
+			rc_b = write_synced_side(sb, B, NULL, 0, &job_b.err);
+		}
+		if (hashing)
+			pthread_join(hth, NULL);
+		if (rc == ST_OK && rc_b != ST_OK) {
+			if (err)
+				*err = job_b.err;
+			rc = rc_b;
+		}
+		if (rc == ST_OK && (A->rc < 0 || B->rc < 0))
+			rc = st__err(err, ST_EIO, "cannot read '%s' or '%s'", a, b);
+		if (rc != ST_OK)
+			goto out_unstage; /* (a failed write removed its own file already) */
 	}
-	if ((rc = write_synced_side(sa, A, NULL, 0, err)) != ST_OK)
-		goto out;
+	st__phase("pair: old files hashed, both staged");
 	st__crash_point("pair", 1);
-	if ((rc = write_synced_side(sb, B, NULL, 0, err)) != ST_OK)
-		goto out_unstage;
 	st__crash_point("pair", 2);
 	j = json_pack("{s:i,s:s,s:s,s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s}]}",
 		      "statetool_journal", JOURNAL_VERSION, "hash", "blake2b-256", "operation", op,
@@ -275,6 +318,7 @@ static int write_pair(const char *op, const char *path_a, side *A, const char *p
 	unlink(ja);
 	st__crash_point("pair", 7);
 	unlink(jb);
+	st__phase("pair: journals written, files installed");
 	goto out;
 out_unstage:
 	unlink(sa);

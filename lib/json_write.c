@@ -436,8 +436,14 @@ static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind k
  * Only reads the values.
  */
 static __thread const json_t *split_target;
+static __thread int one_thread;
 static __thread void (*core_free_fn)(void *);
 static __thread void *core_free_ctx;
+
+void st__json_write_one_thread(int on)
+{
+	one_thread = on;
+}
 
 void st__json_write_on_core_free(void (*fn)(void *), void *ctx)
 {
@@ -675,7 +681,7 @@ static const json_t *big_array(const json_t *v, int depth, const json_t *best)
 int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind kind)
 {
 	int rc;
-	split_target = st__threads_ok() ? big_array(v, 0, NULL) : NULL;
+	split_target = st__threads_ok() && !one_thread ? big_array(v, 0, NULL) : NULL;
 	if (!split_target)
 		core_free(core_free_fn, core_free_ctx);
 	rc = write_value(b, v, style, kind, 0);

@@ -111,6 +111,7 @@ typedef struct ctx {
 	char *moved;         /* per source index: 1 moved */
 	st_strmap src_index; /* urn -> first index (a) */
 	st_strmap moved_urns;
+	st_prefilter *moved_f; /* moved_urns' */
 	st_strmap urnmap;    /* old urn -> new urn (p, owned) */
 	st_strmap provmap;   /* old ref -> new ref (p, owned) */
 	char *sstack, *sproj, *dstack, *dproj;
@@ -170,6 +171,34 @@ static void break_edges(json_t *r, const st_strmap *gone, st_changes *where)
 		st_changes_add(where, "  - %s is marked as deleted with %s", urn, dw);
 		json_object_del(r, "deletedWith");
 	}
+}
+
+/* A copy of r that break_edges may change: a new object whose edge lists are new arrays; the
+ * rest (inputs, outputs...) is shared with r, which stays as it was. */
+static json_t *edge_copy(json_t *r)
+{
+	static const char *const lists[] = {"dependencies", "replaceWith", NULL};
+	json_t *c = json_copy(r), *pd, *npd, *list;
+	const char *k;
+	if (!c)
+		return NULL;
+	for (int f = 0; lists[f]; f++) {
+		list = json_object_get(c, lists[f]);
+		if (json_is_array(list) && json_object_set_new(c, lists[f], json_copy(list)) < 0)
+			goto fail;
+	}
+	pd = json_object_get(c, "propertyDependencies");
+	if (json_is_object(pd)) {
+		if (!(npd = json_copy(pd)) || json_object_set_new(c, "propertyDependencies", npd) < 0)
+			goto fail;
+		json_object_foreach(pd, k, list)
+			if (json_is_array(list) && json_object_set_new(npd, k, json_copy(list)) < 0)
+				goto fail;
+	}
+	return c;
+fail:
+	json_decref(c);
+	return NULL;
 }
 
 /* Maps every reference of r through urnmap/provmap (only what is mapped). */
@@ -403,6 +432,7 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 		goto out;
 	/* Both must be valid (Pulumi refuses otherwise). */
 	check_both(src, &p, dst, &p2);
+	st__phase("move: both checked");
 	if (p.errors) {
 		rc = st__err(err, ST_EINTEGRITY, "failed to verify integrity of source snapshot: %s "
 			     "(statetool repair can fix it)", p.items[0].message);
@@ -422,7 +452,8 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 		goto out;
 	}
 	c->moved = calloc(c->n, 1);
-	if (!c->moved) {
+	c->moved_f = calloc(1, sizeof(*c->moved_f));
+	if (!c->moved || !c->moved_f) {
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -440,8 +471,9 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 	dres_old = st_state_resources(dst, 0);
 	json_array_foreach(dres_old, i, r) {
 		const char *u = st_json_str(r, "urn");
-		if (u)
-			st_strmap_put(&dst_urns, u, &created);
+		st_strmap_slot *sl = u ? st_strmap_put(&dst_urns, u, &created) : NULL;
+		if (sl)
+			sl->a = i + 1; /* the last resource of that URN */
 		if (is_root(r) && !c->droot)
 			c->droot = st_strdup(u);
 	}
@@ -466,8 +498,10 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 		const char *u = st_json_str(r, "urn");
 		if (!u)
 			continue;
-		if (c->moved[i])
-			st_strmap_put(&c->moved_urns, u, &created);
+		if (c->moved[i] && !st_strmap_put_f(&c->moved_urns, c->moved_f, u, &created)) {
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			goto out;
+		}
 	}
 	json_array_foreach(c->sres, i, r) {
 		const char *u = st_json_str(r, "urn");
@@ -475,11 +509,20 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 			st_strmap_put(&stay, u, &created);
 	}
 
-	/* Source: everything not moved, minus edges to what moved. */
+	/* Source: everything not moved, minus edges to what moved (copied only when it has
+	 * such an edge). */
 	json_array_foreach(c->sres, i, r) {
 		if (c->moved[i])
 			continue;
-		json_t *copy = json_deep_copy(r);
+		if (!st__refers(r, &c->moved_urns, c->moved_f, NULL, NULL)) {
+			json_array_append(new_src, r);
+			continue;
+		}
+		json_t *copy = edge_copy(r);
+		if (!copy) {
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			goto out;
+		}
 		size_t before = rep->broken_source.count;
 		break_edges(copy, &c->moved_urns, &rep->broken_source);
 		if (rep->broken_source.count > before) {
@@ -528,11 +571,15 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 			/* Already there: reuse it when it is the same provider. */
 			json_t *ex = NULL, *d;
 			size_t k;
-			json_array_foreach(new_dst, k, d) {
-				const char *du = st_json_str(d, "urn");
-				if (du && !strcmp(du, nu))
-					ex = d;
-			}
+			st_strmap_slot *dsl = st_strmap_get(&dst_urns, nu);
+			if (dsl->a) /* one of the destination's own */
+				ex = json_array_get(dres_old, dsl->a - 1);
+			else
+				json_array_foreach(new_dst, k, d) {
+					const char *du = st_json_str(d, "urn");
+					if (du && !strcmp(du, nu))
+						ex = d;
+				}
 			const char *eid = st_json_str(ex, "id");
 			if (ex && ((eid && id && !strcmp(eid, id)) ||
 				   json_equal(json_object_get(ex, "inputs") ? json_object_get(ex, "inputs")
@@ -751,7 +798,9 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 	/* Both results must be valid. */
 	st_problems_clear(&p);
 	st_problems_clear(&p2);
+	st__phase("move: resources moved");
 	check_both(src, &p2, dst, &p);
+	st__phase("move: both results checked");
 	if (p.errors) {
 		rc = st__err(err, ST_EINTEGRITY, "the destination would be invalid after the move "
 			     "(this is a bug): %s", p.items[0].message);
@@ -772,8 +821,12 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 								? "deployment" : "latest");
 		goto out;
 	}
-	st_state_apply_features(src);
-	st_state_apply_features(dst);
+	/* The features: the source lost resources, the destination took some of the source's;
+	 * what neither had a mark of, neither has now. */
+	dst->known_absent &= src->known_absent;
+	st__state_apply_features_known(src);
+	st__state_apply_features_known(dst);
+	st__phase("move: features");
 out:
 	json_decref(saved_s);
 	json_decref(saved_d);
@@ -782,6 +835,7 @@ out:
 	json_decref(new_src);
 	json_decref(new_dst);
 	free(c->moved);
+	free(c->moved_f);
 	free(c->sstack);
 	free(c->sproj);
 	free(c->dstack);

@@ -827,6 +827,21 @@ int st__state_features_set(st_state *s, const int used[8])
 	return n;
 }
 
+static int every(const json_t *r, size_t i, void *ctx)
+{
+	(void)r;
+	(void)i;
+	(void)ctx;
+	return 1;
+}
+
+int st__state_apply_features_known(st_state *s)
+{
+	int used[8];
+	st__state_features_scan(s, used, every, NULL);
+	return st__state_features_set(s, used);
+}
+
 int st_state_apply_features(st_state *s)
 {
 	int used[8];
