@@ -339,6 +339,10 @@ const char *st__deployment_pointer(const st_state *s);
 /* Edit sessions: the copy-on-write accessor (the element i of arr, copied unless the session
  * made it) and the resources / pending operations arrays, for modules that edit. */
 json_t *st__edit_cow(st_edit *e, json_t *arr, size_t i);
+/* Is v made by this session (changed in place, not copied, by cow)? Only reads. */
+int st__edit_is_fresh(st_edit *e, const json_t *v);
+/* Puts `copy` (a reference taken) at arr[i] as cow would have: the session's own from now. */
+int st__edit_install(st_edit *e, json_t *arr, size_t i, json_t *copy);
 st_state *st__edit_state(st_edit *e);
 void st__edit_report(st_edit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

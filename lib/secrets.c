@@ -6,6 +6,8 @@
  */
 #include "internal.h"
 
+#include <pthread.h>
+
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -740,10 +742,140 @@ static int encrypt_res(void *p, json_t *arr, size_t i, const char *base)
 	return rc;
 }
 
+/* The resources' secrets on two threads, for the built-in providers (their keys are only
+ * read; a custom provider's callbacks may not be safe on two threads): each thread copies and
+ * encrypts the resources of its half, then the copies are put in place and reported in file
+ * order, as on one thread. */
+typedef struct enc_job {
+	ectx c; /* the thread's own count and error */
+	st_error err;
+	json_t *arr;
+	size_t from, to;
+	json_t **copies;
+	size_t *counts;
+	const char *dbase;
+	int rc;
+} enc_job;
+
+static void *enc_main(void *arg)
+{
+	enc_job *j = arg;
+	char base[128];
+	for (size_t i = j->from; i < j->to && !j->rc; i++) {
+		json_t *r = json_array_get(j->arr, i), *t;
+		size_t before = j->c.count;
+		if (!has_secret(r))
+			continue;
+		t = st__edit_is_fresh(j->c.e, r) ? json_incref(r) : json_deep_copy(r);
+		if (!t) {
+			j->rc = st__err(&j->err, ST_ENOMEM, "out of memory");
+			break;
+		}
+		j->copies[i] = t;
+		snprintf(base, sizeof(base), "%s/resources/%zu", j->dbase, i);
+		j->rc = walk_resource(t, base, encrypt_one, &j->c);
+		j->counts[i] = j->c.count - before;
+	}
+	return NULL;
+}
+
+static int builtin(const st_secrets *s)
+{
+	return s && (s->kind == K_PASSPHRASE || s->kind == K_B64);
+}
+
+/* 1: not done here (one thread does it), else the outcome. */
+static int encrypt_two_threads(ectx *c)
+{
+	st_state *s = st__edit_state(c->e);
+	json_t *dep = st_state_deployment(s);
+	json_t *arr = dep ? json_object_get(dep, "resources") : NULL;
+	size_t n = json_array_size(arr);
+	json_t **copies;
+	size_t *counts;
+	enc_job job[2];
+	pthread_t th;
+	int rc = ST_OK;
+
+	if (n < 500 || !st__threads_ok() || !builtin(c->from) || !builtin(c->to))
+		return 1;
+	copies = calloc(n, sizeof(*copies));
+	counts = calloc(n, sizeof(*counts));
+	memset(job, 0, sizeof(job));
+	for (int k = 0; k < 2; k++) {
+		job[k].c = *c;
+		job[k].c.count = 0;
+		st_error_clear(&job[k].err);
+		job[k].c.err = &job[k].err;
+		job[k].arr = arr;
+		job[k].from = k ? n / 2 : 0;
+		job[k].to = k ? n : n / 2;
+		job[k].copies = copies;
+		job[k].counts = counts;
+		job[k].dbase = st__deployment_pointer(s);
+	}
+	if (!copies || !counts || pthread_create(&th, NULL, enc_main, &job[1]) != 0) {
+		free(copies);
+		free(counts);
+		return 1;
+	}
+	enc_main(&job[0]);
+	pthread_join(th, NULL);
+	for (int k = 0; k < 2 && !rc; k++)
+		if (job[k].rc) { /* the first in file order */
+			rc = job[k].rc;
+			if (c->err)
+				*c->err = job[k].err;
+		}
+	for (size_t i = 0; i < n; i++) {
+		json_t *t = copies[i];
+		if (!t)
+			continue;
+		if (rc) {
+			json_decref(t);
+			continue;
+		}
+		if (st__edit_install(c->e, arr, i, t) < 0) {
+			rc = st__err(c->err, ST_ENOMEM, "out of memory");
+			continue;
+		}
+		c->count += counts[i];
+		if (counts[i])
+			st__edit_report(c->e, "%s: %s %zu secret%s", st_json_str(t, "urn"),
+					c->rekey ? "re-encrypted" : "encrypted", counts[i],
+					counts[i] == 1 ? "" : "s");
+	}
+	free(copies);
+	free(counts);
+	return rc;
+}
+
+/* Encrypts (or re-encrypts) every secret of the session's state. */
+static int encrypt_all(ectx *c)
+{
+	st_state *s = st__edit_state(c->e);
+	json_t *dep = st_state_deployment(s), *ops;
+	const char *dbase = st__deployment_pointer(s);
+	char base[128];
+	int rc = encrypt_two_threads(c);
+
+	if (rc == 1)
+		return each_resource(s, encrypt_res, c);
+	if (rc)
+		return rc;
+	ops = dep ? json_object_get(dep, "pending_operations") : NULL;
+	for (size_t i = 0; i < json_array_size(ops); i++) {
+		snprintf(base, sizeof(base), "%s/pending_operations/%zu/resource", dbase, i);
+		if ((rc = encrypt_res(c, ops, i, base)) != 0)
+			return rc;
+	}
+	return ST_OK;
+}
+
 int st_edit_secrets_encrypt(st_edit *e, st_secrets *s, size_t *count, st_error *err)
 {
 	ectx c = {e, s, s, 0, 0, err};
-	int rc = each_resource(st__edit_state(e), encrypt_res, &c);
+	int rc = encrypt_all(&c);
 	if (count)
 		*count = c.count;
 	return rc;
@@ -754,14 +886,16 @@ int st_edit_secrets_rekey(st_edit *e, st_secrets *from, st_secrets *to, size_t *
 {
 	ectx c = {e, from, to, 1, 0, err};
 	st_state *s = st__edit_state(e);
+	st__phase("secrets: keys derived");
 	json_t *dep = st_state_deployment(s);
 	int rc;
 
 	if (!dep)
 		return st__err(err, ST_EINVAL, "the state has no deployment");
-	rc = each_resource(s, encrypt_res, &c);
+	rc = encrypt_all(&c);
 	if (rc)
 		return rc;
+	st__phase("secrets: re-encrypted");
 	json_t *sp = st_secrets_provider_json(to);
 	if (!sp)
 		return st__err(err, ST_ENOMEM, "out of memory");

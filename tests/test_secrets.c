@@ -219,6 +219,117 @@ static void test_custom_provider_encrypt_and_rekey(void **state)
 	st_state_free(s);
 }
 
+/* 700 resources, two of three with a plaintext secret; a passphrase provider. */
+static st_state *many_secrets(void)
+{
+	st_buf b;
+	st_state *s = NULL;
+	st_buf_init(&b);
+	st_buf_adds(&b, "{\"version\":3,\"deployment\":{\"manifest\":{},\"resources\":[");
+	for (int i = 0; i < 700; i++) {
+		st_buf_printf(&b, "%s{\"urn\":\"urn:pulumi:dev::p::m:i:R::r%d\",\"custom\":true,"
+				  "\"id\":\"i%d\",\"type\":\"m:i:R\",\"inputs\":{\"n\":%d",
+			      i ? "," : "", i, i, i);
+		if (i % 3)
+			st_buf_printf(&b, ",\"pw\":{\"4dabf18193072939515e22adb298388d\":"
+					  "\"1b47061264138c4ac30d75fd1eb44270\",\"plaintext\":"
+					  "\"\\\"secret-%d\\\"\"}", i);
+		st_buf_adds(&b, "}}");
+	}
+	st_buf_adds(&b, "]}}");
+	assert_int_equal(st_state_load_buffer(&s, b.data, b.len, "many.json", NULL, NULL), ST_OK);
+	st_buf_free(&b);
+	return s;
+}
+
+/* Encryption of a big state runs on two threads: the same report and, decrypted again, the
+ * same state as on one thread; a rekey that fails names the first bad secret in file order and
+ * leaves the state as it was. */
+static void test_encrypt_two_threads(void **state)
+{
+	(void)state;
+	char *out[2];
+	st_changes rep[2];
+	size_t n[2], len;
+	st_secrets *k, *k2;
+	assert_int_equal(st_secrets_new_passphrase(&k, "pw", 2, NULL), ST_OK);
+	assert_int_equal(st_secrets_new_passphrase(&k2, "pw2", 3, NULL), ST_OK);
+	for (int t = 0; t < 2; t++) {
+		st_state *s = many_secrets();
+		st_edit *e;
+		json_object_set_new(st_state_deployment(s), "secrets_providers",
+				    st_secrets_provider_json(k));
+		memset(&rep[t], 0, sizeof(rep[t]));
+		setenv("STATETOOL_THREADS", t ? "2" : "1", 1);
+		assert_int_equal(st_edit_begin(&e, s, &rep[t], NULL), ST_OK);
+		assert_int_equal(st_edit_secrets_encrypt(e, k, &n[t], NULL), ST_OK);
+		assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
+		st_edit_free(e);
+		unsetenv("STATETOOL_THREADS");
+		/* every secret is a ciphertext now */
+		size_t ct = 0, pt = 0;
+		st_secrets_count(s, &ct, &pt);
+		assert_int_equal(ct, 466);
+		assert_int_equal(pt, 0);
+		if (t == 1) {
+			/* a rekey with two bad ciphertexts, one in each half */
+			json_t *res = st_state_resources(s, 0);
+			json_t *r101 = json_array_get(res, 101);
+			char *keep = strdup(st_json_str(json_object_get(json_object_get(r101, "inputs"),
+									"pw"), "ciphertext"));
+			char *saved[2];
+			for (int i = 100, k2i = 0; i <= 650; i += 550, k2i++) {
+				json_t *pw = json_object_get(json_object_get(json_array_get(res, i),
+									     "inputs"), "pw");
+				saved[k2i] = strdup(st_json_str(pw, "ciphertext"));
+				json_object_set_new(pw, "ciphertext", json_string("v1:AAAA:AAAA"));
+			}
+			st_error err;
+			size_t m = 0;
+			st_error_clear(&err);
+			setenv("STATETOOL_THREADS", "2", 1);
+			assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+			assert_int_not_equal(st_edit_secrets_rekey(e, k, k2, &m, &err), ST_OK);
+			unsetenv("STATETOOL_THREADS");
+			assert_string_equal(err.pointer, "/deployment/resources/100/inputs/pw");
+			assert_ptr_equal(json_array_get(res, 101), r101);
+			assert_string_equal(st_json_str(json_object_get(json_object_get(r101, "inputs"),
+									"pw"), "ciphertext"), keep);
+			st_edit_rollback(e);
+			st_edit_free(e);
+			free(keep);
+			res = st_state_resources(s, 0); /* (the rollback put back an array of its own) */
+			for (int i = 100, k2i = 0; i <= 650; i += 550, k2i++) { /* as they were */
+				json_object_set_new(json_object_get(json_object_get(json_array_get(res, i),
+										      "inputs"), "pw"),
+						    "ciphertext", json_string(saved[k2i]));
+				free(saved[k2i]);
+			}
+		}
+		{
+			st_error rerr;
+			st_error_clear(&rerr);
+			if (st_secrets_reveal(s, k, &rerr) != ST_OK)
+				fail_msg("reveal (%d): %s at %s", t, rerr.message, rerr.pointer);
+		}
+		assert_int_equal(st_state_dump(s, NULL, &out[t], &len, NULL), ST_OK);
+		st_state_free(s);
+	}
+	assert_int_equal(n[0], 466);
+	assert_int_equal(n[1], 466);
+	assert_int_equal(rep[0].count, rep[1].count);
+	for (size_t i = 0; i < rep[0].count; i++)
+		assert_string_equal(rep[0].lines[i], rep[1].lines[i]);
+	assert_string_equal(rep[0].lines[0], "urn:pulumi:dev::p::m:i:R::r1: encrypted 1 secret");
+	st_changes_clear(&rep[0]);
+	st_changes_clear(&rep[1]);
+	st_secrets_free(k);
+	st_secrets_free(k2);
+	assert_string_equal(out[0], out[1]);
+	free(out[0]);
+	free(out[1]);
+}
+
 static void test_rekey_state_and_config(void **state)
 {
 	(void)state;
@@ -291,6 +402,7 @@ int main(void)
 		cmocka_unit_test(test_pulumi_vector),
 		cmocka_unit_test(test_synthetic_vector_and_tampering),
 		cmocka_unit_test(test_new_passphrase_round_trip),
+		cmocka_unit_test(test_encrypt_two_threads),
 		cmocka_unit_test(test_b64_provider),
 		cmocka_unit_test(test_other_providers_pass_through),
 		cmocka_unit_test(test_custom_provider_encrypt_and_rekey),
