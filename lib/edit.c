@@ -7,6 +7,7 @@
 #include "internal.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,6 +350,70 @@ static void free_keys(st_strmap *m)
 	st_strmap_free(m);
 }
 
+/* One read-only pass over the resources for references to `urns` (or provider references to
+ * `refs`), on two threads for big states. With `hit`, every referring resource is marked; without,
+ * the pass ends at the first. With `nu`/`old` (a rename), the resources' own URNs are compared
+ * too: one equal to nu is a conflict, those equal to old are counted. */
+typedef struct refscan {
+	json_t *res;
+	const char *skip; /* per index: 1 not looked at (NULL: none) */
+	const st_strmap *urns, *refs;
+	const st_prefilter *uf, *rf;
+	char *hit;
+	const char *nu, *old;
+	size_t nul, oldl;
+	atomic_int any, conflict;
+	atomic_size_t copies;
+} refscan;
+
+typedef struct refscan_half {
+	refscan *s;
+	size_t from, to;
+} refscan_half;
+
+static void *refscan_main(void *arg)
+{
+	refscan_half *h = arg;
+	refscan *s = h->s;
+	for (size_t i = h->from; i < h->to; i++) {
+		json_t *r = json_array_get(s->res, i);
+		if (!s->hit && atomic_load_explicit(&s->any, memory_order_relaxed))
+			break;
+		if (s->nu) {
+			json_t *uv = json_object_get(r, "urn");
+			size_t ul = json_string_length(uv);
+			const char *u = json_string_value(uv);
+			if (u && ul == s->nul && !memcmp(u, s->nu, ul))
+				atomic_store(&s->conflict, 1);
+			if (u && ul == s->oldl && !memcmp(u, s->old, ul))
+				atomic_fetch_add(&s->copies, 1);
+		}
+		if (s->skip && s->skip[i])
+			continue;
+		if (st__refers(r, s->urns, s->uf, s->refs, s->rf)) {
+			atomic_store(&s->any, 1);
+			if (!s->hit)
+				break;
+			s->hit[i] = 1;
+		}
+	}
+	return NULL;
+}
+
+static void refscan_run(refscan *s)
+{
+	size_t n = json_array_size(s->res);
+	refscan_half h[2] = {{s, 0, n / 2}, {s, n / 2, n}};
+	pthread_t th;
+	if (n >= 5000 && st__threads_ok() && pthread_create(&th, NULL, refscan_main, &h[1]) == 0) {
+		refscan_main(&h[0]);
+		pthread_join(th, NULL);
+	} else {
+		h[0].to = n;
+		refscan_main(&h[0]);
+	}
+}
+
 /* Does any resource other than the condemned refer to a condemned resource's URN or, for a
  * provider, its reference? One pass that only reads: the usual delete (nothing depends on
  * the target) needs no more. */
@@ -357,7 +422,6 @@ static int any_referred(json_t *res, const char *condemned, const size_t *target
 {
 	st_strmap urns, refs;
 	st_prefilter *f = calloc(2, sizeof(*f));
-	size_t i;
 	json_t *r;
 	int rc = ST_OK, created;
 
@@ -382,12 +446,18 @@ static int any_referred(json_t *res, const char *condemned, const size_t *target
 				rc = ST_ENOMEM;
 		}
 	}
-	if (rc == ST_OK)
-		json_array_foreach(res, i, r)
-			if (!condemned[i] && st__refers(r, &urns, &f[0], &refs, &f[1])) {
-				*referred = 1;
-				break;
-			}
+	if (rc == ST_OK) {
+		refscan sc;
+		memset(&sc, 0, sizeof(sc));
+		sc.res = res;
+		sc.skip = condemned;
+		sc.urns = &urns;
+		sc.uf = &f[0];
+		sc.refs = &refs;
+		sc.rf = &f[1];
+		refscan_run(&sc);
+		*referred = atomic_load(&sc.any);
+	}
 	st_strmap_free(&urns);
 	free_keys(&refs);
 	free(f);
@@ -651,6 +721,7 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 {
 	json_t *res = resources(e), *r, *ops;
 	size_t N = json_array_size(res), i, copies = 0, nhits = 0, *hits = NULL;
+	char *marks = NULL;
 	const char *old;
 	char *nu = NULL, *oldref = NULL, *newref = NULL;
 	st_urn pu;
@@ -680,7 +751,8 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 	st_strmap_init(&provmap);
 	f = calloc(2, sizeof(*f));
 	hits = calloc(N + 1, sizeof(*hits));
-	st_strmap_slot *sl = old && f && hits ? st_strmap_put_f(&map, &f[0], old, &created) : NULL;
+	marks = calloc(N + 1, 1);
+	st_strmap_slot *sl = old && f && hits && marks ? st_strmap_put_f(&map, &f[0], old, &created) : NULL;
 	if (!sl) {
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
@@ -704,23 +776,30 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 	/* One pass that only reads: the new URN taken already? the old one held by copies?
 	 * which resources refer to the old URN (or provider reference)? */
 	{
-		size_t nul = strlen(nu), oldl = strlen(old);
-		json_array_foreach(res, i, r) {
-			json_t *uv = json_object_get(r, "urn");
-			size_t ul = json_string_length(uv);
-			const char *u = json_string_value(uv);
-			if (u && ul == nul && !memcmp(u, nu, ul)) {
-				rc = st__err(err, ST_ECONFLICT,
-					     "The chosen new urn for the state corresponds to an "
-					     "already existing resource: %s",
-					     nu);
-				goto out;
-			}
-			if (u && ul == oldl && !memcmp(u, old, ul))
-				copies++;
-			if (st__refers(r, &map, &f[0], oldref ? &provmap : NULL, &f[1]))
-				hits[nhits++] = i;
+		refscan sc;
+		memset(&sc, 0, sizeof(sc));
+		sc.res = res;
+		sc.urns = &map;
+		sc.uf = &f[0];
+		sc.refs = oldref ? &provmap : NULL;
+		sc.rf = &f[1];
+		sc.hit = marks;
+		sc.nu = nu;
+		sc.nul = strlen(nu);
+		sc.old = old;
+		sc.oldl = strlen(old);
+		refscan_run(&sc);
+		if (atomic_load(&sc.conflict)) {
+			rc = st__err(err, ST_ECONFLICT,
+				     "The chosen new urn for the state corresponds to an already "
+				     "existing resource: %s",
+				     nu);
+			goto out;
 		}
+		copies = atomic_load(&sc.copies);
+		for (i = 0; i < N; i++)
+			if (marks[i])
+				hits[nhits++] = i;
 	}
 	if (copies > 1) {
 		rc = st__err(err, ST_EAMBIGUOUS,
@@ -777,6 +856,7 @@ out:
 	st_strmap_free(&provmap);
 	free(f);
 	free(hits);
+	free(marks);
 	free((char *)old);
 	free(nu);
 	free(oldref);

@@ -75,10 +75,12 @@ int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_er
 		*count = 1;
 		return ST_OK;
 	}
-	/* Exact URN. */
+	/* Exact URN (lengths compared first: jansson keeps them). */
+	size_t qlen = strlen(q);
 	json_array_foreach(res, i, r) {
-		const char *urn = st_json_str(r, "urn");
-		if (urn && !strcmp(urn, q) && push(&hits, &n, &cap, i) < 0)
+		json_t *uv = json_object_get(r, "urn");
+		if (json_string_length(uv) == qlen && !memcmp(json_string_value(uv), q, qlen) &&
+		    push(&hits, &n, &cap, i) < 0)
 			goto oom;
 	}
 	/* Name, then URN suffix. */

@@ -369,6 +369,66 @@ static void test_features_of_untouched(void **state)
 	st_state_free(s);
 }
 
+/* The read-only passes of delete and rename on a big state run on two threads: the same
+ * answers as one thread, with what they find in either half. */
+static void test_scans_two_threads(void **state)
+{
+	(void)state;
+	st_buf b;
+	st_buf_init(&b);
+	st_buf_adds(&b, "{\"version\":3,\"deployment\":{\"manifest\":{},\"resources\":[");
+	for (int i = 0; i < 6000; i++)
+		st_buf_printf(&b, "%s{\"urn\":\"urn:pulumi:dev::p::m:i:R::r%d\",\"custom\":true,"
+				  "\"id\":\"i%d\",\"type\":\"m:i:R\"%s}",
+			      i ? "," : "", i, i,
+			      i == 20 || i == 5500 ? ",\"dependencies\":[\"urn:pulumi:dev::p::m:i:R::r10\"]"
+						   : "");
+	st_buf_adds(&b, "]}}");
+	for (int t = 0; t < 2; t++) {
+		st_state *s;
+		st_edit *e;
+		st_changes rep = {0};
+		st_error err;
+		size_t target = 10, leaf = 5999, deleted = 0;
+		setenv("STATETOOL_THREADS", t ? "2" : "1", 1);
+		assert_int_equal(st_state_load_buffer(&s, b.data, b.len, "big.json", NULL, NULL), ST_OK);
+		/* r10 has dependents in both halves: refused, both named, in file order */
+		st_error_clear(&err);
+		assert_int_equal(st_edit_begin(&e, s, &rep, NULL), ST_OK);
+		assert_int_equal(st_edit_delete(e, &target, 1, 0, &deleted, &err), ST_EREFUSED);
+		const char *m20 = strstr(err.message, "::r20)"), *m5500 = strstr(err.message, "::r5500)");
+		assert_non_null(m20);
+		assert_non_null(m5500);
+		assert_true(m20 < m5500);
+		/* a leaf goes alone */
+		assert_int_equal(st_edit_delete(e, &leaf, 1, 0, &deleted, NULL), ST_OK);
+		assert_int_equal(deleted, 1);
+		/* a rename onto a URN taken in the second half is refused */
+		st_error_clear(&err);
+		assert_int_equal(st_edit_rename(e, target, "r5990", &err), ST_ECONFLICT);
+		/* a rename rewrites the references in both halves */
+		assert_int_equal(st_edit_rename(e, target, "ten", NULL), ST_OK);
+		assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
+		size_t rewrote = 0;
+		for (size_t i = 0; i < rep.count; i++)
+			if (strstr(rep.lines[i], ": rewrote 1 reference"))
+				rewrote++;
+		assert_int_equal(rewrote, 2);
+		json_t *res = st_state_resources(s, 0);
+		assert_string_equal(json_string_value(json_array_get(json_object_get(
+					    json_array_get(res, 5500), "dependencies"), 0)),
+				    "urn:pulumi:dev::p::m:i:R::ten");
+		assert_string_equal(json_string_value(json_array_get(json_object_get(
+					    json_array_get(res, 20), "dependencies"), 0)),
+				    "urn:pulumi:dev::p::m:i:R::ten");
+		unsetenv("STATETOOL_THREADS");
+		st_edit_free(e);
+		st_changes_clear(&rep);
+		st_state_free(s);
+	}
+	st_buf_free(&b);
+}
+
 /* On a big state commit checks integrity on this thread while another computes the diff and
  * the features: the same diff and the same bytes as on one thread. */
 static void test_commit_two_threads(void **state)
@@ -506,6 +566,7 @@ int main(void)
 		cmocka_unit_test(test_commit_two_threads),
 		cmocka_unit_test(test_commit_save),
 		cmocka_unit_test(test_features_of_untouched),
+		cmocka_unit_test(test_scans_two_threads),
 		cmocka_unit_test(test_dependents_fixpoint),
 		cmocka_unit_test(test_repair_cycle_and_determinism),
 		cmocka_unit_test(test_rename_rewrites_everything),
