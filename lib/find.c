@@ -79,7 +79,8 @@ int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_er
 	size_t qlen = strlen(q);
 	json_array_foreach(res, i, r) {
 		json_t *uv = json_object_get(r, "urn");
-		if (json_string_length(uv) == qlen && !memcmp(json_string_value(uv), q, qlen) &&
+		if (json_is_string(uv) && json_string_length(uv) == qlen &&
+		    !memcmp(json_string_value(uv), q, qlen) &&
 		    push(&hits, &n, &cap, i) < 0)
 			goto oom;
 	}
