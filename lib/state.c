@@ -303,12 +303,11 @@ int st_json_load_file(json_t **out, const char *path, size_t max_size,
 	int rc;
 
 	*out = NULL;
+	st__phase(NULL);
 	if (strcmp(path, "-") != 0 && map_file(path, max_size, &map, &len) == 0) {
-		st__phase(NULL);
 		rc = st__json_parse_ex(out, map, len, shown, limits, style_out, problems, 1, NULL,
 				       err);
 		munmap(map, len);
-		st__phase("load: parsed");
 	} else {
 		rc = st_file_read(path, max_size, &buf, &len, NULL, err);
 		if (rc)
@@ -318,6 +317,8 @@ int st_json_load_file(json_t **out, const char *path, size_t max_size,
 	}
 	if (rc)
 		st__err_file(err, shown);
+	else
+		st__phase("load: parsed");
 	return rc;
 }
 
@@ -328,10 +329,8 @@ static int load_mapped(st_state **out, const char *path, const st_load_opts *opt
 	size_t len;
 	if (map_file(path, opts ? opts->max_size : 0, &map, &len) != 0)
 		return 1;
-	st__phase(NULL);
 	int rc = load_buffer(out, map, len, path, opts, 1, err);
 	munmap(map, len);
-	st__phase("load: parsed");
 	return rc;
 }
 
@@ -343,9 +342,12 @@ int st_state_load_file(st_state **out, const char *path, const st_load_opts *opt
 	int rc;
 
 	*out = NULL;
+	st__phase(NULL);
 	if (strcmp(path, "-") != 0 && (rc = load_mapped(out, path, opts, err)) != 1) {
-		if (rc == ST_OK)
+		if (rc == ST_OK) {
 			(*out)->compression = ST_COMPRESS_NONE;
+			st__phase("load: parsed");
+		}
 		return rc;
 	}
 	rc = st_file_read(path, opts ? opts->max_size : 0, &buf, &len, &comp, err);
@@ -359,6 +361,7 @@ int st_state_load_file(st_state **out, const char *path, const st_load_opts *opt
 			free((*out)->path);
 			(*out)->path = NULL;
 		}
+		st__phase("load: read and parsed");
 	}
 	return rc;
 }

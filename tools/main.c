@@ -45,6 +45,9 @@ static void usage(FILE *f)
 		"\nA STATE is a file (plain or gzip, either envelope; '-' reads standard input)\n"
 		"or a stack of a DIY backend given as --backend DIR --stack NAME (DIR may be\n"
 		"file://PATH; without --backend, PULUMI_BACKEND_URL is used).\n\n"
+		"STATETOOL_THREADS=1 keeps big work on one thread (the results are the same);\n"
+		"STATETOOL_TIMINGS=1 prints how long each step of a command took.\n"
+		"\n"
 		"Exit status: 0 success, 1 the operation failed or found problems, 2 usage error.\n"
 		"Run 'statetool <command> --help' for a command's options. See statetool(1).\n");
 }

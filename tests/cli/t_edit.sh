@@ -225,6 +225,18 @@ check_rc 1; check_err_has "created by bob@elsewhere (pid 1)"; check_same "$T/bef
 run "backend dry run ignores the lock" st protect --dry-run --backend "$B" --stack shop/dev audit
 check_rc 0; check_out_has "dry run: nothing written"
 
+# STATETOOL_TIMINGS: each step's time on standard error, the result as without it
+fresh
+run "timings" env STATETOOL_TIMINGS=1 "$STATETOOL" delete "$S" logs
+check_rc 0; check_same "$F/delete-logs.json" "$S"
+for step in "load: read and parsed" "delete: dependents searched, resources removed" \
+	"commit: features and diff" "write: file written" "write: fsync" \
+	"write: checked, backed up, renamed"; do
+	check_err_has "ms) $step"
+done
+run "no timings without it" st delete --dry-run "$S" audit
+check_rc 0; check_err_lacks "statetool: timing:"
+
 # usage errors
 run "delete nothing" st delete "$S"
 check_rc 2
