@@ -1669,7 +1669,8 @@ static void *check_main(void *arg)
 	while (!c->go)
 		pthread_cond_wait(&c->cv, &c->mu);
 	pthread_mutex_unlock(&c->mu);
-	c->crc = st__integrity_check_ex(&c->view, &c->p, 1, &c->cerr);
+	c->crc = st__integrity_check_ex(&c->view, &c->p, ST__IC_SKIP_MAGIC | ST__IC_TWO_THREADS,
+					&c->cerr);
 	return NULL;
 }
 
@@ -1683,7 +1684,8 @@ static int verdict(void *arg)
 		open_gate(c);
 		pthread_join(c->th, NULL);
 	} else
-		c->crc = st__integrity_check_ex(&c->view, &c->p, 1, &c->cerr);
+		c->crc = st__integrity_check_ex(&c->view, &c->p, ST__IC_SKIP_MAGIC | ST__IC_TWO_THREADS,
+					&c->cerr);
 	c->judged = 1;
 	if (c->crc) {
 		if (c->err)

@@ -219,10 +219,13 @@ int st__state_bind(st_state *s, st_error *err);
 /* SHA-256 hex of a string (libsodium). */
 void st_sha256_hex(const void *data, size_t len, char out[65]);
 
-/* The integrity check's first rule alone (the manifest's magic cookie), and the check without
- * it (for a caller that checks the cookie before fixing it, then the rest on another thread). */
+/* The integrity check's first rule alone (the manifest's magic cookie), and the check with
+ * flags: without it (for a caller that checks the cookie before fixing it, then the rest on
+ * another thread), and on two threads (same problems, same order). */
 int st__integrity_magic(const st_state *s, st_problems *out);
-int st__integrity_check_ex(st_state *s, st_problems *out, int skip_magic, st_error *err);
+#define ST__IC_SKIP_MAGIC 1u
+#define ST__IC_TWO_THREADS 2u /* a big state's property walk on a second thread */
+int st__integrity_check_ex(st_state *s, st_problems *out, unsigned flags, st_error *err);
 
 /* st_state_apply_features in two steps: which features the state uses (only reads), then
  * the envelope's version and features set accordingly. `untouched` (may be NULL) tells a

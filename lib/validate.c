@@ -213,12 +213,19 @@ static void walk_value(ictx *c, json_t *v, const char *urn, int depth)
 		json_t *sigv = NULL, *e;
 		const char *k;
 		size_t klen;
-		json_object_keylen_foreach(v, k, klen, e) {
-			if (klen == sizeof(SIG_KEY) - 1 && !memcmp(k, SIG_KEY, klen)) {
-				sigv = e;
+		int nested = 0;
+		/* the iterator itself: jansson's foreach macros go through the key for each step */
+		for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
+			if (json_object_iter_key_len(it) == sizeof(SIG_KEY) - 1 &&
+			    !memcmp(json_object_iter_key(it), SIG_KEY, sizeof(SIG_KEY) - 1)) {
+				sigv = json_object_iter_value(it);
 				break;
 			}
+			e = json_object_iter_value(it);
+			nested |= json_is_array(e) || json_is_object(e);
 		}
+		if (!sigv && !nested)
+			return; /* only scalars: nothing to look at */
 		if (sigv) {
 			const char *sig = json_string_value(sigv);
 			if (!sig || (strcmp(sig, SIG_SECRET) && strcmp(sig, SIG_ASSET) &&
@@ -268,8 +275,11 @@ static void walk_value(ictx *c, json_t *v, const char *urn, int depth)
 		} else {
 			if (walk_push(c, NULL, 0) < 0)
 				return;
-			json_object_keylen_foreach(v, k, klen, e) {
+			for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
+				e = json_object_iter_value(it);
 				if (json_is_array(e) || json_is_object(e)) {
+					k = json_object_iter_key(it);
+					klen = json_object_iter_key_len(it);
 					c->segs.v[c->segs.n - 1].key = k;
 					c->segs.v[c->segs.n - 1].len = klen;
 					walk_value(c, e, urn, depth + 1);
@@ -294,8 +304,11 @@ static void res_fields(json_t *r, rfields *f)
 	json_t *v;
 
 	memset(f, 0, sizeof(*f));
-	json_object_keylen_foreach(r, k, kl, v) {
+	for (void *it = json_object_iter(r); it; it = json_object_iter_next(r, it)) {
 		json_t **slot = NULL;
+		k = json_object_iter_key(it);
+		kl = json_object_iter_key_len(it);
+		v = json_object_iter_value(it);
 		if (ST_KEY_IS(k, kl, "urn"))
 			slot = &f->urn;
 		else if (ST_KEY_IS(k, kl, "type"))
@@ -500,7 +513,98 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 	return st__integrity_check_ex(s, out, 0, err);
 }
 
-int st__integrity_check_ex(st_state *s, st_problems *out, int skip_magic, st_error *err)
+/*
+ * The property walk of a big state's resources on a second thread (it only reads, and is
+ * half the check's work). Its problems are put where the one-thread check reports them:
+ * the main loop notes, for each resource, how many problems were reported when the walk's
+ * turn came.
+ */
+#define WALK_THREAD_MIN 5000
+
+typedef struct walker {
+	ictx c;            /* its own pointer buffer, segments and problem list */
+	st_problems out;
+	size_t *res_of;    /* each problem's resource */
+	size_t res_of_cap;
+	pthread_t th;
+} walker;
+
+static void *walker_main(void *arg)
+{
+	walker *w = arg;
+	ictx *c = &w->c;
+	json_t *r;
+	size_t i;
+
+	json_array_foreach(c->res, i, r) {
+		rfields rf;
+		size_t before = w->out.count;
+		const char *urn;
+		res_fields(r, &rf);
+		urn = fstr(rf.urn);
+		if (!urn || !*urn)
+			continue; /* as the main loop: no walk without a URN */
+		walk_props(c, &rf, NULL, i, urn);
+		if (w->out.count > w->res_of_cap) {
+			size_t cap = w->out.capacity;
+			size_t *t = realloc(w->res_of, cap * sizeof(*t));
+			if (!t) {
+				NOMEM(c);
+				break;
+			}
+			w->res_of = t;
+			w->res_of_cap = cap;
+		}
+		for (size_t k = before; k < w->out.count; k++)
+			w->res_of[k] = i;
+	}
+	return NULL;
+}
+
+/* The walker's problems into `out` at their places; its ciphertext count taken over. */
+static void walker_merge(ictx *c, walker *w, const size_t *pos)
+{
+	st_problems *out = c->out;
+	size_t na = out->count, nb = w->out.count, j = 0, k = 0, t = 0;
+
+	c->ciphertexts = w->c.ciphertexts;
+	c->first_cipher_ptr = w->c.first_cipher_ptr;
+	w->c.first_cipher_ptr = NULL;
+	if (w->c.oom || w->c.ptr.oom)
+		c->oom = 1;
+	if (nb) {
+		st_problem *m = malloc((na + nb) * sizeof(*m));
+		if (!m) {
+			NOMEM(c);
+			st_problems_clear(&w->out);
+			return;
+		}
+		while (j < na || k < nb) {
+			if (k < nb && (j >= na || pos[w->res_of[k]] <= j))
+				m[t++] = w->out.items[k++];
+			else
+				m[t++] = out->items[j++];
+		}
+		free(out->items);
+		out->items = m;
+		out->count = out->capacity = na + nb;
+		out->errors += w->out.errors;
+		out->warnings += w->out.warnings;
+		free(w->out.items); /* the strings are out's now */
+		memset(&w->out, 0, sizeof(w->out));
+	}
+}
+
+static void walker_free(walker *w)
+{
+	st_problems_clear(&w->out);
+	free(w->res_of);
+	st_buf_free(&w->c.ptr);
+	st_segs_free(&w->c.segs);
+	free(w->c.first_cipher_ptr);
+}
+
+int st__integrity_check_ex(st_state *s, st_problems *out, unsigned flags, st_error *err)
 {
 	ictx cx, *c = &cx;
 	json_t *dep = st_state_deployment(s), *r, *sp;
@@ -508,6 +612,9 @@ int st__integrity_check_ex(st_state *s, st_problems *out, int skip_magic, st_err
 	st_strmap providers, live;
 	char *exp_stack = NULL, *exp_project = NULL;
 	int rc = ST_OK;
+	walker wk, *wkp = NULL;
+	size_t *pos = NULL; /* with the walker: problems reported when resource i's walk came */
+	int repeats = 0;    /* a URN occurs more than once */
 
 	memset(c, 0, sizeof(*c));
 	c->s = s;
@@ -524,9 +631,25 @@ int st__integrity_check_ex(st_state *s, st_problems *out, int skip_magic, st_err
 		goto done;
 	sp = json_object_get(dep, "secrets_providers");
 	c->secrets_type = st_json_str(sp, "type");
+	if ((flags & ST__IC_TWO_THREADS) && json_array_size(c->res) >= WALK_THREAD_MIN &&
+	    st__threads_ok() && (pos = malloc(json_array_size(c->res) * sizeof(*pos)))) {
+		memset(&wk, 0, sizeof(wk));
+		wk.c.s = s;
+		wk.c.out = &wk.out;
+		wk.c.res = c->res;
+		wk.c.base = c->base;
+		wk.c.secrets_type = c->secrets_type;
+		st_buf_init(&wk.c.ptr);
+		if (pthread_create(&wk.th, NULL, walker_main, &wk) == 0) {
+			wkp = &wk;
+		} else {
+			free(pos);
+			pos = NULL;
+		}
+	}
 
 	/* 1. The magic cookie. */
-	if (!skip_magic && st__integrity_magic(s, out) != ST_OK)
+	if (!(flags & ST__IC_SKIP_MAGIC) && st__integrity_magic(s, out) != ST_OK)
 		NOMEM(c);
 	/* Index every URN's first and last position. */
 	json_array_foreach(c->res, i, r) {
@@ -542,6 +665,8 @@ int st__integrity_check_ex(st_state *s, st_problems *out, int skip_magic, st_err
 		}
 		if (created)
 			sl->a = i;
+		else
+			repeats = 1;
 		sl->b = i;
 	}
 	expected_names(c, &exp_stack, &exp_project);
@@ -613,15 +738,27 @@ int st__integrity_check_ex(st_state *s, st_problems *out, int skip_magic, st_err
 				int created;
 				st_strmap_slot *sl = ref ? st_strmap_put(&providers, ref, &created)
 							 : NULL;
-				if (sl && created)
+				if (sl && created) {
+					/* whether a reference to it parses: later references found
+					 * here need no parse of their own */
+					char *ru = NULL, *ri = NULL;
+					st_error perr;
+					st_error_clear(&perr);
 					sl->p = ref;
-				else
+					sl->a = st_provider_ref_parse(ref, &ru, &ri, &perr) == ST_OK;
+					free(ru);
+					free(ri);
+				} else {
 					free(ref);
+				}
 				if (!sl)
 					NOMEM(c);
 			}
 		}
-		if (prov && *prov) {
+		st_strmap_slot *known = prov && *prov ? st_strmap_get(&providers, prov) : NULL;
+		if (known && known->a) {
+			/* a provider defined above whose reference parses: nothing to report */
+		} else if (prov && *prov) {
 			char *pu_urn = NULL, *pu_id = NULL;
 			st_error perr;
 			st_error_clear(&perr);
@@ -649,21 +786,30 @@ int st__integrity_check_ex(st_state *s, st_problems *out, int skip_magic, st_err
 			st_strmap_slot *ps = st_strmap_get(&c->index, parent);
 			st_urn pp;
 			if (urn_ok && ps && st_urn_parse(parent, &pp) == ST_OK && type) {
-				char *want;
-				if (pp.qtype_len == strlen(ST_ROOT_STACK_TYPE) &&
-				    !strncmp(pp.qtype, ST_ROOT_STACK_TYPE, pp.qtype_len))
-					want = st_strdup(type);
-				else
-					want = st_asprintf("%.*s$%s", (int)pp.qtype_len, pp.qtype, type);
-				if (!want)
-					NOMEM(c);
-				if (want && (strlen(want) != pu.qtype_len ||
-					     strncmp(want, pu.qtype, pu.qtype_len)))
-					WARN("urn/parent-type", ptr_res(c, i, "urn"), urn,
-					     "the URN's qualified type '%.*s' does not follow its "
-					     "parent's ('%s' expected)",
-					     (int)pu.qtype_len, pu.qtype, want);
-				free(want);
+				/* expected: the type itself under the root stack, else the parent's
+				 * qualified type, '$' and the type */
+				size_t tl = strlen(type);
+				int root = pp.qtype_len == strlen(ST_ROOT_STACK_TYPE) &&
+					   !strncmp(pp.qtype, ST_ROOT_STACK_TYPE, pp.qtype_len);
+				int follows =
+					root ? pu.qtype_len == tl && !memcmp(pu.qtype, type, tl)
+					     : pu.qtype_len == pp.qtype_len + 1 + tl &&
+						       !memcmp(pu.qtype, pp.qtype, pp.qtype_len) &&
+						       pu.qtype[pp.qtype_len] == '$' &&
+						       !memcmp(pu.qtype + pp.qtype_len + 1, type, tl);
+				if (!follows) {
+					char *want = root ? st_strdup(type)
+							  : st_asprintf("%.*s$%s", (int)pp.qtype_len,
+									pp.qtype, type);
+					if (!want)
+						NOMEM(c);
+					else
+						WARN("urn/parent-type", ptr_res(c, i, "urn"), urn,
+						     "the URN's qualified type '%.*s' does not follow "
+						     "its parent's ('%s' expected)",
+						     (int)pu.qtype_len, pu.qtype, want);
+					free(want);
+				}
 			}
 		}
 		check_urn_list(c, i, urn, rf.deps, "dependencies",
@@ -712,9 +858,13 @@ int st__integrity_check_ex(st_state *s, st_problems *out, int skip_magic, st_err
 			       "resource %s is specified as being replaced with %s, which comes "
 			       "after it",
 			       "resource %s is specified as being replaced with %s, which is missing");
-		walk_props(c, &rf, NULL, i, urn);
-		/* Duplicates: more than one copy not marked for deletion. */
-		if (!json_is_true(rf.del)) {
+		if (wkp)
+			pos[i] = out->count;
+		else
+			walk_props(c, &rf, NULL, i, urn);
+		/* Duplicates: more than one copy not marked for deletion (none without a URN
+		 * that occurs twice). */
+		if (repeats && !json_is_true(rf.del)) {
 			int created;
 			st_strmap_slot *sl = st_strmap_put(&live, urn, &created);
 			if (!sl)
@@ -725,6 +875,12 @@ int st__integrity_check_ex(st_state *s, st_problems *out, int skip_magic, st_err
 				ERR("integrity/duplicate-urn", ptr_res(c, i, NULL), urn,
 				    "duplicate resource %s (not marked for deletion)", urn);
 		}
+	}
+	if (wkp) {
+		pthread_join(wkp->th, NULL);
+		walker_merge(c, wkp, pos);
+		walker_free(wkp);
+		wkp = NULL;
 	}
 	/* Resources of pending operations may hold secrets too. */
 	{
@@ -777,6 +933,11 @@ int st__integrity_check_ex(st_state *s, st_problems *out, int skip_magic, st_err
 	if (c->oom || c->ptr.oom)
 		rc = st__err(err, ST_ENOMEM, "out of memory (the integrity check is incomplete)");
 done:
+	if (wkp) { /* left early: the walker's findings are not wanted */
+		pthread_join(wkp->th, NULL);
+		walker_free(wkp);
+	}
+	free(pos);
 	for (size_t k = 0; k < providers.cap; k++)
 		if (providers.slots && providers.slots[k].hash)
 			free(providers.slots[k].p);
@@ -947,7 +1108,7 @@ int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_err
 	if (rc < 0)
 		return rc;
 	st__phase("validate: schemas");
-	rc = st_integrity_check(s, out, err);
+	rc = st__integrity_check_ex(s, out, ST__IC_TWO_THREADS, err);
 	st__phase("validate: integrity rules");
 	if (rc)
 		return rc;

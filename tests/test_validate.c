@@ -276,6 +276,72 @@ static void test_two_threads_same_problems(void **state)
 	assert_true(n >= 30);
 }
 
+/* A big state's property walk runs on a second thread: the same problems in the same order as
+ * one thread, with property problems and reference problems of the same resources (and of
+ * resources around them) interleaved, in both halves, and the ciphertext count carried on to
+ * the pending operations' resources. */
+static void test_property_walk_two_threads(void **state)
+{
+	static const char *const cases[] = {"secrets-no-provider", "secrets-malformed",
+					     "secrets-plaintext", "secrets-ciphertext-format",
+					     "unknown-signature", "valid"};
+	(void)state;
+	for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) {
+		char rel[256];
+		st_state *s;
+		json_t *res;
+		st_problems one = {0}, two = {0};
+		st_validate_opts o = {0};
+		size_t walk_problems = 0;
+		snprintf(rel, sizeof(rel), "validate/%s.json", cases[t]);
+		s = load(rel);
+		res = st_state_resources(s, 1);
+		for (int i = 0; i < 6000; i++) {
+			json_t *r = json_pack("{s:s, s:b, s:s, s:{s:s}}", "urn", "", "custom", 0,
+					      "type", "pkg:index:Filler", "inputs", "k", "v");
+			char *u = NULL;
+			assert_true(asprintf(&u, "urn:pulumi:dev::proj::pkg:index:Filler::f-%d", i) > 0);
+			json_object_set_new(r, "urn", json_string(u));
+			free(u);
+			if (i % 1500 == 7) /* a property problem and reference problems around it */
+				json_object_set_new(
+					r, "inputs",
+					json_pack("{s:{s:s, s:s}, s:[{s:s}]}", "pw",
+						  "4dabf18193072939515e22adb298388d",
+						  "1b47061264138c4ac30d75fd1eb44270", "plaintext", "x",
+						  "odd", "4dabf18193072939515e22adb298388d", "nope"));
+			if (i % 1500 == 7 || i % 1500 == 8)
+				json_object_set_new(r, "dependencies", json_pack("[s]", "urn:nope"));
+			if (i % 1500 == 7)
+				json_object_set_new(r, "parent", json_string("urn:missing"));
+			json_array_append_new(res, r);
+		}
+		o.skip_schema = 1;
+		setenv("STATETOOL_THREADS", "1", 1);
+		assert_int_equal(st_validate(s, &o, &one, NULL), ST_OK);
+		unsetenv("STATETOOL_THREADS");
+		assert_int_equal(st_validate(s, &o, &two, NULL), ST_OK);
+		assert_int_equal(one.count, two.count);
+		assert_int_equal(one.errors, two.errors);
+		assert_int_equal(one.warnings, two.warnings);
+		for (size_t i = 0; i < one.count; i++) {
+			assert_int_equal(one.items[i].severity, two.items[i].severity);
+			assert_string_equal(one.items[i].rule, two.items[i].rule);
+			assert_string_equal(one.items[i].pointer, two.items[i].pointer);
+			assert_string_equal(one.items[i].message, two.items[i].message);
+			if (!strcmp(one.items[i].rule, "secrets/plaintext") ||
+			    !strcmp(one.items[i].rule, "property/unknown-signature"))
+				walk_problems++;
+		}
+		/* four filler resources with two walk problems each, and 3 x 4 reference ones */
+		assert_true(walk_problems >= 8);
+		assert_true(one.errors >= 4 * 3);
+		st_problems_clear(&one);
+		st_problems_clear(&two);
+		st_state_free(s);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +350,7 @@ int main(void)
 		cmocka_unit_test(test_user_schemas),
 		cmocka_unit_test(test_import_file_schema),
 		cmocka_unit_test(test_two_threads_same_problems),
+		cmocka_unit_test(test_property_walk_two_threads),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
