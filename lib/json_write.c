@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 void st_style_checkpoint(st_style *s)
 {
@@ -70,13 +73,21 @@ int st_json_format_number(double v, char *buf, size_t size)
 
 	if (isnan(v) || isinf(v) || size < 32)
 		return -1;
-	if (v == 0) {
-		len = snprintf(buf, size, "%s", signbit(v) ? "-0" : "0");
-		return len;
-	}
 	a = fabs(v);
 	if (a < 1e15 && a == floor(a)) {
-		len = snprintf(buf, size, "%lld", (long long)v);
+		/* an integer (-0 keeps its sign, as Go's) */
+		char t[24];
+		int k = 0;
+		unsigned long long u = (unsigned long long)a;
+		do {
+			t[k++] = (char)('0' + u % 10);
+			u /= 10;
+		} while (u);
+		if (signbit(v))
+			buf[len++] = '-';
+		while (k)
+			buf[len++] = t[--k];
+		buf[len] = '\0';
 		return len;
 	}
 	n = shortest_digits(a, digits, &x);
@@ -155,16 +166,62 @@ static const unsigned char stop[256] = {
 	[0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0xe2] = 1, ['<'] = 2, ['>'] = 2, ['&'] = 2,
 };
 
+#ifdef __SSE2__
+/* The first byte at or after p that stops the copying, sixteen at a time; p itself when fewer
+ * than sixteen bytes are left and none of them is one (the caller goes on byte by byte). */
+static inline const unsigned char *scan_stop16(const unsigned char *p, const unsigned char *e,
+					       int html)
+{
+	const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+	const __m128i e2 = _mm_set1_epi8((char)0xe2), ctl = _mm_set1_epi8(0x1f);
+	const __m128i lt = _mm_set1_epi8('<'), gt = _mm_set1_epi8('>'), amp = _mm_set1_epi8('&');
+	while (e - p >= 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		/* unsigned x <= 0x1f: max(x, 0x1f) == 0x1f */
+		__m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, bs)),
+					   _mm_or_si128(_mm_cmpeq_epi8(x, e2),
+							_mm_cmpeq_epi8(_mm_max_epu8(x, ctl), ctl)));
+		if (html)
+			hit = _mm_or_si128(hit, _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, lt),
+									   _mm_cmpeq_epi8(x, gt)),
+							     _mm_cmpeq_epi8(x, amp)));
+		int m = _mm_movemask_epi8(hit);
+		if (m)
+			return p + __builtin_ctz((unsigned)m);
+		p += 16;
+	}
+	return p;
+}
+#endif
+
 static void write_string(st_buf *b, const char *s, size_t n, const st_style *st)
 {
 	const unsigned char *p = (const unsigned char *)s, *e = p + n, *run;
 	const unsigned mask = st->escape_html ? 3 : 1;
 
-	if (st_buf_reserve(b, n + 2) < 0)
+	if (b->len + n + 3 > b->cap && st_buf_reserve(b, n + 2) < 0)
 		return;
+	/* Most strings need no escape: the quotes and the bytes at once. */
+#ifdef __SSE2__
+	p = scan_stop16(p, e, st->escape_html);
+#endif
+	while (p < e && !(stop[*p] & mask))
+		p++;
+	if (p == e) {
+		char *d = b->data + b->len;
+		d[0] = '"';
+		memcpy(d + 1, s, n);
+		d[n + 1] = '"';
+		d[n + 2] = '\0';
+		b->len += n + 2;
+		return;
+	}
 	putch(b, '"');
-	run = p;
+	run = (const unsigned char *)s;
 	for (;;) {
+#ifdef __SSE2__
+		p = scan_stop16(p, e, st->escape_html);
+#endif
 		while (e - p >= 4 && !(stop[p[0]] & mask) && !(stop[p[1]] & mask) &&
 		       !(stop[p[2]] & mask) && !(stop[p[3]] & mask))
 			p += 4;
@@ -413,6 +470,19 @@ static void newline(st_buf *b, const st_style *st, size_t depth)
 			    ? 4
 			    : strlen(st->indent);
 	if (il == 4 && depth <= 32) {
+#ifdef __SSE2__
+		if (depth <= 11 && b->len + 49 < b->cap) {
+			/* 48 bytes in three stores (no call), 1 + 4 * depth of them kept */
+			char *d = b->data + b->len;
+			const __m128i *sp = (const __m128i *)(const void *)spaces;
+			_mm_storeu_si128((__m128i *)(void *)d, _mm_loadu_si128(sp));
+			_mm_storeu_si128((__m128i *)(void *)(d + 16), _mm_loadu_si128(sp + 1));
+			_mm_storeu_si128((__m128i *)(void *)(d + 32), _mm_loadu_si128(sp + 2));
+			b->len += 1 + 4 * depth;
+			b->data[b->len] = '\0';
+			return;
+		}
+#endif
 		put(b, spaces, 1 + 4 * depth);
 		return;
 	}
@@ -554,10 +624,7 @@ static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kin
 {
 	size_t n = json_object_size(obj), i = 0;
 	member stackm[32], *m = stackm;
-	const char *key;
-	size_t keylen;
-	json_t *val;
-	int sorted = 1, rc = 0;
+	int sorts = kind_sorts_keys(kind), sorted = 1, rc = 0;
 
 	if (n == 0) {
 		put(b, "{}", 2);
@@ -570,15 +637,19 @@ static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kin
 			return -1;
 		}
 	}
-	json_object_keylen_foreach((json_t *)obj, key, keylen, val) {
-		m[i].key = key;
-		m[i].keylen = keylen;
-		m[i].value = val;
-		if (i > 0 && sorted && cmp_member(&m[i - 1], &m[i]) > 0)
+	/* the iterator itself (jansson's foreach macros go through the key at each step); the
+	 * order checked only where it may change */
+	for (void *it = json_object_iter((json_t *)obj); it && i < n;
+	     it = json_object_iter_next((json_t *)obj, it)) {
+		m[i].key = json_object_iter_key(it);
+		m[i].keylen = json_object_iter_key_len(it);
+		m[i].value = json_object_iter_value(it);
+		if (sorts && i > 0 && sorted && cmp_member(&m[i - 1], &m[i]) > 0)
 			sorted = 0;
 		i++;
 	}
-	if (!sorted && kind_sorts_keys(kind))
+	n = i;
+	if (!sorted)
 		qsort(m, n, sizeof(*m), cmp_member);
 	putch(b, '{');
 	for (i = 0; i < n && rc == 0; i++) {
@@ -588,11 +659,16 @@ static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kin
 			newline(b, st, depth + 1);
 		write_string(b, m[i].key, m[i].keylen, st);
 		put(b, st->compact ? ":" : ": ", st->compact ? 1 : 2);
-		/* Keys may hold NUL (jansson *n calls); kinds only match plain keys. */
-		rc = write_value(b, m[i].value, st,
-				 strlen(m[i].key) == m[i].keylen ? member_kind(kind, m[i].key)
-								 : ST_K_ANY,
-				 depth + 1);
+		/* Keys may hold NUL (jansson *n calls); kinds only match plain keys, and only
+		 * objects and arrays (of objects) have a use for one. */
+		if (json_is_object(m[i].value) || json_is_array(m[i].value))
+			rc = write_value(b, m[i].value, st,
+					 strlen(m[i].key) == m[i].keylen
+						 ? member_kind(kind, m[i].key)
+						 : ST_K_ANY,
+					 depth + 1);
+		else
+			rc = write_value(b, m[i].value, st, ST_K_ANY, depth + 1);
 	}
 	if (!st->compact)
 		newline(b, st, depth);

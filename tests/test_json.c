@@ -57,6 +57,54 @@ static char *dump(json_t *v, int compact, int html)
 	return out;
 }
 
+/* Every byte that needs an escape, at every place in a long string (the writer looks at sixteen
+ * bytes at a time): the same bytes as escaping one byte at a time, as Go does. */
+static void test_string_escapes_everywhere(void **state)
+{
+	static const struct {
+		const char *in;
+		size_t n;
+		const char *plain, *html;
+	} specials[] = {
+		{"\"", 1, "\\\"", "\\\""},       {"\\", 1, "\\\\", "\\\\"},
+		{"\n", 1, "\\n", "\\n"},         {"\x01", 1, "\\u0001", "\\u0001"},
+		{"\x1f", 1, "\\u001f", "\\u001f"}, {"\0", 1, "\\u0000", "\\u0000"},
+		{"<", 1, "<", "\\u003c"},        {">", 1, ">", "\\u003e"},
+		{"&", 1, "&", "\\u0026"},        {"\xe2\x80\xa8", 3, "\\u2028", "\\u2028"},
+		{"\xe2\x80\xa9", 3, "\\u2029", "\\u2029"}, {"\xe2\x82\xac", 3, "\xe2\x82\xac", "\xe2\x82\xac"},
+		{" ", 1, " ", " "},              {"\x7f", 1, "\x7f", "\x7f"},
+	};
+	(void)state;
+	for (size_t k = 0; k < sizeof(specials) / sizeof(specials[0]); k++)
+		for (size_t at = 0; at <= 40; at++)
+			for (int html = 0; html <= 1; html++) {
+				char in[64], want[96];
+				size_t n = 0, w = 0;
+				memset(in, 'x', at);
+				n = at;
+				memcpy(in + n, specials[k].in, specials[k].n);
+				n += specials[k].n;
+				memset(in + n, 'y', 40 - at);
+				n += 40 - at;
+				const char *esc = html ? specials[k].html : specials[k].plain;
+				want[w++] = '"';
+				memset(want + w, 'x', at);
+				w += at;
+				memcpy(want + w, esc, strlen(esc));
+				w += strlen(esc);
+				memset(want + w, 'y', 40 - at);
+				w += 40 - at;
+				want[w++] = '"';
+				want[w] = '\0';
+				json_t *v = json_stringn(in, n);
+				assert_non_null(v);
+				char *s = dump(v, 1, html);
+				assert_string_equal(s, want);
+				free(s);
+				json_decref(v);
+			}
+}
+
 static void test_strings_as_go(void **state)
 {
 	(void)state;
@@ -517,6 +565,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_numbers_as_go),
 		cmocka_unit_test(test_strings_as_go),
+		cmocka_unit_test(test_string_escapes_everywhere),
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_kinds_sort_maps_only),
 		cmocka_unit_test(test_parse_errors),
