@@ -236,6 +236,16 @@ int st__edit_install(st_edit *e, json_t *arr, size_t i, json_t *copy)
 	return json_array_set_new(arr, i, copy) < 0 || ptrset_add(&e->fresh, copy) < 0 ? -1 : 0;
 }
 
+int st__edit_replace(st_edit *e, json_t *arr, size_t i, json_t *copy)
+{
+	(void)e;
+	if (json_array_get(arr, i) == copy) {
+		json_decref(copy);
+		return 0;
+	}
+	return json_array_set_new(arr, i, copy) < 0 ? -1 : 0;
+}
+
 st_state *st__edit_state(st_edit *e)
 {
 	return e->s;
@@ -1340,6 +1350,45 @@ int st_edit_replace_deployment(st_edit *e, json_t *dep, st_error *err)
 
 /* ---- commit: integrity and the diff ---- */
 
+/*
+ * json_equal, quicker for a copy of a value: members in the same order, most of them the same
+ * objects (a copy made along the path to what changed), are compared by pointer and position
+ * before anything is looked up or walked.
+ */
+static int same_value(json_t *a, json_t *b, int depth)
+{
+	if (a == b)
+		return 1;
+	if (!a || !b || json_typeof(a) != json_typeof(b) || depth > ST_DEFAULT_MAX_DEPTH)
+		return a && b && json_equal(a, b);
+	if (json_is_object(a)) {
+		void *ia, *ib;
+		if (json_object_size(a) != json_object_size(b))
+			return 0;
+		for (ia = json_object_iter(a), ib = json_object_iter(b); ia && ib;
+		     ia = json_object_iter_next(a, ia), ib = json_object_iter_next(b, ib)) {
+			size_t la = json_object_iter_key_len(ia);
+			if (la != json_object_iter_key_len(ib) ||
+			    memcmp(json_object_iter_key(ia), json_object_iter_key(ib), la))
+				return json_equal(a, b); /* another order: by key */
+			if (!same_value(json_object_iter_value(ia), json_object_iter_value(ib),
+					depth + 1))
+				return 0;
+		}
+		return 1;
+	}
+	if (json_is_array(a)) {
+		size_t n = json_array_size(a);
+		if (n != json_array_size(b))
+			return 0;
+		for (size_t i = 0; i < n; i++)
+			if (!same_value(json_array_get(a, i), json_array_get(b, i), depth + 1))
+				return 0;
+		return 1;
+	}
+	return json_equal(a, b);
+}
+
 static int diff_push(st_diff *d, char kind, const char *urn, json_t *a, json_t *b)
 {
 	st_diff_entry *it;
@@ -1356,12 +1405,30 @@ static int diff_push(st_diff *d, char kind, const char *urn, json_t *a, json_t *
 		json_t *v;
 		size_t n = json_object_size(a) + json_object_size(b);
 		it->fields = calloc(n + 1, sizeof(char *));
-		json_object_foreach(a, k, v)
-			if (!json_equal(v, json_object_get(b, k)))
+		void *ib = json_object_iter(b);
+		int aligned = json_object_size(a) == json_object_size(b); /* the same keys, in order */
+		for (void *ia = json_object_iter(a); ia; ia = json_object_iter_next(a, ia)) {
+			/* b is mostly a's copy: the member at the same place first */
+			size_t kl = json_object_iter_key_len(ia);
+			json_t *bv;
+			k = json_object_iter_key(ia);
+			v = json_object_iter_value(ia);
+			if (ib && json_object_iter_key_len(ib) == kl &&
+			    !memcmp(json_object_iter_key(ib), k, kl)) {
+				bv = json_object_iter_value(ib);
+			} else {
+				bv = json_object_getn(b, k, kl);
+				aligned = 0;
+			}
+			if (!bv || !same_value(v, bv, 0))
 				it->fields[it->nfields++] = st_strdup(k);
-		json_object_foreach(b, k, v)
-			if (!json_object_get(a, k))
-				it->fields[it->nfields++] = st_strdup(k);
+			if (ib)
+				ib = json_object_iter_next(b, ib);
+		}
+		if (!aligned) /* keys only b has */
+			json_object_foreach(b, k, v)
+				if (!json_object_get(a, k))
+					it->fields[it->nfields++] = st_strdup(k);
 		if (!it->nfields) {
 			free(it->fields);
 			free(it->urn);

@@ -346,6 +346,9 @@ json_t *st__edit_cow(st_edit *e, json_t *arr, size_t i);
 int st__edit_is_fresh(st_edit *e, const json_t *v);
 /* Puts `copy` (a reference taken) at arr[i] as cow would have: the session's own from now. */
 int st__edit_install(st_edit *e, json_t *arr, size_t i, json_t *copy);
+/* Puts `copy` (a reference taken) at arr[i] without making it the session's own: a copy that
+ * shares parts with the state as it was (cow copies it again before changing it in place). */
+int st__edit_replace(st_edit *e, json_t *arr, size_t i, json_t *copy);
 st_state *st__edit_state(st_edit *e);
 void st__edit_report(st_edit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -519,6 +519,134 @@ static int walk_resource(json_t *r, const char *base, visit_fn fn, void *ctx)
 	return rc;
 }
 
+/*
+ * Copy on write along the path: visits the secrets of a resource as the state holds it
+ * (shared with the session's view of the state as it began, so never changed), and gives `fn`
+ * a copy of each secret that `wants` one, in a copy of every container on its path, made as
+ * the first such secret below it is met and put in place of the original in its parent's
+ * copy. The rest stays shared: a resource with one secret costs a few small copies, not a copy
+ * of all its properties (and the commit's diff finds the change by pointer, not by comparing
+ * whole property trees).
+ */
+typedef struct cow_frame {
+	struct cow_frame *up;
+	json_t *orig;  /* the value as the state holds it */
+	json_t *fresh; /* its copy in the new resource, once one is needed */
+	const char *key; /* where it sits in the parent's copy: a key, or an index */
+	size_t keylen, index;
+} cow_frame;
+
+static json_t *cow_fresh(cow_frame *f)
+{
+	json_t *parent, *c;
+	int rc;
+	if (f->fresh)
+		return f->fresh;
+	if (!f->up) /* the resource: its copy stands alone (the caller puts it in place) */
+		return f->fresh = json_copy(f->orig);
+	parent = cow_fresh(f->up);
+	if (!parent)
+		return NULL;
+	c = json_copy(f->orig); /* shallow: the members are shared */
+	if (!c)
+		return NULL;
+	rc = json_is_object(parent) ? json_object_setn_nocheck(parent, f->key, f->keylen, c)
+				    : json_array_set(parent, f->index, c);
+	json_decref(c); /* the parent's copy holds it */
+	if (rc)
+		return NULL;
+	f->fresh = c;
+	return c;
+}
+
+typedef int (*wants_fn)(void *ctx, json_t *secret);
+
+static int cow_walk(cow_frame *f, spath *path, const char *urn, wants_fn wants, visit_fn fn,
+		    void *ctx, int depth)
+{
+	json_t *v = f->orig, *c;
+	int rc = 0;
+	if (depth > ST_DEFAULT_MAX_DEPTH)
+		return 0;
+	if (json_is_object(v)) {
+		if (is_secret(v)) {
+			json_t *mine;
+			if (!wants(ctx, v))
+				return 0;
+			if (!(mine = cow_fresh(f)))
+				return ST_ENOMEM;
+			return fn(ctx, mine, path, urn);
+		}
+		if (st_segs_push(&path->segs, NULL, 0) < 0)
+			return ST_ENOMEM;
+		for (void *it = json_object_iter(v); it && !rc; it = json_object_iter_next(v, it)) {
+			cow_frame ch = {0};
+			c = json_object_iter_value(it);
+			if (!json_is_object(c) && !json_is_array(c))
+				continue;
+			ch.up = f;
+			ch.orig = c;
+			ch.key = json_object_iter_key(it);
+			ch.keylen = json_object_iter_key_len(it);
+			path->segs.v[path->segs.n - 1].key = ch.key;
+			path->segs.v[path->segs.n - 1].len = ch.keylen;
+			rc = cow_walk(&ch, path, urn, wants, fn, ctx, depth + 1);
+		}
+		path->segs.n--;
+	} else if (json_is_array(v)) {
+		size_t i;
+		if (st_segs_push(&path->segs, NULL, 0) < 0)
+			return ST_ENOMEM;
+		json_array_foreach(v, i, c) {
+			cow_frame ch = {0};
+			if (!json_is_object(c) && !json_is_array(c))
+				continue;
+			ch.up = f;
+			ch.orig = c;
+			ch.index = i;
+			path->segs.v[path->segs.n - 1].len = i;
+			if ((rc = cow_walk(&ch, path, urn, wants, fn, ctx, depth + 1)) != 0)
+				break;
+		}
+		path->segs.n--;
+	}
+	return rc;
+}
+
+/* walk_resource for the resource `r` the state holds: *copy is its copy with the secrets `fn`
+ * changed (a reference for the caller), or NULL when `wants` wanted none. */
+static int walk_resource_cow(json_t *r, json_t **copy, const char *base, wants_fn wants,
+			     visit_fn fn, void *ctx)
+{
+	spath path;
+	int rc = 0;
+	const char *urn = st_json_str(r, "urn");
+	cow_frame top = {0};
+	top.orig = r;
+	memset(&path, 0, sizeof(path));
+	st_buf_init(&path.buf);
+	path.base = base;
+	for (int f = 0; prop_fields[f] && !rc; f++) {
+		cow_frame fr = {0};
+		json_t *v = json_object_get(r, prop_fields[f]);
+		if (!v)
+			continue;
+		fr.up = &top;
+		fr.orig = v;
+		fr.key = prop_fields[f];
+		fr.keylen = strlen(prop_fields[f]);
+		path.field = prop_fields[f];
+		path.segs.n = 0;
+		rc = cow_walk(&fr, &path, urn, wants, fn, ctx, 0);
+	}
+	if (rc == ST_OK && path.buf.oom)
+		rc = ST_ENOMEM;
+	st_buf_free(&path.buf);
+	st_segs_free(&path.segs);
+	*copy = top.fresh;
+	return rc;
+}
+
 static int has_secret_cb(void *ctx, json_t *secret, spath *p, const char *u)
 {
 	(void)secret, (void)p, (void)u;
@@ -686,6 +814,15 @@ typedef struct ectx {
 	st_error *err;
 } ectx;
 
+/* Does encrypt_one change this secret? */
+static int encrypt_wants(void *p, json_t *secret)
+{
+	ectx *c = p;
+	if (st_json_str(secret, "ciphertext"))
+		return c->rekey;
+	return json_is_string(json_object_get(secret, "plaintext"));
+}
+
 static int encrypt_one(void *p, json_t *secret, spath *where, const char *urn)
 {
 	ectx *c = p;
@@ -728,6 +865,24 @@ static int encrypt_res(void *p, json_t *arr, size_t i, const char *base)
 {
 	ectx *c = p;
 	json_t *r = resource_of(arr, i, base);
+	if (r == json_array_get(arr, i) && !st__edit_is_fresh(c->e, r)) {
+		/* a resource of the state as it was: copied along the paths to its secrets */
+		json_t *t = NULL;
+		size_t before = c->count;
+		int rc = walk_resource_cow(r, &t, base, encrypt_wants, encrypt_one, p);
+		if (rc == ST_ENOMEM)
+			st__err(c->err, ST_ENOMEM, "out of memory");
+		if (rc || !t) {
+			json_decref(t);
+			return rc;
+		}
+		if (st__edit_replace(c->e, arr, i, t) < 0)
+			return st__err(c->err, ST_ENOMEM, "out of memory");
+		st__edit_report(c->e, "%s: %s %zu secret%s", st_json_str(t, "urn"),
+				c->rekey ? "re-encrypted" : "encrypted", c->count - before,
+				c->count - before == 1 ? "" : "s");
+		return ST_OK;
+	}
 	if (!has_secret(r))
 		return 0;
 	if (!st__edit_cow(c->e, arr, i))
@@ -764,17 +919,21 @@ static void *enc_main(void *arg)
 	for (size_t i = j->from; i < j->to && !j->rc; i++) {
 		json_t *r = json_array_get(j->arr, i), *t;
 		size_t before = j->c.count;
-		if (!has_secret(r))
-			continue;
-		t = st__edit_is_fresh(j->c.e, r) ? json_incref(r) : json_deep_copy(r);
-		if (!t) {
-			j->rc = st__err(&j->err, ST_ENOMEM, "out of memory");
-			break;
-		}
-		j->copies[i] = t;
+		int own = st__edit_is_fresh(j->c.e, r);
+		/* the session's own copy changes in place; another is copied along the paths to
+		 * the secrets that change */
 		snprintf(base, sizeof(base), "%s/resources/%zu", j->dbase, i);
-		j->rc = walk_resource(t, base, encrypt_one, &j->c);
+		if (own) {
+			t = json_incref(r);
+			j->rc = walk_resource(t, base, encrypt_one, &j->c);
+		} else {
+			t = NULL;
+			j->rc = walk_resource_cow(r, &t, base, encrypt_wants, encrypt_one, &j->c);
+		}
+		if (j->rc == ST_ENOMEM)
+			st__err(&j->err, ST_ENOMEM, "out of memory");
 		j->counts[i] = j->c.count - before;
+		j->copies[i] = t;
 	}
 	return NULL;
 }
@@ -835,7 +994,7 @@ static int encrypt_two_threads(ectx *c)
 			json_decref(t);
 			continue;
 		}
-		if (st__edit_install(c->e, arr, i, t) < 0) {
+		if (st__edit_replace(c->e, arr, i, t) < 0) { /* (the session's own: in place) */
 			rc = st__err(c->err, ST_ENOMEM, "out of memory");
 			continue;
 		}

@@ -330,6 +330,92 @@ static void test_encrypt_two_threads(void **state)
 	free(out[1]);
 }
 
+/* Encryption copies a resource only along the paths to the secrets it changes: the resources
+ * as the state held them are never changed (the session's view of the state as it began), the
+ * parts without a secret to change stay shared, an already encrypted secret (no rekey) is not
+ * copied, and a resource with nothing to change stays the same object. On one thread and on
+ * two. */
+static void test_encrypt_copies_the_path(void **state)
+{
+	(void)state;
+	st_secrets *k;
+	assert_int_equal(st_secrets_new_passphrase(&k, "pw", 2, NULL), ST_OK);
+	for (int t = 0; t < 2; t++) {
+		st_buf b;
+		st_state *s = NULL;
+		st_edit *e;
+		size_t n = 0, nres = t ? 600 : 3;
+		json_t *orig[600], *snap[600];
+		st_buf_init(&b);
+		st_buf_adds(&b, "{\"version\":3,\"deployment\":{\"manifest\":{},\"resources\":[");
+		for (size_t i = 0; i < nres; i++)
+			st_buf_printf(&b, "%s{\"urn\":\"urn:pulumi:dev::p::m:i:R::r%zu\",\"custom\":true,"
+					  "\"id\":\"i%zu\",\"type\":\"m:i:R\",\"inputs\":{\"keep\":{\"a\":[1,2]},"
+					  "\"deep\":[0,{\"s\":{\"4dabf18193072939515e22adb298388d\":"
+					  "\"1b47061264138c4ac30d75fd1eb44270\",\"plaintext\":\"\\\"x%zu\\\"\"}},"
+					  "{\"t\":1}],\"done\":{\"4dabf18193072939515e22adb298388d\":"
+					  "\"1b47061264138c4ac30d75fd1eb44270\",\"ciphertext\":\"v1:AAAA:AAAA\"}},"
+					  "\"outputs\":{\"o\":{\"4dabf18193072939515e22adb298388d\":"
+					  "\"1b47061264138c4ac30d75fd1eb44270\",\"plaintext\":\"\\\"y\\\"\"}}}",
+				      i ? "," : "", i, i, i);
+		st_buf_adds(&b, ",{\"urn\":\"urn:pulumi:dev::p::m:i:R::plain\",\"custom\":false,"
+				"\"type\":\"m:i:R\",\"inputs\":{\"v\":1}}]}}");
+		assert_int_equal(st_state_load_buffer(&s, b.data, b.len, "path.json", NULL, NULL),
+				 ST_OK);
+		st_buf_free(&b);
+		json_t *res = st_state_resources(s, 0);
+		for (size_t i = 0; i < nres; i++) {
+			orig[i] = json_incref(json_array_get(res, i));
+			snap[i] = json_deep_copy(orig[i]);
+		}
+		json_t *plain = json_array_get(res, nres);
+		setenv("STATETOOL_THREADS", t ? "2" : "1", 1);
+		assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+		assert_int_equal(st_edit_secrets_encrypt(e, k, &n, NULL), ST_OK);
+		assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
+		st_edit_free(e);
+		unsetenv("STATETOOL_THREADS");
+		assert_int_equal(n, 2 * nres);
+		res = st_state_resources(s, 0);
+		assert_ptr_equal(json_array_get(res, nres), plain);
+		for (size_t i = 0; i < nres; i++) {
+			json_t *r = json_array_get(res, i), *in = json_object_get(r, "inputs");
+			json_t *oin = json_object_get(orig[i], "inputs");
+			assert_true(json_equal(orig[i], snap[i])); /* never changed */
+			assert_ptr_not_equal(r, orig[i]);
+			assert_ptr_equal(json_object_get(r, "urn"), json_object_get(orig[i], "urn"));
+			assert_ptr_not_equal(in, oin);
+			assert_ptr_equal(json_object_get(in, "keep"), json_object_get(oin, "keep"));
+			assert_ptr_equal(json_object_get(in, "done"), json_object_get(oin, "done"));
+			json_t *deep = json_object_get(in, "deep"), *odeep = json_object_get(oin, "deep");
+			assert_ptr_not_equal(deep, odeep);
+			assert_ptr_equal(json_array_get(deep, 2), json_array_get(odeep, 2));
+			json_t *sec = json_object_get(json_object_get(json_array_get(deep, 1), "s"),
+						      "ciphertext");
+			assert_true(json_is_string(sec));
+			assert_null(json_object_get(json_object_get(json_array_get(deep, 1), "s"),
+						    "plaintext"));
+			/* the member order as it was */
+			void *it = json_object_iter(in);
+			assert_string_equal(json_object_iter_key(it), "keep");
+			assert_string_equal(json_object_iter_key(json_object_iter_next(in, it)), "deep");
+			char *pt = NULL;
+			size_t len = 0;
+			assert_int_equal(st_secrets_decrypt(k, json_string_value(sec), &pt, &len, NULL),
+					 ST_OK);
+			char want[32];
+			snprintf(want, sizeof(want), "\"x%zu\"", i);
+			assert_int_equal(len, strlen(want));
+			assert_memory_equal(pt, want, len);
+			st_secret_free(pt, len);
+			json_decref(orig[i]);
+			json_decref(snap[i]);
+		}
+		st_state_free(s);
+	}
+	st_secrets_free(k);
+}
+
 static void test_rekey_state_and_config(void **state)
 {
 	(void)state;
@@ -403,6 +489,7 @@ int main(void)
 		cmocka_unit_test(test_synthetic_vector_and_tampering),
 		cmocka_unit_test(test_new_passphrase_round_trip),
 		cmocka_unit_test(test_encrypt_two_threads),
+		cmocka_unit_test(test_encrypt_copies_the_path),
 		cmocka_unit_test(test_b64_provider),
 		cmocka_unit_test(test_other_providers_pass_through),
 		cmocka_unit_test(test_custom_provider_encrypt_and_rekey),
