@@ -274,9 +274,13 @@ static int select_resources(ctx *c, const st_move_opts *o, st_error *err)
 		const char *pat = o->patterns[p];
 		size_t here = 0;
 		int glob = strpbrk(pat, "*?[") != NULL;
+		/* the pattern's literal start: a URN without it cannot match (fnmatch, which may
+		 * go through wide characters, is asked only about the others) */
+		size_t lit = strcspn(pat, "*?[\\");
 		json_array_foreach(c->sres, i, r) {
 			const char *u = st_json_str(r, "urn");
-			if (!u || (glob ? fnmatch(pat, u, 0) != 0 : strcmp(pat, u) != 0))
+			if (!u || (glob ? strncmp(u, pat, lit) != 0 || fnmatch(pat, u, 0) != 0
+					: strcmp(pat, u) != 0))
 				continue;
 			if (st_type_is_provider(st_json_str(r, "type")))
 				return st__err(err, ST_EINVAL,

@@ -132,6 +132,18 @@ check_out_has "urn:pulumi:destStack::test::a:b:c::name
 urn:pulumi:destStack::test::a:b:c::name2"
 both_valid
 
+# a bracket and an escaped character in the pattern: only name2 matches; the literal start
+# of the pattern decides nothing by itself
+setup rooted.json
+run "glob with a bracket and an escape" mv_ "urn:pulumi:$S::test::a:b:c::na\\me[2]"
+check_rc 0
+run "bracket dest" urns test/destStack
+check_out_has "urn:pulumi:destStack::test::a:b:c::name2"
+if grep -qx "urn:pulumi:destStack::test::a:b:c::name" "$T/out"; then bad "name moved too"; else ok; fi
+run "bracket: a literal start no URN has" mv_ "urn:pulumi:$S::test::a:b:c::zz[0-9]"
+check_rc 1
+check_err_has "not found in source stack"
+
 setup leaf.json dest-same-provider.json
 run "provider reused" mv_ "urn:pulumi:$S::test::a:b:c::name"
 check_rc 0; check_out_has "reuse provider urn:pulumi:destStack::test::pulumi:providers:a::default_1_0_0::provider_id"
