@@ -216,6 +216,19 @@ static void test_import_file_schema(void **state)
 /* On a big state the schemas and the integrity rules run on two threads: the problems are the
  * same, in the same order, as on one. Each rule fixture gets 600 resources more (after its own,
  * so its problems keep their pointers) and one more problem among them. */
+/* A plain component resource, f-i, to make a fixture big. */
+static json_t *filler(int i)
+{
+	char *u = NULL;
+	json_t *r;
+	assert_true(asprintf(&u, "urn:pulumi:dev::proj::pkg:index:Filler::f-%d", i) > 0);
+	r = json_pack("{s:s, s:b, s:s, s:{s:s}}", "urn", u, "custom", 0, "type",
+		      "pkg:index:Filler", "inputs", "k", "v");
+	free(u);
+	assert_non_null(r);
+	return r;
+}
+
 static void test_two_threads_same_problems(void **state)
 {
 	(void)state;
@@ -240,14 +253,9 @@ static void test_two_threads_same_problems(void **state)
 			continue;
 		}
 		for (int i = 0; i < 600; i++) {
-			json_t *r = json_pack("{s:s, s:b, s:s, s:{s:s}}", "urn", "", "custom", 0,
-					      "type", "pkg:index:Filler", "inputs", "k", "v");
-			char *u = NULL;
-			assert_true(asprintf(&u, "urn:pulumi:dev::proj::pkg:index:Filler::f-%d", i) > 0);
-			json_object_set_new(r, "urn", json_string(u));
+			json_t *r = filler(i);
 			if (i == 300) /* a dependency on a missing resource */
 				json_object_set_new(r, "dependencies", json_pack("[s]", "urn:nope"));
-			free(u);
 			json_array_append_new(res, r);
 		}
 		o.schema = builtin;
@@ -297,12 +305,7 @@ static void test_property_walk_two_threads(void **state)
 		s = load(rel);
 		res = st_state_resources(s, 1);
 		for (int i = 0; i < 6000; i++) {
-			json_t *r = json_pack("{s:s, s:b, s:s, s:{s:s}}", "urn", "", "custom", 0,
-					      "type", "pkg:index:Filler", "inputs", "k", "v");
-			char *u = NULL;
-			assert_true(asprintf(&u, "urn:pulumi:dev::proj::pkg:index:Filler::f-%d", i) > 0);
-			json_object_set_new(r, "urn", json_string(u));
-			free(u);
+			json_t *r = filler(i);
 			if (i % 1500 == 7) /* a property problem and reference problems around it */
 				json_object_set_new(
 					r, "inputs",
