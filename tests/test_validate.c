@@ -216,6 +216,22 @@ static void test_import_file_schema(void **state)
 /* On a big state the schemas and the integrity rules run on two threads: the problems are the
  * same, in the same order, as on one. Each rule fixture gets 600 resources more (after its own,
  * so its problems keep their pointers) and one more problem among them. */
+/* The same problems in the same order: counts, severities, rules, pointers, messages, URNs. */
+static void assert_same_problems(const st_problems *one, const st_problems *two)
+{
+	assert_int_equal(one->count, two->count);
+	assert_int_equal(one->errors, two->errors);
+	assert_int_equal(one->warnings, two->warnings);
+	for (size_t i = 0; i < one->count; i++) {
+		assert_int_equal(one->items[i].severity, two->items[i].severity);
+		assert_string_equal(one->items[i].rule, two->items[i].rule);
+		assert_string_equal(one->items[i].pointer, two->items[i].pointer);
+		assert_string_equal(one->items[i].message, two->items[i].message);
+		if (one->items[i].urn || two->items[i].urn)
+			assert_string_equal(one->items[i].urn, two->items[i].urn);
+	}
+}
+
 /* A plain component resource, f-i, to make a fixture big. */
 static json_t *filler(int i)
 {
@@ -265,15 +281,7 @@ static void test_two_threads_same_problems(void **state)
 		assert_int_equal(st_validate(s, &o, &two, NULL), ST_OK);
 		unsetenv("STATETOOL_THREADS");
 		assert_true(one.count >= 1); /* the fixture's own, if any, and the filler's */
-		assert_int_equal(one.count, two.count);
-		for (size_t i = 0; i < one.count; i++) {
-			assert_int_equal(one.items[i].severity, two.items[i].severity);
-			assert_string_equal(one.items[i].rule, two.items[i].rule);
-			assert_string_equal(one.items[i].pointer, two.items[i].pointer);
-			assert_string_equal(one.items[i].message, two.items[i].message);
-			if (one.items[i].urn || two.items[i].urn)
-				assert_string_equal(one.items[i].urn, two.items[i].urn);
-		}
+		assert_same_problems(&one, &two);
 		st_problems_clear(&one);
 		st_problems_clear(&two);
 		st_state_free(s);
@@ -324,14 +332,8 @@ static void test_property_walk_two_threads(void **state)
 		assert_int_equal(st_validate(s, &o, &one, NULL), ST_OK);
 		unsetenv("STATETOOL_THREADS");
 		assert_int_equal(st_validate(s, &o, &two, NULL), ST_OK);
-		assert_int_equal(one.count, two.count);
-		assert_int_equal(one.errors, two.errors);
-		assert_int_equal(one.warnings, two.warnings);
+		assert_same_problems(&one, &two);
 		for (size_t i = 0; i < one.count; i++) {
-			assert_int_equal(one.items[i].severity, two.items[i].severity);
-			assert_string_equal(one.items[i].rule, two.items[i].rule);
-			assert_string_equal(one.items[i].pointer, two.items[i].pointer);
-			assert_string_equal(one.items[i].message, two.items[i].message);
 			if (!strcmp(one.items[i].rule, "secrets/plaintext") ||
 			    !strcmp(one.items[i].rule, "property/unknown-signature"))
 				walk_problems++;
