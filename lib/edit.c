@@ -227,15 +227,6 @@ int st__edit_is_fresh(st_edit *e, const json_t *v)
 	return ptrset_has(&e->fresh, v);
 }
 
-int st__edit_install(st_edit *e, json_t *arr, size_t i, json_t *copy)
-{
-	if (json_array_get(arr, i) == copy) {
-		json_decref(copy);
-		return 0;
-	}
-	return json_array_set_new(arr, i, copy) < 0 || ptrset_add(&e->fresh, copy) < 0 ? -1 : 0;
-}
-
 int st__edit_replace(st_edit *e, json_t *arr, size_t i, json_t *copy)
 {
 	(void)e;

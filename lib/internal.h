@@ -344,8 +344,6 @@ const char *st__deployment_pointer(const st_state *s);
 json_t *st__edit_cow(st_edit *e, json_t *arr, size_t i);
 /* Is v made by this session (changed in place, not copied, by cow)? Only reads. */
 int st__edit_is_fresh(st_edit *e, const json_t *v);
-/* Puts `copy` (a reference taken) at arr[i] as cow would have: the session's own from now. */
-int st__edit_install(st_edit *e, json_t *arr, size_t i, json_t *copy);
 /* Puts `copy` (a reference taken) at arr[i] without making it the session's own: a copy that
  * shares parts with the state as it was (cow copies it again before changing it in place). */
 int st__edit_replace(st_edit *e, json_t *arr, size_t i, json_t *copy);
