@@ -455,69 +455,7 @@ static int is_secret(json_t *v)
 	return 0;
 }
 
-static int walk(json_t *v, spath *path, const char *urn, visit_fn fn, void *ctx, int depth)
-{
-	size_t i;
-	int rc = 0;
-	json_t *c;
-	if (depth > ST_DEFAULT_MAX_DEPTH)
-		return 0;
-	if (json_is_object(v)) {
-		if (is_secret(v))
-			return fn(ctx, v, path, urn);
-		const char *k;
-		size_t kl;
-		if (st_segs_push(&path->segs, NULL, 0) < 0)
-			return ST_ENOMEM;
-		json_object_keylen_foreach(v, k, kl, c) {
-			if (!json_is_object(c) && !json_is_array(c))
-				continue;
-			path->segs.v[path->segs.n - 1].key = k;
-			path->segs.v[path->segs.n - 1].len = kl;
-			if ((rc = walk(c, path, urn, fn, ctx, depth + 1)) != 0)
-				break;
-		}
-		path->segs.n--;
-	} else if (json_is_array(v)) {
-		if (st_segs_push(&path->segs, NULL, 0) < 0)
-			return ST_ENOMEM;
-		json_array_foreach(v, i, c) {
-			if (!json_is_object(c) && !json_is_array(c))
-				continue;
-			path->segs.v[path->segs.n - 1].len = i;
-			if ((rc = walk(c, path, urn, fn, ctx, depth + 1)) != 0)
-				break;
-		}
-		path->segs.n--;
-	}
-	return rc;
-}
-
 static const char *const prop_fields[] = {"inputs", "outputs", NULL};
-
-/* Visits every secret of one resource object. */
-static int walk_resource(json_t *r, const char *base, visit_fn fn, void *ctx)
-{
-	spath path;
-	int rc = 0;
-	const char *urn = st_json_str(r, "urn");
-	memset(&path, 0, sizeof(path));
-	st_buf_init(&path.buf);
-	path.base = base;
-	for (int f = 0; prop_fields[f] && !rc; f++) {
-		json_t *v = json_object_get(r, prop_fields[f]);
-		if (!v)
-			continue;
-		path.field = prop_fields[f];
-		path.segs.n = 0;
-		rc = walk(v, &path, urn, fn, ctx, 0);
-	}
-	if (rc == ST_OK && path.buf.oom)
-		rc = ST_ENOMEM;
-	st_buf_free(&path.buf);
-	st_segs_free(&path.segs);
-	return rc;
-}
 
 /*
  * Copy on write along the path: visits the secrets of a resource as the state holds it
@@ -526,10 +464,12 @@ static int walk_resource(json_t *r, const char *base, visit_fn fn, void *ctx)
  * the first such secret below it is met and put in place of the original in its parent's
  * copy. The rest stays shared: a resource with one secret costs a few small copies, not a copy
  * of all its properties (and the commit's diff finds the change by pointer, not by comparing
- * whole property trees).
+ * whole property trees). In place (in_place), the same walk gives `fn` the secrets themselves:
+ * for reading, and for the session's own copies.
  */
 typedef struct cow_frame {
 	struct cow_frame *up;
+	int in_place;  /* the walk changes the values themselves (the session's own copy) */
 	json_t *orig;  /* the value as the state holds it */
 	json_t *fresh; /* its copy in the new resource, once one is needed */
 	const char *key; /* where it sits in the parent's copy: a key, or an index */
@@ -540,6 +480,8 @@ static json_t *cow_fresh(cow_frame *f)
 {
 	json_t *parent, *c;
 	int rc;
+	if (f->in_place)
+		return f->orig;
 	if (f->fresh)
 		return f->fresh;
 	if (!f->up) /* the resource: its copy stands alone (the caller puts it in place) */
@@ -571,7 +513,7 @@ static int cow_walk(cow_frame *f, spath *path, const char *urn, wants_fn wants, 
 	if (json_is_object(v)) {
 		if (is_secret(v)) {
 			json_t *mine;
-			if (!wants(ctx, v))
+			if (wants && !wants(ctx, v))
 				return 0;
 			if (!(mine = cow_fresh(f)))
 				return ST_ENOMEM;
@@ -585,6 +527,7 @@ static int cow_walk(cow_frame *f, spath *path, const char *urn, wants_fn wants, 
 			if (!json_is_object(c) && !json_is_array(c))
 				continue;
 			ch.up = f;
+			ch.in_place = f->in_place;
 			ch.orig = c;
 			ch.key = json_object_iter_key(it);
 			ch.keylen = json_object_iter_key_len(it);
@@ -602,6 +545,7 @@ static int cow_walk(cow_frame *f, spath *path, const char *urn, wants_fn wants, 
 			if (!json_is_object(c) && !json_is_array(c))
 				continue;
 			ch.up = f;
+			ch.in_place = f->in_place;
 			ch.orig = c;
 			ch.index = i;
 			path->segs.v[path->segs.n - 1].len = i;
@@ -613,9 +557,11 @@ static int cow_walk(cow_frame *f, spath *path, const char *urn, wants_fn wants, 
 	return rc;
 }
 
-/* walk_resource for the resource `r` the state holds: *copy is its copy with the secrets `fn`
- * changed (a reference for the caller), or NULL when `wants` wanted none. */
-static int walk_resource_cow(json_t *r, json_t **copy, const char *base, wants_fn wants,
+/* Visits the secrets of resource `r` that `wants` (NULL: every one). With `copy` NULL, `fn`
+ * gets the secrets themselves (only reading, or changing the session's own copy); else *copy
+ * is r's copy with the secrets `fn` changed (a reference for the caller), or NULL when none
+ * was wanted. */
+static int visit_secrets(json_t *r, json_t **copy, const char *base, wants_fn wants,
 			     visit_fn fn, void *ctx)
 {
 	spath path;
@@ -623,6 +569,7 @@ static int walk_resource_cow(json_t *r, json_t **copy, const char *base, wants_f
 	const char *urn = st_json_str(r, "urn");
 	cow_frame top = {0};
 	top.orig = r;
+	top.in_place = !copy;
 	memset(&path, 0, sizeof(path));
 	st_buf_init(&path.buf);
 	path.base = base;
@@ -632,6 +579,7 @@ static int walk_resource_cow(json_t *r, json_t **copy, const char *base, wants_f
 		if (!v)
 			continue;
 		fr.up = &top;
+		fr.in_place = top.in_place;
 		fr.orig = v;
 		fr.key = prop_fields[f];
 		fr.keylen = strlen(prop_fields[f]);
@@ -643,8 +591,15 @@ static int walk_resource_cow(json_t *r, json_t **copy, const char *base, wants_f
 		rc = ST_ENOMEM;
 	st_buf_free(&path.buf);
 	st_segs_free(&path.segs);
-	*copy = top.fresh;
+	if (copy)
+		*copy = top.fresh;
 	return rc;
+}
+
+/* Visits every secret of one resource object, in place. */
+static int walk_resource(json_t *r, const char *base, visit_fn fn, void *ctx)
+{
+	return visit_secrets(r, NULL, base, NULL, fn, ctx);
 }
 
 static int has_secret_cb(void *ctx, json_t *secret, spath *p, const char *u)
@@ -869,7 +824,7 @@ static int encrypt_res(void *p, json_t *arr, size_t i, const char *base)
 		/* a resource of the state as it was: copied along the paths to its secrets */
 		json_t *t = NULL;
 		size_t before = c->count;
-		int rc = walk_resource_cow(r, &t, base, encrypt_wants, encrypt_one, p);
+		int rc = visit_secrets(r, &t, base, encrypt_wants, encrypt_one, p);
 		if (rc == ST_ENOMEM)
 			st__err(c->err, ST_ENOMEM, "out of memory");
 		if (rc || !t) {
@@ -928,7 +883,7 @@ static void *enc_main(void *arg)
 			j->rc = walk_resource(t, base, encrypt_one, &j->c);
 		} else {
 			t = NULL;
-			j->rc = walk_resource_cow(r, &t, base, encrypt_wants, encrypt_one, &j->c);
+			j->rc = visit_secrets(r, &t, base, encrypt_wants, encrypt_one, &j->c);
 		}
 		if (j->rc == ST_ENOMEM)
 			st__err(&j->err, ST_ENOMEM, "out of memory");
