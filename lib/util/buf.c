@@ -1,0 +1,178 @@
+/* A growable byte buffer (optionally draining into a sink), JSON Pointer tokens, and the
+ * segment stack that builds a pointer only when one is needed. */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void st_buf_init(st_buf *b)
+{
+	memset(b, 0, sizeof(*b));
+}
+
+void st_buf_free(st_buf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+int st_buf_flush(st_buf *b)
+{
+	if (!b->sink || b->oom)
+		return b->oom ? -1 : 0;
+	if (b->len && b->sink(b->sink_ctx, b->data, b->len) < 0) {
+		b->oom = b->sink_failed = 1;
+		return -1;
+	}
+	b->len = 0;
+	return 0;
+}
+
+void st_buf_add_block(st_buf *b, const void *p, size_t n)
+{
+	if (!b->sink) {
+		st_buf_add(b, p, n);
+		return;
+	}
+	if (st_buf_flush(b) < 0)
+		return;
+	if (n && b->sink(b->sink_ctx, p, n) < 0)
+		b->oom = b->sink_failed = 1;
+}
+
+int st_buf_reserve(st_buf *b, size_t extra)
+{
+	size_t need, cap;
+	char *d;
+
+	if (b->oom)
+		return -1;
+	need = b->len + extra + 1;
+	if (need <= b->cap)
+		return 0;
+	if (b->sink && b->len >= ST_BUF_CHUNK) {
+		if (st_buf_flush(b) < 0)
+			return -1;
+		need = extra + 1;
+		if (need <= b->cap)
+			return 0;
+	}
+	cap = b->cap ? b->cap : 256;
+	while (cap < need)
+		cap *= 2;
+	d = realloc(b->data, cap);
+	if (!d) {
+		b->oom = 1;
+		return -1;
+	}
+	b->data = d;
+	b->cap = cap;
+	return 0;
+}
+
+void st_buf_add(st_buf *b, const void *p, size_t n)
+{
+	if (st_buf_reserve(b, n) < 0)
+		return;
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+void st_buf_addc(st_buf *b, char c)
+{
+	if (st_buf_reserve(b, 1) < 0)
+		return;
+	b->data[b->len++] = c;
+	b->data[b->len] = '\0';
+}
+
+void st_buf_adds(st_buf *b, const char *s)
+{
+	st_buf_add(b, s, strlen(s));
+}
+
+void st_buf_printf(st_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || st_buf_reserve(b, (size_t)n) < 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+char *st_buf_take(st_buf *b, size_t *len)
+{
+	char *d;
+
+	if (b->oom) {
+		st_buf_free(b);
+		return NULL;
+	}
+	if (!b->data && st_buf_reserve(b, 0) < 0)
+		return NULL;
+	d = b->data;
+	if (len)
+		*len = b->len;
+	memset(b, 0, sizeof(*b));
+	return d;
+}
+
+void st_pointer_add_key(st_buf *b, const char *key, size_t len)
+{
+	st_buf_addc(b, '/');
+	for (size_t i = 0; i < len; i++) {
+		if (key[i] == '~')
+			st_buf_add(b, "~0", 2);
+		else if (key[i] == '/')
+			st_buf_add(b, "~1", 2);
+		else
+			st_buf_addc(b, key[i]);
+	}
+}
+
+void st_pointer_add_index(st_buf *b, size_t index)
+{
+	st_buf_printf(b, "/%zu", index);
+}
+
+int st_segs_push(st_segs *s, const char *key, size_t len)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 32;
+		st_seg *v = realloc(s->v, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n].key = key;
+	s->v[s->n].len = len;
+	s->n++;
+	return 0;
+}
+
+void st_segs_pointer(st_buf *b, const st_segs *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->v[i].key)
+			st_pointer_add_key(b, s->v[i].key, s->v[i].len);
+		else
+			st_pointer_add_index(b, s->v[i].len);
+	}
+}
+
+void st_segs_free(st_segs *s)
+{
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}

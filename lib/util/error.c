@@ -1,0 +1,156 @@
+/* Error records, problem lists and change reports. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *st_strerror(int code)
+{
+	switch (code) {
+	case ST_OK: return "ok";
+	case ST_EIO: return "i/o error";
+	case ST_EPARSE: return "parse error";
+	case ST_EFORMAT: return "not a deployment state";
+	case ST_EVERSION: return "unsupported version";
+	case ST_EFEATURE: return "unsupported feature";
+	case ST_EINTEGRITY: return "integrity error";
+	case ST_ENOTFOUND: return "not found";
+	case ST_EAMBIGUOUS: return "ambiguous";
+	case ST_ELOCKED: return "locked";
+	case ST_EINVAL: return "invalid argument";
+	case ST_ENOMEM: return "out of memory";
+	case ST_ESECRETS: return "secrets error";
+	case ST_EPASSPHRASE: return "passphrase error";
+	case ST_ECONFLICT: return "conflict";
+	case ST_ELIMIT: return "limit exceeded";
+	case ST_EUNSUPPORTED: return "unsupported";
+	case ST_EREFUSED: return "refused";
+	default: return "unknown error";
+	}
+}
+
+void st_error_clear(st_error *err)
+{
+	if (!err)
+		return;
+	memset(err, 0, sizeof(*err));
+	err->offset = -1;
+}
+
+int st__verr(st_error *err, int code, const char *fmt, va_list ap)
+{
+	if (!err || err->code != 0)
+		return code;
+	err->code = code;
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	return code;
+}
+
+int st__err(st_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	st__verr(err, code, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+void st__err_file(st_error *err, const char *file)
+{
+	if (err && file && !err->file[0])
+		snprintf(err->file, sizeof(err->file), "%s", file);
+}
+
+void st__err_pointer(st_error *err, const char *pointer)
+{
+	if (err && pointer && !err->pointer[0])
+		snprintf(err->pointer, sizeof(err->pointer), "%s", pointer);
+}
+
+int st_problems_add(st_problems *list, st_severity sev, const char *rule, const char *pointer,
+		    const char *urn, const char *fmt, ...)
+{
+	st_problem *p;
+	va_list ap;
+	char *msg = NULL;
+
+	if (list->count == list->capacity) {
+		size_t cap = list->capacity ? list->capacity * 2 : 16;
+		st_problem *items = realloc(list->items, cap * sizeof(*items));
+		if (!items)
+			return ST_ENOMEM;
+		list->items = items;
+		list->capacity = cap;
+	}
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	p = &list->items[list->count];
+	memset(p, 0, sizeof(*p));
+	p->severity = sev;
+	p->message = msg;
+	p->rule = st_strdup(rule);
+	p->pointer = st_strdup(pointer ? pointer : "");
+	p->urn = urn ? st_strdup(urn) : NULL;
+	if (!msg || !p->rule || !p->pointer || (urn && !p->urn)) {
+		free(msg);
+		free(p->rule);
+		free(p->pointer);
+		free(p->urn);
+		return ST_ENOMEM;
+	}
+	list->count++;
+	if (sev == ST_SEV_ERROR)
+		list->errors++;
+	else
+		list->warnings++;
+	return ST_OK;
+}
+
+void st_problems_clear(st_problems *list)
+{
+	for (size_t i = 0; i < list->count; i++) {
+		free(list->items[i].rule);
+		free(list->items[i].message);
+		free(list->items[i].pointer);
+		free(list->items[i].urn);
+		free(list->items[i].file);
+	}
+	free(list->items);
+	memset(list, 0, sizeof(*list));
+}
+
+int st_changes_add(st_changes *c, const char *fmt, ...)
+{
+	va_list ap;
+	char *line = NULL;
+
+	if (!c)
+		return ST_OK;
+	if (c->count == c->capacity) {
+		size_t cap = c->capacity ? c->capacity * 2 : 16;
+		char **lines = realloc(c->lines, cap * sizeof(*lines));
+		if (!lines)
+			return ST_ENOMEM;
+		c->lines = lines;
+		c->capacity = cap;
+	}
+	va_start(ap, fmt);
+	if (vasprintf(&line, fmt, ap) < 0)
+		line = NULL;
+	va_end(ap);
+	if (!line)
+		return ST_ENOMEM;
+	c->lines[c->count++] = line;
+	return ST_OK;
+}
+
+void st_changes_clear(st_changes *c)
+{
+	for (size_t i = 0; i < c->count; i++)
+		free(c->lines[i]);
+	free(c->lines);
+	memset(c, 0, sizeof(*c));
+}
