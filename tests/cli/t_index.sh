@@ -2,8 +2,9 @@
 # The SQLite index: a generated backend of many stacks (plus renamed, deleted and corrupted
 # ones); each filter's answer is compared with a brute-force jq scan of the files.
 . "$(dirname "$0")/lib.sh"
-if ! command -v jq >/dev/null 2>&1 || ! command -v cc >/dev/null 2>&1; then
-	echo "t_index.sh: jq and cc are needed (sh quickstart check installs them)"; echo "t_index.sh: 0 passed, 1 failed"; exit 1
+if ! command -v jq >/dev/null 2>&1 || ! command -v cc >/dev/null 2>&1 ||
+	! command -v sqlite3 >/dev/null 2>&1; then
+	echo "t_index.sh: jq, cc and sqlite3 are needed (sh quickstart check installs them)"; echo "t_index.sh: 0 passed, 1 failed"; exit 1
 fi
 B=$T/b
 DB=$B/.pulumi/statetool-index.sqlite
@@ -123,7 +124,8 @@ run "query on a damaged index" sh -c "printf 'garbage garbage garbage garbage ga
 check_rc 1; check_err_has "is damaged; run \`statetool index update\` to rebuild it"
 run "no index yet" st query --db "$T/none.sqlite" --type x
 check_rc 1; check_err_has "no index at"
-sqlite3 "$T/f.sqlite" "UPDATE meta SET value='0' WHERE key='schema_version'" 2>/dev/null || true
+run "old schema set up" sqlite3 "$T/f.sqlite" "UPDATE meta SET value='0' WHERE key='schema_version'"
+check_rc 0
 run "old schema" st index update --db "$T/f.sqlite" "$T/pt.json"
 check_rc 0; check_err_has "the index had schema version 0; rebuilt as version 1"
 
