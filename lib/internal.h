@@ -14,6 +14,10 @@
 /* Sets err (when not NULL and not already set: the first error wins) and returns code. */
 int st__err(st_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int st__verr(st_error *err, int code, const char *fmt, va_list ap);
+/* Passes on an error caught in a local record (err, when not NULL and not already set, becomes a
+ * copy of it); returns its code. For a caller that tells one code from the others and sets its
+ * own error instead: the local record keeps that first error out of err. */
+int st__err_copy(st_error *err, const st_error *from);
 /* Adds a file name to an error that has none. */
 void st__err_file(st_error *err, const char *file);
 void st__err_pointer(st_error *err, const char *pointer);

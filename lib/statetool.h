@@ -292,8 +292,10 @@ void st_state_set_compression(st_state *state, st_compression c);
 /* Problems noticed while reading (duplicate keys, invalid UTF-8...) (borrowed). */
 const st_problems *st_state_load_problems(const st_state *state);
 
-/* Must be called after editing the tree through the borrowed pointers, so that derived data
- * (the URN index, features) is recomputed. */
+/* Must be called after editing the tree through the borrowed pointers: it drops what the state
+ * derived from the tree (which version-4 features no resource uses, so the next commit or
+ * st_state_apply_features looks at every resource again) and reads the envelope, version and
+ * deployment's place again. When the tree is no longer a state, these keep their old values. */
 void st_state_touch(st_state *state);
 
 /* Switches the envelope. To the checkpoint envelope a stack name is needed: `stack` when not

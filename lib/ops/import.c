@@ -463,18 +463,20 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 	json_t *rr0;
 	size_t orig_n = 0;
 	int had_res = 0, inserted_root = 0;
+	st_error nerr;
 
 	st_strmap_init(&ix);
 
 	if (!o)
 		o = &def;
 	memset(rep, 0, sizeof(*rep));
-	rc = st_stack_names(dst, o->dest_stack, dst_path, &stack, &project, err);
-	if (rc == ST_ENOTFOUND) {
-		err->code = 0;
+	st_error_clear(&nerr);
+	rc = st_stack_names(dst, o->dest_stack, dst_path, &stack, &project, &nerr);
+	if (rc == ST_ENOTFOUND)
 		rc = st__err(err, ST_EINVAL, "cannot tell the destination's stack and project: it "
 			     "names none; add --dest-stack PROJECT/STACK");
-	}
+	else if (rc)
+		st__err_copy(err, &nerr);
 	if (rc)
 		goto out;
 	size_t before = probs->errors;

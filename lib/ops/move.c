@@ -405,6 +405,7 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 	size_t i;
 	int rc = ST_OK, created;
 	st_problems p = {0}, p2 = {0};
+	st_error nerr;
 
 	memset(c, 0, sizeof(*c));
 	memset(rep, 0, sizeof(*rep));
@@ -416,22 +417,20 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 	st_strmap_init(&dst_urns);
 	st_strmap_init(&stay);
 
-	/* Names. */
-	rc = st_stack_names(src, o->source_stack, src_path, &c->sstack, &c->sproj, err);
-	if (rc == ST_OK) {
-		rc = st_stack_names(dst, o->dest_stack, dst_path, &c->dstack, &c->dproj, err);
-		if (rc == ST_ENOTFOUND) {
-			err->code = 0;
-			rc = st__err(err, ST_EINVAL,
-				     "cannot tell the destination's stack and project: it has no "
-				     "resources and no name of its own; add --dest-stack "
-				     "PROJECT/STACK");
-		}
-	} else if (rc == ST_ENOTFOUND) {
-		err->code = 0;
+	/* Names (a stack that names none is told here, in a message of our own). */
+	st_error_clear(&nerr);
+	rc = st_stack_names(src, o->source_stack, src_path, &c->sstack, &c->sproj, &nerr);
+	if (rc == ST_ENOTFOUND)
 		rc = st__err(err, ST_EINVAL, "cannot tell the source's stack and project; add "
 			     "--source-stack PROJECT/STACK");
-	}
+	else if (rc == ST_OK)
+		rc = st_stack_names(dst, o->dest_stack, dst_path, &c->dstack, &c->dproj, &nerr);
+	if (rc == ST_ENOTFOUND)
+		rc = st__err(err, ST_EINVAL,
+			     "cannot tell the destination's stack and project: it has no "
+			     "resources and no name of its own; add --dest-stack PROJECT/STACK");
+	else if (rc)
+		st__err_copy(err, &nerr);
 	if (rc)
 		goto out;
 	/* Both must be valid (Pulumi refuses otherwise). */

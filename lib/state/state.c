@@ -466,7 +466,20 @@ json_t *st_state_resources(st_state *s, int create)
 
 void st_state_touch(st_state *s)
 {
-	(void)s; /* derived data lives with the callers for now; kept for API stability */
+	st_state t;
+
+	/* Nothing is known absent any more: the next features scan looks at every resource. */
+	s->known_absent = 0;
+	/* The envelope, version and the object holding the deployment, read again from the tree
+	 * (a binding of a blank state borrowing the root, so a tree that is no longer a state
+	 * leaves the old ones). */
+	memset(&t, 0, sizeof(t));
+	t.root = s->root;
+	if (st__state_bind(&t, NULL) == ST_OK) {
+		s->envelope = t.envelope;
+		s->version = t.version;
+		s->container = t.container;
+	}
 }
 
 /* Finds organization/<project>/<stack> from the root stack resource, or any resource. */

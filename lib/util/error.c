@@ -56,6 +56,13 @@ int st__err(st_error *err, int code, const char *fmt, ...)
 	return code;
 }
 
+int st__err_copy(st_error *err, const st_error *from)
+{
+	if (err && !err->code && from->code)
+		*err = *from;
+	return from->code;
+}
+
 void st__err_file(st_error *err, const char *file)
 {
 	if (err && file && !err->file[0])
