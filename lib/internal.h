@@ -154,9 +154,11 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 		      int mapped, unsigned *features, st_error *err);
 
-/* Pulumi's special-value signature key, and the signature of a bytestring (feature
- * "bytestring" of deployment version 4). */
+/* Pulumi's special-value signature key, the signature of a secret ({ST_SIG_KEY: ST_SIG_SECRET,
+ * "ciphertext" or "plaintext"}), and that of a bytestring (feature "bytestring" of deployment
+ * version 4). The one definition of each: every module uses these. */
 #define ST_SIG_KEY "4dabf18193072939515e22adb298388d"
+#define ST_SIG_SECRET "1b47061264138c4ac30d75fd1eb44270"
 #define ST_SIG_BYTESTRING "803fd3297a5875dc03ca845dda5d2a98"
 
 /* The features of deployment version 4, by the index the features scan uses: 0-6 are marked
@@ -325,11 +327,71 @@ static inline st_strmap_slot *st_strmap_put_f(st_strmap *m, st_prefilter *f, con
 	return sl;
 }
 
-/* Does resource r refer (parent, deletedWith, dependencies, replaceWith, property
- * dependencies) to a URN in `urns`, or (refs not NULL) by its provider to a reference in
- * `refs`? The prefilters (may be NULL) are the maps'. One pass over r's members. */
+/* ---- Pulumi's references between resources (lib/state/refs.c) ----
+ * The one walker of the reference fields. Which fields: a mask of kinds. The walk visits
+ * non-empty strings only, in a fixed order: parent, dependencies, propertyDependencies (each
+ * property's list; the properties as held, or sorted with ST_REF_SORTED), deletedWith,
+ * replaceWith, provider. */
+typedef enum st_ref_kind {
+	ST_REF_PARENT = 1u << 0,              /* "parent": a URN */
+	ST_REF_DEPENDENCY = 1u << 1,          /* "dependencies": URNs */
+	ST_REF_PROPERTY_DEPENDENCY = 1u << 2, /* "propertyDependencies": property -> URNs */
+	ST_REF_DELETED_WITH = 1u << 3,        /* "deletedWith": a URN */
+	ST_REF_REPLACE_WITH = 1u << 4,        /* "replaceWith": URNs */
+	ST_REF_PROVIDER = 1u << 5             /* "provider": a provider reference URN::ID */
+} st_ref_kind;
+#define ST_REF_URNS 0x1fu /* every field that holds URNs (all but the provider) */
+#define ST_REF_ALL 0x3fu
+#define ST_REF_SORTED 0x100u /* propertyDependencies' properties in sorted order */
+
+/* One reference, as the walker gives it to its callback. */
+typedef struct st_ref {
+	st_ref_kind kind;
+	const char *field; /* the resource's member: "parent", "dependencies", ... */
+	const char *key;   /* propertyDependencies: the property; else NULL */
+	long index;        /* the position in a list, or -1 */
+	const char *value; /* the reference (borrowed; NUL-terminated) */
+	size_t len;
+	json_t *resource_, *holder_; /* (the walker's: where it sits) */
+} st_ref;
+
+/* What a callback returns: go on, stop the walk, or remove this reference (an emptied
+ * dependencies or replaceWith list is removed too: Go omits an empty list), or a negative
+ * ST_E* code, which ends the walk and is returned. */
+#define ST_REF_NEXT 0
+#define ST_REF_STOP 1
+#define ST_REF_REMOVE 2
+typedef int (*st_ref_fn)(void *ctx, st_ref *ref);
+
+/* Walks the references of resource r (an object; anything else has none) that `what` asks
+ * for (kinds, | ST_REF_SORTED). Returns 0 when walked to the end, 1 when a callback stopped
+ * it, or a negative ST_E* code. A callback that changes or removes references must be given
+ * an object it may change (the session's own, or an st__ref_copy). */
+int st__ref_foreach(json_t *r, unsigned what, st_ref_fn fn, void *ctx);
+/* In a callback: replaces the reference by `value` (copied). ST_OK or ST_ENOMEM. */
+int st__ref_set(st_ref *ref, const char *value);
+/* The member name of a kind ("parent", ...), NULL for none. */
+const char *st__ref_field_name(st_ref_kind kind);
+/* A copy of r (new) whose reference fields may be changed: the object and its reference
+ * lists are new; everything else (inputs, outputs, ...) is shared with r. NULL: no memory. */
+json_t *st__ref_copy(json_t *r);
+
+/* Does resource r refer (by any field holding URNs) to a URN in `urns`, or (refs not NULL)
+ * by its provider to a reference in `refs`? The prefilters (may be NULL) are the maps'. */
 int st__refers(const json_t *r, const st_strmap *urns, const st_prefilter *uf,
 	       const st_strmap *refs, const st_prefilter *rf);
+
+/* Rewrites every reference of r (which the caller may change) that `urns` (URN fields) or
+ * `refs` (may be NULL: the provider) holds to the string in its slot's p. *count (may be NULL)
+ * is increased by how many. ST_OK or ST_ENOMEM (r then partly rewritten). */
+int st__ref_rewrite(json_t *r, const st_strmap *urns, const st_strmap *refs, size_t *count);
+
+/* Pulumi's provider reference "URN::ID" (new), the ID ST_UNKNOWN_ID when NULL or empty. */
+char *st__provider_ref(const char *urn, const char *id);
+/* The reference to resource r when it is a provider (by its type), else NULL (new). */
+char *st__provider_ref_of(const json_t *r);
+/* The length of the URN part of a provider reference (before the last "::"), 0 if none. */
+size_t st__provider_ref_urn_len(const char *ref, size_t len);
 
 /* Embedded copies of the files in schemas/ (generated at build time). */
 typedef struct st_embedded_schema {

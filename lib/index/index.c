@@ -13,8 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SIG_KEY "4dabf18193072939515e22adb298388d"
-#define SIG_SECRET "1b47061264138c4ac30d75fd1eb44270"
 
 struct st_index {
 	sqlite3 *db;
@@ -252,17 +250,44 @@ static int step_reset(sqlite3_stmt *s)
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
-static int add_edge(ins *I, sqlite3_int64 sid, const char *from, const char *kind, const char *to,
-		    const char *prop)
+/* The edges of one resource, as the reference walk gives them: one row each, named by the
+ * index's kinds; a provider edge goes to the provider's URN. */
+typedef struct edge_rows {
+	ins *I;
+	sqlite3_int64 sid;
+	const char *from;
+} edge_rows;
+
+static int edge_row(void *p, st_ref *ref)
 {
-	if (!to || !*to)
-		return 0;
-	sqlite3_bind_int64(I->edge, 1, sid);
-	bind_text(I->edge, 2, from);
-	bind_text(I->edge, 3, kind);
-	bind_text(I->edge, 4, to);
-	bind_text(I->edge, 5, prop);
-	return step_reset(I->edge);
+	edge_rows *c = p;
+	const char *kind;
+	size_t len = ref->len;
+	switch (ref->kind) {
+	case ST_REF_PARENT: kind = "parent"; break;
+	case ST_REF_DEPENDENCY: kind = "dependency"; break;
+	case ST_REF_PROPERTY_DEPENDENCY: kind = "property"; break;
+	case ST_REF_DELETED_WITH: kind = "deletedWith"; break;
+	case ST_REF_REPLACE_WITH: kind = "replaceWith"; break;
+	default:
+		kind = "provider";
+		if (!(len = st__provider_ref_urn_len(ref->value, len)))
+			return ST_REF_NEXT;
+		break;
+	}
+	sqlite3_bind_int64(c->I->edge, 1, c->sid);
+	bind_text(c->I->edge, 2, c->from);
+	bind_text(c->I->edge, 3, kind);
+	sqlite3_bind_text(c->I->edge, 4, ref->value, (int)len, SQLITE_STATIC);
+	bind_text(c->I->edge, 5, ref->key);
+	step_reset(c->I->edge);
+	return ST_REF_NEXT;
+}
+
+static void add_edges(ins *I, sqlite3_int64 sid, const char *from, json_t *r)
+{
+	edge_rows c = {I, sid, from};
+	st__ref_foreach(r, ST_REF_ALL, edge_row, &c);
 }
 
 /* Records the paths of secret values (never the values). */
@@ -275,8 +300,8 @@ static int add_secret_paths(ins *I, sqlite3_int64 sid, const char *urn, json_t *
 	if (depth > 64)
 		return 0;
 	if (json_is_object(v)) {
-		const char *sig = st_json_str(v, SIG_KEY);
-		if (sig && !strcmp(sig, SIG_SECRET)) {
+		const char *sig = st_json_str(v, ST_SIG_KEY);
+		if (sig && !strcmp(sig, ST_SIG_SECRET)) {
 			sqlite3_bind_int64(I->sec, 1, sid);
 			bind_text(I->sec, 2, urn);
 			bind_text(I->sec, 3, path->data ? path->data : "");
@@ -439,32 +464,10 @@ static int write_stack(st_index *ix, const char *qname, const char *path, st_sta
 			sql_err(ix, err, "cannot record a resource");
 			goto rollback;
 		}
-		json_t *v, *list;
-		size_t k;
-		const char *key;
-		add_edge(&I, sid, urn, "parent", st_json_str(r, "parent"), NULL);
-		json_array_foreach(json_object_get(r, "dependencies"), k, v)
-			add_edge(&I, sid, urn, "dependency", json_string_value(v), NULL);
-		json_object_foreach(json_object_get(r, "propertyDependencies"), key, list)
-			json_array_foreach(list, k, v)
-				add_edge(&I, sid, urn, "property", json_string_value(v), key);
-		add_edge(&I, sid, urn, "deletedWith", st_json_str(r, "deletedWith"), NULL);
-		json_array_foreach(json_object_get(r, "replaceWith"), k, v)
-			add_edge(&I, sid, urn, "replaceWith", json_string_value(v), NULL);
-		const char *prov = st_json_str(r, "provider");
-		if (prov) {
-			const char *last = NULL;
-			for (const char *q = strstr(prov, "::"); q; q = strstr(q + 1, "::"))
-				last = q;
-			if (last) {
-				char *pu_ = st_strndup(prov, (size_t)(last - prov));
-				add_edge(&I, sid, urn, "provider", pu_, NULL);
-				free(pu_);
-			}
-		}
+		add_edges(&I, sid, urn, r);
 		if (type && st_type_is_provider(type)) {
 			const char *id = st_json_str(r, "id");
-			char *ref = st_asprintf("%s::%s", urn, id && *id ? id : ST_UNKNOWN_ID);
+			char *ref = st__provider_ref(urn, id);
 			sqlite3_bind_int64(I.prov, 1, sid);
 			bind_text(I.prov, 2, urn);
 			bind_text(I.prov, 3, id);

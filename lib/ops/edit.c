@@ -267,80 +267,6 @@ static void set_resources(st_edit *e, json_t *arr)
 	}
 }
 
-/* ---- references ---- */
-
-/* Is v a non-empty string in m? f, when given, is m's prefilter: most strings that are not in
- * a small map are told by it without being hashed. */
-static int has(const st_strmap *m, const st_prefilter *f, const json_t *v)
-{
-	size_t n;
-	const char *s;
-	if (!json_is_string(v) || !(n = json_string_length(v)))
-		return 0;
-	s = json_string_value(v);
-	return (!f || st_prefilter_maybe(f, s, n)) && st_strmap_getn(m, s, n) != NULL;
-}
-
-int st__refers(const json_t *r, const st_strmap *urns, const st_prefilter *uf,
-	       const st_strmap *refs, const st_prefilter *rf)
-{
-	size_t i, kl;
-	json_t *v, *m, *list;
-	const char *k, *pk;
-
-	json_object_keylen_foreach((json_t *)r, k, kl, m) {
-		switch (kl) {
-		case 6: /* parent */
-			if (ST_KEY_IS(k, kl, "parent") && has(urns, uf, m))
-				return 1;
-			break;
-		case 8: /* provider */
-			if (refs && ST_KEY_IS(k, kl, "provider") && has(refs, rf, m))
-				return 1;
-			break;
-		case 11: /* deletedWith, replaceWith */
-			if (ST_KEY_IS(k, kl, "deletedWith")) {
-				if (has(urns, uf, m))
-					return 1;
-			} else if (ST_KEY_IS(k, kl, "replaceWith")) {
-				json_array_foreach(m, i, v)
-					if (has(urns, uf, v))
-						return 1;
-			}
-			break;
-		case 12: /* dependencies */
-			if (ST_KEY_IS(k, kl, "dependencies"))
-				json_array_foreach(m, i, v)
-					if (has(urns, uf, v))
-						return 1;
-			break;
-		case 20: /* propertyDependencies */
-			if (ST_KEY_IS(k, kl, "propertyDependencies"))
-				json_object_foreach(m, pk, list)
-					json_array_foreach(list, i, v)
-						if (has(urns, uf, v))
-							return 1;
-			break;
-		}
-	}
-	return 0;
-}
-
-static int refers(const json_t *r, const st_strmap *urns, const st_strmap *refs)
-{
-	return st__refers(r, urns, NULL, refs, NULL);
-}
-
-
-static char *provider_ref_of(const json_t *r)
-{
-	const char *urn = st_json_str(r, "urn"), *type = st_json_str(r, "type");
-	const char *id = st_json_str(r, "id");
-	if (!urn || !type || !st_type_is_provider(type))
-		return NULL;
-	return st_asprintf("%s::%s", urn, id && *id ? id : ST_UNKNOWN_ID);
-}
-
 /* ---- delete ---- */
 
 static void free_keys(st_strmap *m)
@@ -434,7 +360,7 @@ static int any_referred(json_t *res, const char *condemned, const size_t *target
 	for (size_t t = 0; t < n && rc == ST_OK; t++) {
 		r = json_array_get(res, targets[t]);
 		const char *u = st_json_str(r, "urn");
-		char *pref = provider_ref_of(r);
+		char *pref = st__provider_ref_of(r);
 		if (u && *u && !st_strmap_put_f(&urns, &f[0], u, &created))
 			rc = ST_ENOMEM;
 		if (pref) {
@@ -546,7 +472,7 @@ int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, 
 					}
 					changed = 1;
 				}
-				char *pref = provider_ref_of(r);
+				char *pref = st__provider_ref_of(r);
 				if (pref) {
 					st_strmap_slot *ps = st_strmap_put_f(&deadprov, &f[1], pref, &created);
 					if (ps && created)
@@ -663,60 +589,7 @@ int st_edit_set_flag(st_edit *e, const size_t *targets, size_t n, const char *fl
 	return ST_OK;
 }
 
-/* ---- rewriting URNs ---- */
-
-/* Rewrites references in one resource object through `map` (old URN -> new URN in slot p).
- * Returns how many were rewritten; the object must already be a copy. */
-/* Rewrites r's references through the maps; *oom is set when a new string could not be made
- * (the resource is then partly rewritten: the caller rolls the session back). */
-static size_t rewrite_refs(json_t *r, const st_strmap *map, const st_strmap *provmap, int *oom)
-{
-	static const char *const singles[] = {"parent", "deletedWith", NULL};
-	static const char *const lists[] = {"dependencies", "replaceWith", NULL};
-	size_t n = 0, i;
-	json_t *v, *list;
-	const char *k;
-	st_strmap_slot *sl;
-
-	for (int f = 0; singles[f]; f++) {
-		const char *u = st_json_str(r, singles[f]);
-		if (u && (sl = st_strmap_get(map, u))) {
-			if (json_object_set_new(r, singles[f], json_string((const char *)sl->p)))
-				*oom = 1;
-			n++;
-		}
-	}
-	for (int f = 0; lists[f]; f++) {
-		json_array_foreach(json_object_get(r, lists[f]), i, v) {
-			const char *u = json_string_value(v);
-			if (u && (sl = st_strmap_get(map, u))) {
-				if (json_array_set_new(json_object_get(r, lists[f]), i,
-						       json_string((const char *)sl->p)))
-					*oom = 1;
-				n++;
-			}
-		}
-	}
-	json_object_foreach(json_object_get(r, "propertyDependencies"), k, list) {
-		json_array_foreach(list, i, v) {
-			const char *u = json_string_value(v);
-			if (u && (sl = st_strmap_get(map, u))) {
-				if (json_array_set_new(list, i, json_string((const char *)sl->p)))
-					*oom = 1;
-				n++;
-			}
-		}
-	}
-	if (provmap) {
-		const char *p = st_json_str(r, "provider");
-		if (p && (sl = st_strmap_get(provmap, p))) {
-			if (json_object_set_new(r, "provider", json_string((const char *)sl->p)))
-				*oom = 1;
-			n++;
-		}
-	}
-	return n;
-}
+/* ---- rename ---- */
 
 int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *err)
 {
@@ -759,14 +632,13 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 		goto out;
 	}
 	sl->p = nu;
-	oldref = provider_ref_of(r);
+	oldref = st__provider_ref_of(r);
 	if (!oldref && st_type_is_provider(st_json_str(r, "type") ? st_json_str(r, "type") : "")) {
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
 	}
 	if (oldref) {
-		const char *id = st_json_str(r, "id");
-		newref = st_asprintf("%s::%s", nu, id && *id ? id : ST_UNKNOWN_ID);
+		newref = st__provider_ref(nu, st_json_str(r, "id"));
 		sl = newref ? st_strmap_put_f(&provmap, &f[1], oldref, &created) : NULL;
 		if (!sl) {
 			rc = st__err(err, ST_ENOMEM, "out of memory");
@@ -822,9 +694,8 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 	for (size_t h = 0; h < nhits; h++) {
 		i = hits[h];
 		r = cow(e, res, i);
-		int oom = 0;
-		size_t k = r ? rewrite_refs(r, &map, oldref ? &provmap : NULL, &oom) : 0;
-		if (!r || oom) {
+		size_t k = 0;
+		if (!r || st__ref_rewrite(r, &map, oldref ? &provmap : NULL, &k) != ST_OK) {
 			rc = st__err(err, ST_ENOMEM, "out of memory");
 			goto out;
 		}
@@ -843,8 +714,8 @@ int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *er
 		int oom = !r;
 		if (r && u && !strcmp(u, old) && json_object_set_new(rr, "urn", json_string(nu)))
 			oom = 1;
-		if (r)
-			rewrite_refs(rr, &map, oldref ? &provmap : NULL, &oom);
+		if (r && st__ref_rewrite(rr, &map, oldref ? &provmap : NULL, NULL) != ST_OK)
+			oom = 1;
 		if (oom) {
 			rc = st__err(err, ST_ENOMEM, "out of memory");
 			goto out;
@@ -873,10 +744,11 @@ typedef struct frame {
 
 /* The index a URN resolves to for resource `from`: a deleted resource binds to a deleted copy,
  * a live one to a live copy, else whichever exists. SIZE_MAX when missing. */
-static size_t resolve(const st_strmap *live, const st_strmap *gone, const char *urn, int deleted)
+static size_t resolve(const st_strmap *live, const st_strmap *gone, const char *urn, size_t len,
+		      int deleted)
 {
-	st_strmap_slot *a = urn ? st_strmap_get(live, urn) : NULL;
-	st_strmap_slot *b = urn ? st_strmap_get(gone, urn) : NULL;
+	st_strmap_slot *a = st_strmap_getn(live, urn, len);
+	st_strmap_slot *b = st_strmap_getn(gone, urn, len);
 	if (deleted && b)
 		return b->a;
 	if (a)
@@ -886,73 +758,48 @@ static size_t resolve(const st_strmap *live, const st_strmap *gone, const char *
 	return (size_t)-1;
 }
 
-static int cmp_str(const void *x, const void *y)
+/* The edges of one resource, as the reference walk gives them (properties sorted): indexes of
+ * the resources it refers to. */
+typedef struct edge_walk {
+	const st_strmap *live, *gone;
+	size_t self;
+	int del;
+	size_t *v, n, cap;
+} edge_walk;
+
+static int edge_cb(void *p, st_ref *ref)
 {
-	return strcmp(*(const char *const *)x, *(const char *const *)y);
+	edge_walk *c = p;
+	size_t len = ref->len, t;
+	if (ref->kind == ST_REF_PROVIDER && !(len = st__provider_ref_urn_len(ref->value, len)))
+		return ST_REF_NEXT;
+	t = resolve(c->live, c->gone, ref->value, len, c->del);
+	if (t == (size_t)-1 || t == c->self)
+		return ST_REF_NEXT;
+	if (c->n == c->cap) {
+		size_t nc = c->cap ? c->cap * 2 : 8;
+		size_t *nv = realloc(c->v, nc * sizeof(*nv));
+		if (!nv)
+			return ST_ENOMEM;
+		c->v = nv;
+		c->cap = nc;
+	}
+	c->v[c->n++] = t;
+	return ST_REF_NEXT;
 }
 
-/* The edges of resource i, in a fixed order: parent, dependencies, propertyDependencies (keys
- * sorted), deletedWith, replaceWith, provider. */
-static size_t edges_of(json_t *r, size_t self, const st_strmap *live, const st_strmap *gone,
-		       size_t **out)
+/* The edges of resource i, in the walk's fixed order. -1 when out of memory. */
+static int edges_of(json_t *r, size_t self, const st_strmap *live, const st_strmap *gone,
+		    size_t **out, size_t *n)
 {
-	size_t n = 0, cap = 8, i;
-	size_t *e = malloc(cap * sizeof(*e));
-	int del = st_json_bool(r, "delete");
-	json_t *v;
-#define ADD(urn)                                                                              \
-	do {                                                                                  \
-		size_t t_ = resolve(live, gone, (urn), del);                                  \
-		if (t_ != (size_t)-1 && t_ != self) {                                         \
-			if (n == cap) {                                                       \
-				cap *= 2;                                                     \
-				size_t *ne_ = realloc(e, cap * sizeof(*e));                   \
-				if (!ne_)                                                     \
-					break;                                                \
-				e = ne_;                                                      \
-			}                                                                     \
-			e[n++] = t_;                                                          \
-		}                                                                             \
-	} while (0)
-	if (!e)
-		return 0;
-	ADD(st_json_str(r, "parent"));
-	json_array_foreach(json_object_get(r, "dependencies"), i, v)
-		ADD(json_string_value(v));
-	{
-		json_t *pd = json_object_get(r, "propertyDependencies");
-		size_t nk = json_object_size(pd), k = 0;
-		const char **keys = nk ? malloc(nk * sizeof(*keys)) : NULL;
-		const char *key;
-		json_t *list;
-		json_object_foreach(pd, key, list)
-			if (keys)
-				keys[k++] = key;
-		if (keys)
-			qsort(keys, k, sizeof(*keys), cmp_str);
-		for (size_t kk = 0; keys && kk < k; kk++)
-			json_array_foreach(json_object_get(pd, keys[kk]), i, v)
-				ADD(json_string_value(v));
-		free(keys);
+	edge_walk c = {live, gone, self, st_json_bool(r, "delete"), NULL, 0, 0};
+	if (st__ref_foreach(r, ST_REF_ALL | ST_REF_SORTED, edge_cb, &c) < 0) {
+		free(c.v);
+		return -1;
 	}
-	ADD(st_json_str(r, "deletedWith"));
-	json_array_foreach(json_object_get(r, "replaceWith"), i, v)
-		ADD(json_string_value(v));
-	{
-		const char *p = st_json_str(r, "provider");
-		const char *last = NULL;
-		for (const char *q = p ? strstr(p, "::") : NULL; q; q = strstr(q + 1, "::"))
-			last = q;
-		if (last) {
-			char *pu = st_strndup(p, (size_t)(last - p));
-			if (pu)
-				ADD(pu);
-			free(pu);
-		}
-	}
-#undef ADD
-	*out = e;
-	return n;
+	*out = c.v;
+	*n = c.n;
+	return 0;
 }
 
 static int topo_sort(json_t *res, size_t *order, st_error *err)
@@ -980,8 +827,12 @@ static int topo_sort(json_t *res, size_t *order, st_error *err)
 		if (sl && created)
 			sl->a = i;
 	}
-	json_array_foreach(res, i, r)
-		nedges[i] = edges_of(r, i, &live, &gone, &edges[i]);
+	json_array_foreach(res, i, r) {
+		if (edges_of(r, i, &live, &gone, &edges[i], &nedges[i]) < 0) {
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
 	for (size_t root = 0; root < N; root++) {
 		if (state[root])
 			continue;
@@ -1130,7 +981,7 @@ int st_edit_repair(st_edit *e, st_error *err)
 			}
 		}
 		/* drop references to what is not (yet) placed; map the rest */
-		if (refers(r, &seen, NULL) || st_json_str(r, "deletedWith") ||
+		if (st__refers(r, &seen, NULL, NULL, NULL) || st_json_str(r, "deletedWith") ||
 		    json_array_size(json_object_get(r, "dependencies")) ||
 		    json_array_size(json_object_get(r, "replaceWith")) ||
 		    json_object_size(json_object_get(r, "propertyDependencies"))) {
@@ -1274,7 +1125,7 @@ int st_edit_replace_provider(st_edit *e, const char *from, const char *to, size_
 	if (changed)
 		*changed = 0;
 	json_array_foreach(res, i, r) {
-		char *ref = provider_ref_of(r);
+		char *ref = st__provider_ref_of(r);
 		if (ref && !strcmp(ref, to) && !st_json_bool(r, "delete"))
 			found = 1;
 		free(ref);

@@ -10,9 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-#define UNKNOWN "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-#define SIG_KEY "4dabf18193072939515e22adb298388d"
-#define SIG_SECRET "1b47061264138c4ac30d75fd1eb44270"
 
 void st_import_report_clear(st_import_report *r)
 {
@@ -115,7 +112,7 @@ static int has_unknowns(const json_t *v, int depth)
 	if (depth > ST_DEFAULT_MAX_DEPTH)
 		return 0;
 	if (json_is_string(v))
-		return !strcmp(json_string_value(v), UNKNOWN);
+		return !strcmp(json_string_value(v), ST_UNKNOWN_ID);
 	if (json_is_array(v)) {
 		json_array_foreach(v, i, c)
 			if (has_unknowns(c, depth + 1))
@@ -380,8 +377,8 @@ static int encrypt_secrets(json_t *v, st_secrets *sec, size_t *count, st_error *
 	if (depth > ST_DEFAULT_MAX_DEPTH)
 		return ST_OK;
 	if (json_is_object(v)) {
-		const char *sig = st_json_str(v, SIG_KEY);
-		if (sig && !strcmp(sig, SIG_SECRET)) {
+		const char *sig = st_json_str(v, ST_SIG_KEY);
+		if (sig && !strcmp(sig, ST_SIG_SECRET)) {
 			json_t *pt = json_object_get(v, "plaintext");
 			char *ct = NULL;
 			if (!json_is_string(pt))
@@ -441,12 +438,6 @@ static json_t *index_get(const st_strmap *ix, const char *urn)
 }
 
 
-
-static char *ref_of(json_t *r)
-{
-	const char *u = st_json_str(r, "urn"), *id = st_json_str(r, "id");
-	return st_asprintf("%s::%s", u, id && *id ? id : UNKNOWN);
-}
 
 int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_opts *o,
 	      st_import_report *rep, st_problems *problems, st_error *err)
@@ -642,7 +633,7 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 					     "state", purn ? purn : "?", s[i].urn);
 				goto restore;
 			}
-			pref = ref_of(p);
+			pref = st__provider_ref(st_json_str(p, "urn"), st_json_str(p, "id"));
 			free(owned);
 		}
 		/* inputs and outputs: given, read, or left for refresh */

@@ -127,111 +127,51 @@ static int is_root(json_t *r)
 
 static char *ref_of(json_t *r)
 {
-	const char *u = st_json_str(r, "urn"), *id = st_json_str(r, "id");
-	return st_asprintf("%s::%s", u ? u : "", id && *id ? id : ST_UNKNOWN_ID);
+	return st__provider_ref(st_json_str(r, "urn"), st_json_str(r, "id"));
 }
 
-/* Removes from r every edge to a URN in `gone`; each removal is reported under `where`. */
-static void break_edges(json_t *r, const st_strmap *gone, st_changes *where)
-{
-	const char *urn = st_json_str(r, "urn");
-	static const char *const lists[] = {"dependencies", "replaceWith", NULL};
-	static const char *const what[] = {"has a dependency on", "is marked as replace with"};
-	const char *k;
-	json_t *list;
+/* Removes from r every edge to a URN in `gone` (but its parent: the caller reparents); each
+ * removal is reported under `where`, in Pulumi's words. */
+typedef struct break_ctx {
+	const st_strmap *gone;
+	st_changes *where;
+	const char *urn;
+} break_ctx;
 
-	for (int f = 0; lists[f]; f++) {
-		list = json_object_get(r, lists[f]);
-		for (size_t i = 0; i < json_array_size(list);) {
-			const char *u = json_string_value(json_array_get(list, i));
-			if (u && st_strmap_get(gone, u)) {
-				st_changes_add(where, "  - %s %s %s", urn, what[f], u);
-				json_array_remove(list, i);
-			} else {
-				i++;
-			}
-		}
-		if (list && !json_array_size(list))
-			json_object_del(r, lists[f]);
+static int break_cb(void *p, st_ref *ref)
+{
+	break_ctx *c = p;
+	if (!st_strmap_getn(c->gone, ref->value, ref->len))
+		return ST_REF_NEXT;
+	switch (ref->kind) {
+	case ST_REF_DEPENDENCY:
+		st_changes_add(c->where, "  - %s has a dependency on %s", c->urn, ref->value);
+		break;
+	case ST_REF_PROPERTY_DEPENDENCY:
+		st_changes_add(c->where, "  - %s (%s) has a property dependency on %s", c->urn,
+			       ref->key, ref->value);
+		break;
+	case ST_REF_DELETED_WITH:
+		st_changes_add(c->where, "  - %s is marked as deleted with %s", c->urn, ref->value);
+		break;
+	default:
+		st_changes_add(c->where, "  - %s is marked as replace with %s", c->urn, ref->value);
+		break;
 	}
-	json_object_foreach(json_object_get(r, "propertyDependencies"), k, list) {
-		for (size_t i = 0; i < json_array_size(list);) {
-			const char *u = json_string_value(json_array_get(list, i));
-			if (u && st_strmap_get(gone, u)) {
-				st_changes_add(where, "  - %s (%s) has a property dependency on %s", urn,
-					       k, u);
-				json_array_remove(list, i);
-			} else {
-				i++;
-			}
-		}
-	}
-	const char *dw = st_json_str(r, "deletedWith");
-	if (dw && st_strmap_get(gone, dw)) {
-		st_changes_add(where, "  - %s is marked as deleted with %s", urn, dw);
-		json_object_del(r, "deletedWith");
-	}
+	return ST_REF_REMOVE;
 }
 
-/* A copy of r that break_edges may change: a new object whose edge lists are new arrays; the
- * rest (inputs, outputs...) is shared with r, which stays as it was. */
-static json_t *edge_copy(json_t *r)
+static int break_edges(json_t *r, const st_strmap *gone, st_changes *where)
 {
-	static const char *const lists[] = {"dependencies", "replaceWith", NULL};
-	json_t *c = json_copy(r), *pd, *npd, *list;
-	const char *k;
-	if (!c)
-		return NULL;
-	for (int f = 0; lists[f]; f++) {
-		list = json_object_get(c, lists[f]);
-		if (json_is_array(list) && json_object_set_new(c, lists[f], json_copy(list)) < 0)
-			goto fail;
-	}
-	pd = json_object_get(c, "propertyDependencies");
-	if (json_is_object(pd)) {
-		if (!(npd = json_copy(pd)) || json_object_set_new(c, "propertyDependencies", npd) < 0)
-			goto fail;
-		json_object_foreach(pd, k, list)
-			if (json_is_array(list) && json_object_set_new(npd, k, json_copy(list)) < 0)
-				goto fail;
-	}
-	return c;
-fail:
-	json_decref(c);
-	return NULL;
+	break_ctx c = {gone, where, st_json_str(r, "urn")};
+	int rc = st__ref_foreach(r, (ST_REF_URNS & ~ST_REF_PARENT) | ST_REF_SORTED, break_cb, &c);
+	return rc < 0 ? rc : ST_OK;
 }
 
 /* Maps every reference of r through urnmap/provmap (only what is mapped). */
-static void map_refs(ctx *c, json_t *r)
+static int map_refs(ctx *c, json_t *r)
 {
-	st_strmap_slot *sl;
-	const char *k;
-	json_t *list, *v;
-	size_t i;
-	static const char *const singles[] = {"parent", "deletedWith", NULL};
-	static const char *const lists[] = {"dependencies", "replaceWith", NULL};
-
-	for (int f = 0; singles[f]; f++) {
-		const char *u = st_json_str(r, singles[f]);
-		if (u && (sl = st_strmap_get(&c->urnmap, u)))
-			json_object_set_new(r, singles[f], json_string((const char *)sl->p));
-	}
-	for (int f = 0; lists[f]; f++)
-		json_array_foreach(json_object_get(r, lists[f]), i, v) {
-			const char *u = json_string_value(v);
-			if (u && (sl = st_strmap_get(&c->urnmap, u)))
-				json_array_set_new(json_object_get(r, lists[f]), i,
-						   json_string((const char *)sl->p));
-		}
-	json_object_foreach(json_object_get(r, "propertyDependencies"), k, list)
-		json_array_foreach(list, i, v) {
-			const char *u = json_string_value(v);
-			if (u && (sl = st_strmap_get(&c->urnmap, u)))
-				json_array_set_new(list, i, json_string((const char *)sl->p));
-		}
-	const char *p = st_json_str(r, "provider");
-	if (p && (sl = st_strmap_get(&c->provmap, p)))
-		json_object_set_new(r, "provider", json_string((const char *)sl->p));
+	return st__ref_rewrite(r, &c->urnmap, &c->provmap, NULL);
 }
 
 static void free_map_values(st_strmap *m, int keys_too)
@@ -521,7 +461,7 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 			json_array_append(new_src, r);
 			continue;
 		}
-		json_t *copy = edge_copy(r);
+		json_t *copy = st__ref_copy(r);
 		if (!copy) {
 			rc = st__err(err, ST_ENOMEM, "out of memory");
 			goto out;
@@ -558,7 +498,7 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 		st_obj_set_ordered(copy, ST_K_RESOURCE, "parent", json_string(c->droot));
 		nu = new_urn(c, r, NULL);
 		const char *id = st_json_str(r, "id");
-		nref = nu ? st_asprintf("%s::%s", nu, id && *id ? id : ST_UNKNOWN_ID) : NULL;
+		nref = nu ? st__provider_ref(nu, id) : NULL;
 		if (!nu || !nref) {
 			free(ref);
 			free(nu);

@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SIG_KEY "4dabf18193072939515e22adb298388d"
-#define SIG_SECRET "1b47061264138c4ac30d75fd1eb44270"
 #define PBKDF2_ITERATIONS 1000000u
 #define SALT_BYTES 8
 #define KEY_BYTES 32
@@ -449,8 +447,8 @@ static int is_secret(json_t *v)
 	size_t kl;
 	json_t *e;
 	json_object_keylen_foreach(v, k, kl, e) {
-		if (kl == sizeof(SIG_KEY) - 1 && !memcmp(k, SIG_KEY, kl))
-			return json_is_string(e) && !strcmp(json_string_value(e), SIG_SECRET);
+		if (kl == sizeof(ST_SIG_KEY) - 1 && !memcmp(k, ST_SIG_KEY, kl))
+			return json_is_string(e) && !strcmp(json_string_value(e), ST_SIG_SECRET);
 	}
 	return 0;
 }
