@@ -124,16 +124,30 @@ st_kind st_kind_child(st_kind parent, const char *key);
 /* Writes `v` with the kind-driven key order. */
 /* st_json_parse; `mapped`: buf is a private, page-aligned file mapping whose pages may be
  * released (MADV_DONTNEED) behind the cursor. */
-/* st_file_write_atomic with the content written by fill(ctx, fd) (no compression). When
- * `proceed` is given it is called once the temporary file is complete and synced: anything but
- * ST_OK removes it and is returned, leaving the old file as it was. */
-int st__file_write_atomic_fill(const char *path, int (*fill)(void *ctx, int fd, st_error *err),
-			       void *ctx, int (*proceed)(void *ctx), void *proceed_ctx,
+/* st_file_write_atomic with the content written by `fill` (no compression). When `proceed`
+ * is given it is called once the temporary file is complete and synced: anything but ST_OK
+ * removes it and is returned, leaving the old file as it was. */
+int st__file_write_atomic_fill(const char *path, st_store_fill_fn fill, void *ctx,
+			       int (*proceed)(void *ctx), void *proceed_ctx,
 			       const st_write_opts *opts, st_error *err);
 /* st_file_write_atomic with such a `proceed` hook. */
 int st__file_write_atomic_checked(const char *path, const void *data, size_t len,
 				  int (*proceed)(void *ctx), void *proceed_ctx,
 				  const st_write_opts *opts, st_error *err);
+/* Reads fd to its end, at most max bytes (ST_ELIMIT beyond, naming `path`). *out is new and
+ * NUL-terminated. */
+int st__read_fd(int fd, size_t max, char **out, size_t *len, const char *path, st_error *err);
+/* The compression of a buffer by its magic bytes. */
+st_compression st__detect_compression(const void *data, size_t n);
+/* Decompresses raw[0..n) (stolen) when its magic bytes say gzip or zstd, at most max_size
+ * bytes; *out is new (raw itself when plain). `name` names it in messages. */
+int st__decompress(char *raw, size_t n, size_t max_size, const char *name, char **out,
+		   size_t *len, st_compression *compression, st_error *err);
+/* data compressed as `c` (a plain copy for ST_COMPRESS_NONE). *out is new. */
+int st__compress_bytes(st_compression c, const void *data, size_t len, char **out,
+		       size_t *outlen, st_error *err);
+/* Writes the state's text (its own style, uncompressed) to a store writer as it is produced. */
+int st__state_stream_to(const st_state *s, st_store_writer *w, st_error *err);
 /* Writes the state's text (its own style, uncompressed) to fd as it is produced; each chunk
  * written is also given to `also` when set (a hash). ST_EIO with errno set when a write fails;
  * other codes with err filled. */

@@ -51,7 +51,8 @@ enum {
 	ST_ECONFLICT = -14,    /* the change collides with what is there */
 	ST_ELIMIT = -15,       /* a documented limit was exceeded */
 	ST_EUNSUPPORTED = -16, /* a valid input statetool cannot handle (e.g. zstd) */
-	ST_EREFUSED = -17      /* a safety rule refused the operation (protected, dependents...) */
+	ST_EREFUSED = -17,     /* a safety rule refused the operation (protected, dependents...) */
+	ST_EEXIST = -18        /* a create-only write found the object there already */
 };
 
 /* An error record, owned by the caller. Fields that do not apply are 0 or "". */
@@ -197,16 +198,129 @@ void st_schema_free(st_schema *s);
 int st_schema_keyword_supported(const char *keyword);
 
 /* ---------------------------------------------------------------------------------------------
+ * Stores: where the bytes live (see doc/DESIGN.md, "Storage")
+ *
+ * A store is a flat set of objects named by keys: relative '/'-separated paths under the store's
+ * root ("a/b.json"). A key has no empty, "." or ".." segment, no leading '/', no backslash and
+ * no control character, so no key reaches outside the store. `st_store_open` dispatches on the
+ * URL's scheme: file://PATH and plain paths today; s3://, azblob://, gs:// and postgres:// are
+ * recognised and refused (ST_EUNSUPPORTED) until their implementations land. The DIY backend
+ * layout, its locks and the two-stack journal are written on top of these calls only.
+ */
+
+typedef struct st_store st_store;
+
+/* What a store knows about an object. Fields it cannot tell are -1, 0 and "". */
+typedef struct st_store_info {
+	long long size;     /* bytes stored */
+	long long mtime_ns; /* last modification, nanoseconds since the epoch */
+	char etag[72];      /* an opaque tag that changes whenever the content changes */
+} st_store_info;
+
+/* One listed object (or, with ST_STORE_LIST_DIRS, a "directory": a key ending in '/'). */
+typedef struct st_store_entry {
+	char *key;
+	st_store_info info;
+} st_store_entry;
+
+/* Opens the store at `url` (file://PATH or PATH; a leading ~/ is the home directory). The
+ * directory must exist. *out is new: st_store_free. */
+int st_store_open(st_store **out, const char *url, st_error *err);
+
+/* Frees a store. Accepts NULL. */
+void st_store_free(st_store *s);
+
+/* The store's URL as given (borrowed), for messages: never holds credentials. */
+const char *st_store_url(const st_store *s);
+
+/* The scheme ("file", ...) (borrowed). */
+const char *st_store_scheme(const st_store *s);
+
+/* 1 when `key` is a valid key (see above), else 0. */
+int st_store_key_valid(const char *key);
+
+/* Reads a whole object: *data is new (free()), followed by a NUL; `info` (may be NULL) is
+ * filled. ST_ENOTFOUND when there is none; ST_ELIMIT beyond `max_size` bytes (0: the default,
+ * ST_DEFAULT_MAX_FILE). Bytes as stored: nothing is decompressed. */
+int st_store_read(st_store *s, const char *key, size_t max_size, char **data, size_t *len,
+		  st_store_info *info, st_error *err);
+
+/* The info of one object; ST_ENOTFOUND when there is none. */
+int st_store_stat(st_store *s, const char *key, st_store_info *info, st_error *err);
+
+/* Flags of a write. */
+#define ST_STORE_CREATE_ONLY 1u /* only when no object has the key (else ST_EEXIST, nothing
+				 * written): O_EXCL, If-None-Match: *, ifGenerationMatch=0... */
+
+/* Called once the new content is complete and durable, before it becomes visible: anything
+ * but ST_OK abandons the write (the old object stays as it was) and is returned. */
+typedef int (*st_store_proceed_fn)(void *ctx);
+
+#define ST_STORE_WRITE_OPTS_VERSION 1
+
+typedef struct st_store_write_opts {
+	unsigned version;       /* ST_STORE_WRITE_OPTS_VERSION */
+	unsigned flags;         /* ST_STORE_* */
+	const char *backup_key; /* when not NULL: the current object is kept under this key
+				 * (after `proceed`, before the new one becomes visible) */
+	st_store_proceed_fn proceed; /* may be NULL */
+	void *proceed_ctx;
+	mode_t mode;            /* a new file's mode where the store has modes (0: 0644); an
+				 * existing file keeps its own */
+} st_store_write_opts;
+
+#define ST_STORE_WRITE_OPTS_INIT {ST_STORE_WRITE_OPTS_VERSION, 0, NULL, NULL, NULL, 0}
+
+/* What a fill callback writes to. */
+typedef struct st_store_writer st_store_writer;
+
+/* Appends bytes to the object being written. ST_OK or an error (err set). */
+int st_store_writer_write(st_store_writer *w, const void *data, size_t len, st_error *err);
+
+/* Produces the content of a write by calls to st_store_writer_write. */
+typedef int (*st_store_fill_fn)(void *ctx, st_store_writer *w, st_error *err);
+
+/* Writes data[0..len) to `key`, atomically where the store allows it (file://: a temporary file,
+ * fsync, rename, fsync of the directory; a crash leaves the old or the new object, never a torn
+ * one). `opts` may be NULL. */
+int st_store_write(st_store *s, const char *key, const void *data, size_t len,
+		   const st_store_write_opts *opts, st_error *err);
+
+/* The same with the content streamed by `fill` (no whole copy in memory where the store allows
+ * it). */
+int st_store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, void *ctx,
+			const st_store_write_opts *opts, st_error *err);
+
+/* Flags of a listing. */
+#define ST_STORE_LIST_DIRS 1u /* only the level below `prefix` (which ends in '/'): objects
+			       * there, and each deeper level once as a key ending in '/' */
+
+/* Lists the objects whose key starts with `prefix` ("" for all), sorted by key (bytewise).
+ * *out is new: st_store_entries_free. A prefix with no objects gives an empty list. */
+int st_store_list(st_store *s, const char *prefix, unsigned flags, st_store_entry **out,
+		  size_t *count, st_error *err);
+
+void st_store_entries_free(st_store_entry *entries, size_t count);
+
+/* Deletes an object. ST_ENOTFOUND when there is none. */
+int st_store_delete(st_store *s, const char *key, st_error *err);
+
+/* Copies an object to another key (atomically replacing it), within the store: the store's own
+ * copy where it has one, else a read and a write. ST_ENOTFOUND when `src` does not exist. */
+int st_store_copy(st_store *s, const char *src, const char *dst, st_error *err);
+
+/* ---------------------------------------------------------------------------------------------
  * Files: compression, atomic writes, backups.
  */
 
 typedef enum st_compression {
 	ST_COMPRESS_NONE = 0,
-	ST_COMPRESS_GZIP = 1
+	ST_COMPRESS_GZIP = 1,
+	ST_COMPRESS_ZSTD = 2
 } st_compression;
 
-/* Reads a whole file ("-" is standard input) and inflates it when it is gzip (detected by its
- * magic bytes). zstd data is refused with ST_EUNSUPPORTED. `max_size` bounds the inflated size
+/* Reads a whole file ("-" is standard input) and decompresses it when it is gzip or zstd
+ * (detected by their magic bytes, 1f 8b and 28 b5 2f fd). `max_size` bounds the inflated size
  * (0 means ST_DEFAULT_MAX_FILE). *out is new (free()), followed by a NUL. */
 int st_file_read(const char *path, size_t max_size, char **out, size_t *len,
 		 st_compression *compression, st_error *err);

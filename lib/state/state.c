@@ -619,6 +619,8 @@ void st_state_fix_magic(st_state *s)
 /* The state's text straight into fd, a few MiB held at a time (see internal.h). */
 typedef struct stream_ctx {
 	int fd;
+	st_store_writer *w; /* instead of fd: a store's writer */
+	st_error *err;
 	off_t off; /* where the next bytes go */
 	int werrno;
 	void (*also)(void *ctx, const char *p, size_t n);
@@ -628,6 +630,8 @@ typedef struct stream_ctx {
 static int sink_fd(void *ctx, const char *p, size_t n)
 {
 	stream_ctx *c = ctx;
+	if (c->w)
+		return st_store_writer_write(c->w, p, n, c->err) == ST_OK ? 0 : -1;
 	if (st__write_full(c->fd, p, n) < 0) {
 		c->werrno = errno;
 		return -1;
@@ -644,10 +648,24 @@ static int sink_fd(void *ctx, const char *p, size_t n)
 	return 0;
 }
 
+static int stream(const st_state *s, stream_ctx *cx, st_error *err);
+
 int st__state_stream(const st_state *s, int fd, void (*also)(void *ctx, const char *p, size_t n),
 		     void *also_ctx, st_error *err)
 {
-	stream_ctx c = {fd, 0, 0, also, also_ctx};
+	stream_ctx c = {fd, NULL, NULL, 0, 0, also, also_ctx};
+	return stream(s, &c, err);
+}
+
+int st__state_stream_to(const st_state *s, st_store_writer *w, st_error *err)
+{
+	stream_ctx c = {-1, w, err, 0, 0, NULL, NULL};
+	return stream(s, &c, err);
+}
+
+static int stream(const st_state *s, stream_ctx *cx, st_error *err)
+{
+	stream_ctx c = *cx;
 	st_buf b;
 	int rc;
 
@@ -661,7 +679,7 @@ int st__state_stream(const st_state *s, int fd, void (*also)(void *ctx, const ch
 	if (b.sink_failed) {
 		st_buf_free(&b);
 		errno = c.werrno;
-		return ST_EIO;
+		return c.w && err && err->code ? err->code : ST_EIO;
 	}
 	st_buf_free(&b);
 	if (rc)
@@ -670,9 +688,9 @@ int st__state_stream(const st_state *s, int fd, void (*also)(void *ctx, const ch
 	return ST_OK;
 }
 
-static int fill_state(void *ctx, int fd, st_error *err)
+static int fill_state(void *ctx, st_store_writer *w, st_error *err)
 {
-	return st__state_stream(ctx, fd, NULL, NULL, err);
+	return st__state_stream_to(ctx, w, err);
 }
 
 int st__state_save_checked(st_state *s, const char *path, const st_write_opts *opts,

@@ -1,16 +1,9 @@
 /*
- * Files: reading (plain, gzip, standard input) and atomic replacement with a backup.
- *
- * Atomic write, in order (each step is a crash point for the tests, see st__crash_point):
- *   1. write the new bytes to a temporary file beside the target (O_EXCL, O_NOFOLLOW);
- *   2. fsync it;
- *   3. keep the old file as <file>.bak: a hard link made under a temporary name and renamed
- *      over the .bak, so the .bak is always whole (a copy where hard links are not supported);
- *   4. rename the temporary file over the target;
- *   5. fsync the directory.
- * A crash at any point leaves the target either old or new, and the .bak whole.
+ * Files: reading (plain, gzip, standard input) and the atomic replacement of one plain file,
+ * which is a write to the file store at the file's directory (see filestore.c for the steps and
+ * store.c for the crash points).
  */
-#include "internal.h"
+#include "store_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 void st__crash_point(const char *op, int step)
 {
@@ -37,8 +31,8 @@ void st__crash_point(const char *op, int step)
 		kill(getpid(), SIGKILL);
 }
 
-static int read_all_fd(int fd, size_t max, char **out, size_t *len, const char *path,
-		       st_error *err)
+int st__read_fd(int fd, size_t max, char **out, size_t *len, const char *path,
+		st_error *err)
 {
 	size_t cap = 1 << 16, n = 0;
 	char *buf = malloc(cap + 1);
@@ -198,6 +192,108 @@ static int gunzip(const char *in, size_t n, size_t max, char **out, size_t *outl
 	return ST_OK;
 }
 
+/* Decompresses every zstd frame of in[0..n) (skippable frames are skipped, as Go's reader
+ * does). A stream that ends inside a frame is truncated. */
+static int unzstd(const char *in, size_t n, size_t max, char **out, size_t *outlen,
+		  const char *path, st_error *err)
+{
+	ZSTD_DStream *ds = ZSTD_createDStream();
+	ZSTD_inBuffer ib = {in, n, 0};
+	size_t cap = n * 4 + 1024, len = 0, r = 0;
+	char *buf;
+
+	if (cap > max + 1)
+		cap = max + 1;
+	buf = malloc(cap + 1);
+	if (!ds || !buf) {
+		ZSTD_freeDStream(ds);
+		free(buf);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	ZSTD_initDStream(ds);
+	while (ib.pos < ib.size) {
+		ZSTD_outBuffer ob;
+		if (len == cap) {
+			if (cap >= max + 1) {
+				ZSTD_freeDStream(ds);
+				free(buf);
+				st__err_file(err, path);
+				return st__err(err, ST_ELIMIT,
+					       "'%s': zstd data decompresses beyond the limit of %zu "
+					       "bytes (refusing a possible zstd bomb; raise it with "
+					       "--max-size)",
+					       path, max);
+			}
+			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			char *nb = realloc(buf, cap + 1);
+			if (!nb) {
+				ZSTD_freeDStream(ds);
+				free(buf);
+				return st__err(err, ST_ENOMEM, "out of memory");
+			}
+			buf = nb;
+		}
+		ob.dst = buf + len;
+		ob.size = cap - len;
+		ob.pos = 0;
+		r = ZSTD_decompressStream(ds, &ob, &ib);
+		len += ob.pos;
+		if (ZSTD_isError(r)) {
+			ZSTD_freeDStream(ds);
+			free(buf);
+			st__err_file(err, path);
+			return st__err(err, ST_EPARSE, "'%s': corrupt zstd data: %s", path,
+				       ZSTD_getErrorName(r));
+		}
+		if (ob.pos == 0 && ib.pos == ib.size)
+			break;
+	}
+	/* a frame still open, or its output not all taken */
+	while (r != 0 && len < cap) {
+		ZSTD_outBuffer ob = {buf + len, cap - len, 0};
+		r = ZSTD_decompressStream(ds, &ob, &ib);
+		len += ob.pos;
+		if (ZSTD_isError(r) || ob.pos == 0)
+			break;
+	}
+	ZSTD_freeDStream(ds);
+	if (r != 0) {
+		free(buf);
+		st__err_file(err, path);
+		if (len == cap)
+			return st__err(err, ST_ELIMIT,
+				       "'%s': zstd data decompresses beyond the limit of %zu bytes "
+				       "(refusing a possible zstd bomb; raise it with --max-size)",
+				       path, max);
+		return st__err(err, ST_EPARSE,
+			       "'%s': truncated zstd data (the stream ends inside a frame after %zu "
+			       "compressed bytes)",
+			       path, n);
+	}
+	buf[len] = '\0';
+	*out = buf;
+	*outlen = len;
+	return ST_OK;
+}
+
+/* zstd at the default level (3), as Pulumi's encoder writes it; one frame with its size. */
+static int zstd_bytes(const void *data, size_t len, char **out, size_t *outlen, st_error *err)
+{
+	size_t bound = ZSTD_compressBound(len), r;
+	char *buf = malloc(bound ? bound : 1);
+
+	if (!buf)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	r = ZSTD_compress(buf, bound, data, len, ZSTD_CLEVEL_DEFAULT);
+	if (ZSTD_isError(r)) {
+		free(buf);
+		return st__err(err, ST_EIO, "zstd compression failed: %s", ZSTD_getErrorName(r));
+	}
+	*out = buf;
+	*outlen = r;
+	return ST_OK;
+}
+
 int st_file_read(const char *path, size_t max_size, char **out, size_t *len,
 		 st_compression *compression, st_error *err)
 {
@@ -229,34 +325,64 @@ int st_file_read(const char *path, size_t max_size, char **out, size_t *len,
 			return st__err(err, ST_EIO, "cannot read '%s': it is a directory", path);
 		}
 	}
-	rc = read_all_fd(fd, max_size, &raw, &n, shown, err);
+	rc = st__read_fd(fd, max_size, &raw, &n, shown, err);
 	if (fd != STDIN_FILENO)
 		close(fd);
 	if (rc)
 		return rc;
-	if (n >= 2 && (unsigned char)raw[0] == 0x1f && (unsigned char)raw[1] == 0x8b) {
-		char *plain = NULL;
-		size_t plen = 0;
-		rc = gunzip(raw, n, max_size, &plain, &plen, shown, err);
-		free(raw);
-		if (rc)
-			return rc;
-		raw = plain;
-		n = plen;
-		if (compression)
-			*compression = ST_COMPRESS_GZIP;
-	} else if (n >= 4 && (unsigned char)raw[0] == 0x28 && (unsigned char)raw[1] == 0xb5 &&
-		   (unsigned char)raw[2] == 0x2f && (unsigned char)raw[3] == 0xfd) {
-		free(raw);
-		st__err_file(err, shown);
-		return st__err(err, ST_EUNSUPPORTED,
-			       "'%s' is zstd-compressed, which this build of statetool does not "
-			       "read; decompress it first (zstd -d) or write gzip with "
-			       "PULUMI_DIY_BACKEND_GZIP=true",
-			       shown);
+	return st__decompress(raw, n, max_size, shown, out, len, compression, err);
+}
+
+int st__decompress(char *raw, size_t n, size_t max_size, const char *name, char **out,
+		   size_t *len, st_compression *compression, st_error *err)
+{
+	st_compression c = st__detect_compression(raw, n);
+	char *plain = NULL;
+	size_t plen = 0;
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	if (compression)
+		*compression = c;
+	if (!max_size)
+		max_size = ST_DEFAULT_MAX_FILE;
+	if (c == ST_COMPRESS_NONE) {
+		*out = raw;
+		*len = n;
+		return ST_OK;
 	}
-	*out = raw;
-	*len = n;
+	rc = c == ST_COMPRESS_GZIP ? gunzip(raw, n, max_size, &plain, &plen, name, err)
+				   : unzstd(raw, n, max_size, &plain, &plen, name, err);
+	free(raw);
+	if (rc)
+		return rc;
+	*out = plain;
+	*len = plen;
+	return ST_OK;
+}
+
+st_compression st__detect_compression(const void *data, size_t n)
+{
+	const unsigned char *b = data;
+	if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b)
+		return ST_COMPRESS_GZIP;
+	if (n >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd)
+		return ST_COMPRESS_ZSTD;
+	return ST_COMPRESS_NONE;
+}
+
+int st__compress_bytes(st_compression c, const void *data, size_t len, char **out,
+		       size_t *outlen, st_error *err)
+{
+	if (c == ST_COMPRESS_GZIP)
+		return st__gzip_bytes(data, len, out, outlen, err);
+	if (c == ST_COMPRESS_ZSTD)
+		return zstd_bytes(data, len, out, outlen, err);
+	if (!(*out = malloc(len + 1)))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	memcpy(*out, data, len);
+	*outlen = len;
 	return ST_OK;
 }
 
@@ -307,104 +433,15 @@ int st__write_full(int fd, const void *data, size_t n)
 	return 0;
 }
 
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	int rc = fsync(fd);
-	close(fd);
-	return rc;
-}
-
-/* Copies src to dst through a temporary file (for file systems without hard links). */
-static int copy_file_atomic(const char *src, const char *dst, const char *dir, st_error *err)
-{
-	char *data = NULL;
-	size_t n = 0;
-	int rc;
-	int fd = open(src, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return st__err(err, ST_EIO, "cannot read '%s' for its backup: %s", src,
-			       strerror(errno));
-	rc = read_all_fd(fd, (size_t)-2, &data, &n, src, err);
-	close(fd);
-	if (rc)
-		return rc;
-	char rnd[17];
-	st_random_hex(rnd, 8);
-	char *tmp = st_asprintf("%s/.statetool-bak-%s", dir, rnd);
-	if (!tmp) {
-		free(data);
-		return st__err(err, ST_ENOMEM, "out of memory");
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || st__write_full(fd, data, n) < 0 || fsync(fd) < 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		unlink(tmp);
-		free(tmp);
-		free(data);
-		return st__err(err, ST_EIO, "cannot write the backup '%s': %s", dst, strerror(e));
-	}
-	close(fd);
-	free(data);
-	if (rename(tmp, dst) < 0) {
-		int e = errno;
-		unlink(tmp);
-		free(tmp);
-		return st__err(err, ST_EIO, "cannot write the backup '%s': %s", dst, strerror(e));
-	}
-	free(tmp);
-	return ST_OK;
-}
-
-static int make_backup(const char *path, const char *dir, st_error *err)
-{
-	char *bak = st_asprintf("%s.bak", path), *tmp;
-	char rnd[17];
-	int rc = ST_OK;
-
-	if (!bak)
-		return st__err(err, ST_ENOMEM, "out of memory");
-	if (st_path_is_symlink(bak)) {
-		rc = st__err(err, ST_EREFUSED,
-			     "refusing to write the backup '%s': it is a symbolic link", bak);
-		free(bak);
-		return rc;
-	}
-	st_random_hex(rnd, 8);
-	tmp = st_asprintf("%s/.statetool-bak-%s", dir, rnd);
-	if (!tmp) {
-		free(bak);
-		return st__err(err, ST_ENOMEM, "out of memory");
-	}
-	if (link(path, tmp) == 0) {
-		if (rename(tmp, bak) < 0) {
-			int e = errno;
-			unlink(tmp);
-			rc = st__err(err, ST_EIO, "cannot write the backup '%s': %s", bak,
-				     strerror(e));
-		}
-	} else {
-		rc = copy_file_atomic(path, bak, dir, err);
-	}
-	free(tmp);
-	free(bak);
-	return rc;
-}
-
 typedef struct bytes {
 	const void *data;
 	size_t len;
 } bytes;
 
-static int fill_bytes(void *ctx, int fd, st_error *err)
+static int fill_bytes(void *ctx, st_store_writer *w, st_error *err)
 {
 	bytes *b = ctx;
-	(void)err;
-	return st__write_full(fd, b->data, b->len) < 0 ? ST_EIO : ST_OK;
+	return st_store_writer_write(w, b->data, b->len, err);
 }
 
 int st__file_write_atomic_checked(const char *path, const void *data, size_t len,
@@ -415,9 +452,9 @@ int st__file_write_atomic_checked(const char *path, const void *data, size_t len
 	bytes b = {data, len};
 	int rc;
 
-	if (opts && opts->compression == ST_COMPRESS_GZIP) {
+	if (opts && opts->compression != ST_COMPRESS_NONE) {
 		size_t glen = 0;
-		rc = st__gzip_bytes(data, len, &gz, &glen, err);
+		rc = st__compress_bytes(opts->compression, data, len, &gz, &glen, err);
 		if (rc)
 			return rc;
 		b.data = gz;
@@ -434,96 +471,29 @@ int st_file_write_atomic(const char *path, const void *data, size_t len,
 	return st__file_write_atomic_checked(path, data, len, NULL, NULL, opts, err);
 }
 
-int st__file_write_atomic_fill(const char *path, int (*fill)(void *ctx, int fd, st_error *err),
-			       void *ctx, int (*proceed)(void *ctx), void *proceed_ctx,
+int st__file_write_atomic_fill(const char *path, st_store_fill_fn fill, void *ctx,
+			       int (*proceed)(void *ctx), void *proceed_ctx,
 			       const st_write_opts *opts, st_error *err)
 {
-	st_write_opts def = {0};
-	/* on the stack: a simulated crash (STATETOOL_CRASH_AT) in the middle leaves nothing that
-	 * leak checkers would count */
-	char dir[PATH_MAX], tmp[PATH_MAX];
-	char rnd[17], *d;
-	struct stat sb;
-	int exists, fd = -1, rc = ST_OK;
-	mode_t mode;
+	st_store_write_opts so = ST_STORE_WRITE_OPTS_INIT;
+	st_store *s = NULL;
+	char *key = NULL, *bak = NULL;
+	int rc;
 
-	if (!opts)
-		opts = &def;
-	if (st_path_is_symlink(path)) {
-		st__err_file(err, path);
-		return st__err(err, ST_EREFUSED,
-			       "refusing to write '%s': it is a symbolic link (statetool never "
-			       "writes through a link; give the link's target instead)",
-			       path);
-	}
-	exists = stat(path, &sb) == 0;
-	if (exists && !S_ISREG(sb.st_mode)) {
-		st__err_file(err, path);
-		return st__err(err, ST_EIO, "cannot write '%s': not a regular file", path);
-	}
-	mode = exists ? (sb.st_mode & 07777) : (opts->mode ? opts->mode : 0644);
-	d = st_path_dirname(path);
-	if (!d)
-		return st__err(err, ST_ENOMEM, "out of memory");
-	st_random_hex(rnd, 8);
-	{
-		const char *base = strrchr(path, '/');
-		int n1 = snprintf(dir, sizeof(dir), "%s", d), n2;
-		base = base ? base + 1 : path;
-		n2 = snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-%s", d, base, rnd);
-		free(d);
-		if (n1 < 0 || n2 < 0 || (size_t)n1 >= sizeof(dir) || (size_t)n2 >= sizeof(tmp)) {
-			st__err_file(err, path);
-			return st__err(err, ST_EINVAL, "cannot write '%s': the path is too long",
-				       path);
-		}
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		st__err_file(err, path);
-		rc = st__err(err, ST_EIO, "cannot create a temporary file in '%s': %s", dir,
-			     strerror(errno));
+	if ((rc = st__store_for_path(&s, &key, path, err)) != ST_OK)
+		return rc;
+	if (opts && opts->backup && !(bak = st_asprintf("%s.bak", key))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = fill(ctx, fd, err)) != ST_OK) {
-		if (rc == ST_EIO) {
-			st__err_file(err, path);
-			rc = st__err(err, ST_EIO, "cannot write '%s': %s", tmp, strerror(errno));
-		}
-		goto fail_tmp;
-	}
-	st__crash_point("write", 1);
-	st__phase("write: file written");
-	if (fchmod(fd, mode) < 0 || fsync(fd) < 0) {
-		st__err_file(err, path);
-		rc = st__err(err, ST_EIO, "cannot sync '%s': %s", tmp, strerror(errno));
-		goto fail_tmp;
-	}
-	close(fd);
-	fd = -1;
-	st__phase("write: fsync");
-	if (proceed && (rc = proceed(proceed_ctx)) != ST_OK)
-		goto fail_tmp; /* the caller decided against it: the old file stays */
-	st__crash_point("write", 2);
-	if (exists && opts->backup) {
-		rc = make_backup(path, dir, err);
-		if (rc)
-			goto fail_tmp;
-	}
-	st__crash_point("write", 3);
-	if (rename(tmp, path) < 0) {
-		st__err_file(err, path);
-		rc = st__err(err, ST_EIO, "cannot replace '%s': %s", path, strerror(errno));
-		goto fail_tmp;
-	}
-	st__crash_point("write", 4);
-	fsync_dir(dir);
-	st__phase("write: checked, backed up, renamed");
-	goto out;
-fail_tmp:
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
+	so.backup_key = bak;
+	so.proceed = proceed;
+	so.proceed_ctx = proceed_ctx;
+	so.mode = opts ? opts->mode : 0;
+	rc = st_store_write_fill(s, key, fill, ctx, &so, err);
 out:
+	free(bak);
+	free(key);
+	st_store_free(s);
 	return rc;
 }

@@ -475,8 +475,8 @@ static int dump_for_disk(st_state *s, char **out, size_t *len, st_error *err)
 	rc = st_state_dump(s, NULL, &data, &n, err);
 	if (rc)
 		return rc;
-	if (st_state_compression(s) == ST_COMPRESS_GZIP) {
-		rc = st__gzip_bytes(data, n, out, len, err);
+	if (st_state_compression(s) != ST_COMPRESS_NONE) {
+		rc = st__compress_bytes(st_state_compression(s), data, n, out, len, err);
 		free(data);
 		return rc;
 	}
@@ -499,11 +499,11 @@ int st_state_save_pair(const char *op, st_state *a, const char *path_a, st_state
 	memset(&B, 0, sizeof(B));
 	st_state_fix_magic(a);
 	st_state_fix_magic(b);
-	if (st_state_compression(a) == ST_COMPRESS_GZIP)
+	if (st_state_compression(a) != ST_COMPRESS_NONE)
 		rc = dump_for_disk(a, &da, &la, err);
 	else
 		A.state = a;
-	if (rc == ST_OK && st_state_compression(b) == ST_COMPRESS_GZIP)
+	if (rc == ST_OK && st_state_compression(b) != ST_COMPRESS_NONE)
 		rc = dump_for_disk(b, &db, &lb, err);
 	else
 		B.state = b;

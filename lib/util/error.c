@@ -26,6 +26,7 @@ const char *st_strerror(int code)
 	case ST_ELIMIT: return "limit exceeded";
 	case ST_EUNSUPPORTED: return "unsupported";
 	case ST_EREFUSED: return "refused";
+	case ST_EEXIST: return "exists";
 	default: return "unknown error";
 	}
 }

@@ -22,7 +22,8 @@ wrong-envelope.json|not a Pulumi deployment state
 deep.json|exceeded max depth (10000 nested values)
 bom.json|byte order mark
 huge-number.json|number 1e999 is out of the range of a float64
-zstd.json.zst|is zstd-compressed
+zstd.json.zst|truncated zstd data (the stream ends inside a frame after 6 compressed bytes)
+truncated.json.zst|truncated zstd data
 CASES
 
 # A gzip bomb: 200 MB of zeros in about 200 KB, refused beyond --max-size without inflating it all.

@@ -1,0 +1,625 @@
+/*
+ * The file store (file://PATH, plain paths): keys are files under a root directory.
+ *
+ * A write, in order (the generic layer puts a crash point between the steps, see store.c):
+ *   1. the new bytes go to a temporary file beside the target (O_EXCL, O_NOFOLLOW);
+ *   2. finish: the file gets its mode (the old file's, or the one asked for) and is synced;
+ *   3. the old file is kept under the backup key: a hard link made under a temporary name and
+ *      renamed over the backup, so the backup is always whole (a copy where hard links are not
+ *      supported);
+ *   4. commit: the temporary file is renamed over the target (create-only: linked, which fails
+ *      when the target exists), then the directory is synced.
+ * A crash at any point leaves the target either old or new, and the backup whole.
+ *
+ * A store opened on a backend refuses symbolic links anywhere under its root, for reading and
+ * writing; a store made for one plain file (st__store_for_path) reads through a link but never
+ * writes through one.
+ */
+#include "store_impl.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct file_store {
+	st_store base;
+	char *root;  /* "" (the current directory) or a directory ending in '/' */
+	int strict;  /* refuse symbolic links under the root when reading too */
+} file_store;
+
+typedef struct file_writer {
+	st_store_writer base;
+	char *path;   /* the target */
+	char *tmp;    /* the temporary file */
+	char *dir;    /* their directory */
+	mode_t mode;
+	unsigned flags;
+	off_t off;
+} file_writer;
+
+static char *full_path(const file_store *fs, const char *key)
+{
+	return st_asprintf("%s%s", fs->root, key);
+}
+
+/* Refuses a symbolic link among the key's directories (and, with `last`, the key itself). */
+static int check_links(const file_store *fs, const char *key, int last, st_error *err)
+{
+	char *p = full_path(fs, key);
+	size_t rootlen = strlen(fs->root);
+	int rc = ST_OK;
+
+	if (!p)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	for (char *s = p + rootlen;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char save = *s;
+		if (!save && !last)
+			break;
+		*s = '\0';
+		if (st_path_is_symlink(p)) {
+			st__err_file(err, p);
+			rc = st__err(err, ST_EREFUSED,
+				     "refusing to use '%s': it is a symbolic link inside the backend",
+				     p);
+			break;
+		}
+		*s = save;
+		if (!save)
+			break;
+	}
+	free(p);
+	return rc;
+}
+
+static void fill_info(const struct stat *sb, st_store_info *info)
+{
+	if (!info)
+		return;
+	info->size = (long long)sb->st_size;
+	info->mtime_ns = (long long)sb->st_mtim.tv_sec * 1000000000LL + sb->st_mtim.tv_nsec;
+	/* a rename gives a new inode: inode, size and time change with any write we make */
+	snprintf(info->etag, sizeof(info->etag), "%llx-%llx-%llx", (unsigned long long)sb->st_ino,
+		 (unsigned long long)sb->st_size, (unsigned long long)info->mtime_ns);
+}
+
+static int fs_read(st_store *s, const char *key, size_t max, char **data, size_t *len,
+		   st_store_info *info, st_error *err)
+{
+	file_store *fs = (file_store *)s;
+	char *p;
+	int fd, rc;
+	struct stat sb;
+
+	if (fs->strict && (rc = check_links(fs, key, 1, err)) != ST_OK)
+		return rc;
+	if (!(p = full_path(fs, key)))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		st__err_file(err, p);
+		rc = st__err(err, e == ENOENT || e == ENOTDIR ? ST_ENOTFOUND : ST_EIO,
+			     "cannot open '%s': %s", p, strerror(e));
+		free(p);
+		return rc;
+	}
+	if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		close(fd);
+		st__err_file(err, p);
+		rc = st__err(err, ST_EIO, "cannot read '%s': it is a directory", p);
+		free(p);
+		return rc;
+	}
+	rc = st__read_fd(fd, max, data, len, p, err);
+	if (rc == ST_OK && fstat(fd, &sb) == 0)
+		fill_info(&sb, info);
+	close(fd);
+	free(p);
+	return rc;
+}
+
+static int fs_stat(st_store *s, const char *key, st_store_info *info, st_error *err)
+{
+	file_store *fs = (file_store *)s;
+	char *p = full_path(fs, key);
+	struct stat sb;
+	int rc = ST_OK;
+
+	if (!p)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	if (lstat(p, &sb) < 0 || S_ISDIR(sb.st_mode)) {
+		int e = errno;
+		rc = st__err(err, e == ENOENT || e == ENOTDIR || S_ISDIR(sb.st_mode) ? ST_ENOTFOUND
+										     : ST_EIO,
+			     "cannot stat '%s': %s", p, strerror(e));
+	} else {
+		fill_info(&sb, info);
+	}
+	free(p);
+	return rc;
+}
+
+static int fs_write_begin(st_store *s, const char *key, const st_store_write_opts *opts,
+			  st_store_writer **out, st_error *err)
+{
+	file_store *fs = (file_store *)s;
+	file_writer *w;
+	struct stat sb;
+	char rnd[17];
+	const char *base;
+	int exists, rc;
+
+	*out = NULL;
+	if ((rc = check_links(fs, key, 0, err)) != ST_OK)
+		return rc;
+	if (!(w = calloc(1, sizeof(*w))) || !(w->path = full_path(fs, key)) ||
+	    !(w->dir = st_path_dirname(w->path))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto fail;
+	}
+	w->base.store = s;
+	w->base.fd = -1;
+	w->flags = opts->flags;
+	if (st_path_is_symlink(w->path)) {
+		st__err_file(err, w->path);
+		rc = st__err(err, ST_EREFUSED,
+			     "refusing to write '%s': it is a symbolic link (statetool never writes "
+			     "through a link; give the link's target instead)",
+			     w->path);
+		goto fail;
+	}
+	exists = stat(w->path, &sb) == 0;
+	if (exists && !S_ISREG(sb.st_mode)) {
+		st__err_file(err, w->path);
+		rc = st__err(err, ST_EIO, "cannot write '%s': not a regular file", w->path);
+		goto fail;
+	}
+	if (exists && (opts->flags & ST_STORE_CREATE_ONLY)) {
+		rc = st__err(err, ST_EEXIST, "'%s' exists already", w->path);
+		goto fail;
+	}
+	w->mode = exists ? (sb.st_mode & 07777) : (opts->mode ? opts->mode : 0644);
+	if (strchr(key, '/') && (rc = st_mkdir_p(w->dir, 0755, err)) != ST_OK)
+		goto fail;
+	st_random_hex(rnd, 8);
+	base = strrchr(w->path, '/');
+	base = base ? base + 1 : w->path;
+	if (!(w->tmp = st_asprintf("%s/.%s.tmp-%s", w->dir, base, rnd))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (strlen(w->tmp) >= PATH_MAX) {
+		st__err_file(err, w->path);
+		rc = st__err(err, ST_EINVAL, "cannot write '%s': the path is too long", w->path);
+		goto fail;
+	}
+	w->base.fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (w->base.fd < 0) {
+		st__err_file(err, w->path);
+		rc = st__err(err, ST_EIO, "cannot create a temporary file in '%s': %s", w->dir,
+			     strerror(errno));
+		goto fail;
+	}
+	*out = &w->base;
+	return ST_OK;
+fail:
+	if (w) {
+		free(w->path);
+		free(w->dir);
+		free(w->tmp);
+		free(w);
+	}
+	return rc;
+}
+
+static int fs_write_chunk(st_store_writer *sw, const void *p, size_t n, st_error *err)
+{
+	file_writer *w = (file_writer *)sw;
+	if (st__write_full(w->base.fd, p, n) < 0) {
+		st__err_file(err, w->path);
+		return st__err(err, ST_EIO, "cannot write '%s': %s", w->tmp, strerror(errno));
+	}
+#ifdef SYNC_FILE_RANGE_WRITE
+	/* The disk starts on these bytes now, while the rest is made: the fsync before the
+	 * rename then waits for the last few chunks, not the whole file. (Not every file system
+	 * can: an error only means the fsync does it all.) */
+	(void)sync_file_range(w->base.fd, w->off, (off_t)n, SYNC_FILE_RANGE_WRITE);
+#endif
+	w->off += (off_t)n;
+	return ST_OK;
+}
+
+static int fs_write_finish(st_store_writer *sw, st_error *err)
+{
+	file_writer *w = (file_writer *)sw;
+	if (fchmod(w->base.fd, w->mode) < 0 || fsync(w->base.fd) < 0) {
+		st__err_file(err, w->path);
+		return st__err(err, ST_EIO, "cannot sync '%s': %s", w->tmp, strerror(errno));
+	}
+	close(w->base.fd);
+	w->base.fd = -1;
+	return ST_OK;
+}
+
+static void writer_free(file_writer *w)
+{
+	if (w->base.fd >= 0)
+		close(w->base.fd);
+	free(w->path);
+	free(w->tmp);
+	free(w->dir);
+	free(w);
+}
+
+static void fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+static void fs_write_abort(st_store_writer *sw)
+{
+	file_writer *w = (file_writer *)sw;
+	if (w->base.fd >= 0) {
+		close(w->base.fd);
+		w->base.fd = -1;
+	}
+	unlink(w->tmp);
+	writer_free(w);
+}
+
+static int fs_write_commit(st_store_writer *sw, st_error *err)
+{
+	file_writer *w = (file_writer *)sw;
+	int rc = ST_OK;
+
+	if (w->flags & ST_STORE_CREATE_ONLY) {
+		/* link(2) never replaces: the conditional create is atomic */
+		if (link(w->tmp, w->path) < 0) {
+			int e = errno;
+			rc = e == EEXIST ? st__err(err, ST_EEXIST, "'%s' exists already", w->path)
+					 : st__err(err, ST_EIO, "cannot create '%s': %s", w->path,
+						   strerror(e));
+		}
+		unlink(w->tmp);
+	} else if (rename(w->tmp, w->path) < 0) {
+		st__err_file(err, w->path);
+		rc = st__err(err, ST_EIO, "cannot replace '%s': %s", w->path, strerror(errno));
+		unlink(w->tmp);
+	}
+	if (rc == ST_OK)
+		fsync_dir(w->dir);
+	writer_free(w);
+	return rc;
+}
+
+/* Copies src to dst through a temporary file and a rename (dst is whole at every moment). */
+static int copy_bytes(file_store *fs, const char *src, const char *dst, st_error *err)
+{
+	char *data = NULL;
+	size_t n = 0;
+	int rc = fs_read(&fs->base, src, (size_t)-2, &data, &n, NULL, err);
+	if (rc == ST_OK) {
+		st_store_write_opts o = ST_STORE_WRITE_OPTS_INIT;
+		st_store_writer *w = NULL;
+		rc = fs_write_begin(&fs->base, dst, &o, &w, err);
+		if (rc == ST_OK && (rc = fs_write_chunk(w, data, n, err)) == ST_OK &&
+		    (rc = fs_write_finish(w, err)) == ST_OK)
+			rc = fs_write_commit(w, err);
+		else if (w)
+			fs_write_abort(w);
+	}
+	free(data);
+	return rc;
+}
+
+static int fs_copy(st_store *s, const char *src, const char *dst, int for_backup, st_error *err)
+{
+	file_store *fs = (file_store *)s;
+	char *from = full_path(fs, src), *to = full_path(fs, dst), *dir = NULL, *tmp = NULL;
+	char rnd[17];
+	struct stat sb;
+	int rc = ST_OK;
+
+	if (!from || !to) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (stat(from, &sb) < 0) {
+		rc = st__err(err, errno == ENOENT ? ST_ENOTFOUND : ST_EIO, "cannot read '%s': %s",
+			     from, strerror(errno));
+		goto out;
+	}
+	if ((rc = check_links(fs, dst, 0, err)) != ST_OK)
+		goto out;
+	if (st_path_is_symlink(to)) {
+		rc = st__err(err, ST_EREFUSED,
+			     "refusing to write the backup '%s': it is a symbolic link", to);
+		goto out;
+	}
+	if (!for_backup) {
+		rc = copy_bytes(fs, src, dst, err);
+		goto out;
+	}
+	/* a hard link under a temporary name, renamed over the backup */
+	st_random_hex(rnd, 8);
+	if (!(dir = st_path_dirname(to)) || !(tmp = st_asprintf("%s/.statetool-bak-%s", dir, rnd))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (link(from, tmp) == 0) {
+		if (rename(tmp, to) < 0) {
+			int e = errno;
+			unlink(tmp);
+			rc = st__err(err, ST_EIO, "cannot write the backup '%s': %s", to, strerror(e));
+		}
+	} else {
+		rc = copy_bytes(fs, src, dst, err);
+	}
+out:
+	free(from);
+	free(to);
+	free(dir);
+	free(tmp);
+	return rc;
+}
+
+static int fs_remove(st_store *s, const char *key, st_error *err)
+{
+	file_store *fs = (file_store *)s;
+	char *p;
+	int rc = ST_OK;
+
+	if ((rc = check_links(fs, key, 0, err)) != ST_OK)
+		return rc;
+	if (!(p = full_path(fs, key)))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	if (unlink(p) < 0) {
+		int e = errno;
+		rc = st__err(err, e == ENOENT || e == ENOTDIR ? ST_ENOTFOUND : ST_EIO,
+			     "cannot remove '%s': %s", p, strerror(e));
+	}
+	free(p);
+	return rc;
+}
+
+/* ---- listing ---- */
+
+typedef struct listing {
+	st_store_entry *v;
+	size_t n, cap;
+} listing;
+
+static int add_entry(listing *l, char *key, const struct stat *sb)
+{
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 32;
+		st_store_entry *nv = realloc(l->v, nc * sizeof(*nv));
+		if (!nv) {
+			free(key);
+			return ST_ENOMEM;
+		}
+		l->v = nv;
+		l->cap = nc;
+	}
+	memset(&l->v[l->n], 0, sizeof(l->v[l->n]));
+	l->v[l->n].key = key;
+	l->v[l->n].info.size = -1;
+	if (sb)
+		fill_info(sb, &l->v[l->n].info);
+	l->n++;
+	return ST_OK;
+}
+
+/* Our own temporary files are not objects yet: a listing never shows them. */
+static int is_temporary(const char *name)
+{
+	size_t n = strlen(name);
+	const char *t;
+	if (name[0] != '.' || n < 22)
+		return 0;
+	if (!strncmp(name, ".statetool-bak-", 15))
+		return n == 31;
+	t = name + n - 21;
+	if (strncmp(t, ".tmp-", 5))
+		return 0;
+	for (size_t i = 5; i < 21; i++)
+		if (!strchr("0123456789abcdef", t[i]))
+			return 0;
+	return 1;
+}
+
+/* Walks dir (the key prefix `kdir`, "" or ending in '/'), adding keys that start with kdir +
+ * `name_prefix`; deeper levels are walked, or (levels) listed once as "kdir/sub/". */
+static int walk(file_store *fs, const char *kdir, const char *name_prefix, int levels,
+		listing *l)
+{
+	char *dpath = st_asprintf("%s%s", fs->root, kdir);
+	DIR *d = dpath ? opendir(*dpath ? dpath : ".") : NULL;
+	struct dirent *de;
+	size_t np = strlen(name_prefix);
+	int rc = ST_OK;
+
+	if (!dpath)
+		return ST_ENOMEM;
+	while (d && rc == ST_OK && (de = readdir(d))) {
+		const char *nm = de->d_name;
+		struct stat sb;
+		char *key, *p;
+		if (!strcmp(nm, ".") || !strcmp(nm, "..") || strncmp(nm, name_prefix, np) ||
+		    is_temporary(nm))
+			continue;
+		if (!(key = st_asprintf("%s%s", kdir, nm)) || !st_store_key_valid(key)) {
+			rc = key ? ST_OK : ST_ENOMEM;
+			free(key);
+			continue;
+		}
+		p = full_path(fs, key);
+		if (!p || lstat(p, &sb) < 0) {
+			free(p);
+			free(key);
+			continue;
+		}
+		free(p);
+		if (S_ISDIR(sb.st_mode)) {
+			char *sub = st_asprintf("%s/", key);
+			free(key);
+			if (!sub)
+				rc = ST_ENOMEM;
+			else if (levels)
+				rc = add_entry(l, sub, NULL);
+			else {
+				rc = walk(fs, sub, "", 0, l);
+				free(sub);
+			}
+		} else if (S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode)) {
+			rc = add_entry(l, key, &sb);
+		} else {
+			free(key);
+		}
+	}
+	if (d)
+		closedir(d);
+	free(dpath);
+	return rc;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	return strcmp(((const st_store_entry *)a)->key, ((const st_store_entry *)b)->key);
+}
+
+static int fs_list(st_store *s, const char *prefix, unsigned flags, st_store_entry **out,
+		   size_t *count, st_error *err)
+{
+	file_store *fs = (file_store *)s;
+	const char *slash = strrchr(prefix, '/');
+	char *kdir = slash ? st_strndup(prefix, (size_t)(slash - prefix + 1)) : st_strdup("");
+	listing l = {0};
+	int rc;
+
+	if (!kdir)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	/* a prefix through a symbolic link lists nothing (nothing is read through one) */
+	if (*kdir) {
+		char *probe = st_strndup(kdir, strlen(kdir) - 1);
+		int linked = !probe || check_links(fs, probe, 1, NULL) != ST_OK;
+		free(probe);
+		if (linked) {
+			free(kdir);
+			return ST_OK;
+		}
+	}
+	rc = walk(fs, kdir, slash ? slash + 1 : prefix, (flags & ST_STORE_LIST_DIRS) != 0, &l);
+	free(kdir);
+	if (rc) {
+		st_store_entries_free(l.v, l.n);
+		return st__err(err, rc, "out of memory");
+	}
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), cmp_entry);
+	*out = l.v;
+	*count = l.n;
+	return ST_OK;
+}
+
+static void fs_free(st_store *s)
+{
+	file_store *fs = (file_store *)s;
+	free(fs->root);
+	free(fs->base.url);
+	free(fs);
+}
+
+static const st_store_ops file_ops = {
+	"file",         fs_read,     fs_stat,  fs_write_begin, fs_write_chunk, fs_write_finish,
+	fs_write_commit, fs_write_abort, fs_list, fs_remove,   fs_copy,        fs_free,
+};
+
+static int make_store(st_store **out, const char *root, const char *url, int strict,
+		      st_error *err)
+{
+	file_store *fs = calloc(1, sizeof(*fs));
+	size_t n = strlen(root);
+
+	if (!fs || !(fs->base.url = st_strdup(url)) ||
+	    !(fs->root = n == 0 || root[n - 1] == '/' ? st_strdup(root)
+						      : st_asprintf("%s/", root))) {
+		if (fs)
+			free(fs->base.url);
+		free(fs);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	/* one trailing slash only: "dir//" lists as "dir/" */
+	for (n = strlen(fs->root); n > 1 && fs->root[n - 2] == '/'; n--)
+		fs->root[n - 1] = '\0';
+	fs->base.ops = &file_ops;
+	fs->strict = strict;
+	*out = &fs->base;
+	return ST_OK;
+}
+
+int st__store_file_open(st_store **out, const char *root, const char *url, st_error *err)
+{
+	struct stat sb;
+
+	*out = NULL;
+	if (stat(root, &sb) < 0 || !S_ISDIR(sb.st_mode))
+		return st__err(err, ST_ENOTFOUND, "backend directory '%s' does not exist", root);
+	return make_store(out, root, url, 1, err);
+}
+
+int st__store_for_path(st_store **out, char **key, const char *path, st_error *err)
+{
+	const char *slash = strrchr(path, '/');
+	char *root;
+	int rc;
+
+	*out = NULL;
+	*key = NULL;
+	if (slash && !slash[1])
+		return st__err(err, ST_EINVAL, "'%s' names a directory, not a file", path);
+	root = slash ? st_strndup(path, (size_t)(slash - path + 1)) : st_strdup("");
+	*key = st_strdup(slash ? slash + 1 : path);
+	if (!root || !*key) {
+		free(root);
+		free(*key);
+		*key = NULL;
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	if (!st_store_key_valid(*key)) {
+		rc = st__err(err, ST_EINVAL,
+			     "cannot use '%s': statetool names no file with a backslash or a "
+			     "control character, nor '.' or '..'",
+			     path);
+		free(root);
+		free(*key);
+		*key = NULL;
+		return rc;
+	}
+	rc = make_store(out, root, path, 0, err);
+	free(root);
+	if (rc) {
+		free(*key);
+		*key = NULL;
+	}
+	return rc;
+}
+
+char *st__store_local_path(const st_store *s, const char *key)
+{
+	if (s->ops != &file_ops)
+		return NULL;
+	return full_path((const file_store *)s, key);
+}

@@ -1,0 +1,264 @@
+/*
+ * Stores: the generic layer over every implementation (store_impl.h). Keys are checked here,
+ * once, so no implementation sees a key that could leave its root; the write protocol and its
+ * crash points (STATETOOL_CRASH_AT=write:N) are here, so every store has the same ones:
+ *   write:1 the new content written (not yet durable)
+ *   write:2 durable and accepted by `proceed`
+ *   write:3 the previous object kept under the backup key
+ *   write:4 the new object visible
+ */
+#include "store_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int st_store_key_valid(const char *key)
+{
+	const char *seg;
+
+	if (!key || !*key || *key == '/')
+		return 0;
+	seg = key;
+	for (const char *p = key;; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == '/' || c == '\0') {
+			size_t n = (size_t)(p - seg);
+			if (n == 0 || (n == 1 && seg[0] == '.') ||
+			    (n == 2 && seg[0] == '.' && seg[1] == '.'))
+				return 0;
+			if (c == '\0')
+				return 1;
+			seg = p + 1;
+			continue;
+		}
+		if (c < 0x20 || c == 0x7f || c == '\\')
+			return 0;
+	}
+}
+
+/* A key check that names the key (never the data) in its message. */
+static int check_key(const char *key, const char *what, st_error *err)
+{
+	if (st_store_key_valid(key))
+		return ST_OK;
+	return st__err(err, ST_EINVAL,
+		       "invalid %s '%s': a key is a relative '/'-path without empty, '.' or '..' "
+		       "segments, backslashes or control characters",
+		       what, key ? key : "(null)");
+}
+
+static int has_scheme(const char *url, const char *scheme)
+{
+	size_t n = strlen(scheme);
+	return !strncmp(url, scheme, n) && !strncmp(url + n, "://", 3);
+}
+
+int st_store_open(st_store **out, const char *url, st_error *err)
+{
+	static const char *const later[] = {"s3", "azblob", "gs", "postgres", "postgresql"};
+	const char *path = url;
+	char *expanded = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!url || !*url)
+		return st__err(err, ST_EINVAL, "no store given");
+	if (has_scheme(url, "file")) {
+		path = url + 7;
+	} else if (strstr(url, "://")) {
+		for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++)
+			if (has_scheme(url, later[i]))
+				return st__err(err, ST_EUNSUPPORTED,
+					       "backend '%s' is not supported yet: statetool works on "
+					       "DIY backends in a local directory (file://PATH)",
+					       url);
+		return st__err(err, ST_EUNSUPPORTED,
+			       "backend '%s' is not supported: statetool works on DIY backends in "
+			       "a local directory (file://PATH)",
+			       url);
+	}
+	if (path[0] == '~' && (path[1] == '/' || !path[1]) && getenv("HOME")) {
+		expanded = st_asprintf("%s%s", getenv("HOME"), path + 1);
+		if (!expanded)
+			return st__err(err, ST_ENOMEM, "out of memory");
+		path = expanded;
+	}
+	if (!*path) {
+		free(expanded);
+		return st__err(err, ST_EINVAL, "backend '%s' names no directory", url);
+	}
+	rc = st__store_file_open(out, path, url, err);
+	free(expanded);
+	return rc;
+}
+
+void st_store_free(st_store *s)
+{
+	if (s)
+		s->ops->free(s);
+}
+
+const char *st_store_url(const st_store *s) { return s->url; }
+const char *st_store_scheme(const st_store *s) { return s->ops->scheme; }
+
+static void info_clear(st_store_info *info)
+{
+	if (info) {
+		memset(info, 0, sizeof(*info));
+		info->size = -1;
+	}
+}
+
+int st_store_read(st_store *s, const char *key, size_t max_size, char **data, size_t *len,
+		  st_store_info *info, st_error *err)
+{
+	int rc;
+
+	*data = NULL;
+	*len = 0;
+	info_clear(info);
+	if ((rc = check_key(key, "key", err)) != ST_OK)
+		return rc;
+	return s->ops->read(s, key, max_size ? max_size : ST_DEFAULT_MAX_FILE, data, len, info,
+			    err);
+}
+
+int st_store_stat(st_store *s, const char *key, st_store_info *info, st_error *err)
+{
+	st_store_info tmp;
+	int rc;
+
+	if (!info)
+		info = &tmp;
+	info_clear(info);
+	if ((rc = check_key(key, "key", err)) != ST_OK)
+		return rc;
+	return s->ops->stat(s, key, info, err);
+}
+
+int st_store_writer_write(st_store_writer *w, const void *data, size_t len, st_error *err)
+{
+	if (!len)
+		return ST_OK;
+	return w->store->ops->write_chunk(w, data, len, err);
+}
+
+typedef struct bytes_ctx {
+	const void *data;
+	size_t len;
+} bytes_ctx;
+
+static int fill_bytes(void *ctx, st_store_writer *w, st_error *err)
+{
+	bytes_ctx *b = ctx;
+	return st_store_writer_write(w, b->data, b->len, err);
+}
+
+int st_store_write(st_store *s, const char *key, const void *data, size_t len,
+		   const st_store_write_opts *opts, st_error *err)
+{
+	bytes_ctx b = {data, len};
+	return st_store_write_fill(s, key, fill_bytes, &b, opts, err);
+}
+
+int st_store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, void *ctx,
+			const st_store_write_opts *opts, st_error *err)
+{
+	static const st_store_write_opts def = ST_STORE_WRITE_OPTS_INIT;
+	st_store_writer *w = NULL;
+	int rc;
+
+	if (!opts)
+		opts = &def;
+	if ((rc = check_key(key, "key", err)) != ST_OK)
+		return rc;
+	if (opts->backup_key && (rc = check_key(opts->backup_key, "backup key", err)) != ST_OK)
+		return rc;
+	if ((rc = s->ops->write_begin(s, key, opts, &w, err)) != ST_OK)
+		return rc;
+	if ((rc = fill(ctx, w, err)) != ST_OK)
+		goto abort;
+	st__crash_point("write", 1);
+	st__phase("write: file written");
+	if ((rc = s->ops->write_finish(w, err)) != ST_OK)
+		goto abort;
+	st__phase("write: fsync");
+	if (opts->proceed && (rc = opts->proceed(opts->proceed_ctx)) != ST_OK)
+		goto abort; /* the caller decided against it: the old object stays */
+	st__crash_point("write", 2);
+	if (opts->backup_key) {
+		rc = s->ops->copy ? s->ops->copy(s, key, opts->backup_key, 1, err)
+				  : st_store_copy(s, key, opts->backup_key, err);
+		if (rc == ST_ENOTFOUND) {
+			rc = ST_OK; /* nothing to keep: a new object */
+			if (err)
+				st_error_clear(err);
+		}
+		if (rc != ST_OK)
+			goto abort;
+	}
+	st__crash_point("write", 3);
+	rc = s->ops->write_commit(w, err);
+	if (rc != ST_OK)
+		return rc; /* commit frees the writer, whatever happened */
+	st__crash_point("write", 4);
+	st__phase("write: checked, backed up, renamed");
+	return ST_OK;
+abort:
+	s->ops->write_abort(w);
+	return rc;
+}
+
+int st_store_list(st_store *s, const char *prefix, unsigned flags, st_store_entry **out,
+		  size_t *count, st_error *err)
+{
+	*out = NULL;
+	*count = 0;
+	if (!prefix)
+		prefix = "";
+	/* the prefix need not be a whole key, but it must not lead outside either */
+	if (*prefix) {
+		size_t n = strlen(prefix);
+		char *probe = st_asprintf("%s%s", prefix, prefix[n - 1] == '/' ? "x" : "");
+		int ok = probe && st_store_key_valid(probe);
+		free(probe);
+		if (!ok)
+			return check_key(prefix, "prefix", err);
+	}
+	if ((flags & ST_STORE_LIST_DIRS) && *prefix && prefix[strlen(prefix) - 1] != '/')
+		return st__err(err, ST_EINVAL, "a listing by levels needs a prefix ending in '/'");
+	return s->ops->list(s, prefix, flags, out, count, err);
+}
+
+void st_store_entries_free(st_store_entry *entries, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		free(entries[i].key);
+	free(entries);
+}
+
+int st_store_delete(st_store *s, const char *key, st_error *err)
+{
+	int rc = check_key(key, "key", err);
+	return rc ? rc : s->ops->remove(s, key, err);
+}
+
+int st_store_copy(st_store *s, const char *src, const char *dst, st_error *err)
+{
+	char *data = NULL;
+	size_t len = 0;
+	int rc;
+
+	if ((rc = check_key(src, "key", err)) != ST_OK ||
+	    (rc = check_key(dst, "key", err)) != ST_OK)
+		return rc;
+	if (!strcmp(src, dst))
+		return st__err(err, ST_EINVAL, "cannot copy '%s' onto itself", src);
+	if (s->ops->copy)
+		return s->ops->copy(s, src, dst, 0, err);
+	rc = s->ops->read(s, src, ST_DEFAULT_MAX_FILE, &data, &len, NULL, err);
+	if (rc == ST_OK)
+		rc = st_store_write(s, dst, data, len, NULL, err);
+	free(data);
+	return rc;
+}

@@ -1,0 +1,499 @@
+/*
+ * The store conformance suite: every case runs against every store in `stores` (a fresh, empty
+ * store each time). A new implementation (s3://, azblob://, gs://, postgres://) adds one line
+ * there, or is run without a rebuild by naming a URL whose store is empty and may be filled:
+ *   STATETOOL_TEST_STORE_URL=s3://bucket/prefix?endpoint=... tests/test_store
+ * (each case then works under its own random key prefix inside it).
+ */
+#include "testutil.h"
+
+typedef struct fixture {
+	st_store *s;
+	char *dir; /* the file store's directory, removed after */
+	char pre[40]; /* every key of the case starts with it ("" or "run-XXXX/") */
+} fixture;
+
+typedef struct store_kind {
+	const char *name;
+	int (*open)(fixture *f);
+} store_kind;
+
+static int open_file_store(fixture *f)
+{
+	f->dir = tu_tmpdir();
+	return st_store_open(&f->s, f->dir, NULL);
+}
+
+static int open_file_url_store(fixture *f)
+{
+	char *url;
+	int rc;
+	f->dir = tu_tmpdir();
+	url = st_asprintf("file://%s", f->dir);
+	rc = st_store_open(&f->s, url, NULL);
+	free(url);
+	return rc;
+}
+
+static int open_env_store(fixture *f)
+{
+	const char *url = getenv("STATETOOL_TEST_STORE_URL");
+	char rnd[17];
+	if (!url || !*url)
+		return 1; /* not asked for: skipped */
+	st_random_hex(rnd, 8);
+	snprintf(f->pre, sizeof(f->pre), "run-%s/", rnd);
+	return st_store_open(&f->s, url, NULL);
+}
+
+static const store_kind stores[] = {
+	{"file (plain path)", open_file_store},
+	{"file:// URL", open_file_url_store},
+	{"$STATETOOL_TEST_STORE_URL", open_env_store},
+};
+
+static char *K(const fixture *f, const char *key)
+{
+	static char buf[4][512];
+	static int i;
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s%s", f->pre, key);
+	return buf[i];
+}
+
+static void put(const fixture *f, const char *key, const char *text)
+{
+	assert_int_equal(st_store_write(f->s, K(f, key), text, strlen(text), NULL, NULL), ST_OK);
+}
+
+static void expect(const fixture *f, const char *key, const char *text)
+{
+	char *data = NULL;
+	size_t len = 0;
+	st_error err;
+	st_error_clear(&err);
+	assert_int_equal(st_store_read(f->s, K(f, key), 0, &data, &len, NULL, &err), ST_OK);
+	assert_int_equal(len, strlen(text));
+	assert_memory_equal(data, text, len);
+	assert_int_equal(data[len], '\0');
+	free(data);
+}
+
+static void expect_missing(const fixture *f, const char *key)
+{
+	char *data = NULL;
+	size_t len = 0;
+	assert_int_equal(st_store_read(f->s, K(f, key), 0, &data, &len, NULL, NULL), ST_ENOTFOUND);
+	assert_null(data);
+}
+
+/* The keys a listing of `prefix` gives, joined by spaces, the case's prefix taken off. */
+static char *keys_of(const fixture *f, const char *prefix, unsigned flags)
+{
+	st_store_entry *e = NULL;
+	size_t n = 0, pl = strlen(f->pre);
+	st_buf b;
+	assert_int_equal(st_store_list(f->s, K(f, prefix), flags, &e, &n, NULL), ST_OK);
+	st_buf_init(&b);
+	for (size_t i = 0; i < n; i++) {
+		assert_true(strncmp(e[i].key, f->pre, pl) == 0);
+		st_buf_printf(&b, "%s%s", i ? " " : "", e[i].key + pl);
+	}
+	st_store_entries_free(e, n);
+	if (!b.len) {
+		st_buf_free(&b);
+		return strdup("");
+	}
+	return st_buf_take(&b, NULL);
+}
+
+/* ---- the cases ---- */
+
+static void case_roundtrip(fixture *f)
+{
+	st_store_info a, b;
+	char *data;
+	size_t len;
+	put(f, "a/b/one.json", "{\"x\":1}");
+	expect(f, "a/b/one.json", "{\"x\":1}");
+	assert_int_equal(st_store_read(f->s, K(f, "a/b/one.json"), 0, &data, &len, &a, NULL), ST_OK);
+	free(data);
+	assert_int_equal(a.size, 7);
+	assert_true(a.mtime_ns > 0);
+	assert_true(a.etag[0] != '\0');
+	assert_int_equal(st_store_stat(f->s, K(f, "a/b/one.json"), &b, NULL), ST_OK);
+	assert_int_equal(b.size, 7);
+	assert_string_equal(a.etag, b.etag);
+	/* an empty object is an object */
+	put(f, "empty", "");
+	expect(f, "empty", "");
+	/* binary bytes, NULs included */
+	assert_int_equal(st_store_write(f->s, K(f, "bin"), "\0\1\2\xff", 4, NULL, NULL), ST_OK);
+	assert_int_equal(st_store_read(f->s, K(f, "bin"), 0, &data, &len, NULL, NULL), ST_OK);
+	assert_int_equal(len, 4);
+	assert_memory_equal(data, "\0\1\2\xff", 4);
+	free(data);
+}
+
+static void case_missing(fixture *f)
+{
+	st_store_info info;
+	expect_missing(f, "nothing/here.json");
+	assert_int_equal(st_store_stat(f->s, K(f, "nothing"), &info, NULL), ST_ENOTFOUND);
+	put(f, "dir/x", "1");
+	/* a "directory" is no object */
+	assert_int_equal(st_store_stat(f->s, K(f, "dir"), &info, NULL), ST_ENOTFOUND);
+	assert_int_equal(st_store_delete(f->s, K(f, "nothing"), NULL), ST_ENOTFOUND);
+}
+
+static void case_replace(fixture *f)
+{
+	st_store_info a, b;
+	put(f, "s.json", "old");
+	assert_int_equal(st_store_stat(f->s, K(f, "s.json"), &a, NULL), ST_OK);
+	put(f, "s.json", "the new content");
+	expect(f, "s.json", "the new content");
+	assert_int_equal(st_store_stat(f->s, K(f, "s.json"), &b, NULL), ST_OK);
+	assert_int_equal(b.size, 15);
+	assert_string_not_equal(a.etag, b.etag);
+	/* nothing else appeared beside it */
+	char *k = keys_of(f, "", 0);
+	assert_string_equal(k, "s.json");
+	free(k);
+}
+
+static void case_create_only(fixture *f)
+{
+	st_store_write_opts o = ST_STORE_WRITE_OPTS_INIT;
+	st_error err;
+	o.flags = ST_STORE_CREATE_ONLY;
+	assert_int_equal(st_store_write(f->s, K(f, "locks/a.json"), "mine", 4, &o, NULL), ST_OK);
+	expect(f, "locks/a.json", "mine");
+	st_error_clear(&err);
+	assert_int_equal(st_store_write(f->s, K(f, "locks/a.json"), "theirs", 6, &o, &err),
+			 ST_EEXIST);
+	assert_int_equal(err.code, ST_EEXIST);
+	expect(f, "locks/a.json", "mine");
+	char *k = keys_of(f, "locks/", 0);
+	assert_string_equal(k, "locks/a.json");
+	free(k);
+}
+
+static void case_list(fixture *f)
+{
+	char *k;
+	put(f, "stacks/p/b.json", "1");
+	put(f, "stacks/p/a.json.gz", "2");
+	put(f, "stacks/p/a.json", "3");
+	put(f, "stacks/p/a.json.zst", "4");
+	put(f, "stacks/q/deep/x.json", "5");
+	put(f, "stacks/top.json", "6");
+	put(f, "stacksX", "7");
+	k = keys_of(f, "stacks/", 0);
+	assert_string_equal(k, "stacks/p/a.json stacks/p/a.json.gz stacks/p/a.json.zst "
+			       "stacks/p/b.json stacks/q/deep/x.json stacks/top.json");
+	free(k);
+	/* a prefix need not end at a '/' */
+	k = keys_of(f, "stacks/p/a.json", 0);
+	assert_string_equal(k, "stacks/p/a.json stacks/p/a.json.gz stacks/p/a.json.zst");
+	free(k);
+	/* by levels: objects of the level and each sub-level once */
+	k = keys_of(f, "stacks/", ST_STORE_LIST_DIRS);
+	assert_string_equal(k, "stacks/p/ stacks/q/ stacks/top.json");
+	free(k);
+	k = keys_of(f, "nothing/", 0);
+	assert_string_equal(k, "");
+	free(k);
+	/* sizes come with the listing */
+	st_store_entry *e;
+	size_t n;
+	assert_int_equal(st_store_list(f->s, K(f, "stacks/top"), 0, &e, &n, NULL), ST_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(e[0].info.size, 1);
+	assert_true(e[0].info.mtime_ns > 0);
+	assert_true(e[0].info.etag[0] != '\0');
+	st_store_entries_free(e, n);
+	/* by levels needs a level */
+	assert_int_equal(st_store_list(f->s, K(f, "stacks"), ST_STORE_LIST_DIRS, &e, &n, NULL),
+			 ST_EINVAL);
+}
+
+static void case_delete(fixture *f)
+{
+	put(f, "a/x", "1");
+	put(f, "a/y", "2");
+	assert_int_equal(st_store_delete(f->s, K(f, "a/x"), NULL), ST_OK);
+	expect_missing(f, "a/x");
+	expect(f, "a/y", "2");
+	char *k = keys_of(f, "a/", 0);
+	assert_string_equal(k, "a/y");
+	free(k);
+	assert_int_equal(st_store_delete(f->s, K(f, "a/x"), NULL), ST_ENOTFOUND);
+}
+
+static void case_copy(fixture *f)
+{
+	put(f, "s.json", "content");
+	put(f, "s.json.bak", "older");
+	assert_int_equal(st_store_copy(f->s, K(f, "s.json"), K(f, "s.json.bak"), NULL), ST_OK);
+	expect(f, "s.json.bak", "content");
+	assert_int_equal(st_store_copy(f->s, K(f, "s.json"), K(f, "other/dir/s.json"), NULL), ST_OK);
+	expect(f, "other/dir/s.json", "content");
+	/* the copy is independent of its source */
+	put(f, "s.json", "changed");
+	expect(f, "s.json.bak", "content");
+	expect(f, "other/dir/s.json", "content");
+	assert_int_equal(st_store_copy(f->s, K(f, "none"), K(f, "x"), NULL), ST_ENOTFOUND);
+	expect_missing(f, "x");
+	assert_int_equal(st_store_copy(f->s, K(f, "s.json"), K(f, "s.json"), NULL), ST_EINVAL);
+}
+
+static void case_bad_keys(fixture *f)
+{
+	static const char *const bad[] = {"",        "/abs",   "a//b",    "a/",      "../x",
+					  "a/../b",  "./a",    "a/./b",   "..",      ".",
+					  "a\\b",    "a\nb",   "a\tb",    "a\x7f",   "a\x01"};
+	char *data;
+	size_t len;
+	st_error err;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "%s%s", bad[i][0] == '/' ? "" : f->pre, bad[i]);
+		assert_false(st_store_key_valid(key));
+		st_error_clear(&err);
+		assert_int_equal(st_store_write(f->s, key, "x", 1, NULL, &err), ST_EINVAL);
+		assert_non_null(strstr(err.message, "invalid key"));
+		assert_int_equal(st_store_read(f->s, key, 0, &data, &len, NULL, NULL), ST_EINVAL);
+		assert_int_equal(st_store_delete(f->s, key, NULL), ST_EINVAL);
+		assert_int_equal(st_store_copy(f->s, key, K(f, "ok"), NULL), ST_EINVAL);
+		assert_int_equal(st_store_stat(f->s, key, NULL, NULL), ST_EINVAL);
+	}
+	assert_int_equal(st_store_list(f->s, "../", 0, &(st_store_entry *){NULL}, &len, NULL),
+			 ST_EINVAL);
+	assert_true(st_store_key_valid("a/b.c/.hidden/..x/x.."));
+	/* nothing was written anywhere */
+	char *k = keys_of(f, "", 0);
+	assert_string_equal(k, "");
+	free(k);
+}
+
+static int refuse(void *ctx)
+{
+	(*(int *)ctx)++;
+	return ST_EINTEGRITY;
+}
+
+static int accept_(void *ctx)
+{
+	(*(int *)ctx)++;
+	return ST_OK;
+}
+
+static void case_proceed(fixture *f)
+{
+	st_store_write_opts o = ST_STORE_WRITE_OPTS_INIT;
+	int calls = 0;
+	put(f, "s.json", "old");
+	o.proceed = refuse;
+	o.proceed_ctx = &calls;
+	char *bak = strdup(K(f, "s.json.bak"));
+	o.backup_key = bak;
+	assert_int_equal(st_store_write(f->s, K(f, "s.json"), "new", 3, &o, NULL), ST_EINTEGRITY);
+	assert_int_equal(calls, 1);
+	expect(f, "s.json", "old");
+	expect_missing(f, "s.json.bak"); /* no backup either */
+	char *k = keys_of(f, "", 0);
+	assert_string_equal(k, "s.json");
+	free(k);
+	/* a refused create leaves nothing */
+	assert_int_equal(st_store_write(f->s, K(f, "new.json"), "n", 1, &o, NULL), ST_EINTEGRITY);
+	expect_missing(f, "new.json");
+	/* accepted: the hook ran once, the backup holds the old content */
+	o.proceed = accept_;
+	assert_int_equal(st_store_write(f->s, K(f, "s.json"), "new", 3, &o, NULL), ST_OK);
+	assert_int_equal(calls, 3);
+	expect(f, "s.json", "new");
+	expect(f, "s.json.bak", "old");
+	/* a backup of nothing is no error */
+	assert_int_equal(st_store_write(f->s, K(f, "fresh"), "f", 1, &o, NULL), ST_OK);
+	expect_missing(f, "s.json.bak.bak");
+	free(bak);
+}
+
+typedef struct chunks {
+	int n;
+	int fail_at;
+} chunks;
+
+static int fill_chunks(void *ctx, st_store_writer *w, st_error *err)
+{
+	chunks *c = ctx;
+	char line[32];
+	for (int i = 0; i < c->n; i++) {
+		if (i == c->fail_at)
+			return st__err(err, ST_ENOMEM, "out of memory");
+		snprintf(line, sizeof(line), "line %04d\n", i);
+		int rc = st_store_writer_write(w, line, strlen(line), err);
+		if (rc)
+			return rc;
+	}
+	return ST_OK;
+}
+
+static void case_fill(fixture *f)
+{
+	chunks c = {2000, -1};
+	char *data;
+	size_t len;
+	st_error err;
+	assert_int_equal(st_store_write_fill(f->s, K(f, "big"), fill_chunks, &c, NULL, NULL), ST_OK);
+	assert_int_equal(st_store_read(f->s, K(f, "big"), 0, &data, &len, NULL, NULL), ST_OK);
+	assert_int_equal(len, 2000 * 10);
+	assert_memory_equal(data + 1999 * 10, "line 1999\n", 10);
+	free(data);
+	/* a fill that fails half-way changes nothing */
+	c.fail_at = 1000;
+	st_error_clear(&err);
+	assert_int_equal(st_store_write_fill(f->s, K(f, "big"), fill_chunks, &c, NULL, &err),
+			 ST_ENOMEM);
+	assert_int_equal(st_store_read(f->s, K(f, "big"), 0, &data, &len, NULL, NULL), ST_OK);
+	assert_int_equal(len, 2000 * 10);
+	free(data);
+	char *k = keys_of(f, "", 0);
+	assert_string_equal(k, "big");
+	free(k);
+	/* the read limit */
+	st_error_clear(&err);
+	assert_int_equal(st_store_read(f->s, K(f, "big"), 100, &data, &len, NULL, &err), ST_ELIMIT);
+	assert_null(data);
+}
+
+typedef void (*case_fn)(fixture *f);
+
+static void run_everywhere(case_fn fn)
+{
+	for (size_t i = 0; i < sizeof(stores) / sizeof(stores[0]); i++) {
+		fixture f;
+		memset(&f, 0, sizeof(f));
+		int rc = stores[i].open(&f);
+		if (rc == 1)
+			continue;
+		if (rc != ST_OK)
+			fail_msg("cannot open store %s", stores[i].name);
+		fn(&f);
+		st_store_free(f.s);
+		if (f.dir) {
+			tu_rmdir(f.dir);
+		}
+	}
+}
+
+#define CASE(name)                                                                            \
+	static void test_##name(void **state)                                                 \
+	{                                                                                      \
+		(void)state;                                                                   \
+		run_everywhere(case_##name);                                                   \
+	}
+CASE(roundtrip)
+CASE(missing)
+CASE(replace)
+CASE(create_only)
+CASE(list)
+CASE(delete)
+CASE(copy)
+CASE(bad_keys)
+CASE(proceed)
+CASE(fill)
+
+/* ---- the file store's own guarantees ---- */
+
+static void test_open_errors(void **state)
+{
+	st_store *s = NULL;
+	st_error err;
+	(void)state;
+	st_error_clear(&err);
+	assert_int_equal(st_store_open(&s, "/nonexistent/statetool-store", &err), ST_ENOTFOUND);
+	assert_null(s);
+	st_error_clear(&err);
+	assert_int_equal(st_store_open(&s, "s3://bucket/a", &err), ST_EUNSUPPORTED);
+	assert_non_null(strstr(err.message, "not supported yet"));
+	st_error_clear(&err);
+	assert_int_equal(st_store_open(&s, "ftp://x", &err), ST_EUNSUPPORTED);
+	st_error_clear(&err);
+	assert_int_equal(st_store_open(&s, "file://", &err), ST_EINVAL);
+	char *dir = tu_tmpdir(), *url = st_asprintf("file://%s", dir);
+	assert_int_equal(st_store_open(&s, url, NULL), ST_OK);
+	assert_string_equal(st_store_url(s), url);
+	assert_string_equal(st_store_scheme(s), "file");
+	st_store_free(s);
+	st_store_free(NULL);
+	free(url);
+	tu_rmdir(dir);
+}
+
+static void test_file_store_links_and_modes(void **state)
+{
+	char *dir = tu_tmpdir(), *p, *q;
+	st_store *s;
+	st_error err;
+	struct stat sb;
+	char *data;
+	size_t len;
+	(void)state;
+	assert_int_equal(st_store_open(&s, dir, NULL), ST_OK);
+	assert_int_equal(st_store_write(s, "d/f", "1", 1, NULL, NULL), ST_OK);
+	p = st_asprintf("%s/d/f", dir);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0644);
+	/* an existing file keeps its mode */
+	assert_int_equal(chmod(p, 0600), 0);
+	assert_int_equal(st_store_write(s, "d/f", "2", 1, NULL, NULL), ST_OK);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0600);
+	/* symbolic links under the root: never read or written through */
+	q = st_asprintf("%s/link", dir);
+	assert_int_equal(symlink(p, q), 0);
+	st_error_clear(&err);
+	assert_int_equal(st_store_read(s, "link", 0, &data, &len, NULL, &err), ST_EREFUSED);
+	assert_non_null(strstr(err.message, "symbolic link"));
+	st_error_clear(&err);
+	assert_int_equal(st_store_write(s, "link", "x", 1, NULL, &err), ST_EREFUSED);
+	free(q);
+	q = st_asprintf("%s/dlink", dir);
+	char *d = st_asprintf("%s/d", dir);
+	assert_int_equal(symlink(d, q), 0);
+	st_error_clear(&err);
+	assert_int_equal(st_store_write(s, "dlink/g", "x", 1, NULL, &err), ST_EREFUSED);
+	assert_non_null(strstr(err.message, "symbolic link inside the backend"));
+	assert_int_equal(st_store_read(s, "dlink/f", 0, &data, &len, NULL, NULL), ST_EREFUSED);
+	char *k = NULL;
+	st_store_entry *e;
+	size_t n;
+	assert_int_equal(st_store_list(s, "dlink/", 0, &e, &n, NULL), ST_OK);
+	assert_int_equal(n, 0);
+	st_store_entries_free(e, n);
+	free(k);
+	/* data is still "2" */
+	assert_int_equal(st_store_read(s, "d/f", 0, &data, &len, NULL, NULL), ST_OK);
+	assert_string_equal(data, "2");
+	free(data);
+	free(d);
+	free(q);
+	free(p);
+	st_store_free(s);
+	tu_rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),    cmocka_unit_test(test_missing),
+		cmocka_unit_test(test_replace),      cmocka_unit_test(test_create_only),
+		cmocka_unit_test(test_list),         cmocka_unit_test(test_delete),
+		cmocka_unit_test(test_copy),         cmocka_unit_test(test_bad_keys),
+		cmocka_unit_test(test_proceed),      cmocka_unit_test(test_fill),
+		cmocka_unit_test(test_open_errors),  cmocka_unit_test(test_file_store_links_and_modes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
