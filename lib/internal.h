@@ -274,12 +274,6 @@ void st_uuid4(char out[37]);
 /* RFC 3339 local time with offset, as Go's time.Now() marshals. */
 void st_now_rfc3339(char *out, size_t size);
 
-/* Backend internals: resolve a stack reference into project (NULL in legacy layout) and stack
- * name, both checked; refuse a path under the backend whose directories are symbolic links. */
-int st__backend_resolve(st_backend *b, const char *ref, char **project, char **stack,
-			st_error *err);
-int st__backend_check_path(const st_backend *b, const char *rel, st_error *err);
-
 /* A string-keyed hash map. Keys are borrowed (they must outlive the map). */
 typedef struct st_strmap_slot {
 	const char *key;

@@ -816,7 +816,7 @@ json_t *st_import_generate(st_state *s, const size_t *idx, size_t n, st_error *e
 
 #define ST_INDEX_SCHEMA_VERSION 1
 
-typedef struct st_backend st_backend; /* see "DIY backends" below */
+typedef struct st_backend st_backend; /* see "Backends" below */
 
 typedef struct st_index st_index;
 
@@ -920,17 +920,39 @@ int st_type_is_provider(const char *type);
 int st_provider_ref_parse(const char *ref, char **urn, char **id, st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
- * DIY backends
+ * Backends: stacks by name (see doc/DESIGN.md, "Storage")
+ *
+ * A backend holds stacks: it lists them, loads and saves a stack's state and takes its lock. The
+ * DIY backend (Pulumi's self-managed layout, on any store) is the one kind today; the calls do
+ * not assume a key/value store, so a service reached through an API can be another kind.
+ *
+ * The DIY layout, as Pulumi's pkg/backend/diy lays it out under the store's root:
+ *   .pulumi/meta.yaml                                version: 1 (project mode); absent: legacy
+ *   .pulumi/stacks/<project>/<stack>.json[.gz|.zst]  (legacy: stacks/<stack>.json...), + .bak
+ *   .pulumi/stacks/<project>/<stack>.pulumi-tags     the stack's tags
+ *   .pulumi/locks/organization/<project>/<stack>/<uuid>.json   (legacy: locks/<stack>/)
+ *   .pulumi/backups/<project>/<stack>/, .pulumi/history/<project>/<stack>/
+ * Names are checked as Pulumi checks them, so no name can reach outside the backend.
  */
 
-typedef struct st_backend st_backend;
-
-/* Opens a backend directory given as file://PATH or PATH (NULL: $PULUMI_BACKEND_URL). Reads
- * .pulumi/meta.yaml (version 1 = project mode; missing = legacy layout). *out is new. */
+/* Opens a backend: file://PATH or PATH for a DIY backend in a directory (NULL:
+ * $PULUMI_BACKEND_URL). Reads .pulumi/meta.yaml with Pulumi's rules (version 1 = project mode;
+ * absent: legacy when .pulumi/stacks/ holds stack files directly, else a new backend in project
+ * mode; no version: "corrupt store: missing version in ..."). Setting both
+ * PULUMI_DIY_BACKEND_GZIP and PULUMI_DIY_BACKEND_ZSTD is refused, as Pulumi refuses it. *out is
+ * new: st_backend_free. */
 int st_backend_open(st_backend **out, const char *url, st_error *err);
 void st_backend_free(st_backend *b);
 
-/* The backend's root directory (borrowed) and whether it uses the project layout. */
+/* The URL it was opened with, and its kind ("diy") (borrowed). */
+const char *st_backend_url(const st_backend *b);
+const char *st_backend_kind(const st_backend *b);
+
+/* A DIY backend's store (borrowed), NULL for other kinds. */
+st_store *st_backend_store(const st_backend *b);
+
+/* The root directory of a DIY backend on a local directory (borrowed), else NULL; and whether
+ * a DIY backend uses the project layout. */
 const char *st_backend_root(const st_backend *b);
 int st_backend_project_mode(const st_backend *b);
 
@@ -938,20 +960,60 @@ typedef struct st_stack_info {
 	char *project;   /* NULL in the legacy layout */
 	char *name;      /* the stack name */
 	char *qname;     /* organization/project/stack, or stack (legacy) */
-	char *path;      /* the file read: newest by mtime among .json, .json.gz */
-	long long size;  /* bytes on disk */
+	char *path;      /* the file read, when it is a local file, else NULL */
+	long long size;  /* bytes stored */
 	long long mtime_ns;
+	char *key;       /* the object read (DIY: its key in the store), or NULL */
+	char etag[72];   /* the store's tag of that object, "" if unknown */
 } st_stack_info;
 
-/* Lists every stack (sorted by project, then name). *out is new: st_stack_infos_free. */
+/* Lists every stack (sorted by project, then name). A DIY stack's object is, among
+ * <stack>.json, .json.gz and .json.zst, the newest by modification time, and with equal times
+ * the last in key order, as Pulumi picks it. *out is new: st_stack_infos_free. */
 int st_backend_list(st_backend *b, st_stack_info **out, size_t *count, st_error *err);
 void st_stack_infos_free(st_stack_info *infos, size_t count);
 
-/* Resolves "project/stack", "organization/project/stack" or "stack" (legacy) to its file.
- * Names are checked as Pulumi checks them, so no name can reach outside the backend. When the
- * stack has no file yet, *path is where it would be written and *exists is 0. *path is new. */
+/* Resolves "project/stack", "organization/project/stack" or "stack" (legacy layout, or the one
+ * project holding that stack) to the canonical name (organization/project/stack, or stack).
+ * *exists tells whether it has a state. *qname is new. */
+int st_backend_resolve(st_backend *b, const char *stack, char **qname, int *exists,
+		       st_error *err);
+
+/* Loads a stack's state. ST_ENOTFOUND when it has none. The state remembers its compression;
+ * st_state_path is its local file, or URL/key. *out is new. */
+int st_backend_load(st_backend *b, const char *stack, const st_load_opts *opts, st_state **out,
+		    st_error *err);
+
+#define ST_BACKEND_SAVE_OPTS_VERSION 1
+
+typedef struct st_backend_save_opts {
+	unsigned version;            /* ST_BACKEND_SAVE_OPTS_VERSION */
+	int no_backup;               /* 1: no .bak of the previous object */
+	st_store_proceed_fn proceed; /* see st_store_write_opts; may be NULL */
+	void *proceed_ctx;
+} st_backend_save_opts;
+
+#define ST_BACKEND_SAVE_OPTS_INIT {ST_BACKEND_SAVE_OPTS_VERSION, 0, NULL, NULL}
+
+/* Saves a stack's state as Pulumi's DIY backend saves it: the previous object kept as
+ * <object>.bak, the new one written atomically where the store allows it, in the compression
+ * PULUMI_DIY_BACKEND_GZIP (alias PULUMI_SELF_MANAGED_STATE_GZIP) or PULUMI_DIY_BACKEND_ZSTD
+ * ask for ("1" or "true"; set to anything else: none), else the state's own. On a change of
+ * compression the new object is written first, then the old one is copied to its .bak and
+ * removed. Recomputes the manifest magic. `opts` may be NULL. */
+int st_backend_save(st_backend *b, const char *stack, st_state *state,
+		    const st_backend_save_opts *opts, st_error *err);
+
+/* For a DIY backend on a local directory: the file of a stack (new), as st_backend_resolve
+ * resolves it; when the stack has no file yet, *path is where it would be written and *exists
+ * is 0. ST_EUNSUPPORTED for other backends. */
 int st_backend_stack_path(st_backend *b, const char *stack, char **path, int *exists,
 			  st_error *err);
+
+/* Is `path` a stack file inside a DIY backend (<root>/.pulumi/stacks/[<project>/]<stack>.json
+ * [.gz|.zst])? Then *root (the backend's directory) and *stack (project/stack, or stack in the
+ * legacy layout) are new and 1 is returned; else 0. The layout is read from the backend. */
+int st_backend_locate(const char *path, char **root, char **stack);
 
 /* Pulumi's name rules: stack names [A-Za-z0-9_.-]{1,100}; project names [A-Za-z0-9_.-]{1,100}.
  * Return 1 when valid. */

@@ -1,23 +1,34 @@
 /*
- * DIY backends on a local file system, laid out as Pulumi lays them out:
- *   <root>/.pulumi/meta.yaml                     version: 1 (project mode); absent: legacy
- *   <root>/.pulumi/stacks/<project>/<stack>.json[.gz]   (legacy: stacks/<stack>.json[.gz])
- *   <root>/.pulumi/locks/organization/<project>/<stack>/<uuid>.json
- * Names are checked before they become paths, so none can reach outside <root>/.pulumi.
+ * The DIY backend: Pulumi's self-managed layout (pkg/backend/diy) on any store.
+ *   .pulumi/meta.yaml                                   version: 1 (project mode); absent: legacy
+ *   .pulumi/stacks/<project>/<stack>.json[.gz|.zst]     (legacy: stacks/<stack>.json...)
+ *   .pulumi/stacks/<project>/<stack>.pulumi-tags        tags
+ *   .pulumi/locks/organization/<project>/<stack>/<uuid>.json   (lock.c)
+ *   .pulumi/backups/<project>/<stack>/, .pulumi/history/<project>/<stack>/
+ * Only store calls are made here (read, write, list, copy, delete), so the layout works on every
+ * store. Names are checked before they become keys.
  */
-#include "internal.h"
+#include "store_impl.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <strings.h>
+#include <unistd.h>
+#include <yaml.h>
 
-struct st_backend {
-	char *root;
+typedef struct diy_backend {
+	st_backend base;
+	st_store *store;
+	char *root; /* the local directory of a file store, else NULL */
 	int project_mode;
-};
+} diy_backend;
+
+#define META_KEY ".pulumi/meta.yaml"
+#define STACKS ".pulumi/stacks/"
+
+static const st_backend_ops diy_ops;
 
 static int name_chars_ok(const char *s, size_t max)
 {
@@ -38,63 +49,213 @@ static int name_chars_ok(const char *s, size_t max)
 int st_stack_name_valid(const char *name) { return name_chars_ok(name, 100); }
 int st_project_name_valid(const char *name) { return name_chars_ok(name, 100); }
 
-static int read_meta(st_backend *b, st_error *err)
+static diy_backend *as_diy(const st_backend *b)
 {
-	char *path = st_asprintf("%s/.pulumi/meta.yaml", b->root), *data = NULL;
-	size_t len;
-	int rc;
+	return b->ops == &diy_ops ? (diy_backend *)b : NULL;
+}
 
-	if (!path)
+/* ---- meta.yaml ---- */
+
+/* Parses meta.yaml as Pulumi does (yaml.v3 into {Version *int}): *version = -1 when the key
+ * is missing or null. */
+static int parse_meta(const char *data, size_t len, int *version, st_error *err)
+{
+	yaml_parser_t p;
+	yaml_document_t doc;
+	yaml_node_t *root;
+	int rc = ST_OK;
+
+	*version = -1;
+	if (!yaml_parser_initialize(&p))
 		return st__err(err, ST_ENOMEM, "out of memory");
-	rc = st_file_read(path, 1 << 20, &data, &len, NULL, NULL);
-	if (rc == ST_OK) {
-		const char *v = strstr(data, "version:");
-		if (!v) {
-			st__err(err, ST_EFORMAT, "corrupt store: missing version in \"%s\"", path);
-			free(data);
-			free(path);
-			return ST_EFORMAT;
-		}
-		int ver = atoi(v + 8);
-		if (ver == 1) {
-			b->project_mode = 1;
-		} else if (ver != 0) {
-			st__err(err, ST_EVERSION,
-				"unsupported DIY backend layout version %d in \"%s\"", ver, path);
-			free(data);
-			free(path);
-			return ST_EVERSION;
-		}
-		free(data);
-	} else {
-		/* No meta.yaml: legacy if stacks/ holds state files directly, else a new store,
-		 * which Pulumi creates in project mode. */
-		char *stacks = st_asprintf("%s/.pulumi/stacks", b->root);
-		DIR *d = stacks ? opendir(stacks) : NULL;
-		struct dirent *de;
-		b->project_mode = 1;
-		while (d && (de = readdir(d))) {
-			size_t n = strlen(de->d_name);
-			if ((n > 5 && !strcmp(de->d_name + n - 5, ".json")) ||
-			    (n > 8 && !strcmp(de->d_name + n - 8, ".json.gz"))) {
-				b->project_mode = 0;
-				break;
-			}
-		}
-		if (d)
-			closedir(d);
-		free(stacks);
+	yaml_parser_set_input_string(&p, (const unsigned char *)data, len);
+	if (!yaml_parser_load(&p, &doc)) {
+		rc = st__err(err, ST_EFORMAT, "corrupt store: unmarshal \"%s\": yaml: line %zu: %s",
+			     META_KEY, p.problem_mark.line + 1, p.problem ? p.problem : "error");
+		yaml_parser_delete(&p);
+		return rc;
 	}
-	free(path);
+	root = yaml_document_get_root_node(&doc);
+	if (root && root->type == YAML_SCALAR_NODE && root->data.scalar.length == 0)
+		root = NULL; /* an empty document */
+	if (root && root->type != YAML_MAPPING_NODE) {
+		rc = st__err(err, ST_EFORMAT,
+			     "corrupt store: unmarshal \"%s\": the document is not a mapping",
+			     META_KEY);
+		goto out;
+	}
+	for (yaml_node_pair_t *pr = root ? root->data.mapping.pairs.start : NULL;
+	     pr && pr < root->data.mapping.pairs.top; pr++) {
+		yaml_node_t *k = yaml_document_get_node(&doc, pr->key);
+		yaml_node_t *v = yaml_document_get_node(&doc, pr->value);
+		const char *ks, *vs;
+		char *end;
+		long n;
+		if (!k || k->type != YAML_SCALAR_NODE)
+			continue;
+		ks = (const char *)k->data.scalar.value;
+		if (strcmp(ks, "version"))
+			continue;
+		if (!v || v->type != YAML_SCALAR_NODE) {
+			rc = st__err(err, ST_EFORMAT,
+				     "corrupt store: unmarshal \"%s\": version is not a number",
+				     META_KEY);
+			goto out;
+		}
+		vs = (const char *)v->data.scalar.value;
+		if (v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+		    (!*vs || !strcmp(vs, "~") || !strcasecmp(vs, "null"))) {
+			*version = -1; /* null: as missing */
+			continue;
+		}
+		errno = 0;
+		n = strtol(vs, &end, 10);
+		if (v->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || errno || end == vs || *end ||
+		    n < 0 || n > 1000000) {
+			rc = st__err(err, ST_EFORMAT,
+				     "corrupt store: unmarshal \"%s\": version '%s' is not a number",
+				     META_KEY, vs);
+			goto out;
+		}
+		*version = (int)n;
+	}
+out:
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&p);
+	return rc;
+}
+
+/* Is `name` a stack file of the legacy listing (Pulumi's: .json, .yaml or .yml, optionally
+ * .gz or .zst, with a valid stack name)? */
+static int legacy_stack_file(const char *name)
+{
+	static const char *const ext[] = {".json", ".yaml", ".yml"};
+	size_t n = strlen(name);
+	if (n > 3 && !strcmp(name + n - 3, ".gz"))
+		n -= 3;
+	else if (n > 4 && !strcmp(name + n - 4, ".zst"))
+		n -= 4;
+	for (size_t i = 0; i < 3; i++) {
+		size_t e = strlen(ext[i]);
+		if (n > e && !strncmp(name + n - e, ext[i], e)) {
+			char *stem = st_strndup(name, n - e);
+			int ok = stem && st_stack_name_valid(stem);
+			free(stem);
+			return ok;
+		}
+	}
+	return 0;
+}
+
+static int read_meta(diy_backend *b, st_error *err)
+{
+	char *data = NULL;
+	size_t len;
+	int rc, version;
+
+	rc = st_store_read(b->store, META_KEY, 1 << 20, &data, &len, NULL, err);
+	if (rc == ST_ENOTFOUND) {
+		/* No meta.yaml: legacy if stacks/ holds stack files directly, else a new store,
+		 * which Pulumi creates in project mode. */
+		st_store_entry *e = NULL;
+		size_t n = 0;
+		st_error_clear(err);
+		if ((rc = st_store_list(b->store, STACKS, ST_STORE_LIST_DIRS, &e, &n, err)) != ST_OK)
+			return rc;
+		b->project_mode = 1;
+		for (size_t i = 0; i < n; i++) {
+			const char *nm = e[i].key + strlen(STACKS);
+			if (nm[strlen(nm) - 1] != '/' && legacy_stack_file(nm))
+				b->project_mode = 0;
+		}
+		st_store_entries_free(e, n);
+		return ST_OK;
+	}
+	if (rc)
+		return rc;
+	rc = parse_meta(data, len, &version, err);
+	free(data);
+	if (rc)
+		return rc;
+	if (version < 0)
+		return st__err(err, ST_EFORMAT, "corrupt store: missing version in \"%s\"", META_KEY);
+	if (version > 1)
+		return st__err(err, ST_EVERSION,
+			       "state store unsupported: 'meta.yaml' version (%d) is not supported "
+			       "by this version of statetool",
+			       version);
+	b->project_mode = version == 1;
+	return ST_OK;
+}
+
+/* ---- compression chosen by the environment ---- */
+
+static int env_true(const char *v) { return v && (!strcmp(v, "1") || !strcasecmp(v, "true")); }
+
+/* Pulumi's resolveCompression: *set tells whether a variable decides at all. */
+static int env_compression(st_compression *c, int *set, st_error *err)
+{
+	const char *gz = getenv("PULUMI_DIY_BACKEND_GZIP"), *zs = getenv("PULUMI_DIY_BACKEND_ZSTD");
+	if (!gz)
+		gz = getenv("PULUMI_SELF_MANAGED_STATE_GZIP");
+	*set = gz || zs;
+	*c = ST_COMPRESS_NONE;
+	if (env_true(gz) && env_true(zs))
+		return st__err(err, ST_EINVAL,
+			       "DIY_BACKEND_GZIP and DIY_BACKEND_ZSTD cannot both be enabled");
+	if (env_true(zs))
+		*c = ST_COMPRESS_ZSTD;
+	else if (env_true(gz))
+		*c = ST_COMPRESS_GZIP;
+	return ST_OK;
+}
+
+static const char *comp_ext(st_compression c)
+{
+	return c == ST_COMPRESS_GZIP ? ".gz" : c == ST_COMPRESS_ZSTD ? ".zst" : "";
+}
+
+/* ---- opening ---- */
+
+int st__diy_open(st_backend **out, st_store *store, const char *url, st_error *err)
+{
+	diy_backend *b = calloc(1, sizeof(*b));
+	st_compression c;
+	int set, rc;
+	char *local;
+
+	*out = NULL;
+	if (!b || !(b->base.url = st_strdup(url))) {
+		free(b);
+		st_store_free(store);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	b->base.ops = &diy_ops;
+	b->store = store;
+	local = st__store_local_path(store, "x");
+	if (local) {
+		size_t n = strlen(local);
+		local[n - 1] = '\0'; /* "<root>/" or "" */
+		for (n = strlen(local); n > 1 && local[n - 1] == '/'; n--)
+			local[n - 1] = '\0';
+		if (!*local) {
+			free(local);
+			local = st_strdup(".");
+		}
+		b->root = local;
+	}
+	if ((rc = env_compression(&c, &set, err)) != ST_OK ||
+	    (rc = read_meta(b, err)) != ST_OK) {
+		st_backend_free(&b->base);
+		return rc;
+	}
+	*out = &b->base;
 	return ST_OK;
 }
 
 int st_backend_open(st_backend **out, const char *url, st_error *err)
 {
-	st_backend *b;
-	struct stat sb;
-	const char *path;
-	char *expanded = NULL;
+	st_store *s = NULL;
 	int rc;
 
 	*out = NULL;
@@ -104,88 +265,63 @@ int st_backend_open(st_backend **out, const char *url, st_error *err)
 		return st__err(err, ST_EINVAL,
 			       "no backend given: use --backend file://PATH or set "
 			       "PULUMI_BACKEND_URL");
-	if (!strncmp(url, "file://", 7)) {
-		path = url + 7;
-	} else if (strstr(url, "://")) {
-		return st__err(err, ST_EUNSUPPORTED,
-			       "backend '%s' is not supported: statetool works on DIY backends in "
-			       "a local directory (file://PATH)",
-			       url);
-	} else {
-		path = url;
-	}
-	if (path[0] == '~' && (path[1] == '/' || !path[1]) && getenv("HOME")) {
-		expanded = st_asprintf("%s%s", getenv("HOME"), path + 1);
-		path = expanded;
-	}
-	if (!path || !*path) {
-		free(expanded);
-		return st__err(err, ST_EINVAL, "backend '%s' names no directory", url);
-	}
-	if (stat(path, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
-		st__err(err, ST_ENOTFOUND, "backend directory '%s' does not exist", path);
-		free(expanded);
-		return ST_ENOTFOUND;
-	}
-	b = calloc(1, sizeof(*b));
-	if (!b || !(b->root = st_strdup(path))) {
-		free(b);
-		free(expanded);
-		return st__err(err, ST_ENOMEM, "out of memory");
-	}
-	free(expanded);
-	/* strip trailing slashes */
-	for (size_t n = strlen(b->root); n > 1 && b->root[n - 1] == '/'; n--)
-		b->root[n - 1] = '\0';
-	rc = read_meta(b, err);
-	if (rc) {
-		st_backend_free(b);
+	if ((rc = st_store_open(&s, url, err)) != ST_OK)
 		return rc;
-	}
-	*out = b;
-	return ST_OK;
+	return st__diy_open(out, s, url, err);
 }
 
 void st_backend_free(st_backend *b)
 {
-	if (!b)
-		return;
+	if (b)
+		b->ops->free(b);
+}
+
+static void diy_free(st_backend *bb)
+{
+	diy_backend *b = (diy_backend *)bb;
+	st_store_free(b->store);
 	free(b->root);
+	free(b->base.url);
 	free(b);
 }
 
-const char *st_backend_root(const st_backend *b) { return b->root; }
-int st_backend_project_mode(const st_backend *b) { return b->project_mode; }
+const char *st_backend_url(const st_backend *b) { return b->url; }
+const char *st_backend_kind(const st_backend *b) { return b->ops->kind; }
 
-/* Newest variant of <base>.json / .json.gz / .json.zst by mtime. New string or NULL. */
-static char *newest_variant(const char *base, struct stat *out_sb)
+st_store *st_backend_store(const st_backend *b)
 {
-	static const char *const ext[] = {".json", ".json.gz", ".json.zst"};
-	char *best = NULL;
-	struct stat best_sb;
-
-	for (size_t i = 0; i < 3; i++) {
-		char *p = st_asprintf("%s%s", base, ext[i]);
-		struct stat sb;
-		if (p && lstat(p, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode))) {
-			if (!best || sb.st_mtim.tv_sec > best_sb.st_mtim.tv_sec ||
-			    (sb.st_mtim.tv_sec == best_sb.st_mtim.tv_sec &&
-			     sb.st_mtim.tv_nsec > best_sb.st_mtim.tv_nsec)) {
-				free(best);
-				best = p;
-				best_sb = sb;
-				continue;
-			}
-		}
-		free(p);
-	}
-	if (best && out_sb)
-		*out_sb = best_sb;
-	return best;
+	diy_backend *d = as_diy(b);
+	return d ? d->store : NULL;
 }
 
+st_store *st__backend_diy_store(const st_backend *b) { return st_backend_store(b); }
+
+const char *st_backend_root(const st_backend *b)
+{
+	diy_backend *d = as_diy(b);
+	return d ? d->root : NULL;
+}
+
+int st_backend_project_mode(const st_backend *b)
+{
+	diy_backend *d = as_diy(b);
+	return d ? d->project_mode : 0;
+}
+
+char *st__store_where(const st_store *s, const char *key)
+{
+	char *p = st__store_local_path(s, key);
+	if (p)
+		return p;
+	const char *u = st_store_url(s);
+	size_t n = strlen(u);
+	return st_asprintf("%s%s%s", u, n && u[n - 1] == '/' ? "" : "/", key);
+}
+
+/* ---- names ---- */
+
 /* Splits a stack reference into project (may be NULL) and stack name, checking both. */
-static int split_stack_ref(const st_backend *b, const char *ref, char **project, char **stack,
+static int split_stack_ref(const diy_backend *b, const char *ref, char **project, char **stack,
 			   st_error *err)
 {
 	const char *s1 = strchr(ref, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
@@ -234,6 +370,95 @@ static int split_stack_ref(const st_backend *b, const char *ref, char **project,
 	return ST_OK;
 }
 
+static char *stack_base(const char *project, const char *stack)
+{
+	return project ? st_asprintf(STACKS "%s/%s", project, stack)
+		       : st_asprintf(STACKS "%s", stack);
+}
+
+char *st__diy_lock_dir(const char *project, const char *stack)
+{
+	return project ? st_asprintf(".pulumi/locks/organization/%s/%s/", project, stack)
+		       : st_asprintf(".pulumi/locks/%s/", stack);
+}
+
+/* The key helpers of the layout, for what comes next (history, backups, tags). */
+ST_UNUSED static char *backup_dir(const char *project, const char *stack)
+{
+	return project ? st_asprintf(".pulumi/backups/%s/%s/", project, stack)
+		       : st_asprintf(".pulumi/backups/%s/", stack);
+}
+
+ST_UNUSED static char *history_dir(const char *project, const char *stack)
+{
+	return project ? st_asprintf(".pulumi/history/%s/%s/", project, stack)
+		       : st_asprintf(".pulumi/history/%s/", stack);
+}
+
+ST_UNUSED static char *tags_key(const char *project, const char *stack)
+{
+	char *base = stack_base(project, stack), *k = base ? st_asprintf("%s.pulumi-tags", base)
+							   : NULL;
+	free(base);
+	return k;
+}
+
+/* ---- listing and choosing a stack's object ---- */
+
+/* Which variant of <base>.json wins: the newest by time, and with equal times the later in key
+ * order (Pulumi keeps a candidate unless it is older: `!ModTime.Before(best)`). */
+static void consider(st_store_entry **best, st_store_entry *e)
+{
+	if (!*best || e->info.mtime_ns >= (*best)->info.mtime_ns)
+		*best = e;
+}
+
+static int stack_suffix(const char *name, size_t *stem)
+{
+	size_t n = strlen(name);
+	if (n > 5 && !strcmp(name + n - 5, ".json"))
+		*stem = n - 5;
+	else if (n > 8 && !strcmp(name + n - 8, ".json.gz"))
+		*stem = n - 8;
+	else if (n > 9 && !strcmp(name + n - 9, ".json.zst"))
+		*stem = n - 9;
+	else
+		return 0;
+	return 1;
+}
+
+/* The object of the stack at `base` (the key without .json): its entry, or none. */
+static int find_object(diy_backend *b, const char *base, char **key, st_store_info *info,
+		       st_error *err)
+{
+	st_store_entry *e = NULL, *best = NULL;
+	size_t n = 0, bl = strlen(base);
+	char *prefix = st_asprintf("%s.json", base);
+	int rc;
+
+	*key = NULL;
+	if (!prefix)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	rc = st_store_list(b->store, prefix, 0, &e, &n, err);
+	free(prefix);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		const char *rest = e[i].key + bl;
+		if (!strcmp(rest, ".json") || !strcmp(rest, ".json.gz") ||
+		    !strcmp(rest, ".json.zst"))
+			consider(&best, &e[i]);
+	}
+	if (best) {
+		*key = best->key;
+		best->key = NULL;
+		if (info)
+			*info = best->info;
+	}
+	st_store_entries_free(e, n);
+	return ST_OK;
+}
+
 static int cmp_info(const void *a, const void *b)
 {
 	const st_stack_info *x = a, *y = b;
@@ -241,115 +466,98 @@ static int cmp_info(const void *a, const void *b)
 	return c ? c : strcmp(x->name, y->name);
 }
 
-static int add_stacks_in(const char *dir, const char *project, st_stack_info **arr,
-			 size_t *n, size_t *cap)
+static int add_info(diy_backend *b, st_stack_info **arr, size_t *n, size_t *cap,
+		    const char *project, const char *name, st_store_entry *e)
 {
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	if (!d)
-		return ST_OK;
-	while ((de = readdir(d))) {
-		const char *nm = de->d_name;
-		size_t len = strlen(nm), stem;
-		if (len > 5 && !strcmp(nm + len - 5, ".json"))
-			stem = len - 5;
-		else if (len > 8 && !strcmp(nm + len - 8, ".json.gz"))
-			stem = len - 8;
-		else if (len > 9 && !strcmp(nm + len - 9, ".json.zst"))
-			stem = len - 9;
-		else
-			continue;
-		char *name = st_strndup(nm, stem);
-		if (!name)
-			goto oom;
-		if (!st_stack_name_valid(name)) {
-			free(name);
-			continue;
-		}
-		int dup = 0;
-		for (size_t i = 0; i < *n; i++)
-			if (!strcmp((*arr)[i].name, name) &&
-			    !strcmp((*arr)[i].project ? (*arr)[i].project : "",
-				    project ? project : ""))
-				dup = 1;
-		if (dup) {
-			free(name);
-			continue;
-		}
+	st_stack_info *si;
+	/* the entries come sorted, so a stack's variants are next to each other */
+	if (*n && !strcmp((*arr)[*n - 1].name, name) &&
+	    !strcmp((*arr)[*n - 1].project ? (*arr)[*n - 1].project : "", project ? project : "")) {
+		si = &(*arr)[*n - 1];
+		if (e->info.mtime_ns < si->mtime_ns)
+			return ST_OK;
+		free(si->key);
+		free(si->path);
+	} else {
 		if (*n == *cap) {
 			size_t nc = *cap ? *cap * 2 : 16;
 			st_stack_info *na = realloc(*arr, nc * sizeof(*na));
-			if (!na) {
-				free(name);
-				goto oom;
-			}
+			if (!na)
+				return ST_ENOMEM;
 			*arr = na;
 			*cap = nc;
 		}
-		st_stack_info *si = &(*arr)[*n];
+		si = &(*arr)[(*n)++];
 		memset(si, 0, sizeof(*si));
-		si->name = name;
+		si->name = st_strdup(name);
 		si->project = project ? st_strdup(project) : NULL;
 		si->qname = project ? st_asprintf("organization/%s/%s", project, name)
 				    : st_strdup(name);
-		char *base = st_asprintf("%s/%s", dir, name);
-		struct stat sb;
-		si->path = base ? newest_variant(base, &sb) : NULL;
-		free(base);
-		if (si->path) {
-			si->size = sb.st_size;
-			si->mtime_ns = (long long)sb.st_mtim.tv_sec * 1000000000LL +
-				       sb.st_mtim.tv_nsec;
-		}
-		(*n)++;
+		if (!si->name || (project && !si->project) || !si->qname)
+			return ST_ENOMEM;
 	}
-	closedir(d);
+	si->key = st_strdup(e->key);
+	si->path = st__store_local_path(b->store, e->key);
+	si->size = e->info.size;
+	si->mtime_ns = e->info.mtime_ns;
+	memcpy(si->etag, e->info.etag, sizeof(si->etag));
+	return si->key ? ST_OK : ST_ENOMEM;
+}
+
+static int diy_list(st_backend *bb, st_stack_info **out, size_t *count, st_error *err)
+{
+	diy_backend *b = (diy_backend *)bb;
+	st_stack_info *arr = NULL;
+	st_store_entry *e = NULL;
+	size_t n = 0, na = 0, cap = 0;
+	int rc;
+
+	*out = NULL;
+	*count = 0;
+	rc = st_store_list(b->store, STACKS, 0, &e, &n, err);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n && rc == ST_OK; i++) {
+		const char *rel = e[i].key + strlen(STACKS), *slash = strchr(rel, '/');
+		char *project = NULL, *name;
+		size_t stem;
+		if (b->project_mode) {
+			if (!slash || strchr(slash + 1, '/'))
+				continue; /* too shallow or too deep */
+			project = st_strndup(rel, (size_t)(slash - rel));
+			rel = slash + 1;
+			if (!project || !st_project_name_valid(project)) {
+				rc = project ? ST_OK : ST_ENOMEM;
+				free(project);
+				continue;
+			}
+		} else if (slash) {
+			continue;
+		}
+		if (!stack_suffix(rel, &stem) || !(name = st_strndup(rel, stem))) {
+			free(project);
+			continue;
+		}
+		if (st_stack_name_valid(name))
+			rc = add_info(b, &arr, &na, &cap, project, name, &e[i]);
+		free(name);
+		free(project);
+	}
+	st_store_entries_free(e, n);
+	if (rc) {
+		st_stack_infos_free(arr, na);
+		return st__err(err, rc, "out of memory");
+	}
+	if (na)
+		qsort(arr, na, sizeof(*arr), cmp_info);
+	*out = arr;
+	*count = na;
 	return ST_OK;
-oom:
-	closedir(d);
-	return ST_ENOMEM;
 }
 
 int st_backend_list(st_backend *b, st_stack_info **out, size_t *count, st_error *err)
 {
-	st_stack_info *arr = NULL;
-	size_t n = 0, cap = 0;
-	char *stacks = st_asprintf("%s/.pulumi/stacks", b->root);
-	int rc = ST_OK;
-
-	*out = NULL;
-	*count = 0;
-	if (!stacks)
-		return st__err(err, ST_ENOMEM, "out of memory");
-	if (b->project_mode) {
-		DIR *d = opendir(stacks);
-		struct dirent *de;
-		while (d && (de = readdir(d)) && rc == ST_OK) {
-			char *sub;
-			struct stat sb;
-			if (!st_project_name_valid(de->d_name))
-				continue;
-			sub = st_asprintf("%s/%s", stacks, de->d_name);
-			if (sub && lstat(sub, &sb) == 0 && S_ISDIR(sb.st_mode))
-				rc = add_stacks_in(sub, de->d_name, &arr, &n, &cap);
-			free(sub);
-		}
-		if (d)
-			closedir(d);
-	} else {
-		rc = add_stacks_in(stacks, NULL, &arr, &n, &cap);
-	}
-	free(stacks);
-	if (rc) {
-		st_stack_infos_free(arr, n);
-		return st__err(err, rc, "out of memory");
-	}
-	if (n)
-		qsort(arr, n, sizeof(*arr), cmp_info);
-	*out = arr;
-	*count = n;
-	return ST_OK;
+	return b->ops->list(b, out, count, err);
 }
 
 void st_stack_infos_free(st_stack_info *infos, size_t count)
@@ -359,127 +567,389 @@ void st_stack_infos_free(st_stack_info *infos, size_t count)
 		free(infos[i].name);
 		free(infos[i].qname);
 		free(infos[i].path);
+		free(infos[i].key);
 	}
 	free(infos);
 }
 
-/* Refuses a path under the backend whose directories are symbolic links. */
-static int check_no_symlinks(const st_backend *b, const char *rel, st_error *err)
-{
-	char *p = st_asprintf("%s/%s", b->root, rel);
-	size_t rootlen = strlen(b->root);
-	if (!p)
-		return st__err(err, ST_ENOMEM, "out of memory");
-	for (char *s = p + rootlen + 1; ; s++) {
-		if (*s == '/' || *s == '\0') {
-			char save = *s;
-			*s = '\0';
-			if (st_path_is_symlink(p)) {
-				st__err(err, ST_EREFUSED,
-					"refusing to use '%s': it is a symbolic link inside the "
-					"backend",
-					p);
-				free(p);
-				return ST_EREFUSED;
-			}
-			*s = save;
-			if (!save)
-				break;
-		}
-	}
-	free(p);
-	return ST_OK;
-}
-
-int st__backend_resolve(st_backend *b, const char *ref, char **project, char **stack,
-			st_error *err)
+/* project (NULL in legacy) and stack name of a reference; a bare name in project mode is
+ * looked for in every project. */
+static int diy_split(diy_backend *b, const char *ref, char **project, char **stack,
+		     st_error *err)
 {
 	int rc = split_stack_ref(b, ref, project, stack, err);
-	if (rc)
+	if (rc || !b->project_mode || *project)
 		return rc;
-	if (b->project_mode && !*project) {
-		/* A bare stack name: find the one project that has it. */
-		st_stack_info *infos;
-		size_t n, found = 0;
-		const char *proj = NULL;
-		rc = st_backend_list(b, &infos, &n, err);
-		if (rc) {
-			free(*stack);
-			*stack = NULL;
-			return rc;
-		}
-		for (size_t i = 0; i < n; i++) {
-			if (!strcmp(infos[i].name, *stack)) {
-				found++;
-				proj = infos[i].project;
-			}
-		}
-		if (found == 1)
-			*project = st_strdup(proj);
-		st_stack_infos_free(infos, n);
-		if (found != 1) {
-			rc = st__err(err, found ? ST_EAMBIGUOUS : ST_ENOTFOUND,
-				     found ? "stack '%s' exists in several projects: name it as "
-					     "project/%s"
-					   : "no stack '%s' in the backend (name it as "
-					     "project/%s to create one)",
-				     *stack, *stack);
-			free(*stack);
-			*stack = NULL;
-			return rc;
+	st_stack_info *infos;
+	size_t n, found = 0;
+	const char *proj = NULL;
+	rc = diy_list(&b->base, &infos, &n, err);
+	if (rc) {
+		free(*stack);
+		*stack = NULL;
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(infos[i].name, *stack)) {
+			found++;
+			proj = infos[i].project;
 		}
 	}
-	return ST_OK;
+	if (found == 1 && !(*project = st_strdup(proj)))
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+	st_stack_infos_free(infos, n);
+	if (found != 1)
+		rc = st__err(err, found ? ST_EAMBIGUOUS : ST_ENOTFOUND,
+			     found ? "stack '%s' exists in several projects: name it as project/%s"
+				   : "no stack '%s' in the backend (name it as project/%s to create "
+				     "one)",
+			     *stack, *stack);
+	if (rc) {
+		free(*stack);
+		*stack = NULL;
+	}
+	return rc;
 }
 
-int st_backend_stack_path(st_backend *b, const char *ref, char **path, int *exists,
+/* The stack's base key and current object (*key NULL when none). */
+static int diy_object(diy_backend *b, const char *ref, char **base, char **key,
+		      st_store_info *info, st_error *err)
+{
+	char *project = NULL, *stack = NULL;
+	int rc = diy_split(b, ref, &project, &stack, err);
+	*base = NULL;
+	*key = NULL;
+	if (rc)
+		return rc;
+	*base = stack_base(project, stack);
+	free(project);
+	free(stack);
+	if (!*base)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	rc = find_object(b, *base, key, info, err);
+	if (rc) {
+		free(*base);
+		*base = NULL;
+	}
+	return rc;
+}
+
+static int diy_resolve(st_backend *bb, const char *ref, char **qname, int *exists,
+		       st_error *err)
+{
+	diy_backend *b = (diy_backend *)bb;
+	char *project = NULL, *stack = NULL, *base, *key = NULL;
+	int rc = diy_split(b, ref, &project, &stack, err);
+
+	*qname = NULL;
+	if (exists)
+		*exists = 0;
+	if (rc)
+		return rc;
+	*qname = project ? st_asprintf("organization/%s/%s", project, stack) : st_strdup(stack);
+	base = stack_base(project, stack);
+	free(project);
+	free(stack);
+	if (!*qname || !base) {
+		free(base);
+		free(*qname);
+		*qname = NULL;
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	rc = find_object(b, base, &key, NULL, err);
+	if (exists)
+		*exists = key != NULL;
+	free(key);
+	free(base);
+	if (rc) {
+		free(*qname);
+		*qname = NULL;
+	}
+	return rc;
+}
+
+int st_backend_resolve(st_backend *b, const char *stack, char **qname, int *exists,
+		       st_error *err)
+{
+	return b->ops->resolve(b, stack, qname, exists, err);
+}
+
+int st_backend_stack_path(st_backend *bb, const char *ref, char **path, int *exists,
 			  st_error *err)
 {
-	char *project = NULL, *stack = NULL, *base, *rel;
+	diy_backend *b = as_diy(bb);
+	char *base = NULL, *key = NULL, *k;
 	int rc;
 
 	*path = NULL;
 	if (exists)
 		*exists = 0;
-	rc = st__backend_resolve(b, ref, &project, &stack, err);
-	if (rc)
+	if (!b || !b->root)
+		return st__err(err, ST_EUNSUPPORTED,
+			       "backend '%s' keeps its stacks in no local directory", bb->url);
+	if ((rc = diy_object(b, ref, &base, &key, NULL, err)) != ST_OK)
 		return rc;
-	rel = project ? st_asprintf(".pulumi/stacks/%s/%s", project, stack)
-		      : st_asprintf(".pulumi/stacks/%s", stack);
-	free(project);
-	free(stack);
-	if (!rel)
-		return st__err(err, ST_ENOMEM, "out of memory");
-	rc = check_no_symlinks(b, rel, err);
-	if (rc) {
-		free(rel);
+	k = key ? key : st_asprintf("%s.json", base);
+	if (k && key && (rc = st__store_file_check(b->store, key, err)) != ST_OK) {
+		free(base);
+		free(key);
 		return rc;
 	}
-	base = st_asprintf("%s/%s", b->root, rel);
-	free(rel);
-	if (!base)
-		return st__err(err, ST_ENOMEM, "out of memory");
-	*path = newest_variant(base, NULL);
-	if (*path) {
-		if (exists)
-			*exists = 1;
-		if (st_path_is_symlink(*path)) {
-			st__err(err, ST_EREFUSED,
-				"refusing to use '%s': it is a symbolic link inside the backend",
-				*path);
-			free(*path);
-			*path = NULL;
-			free(base);
-			return ST_EREFUSED;
-		}
-	} else {
-		*path = st_asprintf("%s.json", base);
-	}
+	*path = k ? st__store_local_path(b->store, k) : NULL;
+	if (exists)
+		*exists = key != NULL;
 	free(base);
+	free(k);
 	return *path ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
 }
 
-int st__backend_check_path(const st_backend *b, const char *rel, st_error *err)
+/* ---- loading and saving ---- */
+
+static int diy_load(st_backend *bb, const char *ref, const st_load_opts *opts, st_state **out,
+		    st_error *err)
 {
-	return check_no_symlinks(b, rel, err);
+	diy_backend *b = (diy_backend *)bb;
+	char *base = NULL, *key = NULL, *where = NULL, *data = NULL, *plain = NULL;
+	size_t len = 0, plen = 0;
+	st_compression comp = ST_COMPRESS_NONE;
+	int rc;
+
+	*out = NULL;
+	if ((rc = diy_object(b, ref, &base, &key, NULL, err)) != ST_OK)
+		return rc;
+	if (!key) {
+		rc = st__err(err, ST_ENOTFOUND, "stack '%s' has no state in backend '%s'", ref,
+			     bb->url);
+		goto out;
+	}
+	if ((rc = st__store_file_check(b->store, key, err)) != ST_OK)
+		goto out;
+	where = st__store_where(b->store, key);
+	if (!where) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (st__store_local_path(b->store, key) && b->root) {
+		/* a local file: loaded as a file (mapped when it is big and plain) */
+		rc = st_state_load_file(out, where, opts, err);
+		goto out;
+	}
+	rc = st_store_read(b->store, key, opts ? opts->max_size : 0, &data, &len, NULL, err);
+	if (rc == ST_OK)
+		rc = st__decompress(data, len, opts ? opts->max_size : 0, where, &plain, &plen,
+				    &comp, err);
+	data = NULL;
+	if (rc == ST_OK)
+		rc = st_state_load_buffer(out, plain, plen, where, opts, err);
+	if (rc == ST_OK)
+		(*out)->compression = comp;
+out:
+	free(plain);
+	free(where);
+	free(base);
+	free(key);
+	return rc;
+}
+
+int st_backend_load(st_backend *b, const char *stack, const st_load_opts *opts, st_state **out,
+		    st_error *err)
+{
+	return b->ops->load(b, stack, opts, out, err);
+}
+
+static int fill_state(void *ctx, st_store_writer *w, st_error *err)
+{
+	return st__state_stream_to(ctx, w, err);
+}
+
+typedef struct bytes_ctx {
+	const char *data;
+	size_t len;
+} bytes_ctx;
+
+static int fill_bytes(void *ctx, st_store_writer *w, st_error *err)
+{
+	bytes_ctx *b = ctx;
+	return st_store_writer_write(w, b->data, b->len, err);
+}
+
+/* Writes a state to a key of a store: streamed when plain, compressed in memory first. */
+int st__state_write_store(st_state *s, st_store *store, const char *key,
+			  const st_store_write_opts *wo, st_error *err)
+{
+	char *text = NULL, *z = NULL;
+	size_t tlen = 0, zlen = 0;
+	int rc;
+
+	st_state_fix_magic(s);
+	if (s->compression == ST_COMPRESS_NONE)
+		return st__store_write_fill(store, key, fill_state, s, wo, "write", err);
+	rc = st_state_dump(s, NULL, &text, &tlen, err);
+	if (rc == ST_OK)
+		rc = st__compress_bytes(s->compression, text, tlen, &z, &zlen, err);
+	free(text);
+	if (rc == ST_OK) {
+		bytes_ctx b = {z, zlen};
+		rc = st__store_write_fill(store, key, fill_bytes, &b, wo, "write", err);
+	}
+	free(z);
+	return rc;
+}
+
+/* Where issue 20's history goes: after each save, a generation of the stack in
+ * .pulumi/backups/<project>/<stack>/<stack>.<unixnano>.json[.gz|.zst] (Pulumi's backupStack).
+ * Not written yet: statetool keeps one .bak, as before. */
+static int after_save(diy_backend *b, const char *key, st_error *err)
+{
+	(void)b;
+	(void)key;
+	(void)err;
+	return ST_OK;
+}
+
+static int diy_save(st_backend *bb, const char *ref, st_state *s,
+		    const st_backend_save_opts *opts, st_error *err)
+{
+	diy_backend *b = (diy_backend *)bb;
+	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
+	char *base = NULL, *old = NULL, *key = NULL, *bak = NULL, *oldbak = NULL;
+	st_compression c;
+	int set, rc;
+
+	if ((rc = env_compression(&c, &set, err)) != ST_OK ||
+	    (rc = diy_object(b, ref, &base, &old, NULL, err)) != ST_OK)
+		return rc;
+	if (!set)
+		c = s->compression; /* nothing asked: the stack keeps its compression */
+	key = st_asprintf("%s.json%s", base, comp_ext(c));
+	bak = key ? st_asprintf("%s.bak", key) : NULL;
+	if (!key || !bak) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	wo.backup_key = opts && opts->no_backup ? NULL : bak;
+	wo.proceed = opts ? opts->proceed : NULL;
+	wo.proceed_ctx = opts ? opts->proceed_ctx : NULL;
+	s->compression = c;
+	if ((rc = st__state_write_store(s, b->store, key, &wo, err)) != ST_OK)
+		goto out;
+	if (old && strcmp(old, key)) {
+		/* the compression changed: the new object is there, the old one goes (kept as
+		 * its .bak, as Pulumi does) */
+		if (!(oldbak = st_asprintf("%s.bak", old))) {
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			goto out;
+		}
+		if ((rc = st_store_copy(b->store, old, oldbak, err)) != ST_OK ||
+		    (rc = st_store_delete(b->store, old, err)) != ST_OK)
+			goto out;
+	}
+	rc = after_save(b, key, err);
+out:
+	free(base);
+	free(old);
+	free(key);
+	free(bak);
+	free(oldbak);
+	return rc;
+}
+
+int st_backend_save(st_backend *b, const char *stack, st_state *state,
+		    const st_backend_save_opts *opts, st_error *err)
+{
+	return b->ops->save(b, stack, state, opts, err);
+}
+
+/* ---- locks (lock.c has the protocol) ---- */
+
+static int diy_lock(st_backend *bb, const char *ref, st_lock **out, st_error *err)
+{
+	diy_backend *b = (diy_backend *)bb;
+	char *project = NULL, *stack = NULL, *dir, *hint;
+	int rc = diy_split(b, ref, &project, &stack, err);
+
+	*out = NULL;
+	if (rc)
+		return rc;
+	dir = st__diy_lock_dir(project, stack);
+	hint = project ? st_asprintf("statetool unlock --backend %s --stack %s/%s", bb->url,
+				     project, stack)
+		       : st_asprintf("statetool unlock --backend %s --stack %s", bb->url, stack);
+	free(project);
+	free(stack);
+	rc = dir && hint ? st__lock_store(out, b->store, dir, hint, err)
+			 : st__err(err, ST_ENOMEM, "out of memory");
+	free(dir);
+	free(hint);
+	return rc;
+}
+
+static int diy_unlock(st_backend *bb, const char *ref, int *removed, st_error *err)
+{
+	diy_backend *b = (diy_backend *)bb;
+	char *project = NULL, *stack = NULL, *dir;
+	int rc = diy_split(b, ref, &project, &stack, err);
+
+	*removed = 0;
+	if (rc)
+		return rc;
+	dir = st__diy_lock_dir(project, stack);
+	free(project);
+	free(stack);
+	rc = dir ? st__unlock_store(b->store, dir, removed, err)
+		 : st__err(err, ST_ENOMEM, "out of memory");
+	free(dir);
+	return rc;
+}
+
+static const st_backend_ops diy_ops = {
+	"diy", diy_list, diy_resolve, diy_load, diy_save, diy_lock, diy_unlock, diy_free,
+};
+
+/* ---- a stack file named by its path ---- */
+
+int st_backend_locate(const char *path, char **root, char **stack)
+{
+	const char *m = NULL, *p, *name;
+	char *r = NULL, *rel = NULL;
+	size_t stem;
+	st_backend *b = NULL;
+	int found = 0;
+
+	*root = NULL;
+	*stack = NULL;
+	/* the last "/.pulumi/stacks/" (or a relative path starting there) */
+	for (p = path; (p = strstr(p, ".pulumi/stacks/")); p++)
+		if (p == path || p[-1] == '/')
+			m = p;
+	if (!m)
+		return 0;
+	rel = st_strdup(m + strlen(STACKS));
+	r = m == path ? st_strdup(".") : st_strndup(path, (size_t)(m - path - (m - path > 1)));
+	if (!rel || !r)
+		goto out;
+	name = strrchr(rel, '/');
+	name = name ? name + 1 : rel;
+	if (!stack_suffix(name, &stem) || st_backend_open(&b, r, NULL) != ST_OK)
+		goto out;
+	rel[name - rel + stem] = '\0';
+	if (st_backend_project_mode(b) ? (size_t)(name - rel) > 0 && !strchr(name, '/') &&
+					       strchr(rel, '/') == name - 1
+				       : name == rel) {
+		char *pj = st_backend_project_mode(b) ? st_strndup(rel, (size_t)(name - rel - 1))
+						      : NULL;
+		if ((!pj || st_project_name_valid(pj)) && st_stack_name_valid(name)) {
+			*stack = pj ? st_asprintf("%s/%s", pj, name) : st_strdup(name);
+			found = *stack != NULL;
+		}
+		free(pj);
+	}
+out:
+	st_backend_free(b);
+	free(rel);
+	if (found)
+		*root = r;
+	else
+		free(r);
+	return found;
 }

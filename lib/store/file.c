@@ -490,7 +490,7 @@ int st__file_write_atomic_fill(const char *path, st_store_fill_fn fill, void *ct
 	so.proceed = proceed;
 	so.proceed_ctx = proceed_ctx;
 	so.mode = opts ? opts->mode : 0;
-	rc = st_store_write_fill(s, key, fill, ctx, &so, err);
+	rc = st__store_write_fill(s, key, fill, ctx, &so, "write", err);
 out:
 	free(bak);
 	free(key);

@@ -623,3 +623,11 @@ char *st__store_local_path(const st_store *s, const char *key)
 		return NULL;
 	return full_path((const file_store *)s, key);
 }
+
+int st__store_file_check(const st_store *s, const char *key, st_error *err)
+{
+	const file_store *fs = (const file_store *)s;
+	if (s->ops != &file_ops || !fs->strict)
+		return ST_OK;
+	return check_links(fs, key, 1, err);
+}

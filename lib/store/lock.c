@@ -1,26 +1,26 @@
 /*
- * Locks. A backend stack's lock is Pulumi's own (pkg/backend/diy/lock.go): a file
- * .pulumi/locks/organization/<project>/<stack>/<uuid>.json holding
- * {"pid","username","hostname","timestamp"}; taking it means listing the directory (any lock
- * there refuses), writing ours, and listing again (a lock that appeared meanwhile makes us
- * withdraw ours and refuse). A plain state file's lock is <file>.lock, created exclusively,
- * with the same content.
+ * Locks, on stores. A backend stack's lock is Pulumi's own (pkg/backend/diy/lock.go): an object
+ * <lock folder>/<uuid>.json holding {"pid","username","hostname","timestamp"} (the timestamp in
+ * RFC 3339 with nanoseconds, as Go marshals a time.Time). Taking it means listing the folder
+ * (any object there is someone's lock, whatever its name, and one that cannot be read blocks
+ * too), writing ours (a create-only write) and listing again (a lock that appeared meanwhile
+ * makes us withdraw ours and refuse). A plain state file's lock is <file>.lock, created only when
+ * there is none (a create-only write), with the same content.
  */
-#include "internal.h"
+#include "store_impl.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 struct st_lock {
-	char *path; /* our lock file */
+	st_store *store; /* the backend's (borrowed), or owned for a file's lock */
+	int owns_store;
+	char *key;
 };
 
 static char *lock_content(void)
@@ -30,7 +30,7 @@ static char *lock_content(void)
 	struct passwd *pw;
 
 	if (gethostname(host, sizeof(host) - 1) < 0)
-		strcpy(host, "unknown");
+		snprintf(host, sizeof(host), "unknown");
 	if (!user || !*user) {
 		pw = getpwuid(getuid());
 		user = pw ? pw->pw_name : "unknown";
@@ -48,271 +48,292 @@ static char *lock_content(void)
 	return out;
 }
 
-/* "\n  <path>: created by user@host (pid N) at TS", plus a stale-lock hint. */
-static void describe_lock(st_buf *b, const char *path)
+/* Go's time.Time.UnmarshalJSON: RFC 3339 with an optional fraction. *shown (36 bytes) gets the
+ * time as Pulumi prints it (time.RFC3339: no fraction). 1 when valid. */
+static int rfc3339(const char *s, char shown[36])
 {
-	char *data = NULL;
+	int y, mo, d, h, mi, se, n = 0;
+	const char *z;
+	size_t len = strlen(s);
+
+	if (len < 20 || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 ||
+	    n != 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || mo < 1 || mo > 12 || d < 1 ||
+	    d > 31 || h > 23 || mi > 59 || se > 59)
+		return 0;
+	z = s + 19;
+	if (*z == '.') {
+		if (!(z[1] >= '0' && z[1] <= '9'))
+			return 0;
+		for (z++; *z >= '0' && *z <= '9'; z++)
+			;
+	}
+	if (strcmp(z, "Z") && !(strlen(z) == 6 && (z[0] == '+' || z[0] == '-') &&
+				z[1] >= '0' && z[1] <= '9' && z[2] >= '0' && z[2] <= '9' &&
+				z[3] == ':' && z[4] >= '0' && z[4] <= '5' && z[5] >= '0' &&
+				z[5] <= '9'))
+		return 0;
+	snprintf(shown, 36, "%.19s%s", s, z);
+	return 1;
+}
+
+/* "\n  <where>: created by user@host (pid N) at TS", plus a stale-lock hint; 0 when the lock
+ * cannot be read as Pulumi reads it (Pulumi then refuses too). */
+static int describe_lock(st_buf *b, st_store *s, const char *key)
+{
+	char *data = NULL, *where = st__store_where(s, key), host[256] = "", ts[36] = "";
 	size_t len;
-	json_t *o = NULL;
-	char host[256] = "";
+	json_t *o = NULL, *pidv;
+	const char *user, *h, *t, *why = NULL;
+	long pid = 0;
 
-	st_buf_printf(b, "\n  %s: ", path);
-	if (st_file_read(path, 1 << 16, &data, &len, NULL, NULL) == ST_OK)
-		st_json_parse(&o, data, len, NULL, NULL, NULL, NULL, NULL);
+	st_buf_printf(b, "\n  %s: ", where ? where : key);
+	free(where);
+	if (st_store_read(s, key, 1 << 16, &data, &len, NULL, NULL) != ST_OK)
+		why = "it cannot be read";
+	else if (st_json_parse(&o, data, len, NULL, NULL, NULL, NULL, NULL) != ST_OK ||
+		 !json_is_object(o))
+		why = "it is not a JSON object";
 	free(data);
-	if (!json_is_object(o)) {
-		st_buf_adds(b, "unreadable lock file");
-		json_decref(o);
-		return;
-	}
-	const char *user = st_json_str(o, "username"), *h = st_json_str(o, "hostname");
-	const char *ts = st_json_str(o, "timestamp");
-	double dpid = json_number_value(json_object_get(o, "pid"));
-	long pid = dpid >= 1 && dpid <= 4194304 ? (long)dpid : 0; /* beyond Linux's pid_max: none */
-	st_buf_printf(b, "created by %s@%s (pid %ld) at %s", user ? user : "?", h ? h : "?", pid,
-		      ts ? ts : "?");
-	gethostname(host, sizeof(host) - 1);
-	if (h && !strcmp(h, host) && pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-		st_buf_adds(b, " [stale: that process is no longer running]");
-	json_decref(o);
-}
-
-/* Lists the *.json lock files in dir other than `mine`. */
-static int foreign_locks(const char *dir, const char *mine, st_buf *desc, int *count)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	*count = 0;
-	if (!d)
-		return errno == ENOENT ? ST_OK : ST_EIO;
-	while ((de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-		if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
-			continue;
-		char *p = st_asprintf("%s/%s", dir, de->d_name);
-		if (!p)
-			continue;
-		if (!mine || strcmp(p, mine) != 0) {
-			(*count)++;
-			describe_lock(desc, p);
+	if (!why) {
+		pidv = json_object_get(o, "pid");
+		user = st_json_str(o, "username");
+		h = st_json_str(o, "hostname");
+		t = st_json_str(o, "timestamp");
+		if (pidv && (!json_is_number(pidv) ||
+			     json_number_value(pidv) != (double)(long)json_number_value(pidv)))
+			why = "its pid is not an integer";
+		else if ((json_object_get(o, "username") && !user) ||
+			 (json_object_get(o, "hostname") && !h))
+			why = "its username or hostname is not a string";
+		else if (json_object_get(o, "timestamp") && (!t || !rfc3339(t, ts)))
+			why = "its timestamp is not an RFC 3339 time";
+		pid = pidv ? (long)json_number_value(pidv) : 0;
+		if (!why) {
+			st_buf_printf(b, "created by %s@%s (pid %ld) at %s", user ? user : "",
+				      h ? h : "", pid, ts[0] ? ts : "0001-01-01T00:00:00Z");
+			gethostname(host, sizeof(host) - 1);
+			if (h && !strcmp(h, host) && pid > 0 && pid <= 4194304 &&
+			    kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+				st_buf_adds(b, " [stale: that process is no longer running]");
 		}
-		free(p);
 	}
-	closedir(d);
-	return ST_OK;
+	if (why)
+		st_buf_printf(b, "a lock that cannot be parsed (%s); it counts as held", why);
+	json_decref(o);
+	return why == NULL;
 }
 
-static int locked_error(st_error *err, int count, st_buf *desc, const char *unlock_hint)
+static int locked_error(st_error *err, size_t count, st_buf *desc, const char *unlock_hint)
 {
 	st__err(err, ST_ELOCKED,
-		"the stack is currently locked by %d lock(s). Either wait for the other "
+		"the stack is currently locked by %zu lock(s). Either wait for the other "
 		"process(es) to end or delete the lock file with `pulumi cancel` (or `%s`).%s",
 		count, unlock_hint, desc->data ? desc->data : "");
 	st_buf_free(desc);
 	return ST_ELOCKED;
 }
 
-static char *stack_lock_dir(st_backend *b, const char *stack, char **hint, st_error *err)
+/* Every object in the lock folder but `mine`: someone's lock. */
+static int foreign_locks(st_store *s, const char *dir, const char *mine, const char *hint,
+			 st_error *err)
 {
-	char *project = NULL, *name = NULL, *rel, *dir;
-	int rc = st__backend_resolve(b, stack, &project, &name, err);
+	st_store_entry *e = NULL;
+	size_t n = 0, count = 0;
+	st_buf desc;
+	int rc = st_store_list(s, dir, ST_STORE_LIST_DIRS, &e, &n, err);
+
 	if (rc)
-		return NULL;
-	rel = project ? st_asprintf(".pulumi/locks/organization/%s/%s", project, name)
-		      : st_asprintf(".pulumi/locks/%s", name);
-	if (hint)
-		*hint = project ? st_asprintf("statetool unlock --backend %s --stack %s/%s",
-					      st_backend_root(b), project, name)
-				: st_asprintf("statetool unlock --backend %s --stack %s",
-					      st_backend_root(b), name);
-	free(project);
-	free(name);
-	if (!rel) {
-		st__err(err, ST_ENOMEM, "out of memory");
-		return NULL;
+		return rc;
+	st_buf_init(&desc);
+	for (size_t i = 0; i < n; i++) {
+		size_t kl = strlen(e[i].key);
+		if (e[i].key[kl - 1] == '/' || (mine && !strcmp(e[i].key, mine)))
+			continue;
+		count++;
+		describe_lock(&desc, s, e[i].key);
 	}
-	if (st__backend_check_path(b, rel, err) != ST_OK) {
-		free(rel);
-		return NULL;
-	}
-	dir = st_asprintf("%s/%s", st_backend_root(b), rel);
-	free(rel);
-	if (!dir)
-		st__err(err, ST_ENOMEM, "out of memory");
-	return dir;
+	st_store_entries_free(e, n);
+	if (count)
+		return locked_error(err, count, &desc, hint);
+	st_buf_free(&desc);
+	return ST_OK;
 }
 
-static int write_lock_file(const char *path, st_error *err)
+static int new_lock(st_lock **out, st_store *s, int owns, char *key, st_error *err)
 {
-	char *content = lock_content();
-	int fd, rc = ST_OK;
-
-	if (!content)
+	st_lock *lk = calloc(1, sizeof(*lk));
+	if (!lk) {
+		free(key);
+		if (owns)
+			st_store_free(s);
 		return st__err(err, ST_ENOMEM, "out of memory");
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		int e = errno;
+	}
+	lk->store = s;
+	lk->owns_store = owns;
+	lk->key = key;
+	*out = lk;
+	return ST_OK;
+}
+
+int st__lock_store(st_lock **out, st_store *s, const char *dir, const char *hint, st_error *err)
+{
+	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
+	char uuid[37], *key, *content;
+	int rc;
+
+	*out = NULL;
+	if ((rc = foreign_locks(s, dir, NULL, hint, err)) != ST_OK)
+		return rc;
+	st_uuid4(uuid);
+	key = st_asprintf("%s%s.json", dir, uuid);
+	content = lock_content();
+	if (!key || !content) {
+		free(key);
 		free(content);
-		return e == EEXIST ? ST_ELOCKED
-				   : st__err(err, ST_EIO, "cannot create lock '%s': %s", path,
-					     strerror(e));
+		return st__err(err, ST_ENOMEM, "out of memory");
 	}
-	size_t len = strlen(content);
-	if (write(fd, content, len) != (ssize_t)len || fsync(fd) < 0) {
-		rc = st__err(err, ST_EIO, "cannot write lock '%s': %s", path, strerror(errno));
-		unlink(path);
-	}
-	close(fd);
+	wo.flags = ST_STORE_CREATE_ONLY;
+	rc = st_store_write(s, key, content, strlen(content), &wo, err);
 	free(content);
+	if (rc == ST_OK && (rc = foreign_locks(s, dir, key, hint, err)) != ST_OK)
+		st_store_delete(s, key, NULL); /* someone came at the same time: we withdraw */
+	if (rc) {
+		free(key);
+		return rc;
+	}
+	return new_lock(out, s, 0, key, err);
+}
+
+int st__unlock_store(st_store *s, const char *dir, int *removed, st_error *err)
+{
+	st_store_entry *e = NULL;
+	size_t n = 0;
+	int rc = st_store_list(s, dir, ST_STORE_LIST_DIRS, &e, &n, err);
+
+	*removed = 0;
+	for (size_t i = 0; rc == ST_OK && i < n; i++) {
+		if (e[i].key[strlen(e[i].key) - 1] == '/')
+			continue;
+		rc = st_store_delete(s, e[i].key, err);
+		if (rc == ST_ENOTFOUND) {
+			rc = ST_OK; /* removed meanwhile */
+			st_error_clear(err);
+		} else if (rc == ST_OK) {
+			(*removed)++;
+		}
+	}
+	st_store_entries_free(e, n);
 	return rc;
 }
 
 int st_lock_stack(st_lock **out, st_backend *b, const char *stack, st_error *err)
 {
-	char *hint = NULL, *dir = stack_lock_dir(b, stack, &hint, err), uuid[37];
-	st_buf desc;
-	int count, rc;
-	st_lock *lk;
-
 	*out = NULL;
-	if (!dir) {
-		free(hint);
-		return err && err->code ? err->code : ST_EINVAL;
-	}
-	st_buf_init(&desc);
-	foreign_locks(dir, NULL, &desc, &count);
-	if (count) {
-		rc = locked_error(err, count, &desc, hint);
-		free(dir);
-		free(hint);
-		return rc;
-	}
-	st_buf_free(&desc);
-	rc = st_mkdir_p(dir, 0755, err);
-	if (rc) {
-		free(dir);
-		free(hint);
-		return rc;
-	}
-	lk = calloc(1, sizeof(*lk));
-	st_uuid4(uuid);
-	if (!lk || !(lk->path = st_asprintf("%s/%s.json", dir, uuid))) {
-		free(lk);
-		free(dir);
-		free(hint);
-		return st__err(err, ST_ENOMEM, "out of memory");
-	}
-	rc = write_lock_file(lk->path, err);
-	if (rc == ST_OK) {
-		st_buf_init(&desc);
-		foreign_locks(dir, lk->path, &desc, &count);
-		if (count) {
-			unlink(lk->path);
-			rc = locked_error(err, count, &desc, hint);
-		} else {
-			st_buf_free(&desc);
-		}
-	}
-	free(dir);
-	free(hint);
-	if (rc) {
-		free(lk->path);
-		free(lk);
-		return rc;
-	}
-	*out = lk;
-	return ST_OK;
+	return b->ops->lock(b, stack, out, err);
+}
+
+int st_unlock_stack(st_backend *b, const char *stack, int *removed, st_error *err)
+{
+	*removed = 0;
+	return b->ops->unlock(b, stack, removed, err);
 }
 
 int st_lock_file(st_lock **out, const char *path, st_error *err)
 {
-	st_lock *lk = calloc(1, sizeof(*lk));
+	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
+	st_store *s = NULL;
+	char *key = NULL, *lkey, *content;
+	st_error werr;
 	int rc;
 
 	*out = NULL;
-	if (!lk || !(lk->path = st_asprintf("%s.lock", path))) {
-		free(lk);
+	if ((rc = st__store_for_path(&s, &key, path, err)) != ST_OK)
+		return rc;
+	lkey = st_asprintf("%s.lock", key);
+	free(key);
+	content = lock_content();
+	if (!lkey || !content) {
+		free(lkey);
+		free(content);
+		st_store_free(s);
 		return st__err(err, ST_ENOMEM, "out of memory");
 	}
-	if (st_path_is_symlink(lk->path)) {
-		rc = st__err(err, ST_EREFUSED, "refusing to use lock '%s': it is a symbolic link",
-			     lk->path);
-		free(lk->path);
-		free(lk);
-		return rc;
-	}
-	rc = write_lock_file(lk->path, err);
-	if (rc == ST_ELOCKED) {
+	wo.flags = ST_STORE_CREATE_ONLY;
+	st_error_clear(&werr);
+	rc = st_store_write(s, lkey, content, strlen(content), &wo, &werr);
+	free(content);
+	if (rc == ST_EEXIST) {
 		st_buf desc;
 		char *hint = st_asprintf("statetool unlock %s", path);
 		st_buf_init(&desc);
-		describe_lock(&desc, lk->path);
-		locked_error(err, 1, &desc, hint ? hint : "statetool unlock");
+		describe_lock(&desc, s, lkey);
+		rc = locked_error(err, 1, &desc, hint ? hint : "statetool unlock");
 		free(hint);
+	} else if (rc) {
+		if (err)
+			*err = werr;
+		if (rc == ST_EREFUSED && err) {
+			st_error_clear(err);
+			st__err(err, ST_EREFUSED, "refusing to use lock '%s.lock': it is a symbolic link",
+				path);
+		}
 	}
 	if (rc) {
-		free(lk->path);
-		free(lk);
+		free(lkey);
+		st_store_free(s);
 		return rc;
 	}
-	*out = lk;
-	return ST_OK;
+	return new_lock(out, s, 1, lkey, err);
 }
 
 int st_lock_release(st_lock *lk, st_error *err)
 {
 	int rc = ST_OK;
+	st_error derr;
+
 	if (!lk)
 		return ST_OK;
-	if (unlink(lk->path) < 0 && errno != ENOENT)
+	st_error_clear(&derr);
+	if (st_store_delete(lk->store, lk->key, &derr) != ST_OK && derr.code != ST_ENOTFOUND) {
+		char *where = st__store_where(lk->store, lk->key);
 		rc = st__err(err, ST_EIO,
 			     "there was a problem deleting the lock at %s, manual clean up may be "
 			     "required: %s",
-			     lk->path, strerror(errno));
-	free(lk->path);
+			     where ? where : lk->key, derr.message);
+		free(where);
+	}
+	if (lk->owns_store)
+		st_store_free(lk->store);
+	free(lk->key);
 	free(lk);
 	return rc;
 }
 
-int st_unlock_stack(st_backend *b, const char *stack, int *removed, st_error *err)
-{
-	char *dir = stack_lock_dir(b, stack, NULL, err);
-	DIR *d;
-	struct dirent *de;
-
-	*removed = 0;
-	if (!dir)
-		return err && err->code ? err->code : ST_EINVAL;
-	d = opendir(dir);
-	while (d && (de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-		if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
-			continue;
-		char *p = st_asprintf("%s/%s", dir, de->d_name);
-		if (p && unlink(p) == 0)
-			(*removed)++;
-		free(p);
-	}
-	if (d)
-		closedir(d);
-	free(dir);
-	return ST_OK;
-}
-
 int st_unlock_file(const char *path, int *removed, st_error *err)
 {
-	char *p = st_asprintf("%s.lock", path);
+	st_store *s = NULL;
+	char *key = NULL, *lkey;
+	int rc;
+
 	*removed = 0;
-	if (!p)
+	if ((rc = st__store_for_path(&s, &key, path, err)) != ST_OK)
+		return rc;
+	lkey = st_asprintf("%s.lock", key);
+	free(key);
+	if (!lkey) {
+		st_store_free(s);
 		return st__err(err, ST_ENOMEM, "out of memory");
-	if (unlink(p) == 0)
-		*removed = 1;
-	else if (errno != ENOENT) {
-		int e = errno;
-		free(p);
-		return st__err(err, ST_EIO, "cannot remove lock '%s.lock': %s", path, strerror(e));
 	}
-	free(p);
-	return ST_OK;
+	st_error derr;
+	st_error_clear(&derr);
+	rc = st_store_delete(s, lkey, &derr);
+	if (rc == ST_OK)
+		*removed = 1;
+	else if (rc == ST_ENOTFOUND)
+		rc = ST_OK;
+	else
+		rc = st__err(err, ST_EIO, "cannot remove lock '%s.lock': %s", path, derr.message);
+	free(lkey);
+	st_store_free(s);
+	return rc;
 }

@@ -1,7 +1,8 @@
 /*
  * Stores: the generic layer over every implementation (store_impl.h). Keys are checked here,
- * once, so no implementation sees a key that could leave its root; the write protocol and its
- * crash points (STATETOOL_CRASH_AT=write:N) are here, so every store has the same ones:
+ * once, so no implementation sees a key that could leave its root; the write protocol and, for
+ * a state's write, its crash points (STATETOOL_CRASH_AT=write:N) are here, so every store has
+ * the same ones:
  *   write:1 the new content written (not yet durable)
  *   write:2 durable and accepted by `proceed`
  *   write:3 the previous object kept under the backup key
@@ -164,6 +165,22 @@ int st_store_write(st_store *s, const char *key, const void *data, size_t len,
 int st_store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, void *ctx,
 			const st_store_write_opts *opts, st_error *err)
 {
+	return st__store_write_fill(s, key, fill, ctx, opts, NULL, err);
+}
+
+/* A crash point and a timing mark of a state's write (`op` NULL: an ordinary object). */
+static void mark(const char *op, int step, const char *phase)
+{
+	if (!op)
+		return;
+	st__crash_point(op, step);
+	if (phase)
+		st__phase(phase);
+}
+
+int st__store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, void *ctx,
+			 const st_store_write_opts *opts, const char *op, st_error *err)
+{
 	static const st_store_write_opts def = ST_STORE_WRITE_OPTS_INIT;
 	st_store_writer *w = NULL;
 	int rc;
@@ -178,14 +195,13 @@ int st_store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, voi
 		return rc;
 	if ((rc = fill(ctx, w, err)) != ST_OK)
 		goto abort;
-	st__crash_point("write", 1);
-	st__phase("write: file written");
+	mark(op, 1, "write: file written");
 	if ((rc = s->ops->write_finish(w, err)) != ST_OK)
 		goto abort;
-	st__phase("write: fsync");
+	mark(op, 0, "write: fsync");
 	if (opts->proceed && (rc = opts->proceed(opts->proceed_ctx)) != ST_OK)
 		goto abort; /* the caller decided against it: the old object stays */
-	st__crash_point("write", 2);
+	mark(op, 2, NULL);
 	if (opts->backup_key) {
 		rc = s->ops->copy ? s->ops->copy(s, key, opts->backup_key, 1, err)
 				  : st_store_copy(s, key, opts->backup_key, err);
@@ -197,12 +213,11 @@ int st_store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, voi
 		if (rc != ST_OK)
 			goto abort;
 	}
-	st__crash_point("write", 3);
+	mark(op, 3, NULL);
 	rc = s->ops->write_commit(w, err);
 	if (rc != ST_OK)
 		return rc; /* commit frees the writer, whatever happened */
-	st__crash_point("write", 4);
-	st__phase("write: checked, backed up, renamed");
+	mark(op, 4, "write: checked, backed up, renamed");
 	return ST_OK;
 abort:
 	s->ops->write_abort(w);

@@ -50,6 +50,11 @@ struct st_store_writer {
 	int fd;
 };
 
+/* st_store_write_fill with the crash points and timing marks of operation `op` ("write" for a
+ * state's save; NULL: none, as st_store_write_fill). */
+int st__store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, void *ctx,
+			 const st_store_write_opts *opts, const char *op, st_error *err);
+
 /* The file store: file://PATH and plain paths. */
 int st__store_file_open(st_store **out, const char *root, const char *url, st_error *err);
 
@@ -57,8 +62,58 @@ int st__store_file_open(st_store **out, const char *root, const char *url, st_er
  * map a big plain file instead of reading it. */
 char *st__store_local_path(const st_store *s, const char *key);
 
+/* A file store on a backend refuses a key that is or goes through a symbolic link (ST_EREFUSED);
+ * ST_OK for any other store. */
+int st__store_file_check(const st_store *s, const char *key, st_error *err);
+
+/* Writes a state to a key of a store (streamed when plain, compressed first otherwise),
+ * manifest magic recomputed. */
+int st__state_write_store(st_state *s, st_store *store, const char *key,
+			  const st_store_write_opts *wo, st_error *err);
+
 /* A store for one plain file named by `path`: the file store at its directory. *key (new) is
  * the file's key there. */
 int st__store_for_path(st_store **out, char **key, const char *path, st_error *err);
+
+/* ---- stack-level backends ---- */
+
+/* What a backend provides: the stack-level calls of statetool.h ("Backends"). The DIY backend
+ * (diy.c) is the first; a backend that is no key/value store (Pulumi Cloud's export/import
+ * API) implements the same calls. */
+typedef struct st_backend_ops {
+	const char *kind; /* "diy", ... */
+	int (*list)(st_backend *b, st_stack_info **out, size_t *count, st_error *err);
+	int (*resolve)(st_backend *b, const char *stack, char **qname, int *exists,
+		       st_error *err);
+	int (*load)(st_backend *b, const char *stack, const st_load_opts *opts, st_state **out,
+		    st_error *err);
+	int (*save)(st_backend *b, const char *stack, st_state *state,
+		    const st_backend_save_opts *opts, st_error *err);
+	int (*lock)(st_backend *b, const char *stack, st_lock **out, st_error *err);
+	int (*unlock)(st_backend *b, const char *stack, int *removed, st_error *err);
+	void (*free)(st_backend *b);
+} st_backend_ops;
+
+struct st_backend {
+	const st_backend_ops *ops;
+	char *url;
+};
+
+/* The DIY backend over a store (diy.c); the store is stolen. */
+int st__diy_open(st_backend **out, st_store *store, const char *url, st_error *err);
+
+/* DIY internals shared by lock.c: a stack's keys. Each is new; `project` is NULL in the
+ * legacy layout. */
+char *st__diy_lock_dir(const char *project, const char *stack);
+/* Where a key of a store is, for messages: the local path of a file store, else URL/key. New. */
+char *st__store_where(const st_store *s, const char *key);
+/* The store of a DIY backend (borrowed), NULL for another kind. */
+st_store *st__backend_diy_store(const st_backend *b);
+
+/* Pulumi's lock protocol on a store, for a stack whose lock folder is `dir` (ending in '/'):
+ * `hint` names the command that removes a stale lock. */
+int st__lock_store(st_lock **out, st_store *s, const char *dir, const char *hint,
+		   st_error *err);
+int st__unlock_store(st_store *s, const char *dir, int *removed, st_error *err);
 
 #endif
