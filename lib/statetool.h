@@ -209,6 +209,7 @@ int st_schema_keyword_supported(const char *keyword);
  */
 
 typedef struct st_store st_store;
+typedef struct st_backend st_backend; /* see "Backends" below */
 
 /* What a store knows about an object. Fields it cannot tell are -1, 0 and "". */
 typedef struct st_store_info {
@@ -226,6 +227,10 @@ typedef struct st_store_entry {
 /* Opens the store at `url` (file://PATH or PATH; a leading ~/ is the home directory). The
  * directory must exist. *out is new: st_store_free. */
 int st_store_open(st_store **out, const char *url, st_error *err);
+
+/* The store of one plain file: the file store at the file's directory, and the file's key in
+ * it (*key new). The file itself need not exist. */
+int st_store_open_file(st_store **out, char **key, const char *path, st_error *err);
 
 /* Frees a store. Accepts NULL. */
 void st_store_free(st_store *s);
@@ -326,6 +331,12 @@ int st_file_read(const char *path, size_t max_size, char **out, size_t *len,
 		 st_compression *compression, st_error *err);
 
 #define ST_DEFAULT_MAX_FILE ((size_t)4 << 30)
+
+/* Decompresses data[0..len) (borrowed) when its magic bytes say gzip or zstd, at most max_size
+ * bytes (0: ST_DEFAULT_MAX_FILE); plain data is copied. `name` names it in messages. *out is
+ * new (free()), followed by a NUL; *compression (may be NULL) tells what it was. */
+int st_file_decompress(const void *data, size_t len, size_t max_size, const char *name,
+		       char **out, size_t *outlen, st_compression *compression, st_error *err);
 
 /* Options for st_file_write_atomic. */
 typedef struct st_write_opts {
@@ -593,6 +604,12 @@ int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *e
 int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts, int always,
 			st_diff *diff, st_problems *problems, int *written, st_error *err);
 
+/* st_edit_commit_save into a stack of a backend (st_backend_save: its .bak, its compression
+ * rules), the check running while the new state is written; the new state becomes visible only
+ * when the check passes. */
+int st_edit_commit_save_stack(st_edit *e, st_backend *b, const char *stack, int always,
+			      st_diff *diff, st_problems *problems, int *written, st_error *err);
+
 /* Undoes every operation of the session. */
 void st_edit_rollback(st_edit *e);
 
@@ -816,7 +833,6 @@ json_t *st_import_generate(st_state *s, const size_t *idx, size_t n, st_error *e
 
 #define ST_INDEX_SCHEMA_VERSION 1
 
-typedef struct st_backend st_backend; /* see "Backends" below */
 
 typedef struct st_index st_index;
 
@@ -1003,6 +1019,12 @@ typedef struct st_backend_save_opts {
  * removed. Recomputes the manifest magic. `opts` may be NULL. */
 int st_backend_save(st_backend *b, const char *stack, st_state *state,
 		    const st_backend_save_opts *opts, st_error *err);
+
+/* For a DIY backend: the key of a stack's object in st_backend_store (new), chosen as
+ * st_backend_list chooses it; when the stack has none yet, *key is where a plain one would be
+ * written and *exists is 0. ST_EUNSUPPORTED for other kinds. */
+int st_backend_stack_key(st_backend *b, const char *stack, char **key, int *exists,
+			 st_error *err);
 
 /* For a DIY backend on a local directory: the file of a stack (new), as st_backend_resolve
  * resolves it; when the stack has no file yet, *path is where it would be written and *exists

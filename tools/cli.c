@@ -100,11 +100,37 @@ int cli_target_option(cli_target *t, int opt, const char *arg)
 	}
 }
 
-int cli_target_resolve(cli_target *t, const char *cmd, int must_exist)
+/* Opens the backend and resolves the stack; `ref` names it. */
+static int resolve_stack(cli_target *t, const char *url, const char *ref, int must_exist)
 {
 	st_error err;
+	int exists = 0;
 
 	st_error_clear(&err);
+	if (st_backend_open(&t->backend, url, &err) != ST_OK ||
+	    st_backend_resolve(t->backend, ref, &t->qname, &exists, &err) != ST_OK) {
+		cli_error(&err);
+		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+	}
+	t->exists = exists;
+	if (st_backend_root(t->backend) &&
+	    st_backend_stack_path(t->backend, t->qname, &t->path, NULL, &err) != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	if (must_exist && !t->exists) {
+		cli_errorf("stack '%s' has no state file in backend '%s'", ref,
+			   st_backend_url(t->backend));
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+int cli_target_resolve(cli_target *t, const char *cmd, int must_exist)
+{
+	char *root = NULL, *ref = NULL;
+	int rc;
+
 	if (t->arg && t->stack)
 		return cli_usage(cmd, "give either a STATE file or --stack, not both");
 	if (!t->arg && !t->stack) {
@@ -113,25 +139,21 @@ int cli_target_resolve(cli_target *t, const char *cmd, int must_exist)
 		return cli_usage(cmd, "missing STATE (a file, '-' for standard input, or "
 				      "--backend DIR --stack NAME)");
 	}
-	if (t->arg) {
-		if (t->backend_url)
-			return cli_usage(cmd, "--backend goes with --stack, not with a STATE file");
-		t->path = strdup(t->arg);
-		t->exists = strcmp(t->arg, "-") == 0 || access(t->arg, F_OK) == 0;
-		if (must_exist && !t->exists) {
-			cli_errorf("cannot open '%s': No such file or directory", t->arg);
-			return EXIT_FAIL;
-		}
-		return EXIT_OK;
+	if (t->stack)
+		return resolve_stack(t, t->backend_url, t->stack, must_exist);
+	if (t->backend_url)
+		return cli_usage(cmd, "--backend goes with --stack, not with a STATE file");
+	/* A stack's file named by its path is that stack: Pulumi's lock, its backend's rules. */
+	if (strcmp(t->arg, "-") && st_backend_locate(t->arg, &root, &ref)) {
+		rc = resolve_stack(t, root, ref, must_exist);
+		free(root);
+		free(ref);
+		return rc;
 	}
-	if (st_backend_open(&t->backend, t->backend_url, &err) != ST_OK ||
-	    st_backend_stack_path(t->backend, t->stack, &t->path, &t->exists, &err) != ST_OK) {
-		cli_error(&err);
-		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
-	}
+	t->path = strdup(t->arg);
+	t->exists = strcmp(t->arg, "-") == 0 || access(t->arg, F_OK) == 0;
 	if (must_exist && !t->exists) {
-		cli_errorf("stack '%s' has no state file in backend '%s'", t->stack,
-			   st_backend_root(t->backend));
+		cli_errorf("cannot open '%s': No such file or directory", t->arg);
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;
@@ -141,15 +163,19 @@ void cli_target_free(cli_target *t)
 {
 	st_backend_free(t->backend);
 	free(t->path);
+	free(t->qname);
 	t->backend = NULL;
 	t->path = NULL;
+	t->qname = NULL;
 }
 
 const char *cli_target_name(const cli_target *t)
 {
 	if (t->stack)
 		return t->stack;
-	return strcmp(t->path, "-") ? t->path : "<stdin>";
+	if (t->arg)
+		return strcmp(t->arg, "-") ? t->arg : "<stdin>";
+	return t->qname ? t->qname : "?";
 }
 
 int cli_load(cli_target *t, st_state **out)
@@ -160,7 +186,7 @@ int cli_load(cli_target *t, st_state **out)
 	st_error_clear(&err);
 	opts.max_size = t->max_size;
 	/* An interrupted move (or other two-file operation) is completed first. */
-	if (strcmp(t->path, "-") && st_journal_pending(t->path, NULL)) {
+	if (t->path && strcmp(t->path, "-") && st_journal_pending(t->path, NULL)) {
 		st_changes ch = {0};
 		int rc = st_journal_recover(t->path, &ch, &err);
 		for (size_t i = 0; i < ch.count; i++)
@@ -171,7 +197,8 @@ int cli_load(cli_target *t, st_state **out)
 			return EXIT_FAIL;
 		}
 	}
-	if (st_state_load_file(out, t->path, &opts, &err) != ST_OK) {
+	if (t->backend ? st_backend_load(t->backend, t->qname, &opts, out, &err)
+		       : st_state_load_file(out, t->path, &opts, &err)) {
 		cli_error(&err);
 		return EXIT_FAIL;
 	}
@@ -185,9 +212,29 @@ int cli_lock(cli_target *t, st_lock **out)
 
 	st_error_clear(&err);
 	if (t->backend)
-		rc = st_lock_stack(out, t->backend, t->stack, &err);
+		rc = st_lock_stack(out, t->backend, t->qname, &err);
 	else
 		rc = st_lock_file(out, t->path, &err);
+	if (rc) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+int cli_save(cli_target *t, st_state *s)
+{
+	st_error err;
+	int rc;
+
+	st_error_clear(&err);
+	if (t->backend) {
+		rc = st_backend_save(t->backend, t->qname, s, NULL, &err);
+	} else {
+		st_write_opts wo = {0};
+		wo.backup = 1;
+		rc = st_state_save(s, t->path, &wo, &err);
+	}
 	if (rc) {
 		cli_error(&err);
 		return EXIT_FAIL;

@@ -48,14 +48,18 @@ enum {
 	OPT_FROM
 };
 
-/* Where a command's state lives: a file (or "-") or a stack of a DIY backend. */
+/* Where a command's state lives: a plain file (or "-"), or a stack of a backend, named by
+ * --backend/--stack or by the path of its file inside a DIY backend (.pulumi/stacks/...). A
+ * stack is loaded, saved, locked and unlocked through its backend only; `path` is its file when
+ * the backend keeps it in a local directory, else NULL. */
 typedef struct cli_target {
 	const char *arg;         /* STATE argument, or NULL */
 	const char *backend_url; /* --backend, or NULL ($PULUMI_BACKEND_URL is used with --stack) */
 	const char *stack;       /* --stack, or NULL */
-	st_backend *backend;
-	char *path;    /* resolved file */
-	int exists;    /* the file exists */
+	st_backend *backend;     /* the stack's backend, or NULL for a plain file */
+	char *qname;   /* the stack's full name in its backend */
+	char *path;    /* the plain file, or the stack's local file (NULL when it has none) */
+	int exists;    /* the state exists */
 	size_t max_size;
 } cli_target;
 
@@ -86,6 +90,9 @@ const char *cli_target_name(const cli_target *t);
 int cli_load(cli_target *t, st_state **out);
 /* Takes the target's lock (Pulumi's for a stack, <file>.lock for a file). */
 int cli_lock(cli_target *t, st_lock **out);
+/* Saves a state to the target (its backend for a stack, with a .bak). Prints errors; returns an
+ * exit code. */
+int cli_save(cli_target *t, st_state *s);
 
 /* Refuses (printing why) to write a state whose file had duplicate object keys: saving keeps
  * only the last value of each, so the others would be lost silently. Returns an exit code. */

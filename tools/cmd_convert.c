@@ -101,7 +101,7 @@ int cmd_convert(int argc, char **argv)
 	/* Converting in place: hold the lock for the whole read-modify-write. */
 	{
 		char a[PATH_MAX], b[PATH_MAX];
-		if (strcmp(out, "-") && realpath(t.path, a) && realpath(out, b) && !strcmp(a, b) &&
+		if (strcmp(out, "-") && t.path && realpath(t.path, a) && realpath(out, b) && !strcmp(a, b) &&
 		    (rc = cli_lock(&t, &lock)) != EXIT_OK)
 			goto done;
 	}

@@ -386,13 +386,8 @@ int cmd_import(int argc, char **argv)
 		goto out;
 	}
 	if (!dry && rep.nadded) {
-		st_write_opts wo = {0};
-		wo.backup = 1;
-		if (st_state_save(s, t.path, &wo, &err) != ST_OK) {
-			cli_error(&err);
-			rc = EXIT_FAIL;
+		if ((rc = cli_save(&t, s)) != EXIT_OK)
 			goto out;
-		}
 	}
 	if (json) {
 		json_t *o = json_object(), *a = json_array(), *nn = json_array(), *nt = json_array();

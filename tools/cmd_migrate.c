@@ -63,7 +63,7 @@ int cmd_migrate(int argc, char **argv)
 	t.arg = optind < argc ? argv[optind] : NULL;
 	if ((rc = cli_target_resolve(&t, "migrate", 1)) != EXIT_OK)
 		goto done;
-	if (!out && !dry && !strcmp(t.path, "-"))
+	if (!out && !dry && !t.backend && !strcmp(t.path, "-"))
 		return cli_usage("migrate", "reading standard input needs -o OUT");
 	if (!out && !dry && (rc = cli_lock(&t, &lock)) != EXIT_OK)
 		goto done;
@@ -113,7 +113,9 @@ int cmd_migrate(int argc, char **argv)
 		free(data);
 		goto done;
 	}
-	if (st_state_save(s, out ? out : t.path, NULL, &err) != ST_OK) {
+	if (!out) {
+		rc = cli_save(&t, s);
+	} else if (st_state_save(s, out, NULL, &err) != ST_OK) {
 		cli_error(&err);
 		rc = EXIT_FAIL;
 	}

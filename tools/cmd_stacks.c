@@ -9,10 +9,11 @@ static const char help[] =
 	"\n"
 	"List every stack of a DIY backend (project layout or legacy layout) with its\n"
 	"resource count, version and file. Each stack's file is the newest by modification\n"
-	"time among STACK.json, STACK.json.gz and STACK.json.zst, as Pulumi picks it.\n"
+	"time among STACK.json, STACK.json.gz and STACK.json.zst, as Pulumi picks it (with\n"
+	"equal times: .json.zst, then .json.gz, then .json).\n"
 	"\n"
 	"Options:\n"
-	"  --backend DIR      the backend (file://PATH or PATH; default $PULUMI_BACKEND_URL)\n"
+	"  --backend URL      the backend (file://PATH or PATH; default $PULUMI_BACKEND_URL)\n"
 	"  --json             one JSON document: {\"format_version\":1,\"stacks\":[...]}\n"
 	"  -h, --help         show this help\n"
 	"\n"
@@ -54,7 +55,9 @@ int cmd_stacks(int argc, char **argv)
 		doc = json_object();
 		arr = json_array();
 		json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
-		json_object_set_new(doc, "backend", json_string(st_backend_root(b)));
+		json_object_set_new(doc, "backend", json_string(st_backend_root(b)
+								       ? st_backend_root(b)
+								       : st_backend_url(b)));
 		json_object_set_new(doc, "layout", json_string(st_backend_project_mode(b)
 								      ? "project" : "legacy"));
 	}
@@ -63,7 +66,7 @@ int cmd_stacks(int argc, char **argv)
 		st_error e;
 		long long count = -1;
 		st_error_clear(&e);
-		if (infos[i].path && st_state_load_file(&s, infos[i].path, NULL, &e) == ST_OK) {
+		if (st_backend_load(b, infos[i].qname, NULL, &s, &e) == ST_OK) {
 			json_t *res = st_state_resources(s, 0);
 			count = (long long)json_array_size(res);
 		} else {
@@ -79,7 +82,7 @@ int cmd_stacks(int argc, char **argv)
 							    : json_null());
 			json_object_set_new(o, "name", json_string(infos[i].name));
 			json_object_set_new(o, "path", json_string(infos[i].path ? infos[i].path
-										 : ""));
+										 : infos[i].key));
 			json_object_set_new(o, "resources", count >= 0 ? json_integer(count)
 								       : json_null());
 			json_object_set_new(o, "version", s ? json_integer(st_state_version(s))
@@ -89,7 +92,7 @@ int cmd_stacks(int argc, char **argv)
 			json_array_append_new(arr, o);
 		} else if (s) {
 			printf("%-40s %8lld  v%d  %s\n", infos[i].qname, count, st_state_version(s),
-			       infos[i].path);
+			       infos[i].path ? infos[i].path : infos[i].key);
 		}
 		st_state_free(s);
 	}

@@ -8,9 +8,11 @@ static const char help[] =
 	"usage: statetool unlock [options] STATE\n"
 	"       statetool unlock --backend DIR --stack NAME\n"
 	"\n"
-	"Remove every lock of a DIY backend stack (the files Pulumi and statetool write in\n"
-	".pulumi/locks/organization/PROJECT/STACK/, the equivalent of `pulumi cancel`'s lock\n"
-	"removal) or the lock of a plain state file (STATE.lock). Use it only when the\n"
+	"Remove every lock of a DIY backend stack (every object in\n"
+	".pulumi/locks/organization/PROJECT/STACK/, whatever its name: Pulumi counts each as\n"
+	"a lock; the equivalent of `pulumi cancel`'s lock removal) or the lock of a plain\n"
+	"state file (STATE.lock). A STATE inside a DIY backend (.pulumi/stacks/...) is that\n"
+	"stack. Use it only when the\n"
 	"process named in the lock is gone: a lock error names its holder and marks it\n"
 	"stale when that process is no longer running on this host.\n"
 	"\n"
@@ -43,7 +45,7 @@ int cmd_unlock(int argc, char **argv)
 	if ((rc = cli_target_resolve(&t, "unlock", 0)) != EXIT_OK)
 		goto out;
 	if (t.backend)
-		rc = st_unlock_stack(t.backend, t.stack, &removed, &err);
+		rc = st_unlock_stack(t.backend, t.qname, &removed, &err);
 	else
 		rc = st_unlock_file(t.path, &removed, &err);
 	if (rc) {

@@ -126,7 +126,7 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 	st_error_clear(&err);
 	if ((rc = cli_target_resolve(t, mo->cmd, 1)) != EXIT_OK)
 		goto out;
-	if (!mo->dry_run && !strcmp(t->path, "-")) {
+	if (!mo->dry_run && !t->backend && !strcmp(t->path, "-")) {
 		rc = cli_usage(mo->cmd, "standard input cannot be written back: use --dry-run, or "
 					"give a file");
 		goto out;
@@ -159,8 +159,11 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 	} else {
 		st_write_opts wo = {0};
 		wo.backup = 1;
-		rc = st_edit_commit_save(e, t->path, &wo, ch.count != base, &d, &probs, &write,
-					 &err);
+		rc = t->backend ? st_edit_commit_save_stack(e, t->backend, t->qname,
+							    ch.count != base, &d, &probs, &write,
+							    &err)
+				: st_edit_commit_save(e, t->path, &wo, ch.count != base, &d, &probs,
+						      &write, &err);
 	}
 	if (rc != ST_OK) {
 		cli_error(&err);
@@ -176,7 +179,8 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 	if (write && mo->after_save && (rc = mo->after_save(arg)) != EXIT_OK)
 		goto out;
 	if (mo->json) {
-		print_json_summary(mo->cmd, mo->dry_run, write, &ch, &d, t->path);
+		print_json_summary(mo->cmd, mo->dry_run, write, &ch, &d,
+				   t->path ? t->path : t->qname);
 	} else {
 		if (mo->dry_run && ch.count)
 			printf("Planned changes:\n");

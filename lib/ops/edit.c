@@ -1607,8 +1607,46 @@ static int verdict(void *arg)
 	return c->verdict;
 }
 
+/* Where a commit's state goes: a file, or a stack of a backend. */
+typedef struct commit_target {
+	const char *path;
+	const st_write_opts *opts;
+	st_backend *backend;
+	const char *stack;
+} commit_target;
+
+static int save_target(const commit_target *t, st_state *s, int (*proceed)(void *ctx),
+		       void *proceed_ctx, st_error *err)
+{
+	if (t->backend) {
+		st_backend_save_opts bo = ST_BACKEND_SAVE_OPTS_INIT;
+		bo.no_backup = t->opts && !t->opts->backup;
+		bo.proceed = proceed;
+		bo.proceed_ctx = proceed_ctx;
+		return st_backend_save(t->backend, t->stack, s, &bo, err);
+	}
+	return st__state_save_checked(s, t->path, t->opts, proceed, proceed_ctx, err);
+}
+
+static int commit_and_save(st_edit *e, const commit_target *t, int always, st_diff *diff,
+			   st_problems *problems, int *written, st_error *err);
+
 int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts, int always,
 			st_diff *diff, st_problems *problems, int *written, st_error *err)
+{
+	commit_target t = {path, opts, NULL, NULL};
+	return commit_and_save(e, &t, always, diff, problems, written, err);
+}
+
+int st_edit_commit_save_stack(st_edit *e, st_backend *b, const char *stack, int always,
+			      st_diff *diff, st_problems *problems, int *written, st_error *err)
+{
+	commit_target t = {NULL, NULL, b, stack};
+	return commit_and_save(e, &t, always, diff, problems, written, err);
+}
+
+static int commit_and_save(st_edit *e, const commit_target *t, int always, st_diff *diff,
+			   st_problems *problems, int *written, st_error *err)
 {
 	st_state *s = e->s;
 	json_t *old_version = json_incref(json_object_get(s->root, "version"));
@@ -1665,7 +1703,7 @@ int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts,
 	if (changed) {
 		if (c.threaded)
 			st__json_write_on_core_free(open_gate, &c);
-		rc = st__state_save_checked(s, path, opts, verdict, &c, err);
+		rc = save_target(t, s, verdict, &c, err);
 		st__json_write_on_core_free(NULL, NULL);
 		if (rc != ST_OK && !c.judged && verdict(&c) != ST_OK)
 			rc = c.verdict; /* the write failed, and the check too: say the check */

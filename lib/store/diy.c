@@ -674,6 +674,28 @@ int st_backend_resolve(st_backend *b, const char *stack, char **qname, int *exis
 	return b->ops->resolve(b, stack, qname, exists, err);
 }
 
+int st_backend_stack_key(st_backend *bb, const char *ref, char **key, int *exists,
+			 st_error *err)
+{
+	diy_backend *b = as_diy(bb);
+	char *base = NULL;
+	int rc;
+
+	*key = NULL;
+	if (exists)
+		*exists = 0;
+	if (!b)
+		return st__err(err, ST_EUNSUPPORTED, "backend '%s' is no DIY backend", bb->url);
+	if ((rc = diy_object(b, ref, &base, key, NULL, err)) != ST_OK)
+		return rc;
+	if (exists)
+		*exists = *key != NULL;
+	if (!*key && !(*key = st_asprintf("%s.json", base)))
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+	free(base);
+	return rc;
+}
+
 int st_backend_stack_path(st_backend *bb, const char *ref, char **path, int *exists,
 			  st_error *err)
 {

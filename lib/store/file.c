@@ -362,6 +362,19 @@ int st__decompress(char *raw, size_t n, size_t max_size, const char *name, char 
 	return ST_OK;
 }
 
+int st_file_decompress(const void *data, size_t len, size_t max_size, const char *name,
+		       char **out, size_t *outlen, st_compression *compression, st_error *err)
+{
+	char *copy = malloc(len + 1);
+	*out = NULL;
+	*outlen = 0;
+	if (!copy)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	memcpy(copy, data, len);
+	copy[len] = '\0';
+	return st__decompress(copy, len, max_size, name, out, outlen, compression, err);
+}
+
 st_compression st__detect_compression(const void *data, size_t n)
 {
 	const unsigned char *b = data;

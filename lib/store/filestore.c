@@ -631,3 +631,8 @@ int st__store_file_check(const st_store *s, const char *key, st_error *err)
 		return ST_OK;
 	return check_links(fs, key, 1, err);
 }
+
+int st_store_open_file(st_store **out, char **key, const char *path, st_error *err)
+{
+	return st__store_for_path(out, key, path, err);
+}
