@@ -1,4 +1,13 @@
-/* Private declarations shared by the library's modules. Not installed. */
+/* Private declarations shared by the library's modules. Not installed.
+ *
+ * What is exported: the library is compiled with -fvisibility=hidden, so a function is part of
+ * the shared library's ABI only when lib/statetool.h declares it ST_EXTERN; lib/statetool.sym
+ * (the list the link uses) names the same functions, and tests/symbols.sh checks the header,
+ * the list and `nm -D` of the built library against each other. Nothing declared here is
+ * exported, whatever its name: the older helpers keep their st_ names (st_buf_*, st_strmap_*,
+ * st_strdup, ...), and new functions shared between modules are named st__<module>_<verb> so a
+ * reader tells them from the API at a glance. The unit tests link the convenience library
+ * (lib/libstatetool-core.la) and so reach everything declared here. */
 #ifndef ST_INTERNAL_H
 #define ST_INTERNAL_H
 

@@ -26,7 +26,31 @@
 extern "C" {
 #endif
 
+/* The version of this header. configure.ac takes the package version from ST_VERSION, so the
+ * two cannot drift; st_version() and st_version_string() give the library's at run time. */
 #define ST_VERSION "0.1.0"
+#define ST_VERSION_MAJOR 0
+#define ST_VERSION_MINOR 1
+#define ST_VERSION_MICRO 0
+/* 0xMMmmpp, for comparisons: #if ST_VERSION_NUMBER >= 0x000200 */
+#define ST_VERSION_NUMBER \
+	((ST_VERSION_MAJOR << 16) | (ST_VERSION_MINOR << 8) | ST_VERSION_MICRO)
+
+/* Attributes where the compiler has them (GCC, Clang), nothing elsewhere. */
+#if defined(__GNUC__) || defined(__clang__)
+#define ST_ATTRS(x) __attribute__(x)
+#else
+#define ST_ATTRS(x)
+#endif
+
+/* Marks what the shared library exports: it is built with hidden visibility, so exactly the
+ * functions declared ST_EXTERN here are its ABI (lib/statetool.sym lists them). */
+#define ST_EXTERN ST_ATTRS((visibility("default")))
+
+/* ST_VERSION_NUMBER and ST_VERSION of the library in use (which may be newer than the header a
+ * program was compiled with). */
+ST_EXTERN unsigned long st_version(void);
+ST_EXTERN const char *st_version_string(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Errors
@@ -67,10 +91,10 @@ typedef struct st_error {
 } st_error;
 
 /* Returns a short constant name for a code ("parse error", ...). */
-const char *st_strerror(int code);
+ST_EXTERN const char *st_strerror(int code);
 
 /* Clears an error record (code 0, empty strings, offset -1). Accepts NULL. */
-void st_error_clear(st_error *err);
+ST_EXTERN void st_error_clear(st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Problems: the findings of loading and validation, all of them, not only the first.
@@ -99,11 +123,12 @@ typedef struct st_problems {
 } st_problems;
 
 /* Adds one problem; copies every string. Returns ST_OK or ST_ENOMEM. */
-int st_problems_add(st_problems *list, st_severity sev, const char *rule, const char *pointer,
-		    const char *urn, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+ST_EXTERN int st_problems_add(st_problems *list, st_severity sev, const char *rule,
+			      const char *pointer, const char *urn, const char *fmt,
+			      ...) ST_ATTRS((format(printf, 6, 7)));
 
 /* Frees the strings and the array; the list itself is caller storage and is reset to empty. */
-void st_problems_clear(st_problems *list);
+ST_EXTERN void st_problems_clear(st_problems *list);
 
 /* ---------------------------------------------------------------------------------------------
  * JSON: the reader and the Go-compatible writer, usable on any document.
@@ -121,8 +146,8 @@ typedef struct st_style {
 
 /* The style of current Pulumi for a DIY checkpoint (compact, no newline) or an export
  * (indented, newline). */
-void st_style_checkpoint(st_style *style);
-void st_style_export(st_style *style);
+ST_EXTERN void st_style_checkpoint(st_style *style);
+ST_EXTERN void st_style_export(st_style *style);
 
 /* Limits of the reader. */
 typedef struct st_parse_limits {
@@ -137,26 +162,26 @@ typedef struct st_parse_limits {
  * duplicate keys keep the last value, invalid UTF-8 and lone surrogates become U+FFFD. Each
  * leniency is reported as a warning in `problems` when it is not NULL, with its JSON Pointer.
  * Errors carry line, column and offset. `name` names the input in messages (may be NULL). */
-int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
-		  const st_parse_limits *limits, st_style *style_out, st_problems *problems,
-		  st_error *err);
+ST_EXTERN int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
+			    const st_parse_limits *limits, st_style *style_out,
+			    st_problems *problems, st_error *err);
 
 /* st_json_parse of a file ("-" = standard input), plain or gzip, at most max_size bytes after
  * decompression (0: the default). A large plain file is mapped and its pages released as the
  * parser passes them, so the file and the tree are not both resident. */
-int st_json_load_file(json_t **out, const char *path, size_t max_size,
-		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
-		      st_error *err);
+ST_EXTERN int st_json_load_file(json_t **out, const char *path, size_t max_size,
+				const st_parse_limits *limits, st_style *style_out,
+				st_problems *problems, st_error *err);
 
 /* Writes `value` (borrowed) exactly as Go's encoding/json would with the given style: keys in
  * the order they are held (callers sort maps), float64 shortest round-trip numbers, Go's string
  * escaping. *out is new (free()), not NUL-terminated beyond len but always followed by a NUL. */
-int st_json_dump(const json_t *value, const st_style *style, char **out, size_t *len,
-		 st_error *err);
+ST_EXTERN int st_json_dump(const json_t *value, const st_style *style, char **out, size_t *len,
+			   st_error *err);
 
 /* Formats a double as Go's encoding/json formats a float64 into buf (at least 32 bytes).
  * Returns the length. NaN and infinities are not representable and return -1. */
-int st_json_format_number(double v, char *buf, size_t size);
+ST_EXTERN int st_json_format_number(double v, char *buf, size_t size);
 
 /* ---------------------------------------------------------------------------------------------
  * JSON Schema (draft 2020-12)
@@ -173,29 +198,29 @@ typedef struct st_schema_opts {
 } st_schema_opts;
 
 /* A new, empty schema set. *out is new: st_schema_free. */
-int st_schema_new(st_schema **out, st_error *err);
+ST_EXTERN int st_schema_new(st_schema **out, st_error *err);
 
 /* Adds a schema document (borrowed: a reference is kept). `uri` is its retrieval URI; NULL
  * means its $id, or a generated one. The first document added is the default for validation.
  * Documents may refer to each other by $ref. */
-int st_schema_add(st_schema *s, json_t *doc, const char *uri, st_error *err);
+ST_EXTERN int st_schema_add(st_schema *s, json_t *doc, const char *uri, st_error *err);
 
 /* Compiles every document and resolves every $ref. A keyword statetool does not implement
  * ($dynamicRef, unevaluated*, ...), a pattern POSIX cannot express, or a $ref to a document not
  * added gives ST_EUNSUPPORTED. Called by st_schema_validate when needed. */
-int st_schema_compile(st_schema *s, st_error *err);
+ST_EXTERN int st_schema_compile(st_schema *s, st_error *err);
 
 /* Validates `instance` (borrowed) against the schema at `uri` (NULL = the default document;
  * may carry a fragment). Every violation is appended to `out` (NULL = only count) with rule
  * "<prefix>/<keyword>" and the instance's JSON Pointer. Returns the number of violations (0 =
  * valid), or a negative ST_E* code. */
-int st_schema_validate(st_schema *s, const char *uri, const json_t *instance,
-		       const st_schema_opts *opts, st_problems *out, st_error *err);
+ST_EXTERN int st_schema_validate(st_schema *s, const char *uri, const json_t *instance,
+				 const st_schema_opts *opts, st_problems *out, st_error *err);
 
-void st_schema_free(st_schema *s);
+ST_EXTERN void st_schema_free(st_schema *s);
 
 /* 1 when the keyword is implemented (or an annotation), 0 for $dynamicRef, unevaluated*, ... */
-int st_schema_keyword_supported(const char *keyword);
+ST_EXTERN int st_schema_keyword_supported(const char *keyword);
 
 /* ---------------------------------------------------------------------------------------------
  * Stores: where the bytes live (see doc/DESIGN.md, "Storage")
@@ -226,32 +251,32 @@ typedef struct st_store_entry {
 
 /* Opens the store at `url` (file://PATH or PATH; a leading ~/ is the home directory). The
  * directory must exist. *out is new: st_store_free. */
-int st_store_open(st_store **out, const char *url, st_error *err);
+ST_EXTERN int st_store_open(st_store **out, const char *url, st_error *err);
 
 /* The store of one plain file: the file store at the file's directory, and the file's key in
  * it (*key new). The file itself need not exist. */
-int st_store_open_file(st_store **out, char **key, const char *path, st_error *err);
+ST_EXTERN int st_store_open_file(st_store **out, char **key, const char *path, st_error *err);
 
 /* Frees a store. Accepts NULL. */
-void st_store_free(st_store *s);
+ST_EXTERN void st_store_free(st_store *s);
 
 /* The store's URL as given (borrowed), for messages: never holds credentials. */
-const char *st_store_url(const st_store *s);
+ST_EXTERN const char *st_store_url(const st_store *s);
 
 /* The scheme ("file", ...) (borrowed). */
-const char *st_store_scheme(const st_store *s);
+ST_EXTERN const char *st_store_scheme(const st_store *s);
 
 /* 1 when `key` is a valid key (see above), else 0. */
-int st_store_key_valid(const char *key);
+ST_EXTERN int st_store_key_valid(const char *key);
 
 /* Reads a whole object: *data is new (free()), followed by a NUL; `info` (may be NULL) is
  * filled. ST_ENOTFOUND when there is none; ST_ELIMIT beyond `max_size` bytes (0: the default,
  * ST_DEFAULT_MAX_FILE). Bytes as stored: nothing is decompressed. */
-int st_store_read(st_store *s, const char *key, size_t max_size, char **data, size_t *len,
-		  st_store_info *info, st_error *err);
+ST_EXTERN int st_store_read(st_store *s, const char *key, size_t max_size, char **data, size_t *len,
+			    st_store_info *info, st_error *err);
 
 /* The info of one object; ST_ENOTFOUND when there is none. */
-int st_store_stat(st_store *s, const char *key, st_store_info *info, st_error *err);
+ST_EXTERN int st_store_stat(st_store *s, const char *key, st_store_info *info, st_error *err);
 
 /* Flags of a write. */
 #define ST_STORE_CREATE_ONLY 1u /* only when no object has the key (else ST_EEXIST, nothing
@@ -280,7 +305,8 @@ typedef struct st_store_write_opts {
 typedef struct st_store_writer st_store_writer;
 
 /* Appends bytes to the object being written. ST_OK or an error (err set). */
-int st_store_writer_write(st_store_writer *w, const void *data, size_t len, st_error *err);
+ST_EXTERN int st_store_writer_write(st_store_writer *w, const void *data, size_t len,
+				    st_error *err);
 
 /* Produces the content of a write by calls to st_store_writer_write. */
 typedef int (*st_store_fill_fn)(void *ctx, st_store_writer *w, st_error *err);
@@ -288,13 +314,13 @@ typedef int (*st_store_fill_fn)(void *ctx, st_store_writer *w, st_error *err);
 /* Writes data[0..len) to `key`, atomically where the store allows it (file://: a temporary file,
  * fsync, rename, fsync of the directory; a crash leaves the old or the new object, never a torn
  * one). `opts` may be NULL. */
-int st_store_write(st_store *s, const char *key, const void *data, size_t len,
-		   const st_store_write_opts *opts, st_error *err);
+ST_EXTERN int st_store_write(st_store *s, const char *key, const void *data, size_t len,
+			     const st_store_write_opts *opts, st_error *err);
 
 /* The same with the content streamed by `fill` (no whole copy in memory where the store allows
  * it). */
-int st_store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, void *ctx,
-			const st_store_write_opts *opts, st_error *err);
+ST_EXTERN int st_store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, void *ctx,
+				  const st_store_write_opts *opts, st_error *err);
 
 /* Flags of a listing. */
 #define ST_STORE_LIST_DIRS 1u /* only the level below `prefix` (which ends in '/'): objects
@@ -302,17 +328,17 @@ int st_store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, voi
 
 /* Lists the objects whose key starts with `prefix` ("" for all), sorted by key (bytewise).
  * *out is new: st_store_entries_free. A prefix with no objects gives an empty list. */
-int st_store_list(st_store *s, const char *prefix, unsigned flags, st_store_entry **out,
-		  size_t *count, st_error *err);
+ST_EXTERN int st_store_list(st_store *s, const char *prefix, unsigned flags, st_store_entry **out,
+			    size_t *count, st_error *err);
 
-void st_store_entries_free(st_store_entry *entries, size_t count);
+ST_EXTERN void st_store_entries_free(st_store_entry *entries, size_t count);
 
 /* Deletes an object. ST_ENOTFOUND when there is none. */
-int st_store_delete(st_store *s, const char *key, st_error *err);
+ST_EXTERN int st_store_delete(st_store *s, const char *key, st_error *err);
 
 /* Copies an object to another key (atomically replacing it), within the store: the store's own
  * copy where it has one, else a read and a write. ST_ENOTFOUND when `src` does not exist. */
-int st_store_copy(st_store *s, const char *src, const char *dst, st_error *err);
+ST_EXTERN int st_store_copy(st_store *s, const char *src, const char *dst, st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Files: compression, atomic writes, backups.
@@ -327,16 +353,17 @@ typedef enum st_compression {
 /* Reads a whole file ("-" is standard input) and decompresses it when it is gzip or zstd
  * (detected by their magic bytes, 1f 8b and 28 b5 2f fd). `max_size` bounds the inflated size
  * (0 means ST_DEFAULT_MAX_FILE). *out is new (free()), followed by a NUL. */
-int st_file_read(const char *path, size_t max_size, char **out, size_t *len,
-		 st_compression *compression, st_error *err);
+ST_EXTERN int st_file_read(const char *path, size_t max_size, char **out, size_t *len,
+			   st_compression *compression, st_error *err);
 
 #define ST_DEFAULT_MAX_FILE ((size_t)4 << 30)
 
 /* Decompresses data[0..len) (borrowed) when its magic bytes say gzip or zstd, at most max_size
  * bytes (0: ST_DEFAULT_MAX_FILE); plain data is copied. `name` names it in messages. *out is
  * new (free()), followed by a NUL; *compression (may be NULL) tells what it was. */
-int st_file_decompress(const void *data, size_t len, size_t max_size, const char *name,
-		       char **out, size_t *outlen, st_compression *compression, st_error *err);
+ST_EXTERN int st_file_decompress(const void *data, size_t len, size_t max_size, const char *name,
+				 char **out, size_t *outlen, st_compression *compression,
+				 st_error *err);
 
 /* Options for st_file_write_atomic. */
 typedef struct st_write_opts {
@@ -349,8 +376,8 @@ typedef struct st_write_opts {
 /* Replaces `path` with data[0..len) atomically: a temporary file in the same directory, fsync,
  * the old file kept as <path>.bak (when asked), rename, fsync of the directory. A crash leaves
  * either the old or the new file, never a torn one. Refuses to write through a symbolic link. */
-int st_file_write_atomic(const char *path, const void *data, size_t len,
-			 const st_write_opts *opts, st_error *err);
+ST_EXTERN int st_file_write_atomic(const char *path, const void *data, size_t len,
+				   const st_write_opts *opts, st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Deployment states
@@ -377,70 +404,73 @@ typedef struct st_load_opts {
 /* Loads a state from a file ("-" = standard input), plain or gzip, in either envelope, any
  * version Pulumi reads (0 to 4). Unknown versions and features are refused: ST_EVERSION or
  * ST_EFEATURE with Pulumi's wording. *out is new. */
-int st_state_load_file(st_state **out, const char *path, const st_load_opts *opts, st_error *err);
+ST_EXTERN int st_state_load_file(st_state **out, const char *path, const st_load_opts *opts,
+				 st_error *err);
 
 /* The same from a buffer (borrowed; it may be freed after the call). `name` is for messages. */
-int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char *name,
-			 const st_load_opts *opts, st_error *err);
+ST_EXTERN int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char *name,
+				   const st_load_opts *opts, st_error *err);
 
 /* Makes a state of a document already parsed with st_json_parse: `root` is stolen (even on
  * failure); `style` (may be NULL) and `problems` (may be NULL; its items are moved into the
  * state, leaving it empty) are what st_json_parse reported. *out is new. */
-int st_state_from_json(st_state **out, json_t *root, const st_style *style,
-		       st_problems *problems, const char *name, st_error *err);
+ST_EXTERN int st_state_from_json(st_state **out, json_t *root, const st_style *style,
+				 st_problems *problems, const char *name, st_error *err);
 
 /* A new empty state in the export envelope, version 3, current Pulumi style. *out is new. */
-int st_state_new(st_state **out, st_error *err);
+ST_EXTERN int st_state_new(st_state **out, st_error *err);
 
-void st_state_free(st_state *state);
+ST_EXTERN void st_state_free(st_state *state);
 
-st_envelope st_state_envelope(const st_state *state);
+ST_EXTERN st_envelope st_state_envelope(const st_state *state);
 /* The version as in the file: 0 for an unversioned checkpoint, otherwise 1 to 4. */
-int st_state_version(const st_state *state);
+ST_EXTERN int st_state_version(const st_state *state);
 /* The `features` array (borrowed) or NULL. */
-json_t *st_state_features(const st_state *state);
+ST_EXTERN json_t *st_state_features(const st_state *state);
 /* The whole document (borrowed). Edits through it are allowed; see st_state_touch. */
-json_t *st_state_root(const st_state *state);
+ST_EXTERN json_t *st_state_root(const st_state *state);
 /* The deployment object (borrowed), or NULL for a stack with no deployment. */
-json_t *st_state_deployment(const st_state *state);
+ST_EXTERN json_t *st_state_deployment(const st_state *state);
 /* The resources array (borrowed); created empty in the deployment when `create` is set. NULL
  * when there is none and `create` is 0. */
-json_t *st_state_resources(st_state *state, int create);
+ST_EXTERN json_t *st_state_resources(st_state *state, int create);
 /* The checkpoint's `stack` (borrowed) or NULL. */
-const char *st_state_checkpoint_stack(const st_state *state);
+ST_EXTERN const char *st_state_checkpoint_stack(const st_state *state);
 /* Where it was loaded from (borrowed), or NULL. */
-const char *st_state_path(const st_state *state);
+ST_EXTERN const char *st_state_path(const st_state *state);
 /* Style and compression detected on load; may be changed before saving. */
-st_style *st_state_style(st_state *state);
-st_compression st_state_compression(const st_state *state);
-void st_state_set_compression(st_state *state, st_compression c);
+ST_EXTERN st_style *st_state_style(st_state *state);
+ST_EXTERN st_compression st_state_compression(const st_state *state);
+ST_EXTERN void st_state_set_compression(st_state *state, st_compression c);
 /* Problems noticed while reading (duplicate keys, invalid UTF-8...) (borrowed). */
-const st_problems *st_state_load_problems(const st_state *state);
+ST_EXTERN const st_problems *st_state_load_problems(const st_state *state);
 
 /* Must be called after editing the tree through the borrowed pointers: it drops what the state
  * derived from the tree (which version-4 features no resource uses, so the next commit or
  * st_state_apply_features looks at every resource again) and reads the envelope, version and
  * deployment's place again. When the tree is no longer a state, these keep their old values. */
-void st_state_touch(st_state *state);
+ST_EXTERN void st_state_touch(st_state *state);
 
 /* Switches the envelope. To the checkpoint envelope a stack name is needed: `stack` when not
  * NULL, else the current one, else `organization/<project>/<stack>` from the root stack's URN
  * (legacy layout: set `stack` explicitly). */
-int st_state_set_envelope(st_state *state, st_envelope envelope, const char *stack, st_error *err);
+ST_EXTERN int st_state_set_envelope(st_state *state, st_envelope envelope, const char *stack,
+				    st_error *err);
 
 /* Serializes with the state's style (or `style` when not NULL): struct fields in the order held
  * (Pulumi's own for files Pulumi wrote; fields statetool adds at Pulumi's position), Go maps
  * (property maps, config, propertyDependencies, ...) with sorted keys. *out is new (free()). */
-int st_state_dump(const st_state *state, const st_style *style, char **out, size_t *len,
-		  st_error *err);
+ST_EXTERN int st_state_dump(const st_state *state, const st_style *style, char **out, size_t *len,
+			    st_error *err);
 
 /* Rewrites every struct in current Pulumi field order and drops empty `omitempty` fields, as
  * Pulumi's marshaller would. Reports nothing; used by `convert --canonical`. */
-void st_state_canonicalize(st_state *state);
+ST_EXTERN void st_state_canonicalize(st_state *state);
 
 /* Saves atomically to `path` (NULL = where it was loaded from) with a .bak of the previous
  * file, the state's compression and the file's mode kept. Recomputes the manifest magic. */
-int st_state_save(st_state *state, const char *path, const st_write_opts *opts, st_error *err);
+ST_EXTERN int st_state_save(st_state *state, const char *path, const st_write_opts *opts,
+			    st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Validation
@@ -458,22 +488,23 @@ typedef struct st_validate_opts {
 
 /* The schemas statetool was built with (the files in schemas/: state, deployment, resource,
  * property-value, import), compiled. *out is new. */
-int st_schema_builtin(st_schema **out, st_error *err);
+ST_EXTERN int st_schema_builtin(st_schema **out, st_error *err);
 
 /* Validates a state: what the reader noticed (duplicate keys, invalid UTF-8), the schemas, then
  * every integrity rule. Every problem is appended to `out` with its severity, rule, message,
  * JSON Pointer and URN. Returns ST_OK when validation ran (whatever it found). */
-int st_validate(st_state *state, const st_validate_opts *opts, st_problems *out,
-		st_error *err);
+ST_EXTERN int st_validate(st_state *state, const st_validate_opts *opts, st_problems *out,
+			  st_error *err);
 
 /* Pulumi's VerifyIntegrity rules (with Pulumi's messages) and statetool's extra warnings
  * (URN grammar and stack, parent type chains, root stacks, secrets, pending operations,
  * aliases). Appends to `out`. */
-int st_integrity_check(st_state *state, st_problems *out, st_error *err);
+ST_EXTERN int st_integrity_check(st_state *state, st_problems *out, st_error *err);
 
 /* Validates a `pulumi import --file` document (borrowed) by schemas/import.json. `schema` may
  * be NULL (built-in schemas loaded per call). */
-int st_validate_import_file(json_t *doc, st_schema *schema, st_problems *out, st_error *err);
+ST_EXTERN int st_validate_import_file(json_t *doc, st_schema *schema, st_problems *out,
+				      st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Finding resources
@@ -485,8 +516,8 @@ int st_validate_import_file(json_t *doc, st_schema *schema, st_problems *out, st
  * `delete: true`): all are returned, whichever form named it. Any other form must match one resource: several give
  * ST_EAMBIGUOUS listing the candidates, none gives ST_ENOTFOUND with up to three "did you mean"
  * suggestions, never a guess. *out is new (free()). */
-int st_state_find(st_state *state, const char *query, size_t **out, size_t *count,
-		  st_error *err);
+ST_EXTERN int st_state_find(st_state *state, const char *query, size_t **out, size_t *count,
+			    st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Migration
@@ -499,24 +530,24 @@ typedef struct st_changes {
 } st_changes;
 
 /* Appends one line; a NULL list ignores it. */
-int st_changes_add(st_changes *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void st_changes_clear(st_changes *c);
+ST_EXTERN int st_changes_add(st_changes *c, const char *fmt, ...) ST_ATTRS((format(printf, 2, 3)));
+ST_EXTERN void st_changes_clear(st_changes *c);
 
 /* Upgrades a version 0, 1 or 2 state to version 3 with Pulumi's rules (v1 resources: `defaults`
  * dropped; v2 to v3: propertyDependencies filled from dependencies, one entry per input key),
  * or to 4 when a feature requires it. Each change is appended to `report` (may be NULL).
  * A state already at 3 or 4 is left alone (only the version is checked against features). */
-int st_state_migrate(st_state *state, st_changes *report, st_error *err);
+ST_EXTERN int st_state_migrate(st_state *state, st_changes *report, st_error *err);
 
 /* Recomputes `features` (sorted) from what the deployment uses, and sets version 4 when any is
  * used, 3 otherwise (only for states at version 3 or 4). Returns the number of features. */
-int st_state_apply_features(st_state *state);
+ST_EXTERN int st_state_apply_features(st_state *state);
 
 /* Sets manifest.magic to the SHA-256 of manifest.version (Pulumi's NewMagic). */
-void st_state_fix_magic(st_state *state);
+ST_EXTERN void st_state_fix_magic(st_state *state);
 
 /* The SHA-256 magic of a manifest version string, into buf (65 bytes). "" for "". */
-void st_magic_for_version(const char *version, char buf[65]);
+ST_EXTERN void st_magic_for_version(const char *version, char buf[65]);
 
 /* ---------------------------------------------------------------------------------------------
  * Editing: a session over a state with Pulumi's semantics, a diff and integrity checks
@@ -545,11 +576,11 @@ typedef struct st_diff {
 	int other_changed; /* something besides resources and pending operations changed */
 } st_diff;
 
-void st_diff_clear(st_diff *diff);
+ST_EXTERN void st_diff_clear(st_diff *diff);
 
 /* Opens a session on `state` (borrowed; it must outlive the session). Lines describing what
  * each operation does are appended to `report` (borrowed, may be NULL). *out is new. */
-int st_edit_begin(st_edit **out, st_state *state, st_changes *report, st_error *err);
+ST_EXTERN int st_edit_begin(st_edit **out, st_state *state, st_changes *report, st_error *err);
 
 /* Flags of st_edit_delete. */
 #define ST_DELETE_FORCE 1             /* delete protected resources too */
@@ -559,62 +590,64 @@ int st_edit_begin(st_edit **out, st_state *state, st_changes *report, st_error *
  * property dependencies, deletedWith, replaceWith, provider references) refuses the delete
  * (ST_EREFUSED, Pulumi's message listing them) unless ST_DELETE_TARGET_DEPENDENTS; protected
  * resources refuse it unless ST_DELETE_FORCE. *deleted (may be NULL) counts what went. */
-int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, size_t *deleted,
-		   st_error *err);
+ST_EXTERN int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags,
+			     size_t *deleted, st_error *err);
 
 /* Renames the resource at `target` to `new_name` (a name, not a URN): its URN changes and every
  * reference to it is rewritten (parent, dependencies, propertyDependencies, deletedWith,
  * replaceWith, pending operations, and provider references when it is a provider). A URN
  * that exists already is refused (ST_ECONFLICT). */
-int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *err);
+ST_EXTERN int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *err);
 
 /* Sets (on = 1) or clears a boolean flag, "protect" or "taint", on the targets; resources
  * marked delete: true are never touched. *changed (may be NULL) counts the resources changed. */
-int st_edit_set_flag(st_edit *e, const size_t *targets, size_t n, const char *flag, int on,
-		     size_t *changed, st_error *err);
+ST_EXTERN int st_edit_set_flag(st_edit *e, const size_t *targets, size_t n, const char *flag,
+			       int on, size_t *changed, st_error *err);
 
 /* Pulumi's `state repair`, deterministic: sorts resources so every reference points backwards
  * (a post-order walk in file order), then prunes references to missing resources, clearing
  * missing parents (the URN loses its parent-type chain). Dangling provider references are
  * kept, as in Pulumi. A cycle gives ST_EINTEGRITY "snapshot has cyclic dependencies". */
-int st_edit_repair(st_edit *e, st_error *err);
+ST_EXTERN int st_edit_repair(st_edit *e, st_error *err);
 
 /* Removes pending operations: all of them (urns NULL), or those on the given URNs. */
-int st_edit_pending_clear(st_edit *e, const char *const *urns, size_t n, size_t *removed,
-			  st_error *err);
+ST_EXTERN int st_edit_pending_clear(st_edit *e, const char *const *urns, size_t n, size_t *removed,
+				    st_error *err);
 
 /* Repoints every resource whose provider reference is `from` to the provider reference `to`,
  * which must name an existing provider of the same package. */
-int st_edit_replace_provider(st_edit *e, const char *from, const char *to, size_t *changed,
-			     st_error *err);
+ST_EXTERN int st_edit_replace_provider(st_edit *e, const char *from, const char *to,
+				       size_t *changed, st_error *err);
 
 /* Replaces the whole deployment (stolen), e.g. after a hand edit. */
-int st_edit_replace_deployment(st_edit *e, json_t *deployment, st_error *err);
+ST_EXTERN int st_edit_replace_deployment(st_edit *e, json_t *deployment, st_error *err);
 
 /* Ends the operations: checks integrity (a valid state must stay valid; `problems`, may be
  * NULL, receives the new errors), recomputes features and version, fills `diff` (may be NULL).
  * On ST_EINTEGRITY the state is rolled back. */
-int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *err);
+ST_EXTERN int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *err);
 
 /* st_edit_commit, then st_state_save (to `path`, NULL: the state's own, with `opts`) when the
  * session changed something (or `always`), the integrity check running on another thread while
  * the new file is written: the new file replaces the old only when the check passes. The result
  * is that of the two calls: on ST_EINTEGRITY nothing is written and the session is rolled back.
  * *written (may be NULL) tells whether the file was replaced. */
-int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts, int always,
-			st_diff *diff, st_problems *problems, int *written, st_error *err);
+ST_EXTERN int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts,
+				  int always, st_diff *diff, st_problems *problems, int *written,
+				  st_error *err);
 
 /* st_edit_commit_save into a stack of a backend (st_backend_save: its .bak, its compression
  * rules), the check running while the new state is written; the new state becomes visible only
  * when the check passes. */
-int st_edit_commit_save_stack(st_edit *e, st_backend *b, const char *stack, int always,
-			      st_diff *diff, st_problems *problems, int *written, st_error *err);
+ST_EXTERN int st_edit_commit_save_stack(st_edit *e, st_backend *b, const char *stack, int always,
+					st_diff *diff, st_problems *problems, int *written,
+					st_error *err);
 
 /* Undoes every operation of the session. */
-void st_edit_rollback(st_edit *e);
+ST_EXTERN void st_edit_rollback(st_edit *e);
 
 /* Frees the session (it does not roll back). Accepts NULL. */
-void st_edit_free(st_edit *e);
+ST_EXTERN void st_edit_free(st_edit *e);
 
 /* ---------------------------------------------------------------------------------------------
  * Secrets
@@ -635,12 +668,12 @@ typedef struct st_secrets st_secrets;
  * fail with ST_EPASSPHRASE) is checked at once against the salt's encrypted "pulumi": a wrong
  * passphrase is ST_EPASSPHRASE "incorrect passphrase" before anything else happens. *out is
  * new. */
-int st_secrets_open(st_secrets **out, const json_t *secrets_providers, const char *passphrase,
-		    size_t len, st_error *err);
+ST_EXTERN int st_secrets_open(st_secrets **out, const json_t *secrets_providers,
+			      const char *passphrase, size_t len, st_error *err);
 
 /* A new passphrase manager with a new random 8-byte salt. *out is new. */
-int st_secrets_new_passphrase(st_secrets **out, const char *passphrase, size_t len,
-			      st_error *err);
+ST_EXTERN int st_secrets_new_passphrase(st_secrets **out, const char *passphrase, size_t len,
+					st_error *err);
 
 /* A manager of the caller's: `type` names it in state; the callbacks do the work. */
 typedef struct st_secrets_callbacks {
@@ -655,60 +688,60 @@ typedef struct st_secrets_callbacks {
 	void (*free_ctx)(void *ctx);
 } st_secrets_callbacks;
 
-int st_secrets_custom(st_secrets **out, const char *type, const st_secrets_callbacks *cb,
-		      st_error *err);
+ST_EXTERN int st_secrets_custom(st_secrets **out, const char *type, const st_secrets_callbacks *cb,
+				st_error *err);
 
-void st_secrets_free(st_secrets *s);
+ST_EXTERN void st_secrets_free(st_secrets *s);
 
 /* The provider's type ("passphrase", "b64", ...) (borrowed). */
-const char *st_secrets_type(const st_secrets *s);
+ST_EXTERN const char *st_secrets_type(const st_secrets *s);
 
 /* {"type", "state"} for a deployment's `secrets_providers` (new). */
-json_t *st_secrets_provider_json(const st_secrets *s);
+ST_EXTERN json_t *st_secrets_provider_json(const st_secrets *s);
 
 /* A passphrase manager's `encryptionsalt` for Pulumi.<stack>.yaml (borrowed), else NULL. */
-const char *st_secrets_encryptionsalt(const st_secrets *s);
+ST_EXTERN const char *st_secrets_encryptionsalt(const st_secrets *s);
 
 /* Encrypts len bytes of plaintext (Pulumi's serialized JSON of the value). *ciphertext is new
  * (free()). */
-int st_secrets_encrypt(st_secrets *s, const char *plaintext, size_t len, char **ciphertext,
-		       st_error *err);
+ST_EXTERN int st_secrets_encrypt(st_secrets *s, const char *plaintext, size_t len,
+				 char **ciphertext, st_error *err);
 
 /* Decrypts one ciphertext. *plaintext is new: st_secret_free(*plaintext, *len). A GCM failure
  * (tampering, another key) is ST_ESECRETS. */
-int st_secrets_decrypt(st_secrets *s, const char *ciphertext, char **plaintext, size_t *len,
-		       st_error *err);
+ST_EXTERN int st_secrets_decrypt(st_secrets *s, const char *ciphertext, char **plaintext,
+				 size_t *len, st_error *err);
 
 /* Counts the secrets of a state (resources and pending operations): those held as ciphertext
  * and those held as plaintext. */
-void st_secrets_count(st_state *state, size_t *ciphertexts, size_t *plaintexts);
+ST_EXTERN void st_secrets_count(st_state *state, size_t *ciphertexts, size_t *plaintexts);
 
 /* Wipes and frees a plaintext. Accepts NULL. */
-void st_secret_free(char *plaintext, size_t len);
+ST_EXTERN void st_secret_free(char *plaintext, size_t len);
 
 /* Decrypts every secret of the state without changing it; each failure is appended to `out`
  * (rule "secrets/decrypt", the URN and the JSON Pointer of the value). *count = secrets seen. */
-int st_secrets_verify(st_state *state, st_secrets *s, st_problems *out, size_t *count,
-		      st_error *err);
+ST_EXTERN int st_secrets_verify(st_state *state, st_secrets *s, st_problems *out, size_t *count,
+				st_error *err);
 
 /* Replaces every ciphertext of the state by its plaintext, as `pulumi stack export
  * --show-secrets` prints it ({"<sig>": "...", "plaintext": "<JSON>"}). For display only: a state
  * so changed must not be saved. */
-int st_secrets_reveal(st_state *state, st_secrets *s, st_error *err);
+ST_EXTERN int st_secrets_reveal(st_state *state, st_secrets *s, st_error *err);
 
 /* In an edit session: turns `plaintext` secrets into ciphertext under `s`. */
-int st_edit_secrets_encrypt(st_edit *e, st_secrets *s, size_t *count, st_error *err);
+ST_EXTERN int st_edit_secrets_encrypt(st_edit *e, st_secrets *s, size_t *count, st_error *err);
 
 /* In an edit session: re-encrypts every secret (ciphertexts under `from`, plaintexts too)
  * under `to`, and makes `to` the deployment's secrets provider. */
-int st_edit_secrets_rekey(st_edit *e, st_secrets *from, st_secrets *to, size_t *count,
-			  st_error *err);
+ST_EXTERN int st_edit_secrets_rekey(st_edit *e, st_secrets *from, st_secrets *to, size_t *count,
+				    st_error *err);
 
 /* Rewrites a stack configuration file (Pulumi.<stack>.yaml) for a new passphrase: its
  * `encryptionsalt` and every `secure:` value (decrypted with `from`, encrypted with `to`); all
  * else stays byte-identical. Written atomically with a .bak. */
-int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *count,
-		    st_error *err);
+ST_EXTERN int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *count,
+			      st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Moving resources between stacks, and writing two files as one
@@ -734,14 +767,14 @@ typedef struct st_move_report {
 	int needs_secrets;        /* moved secrets must be re-encrypted (providers differ) */
 } st_move_report;
 
-void st_move_report_clear(st_move_report *r);
+ST_EXTERN void st_move_report_clear(st_move_report *r);
 
 /* The stack and project a state belongs to: `override` ("PROJECT/STACK") if given, else the
  * checkpoint's `stack` (organization/PROJECT/STACK), else `path` when it lies in a DIY backend
  * (.pulumi/stacks/PROJECT/STACK.json), else the root stack resource's URN, else any URN.
  * *stack and *project are new; ST_ENOTFOUND when nothing names them. */
-int st_stack_names(const st_state *state, const char *override, const char *path, char **stack,
-		   char **project, st_error *err);
+ST_EXTERN int st_stack_names(const st_state *state, const char *override, const char *path,
+			     char **stack, char **project, st_error *err);
 
 /* Moves resources from `src` to `dst` in memory with Pulumi's `state move` semantics (see the
  * README): descendants always move with their parent; providers are copied (and reused when the
@@ -750,31 +783,32 @@ int st_stack_names(const st_state *state, const char *override, const char *path
  * pending operations of moved resources move with them; secrets are re-encrypted when the two
  * providers differ. Both states must be valid before, and are checked after: on any error
  * neither is changed. `src_path` and `dst_path` (may be NULL) help name the stacks. */
-int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_path,
-	    const st_move_opts *opts, st_move_report *report, st_error *err);
+ST_EXTERN int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_path,
+		      const st_move_opts *opts, st_move_report *report, st_error *err);
 
 /* Replaces two files as one operation. Both new versions are first written beside their
  * targets and synced; then a journal naming both (with the SHA-256 of the old and new bytes)
  * is written beside each target; then the first target is replaced, then the second (each old
  * file kept as .bak), and the journals are removed. After a crash at any point,
  * st_journal_recover on either path completes the operation. `op` names it ("move"). */
-int st_journal_write_pair(const char *op, const char *path_a, const void *data_a, size_t len_a,
-			  const char *path_b, const void *data_b, size_t len_b, st_error *err);
+ST_EXTERN int st_journal_write_pair(const char *op, const char *path_a, const void *data_a,
+				    size_t len_a, const char *path_b, const void *data_b,
+				    size_t len_b, st_error *err);
 
 /* Saves two states as one operation (st_journal_write_pair): each in its own style and
  * compression, magic recomputed; `a` is written first. */
-int st_state_save_pair(const char *op, st_state *a, const char *path_a, st_state *b,
-		       const char *path_b, st_error *err);
+ST_EXTERN int st_state_save_pair(const char *op, st_state *a, const char *path_a, st_state *b,
+				 const char *path_b, st_error *err);
 
 /* Is an interrupted two-file operation pending on `path` (a journal beside it)? When it is and
  * `other` is not NULL, *other receives the other file's path (new). */
-int st_journal_pending(const char *path, char **other);
+ST_EXTERN int st_journal_pending(const char *path, char **other);
 
 /* Completes an interrupted operation found beside `path`: each file whose bytes are still the
  * old ones gets its staged new version; journals and staged files are then removed. A file that
  * matches neither the old nor the new version (changed by someone else since) is left alone and
  * ST_ECONFLICT is returned with both paths named. Lines for `report` (may be NULL). */
-int st_journal_recover(const char *path, st_changes *report, st_error *err);
+ST_EXTERN int st_journal_recover(const char *path, st_changes *report, st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Importing resources by adding their state (`pulumi import` without a program)
@@ -802,13 +836,13 @@ typedef struct st_import_report {
 	size_t nadded;
 } st_import_report;
 
-void st_import_report_clear(st_import_report *r);
+ST_EXTERN void st_import_report_clear(st_import_report *r);
 
 /* Checks an import file (borrowed) by schemas/import.json and Pulumi's rules (names, IDs,
  * components, parents and providers through nameTable, ambiguous URNs, versions, unknown
  * values), with Pulumi's messages and JSON Pointers, for the given stack and project. */
-int st_import_check(json_t *doc, const char *stack, const char *project, st_problems *out,
-		    st_error *err);
+ST_EXTERN int st_import_check(json_t *doc, const char *stack, const char *project, st_problems *out,
+			      st_error *err);
 
 /* Adds the resources of an import file to `dst` as `pulumi import` would: URNs built from
  * nameTable and earlier specs (default parent: the root stack, created if missing), custom
@@ -816,12 +850,13 @@ int st_import_check(json_t *doc, const char *stack, const char *project, st_prob
  * names them (default_4_16_0) and created with a fresh UUID when missing, importID only with
  * keep_import_id. The same URN with the same ID is a no-op; another ID is refused. Problems of
  * the file go to `problems` (ST_EINVAL when there are any); on any error nothing changes. */
-int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_opts *opts,
-	      st_import_report *report, st_problems *problems, st_error *err);
+ST_EXTERN int st_import(st_state *dst, const char *dst_path, json_t *doc,
+			const st_import_opts *opts, st_import_report *report, st_problems *problems,
+			st_error *err);
 
 /* The reverse: an import file (new) describing the resources at `idx` (all resources when n is
  * 0): type, name, ID, parent and provider through nameTable, version, component. */
-json_t *st_import_generate(st_state *s, const size_t *idx, size_t n, st_error *err);
+ST_EXTERN json_t *st_import_generate(st_state *s, const size_t *idx, size_t n, st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * The SQLite index of many stacks
@@ -838,15 +873,15 @@ typedef struct st_index st_index;
 
 /* Opens (creating when needed, unless read-only) the index at `path`. Notes on what was done
  * (rebuilt, moved aside) go to `notes` (may be NULL). *out is new: st_index_close. */
-int st_index_open(st_index **out, const char *path, int readonly, st_changes *notes,
-		  st_error *err);
-void st_index_close(st_index *ix);
+ST_EXTERN int st_index_open(st_index **out, const char *path, int readonly, st_changes *notes,
+			    st_error *err);
+ST_EXTERN void st_index_close(st_index *ix);
 
 /* Replaces one stack's rows from an already-loaded state (borrowed), in one transaction, so a
  * backend can keep the index current after every save. `qname` names the stack
  * (organization/project/stack, or a file's path); `path` is its file (may be NULL). */
-int st_index_update_state(st_index *ix, const char *qname, const char *path, st_state *state,
-			  st_error *err);
+ST_EXTERN int st_index_update_state(st_index *ix, const char *qname, const char *path,
+				    st_state *state, st_error *err);
 
 typedef struct st_index_stats {
 	size_t stacks, parsed, unchanged, removed, failed, resources;
@@ -859,15 +894,15 @@ typedef void (*st_index_progress_fn)(void *ctx, size_t done, size_t total, size_
  * mtime (or, when those differ, the same SHA-256) is not parsed again; stacks gone from the
  * backend are dropped. A stack that cannot be read is reported in `failures` (may be NULL) and
  * its rows are dropped. */
-int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn progress,
-			    void *pctx, st_index_stats *stats, st_problems *failures,
-			    st_error *err);
+ST_EXTERN int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn progress,
+				      void *pctx, st_index_stats *stats, st_problems *failures,
+				      st_error *err);
 
 /* The same for plain files (each named by its path). `prune` drops files indexed before that
  * are not in the list. */
-int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int prune,
-			  st_index_progress_fn progress, void *pctx, st_index_stats *stats,
-			  st_problems *failures, st_error *err);
+ST_EXTERN int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int prune,
+				    st_index_progress_fn progress, void *pctx,
+				    st_index_stats *stats, st_problems *failures, st_error *err);
 
 /* Filters of st_index_query; NULL or 0 means no filter. */
 typedef struct st_index_query {
@@ -889,14 +924,15 @@ typedef int (*st_index_row_fn)(void *ctx, int ncols, const char *const *names,
 
 /* Runs the query; rows have columns stack, urn, type, id, import_id, parent, provider, flags.
  * Returns ST_OK, or the callback's non-zero result. */
-int st_index_query_run(st_index *ix, const st_index_query *q, st_index_row_fn row, void *ctx,
-		       st_error *err);
+ST_EXTERN int st_index_query_run(st_index *ix, const st_index_query *q, st_index_row_fn row,
+				 void *ctx, st_error *err);
 
 /* Runs read-only SQL; a statement that would write is refused (ST_EREFUSED). */
-int st_index_sql(st_index *ix, const char *sql, st_index_row_fn row, void *ctx, st_error *err);
+ST_EXTERN int st_index_sql(st_index *ix, const char *sql, st_index_row_fn row, void *ctx,
+			   st_error *err);
 
 /* The default index of a backend: <root>/.pulumi/statetool-index.sqlite (new string). */
-char *st_index_default_path(const st_backend *b);
+ST_EXTERN char *st_index_default_path(const st_backend *b);
 
 /* ---------------------------------------------------------------------------------------------
  * URNs and provider references
@@ -920,20 +956,20 @@ typedef struct st_urn {
 } st_urn;
 
 /* Parses urn:pulumi:<stack>::<project>::<qualifiedType>::<name>. Returns 0 or ST_EINVAL. */
-int st_urn_parse(const char *urn, st_urn *out);
-int st_urn_valid(const char *urn);
+ST_EXTERN int st_urn_parse(const char *urn, st_urn *out);
+ST_EXTERN int st_urn_valid(const char *urn);
 
 /* Pulumi's NewURN: the qualified type is parent_qtype + "$" + type unless parent_qtype is NULL,
  * empty or the root stack type. New string (free()), or NULL when out of memory. */
-char *st_urn_new(const char *stack, const char *project, const char *parent_qtype,
-		 const char *type, const char *name);
+ST_EXTERN char *st_urn_new(const char *stack, const char *project, const char *parent_qtype,
+			   const char *type, const char *name);
 
 /* Is `type` a provider type (module pulumi:providers with a name)? */
-int st_type_is_provider(const char *type);
+ST_EXTERN int st_type_is_provider(const char *type);
 
 /* Splits a provider reference <urn>::<id> on its last "::" and checks the URN is a provider's.
  * *urn and *id are new strings (free()). Pulumi's messages on error. */
-int st_provider_ref_parse(const char *ref, char **urn, char **id, st_error *err);
+ST_EXTERN int st_provider_ref_parse(const char *ref, char **urn, char **id, st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Backends: stacks by name (see doc/DESIGN.md, "Storage")
@@ -957,20 +993,20 @@ int st_provider_ref_parse(const char *ref, char **urn, char **id, st_error *err)
  * mode; no version: "corrupt store: missing version in ..."). Setting both
  * PULUMI_DIY_BACKEND_GZIP and PULUMI_DIY_BACKEND_ZSTD is refused, as Pulumi refuses it. *out is
  * new: st_backend_free. */
-int st_backend_open(st_backend **out, const char *url, st_error *err);
-void st_backend_free(st_backend *b);
+ST_EXTERN int st_backend_open(st_backend **out, const char *url, st_error *err);
+ST_EXTERN void st_backend_free(st_backend *b);
 
 /* The URL it was opened with, and its kind ("diy") (borrowed). */
-const char *st_backend_url(const st_backend *b);
-const char *st_backend_kind(const st_backend *b);
+ST_EXTERN const char *st_backend_url(const st_backend *b);
+ST_EXTERN const char *st_backend_kind(const st_backend *b);
 
 /* A DIY backend's store (borrowed), NULL for other kinds. */
-st_store *st_backend_store(const st_backend *b);
+ST_EXTERN st_store *st_backend_store(const st_backend *b);
 
 /* The root directory of a DIY backend on a local directory (borrowed), else NULL; and whether
  * a DIY backend uses the project layout. */
-const char *st_backend_root(const st_backend *b);
-int st_backend_project_mode(const st_backend *b);
+ST_EXTERN const char *st_backend_root(const st_backend *b);
+ST_EXTERN int st_backend_project_mode(const st_backend *b);
 
 typedef struct st_stack_info {
 	char *project;   /* NULL in the legacy layout */
@@ -986,19 +1022,19 @@ typedef struct st_stack_info {
 /* Lists every stack (sorted by project, then name). A DIY stack's object is, among
  * <stack>.json, .json.gz and .json.zst, the newest by modification time, and with equal times
  * the last in key order, as Pulumi picks it. *out is new: st_stack_infos_free. */
-int st_backend_list(st_backend *b, st_stack_info **out, size_t *count, st_error *err);
-void st_stack_infos_free(st_stack_info *infos, size_t count);
+ST_EXTERN int st_backend_list(st_backend *b, st_stack_info **out, size_t *count, st_error *err);
+ST_EXTERN void st_stack_infos_free(st_stack_info *infos, size_t count);
 
 /* Resolves "project/stack", "organization/project/stack" or "stack" (legacy layout, or the one
  * project holding that stack) to the canonical name (organization/project/stack, or stack).
  * *exists tells whether it has a state. *qname is new. */
-int st_backend_resolve(st_backend *b, const char *stack, char **qname, int *exists,
-		       st_error *err);
+ST_EXTERN int st_backend_resolve(st_backend *b, const char *stack, char **qname, int *exists,
+				 st_error *err);
 
 /* Loads a stack's state. ST_ENOTFOUND when it has none. The state remembers its compression;
  * st_state_path is its local file, or URL/key. *out is new. */
-int st_backend_load(st_backend *b, const char *stack, const st_load_opts *opts, st_state **out,
-		    st_error *err);
+ST_EXTERN int st_backend_load(st_backend *b, const char *stack, const st_load_opts *opts,
+			      st_state **out, st_error *err);
 
 #define ST_BACKEND_SAVE_OPTS_VERSION 1
 
@@ -1017,30 +1053,30 @@ typedef struct st_backend_save_opts {
  * ask for ("1" or "true"; set to anything else: none), else the state's own. On a change of
  * compression the new object is written first, then the old one is copied to its .bak and
  * removed. Recomputes the manifest magic. `opts` may be NULL. */
-int st_backend_save(st_backend *b, const char *stack, st_state *state,
-		    const st_backend_save_opts *opts, st_error *err);
+ST_EXTERN int st_backend_save(st_backend *b, const char *stack, st_state *state,
+			      const st_backend_save_opts *opts, st_error *err);
 
 /* For a DIY backend: the key of a stack's object in st_backend_store (new), chosen as
  * st_backend_list chooses it; when the stack has none yet, *key is where a plain one would be
  * written and *exists is 0. ST_EUNSUPPORTED for other kinds. */
-int st_backend_stack_key(st_backend *b, const char *stack, char **key, int *exists,
-			 st_error *err);
+ST_EXTERN int st_backend_stack_key(st_backend *b, const char *stack, char **key, int *exists,
+				   st_error *err);
 
 /* For a DIY backend on a local directory: the file of a stack (new), as st_backend_resolve
  * resolves it; when the stack has no file yet, *path is where it would be written and *exists
  * is 0. ST_EUNSUPPORTED for other backends. */
-int st_backend_stack_path(st_backend *b, const char *stack, char **path, int *exists,
-			  st_error *err);
+ST_EXTERN int st_backend_stack_path(st_backend *b, const char *stack, char **path, int *exists,
+				    st_error *err);
 
 /* Is `path` a stack file inside a DIY backend (<root>/.pulumi/stacks/[<project>/]<stack>.json
  * [.gz|.zst])? Then *root (the backend's directory) and *stack (project/stack, or stack in the
  * legacy layout) are new and 1 is returned; else 0. The layout is read from the backend. */
-int st_backend_locate(const char *path, char **root, char **stack);
+ST_EXTERN int st_backend_locate(const char *path, char **root, char **stack);
 
 /* Pulumi's name rules: stack names [A-Za-z0-9_.-]{1,100}; project names [A-Za-z0-9_.-]{1,100}.
  * Return 1 when valid. */
-int st_stack_name_valid(const char *name);
-int st_project_name_valid(const char *name);
+ST_EXTERN int st_stack_name_valid(const char *name);
+ST_EXTERN int st_project_name_valid(const char *name);
 
 /* ---------------------------------------------------------------------------------------------
  * Locks
@@ -1052,19 +1088,19 @@ typedef struct st_lock st_lock;
  * (.pulumi/locks/organization/<project>/<stack>/<uuid>.json, {"pid","username","hostname",
  * "timestamp"}), so statetool and the Pulumi CLI exclude each other. Someone else's lock gives
  * ST_ELOCKED with Pulumi's message naming the holder. *out is new: st_lock_release. */
-int st_lock_stack(st_lock **out, st_backend *b, const char *stack, st_error *err);
+ST_EXTERN int st_lock_stack(st_lock **out, st_backend *b, const char *stack, st_error *err);
 
 /* Takes the lock of a plain state file: <path>.lock created exclusively, same content. */
-int st_lock_file(st_lock **out, const char *path, st_error *err);
+ST_EXTERN int st_lock_file(st_lock **out, const char *path, st_error *err);
 
 /* Releases and frees a lock. Accepts NULL. Returns ST_OK or ST_EIO (the file could not be
  * removed; the message says where it is). */
-int st_lock_release(st_lock *lock, st_error *err);
+ST_EXTERN int st_lock_release(st_lock *lock, st_error *err);
 
 /* Removes every lock of a stack (or the lock of a file), whoever holds it: `statetool unlock`.
  * *removed counts them. */
-int st_unlock_stack(st_backend *b, const char *stack, int *removed, st_error *err);
-int st_unlock_file(const char *path, int *removed, st_error *err);
+ST_EXTERN int st_unlock_stack(st_backend *b, const char *stack, int *removed, st_error *err);
+ST_EXTERN int st_unlock_file(const char *path, int *removed, st_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,16 +1,33 @@
 #!/bin/sh
-# The library exports only its public prefix (st_), and every command is documented in --help,
-# the man page and the README.
+# The shared library exports exactly the functions lib/statetool.h declares (ST_EXTERN), and
+# lib/statetool.sym (the list the link uses) names the same; every command is documented in
+# --help, the man page and the README.
 . "$(dirname "$0")/cli/lib.sh"
-so=$(ls "$top_builddir"/lib/.libs/libstatetool.so.* 2>/dev/null | head -n 1)
+sym=$top_srcdir/lib/statetool.sym
+hdr=$top_srcdir/lib/statetool.h
+so=$(ls "$top_builddir"/lib/.libs/libstatetool.so.[0-9]* 2>/dev/null | head -n 1)
+current="the shared library"
+if [ -n "$so" ] && [ -f "$so" ]; then ok; else bad "no lib/.libs/libstatetool.so.N under $top_builddir"; fi
+
+# what the header declares: every declaration at the start of a line is ST_EXTERN...
+run "declarations are ST_EXTERN" sh -c "grep -E '^[a-z].*\\<st_[a-z0-9_]+\\(' '$hdr' | grep -v -e '^typedef' -e '^ST_EXTERN ' || true"
+check_out_empty
+sed -n 's/^ST_EXTERN [^(]*[ *]\(st_[a-z0-9_]*\)(.*/\1/p' "$hdr" | sort > "$T/declared"
+run "declared" sh -c "wc -l < '$T/declared'"
+if [ "$(cat "$T/out")" -gt 100 ]; then ok; else bad "too few declarations found"; fi
+# ... and the list is the declarations, sorted
+run "statetool.sym = header" diff "$T/declared" "$sym"
+check_rc 0
+
+# what the built library exports (functions and data, any symbol type but undefined)
 if [ -n "$so" ]; then
-	run "exports" sh -c "nm -D --defined-only '$so' | awk '\$2 ~ /^[TDBR]$/ {print \$3}' | grep -v '^st_' | grep -v '^_' || true"
-	check_out_empty
-	run "exports st_" sh -c "nm -D --defined-only '$so' | awk '\$2 == \"T\" {print \$3}' | grep -c '^st_'"
-	if [ "$(cat "$T/out")" -gt 40 ]; then ok; else bad "too few st_ symbols"; fi
-	run "no private" sh -c "nm -D --defined-only '$so' | grep -c ' st__' || true"
-	check_out "0"
+	nm -D --defined-only "$so" | awk 'NF == 3 && $2 != "U" && $2 != "w" && $2 != "v" {print $3}' |
+		grep -v -e '^_init$' -e '^_fini$' -e '^_edata$' -e '^_end$' -e '^__bss_start$' |
+		sort > "$T/exported"
+	run "exports = statetool.sym" diff "$sym" "$T/exported"
+	check_rc 0
 fi
+
 cmds=$("$STATETOOL" --help | awk '/^Commands:/ {on=1; next} on && /^  [a-z]/ {print $1} on && /^$/ {on=0}')
 [ -n "$cmds" ] && ok || bad "no commands listed"
 for c in $cmds; do

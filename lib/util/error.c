@@ -5,6 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+unsigned long st_version(void)
+{
+	return ST_VERSION_NUMBER;
+}
+
+const char *st_version_string(void)
+{
+	return ST_VERSION;
+}
+
 const char *st_strerror(int code)
 {
 	switch (code) {
