@@ -113,12 +113,25 @@ static void test_move_import_err_null(void **unused)
 	st_state_free(b);
 }
 
+/* The library's version at run time is the header's. */
+static void test_version(void **unused)
+{
+	char buf[32];
+	(void)unused;
+	assert_int_equal(st_version(), ST_VERSION_NUMBER);
+	assert_string_equal(st_version_string(), ST_VERSION);
+	snprintf(buf, sizeof(buf), "%lu.%lu.%lu", st_version() >> 16, st_version() >> 8 & 0xff,
+		 st_version() & 0xff);
+	assert_string_equal(buf, ST_VERSION);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_touch_drops_derived_data),
 		cmocka_unit_test(test_touch_rebinds_envelope),
 		cmocka_unit_test(test_move_import_err_null),
+		cmocka_unit_test(test_version),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
