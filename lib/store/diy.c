@@ -731,7 +731,7 @@ static int diy_load(st_backend *bb, const char *ref, const st_load_opts *opts, s
 		    st_error *err)
 {
 	diy_backend *b = (diy_backend *)bb;
-	char *base = NULL, *key = NULL, *where = NULL, *data = NULL, *plain = NULL;
+	char *base = NULL, *key = NULL, *where = NULL, *data = NULL, *plain = NULL, *local = NULL;
 	size_t len = 0, plen = 0;
 	st_compression comp = ST_COMPRESS_NONE;
 	int rc;
@@ -751,7 +751,8 @@ static int diy_load(st_backend *bb, const char *ref, const st_load_opts *opts, s
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (st__store_local_path(b->store, key) && b->root) {
+	local = st__store_local_path(b->store, key);
+	if (local && b->root) {
 		/* a local file: loaded as a file (mapped when it is big and plain) */
 		rc = st_state_load_file(out, where, opts, err);
 		goto out;
@@ -766,6 +767,7 @@ static int diy_load(st_backend *bb, const char *ref, const st_load_opts *opts, s
 	if (rc == ST_OK)
 		(*out)->compression = comp;
 out:
+	free(local);
 	free(plain);
 	free(where);
 	free(base);
