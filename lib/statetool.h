@@ -511,8 +511,9 @@ ST_EXTERN int st_validate_import_file(json_t *doc, st_schema *schema, st_problem
  */
 
 /* Resolves `query` to resource indexes in the state's resources array. Accepted forms, tried in
- * this order: "#N" (index N); an exact URN; the resource name (the part after the URN's last
- * "::" is matched whole); a URN suffix. A URN may be held by several resources (copies marked
+ * this order: "#N" (index N); an exact URN; the resource name (the URN's name, matched whole);
+ * a tail of the URN made of whole segments ("TYPE::NAME", "PARENT$TYPE::NAME",
+ * "PROJECT::QTYPE::NAME"...), never a raw character suffix. A URN may be held by several resources (copies marked
  * `delete: true`): all are returned, whichever form named it. Any other form must match one resource: several give
  * ST_EAMBIGUOUS listing the candidates, none gives ST_ENOTFOUND with up to three "did you mean"
  * suggestions, never a guess. *out is new (free()). */

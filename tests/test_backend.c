@@ -136,6 +136,34 @@ static void test_stack_locks(void **state)
 	assert_non_null(strstr(err.message, who));
 	free(who);
 	assert_non_null(strstr(err.message, "/.pulumi/locks/organization/app/dev/"));
+	{
+		/* our lock is Pulumi's: a time.Time marshalled by Go (RFC 3339 with nanoseconds,
+		 * trailing zeros dropped) */
+		char *cmd = st_asprintf("cat %s/.pulumi/locks/organization/app/dev/*.json", dir);
+		FILE *f = popen(cmd, "r");
+		char buf[512] = "";
+		assert_non_null(f);
+		assert_true(fread(buf, 1, sizeof(buf) - 1, f) > 0);
+		pclose(f);
+		free(cmd);
+		const char *ts = strstr(buf, "\"timestamp\":\"");
+		assert_non_null(ts);
+		ts += 13;
+		int y, mo, d, h, mi, se, n = 0;
+		assert_int_equal(sscanf(ts, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n),
+				 6);
+		const char *z = ts + n;
+		if (*z == '.') {
+			size_t digits = strspn(z + 1, "0123456789");
+			assert_true(digits >= 1 && digits <= 9);
+			assert_true(z[digits] != '0');
+			z += 1 + digits;
+		}
+		assert_true(*z == 'Z' || ((*z == '+' || *z == '-') && z[3] == ':'));
+		assert_non_null(strstr(buf, "\"pid\":"));
+		assert_non_null(strstr(buf, "\"username\":\""));
+		assert_non_null(strstr(buf, "\"hostname\":\""));
+	}
 	assert_int_equal(st_lock_release(l1, NULL), ST_OK);
 	assert_int_equal(st_lock_stack(&l2, b, "app/dev", NULL), ST_OK);
 	assert_int_equal(st_lock_release(l2, NULL), ST_OK);

@@ -280,9 +280,23 @@ static void test_find(void **state)
 	assert_int_equal(st_state_find(s, "b", &hits, &n, NULL), ST_OK);
 	assert_int_equal(hits[0], 3);
 	free(hits);
-	assert_int_equal(st_state_find(s, "Comp$aws:s3/bucket:Bucket::b", &hits, &n, NULL), ST_OK);
+	assert_int_equal(st_state_find(s, "my:index:Comp$aws:s3/bucket:Bucket::b", &hits, &n, NULL),
+			 ST_OK);
 	assert_int_equal(hits[0], 3);
 	free(hits);
+	assert_int_equal(st_state_find(s, "aws:s3/bucket:Bucket::b", &hits, &n, NULL), ST_OK);
+	assert_int_equal(hits[0], 3);
+	free(hits);
+	assert_int_equal(st_state_find(s, "proj::my:index:Comp::c", &hits, &n, NULL), ST_OK);
+	assert_int_equal(hits[0], 2);
+	free(hits);
+	/* whole segments only: a tail cut inside a type, a name or the stack finds nothing */
+	static const char *const cut[] = {"Comp$aws:s3/bucket:Bucket::b", "Bucket::b", ":b",
+					  "::b", "ev::proj::my:index:Comp::c", "omp::c"};
+	for (size_t k = 0; k < sizeof(cut) / sizeof(cut[0]); k++) {
+		st_error_clear(&err);
+		assert_int_equal(st_state_find(s, cut[k], &hits, &n, &err), ST_ENOTFOUND);
+	}
 	assert_int_equal(st_state_find(s, "#1", &hits, &n, NULL), ST_OK);
 	assert_int_equal(hits[0], 1);
 	free(hits);
@@ -302,6 +316,19 @@ static void test_find(void **state)
 	assert_int_equal(st_state_find(s, "n", &hits, &n, &err), ST_EAMBIGUOUS);
 	assert_non_null(strstr(err.message, "'n' matches 2 resources"));
 	assert_non_null(strstr(err.message, "#1 urn:pulumi:s::p::a:b:D::n"));
+	st_state_free(s);
+	/* the issue's examples: "ev" is no stack "proj-dev", "t-2" no "legacy-bucket-2" */
+	s = load_text("{\"version\":3,\"deployment\":{\"resources\":[{\"urn\":\"urn:pulumi:dev::p::"
+		      "pulumi:pulumi:Stack::proj-dev\",\"type\":\"pulumi:pulumi:Stack\"},{\"urn\":"
+		      "\"urn:pulumi:dev::p::a:b:C::legacy-bucket-2\",\"type\":\"a:b:C\"}]}}",
+		      ST_OK, NULL);
+	assert_int_equal(st_state_find(s, "ev", &hits, &n, NULL), ST_ENOTFOUND);
+	assert_int_equal(st_state_find(s, "t-2", &hits, &n, NULL), ST_ENOTFOUND);
+	assert_int_equal(st_state_find(s, "legacy-bucket-2", &hits, &n, NULL), ST_OK);
+	assert_int_equal(hits[0], 1);
+	free(hits);
+	assert_int_equal(st_state_find(s, "a:b:C::legacy-bucket-2", &hits, &n, NULL), ST_OK);
+	free(hits);
 	st_state_free(s);
 }
 

@@ -53,7 +53,7 @@ int cmd_convert(int argc, char **argv)
 		{"allow-duplicate-keys", no_argument, NULL, OPT_ALLOW_DUPLICATE_KEYS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
-	cli_target t = {0};
+	cli_target t = {0}, ot = {0};
 	int allow_dups = 0;
 	const char *out = NULL, *cp_stack = NULL;
 	int envelope = 0, layout = -1, gzip = -1, html = -1, canonical = 0, c, rc;
@@ -98,11 +98,17 @@ int cmd_convert(int argc, char **argv)
 	t.arg = optind < argc ? argv[optind] : NULL;
 	if ((rc = cli_target_resolve(&t, "convert", 1)) != EXIT_OK)
 		goto done;
-	/* Converting in place: hold the lock for the whole read-modify-write. */
+	/* Converting in place: hold the lock for the whole read-modify-write. Writing into a
+	 * stack of a DIY backend by its path: hold that stack's lock, as Pulumi would. */
 	{
 		char a[PATH_MAX], b[PATH_MAX];
 		if (strcmp(out, "-") && t.path && realpath(t.path, a) && realpath(out, b) && !strcmp(a, b) &&
 		    (rc = cli_lock(&t, &lock)) != EXIT_OK)
+			goto done;
+		ot.arg = out;
+		if (!lock && strcmp(out, "-") && (rc = cli_target_resolve(&ot, "convert", 0)) != EXIT_OK)
+			goto done;
+		if (ot.backend && (rc = cli_lock(&ot, &lock)) != EXIT_OK)
 			goto done;
 	}
 	if ((rc = cli_load(&t, &s)) != EXIT_OK ||
@@ -161,6 +167,7 @@ int cmd_convert(int argc, char **argv)
 done:
 	if (lock)
 		st_lock_release(lock, NULL);
+	cli_target_free(&ot);
 	free(data);
 	cli_state_done(s);
 	cli_target_free(&t);

@@ -55,6 +55,22 @@ static const char *urn_name(const char *urn)
 	return st_urn_parse(urn, &u) == ST_OK ? u.name : NULL;
 }
 
+/* Is q a tail of the URN made of whole segments: "TYPE::NAME", "QTYPE::NAME",
+ * "PROJECT::QTYPE::NAME"...? It starts after a "::" or a '$' of the parent-type chain and holds
+ * the whole name and at least one type. A raw character suffix ("ev" of "proj-dev") is none. */
+static int whole_tail(const char *urn, const char *q, size_t ql)
+{
+	size_t ul = strlen(urn), start;
+	st_urn u;
+	if (ul <= ql || strcmp(urn + ul - ql, q) || st_urn_parse(urn, &u) != ST_OK)
+		return 0;
+	start = ul - ql;
+	if (start + 2 > (size_t)(u.name - urn))
+		return 0; /* within the name, or only "::NAME" */
+	return (start >= 2 && urn[start - 1] == ':' && urn[start - 2] == ':') ||
+	       (urn[start - 1] == '$' && start > (size_t)(u.qtype - urn));
+}
+
 int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_error *err)
 {
 	json_t *res = st_state_resources(s, 0), *r;
@@ -95,11 +111,8 @@ int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_er
 				name = urn_name(urn);
 				if (name && !strcmp(name, q) && push(&hits, &n, &cap, i) < 0)
 					goto oom;
-			} else {
-				size_t ul = strlen(urn);
-				if (ul > ql && !strcmp(urn + ul - ql, q) &&
-				    push(&hits, &n, &cap, i) < 0)
-					goto oom;
+			} else if (whole_tail(urn, q, ql) && push(&hits, &n, &cap, i) < 0) {
+				goto oom;
 			}
 		}
 		if (n > 1) {

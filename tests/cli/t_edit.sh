@@ -49,9 +49,14 @@ expect_refusal "delete copies" "Resource URN ambiguously referred to multiple re
 expect_refusal "delete unknown" 'No such resource "nothing" exists in the current state' st delete "$S" nothing
 expect_refusal "delete did you mean" "Did you mean:
   urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs" st delete "$S" logz
-expect_refusal "delete ambiguous suffix" "'s' matches 2 resources; give the full URN (or #INDEX):
-  #6 urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucket:Bucket::assets
-  #11 urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs" st delete "$S" 'logGroup:LogGroup::audit' 's'
+# a short form is the name or a tail of whole URN segments, never a raw character suffix
+expect_refusal "delete raw suffix" 'No such resource "s" exists in the current state' st delete "$S" 's'
+expect_refusal "delete suffix inside a type" 'No such resource "logGroup:LogGroup::audit" exists' st delete "$S" 'logGroup:LogGroup::audit'
+expect_refusal "delete suffix inside a name" 'No such resource "ssets" exists' st delete "$S" 'ssets'
+run "delete by TYPE::NAME" st delete --dry-run "$S" 'aws:cloudwatch/logGroup:LogGroup::audit'
+check_rc 0; check_out_has "- urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::audit"
+run "taint by PARENT\$TYPE::NAME" st taint --dry-run "$S" 'my:index:Web$aws:s3/bucket:Bucket::assets'
+check_rc 0; check_out_has "~ urn:pulumi:dev::shop::my:index:App\$my:index:Web\$aws:s3/bucket:Bucket::assets (taint)"
 
 expect_result "rename component" rename-web.json st rename "$S" web frontend
 expect_result "rename provider" rename-provider.json st rename "$S" default_6_0_0 aws-main
