@@ -9,7 +9,7 @@ static const char help[] =
 	"       statetool delete [options] --all STATE\n"
 	"\n"
 	"Delete resources from a state (not from the cloud: the resources go on existing,\n"
-	"unmanaged). RESOURCE is an exact URN, a name, a URN suffix or #INDEX. A resource\n"
+	"unmanaged). RESOURCE is an exact URN, a name, TYPE::NAME (whole URN segments) or #INDEX. A resource\n"
 	"that others depend on (children, dependencies, property dependencies,\n"
 	"deletedWith, replaceWith, provider references) is refused unless\n"
 	"--target-dependents deletes those too; a protected resource is refused unless\n"

@@ -68,7 +68,7 @@ static int flag_command(int argc, char **argv, const char *cmd, const char *flag
 		 "usage: statetool %s [options] STATE RESOURCE...\n"
 		 "       statetool %s [options] --all STATE\n"
 		 "\n"
-		 "%s the `%s` flag of resources: an exact URN, a name, a URN suffix or #INDEX,\n"
+		 "%s the `%s` flag of resources: an exact URN, a name, TYPE::NAME or #INDEX,\n"
 		 "or every resource with --all. Resources marked delete: true are never touched.\n"
 		 "\n"
 		 "Options:\n"
