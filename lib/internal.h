@@ -225,6 +225,75 @@ int st_json_is_empty(const json_t *v);
 const char *st_json_str(const json_t *obj, const char *key); /* string member or NULL */
 int st_json_bool(const json_t *obj, const char *key);         /* true member -> 1 */
 
+/* ---- Go's decoding (lib/state/decode.c, lib/util/goparse.c) ---- */
+
+/* The Go value a document (or part of one) is decoded into. */
+typedef enum st__groot {
+	ST__G_VERSIONED,     /* apitype.VersionedCheckpoint (a DIY checkpoint file) */
+	ST__G_UNTYPED,       /* apitype.UntypedDeployment (pulumi stack export) */
+	ST__G_CHECKPOINT_V1, /* apitype.CheckpointV1 (also a version 0 file) */
+	ST__G_CHECKPOINT_V2,
+	ST__G_CHECKPOINT_V3, /* versions 3 and 4 */
+	ST__G_DEPLOYMENT_V1,
+	ST__G_DEPLOYMENT_V2,
+	ST__G_DEPLOYMENT_V3,
+	ST__G_IMPORT         /* the `pulumi import --file` document */
+} st__groot;
+
+/* The struct keys a load respelt (the key as written; the object is referenced). */
+typedef struct st__keymap_ent {
+	json_t *obj;
+	const char *canon; /* the field's name (static) */
+	char *orig;
+	size_t orig_len;
+} st__keymap_ent;
+
+typedef struct st__keymap {
+	st__keymap_ent *v;
+	size_t n, cap;
+	unsigned char digest[32]; /* of the tree after the load: unchanged means the same */
+} st__keymap;
+
+/* Walks `v` as Go decodes it into `root`: struct keys respelt as their fields (noted in km;
+ * NULL: nothing is changed), type and text errors added to `out` (rule decode/..., pointers
+ * under `base` in the document as written). *first and *first_ptr (new, or NULL) are the error
+ * Go's Unmarshal would return. ST_OK or ST_ENOMEM. */
+int st__go_decode(json_t *v, st__groot root, const char *base, st__keymap *km,
+		  st_problems *out, char **first, char **first_ptr);
+/* Go's name of the root's type ("apitype.CheckpointV3"). */
+const char *st__go_root_name(st__groot root);
+/* Does the key name the field under Go's case folding? */
+int st__go_key_is(const char *key, size_t kl, const char *field);
+void st__keymap_free(st__keymap *km);
+/* The key as written for obj's member `key`, or NULL. */
+const char *st__keymap_lookup(const st__keymap *km, const json_t *obj, const char *key,
+			      size_t *len);
+int st__keymap_has(const st__keymap *km, const json_t *obj);
+void st__keymap_digest(const json_t *root, unsigned char out[32]);
+/* Sorts the entries for lookups and notes the digest of the tree as loaded. */
+void st__keymap_seal(st__keymap *km, const json_t *root);
+/* The keymap when the state's tree is as it was loaded, else NULL. */
+const st__keymap *st__state_keymap(const st_state *s);
+/* The writer puts the keys back as written in the objects km names (NULL: off); this thread. */
+void st__json_write_keys(const st__keymap *km);
+
+/* A provider reference's URN as Pulumi checks it (validateURN in providers/reference.go):
+ * valid, and its type in the module pulumi:providers with a name. ST_EINVAL with Pulumi's
+ * message. */
+int st__provider_urn_check(const char *urn, st_error *err);
+
+/* Go's parsers: NULL when Go accepts the text, else Go's message (new). */
+char *st__go_time_error(const char *s, size_t n);               /* time.Time (RFC 3339) */
+char *st__go_semver_error(const char *s, size_t n, int tolerant); /* semver.Parse[Tolerant] */
+char *st__go_property_path_error(const char *s, size_t n);      /* resource.ParsePropertyPath */
+char *st__go_base64_error(const char *s, size_t n);             /* base64.StdEncoding */
+char *st__go_parse_hex64_error(const char *s, size_t n, unsigned long long *out);
+/* strconv.ParseInt(s, 10, 64) accepts it. */
+int st__go_int_literal(const char *s, size_t n);
+int st__go_config_key_ok(const char *s, size_t n); /* config.ParseKey */
+/* strconv.Quote (Go's %q) of s, appended. */
+void st__go_quote(st_buf *b, const char *s, size_t n);
+
 /* Internal state layout. */
 struct st_state {
 	json_t *root;       /* the whole document */
@@ -240,6 +309,9 @@ struct st_state {
 	 * none). An edit session's commit then looks for those features only in the resources it
 	 * made or changed. 0 in a fresh st_state means nothing is known (see may_features). */
 	unsigned known_absent;
+	/* Struct keys the load respelt as Pulumi's fields (NULL: none). While the tree is as it
+	 * was loaded, the writer puts them back, so an unchanged state keeps its bytes. */
+	st__keymap *keymap;
 };
 
 /* Finds envelope, version and deployment; checks versions and features. */

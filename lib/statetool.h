@@ -501,8 +501,15 @@ ST_EXTERN int st_validate(st_state *state, const st_validate_opts *opts, st_prob
  * aliases). Appends to `out`. */
 ST_EXTERN int st_integrity_check(st_state *state, st_problems *out, st_error *err);
 
-/* Validates a `pulumi import --file` document (borrowed) by schemas/import.json. `schema` may
- * be NULL (built-in schemas loaded per call). */
+/* What Pulumi would decode a document (borrowed) as, by the keys Go matches (in any case): a
+ * state (an export's or a checkpoint file's envelope, or an unversioned checkpoint), an import
+ * file (resources, nameTable, providerInputs), or neither. */
+typedef enum st_doc_kind { ST_DOC_NEITHER = 0, ST_DOC_STATE, ST_DOC_IMPORT } st_doc_kind;
+ST_EXTERN st_doc_kind st_doc_kind_of(const json_t *doc);
+
+/* Validates a `pulumi import --file` document (borrowed) as Pulumi decodes it (rules
+ * decode/...; the keys of its structs, matched in any case as Go does, are respelt in `doc`)
+ * and by schemas/import.json. `schema` may be NULL (built-in schemas loaded per call). */
 ST_EXTERN int st_validate_import_file(json_t *doc, st_schema *schema, st_problems *out,
 				      st_error *err);
 

@@ -93,7 +93,7 @@ static void test_dependents_fixpoint(void **state)
 {
 	(void)state;
 	const char *text =
-		"{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"t\",\"magic\":\"\","
+		"{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\",\"magic\":\"\","
 		"\"version\":\"\"},\"resources\":["
 		"{\"urn\":\"urn:pulumi:s::p::a:b:C::x\",\"custom\":false,\"type\":\"a:b:C\","
 		"\"dependencies\":[\"urn:pulumi:s::p::a:b:C::y\"]},"

@@ -112,7 +112,8 @@ static void test_envelopes_and_versions(void **state)
 	load_text("[1,2]", ST_EFORMAT, "top-level value is not an object");
 	load_text("{\"foo\":1}", ST_EFORMAT, "expected a 'deployment' member");
 	load_text("{\"version\":3,\"deployment\":{\"resources\":[1]}}", ST_EFORMAT,
-		  "resource at index 0 is not an object");
+		  "json: cannot unmarshal number into Go struct field DeploymentV3.resources of "
+		  "type apitype.ResourceV3");
 	load_text("{\"version\":4,\"features\":[\"b\",\"taint\",\"a\"],\"deployment\":null}",
 		  ST_EFEATURE, "following features: b, a");
 	/* A stack never deployed. */
@@ -122,10 +123,129 @@ static void test_envelopes_and_versions(void **state)
 	st_state_free(s);
 }
 
+/* Go matches a struct's keys in any case: every struct of a state is read so (maps are not),
+ * an unchanged state is written back as it was, a changed one with Pulumi's keys. */
+static void test_keys_in_any_case(void **state)
+{
+	(void)state;
+	char *p = tu_fixture("case/keys-any-case.json");
+	size_t len, olen;
+	char *orig = tu_read(p, &len), *out = NULL;
+	st_state *s = tu_load("case/keys-any-case.json");
+	json_t *dep = st_state_deployment(s), *res = st_state_resources(s, 0), *r, *x;
+	st_problems pr = {0};
+	st_validate_opts vo = {0};
+
+	assert_int_equal(st_state_envelope(s), ST_ENVELOPE_CHECKPOINT);
+	assert_int_equal(st_state_version(s), 3);
+	assert_string_equal(st_state_checkpoint_stack(s), "organization/p/dev");
+	assert_string_equal(st_json_str(json_object_get(dep, "manifest"), "version"), "v3.100.0");
+	x = json_object_get(json_object_get(dep, "manifest"), "plugins");
+	assert_string_equal(st_json_str(json_array_get(x, 0), "path"), "/x");
+	x = json_object_get(dep, "secrets_providers");
+	assert_string_equal(st_json_str(x, "type"), "passphrase");
+	assert_non_null(json_object_get(json_object_get(x, "state"), "Salt")); /* raw JSON */
+	assert_non_null(json_object_get(json_object_get(s->container, "config"), "p:Key"));
+	assert_int_equal(json_array_size(res), 3);
+	r = json_array_get(res, 0);
+	assert_string_equal(st_json_str(r, "urn"), "urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev");
+	assert_false(st_json_bool(r, "custom"));
+	assert_non_null(json_object_get(json_object_get(r, "outputs"), "URN")); /* a map */
+	assert_string_equal(st_json_str(json_array_get(res, 1), "id"), "pid");
+	r = json_array_get(res, 2);
+	assert_non_null(st_json_str(r, "parent"));
+	assert_non_null(st_json_str(r, "provider"));
+	assert_non_null(json_object_get(json_object_get(r, "inputs"), "Tags"));
+	assert_non_null(json_object_get(json_object_get(r, "propertyDependencies"), "Tags"));
+	assert_non_null(json_object_get(json_object_get(r, "customTimeouts"), "create"));
+	assert_non_null(st_json_str(json_array_get(json_object_get(r, "stackTrace"), 0),
+				    "sourcePosition"));
+	assert_non_null(json_object_get(json_object_get(r, "resourceHooks"), "beforeCreate"));
+	assert_non_null(json_object_get(r, "hideDiff"));
+	assert_non_null(json_object_get(r, "created"));
+	x = json_array_get(json_object_get(dep, "pending_operations"), 0);
+	assert_string_equal(st_json_str(x, "type"), "creating");
+	assert_non_null(st_json_str(json_object_get(x, "resource"), "urn"));
+	x = json_object_get(json_object_get(dep, "metadata"), "integrity_error");
+	assert_non_null(json_object_get(json_object_get(x, "env_vars"), "PULUMI_X"));
+	x = json_array_get(json_object_get(dep, "snippets"), 0);
+	assert_string_equal(st_json_str(x, "uuid"), "u1");
+	assert_non_null(json_object_get(json_object_get(x, "references"), "Ref"));
+	x = json_object_get(x, "descriptor");
+	assert_string_equal(st_json_str(x, "downloadURL"), "https://x");
+	assert_string_equal(st_json_str(json_object_get(x, "parameterization"), "value"), "AA==");
+	x = json_object_get(json_object_get(dep, "extensions"), "Ext1");
+	assert_string_equal(st_json_str(x, "name"), "e");
+
+	/* nothing for validate to say: no unknown fields */
+	vo.skip_schema = 0;
+	assert_int_equal(st_validate(s, &vo, &pr, NULL), ST_OK);
+	assert_int_equal(pr.count, 0);
+	st_problems_clear(&pr);
+
+	/* unchanged: the bytes as they were */
+	assert_int_equal(st_state_dump(s, NULL, &out, &olen, NULL), ST_OK);
+	assert_int_equal(olen, len);
+	assert_memory_equal(out, orig, len);
+	free(out);
+
+	/* changed: Pulumi's keys, in the same places; maps as they were */
+	json_object_set_new(json_array_get(res, 0), "protect", json_true());
+	assert_int_equal(st_state_dump(s, NULL, &out, &olen, NULL), ST_OK);
+	static const char *const gone[] = {
+		"\"Version\"", "\"CHECKPOINT\"", "\"Stack\"", "\"Config\"", "\"LATEST\"",
+		"\"Manifest\"", "\"Time\"", "\"Magic\"", "\"Plugins\"", "\"Path\"",
+		"\"Secrets_Providers\"", "\"State\"", "\"Resources\"", "\"URN\": \"urn",
+		"\"Custom\"", "\"ID\"", "\"Parent\"", "\"Provider\"", "\"Inputs\"", "\"Outputs\"",
+		"\"PropertyDependencies\"", "\"CustomTimeouts\"", "\"Create\"", "\"StackTrace\"",
+		"\"SourcePosition\"", "\"ResourceHooks\"", "\"HideDiff\"", "\"Created\"",
+		"\"Pending_Operations\"", "\"Resource\"", "\"TYPE\"", "\"Metadata\"",
+		"\"Integrity_Error\"", "\"Env_Vars\"", "\"Snippets\"", "\"UUID\"", "\"Code\"",
+		"\"Descriptor\"", "\"DownloadURL\"", "\"Parameterization\"", "\"Value\"",
+		"\"References\"", "\"Extensions\"", NULL};
+	for (int i = 0; gone[i]; i++) {
+		if (strstr(out, gone[i]))
+			fprintf(stderr, "still written: %s\n", gone[i]);
+		assert_null(strstr(out, gone[i]));
+	}
+	static const char *const kept[] = {
+		"\"URN\": \"a map key: kept\"", "\"Salt\"", "\"beforeCreate\"", "\"Ext1\"",
+		"\"p:Key\"", "\"Tags\"", "\"PULUMI_X\"", "\"Ref\"", "\"stack\": \"organization/p/dev\"",
+		"\"downloadURL\": \"https://x\"", "\"secrets_providers\"", NULL};
+	for (int i = 0; kept[i]; i++)
+		assert_non_null(strstr(out, kept[i]));
+	free(out);
+	free(orig);
+	free(p);
+	st_state_free(s);
+
+	/* keys naming one field: the last wins (U+017F folds to 's', U+212A to 'k'; a fullwidth
+	 * letter does not fold), each earlier one reported as lost */
+	s = load_text("{\"version\":3,\"checkpoint\":{\"stack\":\"a\",\"Stack\":\"b\","
+		      "\"\\u017ftack\":\"c\",\"stac\\u212a\":\"d\",\"\\uff33tack\":\"e\","
+		      "\"latest\":null}}",
+		      ST_OK, NULL);
+	assert_string_equal(st_state_checkpoint_stack(s), "d");
+	assert_non_null(json_object_get(s->container, "\xef\xbc\xb3tack"));
+	const st_problems *lp = st_state_load_problems(s);
+	size_t dups = 0;
+	for (size_t i = 0; i < lp->count; i++)
+		dups += !strcmp(lp->items[i].rule, "json/duplicate-key");
+	assert_int_equal(dups, 3);
+	st_state_free(s);
+
+	/* the envelope too: an export */
+	s = load_text("{\"VERSION\":3,\"Deployment\":{\"Resources\":[]}}", ST_OK, NULL);
+	assert_int_equal(st_state_envelope(s), ST_ENVELOPE_EXPORT);
+	assert_int_equal(st_state_version(s), 3);
+	assert_non_null(st_state_resources(s, 0));
+	st_state_free(s);
+}
+
 static void test_unknown_fields_kept(void **state)
 {
 	(void)state;
-	const char *text = "{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"t\",\"magic\":"
+	const char *text = "{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\",\"magic\":"
 			   "\"\",\"version\":\"\"},\"resources\":[{\"urn\":\"urn:pulumi:s::p::a:b:C"
 			   "::n\",\"custom\":false,\"type\":\"a:b:C\",\"futureField\":{\"z\":1,"
 			   "\"a\":2}}],\"futureTop\":true},\"extra\":1}";
@@ -163,7 +283,7 @@ static void test_migrate_v2_property_dependencies(void **state)
 {
 	(void)state;
 	st_state *s = load_text(
-		"{\"version\":2,\"deployment\":{\"manifest\":{\"time\":\"t\",\"magic\":\"\","
+		"{\"version\":2,\"deployment\":{\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\",\"magic\":\"\","
 		"\"version\":\"\"},\"resources\":[{\"urn\":\"urn:pulumi:s::p::a:b:C::x\","
 		"\"custom\":true,\"id\":\"1\",\"type\":\"a:b:C\",\"inputs\":{\"k\":1,\"j\":2},"
 		"\"dependencies\":[\"urn:pulumi:s::p::a:b:C::y\"],\"external\":false}],"
@@ -177,7 +297,7 @@ static void test_migrate_v2_property_dependencies(void **state)
 	st_style_checkpoint(&st);
 	assert_int_equal(st_state_dump(s, &st, &out, &len, NULL), ST_OK);
 	assert_string_equal(out,
-		"{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"t\",\"magic\":\"\","
+		"{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\",\"magic\":\"\","
 		"\"version\":\"\"},\"resources\":[{\"urn\":\"urn:pulumi:s::p::a:b:C::x\","
 		"\"custom\":true,\"id\":\"1\",\"type\":\"a:b:C\",\"inputs\":{\"j\":2,\"k\":1},"
 		"\"dependencies\":[\"urn:pulumi:s::p::a:b:C::y\"],\"propertyDependencies\":{"
@@ -251,7 +371,7 @@ static void test_canonicalize(void **state)
 	st_state *s = load_text(
 		"{\"deployment\":{\"resources\":[{\"protect\":false,\"type\":\"a:b:C\",\"urn\":\"u\","
 		"\"custom\":false,\"id\":\"\",\"zzz\":1,\"dependencies\":[]}],\"manifest\":{"
-		"\"version\":\"\",\"magic\":\"\",\"time\":\"t\"}},\"version\":3}",
+		"\"version\":\"\",\"magic\":\"\",\"time\":\"2024-01-02T03:04:05Z\"}},\"version\":3}",
 		ST_OK, NULL);
 	st_state_canonicalize(s);
 	char *out;
@@ -259,7 +379,7 @@ static void test_canonicalize(void **state)
 	st_style st;
 	st_style_checkpoint(&st);
 	assert_int_equal(st_state_dump(s, &st, &out, &len, NULL), ST_OK);
-	assert_string_equal(out, "{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"t\","
+	assert_string_equal(out, "{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\","
 				 "\"magic\":\"\",\"version\":\"\"},\"resources\":[{\"urn\":\"u\","
 				 "\"custom\":false,\"type\":\"a:b:C\",\"zzz\":1}]}}");
 	free(out);
@@ -378,6 +498,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip_pulumi_files),
 		cmocka_unit_test(test_envelopes_and_versions),
 		cmocka_unit_test(test_unknown_fields_kept),
+		cmocka_unit_test(test_keys_in_any_case),
 		cmocka_unit_test(test_migrate_v1_like_pulumi),
 		cmocka_unit_test(test_migrate_v2_property_dependencies),
 		cmocka_unit_test(test_envelope_conversion),

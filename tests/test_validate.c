@@ -43,6 +43,31 @@ static void problems_of(st_state *s, st_problems *out)
 	assert_int_equal(st_validate(s, &o, out, NULL), ST_OK);
 }
 
+/* As `statetool validate` does: a state that does not load reports what the reader and the
+ * decoder found (*s is then NULL). */
+static void problems_of_file(const char *rel, st_state **s, st_problems *out)
+{
+	char *p = tu_fixture(rel);
+	json_t *doc = NULL;
+	st_problems lp = {0};
+	st_style style;
+	st_error err;
+	st_error_clear(&err);
+	*s = NULL;
+	assert_int_equal(st_json_load_file(&doc, p, 0, NULL, &style, &lp, &err), ST_OK);
+	if (st_state_from_json(s, doc, &style, &lp, p, &err) == ST_OK) {
+		problems_of(*s, out);
+	} else {
+		assert_true(lp.errors > 0); /* a load failure is explained by its problems */
+		for (size_t i = 0; i < lp.count; i++)
+			st_problems_add(out, lp.items[i].severity, lp.items[i].rule,
+					lp.items[i].pointer, lp.items[i].urn, "%s",
+					lp.items[i].message);
+	}
+	st_problems_clear(&lp);
+	free(p);
+}
+
 static void test_rule_fixtures(void **state)
 {
 	(void)state;
@@ -62,9 +87,9 @@ static void test_rule_fixtures(void **state)
 		if (current[0] && (!more || strcmp(name, current))) {
 			/* Compare the finished case. */
 			char *rel = st_asprintf("validate/%s.json", current);
-			st_state *s = load(rel);
+			st_state *s = NULL;
 			st_problems p = {0};
-			problems_of(s, &p);
+			problems_of_file(rel, &s, &p);
 			size_t ngot = 0;
 			for (size_t i = 0; i < p.count && ngot < 64; i++)
 				got[ngot++] = st_asprintf("%s %s %s",
@@ -203,11 +228,18 @@ static void test_import_file_schema(void **state)
 	assert_int_equal(st_validate_import_file(good, builtin, &p, NULL), ST_OK);
 	assert_int_equal(p.count, 0);
 	assert_int_equal(st_validate_import_file(bad, builtin, &p, NULL), ST_OK);
-	assert_int_equal(p.count, 2);
-	assert_string_equal(p.items[0].rule, "schema/type");
+	assert_int_equal(p.count, 1); /* Pulumi cannot decode it: that is all */
+	assert_string_equal(p.items[0].rule, "decode/type");
 	assert_string_equal(p.items[0].pointer, "/resources/0/type");
-	assert_string_equal(p.items[1].rule, "schema/additionalProperties");
-	assert_int_equal(p.items[1].severity, ST_SEV_WARNING);
+	assert_string_equal(p.items[0].message, "json: cannot unmarshal number into Go struct field "
+						"importSpec.resources.type of type tokens.Type");
+	st_problems_clear(&p);
+	json_object_set_new(json_array_get(json_object_get(bad, "resources"), 0), "type",
+			    json_string("a:b:C"));
+	assert_int_equal(st_validate_import_file(bad, builtin, &p, NULL), ST_OK);
+	assert_int_equal(p.count, 1);
+	assert_string_equal(p.items[0].rule, "schema/additionalProperties");
+	assert_int_equal(p.items[0].severity, ST_SEV_WARNING);
 	st_problems_clear(&p);
 	json_decref(good);
 	json_decref(bad);
@@ -262,7 +294,10 @@ static void test_two_threads_same_problems(void **state)
 		if (!strstr(de->d_name, ".json"))
 			continue;
 		snprintf(rel, sizeof(rel), "validate/%s", de->d_name);
-		s = load(rel);
+		problems_of_file(rel, &s, &one);
+		st_problems_clear(&one);
+		if (!s)
+			continue; /* it does not load: nothing to check on two threads */
 		res = st_state_resources(s, 1);
 		if (!res) {
 			st_state_free(s);

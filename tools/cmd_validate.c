@@ -9,11 +9,13 @@ static const char help[] =
 	"       statetool validate [options] --backend DIR [--stack NAME]\n"
 	"\n"
 	"Check deployment states (either envelope, versions 0 to 4, plain or gzip; '-' reads\n"
-	"standard input) and `pulumi import --file` documents (detected by their shape)\n"
-	"against statetool's JSON Schemas and Pulumi's integrity rules, and report every\n"
-	"problem in one run: severity, rule, message, JSON Pointer and URN. With --backend\n"
-	"and no --stack, every stack of the backend is checked. The rules are listed in\n"
-	"statetool(1) and the README.\n"
+	"standard input) and `pulumi import --file` documents as Pulumi decodes them (keys\n"
+	"of its structures in any case; what Go's decoder refuses, rules decode/...), against\n"
+	"statetool's JSON Schemas and Pulumi's integrity rules, and report every problem in\n"
+	"one run: severity, rule, message, JSON Pointer and URN. A document is taken for what\n"
+	"Pulumi would decode it as: a state, an import file, or neither (an error). With\n"
+	"--backend and no --stack, every stack of the backend is checked. The rules are\n"
+	"listed in statetool(1).\n"
 	"\n"
 	"Options:\n"
 	"  --backend DIR          a DIY backend (file://PATH or PATH)\n"
@@ -106,13 +108,6 @@ static void report(vrun *v, const char *name, st_problems *p, long long nres, co
 	fputc('\n', stderr);
 }
 
-/* An import file: {"resources": [...]} with none of a state's members. */
-static int looks_like_import(json_t *doc)
-{
-	return json_is_object(doc) && json_is_array(json_object_get(doc, "resources")) &&
-	       !json_object_get(doc, "deployment") && !json_object_get(doc, "checkpoint") &&
-	       !json_object_get(doc, "latest") && !json_object_get(doc, "version");
-}
 
 static void validate_one(vrun *v, const char *path, const char *shown)
 {
@@ -129,20 +124,35 @@ static void validate_one(vrun *v, const char *path, const char *shown)
 		st_style style;
 		st_problems lp = {0};
 		rc = st_json_load_file(&doc, path, v->max_size, NULL, &style, &lp, &err);
-		if (rc == ST_OK && looks_like_import(doc)) {
-			/* An import file is not a state: its own schema. */
+		if (rc == ST_OK && st_doc_kind_of(doc) == ST_DOC_IMPORT) {
+			/* An import file, as `pulumi import --file` reads and checks it (the
+			 * names of a stack and project only place the URNs it builds) */
 			kind = "import";
 			for (size_t i = 0; i < lp.count; i++)
 				st_problems_add(&p, lp.items[i].severity, lp.items[i].rule,
 						lp.items[i].pointer, NULL, "%s", lp.items[i].message);
-			rc = st_validate_import_file(doc, v->vo.schema, &p, &err);
+			rc = st_import_check(doc, "stack", "project", &p, &err);
 			nres = (long long)json_array_size(json_object_get(doc, "resources"));
+			json_decref(doc);
+		} else if (rc == ST_OK && st_doc_kind_of(doc) == ST_DOC_NEITHER) {
+			kind = "unknown";
+			st_problems_add(&p, ST_SEV_ERROR, "file/not-pulumi", "", NULL,
+					"neither a Pulumi deployment state (no 'deployment', "
+					"'checkpoint' or 'latest' member) nor a `pulumi import --file` "
+					"document (no 'resources' or 'nameTable' member)");
 			json_decref(doc);
 		} else if (rc == ST_OK) {
 			rc = st_state_from_json(&s, doc, &style, &lp, shown, &err);
 			if (rc == ST_OK) {
 				nres = (long long)json_array_size(st_state_resources(s, 0));
 				rc = st_validate(s, &v->vo, &p, &err);
+			} else if (lp.errors) {
+				/* Pulumi cannot decode it: each reason, with its rule and place */
+				for (size_t i = 0; i < lp.count; i++)
+					st_problems_add(&p, lp.items[i].severity, lp.items[i].rule,
+							lp.items[i].pointer, lp.items[i].urn, "%s",
+							lp.items[i].message);
+				rc = ST_OK;
 			}
 		}
 		st_problems_clear(&lp);

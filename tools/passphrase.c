@@ -71,11 +71,7 @@ static int from_file(const char *path, char **out, size_t *len)
 	while (b > a && (buf[b - 1] == ' ' || buf[b - 1] == '\t' || buf[b - 1] == '\n' ||
 			 buf[b - 1] == '\r'))
 		b--;
-	if (b == a) {
-		sodium_memzero(buf, sizeof(buf));
-		cli_errorf("passphrase file '%s' is empty", path);
-		return EXIT_FAIL;
-	}
+	/* an empty passphrase (an empty file) is a passphrase, as it is to Pulumi */
 	*out = secure_copy(buf + a, b - a);
 	*len = b - a;
 	sodium_memzero(buf, sizeof(buf));

@@ -7,21 +7,13 @@
  * that Pulumi accepts.
  */
 #include "internal.h"
+#include "check/check.h"
 
 #include <pthread.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define SIG_KEY "4dabf18193072939515e22adb298388d"
-#define SIG_SECRET "1b47061264138c4ac30d75fd1eb44270"
-#define SIG_ASSET "c44067f5952c0a294b673a41bacd8c17"
-#define SIG_ARCHIVE "0def7320c3a5731c473e5ecbe6d01bc7"
-#define SIG_RESREF "5cf8f73096256a8f31e491e813e4eb8e"
-#define SIG_NUMBER "8ad145fe-0d11-4827-bfd7-1abcbf086f5c"
-#define SIG_BYTES "803fd3297a5875dc03ca845dda5d2a98"
-#define SIG_OUTPUT "d0e6a833031e9bbcd3f4e8bde6ca49a4"
 
 const char *st__deployment_pointer(const st_state *s)
 {
@@ -63,39 +55,6 @@ fail:
 #define IMPORT_SCHEMA "https://statetool.invalid/schemas/import.json"
 
 /* ---- integrity ---- */
-
-typedef struct ictx {
-	st_state *s;
-	st_problems *out;
-	json_t *res;
-	const char *base; /* pointer of the deployment */
-	st_buf ptr;
-	const char *secrets_type; /* NULL: no secrets provider */
-	size_t ciphertexts, first_cipher_res;
-	char *first_cipher_ptr;
-	st_strmap index; /* urn -> a: first index, b: last index */
-	int oom;         /* an allocation failed: the result is incomplete, ST_ENOMEM */
-	/* the property walk's place: the value's pointer is wbase/wfield/segs... */
-	const char *wbase, *wfield; /* wbase NULL: resources/wres */
-	size_t wres;
-	st_segs segs;
-} ictx;
-
-static const char *ptr_res(ictx *c, size_t i, const char *field)
-{
-	c->ptr.len = 0;
-	st_buf_printf(&c->ptr, "%s/resources/%zu", c->base, i);
-	if (field)
-		st_buf_printf(&c->ptr, "/%s", field);
-	return c->ptr.data;
-}
-
-#define ERR(rule, ptr, urn, ...)                                                             \
-	(void)(st_problems_add(c->out, ST_SEV_ERROR, rule, ptr, urn, __VA_ARGS__) && (c->oom = 1))
-#define WARN(rule, ptr, urn, ...)                                                            \
-	(void)(st_problems_add(c->out, ST_SEV_WARNING, rule, ptr, urn, __VA_ARGS__) &&          \
-	       (c->oom = 1))
-#define NOMEM(c) ((c)->oom = 1)
 
 /* Where a reference sits: resources/i/field[/key][/j]. Made into a pointer only when a
  * problem is reported. */
@@ -164,130 +123,6 @@ static void check_urn_list(ictx *c, size_t i, const char *urn, json_t *list, con
 static int cmp_strp(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Where the property walk is: the pointer is only built when a problem is reported. */
-static const char *walk_ptr(ictx *c)
-{
-	if (c->wbase) {
-		c->ptr.len = 0;
-		st_buf_adds(&c->ptr, c->wbase);
-	} else {
-		ptr_res(c, c->wres, NULL);
-	}
-	st_buf_addc(&c->ptr, '/');
-	st_buf_adds(&c->ptr, c->wfield);
-	st_segs_pointer(&c->ptr, &c->segs);
-	return c->ptr.data ? c->ptr.data : "";
-}
-
-static int walk_push(ictx *c, const char *key, size_t len)
-{
-	if (st_segs_push(&c->segs, key, len) < 0) {
-		NOMEM(c);
-		return -1;
-	}
-	return 0;
-}
-
-/* Walks a property value: signatures, secrets, ciphertexts. */
-static void walk_value(ictx *c, json_t *v, const char *urn, int depth)
-{
-	if (depth > ST_DEFAULT_MAX_DEPTH)
-		return;
-	if (json_is_array(v)) {
-		size_t i;
-		json_t *e;
-		if (walk_push(c, NULL, 0) < 0)
-			return;
-		json_array_foreach(v, i, e) {
-			if (json_is_array(e) || json_is_object(e)) {
-				c->segs.v[c->segs.n - 1].len = i;
-				walk_value(c, e, urn, depth + 1);
-			}
-		}
-		c->segs.n--;
-	} else if (json_is_object(v)) {
-		/* Looking for the signature key among the keys is cheaper than hashing it for
-		 * every object of every property tree (few keys are 32 bytes long). */
-		json_t *sigv = NULL, *e;
-		const char *k;
-		size_t klen;
-		int nested = 0;
-		/* the iterator itself: jansson's foreach macros go through the key for each step */
-		for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
-			if (json_object_iter_key_len(it) == sizeof(SIG_KEY) - 1 &&
-			    !memcmp(json_object_iter_key(it), SIG_KEY, sizeof(SIG_KEY) - 1)) {
-				sigv = json_object_iter_value(it);
-				break;
-			}
-			e = json_object_iter_value(it);
-			nested |= json_is_array(e) || json_is_object(e);
-		}
-		if (!sigv && !nested)
-			return; /* only scalars: nothing to look at */
-		if (sigv) {
-			const char *sig = json_string_value(sigv);
-			if (!sig || (strcmp(sig, SIG_SECRET) && strcmp(sig, SIG_ASSET) &&
-				     strcmp(sig, SIG_ARCHIVE) && strcmp(sig, SIG_RESREF) &&
-				     strcmp(sig, SIG_NUMBER) && strcmp(sig, SIG_BYTES) &&
-				     strcmp(sig, SIG_OUTPUT))) {
-				ERR("property/unknown-signature", walk_ptr(c), urn,
-				    "unrecognized signature '%s' in property map",
-				    sig ? sig : "(not a string)");
-			} else if (!strcmp(sig, SIG_SECRET)) {
-				json_t *ct = json_object_get(v, "ciphertext");
-				json_t *pt = json_object_get(v, "plaintext");
-				if ((ct != NULL) == (pt != NULL)) {
-					ERR("secrets/malformed", walk_ptr(c), urn,
-					    "malformed secret value: exactly one of `ciphertext` or "
-					    "`plaintext` must be supplied");
-				} else if (pt) {
-					WARN("secrets/plaintext", walk_ptr(c), urn,
-					     "secret stored as plaintext (as `pulumi stack export "
-					     "--show-secrets` writes it); `statetool secrets encrypt` "
-					     "encrypts it");
-				} else if (json_is_string(ct)) {
-					if (!c->ciphertexts++ &&
-					    !(c->first_cipher_ptr = st_strdup(walk_ptr(c))))
-						NOMEM(c);
-					if (c->secrets_type && !strcmp(c->secrets_type, "passphrase")) {
-						const char *t = json_string_value(ct);
-						const char *a = strchr(t, ':');
-						const char *b = a ? strchr(a + 1, ':') : NULL;
-						if (strncmp(t, "v1:", 3) || !b || strchr(b + 1, ':'))
-							WARN("secrets/ciphertext-format", walk_ptr(c), urn,
-							     "ciphertext is not in the passphrase provider's "
-							     "'v1:NONCE:CIPHERTEXT' form");
-					}
-				}
-			} else if (!strcmp(sig, SIG_ARCHIVE)) {
-				json_t *assets = json_object_get(v, "assets");
-				if (walk_push(c, "assets", 6) < 0 || walk_push(c, NULL, 0) < 0)
-					return;
-				json_object_foreach(assets, k, e) {
-					c->segs.v[c->segs.n - 1].key = k;
-					c->segs.v[c->segs.n - 1].len = strlen(k);
-					walk_value(c, e, urn, depth + 1);
-				}
-				c->segs.n -= 2;
-			}
-		} else {
-			if (walk_push(c, NULL, 0) < 0)
-				return;
-			for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
-				e = json_object_iter_value(it);
-				if (json_is_array(e) || json_is_object(e)) {
-					k = json_object_iter_key(it);
-					klen = json_object_iter_key_len(it);
-					c->segs.v[c->segs.n - 1].key = k;
-					c->segs.v[c->segs.n - 1].len = klen;
-					walk_value(c, e, urn, depth + 1);
-				}
-			}
-			c->segs.n--;
-		}
-	}
 }
 
 /* A resource's fields, found in one pass over its keys (cheaper than hashing each name). */
@@ -365,7 +200,7 @@ static void walk_props(ictx *c, const rfields *rf, const char *base_ptr, size_t 
 			continue;
 		c->wfield = fields[f];
 		c->segs.n = 0;
-		walk_value(c, v, urn, 0);
+		st__check_value(c, v, urn, 0);
 	}
 }
 
@@ -414,9 +249,19 @@ static void check_pending(ictx *c)
 		char p[256];
 		int created;
 		snprintf(p, sizeof(p), "%s/pending_operations/%zu", c->base, i);
+		/* DeserializeResource's checks: Pulumi cannot load the state */
 		if (!urn || !*urn) {
-			WARN("pending/no-urn", p, NULL, "pending operation %zu names no resource", i);
+			ERR("pending/missing-urn", p, NULL, "resource missing required 'urn' field");
 			continue;
+		}
+		{
+			const char *rt = st_json_str(r, "type"), *rid = st_json_str(r, "id");
+			if (!rt || !*rt)
+				ERR("pending/missing-type", p, urn,
+				    "resource '%s' missing required 'type' field", urn);
+			if (!st_json_bool(r, "custom") && rid && *rid)
+				ERR("pending/custom-with-id", p, urn,
+				    "resource '%s' has 'custom' false but non-empty ID", urn);
 		}
 		st_strmap_slot *sl = st_strmap_put(&seen, urn, &created);
 		if (!sl)
@@ -448,6 +293,26 @@ static void check_pending(ictx *c)
 			     "pending %s operation on %s, which is not in the state", type, urn);
 	}
 	st_strmap_free(&seen);
+}
+
+/* DeserializeManifest: each plugin's version, when there is one, by semver.ParseTolerant. */
+static void check_plugins(ictx *c)
+{
+	json_t *m = json_object_get(st_state_deployment(c->s), "manifest");
+	json_t *pl = json_object_get(m, "plugins"), *x;
+	size_t i;
+	json_array_foreach(pl, i, x) {
+		const char *v = st_json_str(x, "version");
+		char *e, p[160];
+		if (!v || !*v)
+			continue;
+		e = st__go_semver_error(v, strlen(v), 1);
+		if (!e)
+			continue;
+		snprintf(p, sizeof(p), "%s/manifest/plugins/%zu/version", c->base, i);
+		ERR("manifest/plugin-version", p, NULL, "%s", e);
+		free(e);
+	}
 }
 
 static void check_aliases(ictx *c)
@@ -727,27 +592,26 @@ int st__integrity_check_ex(st_state *s, st_problems *out, unsigned flags, st_err
 				     "more than one root stack resource (the first is at index %zu)",
 				     first_root);
 		}
-		/* Providers: referenceable, then known to later resources. */
+		/* Providers: referenceable (NewReference: the URN's own type must be a provider
+		 * type), then known to later resources. */
 		if (type && st_type_is_provider(type)) {
-			if (!urn_ok) {
+			st_error perr;
+			int prc;
+			st_error_clear(&perr);
+			prc = st__provider_urn_check(urn, &perr);
+			if (prc == ST_ENOMEM)
+				NOMEM(c);
+			else if (prc)
 				ERR("integrity/provider-not-referenceable", ptr_res(c, i, "urn"), urn,
-				    "provider %s is not referenceable: %s is not a valid URN", urn,
-				    urn);
-			} else {
+				    "provider %s is not referenceable: %s", urn, perr.message);
+			if (prc == ST_OK) {
 				char *ref = st_asprintf("%s::%s", urn, id && *id ? id : ST_UNKNOWN_ID);
 				int created;
 				st_strmap_slot *sl = ref ? st_strmap_put(&providers, ref, &created)
 							 : NULL;
 				if (sl && created) {
-					/* whether a reference to it parses: later references found
-					 * here need no parse of their own */
-					char *ru = NULL, *ri = NULL;
-					st_error perr;
-					st_error_clear(&perr);
 					sl->p = ref;
-					sl->a = st_provider_ref_parse(ref, &ru, &ri, &perr) == ST_OK;
-					free(ru);
-					free(ri);
+					sl->a = 1; /* a reference to it parses */
 				} else {
 					free(ref);
 				}
@@ -896,7 +760,8 @@ int st__integrity_check_ex(st_state *s, st_problems *out, unsigned flags, st_err
 			}
 		}
 	}
-	if (c->ciphertexts && !json_is_object(sp))
+	/* initializeSecretsManager: a provider without a type is none */
+	if (c->ciphertexts && !(c->secrets_type && *c->secrets_type))
 		ERR("secrets/no-provider", c->first_cipher_ptr, NULL,
 		    "decrypting secret value: failed to decrypt: snapshot contains encrypted "
 		    "secrets but no secrets manager could be found (%zu ciphertext%s, no "
@@ -929,6 +794,7 @@ int st__integrity_check_ex(st_state *s, st_problems *out, unsigned flags, st_err
 		st_strmap_free(&uuids);
 	}
 	check_pending(c);
+	check_plugins(c);
 	check_aliases(c);
 	if (c->oom || c->ptr.oom)
 		rc = st__err(err, ST_ENOMEM, "out of memory (the integrity check is incomplete)");
@@ -1120,8 +986,25 @@ int st_validate_import_file(json_t *doc, st_schema *schema, st_problems *out, st
 {
 	st_schema *builtin = NULL;
 	st_schema_opts so = {0};
+	st__keymap km = {0};
+	char *first = NULL, *first_ptr = NULL;
+	size_t errors = out->errors;
 	int rc;
 
+	/* As `pulumi import` decodes it: keys of its structs in any case, Go's type errors (and
+	 * then nothing more, as for a state that does not load). */
+	rc = st__go_decode(doc, ST__G_IMPORT, "", &km, out, &first, &first_ptr);
+	for (size_t i = 0; i < km.n; i++) {
+		json_decref(km.v[i].obj);
+		free(km.v[i].orig);
+	}
+	free(km.v);
+	free(first);
+	free(first_ptr);
+	if (rc)
+		return st__err(err, rc, "out of memory");
+	if (out->errors > errors)
+		return ST_OK;
 	if (!schema) {
 		rc = st_schema_builtin(&builtin, err);
 		if (rc)

@@ -72,6 +72,10 @@ typedef struct parser {
 	const unsigned char *released;
 	/* the second part of a big document, parsed on another thread (NULL: none) */
 	struct split *sp;
+	/* The first top-level "version" (any case) whose number Go's int cannot take ("3.0"):
+	 * the literal is needed for Go's message, and the tree keeps only the double. */
+	char vlit[48];
+	char *vkey;
 } parser;
 
 #define RELEASE_CHUNK (8u << 20)
@@ -464,6 +468,36 @@ static json_t *make_real(parser *ps, double v)
 	return r;
 }
 
+static void note_version_literal(parser *ps, const unsigned char *s, size_t n)
+{
+	ps->vkey = st_strndup(ps->frames[0].key, ps->frames[0].keylen);
+	snprintf(ps->vlit, sizeof(ps->vlit), "%.*s", (int)(n < 40 ? n : 40), (const char *)s);
+}
+
+/* The envelope's version is a Go int: a literal ParseInt refuses is Go's UnmarshalTypeError,
+ * in the struct the document is decoded into (an export has 'deployment', a checkpoint file
+ * not). */
+static void version_literal_problem(parser *ps, json_t *root)
+{
+	int dep = 0, cp = 0;
+	st_buf ptr;
+	const char *k;
+	json_t *v;
+	if (!ps->vkey || !ps->problems || !json_is_object(root))
+		return;
+	json_object_foreach(root, k, v) {
+		dep |= st__go_key_is(k, strlen(k), "deployment");
+		cp |= st__go_key_is(k, strlen(k), "checkpoint");
+	}
+	st_buf_init(&ptr);
+	st_pointer_add_key(&ptr, ps->vkey, strlen(ps->vkey));
+	st_problems_add(ps->problems, ST_SEV_ERROR, "decode/type", ptr.data ? ptr.data : "",
+			NULL, "json: cannot unmarshal number %s into Go struct field %s.version of "
+			"type int",
+			ps->vlit, dep && !cp ? "UntypedDeployment" : "VersionedCheckpoint");
+	st_buf_free(&ptr);
+}
+
 static json_t *parse_number(parser *ps)
 {
 	const unsigned char *s = ps->p, *p = s, *e = ps->end;
@@ -511,6 +545,10 @@ static json_t *parse_number(parser *ps)
 			p++;
 	}
 	ps->p = p;
+	if (ps->nframes == 1 && !ps->frames[0].is_array && ps->frames[0].key && !ps->vkey &&
+	    st__go_key_is(ps->frames[0].key, ps->frames[0].keylen, "version") &&
+	    !st__go_int_literal((const char *)s, (size_t)(p - s)))
+		note_version_literal(ps, s, (size_t)(p - s));
 	if (simple && p - s <= 16) {
 		/* At most 15 digits (plus a sign): exact in a double. */
 		const unsigned char *q = s;
@@ -1268,6 +1306,9 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 		free(ps.frames[i].owned);
 	free(ps.frames);
 	free(ps.sbuf);
+	if (v)
+		version_literal_problem(&ps, v);
+	free(ps.vkey);
 	if (!v)
 		return ps.code ? ps.code : ST_EPARSE;
 

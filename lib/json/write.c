@@ -507,6 +507,12 @@ static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind k
  */
 static __thread const json_t *split_target;
 static __thread int one_thread;
+static __thread const st__keymap *restore_keys;
+
+void st__json_write_keys(const st__keymap *km)
+{
+	restore_keys = km;
+}
 static __thread void (*core_free_fn)(void *);
 static __thread void *core_free_ctx;
 
@@ -538,12 +544,14 @@ typedef struct split_job {
 	pthread_t thread;
 	void (*core_free)(void *);
 	void *core_free_ctx;
+	const st__keymap *keys;
 } split_job;
 
 static void *split_main(void *arg)
 {
 	split_job *j = arg;
 	size_t len = json_array_size(j->arr);
+	restore_keys = j->keys;
 	for (size_t i = j->from; i < len && j->rc == 0; i++) {
 		putch(&j->out, ',');
 		if (!j->st->compact)
@@ -573,6 +581,7 @@ __attribute__((noinline)) static int write_array_split(st_buf *b, const json_t *
 	job.depth = depth;
 	job.core_free = core_free_fn;
 	job.core_free_ctx = core_free_ctx;
+	job.keys = restore_keys;
 	st_buf_init(&job.out);
 	{
 		/* the writer recurses once per nesting level, as on the calling thread */
@@ -625,6 +634,8 @@ static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kin
 	size_t n = json_object_size(obj), i = 0;
 	member stackm[32], *m = stackm;
 	int sorts = kind_sorts_keys(kind), sorted = 1, rc = 0;
+	/* keys the load respelt, written as they were (the state is unchanged) */
+	int respelt = restore_keys && st__keymap_has(restore_keys, obj);
 
 	if (n == 0) {
 		put(b, "{}", 2);
@@ -657,7 +668,16 @@ static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kin
 			putch(b, ',');
 		if (!st->compact)
 			newline(b, st, depth + 1);
-		write_string(b, m[i].key, m[i].keylen, st);
+		if (respelt) {
+			size_t ol;
+			const char *orig = st__keymap_lookup(restore_keys, obj, m[i].key, &ol);
+			if (orig)
+				write_string(b, orig, ol, st);
+			else
+				write_string(b, m[i].key, m[i].keylen, st);
+		} else {
+			write_string(b, m[i].key, m[i].keylen, st);
+		}
 		put(b, st->compact ? ":" : ": ", st->compact ? 1 : 2);
 		/* Keys may hold NUL (jansson *n calls); kinds only match plain keys, and only
 		 * objects and arrays (of objects) have a use for one. */

@@ -26,170 +26,219 @@ static int known_feature(const char *f)
 	return 0;
 }
 
-static int read_version(json_t *root, int *version, st_error *err)
+/* The envelope's version, a Go int: absent or null is 0. A number Go's int cannot take was
+ * reported by the reader (it saw the literal) or, in a tree built in memory, is reported here. */
+static int read_version(st_state *s, const char *gname, long long *version)
 {
-	json_t *v = json_object_get(root, "version");
+	json_t *v = json_object_get(s->root, "version");
 	double d;
 
-	if (!v) {
-		*version = 0;
+	*version = 0;
+	if (!json_is_number(v))
+		return ST_OK; /* absent, null, or a type error the decoder reported */
+	d = json_number_value(v);
+	if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == (double)(long long)d) {
+		*version = (long long)d;
 		return ST_OK;
 	}
-	if (!json_is_number(v)) {
-		st__err_pointer(err, "/version");
-		return st__err(err, ST_EFORMAT, "'version' must be a number");
+	{
+		char num[40];
+		const char *dot = strrchr(gname, '.');
+		if (st_json_format_number(d, num, sizeof(num)) < 0)
+			snprintf(num, sizeof(num), "%g", d);
+		if (st_problems_add(&s->load_problems, ST_SEV_ERROR, "decode/type", "/version", NULL,
+				    "json: cannot unmarshal number %s into Go struct field "
+				    "%s.version of type int",
+				    num, dot ? dot + 1 : gname))
+			return ST_ENOMEM;
 	}
-	d = json_number_value(v);
-	if (!(d >= -2147483648.0 && d <= 2147483647.0) || d != (double)(int)d) {
-		st__err_pointer(err, "/version");
-		return st__err(err, ST_EFORMAT, "'version' must be a whole number, not %g", d);
-	}
-	*version = (int)d;
 	return ST_OK;
 }
 
 static int check_features(st_state *s, st_error *err)
 {
 	json_t *features = json_object_get(s->root, "features"), *f;
-	size_t i;
+	size_t i, n = 0;
 	st_buf unknown;
 
-	if (s->version < 4 || !features || json_is_null(features))
-		return ST_OK;
-	if (!json_is_array(features)) {
-		st__err_pointer(err, "/features");
-		return st__err(err, ST_EFORMAT, "'features' must be an array of strings");
-	}
+	if (s->version < 4 || !json_is_array(features))
+		return ST_OK; /* not looked at below version 4; a wrong type was reported */
 	st_buf_init(&unknown);
 	json_array_foreach(features, i, f) {
-		if (!json_is_string(f)) {
-			st_buf_free(&unknown);
-			st__err_pointer(err, "/features");
-			return st__err(err, ST_EFORMAT, "'features' must be an array of strings");
-		}
-		if (!known_feature(json_string_value(f))) {
-			if (unknown.len)
-				st_buf_adds(&unknown, ", ");
-			st_buf_adds(&unknown, json_string_value(f));
-		}
+		/* null decodes as "" */
+		const char *name = json_is_string(f) ? json_string_value(f) : "";
+		if (known_feature(name))
+			continue;
+		if (n++)
+			st_buf_adds(&unknown, ", ");
+		st_buf_adds(&unknown, name);
 	}
-	if (unknown.len) {
+	if (n) {
 		st__err_pointer(err, "/features");
 		st__err(err, ST_EFEATURE,
 			"this stack's deployment needs support for the following features: %s",
-			unknown.data);
-		st_buf_free(&unknown);
-		return ST_EFEATURE;
+			unknown.data ? unknown.data : "");
 	}
 	st_buf_free(&unknown);
-	return ST_OK;
+	return n ? ST_EFEATURE : ST_OK;
 }
 
-static int check_resources(st_state *s, st_error *err)
+/* The first decode error (rule decode/...) of the load problems from index `from`. */
+static const st_problem *first_decode_error(const st_state *s, size_t from)
 {
-	json_t *dep = st_state_deployment(s), *res, *r;
-	size_t i;
-	const char *base = s->envelope == ST_ENVELOPE_EXPORT ? "/deployment"
-			   : s->version == 0 ? "/latest"
-					     : "/checkpoint/latest";
+	for (size_t i = from; i < s->load_problems.count; i++) {
+		const st_problem *p = &s->load_problems.items[i];
+		if (p->severity == ST_SEV_ERROR && !strncmp(p->rule, "decode/", 7))
+			return p;
+	}
+	return NULL;
+}
 
-	if (!dep)
+/* Decodes `v` as Go into `root`, respelling struct keys; fails with the error Go returns. */
+static int decode(st_state *s, json_t *v, st__groot root, const char *base, st_error *err)
+{
+	char *first = NULL, *first_ptr = NULL;
+	int rc;
+
+	if (!s->keymap && !(s->keymap = calloc(1, sizeof(*s->keymap))))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	rc = st__go_decode(v, root, base, s->keymap, &s->load_problems, &first, &first_ptr);
+	if (rc)
+		return st__err(err, rc, "out of memory");
+	if (first) {
+		st__err_pointer(err, first_ptr);
+		st__err(err, ST_EFORMAT, "%s", first);
+	}
+	free(first);
+	free(first_ptr);
+	return first ? ST_EFORMAT : ST_OK;
+}
+
+/* Does the object have a key Go folds to `field`? */
+static int has_field(json_t *obj, const char *field)
+{
+	for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it))
+		if (st__go_key_is(json_object_iter_key(it), json_object_iter_key_len(it), field))
+			return 1;
+	return 0;
+}
+
+/* The envelope, by the keys Go would match: a checkpoint file (VersionedCheckpoint), an export
+ * (UntypedDeployment) or an unversioned checkpoint (the whole file a CheckpointV1). */
+static int bind_envelope(st_state *s, st__groot *top, st_error *err)
+{
+	json_t *root = s->root;
+	int cp = has_field(root, "checkpoint"), dep = has_field(root, "deployment");
+
+	if (cp && dep)
+		return st__err(err, ST_EFORMAT,
+			       "not a Pulumi deployment state: it has both 'checkpoint' and "
+			       "'deployment'");
+	if (cp || dep) {
+		s->envelope = cp ? ST_ENVELOPE_CHECKPOINT : ST_ENVELOPE_EXPORT;
+		*top = cp ? ST__G_VERSIONED : ST__G_UNTYPED;
 		return ST_OK;
-	res = json_object_get(dep, "resources");
-	if (res && !json_is_null(res) && !json_is_array(res)) {
-		char ptr[64];
-		snprintf(ptr, sizeof(ptr), "%s/resources", base);
-		st__err_pointer(err, ptr);
-		return st__err(err, ST_EFORMAT, "'resources' must be an array");
 	}
-	json_array_foreach(res, i, r) {
-		if (!json_is_object(r)) {
-			char ptr[96];
-			snprintf(ptr, sizeof(ptr), "%s/resources/%zu", base, i);
-			st__err_pointer(err, ptr);
+	if (!has_field(root, "version") &&
+	    (has_field(root, "latest") || has_field(root, "stack") || has_field(root, "target"))) {
+		s->envelope = ST_ENVELOPE_CHECKPOINT;
+		*top = ST__G_CHECKPOINT_V1;
+		return ST_OK;
+	}
+	return st__err(err, ST_EFORMAT,
+		       "not a Pulumi deployment state: expected a 'deployment' member "
+		       "(pulumi stack export) or a 'checkpoint' member (DIY backend file)");
+}
+
+static int bind_versions(st_state *s, long long v, st_error *err)
+{
+	if (s->envelope == ST_ENVELOPE_CHECKPOINT) {
+		if (!json_object_get(s->root, "version") || json_is_null(json_object_get(s->root,
+									       "version")))
 			return st__err(err, ST_EFORMAT,
-				       "resource at index %zu is not an object (Pulumi cannot read "
-				       "it)",
-				       i);
-		}
+				       "a checkpoint envelope must have a 'version'");
+		if (v < 1 || v > 4)
+			return st__err(err, ST_EVERSION, "unsupported checkpoint version %lld", v);
+	} else {
+		if (v < 1)
+			return st__err(err, ST_EVERSION, "this stack's deployment is too old "
+				       "(version %lld; the oldest supported is 1)", v);
+		if (v > 4)
+			return st__err(err, ST_EVERSION,
+				       "this stack's deployment version is too new (version %lld; "
+				       "the newest supported is 4)",
+				       v);
 	}
+	s->version = (int)v;
 	return ST_OK;
 }
 
 int st__state_bind(st_state *s, st_error *err)
 {
-	json_t *root = s->root, *cp, *dep;
+	json_t *root = s->root, *inner;
+	st__groot top = ST__G_VERSIONED;
+	long long version = 0;
+	const st_problem *bad;
 	int rc;
 
 	if (!json_is_object(root))
 		return st__err(err, ST_EFORMAT,
 			       "not a Pulumi deployment state: the top-level value is not an "
 			       "object");
-	rc = read_version(root, &s->version, err);
+	rc = bind_envelope(s, &top, err);
 	if (rc)
 		return rc;
-	cp = json_object_get(root, "checkpoint");
-	dep = json_object_get(root, "deployment");
-	if (cp && dep)
-		return st__err(err, ST_EFORMAT,
-			       "not a Pulumi deployment state: it has both 'checkpoint' and "
-			       "'deployment'");
-	if (cp) {
-		s->envelope = ST_ENVELOPE_CHECKPOINT;
-		s->container = cp;
-		if (!json_object_get(root, "version"))
-			return st__err(err, ST_EFORMAT,
-				       "a checkpoint envelope must have a 'version'");
-		if (s->version < 1 || s->version > 4)
-			return st__err(err, ST_EVERSION, "unsupported checkpoint version %d",
-				       s->version);
-		if (!json_is_object(cp)) {
-			st__err_pointer(err, "/checkpoint");
-			return st__err(err, ST_EFORMAT, "'checkpoint' must be an object");
-		}
-	} else if (dep) {
-		s->envelope = ST_ENVELOPE_EXPORT;
-		s->container = root;
-		if (s->version < 1)
-			return st__err(err, ST_EVERSION, "this stack's deployment is too old "
-				       "(version %d; the oldest supported is 1)", s->version);
-		if (s->version > 4)
-			return st__err(err, ST_EVERSION,
-				       "this stack's deployment version is too new (version %d; "
-				       "the newest supported is 4)",
-				       s->version);
-		if (!json_is_object(dep) && !json_is_null(dep)) {
-			st__err_pointer(err, "/deployment");
-			return st__err(err, ST_EFORMAT, "'deployment' must be an object or null");
-		}
-	} else if (!json_object_get(root, "version") &&
-		   (json_object_get(root, "latest") || json_object_get(root, "stack") ||
-		    json_object_get(root, "target"))) {
-		/* An unversioned (version 0) checkpoint: the whole file is a CheckpointV1. */
-		s->envelope = ST_ENVELOPE_CHECKPOINT;
+	/* The envelope as Go decodes it; the reader reported a version literal Go refuses. */
+	rc = decode(s, root, top, "", err);
+	if (rc == ST_OK)
+		rc = read_version(s, st__go_root_name(top), &version);
+	if (rc == ST_OK && (bad = first_decode_error(s, 0)) != NULL) {
+		st__err_pointer(err, bad->pointer);
+		rc = st__err(err, ST_EFORMAT, "%s", bad->message);
+	}
+	if (rc)
+		return rc;
+	if (top == ST__G_CHECKPOINT_V1) {
+		/* version 0: the file itself was decoded as the CheckpointV1 */
 		s->container = root;
 		s->version = 0;
-	} else {
-		return st__err(err, ST_EFORMAT,
-			       "not a Pulumi deployment state: expected a 'deployment' member "
-			       "(pulumi stack export) or a 'checkpoint' member (DIY backend file)");
+		return ST_OK;
 	}
-	if (s->envelope == ST_ENVELOPE_CHECKPOINT) {
-		json_t *latest = json_object_get(s->container, "latest");
-		json_t *stack = json_object_get(s->container, "stack");
-		if (latest && !json_is_object(latest) && !json_is_null(latest))
-			return st__err(err, ST_EFORMAT, "'latest' must be an object or null");
-		if (stack && !json_is_string(stack))
-			return st__err(err, ST_EFORMAT, "the checkpoint's 'stack' must be a string");
-	}
-	rc = check_features(s, err);
+	rc = bind_versions(s, version, err);
 	if (rc)
 		return rc;
-	return check_resources(s, err);
+	if (s->envelope == ST_ENVELOPE_EXPORT) {
+		/* stack import checks the features before it decodes the deployment */
+		if ((rc = check_features(s, err)) != ST_OK)
+			return rc;
+		s->container = root;
+		inner = json_object_get(root, "deployment");
+		if (!json_is_null(inner))
+			rc = decode(s, inner, s->version == 1   ? ST__G_DEPLOYMENT_V1
+					      : s->version == 2 ? ST__G_DEPLOYMENT_V2
+								: ST__G_DEPLOYMENT_V3,
+				    "/deployment", err);
+		return rc;
+	}
+	inner = json_object_get(root, "checkpoint");
+	if (json_is_null(inner)) {
+		/* Pulumi would read an empty stack and drop the rest of the file */
+		st__err_pointer(err, "/checkpoint");
+		return st__err(err, ST_EFORMAT, "'checkpoint' must be an object");
+	}
+	rc = decode(s, inner, s->version == 1   ? ST__G_CHECKPOINT_V1
+			      : s->version == 2 ? ST__G_CHECKPOINT_V2
+						: ST__G_CHECKPOINT_V3,
+		    "/checkpoint", err);
+	if (rc)
+		return rc;
+	s->container = inner;
+	return check_features(s, err);
 }
 
 static void state_free_fields(st_state *s)
 {
+	st__keymap_free(s->keymap); /* before the tree: it holds references into it */
 	json_decref(s->root);
 	free(s->path);
 	st_problems_clear(&s->load_problems);
@@ -252,10 +301,21 @@ int st_state_from_json(st_state **out, json_t *root, const st_style *style,
 	rc = st__state_bind(s, err);
 	if (rc) {
 		st__err_file(err, name);
+		if (problems) {
+			/* what the reader and the decoder found, for the caller to report */
+			*problems = s->load_problems;
+			memset(&s->load_problems, 0, sizeof(s->load_problems));
+		}
 		state_free_fields(s);
 		free(s);
 		return rc;
 	}
+	if (s->keymap && !s->keymap->n) {
+		st__keymap_free(s->keymap);
+		s->keymap = NULL;
+	}
+	if (s->keymap)
+		st__keymap_seal(s->keymap, s->root);
 	if (name)
 		s->path = st_strdup(name);
 	*out = s;
@@ -480,6 +540,8 @@ void st_state_touch(st_state *s)
 		s->version = t.version;
 		s->container = t.container;
 	}
+	st__keymap_free(t.keymap);
+	st_problems_clear(&t.load_problems);
 }
 
 /* Finds organization/<project>/<stack> from the root stack resource, or any resource. */
@@ -578,9 +640,10 @@ int st_state_dump(const st_state *s, const st_style *style, char **out, size_t *
 	int rc;
 
 	st_buf_init(&b);
-	/* Unknown sizes: start near the size of a typical state to avoid early reallocs. */
+	st__json_write_keys(st__state_keymap(s));
 	rc = st__json_write(&b, s->root, style ? style : &s->style,
 			    s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE);
+	st__json_write_keys(NULL);
 	if (rc) {
 		st_buf_free(&b);
 		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
@@ -588,6 +651,15 @@ int st_state_dump(const st_state *s, const st_style *style, char **out, size_t *
 	}
 	*out = st_buf_take(&b, len);
 	return *out ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
+}
+
+const st__keymap *st__state_keymap(const st_state *s)
+{
+	unsigned char now[32];
+	if (!s->keymap)
+		return NULL;
+	st__keymap_digest(s->root, now);
+	return memcmp(now, s->keymap->digest, sizeof(now)) ? NULL : s->keymap;
 }
 
 void st_magic_for_version(const char *version, char buf[65])
@@ -672,8 +744,10 @@ static int stream(const st_state *s, stream_ctx *cx, st_error *err)
 	st_buf_init(&b);
 	b.sink = sink_fd;
 	b.sink_ctx = &c;
+	st__json_write_keys(st__state_keymap(s));
 	rc = st__json_write(&b, s->root, &s->style,
 			    s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE);
+	st__json_write_keys(NULL);
 	if (rc == ST_OK)
 		st_buf_flush(&b);
 	if (b.sink_failed) {

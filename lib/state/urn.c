@@ -62,11 +62,32 @@ int st_type_is_provider(const char *type)
 	       type[sizeof(prefix) - 1] != '\0';
 }
 
+int st__provider_urn_check(const char *urn, st_error *err)
+{
+	st_urn u;
+	const char *c1, *c2;
+	size_t modlen;
+
+	if (st_urn_parse(urn, &u) != ST_OK)
+		return st__err(err, ST_EINVAL, "%s is not a valid URN", urn);
+	/* tokens.Type: the module is the text up to the second ':' (none without a ':') */
+	c1 = memchr(u.type, ':', u.type_len);
+	c2 = c1 ? memchr(c1 + 1, ':', (size_t)(u.type + u.type_len - c1 - 1)) : NULL;
+	modlen = c2 ? (size_t)(c2 - u.type) : c1 ? u.type_len : 0;
+	if (modlen != strlen("pulumi:providers") || strncmp(u.type, "pulumi:providers", modlen))
+		return st__err(err, ST_EINVAL,
+			       "invalid module in type: expected 'pulumi:providers', got '%.*s'",
+			       (int)modlen, u.type);
+	if (!c2 || c2 + 1 == u.type + u.type_len)
+		return st__err(err, ST_EINVAL, "provider URNs must specify a type name");
+	return ST_OK;
+}
+
 int st_provider_ref_parse(const char *ref, char **urn_out, char **id_out, st_error *err)
 {
 	const char *last = NULL, *p;
-	st_urn u;
-	char *urn, *type;
+	char *urn;
+	int rc;
 
 	*urn_out = NULL;
 	*id_out = NULL;
@@ -77,37 +98,11 @@ int st_provider_ref_parse(const char *ref, char **urn_out, char **id_out, st_err
 	urn = st_strndup(ref, (size_t)(last - ref));
 	if (!urn)
 		return st__err(err, ST_ENOMEM, "out of memory");
-	if (st_urn_parse(urn, &u) != ST_OK) {
-		st__err(err, ST_EINVAL, "%s is not a valid URN", urn);
+	rc = st__provider_urn_check(urn, err);
+	if (rc) {
 		free(urn);
-		return ST_EINVAL;
+		return rc;
 	}
-	type = st_strndup(u.type, u.type_len);
-	if (!type) {
-		free(urn);
-		return st__err(err, ST_ENOMEM, "out of memory");
-	}
-	/* tokens.Type: the module is the text up to the second ':' */
-	{
-		const char *c1 = strchr(type, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		size_t modlen = c2 ? (size_t)(c2 - type) : strlen(type);
-		if (modlen != strlen("pulumi:providers") ||
-		    strncmp(type, "pulumi:providers", modlen) != 0) {
-			st__err(err, ST_EINVAL,
-				"invalid module in type: expected 'pulumi:providers', got '%.*s'",
-				(int)modlen, type);
-			free(type);
-			free(urn);
-			return ST_EINVAL;
-		}
-		if (!c2 || !c2[1]) {
-			st__err(err, ST_EINVAL, "provider URNs must specify a type name");
-			free(type);
-			free(urn);
-			return ST_EINVAL;
-		}
-	}
-	free(type);
 	*id_out = st_strdup(last + 2);
 	if (!*id_out) {
 		free(urn);

@@ -108,7 +108,7 @@ run "duplicate import" st import --dest "$D" --file "$T/dupid.json"
 check_rc 1; check_err_has "duplicate import '1' of type 'a:b:C'"
 printf '{"resources": [{"type": 5}]}' > "$T/schema.json"
 run "schema" st import --dest "$D" --file "$T/schema.json"
-check_rc 1; check_err_has "expected string, got number"
+check_rc 1; check_err_has "json: cannot unmarshal number into Go struct field importSpec.resources.type of type tokens.Type"
 
 # readers
 cat > "$T/reader.sh" <<'R'

@@ -37,8 +37,8 @@ check_rc 1; check_err "statetool: error: passphrase must be set with PULUMI_CONF
 run "passphrase file is a directory" st secrets verify --passphrase-file "$T" "$P/valid-deployment-v3.json"
 check_rc 1; check_err "statetool: error: passphrase file '$T' is a directory"
 : > "$T/empty"
-run "passphrase file empty" st secrets verify --passphrase-file "$T/empty" "$P/valid-deployment-v3.json"
-check_rc 1; check_err "statetool: error: passphrase file '$T/empty' is empty"
+run "passphrase file empty: the empty passphrase, here a wrong one" st secrets verify --passphrase-file "$T/empty" "$P/valid-deployment-v3.json"
+check_rc 1; check_err "statetool: error: incorrect passphrase, please set PULUMI_CONFIG_PASSPHRASE to the correct passphrase or set PULUMI_CONFIG_PASSPHRASE_FILE to a file containing the passphrase"
 run "no provider" st secrets verify "$FIXTURES/edit/delete-all-force.json"
 check_rc 0
 run "other provider" st secrets show "$FIXTURES/pulumi/checkpoint-v3.json"
@@ -136,4 +136,19 @@ for c in show verify encrypt rekey; do
 done
 run "secrets nothing" st secrets
 check_rc 2
+
+# An empty passphrase is a passphrase, as to Pulumi: PULUMI_CONFIG_PASSPHRASE set but empty, or
+# an empty passphrase file.
+cp "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/empty.json"
+: > "$T/empty.pw"
+run "rekey to the empty passphrase" env PULUMI_CONFIG_PASSPHRASE="correct horse battery staple" PULUMI_CONFIG_PASSPHRASE_NEW_FILE="$T/empty.pw" "$STATETOOL" secrets rekey "$T/empty.json"
+check_rc 0; check_out_has "2 secrets re-encrypted"
+run "empty passphrase from the environment" env PULUMI_CONFIG_PASSPHRASE= "$STATETOOL" secrets verify "$T/empty.json"
+check_rc 0; check_out "2 secrets, 0 failed to decrypt"
+run "empty passphrase file" env -u PULUMI_CONFIG_PASSPHRASE "$STATETOOL" secrets verify --passphrase-file "$T/empty.pw" "$T/empty.json"
+check_rc 0; check_out "2 secrets, 0 failed to decrypt"
+run "empty passphrase file from the environment" env -u PULUMI_CONFIG_PASSPHRASE PULUMI_CONFIG_PASSPHRASE_FILE="$T/empty.pw" "$STATETOOL" secrets verify "$T/empty.json"
+check_rc 0; check_out "2 secrets, 0 failed to decrypt"
+run "a non-empty passphrase is wrong" env PULUMI_CONFIG_PASSPHRASE=x "$STATETOOL" secrets verify "$T/empty.json"
+check_rc 1
 finish

@@ -74,10 +74,10 @@ run "unknown feature" st validate "$FIXTURES/hostile/unknown-feature.json"
 check_rc 1; check_err_has "[state/feature] this stack's deployment needs support for the following features: warp-drive"
 check_err_has "    at /features"
 
-# Import files are recognised and checked by their own schema.
+# Import files are recognised and checked as `pulumi import` decodes and checks them.
 printf '{"resources":[{"type":"aws:s3/bucket:Bucket","name":"b","id":"x","component":"yes"}]}' > "$T/import.json"
 run "import file" st validate "$T/import.json"
-check_rc 1; check_err_has "error: [schema/type] expected boolean, got string"
+check_rc 1; check_err_has "error: [decode/type] json: cannot unmarshal string into Go struct field importSpec.resources.component of type bool"
 check_err_has "    at /resources/0/component"
 
 # User schemas.
@@ -95,8 +95,14 @@ check_rc 1; check_err_has "[user-schema/required] missing required field 'nothin
 printf '{"$dynamicRef": "#x"}' > "$T/unsup.json"
 run "unsupported user schema" st validate --schema "$T/unsup.json" "$P/valid-deployment-v3.json"
 check_rc 2; check_err_has "uses '\$dynamicRef', which statetool does not implement"
-run "no schema" st validate --no-schema "$V/schema-type.json"
-check_rc 0
+run "no schema" st validate --no-schema "$V/schema-unknown-field.json"
+check_rc 0; check_err_lacks "schema/"
+# What Pulumi cannot decode is reported with or without the schemas.
+run "no schema, decode error" st validate --no-schema "$V/schema-type.json"
+check_rc 1
+check_err "$V/schema-type.json: error: [decode/type] json: cannot unmarshal string into Go struct field ResourceV3.resources.protect of type bool
+    at /deployment/resources/2/protect
+$V/schema-type.json: invalid, 1 error, 0 warnings"
 
 # A whole backend.
 B=$T/backend

@@ -1,0 +1,1017 @@
+/*
+ * What Go's encoding/json does when Pulumi decodes a document into its types
+ * (sdk/go/common/apitype, pkg/cmd/pulumi/operations/import.go):
+ *  - a struct's key matches a field exactly, else case-insensitively (Go's foldName); for keys
+ *    that name the same field the last one in the document wins. Struct objects are rewritten
+ *    with the fields' own spelling (the order kept), and each rename is noted so that a state
+ *    written unchanged keeps its bytes. Map-typed objects (inputs, config, ...) are left alone.
+ *  - a value of the wrong JSON type for its field is an error (UnmarshalTypeError, with Go's
+ *    struct and field path), as are the texts the types' own decoders refuse: time.Time,
+ *    semver.Version, resource.PropertyPath, []byte (base64), config.Map's keys.
+ * Every such problem is reported (rule decode/...) with its JSON Pointer in the file as written;
+ * the one Go's Unmarshal returns (the first that stops it, else the first kept) is noted.
+ */
+#include "internal.h"
+
+#include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Is the key (k, kl) the C string s? */
+#define ST_KEY_IS2(k, kl, s) (strlen(s) == (kl) && !memcmp((k), (s), (kl)))
+
+typedef enum gk {
+	GK_ANY,       /* interface{}: anything */
+	GK_RAW,       /* json.RawMessage: anything, decoded later on its own */
+	GK_STRING,    /* any string kind */
+	GK_BOOL,
+	GK_INT,       /* int (the envelope's version) */
+	GK_FLOAT,     /* float64 */
+	GK_TIME,      /* time.Time (UnmarshalJSON) */
+	GK_TIMEPTR,   /* *time.Time */
+	GK_SEMVER,    /* semver.Version (UnmarshalJSON, semver.Parse) */
+	GK_SEMVERPTR, /* *semver.Version */
+	GK_PATH,      /* resource.PropertyPath (UnmarshalText) */
+	GK_BYTES,     /* []byte: base64 */
+	GK_UINT8,     /* an element of []byte given as an array */
+	GK_CONFIG,    /* config.Map (UnmarshalJSON: keys namespace:name) */
+	GK_SLICE,
+	GK_MAP,       /* a string-keyed map */
+	GK_STRUCT     /* a struct, or a pointer to one */
+} gk;
+
+typedef struct gfield gfield;
+
+typedef struct gtype {
+	gk k;
+	const char *go;            /* reflect.Type.String(), for messages */
+	const struct gtype *elem;  /* slices and maps */
+	const gfield *fields;      /* structs: ends with a NULL name */
+	size_t nfields;
+} gtype;
+
+struct gfield {
+	const char *name;
+	size_t len;
+	const gtype *t;
+};
+
+#define SCALAR(id, kind, name) static const gtype id = {kind, name, NULL, NULL, 0}
+#define SLICE(id, name, el) static const gtype id = {GK_SLICE, name, &el, NULL, 0}
+#define MAP(id, name, el) static const gtype id = {GK_MAP, name, &el, NULL, 0}
+#define STRUCT(id, name, f)                                                                  \
+	static const gtype id = {GK_STRUCT, name, NULL, f, sizeof(f) / sizeof(f[0]) - 1};       \
+	_Static_assert(sizeof(f) / sizeof(f[0]) - 1 <= 64, "at most 64 fields")
+
+SCALAR(T_ANY, GK_ANY, "interface {}");
+SCALAR(T_RAW, GK_RAW, "json.RawMessage");
+SCALAR(T_STRING, GK_STRING, "string");
+SCALAR(T_QNAME, GK_STRING, "tokens.QName");
+SCALAR(T_URN, GK_STRING, "urn.URN");
+SCALAR(T_ID, GK_STRING, "resource.ID");
+SCALAR(T_TYPE, GK_STRING, "tokens.Type");
+SCALAR(T_PKEY, GK_STRING, "resource.PropertyKey");
+SCALAR(T_OPTYPE, GK_STRING, "apitype.OperationType");
+SCALAR(T_KIND, GK_STRING, "apitype.PluginKind");
+SCALAR(T_EXTREF, GK_STRING, "apitype.ExtensionRef");
+SCALAR(T_BOOL, GK_BOOL, "bool");
+SCALAR(T_INT, GK_INT, "int");
+SCALAR(T_FLOAT, GK_FLOAT, "float64");
+SCALAR(T_TIME, GK_TIME, "time.Time");
+SCALAR(T_TIMEPTR, GK_TIMEPTR, "time.Time");
+SCALAR(T_SEMVER, GK_SEMVER, "semver.Version");
+SCALAR(T_SEMVERPTR, GK_SEMVERPTR, "semver.Version");
+SCALAR(T_PATH, GK_PATH, "resource.PropertyPath");
+SCALAR(T_UINT8, GK_UINT8, "uint8");
+static const gtype T_BYTES = {GK_BYTES, "[]uint8", &T_UINT8, NULL, 0};
+SCALAR(T_CONFIG, GK_CONFIG, "config.Map");
+SLICE(T_STRINGS, "[]string", T_STRING);
+SLICE(T_URNS, "[]urn.URN", T_URN);
+SLICE(T_PKEYS, "[]resource.PropertyKey", T_PKEY);
+SLICE(T_PATHS, "[]resource.PropertyPath", T_PATH);
+MAP(T_PROPS, "map[string]interface {}", T_ANY);
+MAP(T_PROPDEPS, "map[resource.PropertyKey][]urn.URN", T_URNS);
+MAP(T_HOOKS, "map[resource.HookType][]string", T_STRINGS);
+MAP(T_STRMAP, "map[string]string", T_STRING);
+MAP(T_URNMAP, "map[string]urn.URN", T_URN);
+MAP(T_PROVINPUTS, "map[string]map[string]interface {}", T_PROPS);
+
+static const gfield F_TIMEOUTS[] = {{"create", sizeof("create") - 1, &T_FLOAT}, {"update", sizeof("update") - 1, &T_FLOAT},
+				    {"delete", sizeof("delete") - 1, &T_FLOAT}, {"read", sizeof("read") - 1, &T_FLOAT}, {NULL, 0, NULL}};
+STRUCT(T_TIMEOUTS, "resource.CustomTimeouts", F_TIMEOUTS);
+static const gfield F_FRAME[] = {{"sourcePosition", sizeof("sourcePosition") - 1, &T_STRING}, {NULL, 0, NULL}};
+STRUCT(T_FRAME, "apitype.StackFrameV1", F_FRAME);
+SLICE(T_FRAMES, "[]apitype.StackFrameV1", T_FRAME);
+
+static const gfield F_RES1[] = {
+	{"urn", sizeof("urn") - 1, &T_URN}, {"custom", sizeof("custom") - 1, &T_BOOL}, {"delete", sizeof("delete") - 1, &T_BOOL}, {"id", sizeof("id") - 1, &T_ID},
+	{"type", sizeof("type") - 1, &T_TYPE}, {"inputs", sizeof("inputs") - 1, &T_PROPS}, {"defaults", sizeof("defaults") - 1, &T_PROPS}, {"outputs", sizeof("outputs") - 1, &T_PROPS},
+	{"parent", sizeof("parent") - 1, &T_URN}, {"protect", sizeof("protect") - 1, &T_BOOL}, {"dependencies", sizeof("dependencies") - 1, &T_URNS},
+	{"initErrors", sizeof("initErrors") - 1, &T_STRINGS}, {NULL, 0, NULL}};
+STRUCT(T_RES1, "apitype.ResourceV1", F_RES1);
+static const gfield F_RES2[] = {
+	{"urn", sizeof("urn") - 1, &T_URN}, {"custom", sizeof("custom") - 1, &T_BOOL}, {"delete", sizeof("delete") - 1, &T_BOOL}, {"id", sizeof("id") - 1, &T_ID},
+	{"type", sizeof("type") - 1, &T_TYPE}, {"inputs", sizeof("inputs") - 1, &T_PROPS}, {"outputs", sizeof("outputs") - 1, &T_PROPS}, {"parent", sizeof("parent") - 1, &T_URN},
+	{"protect", sizeof("protect") - 1, &T_BOOL}, {"external", sizeof("external") - 1, &T_BOOL}, {"dependencies", sizeof("dependencies") - 1, &T_URNS},
+	{"initErrors", sizeof("initErrors") - 1, &T_STRINGS}, {"provider", sizeof("provider") - 1, &T_STRING}, {NULL, 0, NULL}};
+STRUCT(T_RES2, "apitype.ResourceV2", F_RES2);
+static const gfield F_RES3[] = {
+	{"urn", sizeof("urn") - 1, &T_URN}, {"custom", sizeof("custom") - 1, &T_BOOL}, {"delete", sizeof("delete") - 1, &T_BOOL}, {"id", sizeof("id") - 1, &T_ID},
+	{"type", sizeof("type") - 1, &T_TYPE}, {"inputs", sizeof("inputs") - 1, &T_PROPS}, {"outputs", sizeof("outputs") - 1, &T_PROPS}, {"parent", sizeof("parent") - 1, &T_URN},
+	{"protect", sizeof("protect") - 1, &T_BOOL}, {"taint", sizeof("taint") - 1, &T_BOOL}, {"external", sizeof("external") - 1, &T_BOOL},
+	{"dependencies", sizeof("dependencies") - 1, &T_URNS}, {"initErrors", sizeof("initErrors") - 1, &T_STRINGS}, {"provider", sizeof("provider") - 1, &T_STRING},
+	{"propertyDependencies", sizeof("propertyDependencies") - 1, &T_PROPDEPS}, {"pendingReplacement", sizeof("pendingReplacement") - 1, &T_BOOL},
+	{"additionalSecretOutputs", sizeof("additionalSecretOutputs") - 1, &T_PKEYS}, {"aliases", sizeof("aliases") - 1, &T_URNS},
+	{"customTimeouts", sizeof("customTimeouts") - 1, &T_TIMEOUTS}, {"importID", sizeof("importID") - 1, &T_ID}, {"retainOnDelete", sizeof("retainOnDelete") - 1, &T_BOOL},
+	{"deletedWith", sizeof("deletedWith") - 1, &T_URN}, {"replaceWith", sizeof("replaceWith") - 1, &T_URNS}, {"created", sizeof("created") - 1, &T_TIMEPTR},
+	{"modified", sizeof("modified") - 1, &T_TIMEPTR}, {"sourcePosition", sizeof("sourcePosition") - 1, &T_STRING}, {"stackTrace", sizeof("stackTrace") - 1, &T_FRAMES},
+	{"ignoreChanges", sizeof("ignoreChanges") - 1, &T_STRINGS}, {"hideDiff", sizeof("hideDiff") - 1, &T_PATHS}, {"replaceOnChanges", sizeof("replaceOnChanges") - 1, &T_STRINGS},
+	{"replacementTrigger", sizeof("replacementTrigger") - 1, &T_ANY}, {"refreshBeforeUpdate", sizeof("refreshBeforeUpdate") - 1, &T_BOOL}, {"viewOf", sizeof("viewOf") - 1, &T_URN},
+	{"resourceHooks", sizeof("resourceHooks") - 1, &T_HOOKS}, {"extensionRef", sizeof("extensionRef") - 1, &T_EXTREF}, {"snippetID", sizeof("snippetID") - 1, &T_STRING},
+	{NULL, 0, NULL}};
+STRUCT(T_RES3, "apitype.ResourceV3", F_RES3);
+SLICE(T_RES1S, "[]apitype.ResourceV1", T_RES1);
+SLICE(T_RES2S, "[]apitype.ResourceV2", T_RES2);
+SLICE(T_RES3S, "[]apitype.ResourceV3", T_RES3);
+
+static const gfield F_OP1[] = {{"resource", sizeof("resource") - 1, &T_RES2}, {"type", sizeof("type") - 1, &T_OPTYPE}, {NULL, 0, NULL}};
+STRUCT(T_OP1, "apitype.OperationV1", F_OP1);
+static const gfield F_OP2[] = {{"resource", sizeof("resource") - 1, &T_RES3}, {"type", sizeof("type") - 1, &T_OPTYPE}, {NULL, 0, NULL}};
+STRUCT(T_OP2, "apitype.OperationV2", F_OP2);
+SLICE(T_OP1S, "[]apitype.OperationV1", T_OP1);
+SLICE(T_OP2S, "[]apitype.OperationV2", T_OP2);
+
+static const gfield F_PLUGIN[] = {{"name", sizeof("name") - 1, &T_STRING}, {"path", sizeof("path") - 1, &T_STRING}, {"type", sizeof("type") - 1, &T_KIND},
+				  {"version", sizeof("version") - 1, &T_STRING}, {NULL, 0, NULL}};
+STRUCT(T_PLUGIN, "apitype.PluginInfoV1", F_PLUGIN);
+SLICE(T_PLUGINS, "[]apitype.PluginInfoV1", T_PLUGIN);
+static const gfield F_MANIFEST[] = {{"time", sizeof("time") - 1, &T_TIME}, {"magic", sizeof("magic") - 1, &T_STRING},
+				    {"version", sizeof("version") - 1, &T_STRING}, {"plugins", sizeof("plugins") - 1, &T_PLUGINS}, {NULL, 0, NULL}};
+STRUCT(T_MANIFEST, "apitype.ManifestV1", F_MANIFEST);
+static const gfield F_SECRETS[] = {{"type", sizeof("type") - 1, &T_STRING}, {"state", sizeof("state") - 1, &T_RAW}, {NULL, 0, NULL}};
+STRUCT(T_SECRETS, "apitype.SecretsProvidersV1", F_SECRETS);
+static const gfield F_INTEGRITY[] = {{"version", sizeof("version") - 1, &T_STRING}, {"command", sizeof("command") - 1, &T_STRING},
+				     {"error", sizeof("error") - 1, &T_STRING}, {"env_vars", sizeof("env_vars") - 1, &T_STRMAP}, {NULL, 0, NULL}};
+STRUCT(T_INTEGRITY, "apitype.SnapshotIntegrityErrorMetadataV1", F_INTEGRITY);
+static const gfield F_METADATA[] = {{"integrity_error", sizeof("integrity_error") - 1, &T_INTEGRITY}, {NULL, 0, NULL}};
+STRUCT(T_METADATA, "apitype.SnapshotMetadataV1", F_METADATA);
+static const gfield F_PARAM[] = {{"name", sizeof("name") - 1, &T_STRING}, {"version", sizeof("version") - 1, &T_SEMVER},
+				 {"value", sizeof("value") - 1, &T_BYTES}, {NULL, 0, NULL}};
+STRUCT(T_PARAM, "apitype.ParameterizationDescriptorV1", F_PARAM);
+static const gfield F_DESCRIPTOR[] = {{"name", sizeof("name") - 1, &T_STRING}, {"version", sizeof("version") - 1, &T_SEMVERPTR},
+				      {"downloadURL", sizeof("downloadURL") - 1, &T_STRING}, {"parameterization", sizeof("parameterization") - 1, &T_PARAM},
+				      {NULL, 0, NULL}};
+STRUCT(T_DESCRIPTOR, "apitype.PackageDescriptorV1", F_DESCRIPTOR);
+static const gfield F_SNIPPET[] = {{"uuid", sizeof("uuid") - 1, &T_STRING}, {"name", sizeof("name") - 1, &T_STRING},
+				   {"type", sizeof("type") - 1, &T_STRING}, {"code", sizeof("code") - 1, &T_STRING},
+				   {"descriptor", sizeof("descriptor") - 1, &T_DESCRIPTOR}, {"references", sizeof("references") - 1, &T_STRMAP},
+				   {NULL, 0, NULL}};
+STRUCT(T_SNIPPET, "apitype.SnippetV1", F_SNIPPET);
+SLICE(T_SNIPPETS, "[]apitype.SnippetV1", T_SNIPPET);
+static const gfield F_EXTENSION[] = {{"name", sizeof("name") - 1, &T_STRING}, {"version", sizeof("version") - 1, &T_STRING},
+				     {"value", sizeof("value") - 1, &T_BYTES}, {NULL, 0, NULL}};
+STRUCT(T_EXTENSION, "apitype.Extension", F_EXTENSION);
+MAP(T_EXTENSIONS, "map[apitype.ExtensionRef]apitype.Extension", T_EXTENSION);
+
+static const gfield F_DEP1[] = {{"manifest", sizeof("manifest") - 1, &T_MANIFEST}, {"resources", sizeof("resources") - 1, &T_RES1S},
+				{NULL, 0, NULL}};
+STRUCT(T_DEP1, "apitype.DeploymentV1", F_DEP1);
+static const gfield F_DEP2[] = {{"manifest", sizeof("manifest") - 1, &T_MANIFEST}, {"resources", sizeof("resources") - 1, &T_RES2S},
+				{"pending_operations", sizeof("pending_operations") - 1, &T_OP1S}, {NULL, 0, NULL}};
+STRUCT(T_DEP2, "apitype.DeploymentV2", F_DEP2);
+static const gfield F_DEP3[] = {
+	{"manifest", sizeof("manifest") - 1, &T_MANIFEST}, {"secrets_providers", sizeof("secrets_providers") - 1, &T_SECRETS}, {"resources", sizeof("resources") - 1, &T_RES3S},
+	{"pending_operations", sizeof("pending_operations") - 1, &T_OP2S}, {"metadata", sizeof("metadata") - 1, &T_METADATA}, {"snippets", sizeof("snippets") - 1, &T_SNIPPETS},
+	{"extensions", sizeof("extensions") - 1, &T_EXTENSIONS}, {NULL, 0, NULL}};
+STRUCT(T_DEP3, "apitype.DeploymentV3", F_DEP3);
+
+static const gfield F_CP1[] = {{"stack", sizeof("stack") - 1, &T_QNAME}, {"config", sizeof("config") - 1, &T_CONFIG}, {"latest", sizeof("latest") - 1, &T_DEP1},
+			       {NULL, 0, NULL}};
+STRUCT(T_CP1, "apitype.CheckpointV1", F_CP1);
+static const gfield F_CP2[] = {{"stack", sizeof("stack") - 1, &T_QNAME}, {"config", sizeof("config") - 1, &T_CONFIG}, {"latest", sizeof("latest") - 1, &T_DEP2},
+			       {NULL, 0, NULL}};
+STRUCT(T_CP2, "apitype.CheckpointV2", F_CP2);
+static const gfield F_CP3[] = {{"stack", sizeof("stack") - 1, &T_QNAME}, {"config", sizeof("config") - 1, &T_CONFIG}, {"latest", sizeof("latest") - 1, &T_DEP3},
+			       {NULL, 0, NULL}};
+STRUCT(T_CP3, "apitype.CheckpointV3", F_CP3);
+
+static const gfield F_VERSIONED[] = {{"version", sizeof("version") - 1, &T_INT}, {"features", sizeof("features") - 1, &T_STRINGS},
+				     {"checkpoint", sizeof("checkpoint") - 1, &T_RAW}, {NULL, 0, NULL}};
+STRUCT(T_VERSIONED, "apitype.VersionedCheckpoint", F_VERSIONED);
+static const gfield F_UNTYPED[] = {{"version", sizeof("version") - 1, &T_INT}, {"features", sizeof("features") - 1, &T_STRINGS},
+				   {"deployment", sizeof("deployment") - 1, &T_RAW}, {NULL, 0, NULL}};
+STRUCT(T_UNTYPED, "apitype.UntypedDeployment", F_UNTYPED);
+
+static const gfield F_IPARAM[] = {{"pluginName", sizeof("pluginName") - 1, &T_STRING}, {"pluginVersion", sizeof("pluginVersion") - 1, &T_STRING},
+				  {"value", sizeof("value") - 1, &T_BYTES}, {NULL, 0, NULL}};
+STRUCT(T_IPARAM, "operations.importParameterization", F_IPARAM);
+static const gfield F_IEXT[] = {{"name", sizeof("name") - 1, &T_STRING}, {"version", sizeof("version") - 1, &T_STRING},
+				{"value", sizeof("value") - 1, &T_BYTES}, {NULL, 0, NULL}};
+STRUCT(T_IEXT, "operations.importExtension", F_IEXT);
+static const gfield F_ISPEC[] = {
+	{"type", sizeof("type") - 1, &T_TYPE}, {"name", sizeof("name") - 1, &T_STRING}, {"id", sizeof("id") - 1, &T_ID}, {"parent", sizeof("parent") - 1, &T_STRING},
+	{"provider", sizeof("provider") - 1, &T_STRING}, {"version", sizeof("version") - 1, &T_STRING}, {"pluginDownloadUrl", sizeof("pluginDownloadUrl") - 1, &T_STRING},
+	{"properties", sizeof("properties") - 1, &T_STRINGS}, {"component", sizeof("component") - 1, &T_BOOL}, {"remote", sizeof("remote") - 1, &T_BOOL},
+	{"inputs", sizeof("inputs") - 1, &T_PROPS}, {"outputs", sizeof("outputs") - 1, &T_PROPS}, {"logicalName", sizeof("logicalName") - 1, &T_STRING},
+	{"parameterization", sizeof("parameterization") - 1, &T_IPARAM}, {"extension", sizeof("extension") - 1, &T_IEXT}, {NULL, 0, NULL}};
+STRUCT(T_ISPEC, "operations.importSpec", F_ISPEC);
+SLICE(T_ISPECS, "[]operations.importSpec", T_ISPEC);
+static const gfield F_IMPORT[] = {{"nameTable", sizeof("nameTable") - 1, &T_URNMAP}, {"resources", sizeof("resources") - 1, &T_ISPECS},
+				  {"providerInputs", sizeof("providerInputs") - 1, &T_PROVINPUTS}, {NULL, 0, NULL}};
+STRUCT(T_IMPORT, "operations.importFile", F_IMPORT);
+
+static const gtype *root_type(st__groot r)
+{
+	switch (r) {
+	case ST__G_VERSIONED: return &T_VERSIONED;
+	case ST__G_UNTYPED: return &T_UNTYPED;
+	case ST__G_CHECKPOINT_V1: return &T_CP1;
+	case ST__G_CHECKPOINT_V2: return &T_CP2;
+	case ST__G_CHECKPOINT_V3: return &T_CP3;
+	case ST__G_DEPLOYMENT_V1: return &T_DEP1;
+	case ST__G_DEPLOYMENT_V2: return &T_DEP2;
+	case ST__G_DEPLOYMENT_V3: return &T_DEP3;
+	case ST__G_IMPORT: return &T_IMPORT;
+	}
+	return &T_ANY;
+}
+
+/* ---- Go's case folding of keys ---- */
+
+/* Does `key` name `field` under Go's foldName (ASCII letters without case; U+017F folds to
+ * 's' and U+212A to 'k'; no other rune can fold to ASCII)? */
+static int fold_eq(const char *key, size_t kl, const char *field)
+{
+	const unsigned char *k = (const unsigned char *)key, *e = k + kl;
+	const unsigned char *f = (const unsigned char *)field;
+	while (k < e && *f) {
+		unsigned c = *k, want = *f;
+		if (want >= 'a' && want <= 'z')
+			want -= 'a' - 'A';
+		if (c < 0x80) {
+			if (c >= 'a' && c <= 'z')
+				c -= 'a' - 'A';
+			if (c != want)
+				return 0;
+			k++;
+		} else if (e - k >= 2 && k[0] == 0xc5 && k[1] == 0xbf) {
+			if (want != 'S')
+				return 0;
+			k += 2;
+		} else if (e - k >= 3 && k[0] == 0xe2 && k[1] == 0x84 && k[2] == 0xaa) {
+			if (want != 'K')
+				return 0;
+			k += 3;
+		} else {
+			return 0;
+		}
+		f++;
+	}
+	return k == e && !*f;
+}
+
+int st__go_key_is(const char *key, size_t kl, const char *field)
+{
+	return fold_eq(key, kl, field);
+}
+
+/* The field a key names: exact first, then folded. `hint` is where the last key matched
+ * (keys usually come in the fields' order). */
+static const gfield *find_field(const gtype *t, const char *k, size_t kl, size_t *hint)
+{
+	const gfield *fs = t->fields;
+	size_t n = t->nfields, i = *hint < n ? *hint : 0;
+	for (size_t tries = 0; tries < n; tries++, i = i + 1 == n ? 0 : i + 1) {
+		if (fs[i].len == kl && !memcmp(k, fs[i].name, kl)) {
+			*hint = i + 1;
+			return &fs[i];
+		}
+	}
+	for (i = 0; i < n; i++)
+		if (fold_eq(k, kl, fs[i].name))
+			return &fs[i];
+	return NULL;
+}
+
+/* ---- the walk ---- */
+
+typedef struct dctx {
+	st_problems *out;
+	st__keymap *km; /* renames are noted here; NULL: keys are left as they are */
+	const char *base;
+	st_segs segs;
+	const char *gstruct;   /* the innermost struct's name, for messages */
+	const char *stack[16]; /* Go's field path from the decoded root */
+	size_t nstack;
+	const char *urn; /* the resource being walked, for problems */
+	/* what Go's Unmarshal returns: the first error that stops it, else the first kept */
+	char *stop, *stop_ptr, *kept, *kept_ptr;
+	int in_worker; /* a second thread's part: no further split */
+	int oom;
+} dctx;
+
+static char *ptr_now(dctx *c)
+{
+	st_buf b;
+	st_buf_init(&b);
+	st_buf_adds(&b, c->base);
+	st_segs_pointer(&b, &c->segs);
+	return st_buf_take(&b, NULL);
+}
+
+/* A problem at the current value; `stops`: Go's Unmarshal returns it at once (an error of a
+ * type's own decoder), else it is kept and decoding goes on (UnmarshalTypeError). */
+static void problem(dctx *c, const char *rule, int stops, const char *msg)
+{
+	char *p = ptr_now(c);
+	if (!p || !msg) {
+		c->oom = 1;
+		free(p);
+		return;
+	}
+	if (st_problems_add(c->out, ST_SEV_ERROR, rule, p, c->urn, "%s", msg))
+		c->oom = 1;
+	char **m = stops ? &c->stop : &c->kept, **mp = stops ? &c->stop_ptr : &c->kept_ptr;
+	if (!*m) {
+		*m = st_strdup(msg);
+		*mp = p;
+		if (!*m)
+			c->oom = 1;
+		return;
+	}
+	free(p);
+}
+
+static const char *json_kind(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "object";
+	case JSON_ARRAY: return "array";
+	case JSON_STRING: return "string";
+	case JSON_TRUE:
+	case JSON_FALSE: return "bool";
+	default: return "number";
+	}
+}
+
+/* UnmarshalTypeError's text. `what` is the JSON value's description. */
+static void type_error(dctx *c, const char *what, const gtype *t)
+{
+	st_buf b;
+	st_buf_init(&b);
+	st_buf_printf(&b, "json: cannot unmarshal %s into Go ", what);
+	if (c->gstruct) {
+		const char *dot = strrchr(c->gstruct, '.');
+		st_buf_printf(&b, "struct field %s.", dot ? dot + 1 : c->gstruct);
+		for (size_t i = 0; i < c->nstack; i++)
+			st_buf_printf(&b, "%s%s", i ? "." : "", c->stack[i]);
+	} else {
+		st_buf_adds(&b, "value");
+	}
+	st_buf_printf(&b, " of type %s", t->go);
+	char *m = st_buf_take(&b, NULL);
+	problem(c, "decode/type", 0, m);
+	free(m);
+}
+
+static void text_error(dctx *c, const char *rule, char *msg)
+{
+	problem(c, rule, 1, msg);
+	free(msg);
+}
+
+static void walk(dctx *c, json_t *v, const gtype *t);
+
+static int push(dctx *c, const char *key, size_t len)
+{
+	if (st_segs_push(&c->segs, key, len) < 0) {
+		c->oom = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/* A UnmarshalJSON/UnmarshalText type: what each JSON kind does. */
+static void walk_text(dctx *c, json_t *v, const gtype *t)
+{
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+	switch (t->k) {
+	case GK_TIME:
+	case GK_TIMEPTR:
+		if (!json_is_string(v)) {
+			problem(c, "decode/time", 1, "Time.UnmarshalJSON: input is not a JSON string");
+			return;
+		}
+		{
+			char *e = st__go_time_error(s, n);
+			if (e)
+				text_error(c, "decode/time", e);
+		}
+		return;
+	case GK_SEMVER:
+	case GK_SEMVERPTR:
+		if (json_is_null(v)) {
+			/* a pointer stays nil; a value is given "" */
+			if (t->k == GK_SEMVER)
+				problem(c, "decode/semver", 1, "Version string empty");
+			return;
+		}
+		if (!json_is_string(v)) {
+			char m[96];
+			snprintf(m, sizeof(m), "json: cannot unmarshal %s into Go value of type string",
+				 json_kind(v));
+			problem(c, "decode/semver", 1, m);
+			return;
+		}
+		{
+			char *e = st__go_semver_error(s, n, 0);
+			if (e)
+				text_error(c, "decode/semver", e);
+		}
+		return;
+	default: /* GK_PATH */
+		if (json_is_null(v))
+			return;
+		if (!json_is_string(v)) {
+			type_error(c, json_kind(v), t);
+			return;
+		}
+		{
+			char *e = st__go_property_path_error(s, n);
+			if (e)
+				text_error(c, "decode/property-path", e);
+		}
+		return;
+	}
+}
+
+static void walk_config(dctx *c, json_t *v)
+{
+	const char *k;
+	json_t *x;
+	if (json_is_null(v))
+		return;
+	if (!json_is_object(v)) {
+		char m[160];
+		snprintf(m, sizeof(m),
+			 "could not unmarshal map: json: cannot unmarshal %s into Go value of type "
+			 "map[string]config.Value",
+			 json_kind(v));
+		problem(c, "decode/config", 1, m);
+		return;
+	}
+	json_object_foreach(v, k, x) {
+		size_t kl = strlen(k);
+		if (st__go_config_key_ok(k, kl))
+			continue;
+		if (push(c, k, kl) < 0)
+			return;
+		char *m = st_asprintf("could not unmarshal map: could not parse %s as a configuration "
+				      "key (configuration keys should be of the form "
+				      "`<namespace>:<name>`)",
+				      k);
+		text_error(c, "decode/config", m);
+		c->segs.n--;
+	}
+}
+
+/*
+ * A big array of structs (a state's resources) is walked in two halves, the second on another
+ * thread with a context of its own (its problems, renames and errors), then merged in document
+ * order. Each half changes only its own elements.
+ */
+#define SPLIT_MIN 4096
+
+typedef struct half {
+	dctx c;
+	st_problems out;
+	st__keymap km;
+	json_t *arr;
+	const gtype *t;
+	size_t from, to;
+	pthread_t th;
+} half;
+
+static void walk_range(dctx *c, json_t *v, const gtype *t, size_t from, size_t to)
+{
+	for (size_t i = from; i < to && !c->oom; i++) {
+		c->segs.v[c->segs.n - 1].len = i;
+		walk(c, json_array_get(v, i), t->elem);
+	}
+}
+
+static void *half_main(void *arg)
+{
+	half *h = arg;
+	walk_range(&h->c, h->arr, h->t, h->from, h->to);
+	return NULL;
+}
+
+static void take_first(char **m, char **mp, char **hm, char **hmp)
+{
+	if (!*m) {
+		*m = *hm;
+		*mp = *hmp;
+	} else {
+		free(*hm);
+		free(*hmp);
+	}
+	*hm = *hmp = NULL;
+}
+
+/* The second half's findings after the first's. */
+static void merge_half(dctx *c, half *h)
+{
+	for (size_t i = 0; i < h->out.count && !c->oom; i++) {
+		st_problem *q = &h->out.items[i];
+		if (st_problems_add(c->out, q->severity, q->rule, q->pointer, q->urn, "%s",
+				    q->message))
+			c->oom = 1;
+	}
+	st_problems_clear(&h->out);
+	take_first(&c->stop, &c->stop_ptr, &h->c.stop, &h->c.stop_ptr);
+	take_first(&c->kept, &c->kept_ptr, &h->c.kept, &h->c.kept_ptr);
+	for (size_t i = 0; i < h->km.n; i++) {
+		if (!c->km || c->oom) {
+			json_decref(h->km.v[i].obj);
+			free(h->km.v[i].orig);
+			continue;
+		}
+		if (c->km->n == c->km->cap) {
+			size_t cap = c->km->cap ? c->km->cap * 2 : 8;
+			st__keymap_ent *t = realloc(c->km->v, cap * sizeof(*t));
+			if (!t) {
+				c->oom = 1;
+				json_decref(h->km.v[i].obj);
+				free(h->km.v[i].orig);
+				continue;
+			}
+			c->km->v = t;
+			c->km->cap = cap;
+		}
+		c->km->v[c->km->n++] = h->km.v[i];
+	}
+	free(h->km.v);
+	if (h->c.oom)
+		c->oom = 1;
+	st_segs_free(&h->c.segs);
+}
+
+static int start_half(dctx *c, half *h, json_t *v, const gtype *t)
+{
+	size_t n = json_array_size(v);
+	memset(h, 0, sizeof(*h));
+	h->c = *c;
+	h->c.out = &h->out;
+	h->c.km = c->km ? &h->km : NULL;
+	h->c.stop = h->c.stop_ptr = h->c.kept = h->c.kept_ptr = NULL;
+	h->c.in_worker = 1;
+	h->c.oom = 0;
+	h->c.segs.v = NULL;
+	h->c.segs.n = h->c.segs.cap = 0;
+	for (size_t i = 0; i < c->segs.n; i++)
+		if (st_segs_push(&h->c.segs, c->segs.v[i].key, c->segs.v[i].len) < 0) {
+			st_segs_free(&h->c.segs);
+			return -1;
+		}
+	h->arr = v;
+	h->t = t;
+	h->from = n / 2;
+	h->to = n;
+	if (pthread_create(&h->th, NULL, half_main, h) != 0) {
+		st_segs_free(&h->c.segs);
+		return -1;
+	}
+	return 0;
+}
+
+static void walk_array(dctx *c, json_t *v, const gtype *t)
+{
+	size_t n = json_array_size(v);
+	half h;
+	if (t->elem->k == GK_ANY || t->elem->k == GK_RAW)
+		return;
+	if (push(c, NULL, 0) < 0)
+		return;
+	if (t->elem->k == GK_STRUCT && n >= SPLIT_MIN && !c->in_worker && st__threads_ok() &&
+	    start_half(c, &h, v, t) == 0) {
+		walk_range(c, v, t, 0, n / 2);
+		pthread_join(h.th, NULL);
+		merge_half(c, &h);
+	} else {
+		walk_range(c, v, t, 0, n);
+	}
+	c->segs.n--;
+}
+
+static void walk_map(dctx *c, json_t *v, const gtype *t)
+{
+	if (t->elem->k == GK_ANY || t->elem->k == GK_RAW)
+		return;
+	if (push(c, NULL, 0) < 0)
+		return;
+	for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
+		c->segs.v[c->segs.n - 1].key = json_object_iter_key(it);
+		c->segs.v[c->segs.n - 1].len = json_object_iter_key_len(it);
+		walk(c, json_object_iter_value(it), t->elem);
+	}
+	c->segs.n--;
+}
+
+/* A struct's members: each key's field found (exact, then folded), its value walked; then the
+ * object rewritten when a key was spelt otherwise or named a field twice. */
+static int note_rename(dctx *c, json_t *obj, const char *canon, const char *orig, size_t ol);
+static void rebuild(dctx *c, json_t *obj, const gfield **fields, size_t n);
+
+static void walk_struct(dctx *c, json_t *v, const gtype *t)
+{
+	size_t n = json_object_size(v), i = 0, hint = 0;
+	const gfield *stackf[48], **fields = stackf;
+	const char *saved_struct = c->gstruct, *saved_urn = c->urn;
+	size_t saved_n = c->nstack;
+	int rebuild_needed = 0;
+	uint64_t seen = 0;
+
+	if (t == &T_RES1 || t == &T_RES2 || t == &T_RES3) {
+		/* problems inside a resource name it (its last urn key, as Go keeps) */
+		c->urn = NULL;
+		for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it))
+			if (st__go_key_is(json_object_iter_key(it), json_object_iter_key_len(it),
+					  "urn") &&
+			    json_is_string(json_object_iter_value(it)))
+				c->urn = json_string_value(json_object_iter_value(it));
+	}
+
+	if (n > 48 && !(fields = malloc(n * sizeof(*fields)))) {
+		c->oom = 1;
+		return;
+	}
+	if (push(c, NULL, 0) < 0)
+		goto out;
+	for (void *it = json_object_iter(v); it && i < n; it = json_object_iter_next(v, it), i++) {
+		const char *k = json_object_iter_key(it);
+		size_t kl = json_object_iter_key_len(it);
+		const gfield *f = find_field(t, k, kl, &hint);
+		uint64_t bit;
+		fields[i] = f;
+		if (!f)
+			continue; /* an unknown field: Go ignores it */
+		bit = 1ull << (f - t->fields);
+		if (f->len != kl || memcmp(k, f->name, kl) || (seen & bit))
+			rebuild_needed = 1; /* another spelling, or a field named twice */
+		seen |= bit;
+		c->segs.v[c->segs.n - 1].key = k;
+		c->segs.v[c->segs.n - 1].len = kl;
+		c->gstruct = t->go;
+		if (c->nstack < sizeof(c->stack) / sizeof(c->stack[0]))
+			c->stack[c->nstack++] = f->name;
+		walk(c, json_object_iter_value(it), f->t);
+		c->gstruct = saved_struct;
+		c->nstack = saved_n;
+	}
+	c->segs.n--;
+	if (rebuild_needed && c->km)
+		rebuild(c, v, fields, i);
+out:
+	c->urn = saved_urn;
+	if (fields != stackf)
+		free(fields);
+}
+
+static void walk(dctx *c, json_t *v, const gtype *t)
+{
+	if (c->oom || json_is_null(v))
+		goto null_or_done;
+	switch (t->k) {
+	case GK_ANY:
+	case GK_RAW:
+		return;
+	case GK_STRING:
+		if (!json_is_string(v))
+			type_error(c, json_kind(v), t);
+		return;
+	case GK_BOOL:
+		if (!json_is_boolean(v))
+			type_error(c, json_kind(v), t);
+		return;
+	case GK_FLOAT:
+	case GK_INT: /* the binder checks the envelope's version against its literal */
+		if (!json_is_number(v))
+			type_error(c, json_kind(v), t);
+		return;
+	case GK_UINT8:
+		if (!json_is_number(v)) {
+			type_error(c, json_kind(v), t);
+		} else {
+			double d = json_number_value(v);
+			if (d < 0 || d > 255 || d != (double)(int)d) {
+				char num[40], what[48];
+				if (st_json_format_number(d, num, sizeof(num)) < 0)
+					snprintf(num, sizeof(num), "%g", d);
+				snprintf(what, sizeof(what), "number %s", num);
+				type_error(c, what, t);
+			}
+		}
+		return;
+	case GK_TIME:
+	case GK_TIMEPTR:
+	case GK_SEMVER:
+	case GK_SEMVERPTR:
+	case GK_PATH:
+		walk_text(c, v, t);
+		return;
+	case GK_CONFIG:
+		walk_config(c, v);
+		return;
+	case GK_BYTES:
+		if (json_is_string(v)) {
+			char *e = st__go_base64_error(json_string_value(v), json_string_length(v));
+			if (e) {
+				problem(c, "decode/base64", 0, e);
+				free(e);
+			}
+		} else if (json_is_array(v)) {
+			walk_array(c, v, t);
+		} else {
+			type_error(c, json_kind(v), t);
+		}
+		return;
+	case GK_SLICE:
+		if (json_is_array(v))
+			walk_array(c, v, t);
+		else
+			type_error(c, json_kind(v), t);
+		return;
+	case GK_MAP:
+		if (json_is_object(v))
+			walk_map(c, v, t);
+		else
+			type_error(c, json_kind(v), t);
+		return;
+	case GK_STRUCT:
+		if (json_is_object(v))
+			walk_struct(c, v, t);
+		else
+			type_error(c, json_kind(v), t);
+		return;
+	}
+	return;
+null_or_done:
+	/* null: nothing happens, except for the types whose decoders are given "null" */
+	if (!c->oom && json_is_null(v) && t->k == GK_SEMVER)
+		walk_text(c, v, t);
+}
+
+/* ---- renames ---- */
+
+static int note_rename(dctx *c, json_t *obj, const char *canon, const char *orig, size_t ol)
+{
+	st__keymap *km = c->km;
+	if (km->n == km->cap) {
+		size_t cap = km->cap ? km->cap * 2 : 8;
+		st__keymap_ent *t = realloc(km->v, cap * sizeof(*t));
+		if (!t)
+			return -1;
+		km->v = t;
+		km->cap = cap;
+	}
+	st__keymap_ent *e = &km->v[km->n];
+	e->orig = st_strndup(orig, ol);
+	if (!e->orig)
+		return -1;
+	e->obj = json_incref(obj);
+	e->canon = canon;
+	e->orig_len = ol;
+	km->n++;
+	return 0;
+}
+
+/* The object again, in its order, each member under its field's name; of members naming one
+ * field the last value is kept (at the first's place) and the others reported as lost. */
+static void rebuild(dctx *c, json_t *obj, const gfield **fields, size_t n)
+{
+	json_t *copy = json_object();
+	size_t i = 0;
+	void *it;
+
+	if (!copy) {
+		c->oom = 1;
+		return;
+	}
+	for (it = json_object_iter(obj); it && i < n; it = json_object_iter_next(obj, it), i++) {
+		const char *k = json_object_iter_key(it);
+		size_t kl = json_object_iter_key_len(it);
+		json_t *val = json_object_iter_value(it);
+		const gfield *f = fields[i];
+		int later = 0;
+		if (!f) {
+			if (json_object_setn(copy, k, kl, val) < 0)
+				c->oom = 1;
+			continue;
+		}
+		for (size_t j = i + 1; j < n; j++)
+			if (fields[j] == f)
+				later = 1;
+		if (later) {
+			/* a later key names this field: this value is lost, as in Go */
+			char *p = ptr_now(c);
+			st_buf b;
+			st_buf_init(&b);
+			st_buf_adds(&b, p ? p : "");
+			st_pointer_add_key(&b, k, kl);
+			if (st_problems_add(c->out, ST_SEV_WARNING, "json/duplicate-key",
+					    b.data ? b.data : "", NULL,
+					    "duplicate object key '%.*s' (the field '%s'): the last "
+					    "value is kept, as Pulumi does; earlier values are lost on "
+					    "save",
+					    (int)kl, k, f->name))
+				c->oom = 1;
+			free(p);
+			st_buf_free(&b);
+		}
+		if (json_object_get(copy, f->name) && !later) {
+			/* the last of several: its value at the first one's place */
+			if (json_object_set(copy, f->name, val) < 0)
+				c->oom = 1;
+		} else if (!json_object_get(copy, f->name)) {
+			if (json_object_set(copy, f->name, val) < 0)
+				c->oom = 1;
+		}
+		if (!later && !ST_KEY_IS2(k, kl, f->name) &&
+		    note_rename(c, obj, f->name, k, kl) < 0)
+			c->oom = 1;
+	}
+	if (c->oom) {
+		json_decref(copy);
+		return;
+	}
+	json_object_clear(obj);
+	if (json_object_update(obj, copy) < 0)
+		c->oom = 1;
+	json_decref(copy);
+}
+
+void st__keymap_free(st__keymap *km)
+{
+	if (!km)
+		return;
+	for (size_t i = 0; i < km->n; i++) {
+		json_decref(km->v[i].obj);
+		free(km->v[i].orig);
+	}
+	free(km->v);
+	free(km);
+}
+
+static int cmp_ent(const void *a, const void *b)
+{
+	const st__keymap_ent *x = a, *y = b;
+	return x->obj < y->obj ? -1 : x->obj > y->obj;
+}
+
+void st__keymap_seal(st__keymap *km, const json_t *root)
+{
+	qsort(km->v, km->n, sizeof(*km->v), cmp_ent);
+	st__keymap_digest(root, km->digest);
+}
+
+/* The first entry of obj (entries are sorted by object), or NULL. */
+static const st__keymap_ent *first_of(const st__keymap *km, const json_t *obj)
+{
+	size_t lo = 0, hi = km->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (km->v[mid].obj < obj)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < km->n && km->v[lo].obj == obj ? &km->v[lo] : NULL;
+}
+
+const char *st__keymap_lookup(const st__keymap *km, const json_t *obj, const char *key,
+			      size_t *len)
+{
+	const st__keymap_ent *e = first_of(km, obj), *end = km->v + km->n;
+	for (; e && e < end && e->obj == obj; e++) {
+		if (!strcmp(e->canon, key)) {
+			*len = e->orig_len;
+			return e->orig;
+		}
+	}
+	return NULL;
+}
+
+int st__keymap_has(const st__keymap *km, const json_t *obj)
+{
+	return first_of(km, obj) != NULL;
+}
+
+/* A digest of a value (BLAKE2b over its kinds, keys and contents). */
+static void digest(crypto_generichash_state *h, const json_t *v, int depth)
+{
+	unsigned char tag = (unsigned char)json_typeof(v);
+	crypto_generichash_update(h, &tag, 1);
+	if (depth > ST_DEFAULT_MAX_DEPTH)
+		return;
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		for (void *it = json_object_iter((json_t *)v); it;
+		     it = json_object_iter_next((json_t *)v, it)) {
+			size_t kl = json_object_iter_key_len(it);
+			crypto_generichash_update(h, (const unsigned char *)&kl, sizeof(kl));
+			crypto_generichash_update(h, (const unsigned char *)json_object_iter_key(it),
+						  kl);
+			digest(h, json_object_iter_value(it), depth + 1);
+		}
+		tag = 0xfe;
+		crypto_generichash_update(h, &tag, 1);
+		break;
+	case JSON_ARRAY:
+		for (size_t i = 0; i < json_array_size(v); i++)
+			digest(h, json_array_get(v, i), depth + 1);
+		tag = 0xfd;
+		crypto_generichash_update(h, &tag, 1);
+		break;
+	case JSON_STRING: {
+		size_t n = json_string_length(v);
+		crypto_generichash_update(h, (const unsigned char *)&n, sizeof(n));
+		crypto_generichash_update(h, (const unsigned char *)json_string_value(v), n);
+		break;
+	}
+	case JSON_INTEGER:
+	case JSON_REAL: {
+		double d = json_number_value(v);
+		crypto_generichash_update(h, (const unsigned char *)&d, sizeof(d));
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+void st__keymap_digest(const json_t *root, unsigned char out[32])
+{
+	crypto_generichash_state h;
+	crypto_generichash_init(&h, NULL, 0, 32);
+	digest(&h, root, 0);
+	crypto_generichash_final(&h, out, 32);
+}
+
+/* ---- entry ---- */
+
+int st__go_decode(json_t *v, st__groot root, const char *base, st__keymap *km,
+		  st_problems *out, char **first, char **first_ptr)
+{
+	dctx c;
+	memset(&c, 0, sizeof(c));
+	c.out = out;
+	c.km = km;
+	c.base = base ? base : "";
+	*first = *first_ptr = NULL;
+	walk(&c, v, root_type(root));
+	st_segs_free(&c.segs);
+	if (c.oom) {
+		free(c.stop);
+		free(c.stop_ptr);
+		free(c.kept);
+		free(c.kept_ptr);
+		return ST_ENOMEM;
+	}
+	/* Go's Unmarshal returns an error that stops it, else the first it kept */
+	*first = c.stop ? c.stop : c.kept;
+	*first_ptr = c.stop ? c.stop_ptr : c.kept_ptr;
+	free(c.stop ? c.kept : c.stop);
+	free(c.stop ? c.kept_ptr : c.stop_ptr);
+	return ST_OK;
+}
+
+const char *st__go_root_name(st__groot root)
+{
+	return root_type(root)->go;
+}
+
+st_doc_kind st_doc_kind_of(const json_t *doc)
+{
+	static const char *const state_keys[] = {"version", "checkpoint", "deployment", "latest",
+						 "stack", "target", NULL};
+	static const char *const import_keys[] = {"resources", "nameTable", "providerInputs",
+						  NULL};
+	int imp = 0;
+	if (!json_is_object(doc))
+		return ST_DOC_NEITHER;
+	for (void *it = json_object_iter((json_t *)doc); it;
+	     it = json_object_iter_next((json_t *)doc, it)) {
+		const char *k = json_object_iter_key(it);
+		size_t kl = json_object_iter_key_len(it);
+		for (int i = 0; state_keys[i]; i++)
+			if (fold_eq(k, kl, state_keys[i]))
+				return ST_DOC_STATE;
+		for (int i = 0; import_keys[i]; i++)
+			imp |= fold_eq(k, kl, import_keys[i]);
+	}
+	return imp ? ST_DOC_IMPORT : ST_DOC_NEITHER;
+}
