@@ -76,7 +76,8 @@ enum {
 	ST_ELIMIT = -15,       /* a documented limit was exceeded */
 	ST_EUNSUPPORTED = -16, /* a valid input statetool cannot handle (e.g. zstd) */
 	ST_EREFUSED = -17,     /* a safety rule refused the operation (protected, dependents...) */
-	ST_EEXIST = -18        /* a create-only write found the object there already */
+	ST_EEXIST = -18,       /* a create-only write found the object there already */
+	ST_EAUTH = -19         /* a server refused the credentials (or found none it accepts) */
 };
 
 /* An error record, owned by the caller. Fields that do not apply are 0 or "". */

@@ -37,6 +37,7 @@ const char *st_strerror(int code)
 	case ST_EUNSUPPORTED: return "unsupported";
 	case ST_EREFUSED: return "refused";
 	case ST_EEXIST: return "exists";
+	case ST_EAUTH: return "authentication failed";
 	default: return "unknown error";
 	}
 }

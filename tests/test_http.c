@@ -1,0 +1,837 @@
+/*
+ * The HTTP layer (lib/store/http.c) against a small HTTP server of the test's own, on a thread
+ * on 127.0.0.1, told what to do with each request it receives: answer, cut the body short,
+ * close the connection, hang, or close half-way through the upload. It records what it got, so
+ * each case checks the attempts, the headers the signer added to each, the bytes sent again on
+ * a retry, and that no message and no log line holds a secret.
+ */
+#include "testutil.h"
+
+#include "store/http.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <time.h>
+
+typedef enum act_kind {
+	A_REPLY,       /* answer with status, headers, body (keeps the connection) */
+	A_CUT,         /* announce a 100-byte body, send 10 bytes, close */
+	A_CLOSE,       /* close without an answer */
+	A_HANG,        /* say nothing until the client gives up */
+	A_CLOSE_UPLOAD,/* read half of the request's body, close */
+	A_NO_LENGTH    /* answer without Content-Length, the body ends with the connection */
+} act_kind;
+
+typedef struct action {
+	act_kind kind;
+	int status;
+	const char *headers; /* extra header lines, each ending in \r\n */
+	const char *body;
+} action;
+
+#define MAX_REQ 32
+
+typedef struct request_seen {
+	char method[16];
+	char path[512];
+	char headers[4096];
+	size_t body_len;
+	unsigned long body_sum;
+} request_seen;
+
+typedef struct server {
+	int lfd;
+	int port;
+	pthread_t th;
+	action acts[MAX_REQ];
+	int nacts;
+	int next;
+	request_seen seen[MAX_REQ];
+	int nseen;
+	volatile int stop;
+} server;
+
+static unsigned long sum(const unsigned char *p, size_t n, unsigned long h)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211UL;
+	return h;
+}
+
+/* Reads until the end of the request's head; what came after it stays in buf[*have..]. */
+static int read_head(int fd, char *buf, size_t cap, size_t *have, size_t *head_len)
+{
+	for (;;) {
+		char *e = memmem(buf, *have, "\r\n\r\n", 4);
+		if (e) {
+			*head_len = (size_t)(e - buf) + 4;
+			return 0;
+		}
+		if (*have == cap)
+			return -1;
+		ssize_t n = recv(fd, buf + *have, cap - *have, 0);
+		if (n <= 0)
+			return -1;
+		*have += (size_t)n;
+	}
+}
+
+static void send_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static const char *reason(int status)
+{
+	return status == 200 ? "OK" : status == 404 ? "Not Found" : status == 500 ? "Internal" : "X";
+}
+
+/* Serves one connection until it closes or an action ends it. */
+static void serve(server *s, int fd)
+{
+	static char buf[1 << 16];
+	size_t have = 0;
+
+	while (!s->stop) {
+		size_t head_len;
+		if (read_head(fd, buf, sizeof(buf), &have, &head_len) < 0)
+			return;
+		request_seen *rq = &s->seen[s->nseen < MAX_REQ ? s->nseen : MAX_REQ - 1];
+		memset(rq, 0, sizeof(*rq));
+		sscanf(buf, "%15s %511s", rq->method, rq->path);
+		size_t hl = head_len < sizeof(rq->headers) ? head_len : sizeof(rq->headers) - 1;
+		memcpy(rq->headers, buf, hl);
+		long long clen = 0;
+		const char *cl = strcasestr(rq->headers, "\r\ncontent-length:");
+		if (cl)
+			clen = atoll(cl + 17);
+		action a = s->acts[s->next < s->nacts ? s->next : s->nacts - 1];
+		s->next++;
+		s->nseen++;
+		if (strcasestr(rq->headers, "\r\nexpect: 100-continue"))
+			send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+		/* the body: what is already in buf, then the rest */
+		long long want = a.kind == A_CLOSE_UPLOAD ? clen / 2 : clen, got = 0;
+		size_t extra = have - head_len;
+		size_t take = (long long)extra < want ? extra : (size_t)want;
+		rq->body_sum = sum((unsigned char *)buf + head_len, take, 14695981039346656037UL);
+		got = (long long)take;
+		memmove(buf, buf + head_len + take, extra - take);
+		have = extra - take;
+		while (got < want) {
+			size_t room = sizeof(buf) - have;
+			size_t ask = (size_t)(want - got) < room ? (size_t)(want - got) : room;
+			ssize_t n = recv(fd, buf + have, ask, 0);
+			if (n <= 0)
+				return;
+			rq->body_sum = sum((unsigned char *)buf + have, (size_t)n, rq->body_sum);
+			got += n;
+		}
+		rq->body_len = (size_t)got;
+		char head[1024];
+		const char *body = a.body ? a.body : "";
+		int is_head = !strcmp(rq->method, "HEAD");
+		switch (a.kind) {
+		case A_REPLY:
+			snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Length: %zu\r\n%s\r\n",
+				 a.status, reason(a.status), strlen(body), a.headers ? a.headers : "");
+			send_all(fd, head, strlen(head));
+			if (!is_head)
+				send_all(fd, body, strlen(body));
+			break;
+		case A_NO_LENGTH:
+			snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nConnection: close\r\n\r\n",
+				 a.status, reason(a.status));
+			send_all(fd, head, strlen(head));
+			send_all(fd, body, strlen(body));
+			return;
+		case A_CUT:
+			snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
+			send_all(fd, head, strlen(head));
+			send_all(fd, "0123456789", 10);
+			return;
+		case A_HANG:
+			while (!s->stop) {
+				struct pollfd p = {fd, POLLIN, 0};
+				if (poll(&p, 1, 50) > 0) {
+					char c;
+					if (recv(fd, &c, 1, MSG_PEEK) <= 0)
+						return; /* the client gave up */
+				}
+			}
+			return;
+		case A_CLOSE:
+		case A_CLOSE_UPLOAD:
+			return;
+		}
+	}
+}
+
+static void *server_main(void *ctx)
+{
+	server *s = ctx;
+	while (!s->stop) {
+		struct pollfd p = {s->lfd, POLLIN, 0};
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		int fd = accept(s->lfd, NULL, NULL);
+		if (fd < 0)
+			continue;
+		serve(s, fd);
+		shutdown(fd, SHUT_RDWR);
+		close(fd);
+	}
+	return NULL;
+}
+
+static int listen_socket(int *port)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 8), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static server *server_start(const action *acts, int n)
+{
+	server *s = calloc(1, sizeof(*s));
+	assert_non_null(s);
+	memcpy(s->acts, acts, (size_t)n * sizeof(*acts));
+	s->nacts = n;
+	s->lfd = listen_socket(&s->port);
+	assert_int_equal(pthread_create(&s->th, NULL, server_main, s), 0);
+	return s;
+}
+
+static void server_stop(server *s)
+{
+	s->stop = 1;
+	pthread_join(s->th, NULL);
+	close(s->lfd);
+	free(s);
+}
+
+static st_http *client(int retries, long timeout_ms)
+{
+	st_http *h = NULL;
+	st_http_opts o;
+	memset(&o, 0, sizeof(o));
+	o.retries = retries;
+	o.timeout_ms = timeout_ms;
+	o.backoff_ms = 1;
+	o.backoff_max_ms = 5;
+	assert_int_equal(st__http_new(&h, "test", &o, NULL), ST_OK);
+	return h;
+}
+
+static char *url_of(const server *s, const char *path)
+{
+	return st_asprintf("http://127.0.0.1:%d%s", s->port, path);
+}
+
+/* ---- a signer that numbers its attempts ---- */
+
+typedef struct signer {
+	int calls;
+	int fail_at; /* 0: never */
+} signer;
+
+static int sign_count(void *ctx, const st_http_req *req, st_http_hdrs *extra, st_error *err)
+{
+	signer *g = ctx;
+	char n[16];
+	(void)req;
+	g->calls++;
+	if (g->calls == g->fail_at)
+		return st__err(err, ST_EAUTH, "test: no credentials");
+	snprintf(n, sizeof(n), "%d", g->calls);
+	return st__http_hdrs_add(extra, "X-Attempt", n, err);
+}
+
+/* ---- cases ---- */
+
+static void test_get_and_headers(void **state)
+{
+	action acts[] = {{A_REPLY, 200, "ETag: \"abc\"\r\nX-Mixed-Case:  v  \r\n", "hello"}};
+	server *s = server_start(acts, 1);
+	st_http *h = client(2, 0);
+	st_http_req r = ST_HTTP_REQ_INIT;
+	st_http_resp resp;
+	char *u = url_of(s, "/b/k?list-type=2");
+	(void)state;
+	r.method = "GET";
+	r.url = u;
+	r.op = "GetObject";
+	r.target = "b/k";
+	assert_int_equal(st__http_hdrs_add(&r.headers, "X-Custom", "one", NULL), ST_OK);
+	assert_int_equal(st__http_hdrs_set(&r.headers, "x-custom", "two", NULL), ST_OK);
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	assert_int_equal(resp.status, 200);
+	assert_int_equal(resp.len, 5);
+	assert_string_equal(resp.body, "hello");
+	assert_int_equal(resp.attempts, 1);
+	assert_string_equal(st__http_hdrs_get(&resp.headers, "etag"), "\"abc\"");
+	assert_string_equal(st__http_hdrs_get(&resp.headers, "X-MIXED-CASE"), "v");
+	assert_null(st__http_hdrs_get(&resp.headers, "nothing"));
+	assert_int_equal(s->nseen, 1);
+	assert_string_equal(s->seen[0].method, "GET");
+	assert_string_equal(s->seen[0].path, "/b/k?list-type=2");
+	assert_non_null(strstr(s->seen[0].headers, "X-Custom: two\r\n"));
+	assert_null(strstr(s->seen[0].headers, "one"));
+	st__http_resp_free(&resp);
+	st__http_hdrs_free(&r.headers);
+	free(u);
+	st__http_free(h);
+	server_stop(s);
+}
+
+static void test_retry_then_success(void **state)
+{
+	action acts[] = {{A_REPLY, 500, NULL, "<Error/>"},
+			 {A_REPLY, 503, "Retry-After: 0\r\n", ""},
+			 {A_REPLY, 429, NULL, ""},
+			 {A_REPLY, 200, NULL, "done"}};
+	server *s = server_start(acts, 4);
+	st_http *h = client(4, 0);
+	st_http_req r = ST_HTTP_REQ_INIT;
+	st_http_resp resp;
+	signer g = {0, 0};
+	char *u = url_of(s, "/b/k");
+	unsigned long before = st__http_attempts();
+	(void)state;
+	r.method = "GET";
+	r.url = u;
+	r.op = "GetObject";
+	r.flags = ST_HTTP_RETRY;
+	r.sign = sign_count;
+	r.sign_ctx = &g;
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	assert_int_equal(resp.status, 200);
+	assert_string_equal(resp.body, "done");
+	assert_int_equal(resp.attempts, 4);
+	assert_int_equal(st__http_attempts() - before, 4);
+	assert_int_equal(g.calls, 4);
+	assert_int_equal(s->nseen, 4);
+	/* each attempt signed again, only its own signature sent */
+	for (int i = 0; i < 4; i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "X-Attempt: %d\r\n", i + 1);
+		assert_non_null(strstr(s->seen[i].headers, want));
+		assert_null(strstr(strstr(s->seen[i].headers, "X-Attempt") + 9, "X-Attempt"));
+	}
+	st__http_resp_free(&resp);
+	free(u);
+	st__http_free(h);
+	server_stop(s);
+}
+
+static void test_retries_bounded(void **state)
+{
+	action acts[] = {{A_REPLY, 500, NULL, "<Error><Code>InternalError</Code></Error>"}};
+	server *s = server_start(acts, 1);
+	st_http *h = client(2, 0);
+	st_http_req r = ST_HTTP_REQ_INIT;
+	st_http_resp resp;
+	st_error err;
+	char *u = url_of(s, "/b/k"), *want;
+	(void)state;
+	r.method = "GET";
+	r.url = u;
+	r.op = "GetObject";
+	r.target = "b/k";
+	r.flags = ST_HTTP_RETRY;
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	assert_int_equal(resp.status, 500);
+	assert_int_equal(resp.attempts, 3);
+	assert_int_equal(resp.maybe_done, 1);
+	assert_int_equal(s->nseen, 3);
+	st_error_clear(&err);
+	assert_int_equal(st__http_fail(h, &r, &resp, 0, "InternalError", &err), ST_EIO);
+	want = st_asprintf("test: GetObject 'b/k' on 127.0.0.1:%d failed: HTTP 500 InternalError "
+			   "(3 attempts)",
+			   s->port);
+	assert_string_equal(err.message, want);
+	free(want);
+	st__http_resp_free(&resp);
+	/* without the flag: one attempt */
+	r.flags = 0;
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	assert_int_equal(resp.attempts, 1);
+	assert_int_equal(s->nseen, 4);
+	st_error_clear(&err);
+	assert_int_equal(st__http_fail(h, &r, &resp, 0, NULL, &err), ST_EIO);
+	assert_null(strstr(err.message, "attempts"));
+	st__http_resp_free(&resp);
+	free(u);
+	st__http_free(h);
+	server_stop(s);
+}
+
+static void test_status_codes(void **state)
+{
+	static const struct {
+		int status;
+		int code;
+	} map[] = {{403, ST_EAUTH}, {401, ST_EAUTH}, {404, ST_ENOTFOUND}, {412, ST_ECONFLICT},
+		   {409, ST_ECONFLICT}, {400, ST_EINVAL}, {501, ST_EIO}};
+	(void)state;
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		action acts[] = {{A_REPLY, map[i].status, NULL, ""}};
+		server *s = server_start(acts, 1);
+		st_http *h = client(3, 0);
+		st_http_req r = ST_HTTP_REQ_INIT;
+		st_http_resp resp;
+		char *u = url_of(s, "/x");
+		r.method = "DELETE";
+		r.url = u;
+		r.op = "DeleteObject";
+		r.flags = ST_HTTP_RETRY;
+		assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+		assert_int_equal(resp.status, map[i].status);
+		assert_int_equal(resp.attempts, 1); /* none of these is retried */
+		assert_int_equal(st__http_fail(h, &r, &resp, 0, NULL, NULL), map[i].code);
+		assert_string_equal(s->seen[0].method, "DELETE");
+		st__http_resp_free(&resp);
+		free(u);
+		st__http_free(h);
+		server_stop(s);
+	}
+}
+
+static void test_cut_body_and_close(void **state)
+{
+	action acts[] = {{A_CUT, 0, NULL, NULL}, {A_CLOSE, 0, NULL, NULL},
+			 {A_REPLY, 200, NULL, "whole"}};
+	server *s = server_start(acts, 3);
+	st_http *h = client(3, 0);
+	st_http_req r = ST_HTTP_REQ_INIT;
+	st_http_resp resp;
+	char *u = url_of(s, "/b/k");
+	(void)state;
+	r.method = "GET";
+	r.url = u;
+	r.op = "GetObject";
+	r.flags = ST_HTTP_RETRY;
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	assert_string_equal(resp.body, "whole"); /* nothing of the cut attempt is kept */
+	assert_int_equal(resp.len, 5);
+	assert_int_equal(resp.attempts, 3);
+	st__http_resp_free(&resp);
+	free(u);
+	st__http_free(h);
+	server_stop(s);
+}
+
+static void test_always_cut(void **state)
+{
+	action acts[] = {{A_CUT, 0, NULL, NULL}};
+	server *s = server_start(acts, 1);
+	st_http *h = client(2, 0);
+	st_http_req r = ST_HTTP_REQ_INIT;
+	st_http_resp resp;
+	st_error err;
+	char *u = url_of(s, "/b/k"), *want;
+	(void)state;
+	r.method = "GET";
+	r.url = u;
+	r.op = "GetObject";
+	r.target = "b/k";
+	r.flags = ST_HTTP_RETRY;
+	st_error_clear(&err);
+	assert_int_equal(st__http_do(h, &r, &resp, &err), ST_EIO);
+	want = st_asprintf("test: GetObject 'b/k' on 127.0.0.1:%d failed: ", s->port);
+	assert_true(!strncmp(err.message, want, strlen(want)));
+	assert_non_null(strstr(err.message, "(3 attempts)"));
+	assert_int_equal(s->nseen, 3);
+	free(want);
+	st__http_resp_free(&resp);
+	free(u);
+	st__http_free(h);
+	server_stop(s);
+}
+
+static void test_hang_times_out(void **state)
+{
+	action acts[] = {{A_HANG, 0, NULL, NULL}};
+	server *s = server_start(acts, 1);
+	st_http *h = client(1, 300);
+	st_http_req r = ST_HTTP_REQ_INIT;
+	st_http_resp resp;
+	st_error err;
+	struct timespec t0, t1;
+	char *u = url_of(s, "/b/k"), *want;
+	(void)state;
+	r.method = "HEAD";
+	r.url = u;
+	r.op = "HeadObject";
+	r.target = "b/k";
+	r.flags = ST_HTTP_RETRY;
+	st_error_clear(&err);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(st__http_do(h, &r, &resp, &err), ST_EIO);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	want = st_asprintf("test: 127.0.0.1:%d did not answer in time (HeadObject 'b/k'): ",
+			   s->port);
+	assert_true(!strncmp(err.message, want, strlen(want)));
+	assert_non_null(strstr(err.message, "(2 attempts)"));
+	assert_int_equal(resp.attempts, 2);
+	assert_int_equal(resp.maybe_done, 1);
+	/* two attempts of 0.3 s, not the default ten minutes */
+	assert_true(t1.tv_sec - t0.tv_sec < 10);
+	free(want);
+	st__http_resp_free(&resp);
+	free(u);
+	st__http_free(h);
+	server_stop(s);
+}
+
+static void test_unreachable(void **state)
+{
+	int port, fd = listen_socket(&port);
+	st_http *h = client(2, 0);
+	st_http_req r = ST_HTTP_REQ_INIT;
+	st_http_resp resp;
+	st_error err;
+	char *u, *want;
+	(void)state;
+	close(fd); /* nothing listens there now */
+	u = st_asprintf("http://127.0.0.1:%d/b/k", port);
+	r.method = "GET";
+	r.url = u;
+	r.op = "GetObject";
+	r.target = "b/k";
+	r.flags = ST_HTTP_RETRY;
+	st_error_clear(&err);
+	assert_int_equal(st__http_do(h, &r, &resp, &err), ST_EIO);
+	want = st_asprintf("test: cannot reach 127.0.0.1:%d (GetObject 'b/k'): ", port);
+	assert_true(!strncmp(err.message, want, strlen(want)));
+	assert_non_null(strstr(err.message, "(3 attempts)"));
+	assert_int_equal(resp.maybe_done, 0); /* never connected: nothing can have happened */
+	free(want);
+	st__http_resp_free(&resp);
+	free(u);
+	/* a host that does not resolve: said so, not retried */
+	r.url = "http://statetool-no-such-host.invalid/b/k";
+	st_error_clear(&err);
+	assert_int_equal(st__http_do(h, &r, &resp, &err), ST_EIO);
+	assert_true(!strncmp(err.message,
+			     "test: cannot reach statetool-no-such-host.invalid (GetObject 'b/k'): ",
+			     strlen("test: cannot reach statetool-no-such-host.invalid (GetObject 'b/k'): ")));
+	assert_int_equal(resp.attempts, 1);
+	st__http_resp_free(&resp);
+	st__http_free(h);
+}
+
+/* A PUT from a spool: every attempt sends the same bytes from the start. */
+static void test_put_from_spool_retried(void **state)
+{
+	action acts[] = {{A_CLOSE_UPLOAD, 0, NULL, NULL},
+			 {A_REPLY, 500, NULL, ""},
+			 {A_REPLY, 200, "ETag: \"e\"\r\n", ""}};
+	server *s = server_start(acts, 3);
+	st_http *h = client(3, 0);
+	st_http_req r = ST_HTTP_REQ_INIT;
+	st_http_resp resp;
+	st_spool *sp;
+	char line[64], hex[65];
+	long long size;
+	unsigned long want_sum = 14695981039346656037UL;
+	char *u = url_of(s, "/b/big");
+	(void)state;
+	assert_int_equal(st__spool_new(&sp, NULL), ST_OK);
+	for (int i = 0; i < 300000; i++) { /* 3.3 MB: sent with Expect: 100-continue */
+		snprintf(line, sizeof(line), "line %06d\n", i);
+		assert_int_equal(st__spool_write(sp, line, strlen(line), NULL), ST_OK);
+		want_sum = sum((unsigned char *)line, strlen(line), want_sum);
+	}
+	st__spool_finish(sp, &size, hex);
+	assert_int_equal(size, 300000 * 12);
+	r.method = "PUT";
+	r.url = u;
+	r.op = "PutObject";
+	r.body_fd = st__spool_fd(sp);
+	r.body_len = (size_t)size;
+	r.flags = ST_HTTP_RETRY;
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	assert_int_equal(resp.status, 200);
+	assert_int_equal(resp.attempts, 3);
+	assert_int_equal(resp.maybe_done, 1);
+	assert_int_equal(s->nseen, 3);
+	assert_int_equal(s->seen[0].body_len, (size_t)size / 2);
+	for (int i = 1; i < 3; i++) {
+		assert_string_equal(s->seen[i].method, "PUT");
+		assert_int_equal(s->seen[i].body_len, (size_t)size);
+		assert_true(s->seen[i].body_sum == want_sum);
+	}
+	st__http_resp_free(&resp);
+	st__spool_free(sp);
+	free(u);
+	st__http_free(h);
+	server_stop(s);
+}
+
+static void test_bodies_and_methods(void **state)
+{
+	action acts[] = {{A_REPLY, 200, NULL, ""},
+			 {A_REPLY, 204, NULL, ""},
+			 {A_REPLY, 200, NULL, "twenty bytes of body"},
+			 {A_REPLY, 200, NULL, ""}};
+	server *s = server_start(acts, 4);
+	st_http *h = client(0, 0);
+	st_http_req r = ST_HTTP_REQ_INIT;
+	st_http_resp resp;
+	char *u = url_of(s, "/b/k");
+	(void)state;
+	r.url = u;
+	r.op = "Op";
+	/* bytes in memory, POST */
+	r.method = "POST";
+	r.body = "a=1&b=2";
+	r.body_len = 7;
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	st__http_resp_free(&resp);
+	assert_string_equal(s->seen[0].method, "POST");
+	assert_int_equal(s->seen[0].body_len, 7);
+	assert_null(strcasestr(s->seen[0].headers, "expect:"));
+	/* a PUT without a body says so */
+	r.method = "PUT";
+	r.body = NULL;
+	r.body_len = 0;
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	assert_int_equal(resp.status, 204);
+	st__http_resp_free(&resp);
+	assert_string_equal(s->seen[1].method, "PUT");
+	assert_non_null(strcasestr(s->seen[1].headers, "content-length: 0\r\n"));
+	/* HEAD: the length is the object's, no body is read */
+	r.method = "HEAD";
+	r.max_body = 1;
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	assert_int_equal(resp.len, 0);
+	assert_string_equal(resp.body, "");
+	st__http_resp_free(&resp);
+	assert_string_equal(s->seen[2].method, "HEAD");
+	r.method = "GET";
+	r.max_body = 0;
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	st__http_resp_free(&resp);
+	assert_string_equal(s->seen[3].method, "GET");
+	free(u);
+	st__http_free(h);
+	server_stop(s);
+}
+
+static void test_body_limit(void **state)
+{
+	action acts[] = {{A_REPLY, 200, NULL, "0123456789abcdef"},
+			 {A_NO_LENGTH, 200, NULL, "0123456789abcdef"}};
+	server *s = server_start(acts, 2);
+	st_http *h = client(3, 0);
+	st_http_req r = ST_HTTP_REQ_INIT;
+	st_http_resp resp;
+	st_error err;
+	char *u = url_of(s, "/b/k");
+	(void)state;
+	r.method = "GET";
+	r.url = u;
+	r.op = "GetObject";
+	r.target = "b/k";
+	r.max_body = 10;
+	r.flags = ST_HTTP_RETRY;
+	for (int i = 0; i < 2; i++) { /* announced, then found while reading */
+		st_error_clear(&err);
+		assert_int_equal(st__http_do(h, &r, &resp, &err), ST_ELIMIT);
+		assert_non_null(strstr(err.message, "is larger than 10 bytes"));
+		assert_int_equal(resp.attempts, 1);
+		st__http_resp_free(&resp);
+	}
+	free(u);
+	st__http_free(h);
+	server_stop(s);
+}
+
+/* No message and no log line holds a query string, a signature or a header's value. */
+static void test_no_secrets(void **state)
+{
+	action acts[] = {{A_REPLY, 500, NULL, "SECRET-BODY"}};
+	server *s = server_start(acts, 1);
+	int port, fd = listen_socket(&port);
+	st_http *h = client(1, 0);
+	st_http_req r = ST_HTTP_REQ_INIT;
+	st_http_resp resp;
+	st_error err;
+	char *dir = tu_tmpdir(), *log = st_asprintf("%s/http.log", dir), *text;
+	char *u = st_asprintf("http://127.0.0.1:%d/b/k?X-Amz-Signature=SECRET1&sig=SECRET2",
+			      s->port);
+	char *u2 = st_asprintf("http://user:SECRET4@127.0.0.1:%d/b/k?X-Amz-Credential=SECRET5",
+			       port);
+	(void)state;
+	close(fd);
+	setenv("STATETOOL_HTTP_LOG", log, 1);
+	r.method = "GET";
+	r.url = u;
+	r.op = "GetObject";
+	r.target = "b/k";
+	r.flags = ST_HTTP_RETRY;
+	assert_int_equal(st__http_hdrs_add(&r.headers, "Authorization", "SECRET3", NULL), ST_OK);
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	st_error_clear(&err);
+	st__http_fail(h, &r, &resp, 0, NULL, &err);
+	assert_null(strstr(err.message, "SECRET"));
+	assert_null(strstr(err.message, "?"));
+	st__http_resp_free(&resp);
+	r.url = u2;
+	st_error_clear(&err);
+	assert_int_equal(st__http_do(h, &r, &resp, &err), ST_EIO);
+	assert_null(strstr(err.message, "SECRET"));
+	assert_null(strstr(err.message, "user"));
+	st__http_resp_free(&resp);
+	unsetenv("STATETOOL_HTTP_LOG");
+	text = tu_read(log, NULL);
+	assert_non_null(text);
+	char *want = st_asprintf("GET 127.0.0.1:%d /b/k 500\nGET 127.0.0.1:%d /b/k 500\n"
+				 "GET 127.0.0.1:%d /b/k 0\nGET 127.0.0.1:%d /b/k 0\n",
+				 s->port, s->port, port, port);
+	assert_string_equal(text, want);
+	free(want);
+	free(text);
+	st__http_hdrs_free(&r.headers);
+	free(u);
+	free(u2);
+	free(log);
+	tu_rmdir(dir);
+	st__http_free(h);
+	server_stop(s);
+}
+
+static void test_signer_error(void **state)
+{
+	action acts[] = {{A_REPLY, 503, NULL, ""}};
+	server *s = server_start(acts, 1);
+	st_http *h = client(3, 0);
+	st_http_req r = ST_HTTP_REQ_INIT;
+	st_http_resp resp;
+	signer g = {0, 2};
+	st_error err;
+	char *u = url_of(s, "/b/k");
+	(void)state;
+	r.method = "GET";
+	r.url = u;
+	r.op = "GetObject";
+	r.flags = ST_HTTP_RETRY;
+	r.sign = sign_count;
+	r.sign_ctx = &g;
+	st_error_clear(&err);
+	assert_int_equal(st__http_do(h, &r, &resp, &err), ST_EAUTH);
+	assert_string_equal(err.message, "test: no credentials");
+	assert_int_equal(s->nseen, 1); /* the second attempt was never sent */
+	st__http_resp_free(&resp);
+	free(u);
+	st__http_free(h);
+	server_stop(s);
+}
+
+static void test_env_settings(void **state)
+{
+	action acts[] = {{A_REPLY, 502, NULL, ""}};
+	server *s = server_start(acts, 1);
+	st_http *h = NULL;
+	st_http_req r = ST_HTTP_REQ_INIT;
+	st_http_resp resp;
+	char *u = url_of(s, "/b/k");
+	(void)state;
+	setenv("STATETOOL_HTTP_RETRIES", "1", 1);
+	setenv("STATETOOL_HTTP_BACKOFF_MS", "1", 1);
+	assert_int_equal(st__http_new(&h, "test", NULL, NULL), ST_OK);
+	unsetenv("STATETOOL_HTTP_RETRIES");
+	unsetenv("STATETOOL_HTTP_BACKOFF_MS");
+	assert_string_equal(st__http_scheme(h), "test");
+	r.method = "GET";
+	r.url = u;
+	r.op = "GetObject";
+	r.flags = ST_HTTP_RETRY;
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	assert_int_equal(resp.attempts, 2);
+	st__http_resp_free(&resp);
+	free(u);
+	st__http_free(h);
+	server_stop(s);
+}
+
+static void test_spool_and_helpers(void **state)
+{
+	st_spool *sp;
+	char hex[65], *data, *host;
+	long long size;
+	size_t len;
+	st_error err;
+	(void)state;
+	assert_int_equal(st__spool_new(&sp, NULL), ST_OK);
+	assert_int_equal(st__spool_write(sp, "a", 1, NULL), ST_OK);
+	assert_int_equal(st__spool_write(sp, "bc", 2, NULL), ST_OK);
+	st__spool_finish(sp, &size, hex);
+	assert_int_equal(size, 3);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_int_equal(st__spool_read(sp, 10, &data, &len, NULL), ST_OK);
+	assert_int_equal(len, 3);
+	assert_string_equal(data, "abc");
+	free(data);
+	st_error_clear(&err);
+	assert_int_equal(st__spool_read(sp, 2, &data, &len, &err), ST_ELIMIT);
+	st__spool_free(sp);
+	/* an empty spool */
+	assert_int_equal(st__spool_new(&sp, NULL), ST_OK);
+	st__spool_finish(sp, &size, hex);
+	assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	st__spool_free(sp);
+	host = st__http_host("https://u:p@example.com:8443/a?b=c");
+	assert_string_equal(host, "example.com:8443");
+	free(host);
+	host = st__http_host("http://h");
+	assert_string_equal(host, "h");
+	free(host);
+	assert_string_equal(st_strerror(ST_EAUTH), "authentication failed");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_get_and_headers),
+		cmocka_unit_test(test_retry_then_success),
+		cmocka_unit_test(test_retries_bounded),
+		cmocka_unit_test(test_status_codes),
+		cmocka_unit_test(test_cut_body_and_close),
+		cmocka_unit_test(test_always_cut),
+		cmocka_unit_test(test_hang_times_out),
+		cmocka_unit_test(test_unreachable),
+		cmocka_unit_test(test_put_from_spool_retried),
+		cmocka_unit_test(test_bodies_and_methods),
+		cmocka_unit_test(test_body_limit),
+		cmocka_unit_test(test_no_secrets),
+		cmocka_unit_test(test_signer_error),
+		cmocka_unit_test(test_env_settings),
+		cmocka_unit_test(test_spool_and_helpers),
+	};
+	unsetenv("STATETOOL_HTTP_LOG");
+	unsetenv("http_proxy");
+	unsetenv("HTTP_PROXY");
+	unsetenv("ALL_PROXY");
+	unsetenv("all_proxy");
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
