@@ -85,15 +85,31 @@ int st_segs_push(st_segs *s, const char *key, size_t len);
 void st_segs_pointer(st_buf *b, const st_segs *s);
 void st_segs_free(st_segs *s);
 
-/* May the library use a second thread (parsing, validation)? Yes when two processors are
- * online, unless STATETOOL_THREADS is "1"; "2" says yes even on one processor. */
+/* May the library use a second thread? `threads` is a call's choice (an option's field: 0 the
+ * process-wide one, 1 no, 2 yes even on one processor); the process-wide choice is
+ * st_set_threads's, and when that is 0, yes when two processors are online. */
+int st__threads_ok_for(int threads);
+/* st__threads_ok_for(0). */
 int st__threads_ok(void);
-/* With STATETOOL_TIMINGS set, prints the time since the previous mark and the step's name
- * to standard error (NULL: starts the clock without printing). Main thread only. */
+/* ST_EINVAL unless threads is 0, 1 or 2. */
+int st__threads_check(int threads, st_error *err);
+/* Reports the end of a step (its name; NULL: an operation starts) to the phase hook of
+ * st_set_hooks, if any. Any thread. */
 void st__phase(const char *name);
+/* Step `step` of the durable write `op` ("write" 1-4, "pair" 1-7, "index" 1; see
+ * lib/store/store.c and journal.c): calls the step hook of st_set_hooks, if any (the CLI's
+ * kills the process there when STATETOOL_CRASH_AT names the step, for the crash tests). */
+void st__crash_point(const char *op, int step);
+/* ST_EINVAL "unsupported options version" unless 1 <= version <= current (`what` names the
+ * struct in the message). */
+int st__opts_version(unsigned version, unsigned current, const char *what, st_error *err);
 /* How many parses so far reached the second thread's part and took its result, elements
  * or error (for the tests). */
 unsigned long st__json_splits(void);
+/* Test hook: documents of at least `min` bytes (0: back to the default, 1 MiB) are parsed on
+ * two threads when threads may be used, and the first waits for the second's scan instead of
+ * giving up on it. Process-wide; for the tests. */
+void st__json_split_test(size_t min);
 
 /* strdup/asprintf that return NULL on failure. */
 char *st_strdup(const char *s);
@@ -130,9 +146,22 @@ typedef enum st_kind {
  * by such a member (`key` NULL and `parent` the array's own kind context). */
 st_kind st_kind_child(st_kind parent, const char *key);
 
-/* Writes `v` with the kind-driven key order. */
-/* st_json_parse; `mapped`: buf is a private, page-aligned file mapping whose pages may be
- * released (MADV_DONTNEED) behind the cursor. */
+/* How one write may use threads; an argument of st__json_write and of the functions that
+ * stream a state, NULL meaning the defaults (all 0). */
+typedef struct st__wcfg {
+	/* 0: the process-wide choice; 1: this write stays on the calling thread (its caller keeps
+	 * the other processor busy); 2: a big array on a second thread even on one processor */
+	int threads;
+	/* Called once the writes this call makes next no longer keep a second processor busy:
+	 * when the second half of the split array is written (from that thread), or at once when
+	 * there is no split. NULL: nothing called. st_edit_commit_save starts its check then. */
+	void (*on_core_free)(void *ctx);
+	void *on_core_free_ctx;
+	/* the keys put back as written in the objects it names (a state's st__state_keymap), or
+	 * NULL */
+	const struct st__keymap *keys;
+} st__wcfg;
+
 /* st_file_write_atomic with the content written by `fill` (no compression). When `proceed`
  * is given it is called once the temporary file is complete and synced: anything but ST_OK
  * removes it and is returned, leaving the old file as it was. */
@@ -155,27 +184,41 @@ int st__decompress(char *raw, size_t n, size_t max_size, const char *name, char 
 /* data compressed as `c` (a plain copy for ST_COMPRESS_NONE). *out is new. */
 int st__compress_bytes(st_compression c, const void *data, size_t len, char **out,
 		       size_t *outlen, st_error *err);
-/* Writes the state's text (its own style, uncompressed) to a store writer as it is produced. */
-int st__state_stream_to(const st_state *s, st_store_writer *w, st_error *err);
+/* Writes the state's text (its own style, uncompressed) to a store writer as it is produced,
+ * with the writer's thread choices `cfg` (may be NULL). */
+int st__state_stream_to(const st_state *s, st_store_writer *w, const st__wcfg *cfg,
+			st_error *err);
 /* Writes the state's text (its own style, uncompressed) to fd as it is produced; each chunk
  * written is also given to `also` when set (a hash). ST_EIO with errno set when a write fails;
  * other codes with err filled. */
 int st__state_stream(const st_state *s, int fd, void (*also)(void *ctx, const char *p, size_t n),
-		     void *also_ctx, st_error *err);
-/* st_state_save with such a `proceed` hook. */
+		     void *also_ctx, const st__wcfg *cfg, st_error *err);
+/* st_state_save with such a `proceed` hook and the writer's thread choices `cfg` (may be NULL;
+ * its `threads`, when 0, is opts->threads). */
 int st__state_save_checked(st_state *s, const char *path, const st_write_opts *opts,
-			   int (*proceed)(void *ctx), void *proceed_ctx, st_error *err);
+			   int (*proceed)(void *ctx), void *proceed_ctx, const st__wcfg *cfg,
+			   st_error *err);
+/* st_state_dump in the state's own style with the writer's thread choices (may be NULL). */
+int st__state_dump_cfg(const st_state *s, const st__wcfg *cfg, char **out, size_t *len,
+		       st_error *err);
+/* st_backend_save with the writer's thread choices (may be NULL). */
+int st__backend_save(st_backend *b, const char *stack, st_state *state,
+		     const st_backend_save_opts *opts, const st__wcfg *cfg, st_error *err);
+/* The checks of a public call's options: a version the library knows, `threads` 0 to 2. */
+int st__load_opts_check(const st_load_opts *opts, st_error *err);
+int st__write_opts_check(const st_write_opts *opts, st_error *err);
 /* write(2) until done or an error (-1, errno set). */
 int st__write_full(int fd, const void *p, size_t n);
 
 /* st_json_parse with more: `mapped` (buf is a private file mapping whose pages may be given
- * back as parsing passes them), and *features (may be NULL): the deployment features whose
+ * back as parsing passes them), `threads` (as st_load_opts.threads), and *features (may be
+ * NULL): the deployment features whose
  * marks the document holds anywhere (bit k: an object key st__feature_key names; bit
  * ST_FEATURE_BYTESTRING: a string equal to the bytestring signature). A clear bit means no
  * resource can use that feature. */
 int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *name,
 		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
-		      int mapped, unsigned *features, st_error *err);
+		      int mapped, int threads, unsigned *features, st_error *err);
 
 /* Pulumi's special-value signature key, the signature of a secret ({ST_SIG_KEY: ST_SIG_SECRET,
  * "ciphertext" or "plaintext"}), and that of a bytestring (feature "bytestring" of deployment
@@ -201,14 +244,11 @@ static inline unsigned st__feature_key(const char *k, size_t n)
 	default: return 0;
 	}
 }
-int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind kind);
-/* fn(ctx) is called once the writes this thread makes next no longer keep a second processor
- * busy: when the second half of the split array is written (from that thread), or at once
- * when there is no split. NULL: nothing called. st_edit_commit_save starts its check then. */
-void st__json_write_on_core_free(void (*fn)(void *), void *ctx);
-/* on: this thread's writes stay on this thread (no split; the caller keeps the other
- * processor busy). */
-void st__json_write_one_thread(int on);
+/* How many writes so far put half of an array on a second thread (for the tests). */
+unsigned long st__json_write_splits(void);
+/* Writes `v` with the kind-driven key order. */
+int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind kind,
+		   const st__wcfg *cfg);
 
 /* Canonical field order of a struct kind: a NULL-terminated list, or NULL for map kinds. */
 const char *const *st_kind_fields(st_kind kind);
@@ -274,8 +314,6 @@ void st__keymap_digest(const json_t *root, unsigned char out[32]);
 void st__keymap_seal(st__keymap *km, const json_t *root);
 /* The keymap when the state's tree is as it was loaded, else NULL. */
 const st__keymap *st__state_keymap(const st_state *s);
-/* The writer puts the keys back as written in the objects km names (NULL: off); this thread. */
-void st__json_write_keys(const st__keymap *km);
 
 /* A provider reference's URN as Pulumi checks it (validateURN in providers/reference.go):
  * valid, and its type in the module pulumi:providers with a name. ST_EINVAL with Pulumi's
@@ -518,7 +556,5 @@ int st__secrets_reencrypt(json_t *resource, st_secrets *from, st_secrets *to, si
 
 int st__gzip_bytes(const void *data, size_t len, char **out, size_t *outlen, st_error *err);
 
-/* Test hook: ST_FAIL_STEP=name:N aborts (SIGABRT... SIGKILL) at step N of operation `name`. */
-void st__crash_point(const char *op, int step);
 
 #endif

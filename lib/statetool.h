@@ -10,8 +10,17 @@
  *    (release it with its _free function or json_decref), a *borrowed* one belongs to its owner
  *    and lives as long as the owner is unchanged, a *stolen* argument is owned by the callee from
  *    the call on, even when the call fails.
- *  - The library never prints and never exits. Passing NULL where a handle is required is a
- *    programming error and asserts.
+ *  - The library never prints and never exits, and reads no STATETOOL_* environment variable:
+ *    timings and crash tests go through st_set_hooks, the thread choice through st_set_threads
+ *    and the options' `threads`. Passing NULL where a handle is required is a programming
+ *    error: the library aborts (as assert() does, in every build).
+ *  - ABI: the shared library exports exactly the functions declared ST_EXTERN here (built with
+ *    hidden visibility; lib/statetool.sym lists them). Every options struct the caller fills
+ *    starts with `unsigned version`: initialise it with its ST_*_INIT macro and then set the
+ *    fields wanted, so a program built against this header keeps working when a later version
+ *    adds fields (the library reads only the fields of the version given; a version it does
+ *    not know is ST_EINVAL "unsupported options version"). ST_VERSION_NUMBER and
+ *    st_version() tell the header's and the library's versions apart.
  *  - JSON values are jansson values (json_t). Numbers are always real (float64), as in Pulumi.
  */
 #ifndef STATETOOL_H
@@ -98,6 +107,39 @@ ST_EXTERN const char *st_strerror(int code);
 ST_EXTERN void st_error_clear(st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
+ * Process-wide settings: threads and hooks
+ */
+
+/* The thread choice of every call that has none of its own (an options struct's `threads`
+ * field defers to it when 0): 0 = automatic (a second thread for big work when two processors
+ * are online; the default), 1 = one thread, 2 = a second thread even on one processor. The
+ * results are the same either way. ST_EINVAL for other values. Any thread may call it. */
+ST_EXTERN int st_set_threads(int threads, st_error *err);
+
+#define ST_HOOKS_VERSION 1
+
+typedef struct st_hooks {
+	unsigned version; /* ST_HOOKS_VERSION */
+	/* The end of a step of an operation ("load: parsed", "write: fsync", "commit: features
+	 * and diff", ...), or NULL when an operation starts: for timing. Called from whichever of
+	 * the library's threads ran the step, possibly from several at once. */
+	void (*phase)(void *ctx, const char *name);
+	/* Step `step` of a durable write `op` is reached: "write" 1 (the new content written),
+	 * 2 (synced), 3 (the previous one kept as backup), 4 (the new one in place); "pair" 1 to
+	 * 7 (st_journal_write_pair); "index" 1 (an index update about to commit). For crash
+	 * tests: the callback may end the process there (the library never does); when it
+	 * returns, the write goes on. */
+	void (*step)(void *ctx, const char *op, int step);
+	void *ctx;
+} st_hooks;
+
+#define ST_HOOKS_INIT {ST_HOOKS_VERSION, NULL, NULL, NULL}
+
+/* Installs hooks for the whole process (copied), replacing the previous ones; NULL removes
+ * them (the default: no hooks). Any thread may call it. */
+ST_EXTERN int st_set_hooks(const st_hooks *hooks, st_error *err);
+
+/* ---------------------------------------------------------------------------------------------
  * Problems: the findings of loading and validation, all of them, not only the first.
  */
 
@@ -151,10 +193,15 @@ ST_EXTERN void st_style_checkpoint(st_style *style);
 ST_EXTERN void st_style_export(st_style *style);
 
 /* Limits of the reader. */
+#define ST_PARSE_LIMITS_VERSION 1
+
 typedef struct st_parse_limits {
+	unsigned version;  /* ST_PARSE_LIMITS_VERSION */
 	size_t max_depth;  /* nesting depth; 0 means ST_DEFAULT_MAX_DEPTH */
 	size_t max_string; /* bytes in one string; 0 means no limit beyond memory */
 } st_parse_limits;
+
+#define ST_PARSE_LIMITS_INIT {ST_PARSE_LIMITS_VERSION, 0, 0}
 
 #define ST_DEFAULT_MAX_DEPTH 10000 /* Go's encoding/json limit */
 
@@ -191,12 +238,17 @@ ST_EXTERN int st_json_format_number(double v, char *buf, size_t size);
 typedef struct st_schema st_schema;
 
 /* Options of st_schema_validate. */
+#define ST_SCHEMA_OPTS_VERSION 1
+
 typedef struct st_schema_opts {
+	unsigned version;                /* ST_SCHEMA_OPTS_VERSION */
 	const char *root_pointer;        /* prefix of every reported pointer, e.g. "" */
 	const char *rule_prefix;         /* rule id prefix, "schema" by default */
 	st_severity additional_severity; /* severity of unknown fields; 0 = error */
 	size_t max_problems;             /* stop reporting after this many; 0 = no limit */
 } st_schema_opts;
+
+#define ST_SCHEMA_OPTS_INIT {ST_SCHEMA_OPTS_VERSION, NULL, NULL, (st_severity)0, 0}
 
 /* A new, empty schema set. *out is new: st_schema_free. */
 ST_EXTERN int st_schema_new(st_schema **out, st_error *err);
@@ -366,13 +418,18 @@ ST_EXTERN int st_file_decompress(const void *data, size_t len, size_t max_size, 
 				 char **out, size_t *outlen, st_compression *compression,
 				 st_error *err);
 
-/* Options for st_file_write_atomic. */
+/* Options for st_file_write_atomic and the saves. */
+#define ST_WRITE_OPTS_VERSION 1
+
 typedef struct st_write_opts {
-	st_compression compression;
-	int backup;     /* 1: keep the previous file as <path>.bak */
+	unsigned version;            /* ST_WRITE_OPTS_VERSION */
+	st_compression compression;  /* st_file_write_atomic's (a state keeps its own) */
+	int backup;                  /* 1: keep the previous file as <path>.bak */
 	mode_t mode;    /* mode for a new file; an existing file keeps its own. 0 means 0644 */
-	int fail_step;  /* testing hook: 0, or abort() at step N (see README "Crash tests") */
+	int threads;    /* writing a big state: 0 = automatic (st_set_threads), 1 = one, 2 = two */
 } st_write_opts;
+
+#define ST_WRITE_OPTS_INIT {ST_WRITE_OPTS_VERSION, ST_COMPRESS_NONE, 0, 0, 0}
 
 /* Replaces `path` with data[0..len) atomically: a temporary file in the same directory, fsync,
  * the old file kept as <path>.bak (when asked), rename, fsync of the directory. A crash leaves
@@ -396,11 +453,18 @@ typedef enum st_envelope {
 
 typedef struct st_state st_state;
 
+#define ST_LOAD_OPTS_VERSION 1
+
 typedef struct st_load_opts {
+	unsigned version; /* ST_LOAD_OPTS_VERSION */
 	size_t max_size;  /* inflated size limit, 0 = ST_DEFAULT_MAX_FILE */
 	size_t max_depth; /* 0 = ST_DEFAULT_MAX_DEPTH */
-	int threads;      /* parser threads for large files; 0 = automatic, 1 = one */
+	/* parsing a large document: 0 = automatic (st_set_threads's choice), 1 = one thread,
+	 * 2 = two threads even on one processor */
+	int threads;
 } st_load_opts;
+
+#define ST_LOAD_OPTS_INIT {ST_LOAD_OPTS_VERSION, 0, 0, 0}
 
 /* Loads a state from a file ("-" = standard input), plain or gzip, in either envelope, any
  * version Pulumi reads (0 to 4). Unknown versions and features are refused: ST_EVERSION or
@@ -477,7 +541,10 @@ ST_EXTERN int st_state_save(st_state *state, const char *path, const st_write_op
  * Validation
  */
 
+#define ST_VALIDATE_OPTS_VERSION 1
+
 typedef struct st_validate_opts {
+	unsigned version;             /* ST_VALIDATE_OPTS_VERSION */
 	int skip_schema;              /* 1: integrity rules only */
 	st_schema *schema;            /* the built-in schemas (borrowed); NULL: loaded per call */
 	st_schema **extra;            /* user schemas applied to the whole document (--schema) */
@@ -486,6 +553,8 @@ typedef struct st_validate_opts {
 	size_t nresource_schemas;
 	size_t max_problems;          /* cap on schema problems; 0 = no cap */
 } st_validate_opts;
+
+#define ST_VALIDATE_OPTS_INIT {ST_VALIDATE_OPTS_VERSION, 0, NULL, NULL, 0, NULL, 0, 0}
 
 /* The schemas statetool was built with (the files in schemas/: state, deployment, resource,
  * property-value, import), compiled. *out is new. */
@@ -685,7 +754,10 @@ ST_EXTERN int st_secrets_new_passphrase(st_secrets **out, const char *passphrase
 					st_error *err);
 
 /* A manager of the caller's: `type` names it in state; the callbacks do the work. */
+#define ST_SECRETS_CALLBACKS_VERSION 1
+
 typedef struct st_secrets_callbacks {
+	unsigned version; /* ST_SECRETS_CALLBACKS_VERSION */
 	void *ctx;
 	/* plaintext (len bytes) -> *ciphertext (new, malloc) */
 	int (*encrypt)(void *ctx, const char *plaintext, size_t len, char **ciphertext,
@@ -696,6 +768,8 @@ typedef struct st_secrets_callbacks {
 	json_t *state; /* the provider's state for `secrets_providers` (borrowed), or NULL */
 	void (*free_ctx)(void *ctx);
 } st_secrets_callbacks;
+
+#define ST_SECRETS_CALLBACKS_INIT {ST_SECRETS_CALLBACKS_VERSION, NULL, NULL, NULL, NULL, NULL}
 
 ST_EXTERN int st_secrets_custom(st_secrets **out, const char *type, const st_secrets_callbacks *cb,
 				st_error *err);
@@ -756,7 +830,10 @@ ST_EXTERN int st_config_rekey(const char *path, st_secrets *from, st_secrets *to
  * Moving resources between stacks, and writing two files as one
  */
 
+#define ST_MOVE_OPTS_VERSION 1
+
 typedef struct st_move_opts {
+	unsigned version;            /* ST_MOVE_OPTS_VERSION */
 	const char *const *patterns; /* exact URNs or glob patterns ('*', '?', '[...]') */
 	size_t npatterns;
 	int include_parents;       /* also move the ancestors of what is selected */
@@ -765,6 +842,8 @@ typedef struct st_move_opts {
 	st_secrets *source_secrets; /* to read secrets that must be re-encrypted (may be NULL) */
 	st_secrets *dest_secrets;   /* to encrypt them for the destination (may be NULL) */
 } st_move_opts;
+
+#define ST_MOVE_OPTS_INIT {ST_MOVE_OPTS_VERSION, NULL, 0, 0, NULL, NULL, NULL, NULL}
 
 typedef struct st_move_report {
 	st_changes plan;          /* what moves (old -> new URN), what is copied or reused */
@@ -828,7 +907,10 @@ ST_EXTERN int st_journal_recover(const char *path, st_changes *report, st_error 
 typedef int (*st_import_read_fn)(void *ctx, const json_t *request, json_t **response,
 				 st_error *err);
 
+#define ST_IMPORT_OPTS_VERSION 1
+
 typedef struct st_import_opts {
+	unsigned version;          /* ST_IMPORT_OPTS_VERSION */
 	const char *dest_stack;    /* "PROJECT/STACK" override (see st_stack_names) */
 	int no_protect;            /* imported resources are protected unless this is set */
 	int keep_import_id;        /* record importID (as the `import` resource option does) */
@@ -837,6 +919,8 @@ typedef struct st_import_opts {
 	void *read_ctx;
 	st_secrets *secrets;       /* encrypts values the specs mark secret (may be NULL) */
 } st_import_opts;
+
+#define ST_IMPORT_OPTS_INIT {ST_IMPORT_OPTS_VERSION, NULL, 0, 0, 0, NULL, NULL, NULL}
 
 typedef struct st_import_report {
 	st_changes added;  /* each resource and provider added */
@@ -914,7 +998,10 @@ ST_EXTERN int st_index_update_files(st_index *ix, const char *const *paths, size
 				    st_index_stats *stats, st_problems *failures, st_error *err);
 
 /* Filters of st_index_query; NULL or 0 means no filter. */
+#define ST_INDEX_QUERY_VERSION 1
+
 typedef struct st_index_query {
+	unsigned version;          /* ST_INDEX_QUERY_VERSION */
 	const char *urn_glob;      /* GLOB pattern on the URN ('*', '?', '[...]') */
 	const char *type;
 	const char *id;
@@ -926,6 +1013,9 @@ typedef struct st_index_query {
 	const char *dependents_of; /* URN: everything depending on it, transitively */
 	int duplicate_ids;         /* resources whose (type, ID) appears more than once */
 } st_index_query;
+
+#define ST_INDEX_QUERY_INIT \
+	{ST_INDEX_QUERY_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0}
 
 /* A result row: ncols columns, their names and values (values may be NULL). */
 typedef int (*st_index_row_fn)(void *ctx, int ncols, const char *const *names,

@@ -114,7 +114,7 @@ static int op_validate(const char *path, const char *out)
 	st_error_clear(&err);
 	int rc = st_state_load_file(&s, path, NULL, &err);
 	if (rc == ST_OK) {
-		st_validate_opts o = {0};
+		st_validate_opts o = ST_VALIDATE_OPTS_INIT;
 		o.skip_schema = 1;
 		rc = st_validate(s, &o, &p, &err);
 		if (rc == ST_OK && p.errors != 0)
@@ -135,7 +135,7 @@ static int op_validate_schema(const char *path, const char *out)
 	st_error_clear(&err);
 	int rc = st_state_load_file(&s, path, NULL, &err);
 	if (rc == ST_OK) {
-		st_validate_opts o = {0};
+		st_validate_opts o = ST_VALIDATE_OPTS_INIT;
 		o.schema = builtin;
 		rc = st_validate(s, &o, &p, &err);
 		if (rc == ST_OK && p.errors != 0)

@@ -3,6 +3,7 @@
  * an error record; a NULL handle aborts. */
 #include "testutil.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -76,7 +77,7 @@ static void test_move_import_err_null(void **unused)
 {
 	(void)unused;
 	st_state *a = NULL, *b = NULL;
-	st_move_opts mo = {0};
+	st_move_opts mo = ST_MOVE_OPTS_INIT;
 	st_move_report mr;
 	st_import_report ir;
 	st_error err;
@@ -125,6 +126,238 @@ static void test_version(void **unused)
 	assert_string_equal(buf, ST_VERSION);
 }
 
+/* A state of n resources, as text. */
+static char *state_text(int n)
+{
+	st_buf b;
+	st_buf_init(&b);
+	st_buf_adds(&b, "{\"version\":3,\"deployment\":{\"manifest\":{},\"resources\":[");
+	for (int i = 0; i < n; i++)
+		st_buf_printf(&b, "%s{\"urn\":\"urn:pulumi:dev::p::m:i:R::r%d\",\"custom\":true,"
+				  "\"id\":\"i%d\",\"type\":\"m:i:R\"}", i ? "," : "", i, i);
+	st_buf_adds(&b, "]}}");
+	return st_buf_take(&b, NULL);
+}
+
+/* What the hooks saw. */
+typedef struct seen {
+	char steps[64];  /* "write:1 write:2 ..." */
+	int phases;      /* named phases */
+	int starts;      /* NULL phases */
+	int saw_fsync;   /* the phase "write: fsync" */
+} seen;
+
+static void on_phase(void *ctx, const char *name)
+{
+	seen *w = ctx;
+	if (!name) {
+		w->starts++;
+		return;
+	}
+	w->phases++;
+	if (!strcmp(name, "write: fsync"))
+		w->saw_fsync = 1;
+}
+
+static void on_step(void *ctx, const char *op, int step)
+{
+	seen *w = ctx;
+	size_t n = strlen(w->steps);
+	snprintf(w->steps + n, sizeof(w->steps) - n, "%s%s:%d", n ? " " : "", op, step);
+}
+
+/* The library reads no STATETOOL_* variable: with STATETOOL_CRASH_AT naming a step and
+ * STATETOOL_TIMINGS set, a write neither dies nor prints; what the CLI made of them goes
+ * through the hooks, which see every step of the write and its phases. */
+static void test_no_environment_hooks_instead(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir(), *p = st_path_join(dir, "s.json"), *errf = st_path_join(dir, "e");
+	st_hooks h = ST_HOOKS_INIT;
+	seen w;
+	st_state *s = load_text(two_resources);
+	int saved = dup(2), fd;
+	struct stat sb;
+
+	setenv("STATETOOL_CRASH_AT", "write:1", 1);
+	setenv("STATETOOL_TIMINGS", "1", 1);
+	setenv("STATETOOL_THREADS", "x", 1);
+	fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	fflush(stderr);
+	dup2(fd, 2);
+	assert_int_equal(st_state_save(s, p, NULL, NULL), ST_OK);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	assert_int_equal(stat(errf, &sb), 0);
+	assert_int_equal(sb.st_size, 0); /* nothing printed */
+	unsetenv("STATETOOL_CRASH_AT");
+	unsetenv("STATETOOL_TIMINGS");
+	unsetenv("STATETOOL_THREADS");
+
+	memset(&w, 0, sizeof(w));
+	h.phase = on_phase;
+	h.step = on_step;
+	h.ctx = &w;
+	assert_int_equal(st_set_hooks(&h, NULL), ST_OK);
+	assert_int_equal(st_state_save(s, p, NULL, NULL), ST_OK);
+	assert_string_equal(w.steps, "write:1 write:2 write:3 write:4");
+	assert_int_equal(w.saw_fsync, 1);
+	st_state_free(s);
+	s = NULL;
+	assert_int_equal(st_state_load_file(&s, p, NULL, NULL), ST_OK);
+	assert_int_equal(w.starts, 1);
+	assert_true(w.phases >= 4);
+	/* removed: nothing more is seen */
+	assert_int_equal(st_set_hooks(NULL, NULL), ST_OK);
+	assert_int_equal(st_state_save(s, p, NULL, NULL), ST_OK);
+	assert_string_equal(w.steps, "write:1 write:2 write:3 write:4");
+	st_state_free(s);
+	free(p);
+	free(errf);
+	tu_rmdir(dir);
+}
+
+/* The `threads` of the load and write options decide, whatever the process-wide choice: 1
+ * keeps the parse and the writer on one thread, 2 splits them (counted), 0 follows
+ * st_set_threads. Values beyond 2 are refused. */
+static void test_threads_options(void **unused)
+{
+	(void)unused;
+	char *text = state_text(1200), *dir = tu_tmpdir(), *p = st_path_join(dir, "s.json");
+	size_t len = strlen(text);
+	st_load_opts lo = ST_LOAD_OPTS_INIT;
+	st_write_opts wo = ST_WRITE_OPTS_INIT;
+	st_state *s = NULL;
+	st_error err;
+	unsigned long splits, wsplits;
+
+	st__json_split_test(64);
+	for (int proc = 1; proc <= 2; proc++) {
+		assert_int_equal(st_set_threads(proc, NULL), ST_OK);
+		/* 1: one thread, whatever the process-wide choice */
+		splits = st__json_splits();
+		wsplits = st__json_write_splits();
+		lo.threads = 1;
+		wo.threads = 1;
+		assert_int_equal(st_state_load_buffer(&s, text, len, "s.json", &lo, NULL), ST_OK);
+		assert_int_equal(st_state_save(s, p, &wo, NULL), ST_OK);
+		st_state_free(s);
+		assert_int_equal(st__json_splits(), splits);
+		assert_int_equal(st__json_write_splits(), wsplits);
+		/* 2: two threads, whatever the process-wide choice */
+		lo.threads = 2;
+		wo.threads = 2;
+		assert_int_equal(st_state_load_buffer(&s, text, len, "s.json", &lo, NULL), ST_OK);
+		assert_int_equal(st_state_save(s, p, &wo, NULL), ST_OK);
+		st_state_free(s);
+		assert_int_equal(st__json_splits(), splits + 1);
+		assert_int_equal(st__json_write_splits(), wsplits + 1);
+		/* 0: the process-wide choice */
+		lo.threads = 0;
+		wo.threads = 0;
+		assert_int_equal(st_state_load_buffer(&s, text, len, "s.json", &lo, NULL), ST_OK);
+		assert_int_equal(st_state_save(s, p, &wo, NULL), ST_OK);
+		st_state_free(s);
+		assert_int_equal(st__json_splits(), splits + 1 + (proc == 2));
+		assert_int_equal(st__json_write_splits(), wsplits + 1 + (proc == 2));
+	}
+	st_set_threads(0, NULL);
+	st__json_split_test(0);
+	/* the file is the text, whichever way it was written */
+	{
+		char *back = tu_read(p, NULL);
+		assert_string_equal(back, text);
+		free(back);
+	}
+	st_error_clear(&err);
+	lo.threads = 3;
+	assert_int_equal(st_state_load_buffer(&s, text, len, "s.json", &lo, &err), ST_EINVAL);
+	assert_null(s);
+	assert_string_equal(err.message,
+			    "threads must be 0 (automatic), 1 (one thread) or 2 (two), not 3");
+	assert_int_equal(st_set_threads(-1, NULL), ST_EINVAL);
+	free(text);
+	free(p);
+	tu_rmdir(dir);
+}
+
+/* Every options struct carries its version: the library refuses one it does not know (a
+ * struct filled without its _INIT macro has 0) and accepts its own. */
+static void test_options_versions(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir(), *p = st_path_join(dir, "s.json");
+	st_state *s = load_text(two_resources), *d = NULL;
+	st_error err;
+	st_load_opts lo = ST_LOAD_OPTS_INIT;
+	st_write_opts wo = ST_WRITE_OPTS_INIT;
+	st_validate_opts vo = ST_VALIDATE_OPTS_INIT;
+	st_move_opts mo = ST_MOVE_OPTS_INIT;
+	st_import_opts io = ST_IMPORT_OPTS_INIT;
+	st_schema_opts so = ST_SCHEMA_OPTS_INIT;
+	st_parse_limits pl = ST_PARSE_LIMITS_INIT;
+	st_secrets_callbacks cb = ST_SECRETS_CALLBACKS_INIT;
+	st_hooks h = ST_HOOKS_INIT;
+	st_problems probs = {0};
+	st_move_report mr;
+	st_import_report ir;
+	st_schema *sc = NULL;
+	st_secrets *sec = NULL;
+	json_t *v = NULL, *doc = tu_json("{\"resources\":[]}");
+	const char *pat = "nothing";
+
+	/* the initialisers give the current versions, which are accepted */
+	assert_int_equal(lo.version, ST_LOAD_OPTS_VERSION);
+	assert_int_equal(st_state_save(s, p, &wo, NULL), ST_OK);
+	assert_int_equal(st_state_load_file(&d, p, &lo, NULL), ST_OK);
+	st_state_free(d);
+	assert_int_equal(st_validate(s, &vo, &probs, NULL), ST_OK);
+	assert_int_equal(st_set_hooks(&h, NULL), ST_OK);
+	st_problems_clear(&probs);
+#define REFUSED(call, what)                                                                      \
+	do {                                                                                     \
+		st_error_clear(&err);                                                            \
+		assert_int_equal((call), ST_EINVAL);                                             \
+		assert_non_null(strstr(err.message, "unsupported options version 0 of " what));   \
+	} while (0)
+	lo.version = wo.version = vo.version = mo.version = io.version = so.version = 0;
+	pl.version = cb.version = h.version = 0;
+	REFUSED(st_state_load_file(&d, p, &lo, &err), "st_load_opts");
+	REFUSED(st_state_load_buffer(&d, "{}", 2, "x", &lo, &err), "st_load_opts");
+	REFUSED(st_state_save(s, p, &wo, &err), "st_write_opts");
+	REFUSED(st_file_write_atomic(p, "x", 1, &wo, &err), "st_write_opts");
+	REFUSED(st_edit_commit_save(NULL, p, &wo, 0, NULL, NULL, NULL, &err), "st_write_opts");
+	REFUSED(st_validate(s, &vo, &probs, &err), "st_validate_opts");
+	mo.patterns = &pat;
+	mo.npatterns = 1;
+	REFUSED(st_move(s, NULL, s, NULL, &mo, &mr, &err), "st_move_opts");
+	st_move_report_clear(&mr);
+	REFUSED(st_import(s, NULL, doc, &io, &ir, NULL, &err), "st_import_opts");
+	st_import_report_clear(&ir);
+	assert_int_equal(st_schema_new(&sc, NULL), ST_OK);
+	REFUSED(st_schema_validate(sc, NULL, doc, &so, NULL, &err), "st_schema_opts");
+	REFUSED(st_json_parse(&v, "{}", 2, "x", &pl, NULL, NULL, &err), "st_parse_limits");
+	REFUSED(st_json_load_file(&v, p, 0, &pl, NULL, NULL, &err), "st_parse_limits");
+	REFUSED(st_secrets_custom(&sec, "x", &cb, &err), "st_secrets_callbacks");
+	REFUSED(st_set_hooks(&h, &err), "st_hooks");
+	/* a version from the future, too */
+	wo.version = ST_WRITE_OPTS_VERSION + 1;
+	st_error_clear(&err);
+	assert_int_equal(st_state_save(s, p, &wo, &err), ST_EINVAL);
+	assert_null(d);
+	assert_null(v);
+	assert_null(sec);
+	st_set_hooks(NULL, NULL);
+	st_schema_free(sc);
+	json_decref(doc);
+	st_state_free(s);
+	free(p);
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -132,6 +365,9 @@ int main(void)
 		cmocka_unit_test(test_touch_rebinds_envelope),
 		cmocka_unit_test(test_move_import_err_null),
 		cmocka_unit_test(test_version),
+		cmocka_unit_test(test_no_environment_hooks_instead),
+		cmocka_unit_test(test_threads_options),
+		cmocka_unit_test(test_options_versions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -321,13 +321,13 @@ static void test_features_of_untouched(void **state)
 			char *dir = tu_tmpdir(), *p = st_path_join(dir, "f.json"), *out;
 			size_t target = 300, deleted = 0, len;
 			st_edit *e;
-			setenv("STATETOOL_THREADS", way & 1 ? "2" : "1", 1);
+			st_set_threads(way & 1 ? 2 : 1, NULL);
 			if (cases[k].late)
-				setenv("STATETOOL_PARSE_SPLIT", "1000", 1);
+				st__json_split_test(1000);
 			size_t splits = st__json_splits();
 			s = marked_state(cases[k].r10, cases[k].r20, cases[k].from_json,
 					 cases[k].late);
-			unsetenv("STATETOOL_PARSE_SPLIT");
+			st__json_split_test(0);
 			if (cases[k].late && (way & 1))
 				assert_int_equal(st__json_splits(), splits + 1);
 			assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
@@ -344,7 +344,7 @@ static void test_features_of_untouched(void **state)
 				assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
 				assert_int_equal(st_state_dump(s, NULL, &out, &len, NULL), ST_OK);
 			}
-			unsetenv("STATETOOL_THREADS");
+			st_set_threads(0, NULL);
 			if (strncmp(out, cases[k].expect, strlen(cases[k].expect)))
 				fail_msg("case %zu, way %d: %.80s", k, way, out);
 			free(out);
@@ -390,7 +390,7 @@ static void test_scans_two_threads(void **state)
 		st_changes rep = {0};
 		st_error err;
 		size_t target = 10, leaf = 5999, deleted = 0;
-		setenv("STATETOOL_THREADS", t ? "2" : "1", 1);
+		st_set_threads(t ? 2 : 1, NULL);
 		assert_int_equal(st_state_load_buffer(&s, b.data, b.len, "big.json", NULL, NULL), ST_OK);
 		/* r10 has dependents in both halves: refused, both named, in file order */
 		st_error_clear(&err);
@@ -421,7 +421,7 @@ static void test_scans_two_threads(void **state)
 		assert_string_equal(json_string_value(json_array_get(json_object_get(
 					    json_array_get(res, 20), "dependencies"), 0)),
 				    "urn:pulumi:dev::p::m:i:R::ten");
-		unsetenv("STATETOOL_THREADS");
+		st_set_threads(0, NULL);
 		st_edit_free(e);
 		st_changes_clear(&rep);
 		st_state_free(s);
@@ -441,12 +441,12 @@ static void test_commit_two_threads(void **state)
 		st_edit *e;
 		size_t target = 2, taint = 5, changed = 0;
 		size_t len;
-		setenv("STATETOOL_THREADS", t ? "2" : "1", 1);
+		st_set_threads(t ? 2 : 1, NULL);
 		assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
 		assert_int_equal(st_edit_rename(e, target, "moved", NULL), ST_OK); /* r0-0 */
 		assert_int_equal(st_edit_set_flag(e, &taint, 1, "taint", 1, &changed, NULL), ST_OK);
 		assert_int_equal(st_edit_commit(e, &d[t], NULL, NULL), ST_OK);
-		unsetenv("STATETOOL_THREADS");
+		st_set_threads(0, NULL);
 		assert_int_equal(st_state_dump(s, NULL, &out[t], &len, NULL), ST_OK);
 		st_edit_free(e);
 		st_state_free(s);
@@ -491,7 +491,7 @@ static void test_commit_save(void **state)
 	st_state_free(s);
 	/* the other: at once, on two threads */
 	s = big_state();
-	setenv("STATETOOL_THREADS", "2", 1);
+	st_set_threads(2, NULL);
 	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
 	assert_int_equal(st_edit_rename(e, target, "moved", NULL), ST_OK);
 	assert_int_equal(st_edit_commit_save(e, p2, NULL, 0, &d2, NULL, &written, NULL), ST_OK);
@@ -536,7 +536,7 @@ static void test_commit_save(void **state)
 		st_problems_clear(&probs);
 		st_edit_free(e);
 	}
-	unsetenv("STATETOOL_THREADS");
+	st_set_threads(0, NULL);
 	{
 		char *after, *now;
 		size_t nlen;

@@ -348,14 +348,14 @@ static void test_two_threads(void **state)
 	for (int k = 0; k < 2; k++) {
 		json_t *doc = NULL;
 		st_state *s = NULL;
-		setenv("STATETOOL_THREADS", k ? "2" : "1", 1);
+		st_set_threads(k ? 2 : 1, NULL);
 		st_error_clear(&err[k]);
 		assert_int_equal(st_json_parse(&doc, b.data, b.len, "t", NULL, NULL, &lp[k], NULL),
 				 ST_OK);
 		assert_int_equal(st_state_from_json(&s, doc, NULL, &lp[k], "t", &err[k]),
 				 ST_EFORMAT);
 	}
-	unsetenv("STATETOOL_THREADS");
+	st_set_threads(0, NULL);
 	assert_string_equal(err[0].message, "parsing time \"x\" as \"2006-01-02T15:04:05Z07:00\": "
 					    "cannot parse \"x\" as \"2006\"");
 	assert_string_equal(err[0].pointer, "/deployment/resources/6000/created");
@@ -381,14 +381,14 @@ static void test_two_threads(void **state)
 			      "\"type\":\"a:b:C\"}",
 			      i ? "," : "", i % 7 ? "urn" : "URN", i);
 	st_buf_adds(&b, "],\"metadata\":{}}}");
-	setenv("STATETOOL_THREADS", "2", 1);
+	st_set_threads(2, NULL);
 	st_state *s = NULL;
 	char *out;
 	size_t olen;
 	st_style st;
 	st_style_checkpoint(&st);
 	assert_int_equal(st_state_load_buffer(&s, b.data, b.len, "t", NULL, NULL), ST_OK);
-	unsetenv("STATETOOL_THREADS");
+	st_set_threads(0, NULL);
 	assert_non_null(st_json_str(json_array_get(st_state_resources(s, 0), 7000), "urn"));
 	assert_int_equal(st_state_dump(s, &st, &out, &olen, NULL), ST_OK);
 	assert_int_equal(olen, b.len);

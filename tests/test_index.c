@@ -32,7 +32,7 @@ static void test_update_state_and_query(void **unused)
 	st_index *ix = NULL;
 	st_error err;
 	struct rows r = {0};
-	st_index_query q = {0};
+	st_index_query q = ST_INDEX_QUERY_INIT;
 	assert_true(asprintf(&db, "%s/ix.sqlite", dir) > 0);
 	st_error_clear(&err);
 	assert_int_equal(st_index_open(&ix, db, 0, NULL, &err), ST_OK);
@@ -45,14 +45,14 @@ static void test_update_state_and_query(void **unused)
 	assert_int_equal(r.n, 2); /* the live server and its delete: true copy */
 	assert_string_equal(r.urns[0], "urn:pulumi:dev::shop::my:index:App$aws:ec2/instance:Instance::server");
 
-	memset(&q, 0, sizeof q);
+	q = (st_index_query)ST_INDEX_QUERY_INIT;
 	memset(&r, 0, sizeof r);
 	q.protected_only = 1;
 	assert_int_equal(st_index_query_run(ix, &q, collect, &r, &err), ST_OK);
 	assert_int_equal(r.n, 1);
 	assert_string_equal(r.urns[0], "urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucket:Bucket::assets");
 
-	memset(&q, 0, sizeof q);
+	q = (st_index_query)ST_INDEX_QUERY_INIT;
 	memset(&r, 0, sizeof r);
 	q.dependents_of = "urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucket:Bucket::assets";
 	assert_int_equal(st_index_query_run(ix, &q, collect, &r, &err), ST_OK);

@@ -118,7 +118,8 @@ static void test_atomic_write_backup_mode(void **state)
 {
 	(void)state;
 	char *dir = tu_tmpdir(), *p = st_path_join(dir, "s.json"), *bak = NULL;
-	st_write_opts wo = {.backup = 1};
+	st_write_opts wo = ST_WRITE_OPTS_INIT;
+	wo.backup = 1;
 	struct stat sb;
 	assert_int_equal(st_file_write_atomic(p, "old", 3, &wo, NULL), ST_OK);
 	assert_int_equal(stat(p, &sb), 0);
@@ -166,19 +167,29 @@ static void test_atomic_write_backup_mode(void **state)
 	tu_rmdir(dir);
 }
 
-/* SIGKILL at each step of the write: the file is always exactly old or exactly new. */
+/* The crash tests' step hook: SIGKILL at step *ctx of a write. */
+static void kill_at_step(void *ctx, const char *op, int step)
+{
+	if (!strcmp(op, "write") && step == *(int *)ctx)
+		kill(getpid(), SIGKILL);
+}
+
+/* SIGKILL at each step of the write (the step hook of st_set_hooks): the file is always
+ * exactly old or exactly new. */
 static void test_crash_at_each_step(void **state)
 {
 	(void)state;
 	for (int step = 1; step <= 4; step++) {
 		char *dir = tu_tmpdir(), *p = st_path_join(dir, "s.json");
-		st_write_opts wo = {.backup = 1};
+		st_write_opts wo = ST_WRITE_OPTS_INIT;
+		wo.backup = 1;
 		assert_int_equal(st_file_write_atomic(p, "OLD-CONTENT", 11, &wo, NULL), ST_OK);
 		pid_t pid = fork();
 		if (pid == 0) {
-			char spec[32];
-			snprintf(spec, sizeof(spec), "write:%d", step);
-			setenv("STATETOOL_CRASH_AT", spec, 1);
+			st_hooks h = ST_HOOKS_INIT;
+			h.step = kill_at_step;
+			h.ctx = &step;
+			st_set_hooks(&h, NULL);
 			st_file_write_atomic(p, "NEW-CONTENT-LONGER", 18, &wo, NULL);
 			_exit(0);
 		}
@@ -230,11 +241,11 @@ static void test_streamed_save(void **state)
 	st_error err;
 
 	assert_int_equal(st_state_load_buffer(&s, text, len, "big.json", NULL, NULL), ST_OK);
-	setenv("STATETOOL_THREADS", "1", 1);
+	st_set_threads(1, NULL);
 	assert_int_equal(st_state_dump(s, NULL, &dumped, &dlen, NULL), ST_OK);
-	setenv("STATETOOL_THREADS", "2", 1);
+	st_set_threads(2, NULL);
 	assert_int_equal(st_state_save(s, p, NULL, NULL), ST_OK);
-	unsetenv("STATETOOL_THREADS");
+	st_set_threads(0, NULL);
 	assert_int_equal(dlen, len);
 	assert_memory_equal(dumped, text, len); /* a Pulumi-style file survives byte for byte */
 	saved = tu_read(p, &slen);

@@ -149,7 +149,7 @@ static void test_kinds_sort_maps_only(void **state)
 	st_style st;
 	st_style_checkpoint(&st);
 	st_buf_init(&b);
-	assert_int_equal(st__json_write(&b, v, &st, ST_K_ENVELOPE), ST_OK);
+	assert_int_equal(st__json_write(&b, v, &st, ST_K_ENVELOPE, NULL), ST_OK);
 	assert_string_equal(b.data,
 			    "{\"version\":3,\"deployment\":{\"manifest\":{},\"resources\":[{\"urn\":"
 			    "\"u\",\"type\":\"t\",\"custom\":true,\"inputs\":{\"a\":{\"c\":2,\"d\":1},"
@@ -234,7 +234,8 @@ static void test_depth_limit(void **state)
 	json_decref(v);
 	free(deep);
 	/* a lower limit of the caller's */
-	st_parse_limits lim = {.max_depth = 3};
+	st_parse_limits lim = ST_PARSE_LIMITS_INIT;
+	lim.max_depth = 3;
 	assert_int_equal(st_json_parse(&v, "[[[[]]]]", 8, NULL, &lim, NULL, NULL, NULL), ST_ELIMIT);
 	assert_int_equal(st_json_parse(&v, "[[[]]]", 6, NULL, &lim, NULL, NULL, NULL), ST_OK);
 	json_decref(v);
@@ -350,11 +351,11 @@ static void parse_with(parsed *r, const char *text, size_t len, const st_parse_l
 {
 	memset(r, 0, sizeof(*r));
 	st_error_clear(&r->err);
-	setenv("STATETOOL_THREADS", threads ? "2" : "1", 1);
-	setenv("STATETOOL_PARSE_SPLIT", "16", 1);
+	st_set_threads(threads ? 2 : 1, NULL);
+	st__json_split_test(16);
 	r->rc = st_json_parse(&r->v, text, len, "x.json", lim, &r->style, &r->probs, &r->err);
-	unsetenv("STATETOOL_THREADS");
-	unsetenv("STATETOOL_PARSE_SPLIT");
+	st_set_threads(0, NULL);
+	st__json_split_test(0);
 	r->dump = r->v ? json_dumps(r->v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 }
 
@@ -484,7 +485,7 @@ static void test_split_same_result(void **state)
 static void test_split_limits_and_shapes(void **state)
 {
 	(void)state;
-	st_parse_limits lim = {0};
+	st_parse_limits lim = ST_PARSE_LIMITS_INIT;
 	st_buf b;
 	char *doc;
 

@@ -191,7 +191,9 @@ static void test_custom_provider_encrypt_and_rekey(void **state)
 {
 	(void)state;
 	st_state *s = tu_load("validate/secrets-plaintext.json");
-	st_secrets_callbacks cb = {NULL, rev_encrypt, rev_decrypt, NULL, NULL};
+	st_secrets_callbacks cb = ST_SECRETS_CALLBACKS_INIT;
+	cb.encrypt = rev_encrypt;
+	cb.decrypt = rev_decrypt;
 	st_secrets *rev, *pass;
 	st_edit *e;
 	size_t n;
@@ -260,12 +262,12 @@ static void test_encrypt_two_threads(void **state)
 		json_object_set_new(st_state_deployment(s), "secrets_providers",
 				    st_secrets_provider_json(k));
 		memset(&rep[t], 0, sizeof(rep[t]));
-		setenv("STATETOOL_THREADS", t ? "2" : "1", 1);
+		st_set_threads(t ? 2 : 1, NULL);
 		assert_int_equal(st_edit_begin(&e, s, &rep[t], NULL), ST_OK);
 		assert_int_equal(st_edit_secrets_encrypt(e, k, &n[t], NULL), ST_OK);
 		assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
 		st_edit_free(e);
-		unsetenv("STATETOOL_THREADS");
+		st_set_threads(0, NULL);
 		/* every secret is a ciphertext now */
 		size_t ct = 0, pt = 0;
 		st_secrets_count(s, &ct, &pt);
@@ -287,10 +289,10 @@ static void test_encrypt_two_threads(void **state)
 			st_error err;
 			size_t m = 0;
 			st_error_clear(&err);
-			setenv("STATETOOL_THREADS", "2", 1);
+			st_set_threads(2, NULL);
 			assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
 			assert_int_not_equal(st_edit_secrets_rekey(e, k, k2, &m, &err), ST_OK);
-			unsetenv("STATETOOL_THREADS");
+			st_set_threads(0, NULL);
 			assert_string_equal(err.pointer, "/deployment/resources/100/inputs/pw");
 			assert_ptr_equal(json_array_get(res, 101), r101);
 			assert_string_equal(st_json_str(json_object_get(json_object_get(r101, "inputs"),
@@ -369,12 +371,12 @@ static void test_encrypt_copies_the_path(void **state)
 			snap[i] = json_deep_copy(orig[i]);
 		}
 		json_t *plain = json_array_get(res, nres);
-		setenv("STATETOOL_THREADS", t ? "2" : "1", 1);
+		st_set_threads(t ? 2 : 1, NULL);
 		assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
 		assert_int_equal(st_edit_secrets_encrypt(e, k, &n, NULL), ST_OK);
 		assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
 		st_edit_free(e);
-		unsetenv("STATETOOL_THREADS");
+		st_set_threads(0, NULL);
 		assert_int_equal(n, 2 * nres);
 		res = st_state_resources(s, 0);
 		assert_ptr_equal(json_array_get(res, nres), plain);

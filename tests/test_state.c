@@ -134,7 +134,7 @@ static void test_keys_in_any_case(void **state)
 	st_state *s = tu_load("case/keys-any-case.json");
 	json_t *dep = st_state_deployment(s), *res = st_state_resources(s, 0), *r, *x;
 	st_problems pr = {0};
-	st_validate_opts vo = {0};
+	st_validate_opts vo = ST_VALIDATE_OPTS_INIT;
 
 	assert_int_equal(st_state_envelope(s), ST_ENVELOPE_CHECKPOINT);
 	assert_int_equal(st_state_version(s), 3);

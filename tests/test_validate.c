@@ -38,7 +38,7 @@ static st_state *load(const char *rel)
 
 static void problems_of(st_state *s, st_problems *out)
 {
-	st_validate_opts o = {0};
+	st_validate_opts o = ST_VALIDATE_OPTS_INIT;
 	o.schema = builtin;
 	assert_int_equal(st_validate(s, &o, out, NULL), ST_OK);
 }
@@ -191,7 +191,7 @@ static void test_user_schemas(void **state)
 	st_state *s = load("pulumi/valid-deployment-v3.json");
 	st_schema *tags;
 	st_problems p = {0};
-	st_validate_opts o = {0};
+	st_validate_opts o = ST_VALIDATE_OPTS_INIT;
 	json_t *doc = tu_json("{\"if\":{\"properties\":{\"custom\":{\"const\":true},\"type\":{\"not\":"
 			      "{\"pattern\":\"^pulumi:providers:\"}}}},\"then\":{\"properties\":"
 			      "{\"inputs\":{\"required\":[\"tags\"]}},\"required\":[\"inputs\"]}}");
@@ -290,7 +290,7 @@ static void test_two_threads_same_problems(void **state)
 		st_state *s;
 		json_t *res;
 		st_problems one = {0}, two = {0};
-		st_validate_opts o = {0};
+		st_validate_opts o = ST_VALIDATE_OPTS_INIT;
 		if (!strstr(de->d_name, ".json"))
 			continue;
 		snprintf(rel, sizeof(rel), "validate/%s", de->d_name);
@@ -310,11 +310,11 @@ static void test_two_threads_same_problems(void **state)
 			json_array_append_new(res, r);
 		}
 		o.schema = builtin;
-		setenv("STATETOOL_THREADS", "1", 1);
+		st_set_threads(1, NULL);
 		assert_int_equal(st_validate(s, &o, &one, NULL), ST_OK);
-		setenv("STATETOOL_THREADS", "2", 1);
+		st_set_threads(2, NULL);
 		assert_int_equal(st_validate(s, &o, &two, NULL), ST_OK);
-		unsetenv("STATETOOL_THREADS");
+		st_set_threads(0, NULL);
 		assert_true(one.count >= 1); /* the fixture's own, if any, and the filler's */
 		assert_same_problems(&one, &two);
 		st_problems_clear(&one);
@@ -342,7 +342,7 @@ static void test_property_walk_two_threads(void **state)
 		st_state *s;
 		json_t *res;
 		st_problems one = {0}, two = {0};
-		st_validate_opts o = {0};
+		st_validate_opts o = ST_VALIDATE_OPTS_INIT;
 		size_t walk_problems = 0;
 		snprintf(rel, sizeof(rel), "validate/%s.json", cases[t]);
 		s = load(rel);
@@ -363,9 +363,9 @@ static void test_property_walk_two_threads(void **state)
 			json_array_append_new(res, r);
 		}
 		o.skip_schema = 1;
-		setenv("STATETOOL_THREADS", "1", 1);
+		st_set_threads(1, NULL);
 		assert_int_equal(st_validate(s, &o, &one, NULL), ST_OK);
-		unsetenv("STATETOOL_THREADS");
+		st_set_threads(0, NULL);
 		assert_int_equal(st_validate(s, &o, &two, NULL), ST_OK);
 		assert_same_problems(&one, &two);
 		for (size_t i = 0; i < one.count; i++) {

@@ -181,10 +181,11 @@ const char *cli_target_name(const cli_target *t)
 int cli_load(cli_target *t, st_state **out)
 {
 	st_error err;
-	st_load_opts opts = {0};
+	st_load_opts opts = ST_LOAD_OPTS_INIT;
 
 	st_error_clear(&err);
 	opts.max_size = t->max_size;
+	opts.threads = cli_threads;
 	/* An interrupted move (or other two-file operation) is completed first. */
 	if (t->path && strcmp(t->path, "-") && st_journal_pending(t->path, NULL)) {
 		st_changes ch = {0};
@@ -231,8 +232,9 @@ int cli_save(cli_target *t, st_state *s)
 	if (t->backend) {
 		rc = st_backend_save(t->backend, t->qname, s, NULL, &err);
 	} else {
-		st_write_opts wo = {0};
+		st_write_opts wo = ST_WRITE_OPTS_INIT;
 		wo.backup = 1;
+		wo.threads = cli_threads;
 		rc = st_state_save(s, t->path, &wo, &err);
 	}
 	if (rc) {
@@ -268,9 +270,10 @@ int cli_write_output(const char *path, const char *data, size_t len)
 		return EXIT_OK;
 	}
 	st_error err;
-	st_write_opts wo = {0};
+	st_write_opts wo = ST_WRITE_OPTS_INIT;
 	st_error_clear(&err);
 	wo.backup = 1;
+	wo.threads = cli_threads;
 	if (st_file_write_atomic(path, data, len, &wo, &err) != ST_OK) {
 		cli_error(&err);
 		return EXIT_FAIL;

@@ -65,6 +65,12 @@ typedef struct cli_target {
 
 extern const char *cli_prog;
 
+/* STATETOOL_THREADS as a call's `threads` (0 automatic, 1, 2). */
+extern int cli_threads;
+/* Reads STATETOOL_THREADS, STATETOOL_TIMINGS and STATETOOL_CRASH_AT and tells the library
+ * (st_set_threads, st_set_hooks). Called once, first thing. */
+void cli_env_apply(void);
+
 /* Prints "statetool: error: <file:line:col: >message" to stderr. */
 void cli_error(const st_error *err);
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

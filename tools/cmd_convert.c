@@ -155,8 +155,9 @@ int cmd_convert(int argc, char **argv)
 		}
 		rc = cli_write_output("-", data, len);
 	} else {
-		st_write_opts wo = {0};
+		st_write_opts wo = ST_WRITE_OPTS_INIT;
 		wo.backup = 1;
+		wo.threads = cli_threads;
 		if (st_state_save(s, out, &wo, &err) != ST_OK) {
 			cli_error(&err);
 			rc = EXIT_FAIL;

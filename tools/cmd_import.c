@@ -258,7 +258,7 @@ int cmd_import(int argc, char **argv)
 		{NULL, 0, NULL, 0}};
 	const char *dest = NULL, *file = NULL, *passfile = NULL, *output = NULL, *backend = NULL;
 	int c, rc, gen = 0, dry = 0, json = 0, dups = 0;
-	st_import_opts io = {0};
+	st_import_opts io = ST_IMPORT_OPTS_INIT;
 	reader rd = {NULL, 30};
 	cli_target t = {0};
 	st_state *s = NULL;

@@ -234,7 +234,7 @@ int cmd_query(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	const char *backend = NULL, *db = NULL, *sql = NULL;
-	st_index_query q = {0};
+	st_index_query q = ST_INDEX_QUERY_INIT;
 	out o = {0};
 	int c, rc;
 	st_backend *b = NULL;

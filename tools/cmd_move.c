@@ -270,7 +270,7 @@ int cmd_move(int argc, char **argv)
 	side src = {0}, dst = {0};
 	const char *backend = NULL;
 	int c, dry = 0, json = 0, parents = 0, recov = 0, dups = 0, rc;
-	st_move_opts mo = {0};
+	st_move_opts mo = ST_MOVE_OPTS_INIT;
 	st_move_report rep = {0};
 	st_secrets *ssec = NULL, *dsec = NULL;
 	st_error err;

@@ -194,7 +194,7 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 			goto out;
 		}
 		if (c.output) {
-			st_write_opts wo = {0};
+			st_write_opts wo = ST_WRITE_OPTS_INIT;
 			wo.mode = 0600;
 			rc = st_file_write_atomic(c.output, data, len, &wo, &err) == ST_OK ? EXIT_OK
 											  : EXIT_FAIL;

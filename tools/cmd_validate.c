@@ -223,6 +223,7 @@ int cmd_validate(int argc, char **argv)
 	st_schema *builtin = NULL;
 
 	memset(&v, 0, sizeof(v));
+	v.vo = (st_validate_opts)ST_VALIDATE_OPTS_INIT;
 	st_error_clear(&err);
 	while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
 		if (cli_target_option(&t, c, optarg))

@@ -60,6 +60,7 @@ int main(int argc, char **argv)
 	 * serialises with the other thread's page faults; a 64 MiB pad makes it grow in large
 	 * steps (address space only: untouched pages cost nothing). */
 	mallopt(M_TOP_PAD, 64 << 20);
+	cli_env_apply();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

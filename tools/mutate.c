@@ -157,8 +157,9 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 	if (mo->dry_run) {
 		rc = st_edit_commit(e, &d, &probs, &err);
 	} else {
-		st_write_opts wo = {0};
+		st_write_opts wo = ST_WRITE_OPTS_INIT;
 		wo.backup = 1;
+		wo.threads = cli_threads;
 		rc = t->backend ? st_edit_commit_save_stack(e, t->backend, t->qname,
 							    ch.count != base, &d, &probs, &write,
 							    &err)

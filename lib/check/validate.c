@@ -849,7 +849,7 @@ static int run_schemas(st_state *s, const st_validate_opts *o, st_problems *out,
 {
 	int rc;
 	if (!o->skip_schema) {
-		st_schema_opts so = {0};
+		st_schema_opts so = ST_SCHEMA_OPTS_INIT;
 		so.additional_severity = ST_SEV_WARNING;
 		so.max_problems = o->max_problems;
 		rc = st_schema_validate(o->schema, STATE_SCHEMA, s->root, &so, out, err);
@@ -857,7 +857,7 @@ static int run_schemas(st_state *s, const st_validate_opts *o, st_problems *out,
 			return rc;
 	}
 	for (size_t k = 0; k < o->nextra; k++) {
-		st_schema_opts so = {0};
+		st_schema_opts so = ST_SCHEMA_OPTS_INIT;
 		so.rule_prefix = "user-schema";
 		rc = st_schema_validate(o->extra[k], NULL, s->root, &so, out, err);
 		if (rc < 0)
@@ -871,7 +871,7 @@ static int run_schemas(st_state *s, const st_validate_opts *o, st_problems *out,
 			char p[128];
 			snprintf(p, sizeof(p), "%s/resources/%zu", base, i);
 			for (size_t k = 0; k < o->nresource_schemas; k++) {
-				st_schema_opts so = {0};
+				st_schema_opts so = ST_SCHEMA_OPTS_INIT;
 				so.rule_prefix = "resource-schema";
 				so.root_pointer = p;
 				rc = st_schema_validate(o->resource_schemas[k], NULL, r, &so, out, err);
@@ -908,7 +908,7 @@ static int append_problems(st_problems *to, st_problems *from)
 
 int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_error *err)
 {
-	st_validate_opts def = {0}, opts;
+	st_validate_opts def = ST_VALIDATE_OPTS_INIT, opts;
 	st_schema *builtin = NULL;
 	size_t from = out->count;
 	int rc;
@@ -916,6 +916,9 @@ int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_err
 
 	if (!o)
 		o = &def;
+	else if ((rc = st__opts_version(o->version, ST_VALIDATE_OPTS_VERSION, "st_validate_opts",
+					err)) != ST_OK)
+		return rc;
 	opts = *o;
 	/* What the reader noticed (duplicate keys, invalid UTF-8). */
 	for (size_t i = 0; i < s->load_problems.count; i++) {
@@ -985,7 +988,7 @@ int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_err
 int st_validate_import_file(json_t *doc, st_schema *schema, st_problems *out, st_error *err)
 {
 	st_schema *builtin = NULL;
-	st_schema_opts so = {0};
+	st_schema_opts so = ST_SCHEMA_OPTS_INIT;
 	st__keymap km = {0};
 	char *first = NULL, *first_ptr = NULL;
 	size_t errors = out->errors;

@@ -782,6 +782,8 @@ int st_index_query_run(st_index *ix, const st_index_query *q, st_index_row_fn ro
 	int nb = 0, rc;
 	char *pkg = NULL, *ver = NULL;
 
+	if ((rc = st__opts_version(q->version, ST_INDEX_QUERY_VERSION, "st_index_query", err)))
+		return rc;
 	st_buf_init(&sql);
 	if (q->dependents_of) {
 		st_buf_adds(&sql, "WITH RECURSIVE deps(urn) AS (SELECT ? UNION SELECT e.from_urn FROM "

@@ -870,7 +870,7 @@ typedef struct split {
 	_Atomic size_t pos; /* 0: not known yet; SPLIT_NONE: no split; else the comma's offset */
 	atomic_int cancel;
 	size_t mid;
-	int wait; /* STATETOOL_PARSE_SPLIT given: wait for the scan rather than give up (tests) */
+	int wait; /* st__json_split_test: wait for the scan rather than give up (tests) */
 	int joined;
 	pthread_t thread;
 	parser cfg; /* the first thread's settings, copied before it starts */
@@ -1188,23 +1188,24 @@ __attribute__((noinline)) static int split_join(parser *ps, json_t *arr, size_t 
 	return 1;
 }
 
-/* Starts the second thread when the document is big enough (1 MiB, or the size in bytes that
- * STATETOOL_PARSE_SPLIT gives; "0" never) and threads may be used (st__threads_ok). */
-static void split_start(parser *ps, split *sp)
+/* The tests' size for a split (0: none given), st__json_split_test. */
+static _Atomic size_t split_test_min;
+
+void st__json_split_test(size_t min)
 {
-	const char *env = getenv("STATETOOL_PARSE_SPLIT");
-	size_t len = (size_t)(ps->end - ps->start), min = 1u << 20;
+	atomic_store(&split_test_min, min);
+}
+
+/* Starts the second thread when the document is big enough (1 MiB, or the tests' size) and
+ * threads may be used (st__threads_ok_for the call's choice). */
+static void split_start(parser *ps, split *sp, int threads)
+{
+	size_t len = (size_t)(ps->end - ps->start), test_min = atomic_load(&split_test_min);
+	size_t min = test_min ? test_min : 1u << 20;
 	pthread_attr_t attr;
 	json_t *seed;
 
-	if (env && *env) {
-		char *endp;
-		unsigned long long v = strtoull(env, &endp, 10);
-		if (*endp || v == 0)
-			return;
-		min = (size_t)v;
-	}
-	if (len < min || len < 16 || !st__threads_ok())
+	if (len < min || len < 16 || !st__threads_ok_for(threads))
 		return;
 	/* jansson seeds its hash function on the first object: do it on this thread */
 	seed = json_object();
@@ -1217,7 +1218,7 @@ static void split_start(parser *ps, split *sp)
 	st_error_clear(&sp->err);
 	sp->cfg = *ps;
 	sp->mid = len / 2;
-	sp->wait = env && *env;
+	sp->wait = test_min != 0;
 	if (pthread_attr_init(&attr) != 0)
 		return;
 	/* the parser recurses once per nesting level, as on the calling thread */
@@ -1258,12 +1259,19 @@ int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
 		  const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 		  st_error *err)
 {
-	return st__json_parse_ex(out, buf, len, name, limits, style_out, problems, 0, NULL, err);
+	int rc;
+	if (limits && (rc = st__opts_version(limits->version, ST_PARSE_LIMITS_VERSION,
+					     "st_parse_limits", err)) != ST_OK) {
+		*out = NULL;
+		return rc;
+	}
+	return st__json_parse_ex(out, buf, len, name, limits, style_out, problems, 0, 0, NULL,
+				 err);
 }
 
 int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *name,
 		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
-		      int mapped, unsigned *features, st_error *err)
+		      int mapped, int threads, unsigned *features, st_error *err)
 {
 	parser ps;
 	split spl;
@@ -1291,7 +1299,7 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 		return ps.code;
 	}
 	skip_ws(&ps);
-	split_start(&ps, &spl);
+	split_start(&ps, &spl, threads);
 	v = parse_value(&ps);
 	split_end(&ps);
 	if (v) {

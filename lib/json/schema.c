@@ -1538,6 +1538,9 @@ int st_schema_validate(st_schema *s, const char *uri, const json_t *instance,
 	jmap_entry *e;
 	int rc;
 
+	if (opts && (rc = st__opts_version(opts->version, ST_SCHEMA_OPTS_VERSION, "st_schema_opts",
+					   err)) != ST_OK)
+		return rc;
 	if (!s->compiled && (rc = st_schema_compile(s, err)) != ST_OK)
 		return rc;
 	root = lookup_uri(s, uri ? uri : s->default_uri);

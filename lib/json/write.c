@@ -503,28 +503,19 @@ static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind k
  * Two threads for a big document: the array st__json_write picked (a state's resources) is
  * written in two halves, the second on another thread into its own buffer, exactly as the
  * loop below would write it (a comma, the newline and indentation, the element), then appended.
- * Only reads the values.
+ * Only reads the values. The caller's choices come as st__json_write's `cfg`; split_target and
+ * call_cfg are that one call's, set and cleared by it on its own thread (and call_cfg by the
+ * split's thread for its half), so the recursion needs no extra argument.
  */
 static __thread const json_t *split_target;
-static __thread int one_thread;
-static __thread const st__keymap *restore_keys;
+static __thread const st__wcfg *call_cfg;
 
-void st__json_write_keys(const st__keymap *km)
-{
-	restore_keys = km;
-}
-static __thread void (*core_free_fn)(void *);
-static __thread void *core_free_ctx;
+/* How many writes split an array onto a second thread (for the tests). */
+static unsigned long write_splits;
 
-void st__json_write_one_thread(int on)
+unsigned long st__json_write_splits(void)
 {
-	one_thread = on;
-}
-
-void st__json_write_on_core_free(void (*fn)(void *), void *ctx)
-{
-	core_free_fn = fn;
-	core_free_ctx = ctx;
+	return __atomic_load_n(&write_splits, __ATOMIC_RELAXED);
 }
 
 static void core_free(void (*fn)(void *), void *ctx)
@@ -544,14 +535,14 @@ typedef struct split_job {
 	pthread_t thread;
 	void (*core_free)(void *);
 	void *core_free_ctx;
-	const st__keymap *keys;
+	const st__wcfg *cfg; /* the call's, for this thread's half */
 } split_job;
 
 static void *split_main(void *arg)
 {
 	split_job *j = arg;
 	size_t len = json_array_size(j->arr);
-	restore_keys = j->keys;
+	call_cfg = j->cfg;
 	for (size_t i = j->from; i < len && j->rc == 0; i++) {
 		putch(&j->out, ',');
 		if (!j->st->compact)
@@ -559,6 +550,7 @@ static void *split_main(void *arg)
 		j->rc = write_value(&j->out, json_array_get(j->arr, i), j->st, j->kind,
 				    j->depth + 1);
 	}
+	call_cfg = NULL;
 	core_free(j->core_free, j->core_free_ctx);
 	return NULL;
 }
@@ -579,9 +571,9 @@ __attribute__((noinline)) static int write_array_split(st_buf *b, const json_t *
 	job.st = st;
 	job.kind = kind;
 	job.depth = depth;
-	job.core_free = core_free_fn;
-	job.core_free_ctx = core_free_ctx;
-	job.keys = restore_keys;
+	job.core_free = call_cfg->on_core_free;
+	job.core_free_ctx = call_cfg->on_core_free_ctx;
+	job.cfg = call_cfg;
 	st_buf_init(&job.out);
 	{
 		/* the writer recurses once per nesting level, as on the calling thread */
@@ -589,6 +581,7 @@ __attribute__((noinline)) static int write_array_split(st_buf *b, const json_t *
 		if (pthread_attr_init(&attr) == 0) {
 			pthread_attr_setstacksize(&attr, 16u << 20);
 			if (pthread_create(&job.thread, &attr, split_main, &job) == 0) {
+				__atomic_add_fetch(&write_splits, 1, __ATOMIC_RELAXED);
 				split = 1;
 				end = job.from;
 			}
@@ -596,7 +589,7 @@ __attribute__((noinline)) static int write_array_split(st_buf *b, const json_t *
 		}
 	}
 	if (!split)
-		core_free(core_free_fn, core_free_ctx);
+		core_free(job.core_free, job.core_free_ctx);
 	putch(b, '[');
 	for (size_t i = 0; i < end; i++) {
 		if (i)
@@ -635,7 +628,8 @@ static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kin
 	member stackm[32], *m = stackm;
 	int sorts = kind_sorts_keys(kind), sorted = 1, rc = 0;
 	/* keys the load respelt, written as they were (the state is unchanged) */
-	int respelt = restore_keys && st__keymap_has(restore_keys, obj);
+	const st__keymap *keys = call_cfg ? call_cfg->keys : NULL;
+	int respelt = keys && st__keymap_has(keys, obj);
 
 	if (n == 0) {
 		put(b, "{}", 2);
@@ -670,7 +664,7 @@ static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kin
 			newline(b, st, depth + 1);
 		if (respelt) {
 			size_t ol;
-			const char *orig = st__keymap_lookup(restore_keys, obj, m[i].key, &ol);
+			const char *orig = st__keymap_lookup(keys, obj, m[i].key, &ol);
 			if (orig)
 				write_string(b, orig, ol, st);
 			else
@@ -774,14 +768,21 @@ static const json_t *big_array(const json_t *v, int depth, const json_t *best)
 	return best;
 }
 
-int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind kind)
+int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind kind,
+		   const st__wcfg *cfg)
 {
+	static const st__wcfg defaults;
 	int rc;
-	split_target = st__threads_ok() && !one_thread ? big_array(v, 0, NULL) : NULL;
+
+	if (!cfg)
+		cfg = &defaults;
+	call_cfg = cfg;
+	split_target = st__threads_ok_for(cfg->threads) ? big_array(v, 0, NULL) : NULL;
 	if (!split_target)
-		core_free(core_free_fn, core_free_ctx);
+		core_free(cfg->on_core_free, cfg->on_core_free_ctx);
 	rc = write_value(b, v, style, kind, 0);
 	split_target = NULL;
+	call_cfg = NULL;
 	if (rc < 0 || b->oom)
 		return b->oom ? ST_ENOMEM : ST_EINVAL;
 	if (style->trailing_newline)
@@ -801,7 +802,7 @@ int st_json_dump(const json_t *value, const st_style *style, char **out, size_t 
 		style = &def;
 	}
 	st_buf_init(&b);
-	rc = st__json_write(&b, value, style, ST_K_ANY);
+	rc = st__json_write(&b, value, style, ST_K_ANY, NULL);
 	if (rc) {
 		st_buf_free(&b);
 		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :

@@ -1616,16 +1616,16 @@ typedef struct commit_target {
 } commit_target;
 
 static int save_target(const commit_target *t, st_state *s, int (*proceed)(void *ctx),
-		       void *proceed_ctx, st_error *err)
+		       void *proceed_ctx, const st__wcfg *cfg, st_error *err)
 {
 	if (t->backend) {
 		st_backend_save_opts bo = ST_BACKEND_SAVE_OPTS_INIT;
 		bo.no_backup = t->opts && !t->opts->backup;
 		bo.proceed = proceed;
 		bo.proceed_ctx = proceed_ctx;
-		return st_backend_save(t->backend, t->stack, s, &bo, err);
+		return st__backend_save(t->backend, t->stack, s, &bo, cfg, err);
 	}
-	return st__state_save_checked(s, t->path, t->opts, proceed, proceed_ctx, err);
+	return st__state_save_checked(s, t->path, t->opts, proceed, proceed_ctx, cfg, err);
 }
 
 static int commit_and_save(st_edit *e, const commit_target *t, int always, st_diff *diff,
@@ -1635,6 +1635,12 @@ int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts,
 			st_diff *diff, st_problems *problems, int *written, st_error *err)
 {
 	commit_target t = {path, opts, NULL, NULL};
+	int rc = st__write_opts_check(opts, err);
+	if (rc != ST_OK) {
+		if (written)
+			*written = 0;
+		return rc;
+	}
 	return commit_and_save(e, &t, always, diff, problems, written, err);
 }
 
@@ -1694,17 +1700,17 @@ static int commit_and_save(st_edit *e, const commit_target *t, int always, st_di
 		return st__err(err, ST_ENOMEM, "out of memory");
 	}
 	st_state_fix_magic(s);
-	c.threaded = st__threads_ok() && json_array_size(resources(e)) >= 500 &&
+	c.threaded = st__threads_ok_for(t->opts ? t->opts->threads : 0) &&
+		     json_array_size(resources(e)) >= 500 &&
 		     pthread_create(&c.th, NULL, check_main, &c) == 0;
 	features_and_diff(e, used, &d);
 	st__state_features_set(s, used);
 	st__phase("commit: features and diff");
 	changed = always || d.count || d.pending_before != d.pending_after || d.other_changed;
 	if (changed) {
-		if (c.threaded)
-			st__json_write_on_core_free(open_gate, &c);
-		rc = save_target(t, s, verdict, &c, err);
-		st__json_write_on_core_free(NULL, NULL);
+		/* the check starts once the writer leaves a processor free */
+		st__wcfg wc = {0, c.threaded ? open_gate : NULL, &c, NULL};
+		rc = save_target(t, s, verdict, &c, &wc, err);
 		if (rc != ST_OK && !c.judged && verdict(&c) != ST_OK)
 			rc = c.verdict; /* the write failed, and the check too: say the check */
 		if (rc == ST_OK && written)

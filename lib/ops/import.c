@@ -442,7 +442,7 @@ static json_t *index_get(const st_strmap *ix, const char *urn)
 int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_opts *o,
 	      st_import_report *rep, st_problems *problems, st_error *err)
 {
-	st_import_opts def = {0};
+	st_import_opts def = ST_IMPORT_OPTS_INIT;
 	char *stack = NULL, *project = NULL, *root = NULL, stamp[32];
 	spec *s = NULL;
 	size_t n = 0, i;
@@ -458,9 +458,12 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 
 	st_strmap_init(&ix);
 
+	memset(rep, 0, sizeof(*rep));
 	if (!o)
 		o = &def;
-	memset(rep, 0, sizeof(*rep));
+	else if ((rc = st__opts_version(o->version, ST_IMPORT_OPTS_VERSION, "st_import_opts",
+					err)))
+		goto out;
 	st_error_clear(&nerr);
 	rc = st_stack_names(dst, o->dest_stack, dst_path, &stack, &project, &nerr);
 	if (rc == ST_ENOTFOUND)

@@ -349,6 +349,8 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 
 	memset(c, 0, sizeof(*c));
 	memset(rep, 0, sizeof(*rep));
+	if ((rc = st__opts_version(o->version, ST_MOVE_OPTS_VERSION, "st_move_opts", err)))
+		return rc;
 	c->rep = rep;
 	st_strmap_init(&c->src_index);
 	st_strmap_init(&c->moved_urns);

@@ -319,9 +319,14 @@ int st_secrets_new_passphrase(st_secrets **out, const char *pass, size_t len, st
 int st_secrets_custom(st_secrets **out, const char *type, const st_secrets_callbacks *cb,
 		      st_error *err)
 {
-	st_secrets *s = alloc_mgr(K_CUSTOM, type);
+	st_secrets *s;
+	int rc;
+
 	*out = NULL;
-	if (!s)
+	if ((rc = st__opts_version(cb->version, ST_SECRETS_CALLBACKS_VERSION,
+				   "st_secrets_callbacks", err)) != ST_OK)
+		return rc;
+	if (!(s = alloc_mgr(K_CUSTOM, type)))
 		return st__err(err, ST_ENOMEM, "out of memory");
 	s->cb = *cb;
 	s->state = json_incref(cb->state);
@@ -1125,7 +1130,7 @@ int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *
 		goto fail;
 	}
 	{
-		st_write_opts wo = {0};
+		st_write_opts wo = ST_WRITE_OPTS_INIT;
 		wo.backup = 1;
 		rc = st_file_write_atomic(path, out.data, out.len, &wo, err);
 	}

@@ -244,10 +244,20 @@ static void state_free_fields(st_state *s)
 	st_problems_clear(&s->load_problems);
 }
 
+int st__load_opts_check(const st_load_opts *opts, st_error *err)
+{
+	int rc;
+	if (!opts)
+		return ST_OK;
+	if ((rc = st__opts_version(opts->version, ST_LOAD_OPTS_VERSION, "st_load_opts", err)))
+		return rc;
+	return st__threads_check(opts->threads, err);
+}
+
 static int load_buffer(st_state **out, const void *buf, size_t len, const char *name,
 		       const st_load_opts *opts, int mapped, st_error *err)
 {
-	st_parse_limits lim = {0};
+	st_parse_limits lim = ST_PARSE_LIMITS_INIT;
 	st_problems problems = {0};
 	st_style style;
 	json_t *root = NULL;
@@ -258,7 +268,7 @@ static int load_buffer(st_state **out, const void *buf, size_t len, const char *
 	if (opts)
 		lim.max_depth = opts->max_depth;
 	rc = st__json_parse_ex(&root, buf, len, name, &lim, &style, &problems, mapped,
-			       &features, err);
+			       opts ? opts->threads : 0, &features, err);
 	if (rc) {
 		st__err_file(err, name);
 		st_problems_clear(&problems);
@@ -274,6 +284,11 @@ static int load_buffer(st_state **out, const void *buf, size_t len, const char *
 int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char *name,
 			 const st_load_opts *opts, st_error *err)
 {
+	int rc = st__load_opts_check(opts, err);
+	if (rc != ST_OK) {
+		*out = NULL;
+		return rc;
+	}
 	return load_buffer(out, buf, len, name, opts, 0, err);
 }
 
@@ -363,10 +378,13 @@ int st_json_load_file(json_t **out, const char *path, size_t max_size,
 	int rc;
 
 	*out = NULL;
+	if (limits && (rc = st__opts_version(limits->version, ST_PARSE_LIMITS_VERSION,
+					     "st_parse_limits", err)) != ST_OK)
+		return rc;
 	st__phase(NULL);
 	if (strcmp(path, "-") != 0 && map_file(path, max_size, &map, &len) == 0) {
-		rc = st__json_parse_ex(out, map, len, shown, limits, style_out, problems, 1, NULL,
-				       err);
+		rc = st__json_parse_ex(out, map, len, shown, limits, style_out, problems, 1, 0,
+				       NULL, err);
 		munmap(map, len);
 	} else {
 		rc = st_file_read(path, max_size, &buf, &len, NULL, err);
@@ -402,6 +420,8 @@ int st_state_load_file(st_state **out, const char *path, const st_load_opts *opt
 	int rc;
 
 	*out = NULL;
+	if ((rc = st__load_opts_check(opts, err)) != ST_OK)
+		return rc;
 	st__phase(NULL);
 	if (strcmp(path, "-") != 0 && (rc = load_mapped(out, path, opts, err)) != 1) {
 		if (rc == ST_OK) {
@@ -633,17 +653,20 @@ int st_state_set_envelope(st_state *s, st_envelope envelope, const char *stack, 
 	return ST_OK;
 }
 
-int st_state_dump(const st_state *s, const st_style *style, char **out, size_t *len,
-		  st_error *err)
+/* st_state_dump with the writer's choices (cfg may be NULL). */
+static int dump_cfg(const st_state *s, const st_style *style, const st__wcfg *cfg, char **out,
+		    size_t *len, st_error *err)
 {
+	st__wcfg wc = {0, NULL, NULL, NULL};
 	st_buf b;
 	int rc;
 
+	if (cfg)
+		wc = *cfg;
 	st_buf_init(&b);
-	st__json_write_keys(st__state_keymap(s));
+	wc.keys = st__state_keymap(s);
 	rc = st__json_write(&b, s->root, style ? style : &s->style,
-			    s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE);
-	st__json_write_keys(NULL);
+			    s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE, &wc);
 	if (rc) {
 		st_buf_free(&b);
 		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
@@ -651,6 +674,18 @@ int st_state_dump(const st_state *s, const st_style *style, char **out, size_t *
 	}
 	*out = st_buf_take(&b, len);
 	return *out ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
+}
+
+int st_state_dump(const st_state *s, const st_style *style, char **out, size_t *len,
+		  st_error *err)
+{
+	return dump_cfg(s, style, NULL, out, len, err);
+}
+
+int st__state_dump_cfg(const st_state *s, const st__wcfg *cfg, char **out, size_t *len,
+		       st_error *err)
+{
+	return dump_cfg(s, NULL, cfg, out, len, err);
 }
 
 const st__keymap *st__state_keymap(const st_state *s)
@@ -697,6 +732,7 @@ typedef struct stream_ctx {
 	int werrno;
 	void (*also)(void *ctx, const char *p, size_t n);
 	void *also_ctx;
+	const st__wcfg *cfg;
 } stream_ctx;
 
 static int sink_fd(void *ctx, const char *p, size_t n)
@@ -723,31 +759,34 @@ static int sink_fd(void *ctx, const char *p, size_t n)
 static int stream(const st_state *s, stream_ctx *cx, st_error *err);
 
 int st__state_stream(const st_state *s, int fd, void (*also)(void *ctx, const char *p, size_t n),
-		     void *also_ctx, st_error *err)
+		     void *also_ctx, const st__wcfg *cfg, st_error *err)
 {
-	stream_ctx c = {fd, NULL, NULL, 0, 0, also, also_ctx};
+	stream_ctx c = {fd, NULL, NULL, 0, 0, also, also_ctx, cfg};
 	return stream(s, &c, err);
 }
 
-int st__state_stream_to(const st_state *s, st_store_writer *w, st_error *err)
+int st__state_stream_to(const st_state *s, st_store_writer *w, const st__wcfg *cfg,
+			st_error *err)
 {
-	stream_ctx c = {-1, w, err, 0, 0, NULL, NULL};
+	stream_ctx c = {-1, w, err, 0, 0, NULL, NULL, cfg};
 	return stream(s, &c, err);
 }
 
 static int stream(const st_state *s, stream_ctx *cx, st_error *err)
 {
 	stream_ctx c = *cx;
+	st__wcfg wc = {0, NULL, NULL, NULL};
 	st_buf b;
 	int rc;
 
+	if (c.cfg)
+		wc = *c.cfg;
+	wc.keys = st__state_keymap(s); /* keys respelt on load, put back as written */
 	st_buf_init(&b);
 	b.sink = sink_fd;
 	b.sink_ctx = &c;
-	st__json_write_keys(st__state_keymap(s));
 	rc = st__json_write(&b, s->root, &s->style,
-			    s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE);
-	st__json_write_keys(NULL);
+			    s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE, &wc);
 	if (rc == ST_OK)
 		st_buf_flush(&b);
 	if (b.sink_failed) {
@@ -762,19 +801,40 @@ static int stream(const st_state *s, stream_ctx *cx, st_error *err)
 	return ST_OK;
 }
 
+/* A state and the writer's choices, for a store's fill callback. */
+typedef struct fill_ctx {
+	const st_state *s;
+	const st__wcfg *cfg;
+} fill_ctx;
+
 static int fill_state(void *ctx, st_store_writer *w, st_error *err)
 {
-	return st__state_stream_to(ctx, w, err);
+	fill_ctx *f = ctx;
+	return st__state_stream_to(f->s, w, f->cfg, err);
+}
+
+int st__write_opts_check(const st_write_opts *opts, st_error *err)
+{
+	int rc;
+	if (!opts)
+		return ST_OK;
+	if ((rc = st__opts_version(opts->version, ST_WRITE_OPTS_VERSION, "st_write_opts", err)))
+		return rc;
+	return st__threads_check(opts->threads, err);
 }
 
 int st__state_save_checked(st_state *s, const char *path, const st_write_opts *opts,
-			   int (*proceed)(void *ctx), void *proceed_ctx, st_error *err)
+			   int (*proceed)(void *ctx), void *proceed_ctx, const st__wcfg *cfg,
+			   st_error *err)
 {
-	st_write_opts wo = {0};
+	st_write_opts wo = ST_WRITE_OPTS_INIT;
+	st__wcfg wc = {0, NULL, NULL, NULL};
 	char *data;
 	size_t len;
 	int rc;
 
+	if ((rc = st__write_opts_check(opts, err)) != ST_OK)
+		return rc;
 	if (!path)
 		path = s->path;
 	if (!path)
@@ -784,13 +844,18 @@ int st__state_save_checked(st_state *s, const char *path, const st_write_opts *o
 	else
 		wo.backup = 1;
 	wo.compression = s->compression;
+	if (cfg)
+		wc = *cfg;
+	if (!wc.threads)
+		wc.threads = wo.threads;
 	st_state_fix_magic(s);
 	if (wo.compression == ST_COMPRESS_NONE) {
-		return st__file_write_atomic_fill(path, fill_state, s, proceed, proceed_ctx, &wo,
+		fill_ctx f = {s, &wc};
+		return st__file_write_atomic_fill(path, fill_state, &f, proceed, proceed_ctx, &wo,
 						  err);
 	}
 	/* compressed: the whole text first (st__file_write_atomic_checked compresses it) */
-	rc = st_state_dump(s, NULL, &data, &len, err);
+	rc = dump_cfg(s, NULL, &wc, &data, &len, err);
 	if (rc)
 		return rc;
 	rc = st__file_write_atomic_checked(path, data, len, proceed, proceed_ctx, &wo, err);
@@ -800,7 +865,7 @@ int st__state_save_checked(st_state *s, const char *path, const st_write_opts *o
 
 int st_state_save(st_state *s, const char *path, const st_write_opts *opts, st_error *err)
 {
-	return st__state_save_checked(s, path, opts, NULL, NULL, err);
+	return st__state_save_checked(s, path, opts, NULL, NULL, NULL, err);
 }
 
 /* ---- features ---- */

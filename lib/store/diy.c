@@ -778,12 +778,24 @@ out:
 int st_backend_load(st_backend *b, const char *stack, const st_load_opts *opts, st_state **out,
 		    st_error *err)
 {
+	int rc = st__load_opts_check(opts, err);
+	if (rc != ST_OK) {
+		*out = NULL;
+		return rc;
+	}
 	return b->ops->load(b, stack, opts, out, err);
 }
 
+/* A state and the writer's choices, for the store's fill callback. */
+typedef struct state_fill {
+	const st_state *s;
+	const st__wcfg *cfg;
+} state_fill;
+
 static int fill_state(void *ctx, st_store_writer *w, st_error *err)
 {
-	return st__state_stream_to(ctx, w, err);
+	state_fill *f = ctx;
+	return st__state_stream_to(f->s, w, f->cfg, err);
 }
 
 typedef struct bytes_ctx {
@@ -799,16 +811,17 @@ static int fill_bytes(void *ctx, st_store_writer *w, st_error *err)
 
 /* Writes a state to a key of a store: streamed when plain, compressed in memory first. */
 int st__state_write_store(st_state *s, st_store *store, const char *key,
-			  const st_store_write_opts *wo, st_error *err)
+			  const st_store_write_opts *wo, const st__wcfg *cfg, st_error *err)
 {
+	state_fill f = {s, cfg};
 	char *text = NULL, *z = NULL;
 	size_t tlen = 0, zlen = 0;
 	int rc;
 
 	st_state_fix_magic(s);
 	if (s->compression == ST_COMPRESS_NONE)
-		return st__store_write_fill(store, key, fill_state, s, wo, "write", err);
-	rc = st_state_dump(s, NULL, &text, &tlen, err);
+		return st__store_write_fill(store, key, fill_state, &f, wo, "write", err);
+	rc = st__state_dump_cfg(s, cfg, &text, &tlen, err);
 	if (rc == ST_OK)
 		rc = st__compress_bytes(s->compression, text, tlen, &z, &zlen, err);
 	free(text);
@@ -832,7 +845,7 @@ static int after_save(diy_backend *b, const char *key, st_error *err)
 }
 
 static int diy_save(st_backend *bb, const char *ref, st_state *s,
-		    const st_backend_save_opts *opts, st_error *err)
+		    const st_backend_save_opts *opts, const st__wcfg *cfg, st_error *err)
 {
 	diy_backend *b = (diy_backend *)bb;
 	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
@@ -855,7 +868,7 @@ static int diy_save(st_backend *bb, const char *ref, st_state *s,
 	wo.proceed = opts ? opts->proceed : NULL;
 	wo.proceed_ctx = opts ? opts->proceed_ctx : NULL;
 	s->compression = c;
-	if ((rc = st__state_write_store(s, b->store, key, &wo, err)) != ST_OK)
+	if ((rc = st__state_write_store(s, b->store, key, &wo, cfg, err)) != ST_OK)
 		goto out;
 	if (old && strcmp(old, key)) {
 		/* the compression changed: the new object is there, the old one goes (kept as
@@ -878,10 +891,20 @@ out:
 	return rc;
 }
 
+int st__backend_save(st_backend *b, const char *stack, st_state *state,
+		     const st_backend_save_opts *opts, const st__wcfg *cfg, st_error *err)
+{
+	int rc;
+	if (opts && (rc = st__opts_version(opts->version, ST_BACKEND_SAVE_OPTS_VERSION,
+					   "st_backend_save_opts", err)) != ST_OK)
+		return rc;
+	return b->ops->save(b, stack, state, opts, cfg, err);
+}
+
 int st_backend_save(st_backend *b, const char *stack, st_state *state,
 		    const st_backend_save_opts *opts, st_error *err)
 {
-	return b->ops->save(b, stack, state, opts, err);
+	return st__backend_save(b, stack, state, opts, NULL, err);
 }
 
 /* ---- locks (lock.c has the protocol) ---- */

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,18 +17,6 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
-
-void st__crash_point(const char *op, int step)
-{
-	const char *spec = getenv("STATETOOL_CRASH_AT");
-	size_t n;
-
-	if (!spec || !*spec)
-		return;
-	n = strlen(op);
-	if (strncmp(spec, op, n) == 0 && spec[n] == ':' && atoi(spec + n + 1) == step)
-		kill(getpid(), SIGKILL);
-}
 
 int st__read_fd(int fd, size_t max, char **out, size_t *len, const char *path,
 		st_error *err)
@@ -481,6 +468,10 @@ int st__file_write_atomic_checked(const char *path, const void *data, size_t len
 int st_file_write_atomic(const char *path, const void *data, size_t len,
 			 const st_write_opts *opts, st_error *err)
 {
+	int rc;
+	if (opts && (rc = st__opts_version(opts->version, ST_WRITE_OPTS_VERSION, "st_write_opts",
+					   err)) != ST_OK)
+		return rc;
 	return st__file_write_atomic_checked(path, data, len, NULL, NULL, opts, err);
 }
 

@@ -101,9 +101,10 @@ static void *old_hash_main(void *arg)
 }
 
 /* Writes `sd` (or, with sd NULL, the bytes data/len) to path and syncs the file and its
- * directory. A state's text is hashed into sd->new_hex as it is written. */
+ * directory. A state's text is hashed into sd->new_hex as it is written, by a writer on this
+ * thread alone when `one_thread` (the caller keeps the other processor busy). */
 static int write_synced_side(const char *path, side *sd, const void *data, size_t len,
-			     st_error *err)
+			     int one_thread, st_error *err)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -112,7 +113,8 @@ static int write_synced_side(const char *path, side *sd, const void *data, size_
 		unsigned char h[32];
 		int rc;
 		crypto_generichash_init(&sd->h, NULL, 0, sizeof(h));
-		rc = st__state_stream(sd->state, fd, hash_chunk, &sd->h, err);
+		st__wcfg wc = {one_thread ? 1 : 0, NULL, NULL, NULL};
+		rc = st__state_stream(sd->state, fd, hash_chunk, &sd->h, &wc, err);
 		if (rc) {
 			int e = errno;
 			close(fd);
@@ -157,7 +159,7 @@ static int write_synced_side(const char *path, side *sd, const void *data, size_
 
 static int write_synced(const char *path, const void *data, size_t len, st_error *err)
 {
-	return write_synced_side(path, NULL, data, len, err);
+	return write_synced_side(path, NULL, data, len, 0, err);
 }
 
 /* A staged file written on a thread of its own (its writer on that one thread: the other
@@ -172,8 +174,7 @@ typedef struct stage_job {
 static void *stage_main(void *arg)
 {
 	stage_job *j = arg;
-	st__json_write_one_thread(1);
-	j->rc = write_synced_side(j->path, j->sd, NULL, 0, &j->err);
+	j->rc = write_synced_side(j->path, j->sd, NULL, 0, 1, &j->err);
 	return NULL;
 }
 
@@ -266,14 +267,12 @@ static int write_pair(const char *op, const char *path_a, side *A, const char *p
 		}
 		if (!hashing)
 			old_hashes_main(both);
-		st__json_write_one_thread(staging);
-		rc = write_synced_side(sa, A, NULL, 0, err);
-		st__json_write_one_thread(0);
+		rc = write_synced_side(sa, A, NULL, 0, staging, err);
 		if (staging) {
 			pthread_join(sth, NULL);
 			rc_b = job_b.rc;
 		} else if (rc == ST_OK) {
-			rc_b = write_synced_side(sb, B, NULL, 0, &job_b.err);
+			rc_b = write_synced_side(sb, B, NULL, 0, 0, &job_b.err);
 		}
 		if (hashing)
 			pthread_join(hth, NULL);

@@ -1,7 +1,8 @@
 /*
  * Stores: the generic layer over every implementation (store_impl.h). Keys are checked here,
  * once, so no implementation sees a key that could leave its root; the write protocol and, for
- * a state's write, its crash points (STATETOOL_CRASH_AT=write:N) are here, so every store has
+ * a state's write, its crash points (st__crash_point("write", N); the CLI's
+ * STATETOOL_CRASH_AT=write:N kills there) are here, so every store has
  * the same ones:
  *   write:1 the new content written (not yet durable)
  *   write:2 durable and accepted by `proceed`
@@ -168,12 +169,14 @@ int st_store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, voi
 	return st__store_write_fill(s, key, fill, ctx, opts, NULL, err);
 }
 
-/* A crash point and a timing mark of a state's write (`op` NULL: an ordinary object). */
+/* A crash point (step 0: none) and a timing mark of a state's write (`op` NULL: an ordinary
+ * object). */
 static void mark(const char *op, int step, const char *phase)
 {
 	if (!op)
 		return;
-	st__crash_point(op, step);
+	if (step)
+		st__crash_point(op, step);
 	if (phase)
 		st__phase(phase);
 }
@@ -187,6 +190,9 @@ int st__store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, vo
 
 	if (!opts)
 		opts = &def;
+	else if ((rc = st__opts_version(opts->version, ST_STORE_WRITE_OPTS_VERSION,
+					"st_store_write_opts", err)) != ST_OK)
+		return rc;
 	if ((rc = check_key(key, "key", err)) != ST_OK)
 		return rc;
 	if (opts->backup_key && (rc = check_key(opts->backup_key, "backup key", err)) != ST_OK)

@@ -67,9 +67,9 @@ char *st__store_local_path(const st_store *s, const char *key);
 int st__store_file_check(const st_store *s, const char *key, st_error *err);
 
 /* Writes a state to a key of a store (streamed when plain, compressed first otherwise),
- * manifest magic recomputed. */
+ * manifest magic recomputed; `cfg` (may be NULL): the writer's thread choices. */
 int st__state_write_store(st_state *s, st_store *store, const char *key,
-			  const st_store_write_opts *wo, st_error *err);
+			  const st_store_write_opts *wo, const st__wcfg *cfg, st_error *err);
 
 /* A store for one plain file named by `path`: the file store at its directory. *key (new) is
  * the file's key there. */
@@ -88,7 +88,7 @@ typedef struct st_backend_ops {
 	int (*load)(st_backend *b, const char *stack, const st_load_opts *opts, st_state **out,
 		    st_error *err);
 	int (*save)(st_backend *b, const char *stack, st_state *state,
-		    const st_backend_save_opts *opts, st_error *err);
+		    const st_backend_save_opts *opts, const st__wcfg *cfg, st_error *err);
 	int (*lock)(st_backend *b, const char *stack, st_lock **out, st_error *err);
 	int (*unlock)(st_backend *b, const char *stack, int *removed, st_error *err);
 	void (*free)(st_backend *b);

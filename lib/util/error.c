@@ -68,6 +68,16 @@ int st__err(st_error *err, int code, const char *fmt, ...)
 	return code;
 }
 
+int st__opts_version(unsigned version, unsigned current, const char *what, st_error *err)
+{
+	if (version >= 1 && version <= current)
+		return ST_OK;
+	return st__err(err, ST_EINVAL,
+		       "unsupported options version %u of %s (this library knows 1 to %u; "
+		       "initialise it with its _INIT macro)",
+		       version, what, current);
+}
+
 int st__err_copy(st_error *err, const st_error *from)
 {
 	if (err && !err->code && from->code)

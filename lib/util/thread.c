@@ -1,47 +1,51 @@
-/* Thread policy (may a second thread be used?) and the step timings. */
+/* Thread policy: may a second thread be used? The caller's choice (an option's `threads`, else
+ * the process-wide one of st_set_threads), else whether two processors are online. The
+ * library never reads the environment for it (the CLI maps STATETOOL_THREADS). */
 #include "internal.h"
 
 #include <pthread.h>
 #include <unistd.h>
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
 static long online_cpus;
+static int process_threads; /* st_set_threads; read and written atomically */
 
 static void count_cpus(void)
 {
 	online_cpus = sysconf(_SC_NPROCESSORS_ONLN);
 }
 
-int st__threads_ok(void)
+int st__threads_check(int threads, st_error *err)
+{
+	if (threads < 0 || threads > 2)
+		return st__err(err, ST_EINVAL,
+			       "threads must be 0 (automatic), 1 (one thread) or 2 (two), not %d",
+			       threads);
+	return ST_OK;
+}
+
+int st_set_threads(int threads, st_error *err)
+{
+	int rc = st__threads_check(threads, err);
+	if (rc == ST_OK)
+		__atomic_store_n(&process_threads, threads, __ATOMIC_RELAXED);
+	return rc;
+}
+
+int st__threads_ok_for(int threads)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	const char *env = getenv("STATETOOL_THREADS");
-	if (env && !strcmp(env, "1"))
+
+	if (threads == 0)
+		threads = __atomic_load_n(&process_threads, __ATOMIC_RELAXED);
+	if (threads == 1)
 		return 0;
-	if (env && !strcmp(env, "2"))
+	if (threads == 2)
 		return 1; /* even on one processor (the tests use it) */
 	pthread_once(&once, count_cpus);
 	return online_cpus >= 2;
 }
 
-/* STATETOOL_TIMINGS: what each step took, on standard error (called on the main thread). */
-void st__phase(const char *name)
+int st__threads_ok(void)
 {
-	static double first, last;
-	struct timespec ts;
-	double now;
-	if (!getenv("STATETOOL_TIMINGS"))
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	if (!first)
-		first = last = now;
-	if (name)
-		fprintf(stderr, "statetool: timing: %8.1f ms (at %8.1f ms) %s\n", (now - last) * 1e3,
-			(now - first) * 1e3, name);
-	last = now;
+	return st__threads_ok_for(0);
 }

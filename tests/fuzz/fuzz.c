@@ -62,7 +62,7 @@ static int t_validate(const uint8_t *d, size_t n)
 	static st_schema *schema;
 	st_state *s = NULL;
 	st_problems p = {0};
-	st_validate_opts o = {0};
+	st_validate_opts o = ST_VALIDATE_OPTS_INIT;
 	if (!schema && st_schema_builtin(&schema, NULL) != ST_OK)
 		abort();
 	if (st_state_load_buffer(&s, d, n, "fuzz", NULL, NULL) != ST_OK)
@@ -88,7 +88,7 @@ static int t_import(const uint8_t *d, size_t n)
 	if (st_import_check(doc, "dev", "proj", &p, NULL) == ST_OK && p.errors == 0) {
 		st_state *s = NULL;
 		if (st_state_new(&s, NULL) == ST_OK) {
-			st_import_opts io = {0};
+			st_import_opts io = ST_IMPORT_OPTS_INIT;
 			st_import_report r = {0};
 			st_problems ip = {0};
 			io.no_read = 1;
@@ -300,11 +300,11 @@ static int split_parse(const uint8_t *d, size_t n, int threads, json_t **v, st_e
 {
 	int rc;
 	st_error_clear(err);
-	setenv("STATETOOL_THREADS", threads ? "2" : "1", 1);
-	setenv("STATETOOL_PARSE_SPLIT", "16", 1);
+	st_set_threads(threads ? 2 : 1, NULL);
+	st__json_split_test(16);
 	rc = st_json_parse(v, (const char *)d, n, "fuzz", NULL, NULL, probs, err);
-	unsetenv("STATETOOL_THREADS");
-	unsetenv("STATETOOL_PARSE_SPLIT");
+	st_set_threads(0, NULL);
+	st__json_split_test(0);
 	return rc;
 }
 
