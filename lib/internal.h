@@ -20,6 +20,17 @@
 
 #define ST_UNUSED __attribute__((unused))
 
+/* A public function's handle argument (st_state *, st_edit *, ...): NULL is the caller's
+ * programming error, as the header says, and aborts in every build (NDEBUG or not) with a
+ * message naming the function, as assert() would. Checked at every public entry point that
+ * takes a handle, before anything reads through it. */
+#define ST_ASSERT_ARG(x)                                                                         \
+	do {                                                                                     \
+		if (!(x))                                                                        \
+			st__assert_fail(#x, __func__);                                           \
+	} while (0)
+void st__assert_fail(const char *what, const char *func) __attribute__((noreturn));
+
 /* Sets err (when not NULL and not already set: the first error wins) and returns code. */
 int st__err(st_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int st__verr(st_error *err, int code, const char *fmt, va_list ap);

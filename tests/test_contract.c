@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 static const char two_resources[] =
@@ -306,6 +307,7 @@ static void test_options_versions(void **unused)
 	st_import_report ir;
 	st_schema *sc = NULL;
 	st_secrets *sec = NULL;
+	st_edit *e = NULL;
 	json_t *v = NULL, *doc = tu_json("{\"resources\":[]}");
 	const char *pat = "nothing";
 
@@ -329,7 +331,9 @@ static void test_options_versions(void **unused)
 	REFUSED(st_state_load_buffer(&d, "{}", 2, "x", &lo, &err), "st_load_opts");
 	REFUSED(st_state_save(s, p, &wo, &err), "st_write_opts");
 	REFUSED(st_file_write_atomic(p, "x", 1, &wo, &err), "st_write_opts");
-	REFUSED(st_edit_commit_save(NULL, p, &wo, 0, NULL, NULL, NULL, &err), "st_write_opts");
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	REFUSED(st_edit_commit_save(e, p, &wo, 0, NULL, NULL, NULL, &err), "st_write_opts");
+	st_edit_free(e);
 	REFUSED(st_validate(s, &vo, &probs, &err), "st_validate_opts");
 	mo.patterns = &pat;
 	mo.npatterns = 1;
@@ -358,6 +362,111 @@ static void test_options_versions(void **unused)
 	tu_rmdir(dir);
 }
 
+/* NULL handles: a sample of the entry points, each in a child that must die of SIGABRT. */
+static void null_state_version(void) { st_state_version(NULL); }
+static void null_state_save(void) { st_state_save(NULL, "x", NULL, NULL); }
+static void null_state_resources(void) { st_state_resources(NULL, 1); }
+static void null_edit_begin(void)
+{
+	st_edit *e;
+	st_edit_begin(&e, NULL, NULL, NULL);
+}
+static void null_edit_commit(void) { st_edit_commit(NULL, NULL, NULL, NULL); }
+static void null_validate(void)
+{
+	st_problems p = {0};
+	st_validate(NULL, NULL, &p, NULL);
+}
+static void null_move_dst(void)
+{
+	st_state *a = NULL;
+	st_move_opts o = ST_MOVE_OPTS_INIT;
+	st_move_report r;
+	st_state_new(&a, NULL);
+	st_move(a, NULL, NULL, NULL, &o, &r, NULL);
+}
+static void null_secrets_encrypt(void)
+{
+	char *ct;
+	st_secrets_encrypt(NULL, "x", 1, &ct, NULL);
+}
+static void null_backend_list(void)
+{
+	st_stack_info *i;
+	size_t n;
+	st_backend_list(NULL, &i, &n, NULL);
+}
+static void null_index_sql(void) { st_index_sql(NULL, "SELECT 1", NULL, NULL, NULL); }
+static void null_store_read(void)
+{
+	char *d;
+	size_t n;
+	st_store_read(NULL, "k", 0, &d, &n, NULL, NULL);
+}
+static void null_schema_validate(void) { st_schema_validate(NULL, NULL, NULL, NULL, NULL, NULL); }
+
+/* Does text hold `line` (with its newline) as a whole line? */
+static int has_line(const char *text, const char *line)
+{
+	for (const char *p = text; (p = strstr(p, line)); p++)
+		if (p == text || p[-1] == '\n')
+			return 1;
+	return 0;
+}
+
+static void test_null_handles_abort(void **unused)
+{
+	(void)unused;
+	static const struct {
+		const char *name;
+		void (*call)(void);
+		const char *message;
+	} cases[] = {
+		{"st_state_version", null_state_version,
+		 "libstatetool: st_state_version: 's' must not be NULL\n"},
+		{"st_state_save", null_state_save, NULL},
+		{"st_state_resources", null_state_resources, NULL},
+		{"st_edit_begin", null_edit_begin, NULL},
+		{"st_edit_commit", null_edit_commit, NULL},
+		{"st_validate", null_validate, NULL},
+		{"st_move", null_move_dst, "libstatetool: st_move: 'dst' must not be NULL\n"},
+		{"st_secrets_encrypt", null_secrets_encrypt, NULL},
+		{"st_backend_list", null_backend_list, NULL},
+		{"st_index_sql", null_index_sql, NULL},
+		{"st_store_read", null_store_read, NULL},
+		{"st_schema_validate", null_schema_validate, NULL},
+	};
+	char *dir = tu_tmpdir(), *errf = st_path_join(dir, "stderr");
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int status;
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+			struct rlimit no_core = {0, 0};
+			setrlimit(RLIMIT_CORE, &no_core);
+			dup2(fd, 2);
+			cases[i].call();
+			_exit(0); /* not reached when the handle is checked */
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT) {
+			fprintf(stderr, "%s(NULL) did not abort\n", cases[i].name);
+			fail();
+		}
+		if (cases[i].message) {
+			/* a line of its own (valgrind, when it runs the test, adds its lines) */
+			char *text = tu_read(errf, NULL);
+			assert_non_null(text);
+			assert_true(has_line(text, cases[i].message));
+			free(text);
+		}
+	}
+	free(errf);
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -368,6 +477,7 @@ int main(void)
 		cmocka_unit_test(test_no_environment_hooks_instead),
 		cmocka_unit_test(test_threads_options),
 		cmocka_unit_test(test_options_versions),
+		cmocka_unit_test(test_null_handles_abort),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

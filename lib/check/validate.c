@@ -375,6 +375,7 @@ int st__integrity_magic(const st_state *s, st_problems *out)
 
 int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	return st__integrity_check_ex(s, out, 0, err);
 }
 
@@ -908,6 +909,7 @@ static int append_problems(st_problems *to, st_problems *from)
 
 int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	st_validate_opts def = ST_VALIDATE_OPTS_INIT, opts;
 	st_schema *builtin = NULL;
 	size_t from = out->count;

@@ -225,6 +225,7 @@ void st_index_close(st_index *ix)
 
 char *st_index_default_path(const st_backend *b)
 {
+	ST_ASSERT_ARG(b);
 	return st_asprintf("%s/.pulumi/statetool-index.sqlite", st_backend_root(b));
 }
 
@@ -512,6 +513,8 @@ out:
 int st_index_update_state(st_index *ix, const char *qname, const char *path, st_state *s,
 			  st_error *err)
 {
+	ST_ASSERT_ARG(ix);
+	ST_ASSERT_ARG(s);
 	struct stat sb;
 	long long size = -1, mt = 0;
 	if (path && stat(path, &sb) == 0) {
@@ -656,6 +659,8 @@ static void prune(st_index *ix, st_strmap *keep, st_index_stats *stats)
 int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn progress,
 			    void *pctx, st_index_stats *stats, st_problems *failures, st_error *err)
 {
+	ST_ASSERT_ARG(ix);
+	ST_ASSERT_ARG(b);
 	st_stack_info *infos = NULL;
 	size_t n = 0;
 	st_index_stats local = {0};
@@ -686,6 +691,7 @@ int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int 
 			  st_index_progress_fn progress, void *pctx, st_index_stats *stats,
 			  st_problems *failures, st_error *err)
 {
+	ST_ASSERT_ARG(ix);
 	st_index_stats local = {0};
 	st_strmap keep;
 	int created;
@@ -743,6 +749,7 @@ static int run_stmt(st_index *ix, sqlite3_stmt *st, st_index_row_fn row, void *c
 
 int st_index_sql(st_index *ix, const char *sql, st_index_row_fn row, void *ctx, st_error *err)
 {
+	ST_ASSERT_ARG(ix);
 	sqlite3_stmt *st;
 	const char *tail;
 	int rc;
@@ -776,6 +783,7 @@ int st_index_sql(st_index *ix, const char *sql, st_index_row_fn row, void *ctx, 
 int st_index_query_run(st_index *ix, const st_index_query *q, st_index_row_fn row, void *ctx,
 		       st_error *err)
 {
+	ST_ASSERT_ARG(ix);
 	st_buf sql;
 	sqlite3_stmt *st;
 	const char *binds[16];

@@ -934,6 +934,7 @@ int st_schema_new(st_schema **out, st_error *err)
 
 int st_schema_add(st_schema *s, json_t *doc, const char *uri, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	char *u;
 	const char *id = st_json_str(doc, "$id");
 	int rc;
@@ -974,6 +975,7 @@ int st_schema_add(st_schema *s, json_t *doc, const char *uri, st_error *err)
 
 int st_schema_compile(st_schema *s, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	for (size_t i = 0; i < s->ndocs; i++) {
 		jmap_entry *e = map_find(s, s->docs[i]);
 		if (!compile(s, s->docs[i], e && e->base ? e->base : "", e && e->base ? e->base : "",
@@ -1533,6 +1535,7 @@ done:
 int st_schema_validate(st_schema *s, const char *uri, const json_t *instance,
 		       const st_schema_opts *opts, st_problems *out, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	vctx c;
 	const json_t *root;
 	jmap_entry *e;

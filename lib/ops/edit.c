@@ -139,6 +139,7 @@ static json_t *shallow_copy(json_t *arr)
 
 int st_edit_begin(st_edit **out, st_state *s, st_changes *report, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	st_edit *e;
 	int rc;
 
@@ -187,6 +188,7 @@ void st_edit_free(st_edit *e)
 
 void st_edit_rollback(st_edit *e)
 {
+	ST_ASSERT_ARG(e);
 	json_t *dep;
 	if (!e->had_dep) {
 		json_object_set_new(e->s->container,
@@ -394,6 +396,7 @@ static int any_referred(json_t *res, const char *condemned, const size_t *target
 int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags, size_t *deleted,
 		   st_error *err)
 {
+	ST_ASSERT_ARG(e);
 	json_t *res = resources(e), *r, *keep;
 	size_t N = json_array_size(res), i, ndeps = 0, count = 0;
 	char *condemned = NULL, *dependent = NULL;
@@ -558,6 +561,7 @@ out:
 int st_edit_set_flag(st_edit *e, const size_t *targets, size_t n, const char *flag, int on,
 		     size_t *changed, st_error *err)
 {
+	ST_ASSERT_ARG(e);
 	json_t *res = resources(e);
 	size_t N = json_array_size(res), count = 0;
 
@@ -593,6 +597,7 @@ int st_edit_set_flag(st_edit *e, const size_t *targets, size_t n, const char *fl
 
 int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *err)
 {
+	ST_ASSERT_ARG(e);
 	json_t *res = resources(e), *r, *ops;
 	size_t N = json_array_size(res), i, copies = 0, nhits = 0, *hits = NULL;
 	char *marks = NULL;
@@ -902,6 +907,7 @@ static void prune_list(st_edit *e, json_t *r, json_t *list, const st_strmap *see
 
 int st_edit_repair(st_edit *e, st_error *err)
 {
+	ST_ASSERT_ARG(e);
 	json_t *res = resources(e), *sorted, *r;
 	size_t N = json_array_size(res), i, *order;
 	st_strmap seen;
@@ -1062,6 +1068,7 @@ int st_edit_repair(st_edit *e, st_error *err)
 int st_edit_pending_clear(st_edit *e, const char *const *urns, size_t n, size_t *removed,
 			  st_error *err)
 {
+	ST_ASSERT_ARG(e);
 	json_t *ops = pending_ops(e), *keep, *op;
 	size_t i, count = 0;
 
@@ -1116,6 +1123,7 @@ static const char *provider_package(const char *ref, char *buf, size_t size)
 int st_edit_replace_provider(st_edit *e, const char *from, const char *to, size_t *changed,
 			     st_error *err)
 {
+	ST_ASSERT_ARG(e);
 	json_t *res = resources(e), *r;
 	size_t i, count = 0;
 	int found = 0;
@@ -1160,6 +1168,7 @@ int st_edit_replace_provider(st_edit *e, const char *from, const char *to, size_
 
 int st_edit_replace_deployment(st_edit *e, json_t *dep, st_error *err)
 {
+	ST_ASSERT_ARG(e);
 	if (!json_is_object(dep)) {
 		json_decref(dep);
 		return st__err(err, ST_EFORMAT, "the deployment must be a JSON object");
@@ -1506,6 +1515,7 @@ static int judge(st_edit *e, st_problems *p, st_problems *problems, st_error *er
 
 int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *err)
 {
+	ST_ASSERT_ARG(e);
 	st_problems p = {0};
 	commit_side side = {e, NULL, {0}};
 	st_diff tmp_diff;
@@ -1634,6 +1644,7 @@ static int commit_and_save(st_edit *e, const commit_target *t, int always, st_di
 int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts, int always,
 			st_diff *diff, st_problems *problems, int *written, st_error *err)
 {
+	ST_ASSERT_ARG(e);
 	commit_target t = {path, opts, NULL, NULL};
 	int rc = st__write_opts_check(opts, err);
 	if (rc != ST_OK) {
@@ -1647,6 +1658,8 @@ int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts,
 int st_edit_commit_save_stack(st_edit *e, st_backend *b, const char *stack, int always,
 			      st_diff *diff, st_problems *problems, int *written, st_error *err)
 {
+	ST_ASSERT_ARG(e);
+	ST_ASSERT_ARG(b);
 	commit_target t = {NULL, NULL, b, stack};
 	return commit_and_save(e, &t, always, diff, problems, written, err);
 }

@@ -442,6 +442,7 @@ static json_t *index_get(const st_strmap *ix, const char *urn)
 int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_opts *o,
 	      st_import_report *rep, st_problems *problems, st_error *err)
 {
+	ST_ASSERT_ARG(dst);
 	st_import_opts def = ST_IMPORT_OPTS_INIT;
 	char *stack = NULL, *project = NULL, *root = NULL, stamp[32];
 	spec *s = NULL;
@@ -781,6 +782,7 @@ out:
 
 json_t *st_import_generate(st_state *st, const size_t *idx, size_t n, st_error *err)
 {
+	ST_ASSERT_ARG(st);
 	json_t *res = st_state_resources(st, 0), *doc, *nt, *arr, *r;
 	size_t count = n ? n : json_array_size(res);
 	st_strmap names; /* urn -> name in the file */

@@ -44,6 +44,7 @@ static int split_names(const char *s, char **stack, char **project)
 int st_stack_names(const st_state *s, const char *override, const char *path, char **stack,
 		   char **project, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	const char *cp;
 	json_t *res, *r;
 	size_t i;
@@ -336,6 +337,8 @@ static void check_both(st_state *a, st_problems *pa, st_state *b, st_problems *p
 int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_path,
 	    const st_move_opts *o, st_move_report *rep, st_error *err)
 {
+	ST_ASSERT_ARG(src);
+	ST_ASSERT_ARG(dst);
 	ctx cx, *c = &cx;
 	json_t *dres_old, *new_src = NULL, *new_dst = NULL, *r;
 	json_t *sdep, *ddep, *ssp, *dsp;

@@ -348,15 +348,21 @@ void st_secrets_free(st_secrets *s)
 	free(s);
 }
 
-const char *st_secrets_type(const st_secrets *s) { return s->type; }
+const char *st_secrets_type(const st_secrets *s)
+{
+	ST_ASSERT_ARG(s);
+	return s->type;
+}
 
 const char *st_secrets_encryptionsalt(const st_secrets *s)
 {
+	ST_ASSERT_ARG(s);
 	return s->kind == K_PASSPHRASE ? s->salt_string : NULL;
 }
 
 json_t *st_secrets_provider_json(const st_secrets *s)
 {
+	ST_ASSERT_ARG(s);
 	json_t *o = json_object();
 	if (!o)
 		return NULL;
@@ -381,6 +387,7 @@ static int cannot(const st_secrets *s, const char *what, st_error *err)
 
 int st_secrets_encrypt(st_secrets *s, const char *pt, size_t len, char **out, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	*out = NULL;
 	switch (s->kind) {
 	case K_PASSPHRASE:
@@ -400,6 +407,7 @@ int st_secrets_encrypt(st_secrets *s, const char *pt, size_t len, char **out, st
 
 int st_secrets_decrypt(st_secrets *s, const char *ct, char **pt, size_t *len, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	*pt = NULL;
 	*len = 0;
 	switch (s->kind) {
@@ -674,6 +682,7 @@ static int count_res(void *p, json_t *arr, size_t i, const char *base)
 
 void st_secrets_count(st_state *st, size_t *ciphertexts, size_t *plaintexts)
 {
+	ST_ASSERT_ARG(st);
 	cctx c = {0, 0};
 	each_resource(st, count_res, &c);
 	if (ciphertexts)
@@ -721,6 +730,8 @@ static int verify_res(void *p, json_t *arr, size_t i, const char *base)
 
 int st_secrets_verify(st_state *st, st_secrets *s, st_problems *out, size_t *count, st_error *err)
 {
+	ST_ASSERT_ARG(st);
+	ST_ASSERT_ARG(s);
 	vctx c = {s, out, 0};
 	(void)err;
 	each_resource(st, verify_res, &c);
@@ -759,6 +770,8 @@ static int reveal_res(void *p, json_t *arr, size_t i, const char *base)
 
 int st_secrets_reveal(st_state *st, st_secrets *s, st_error *err)
 {
+	ST_ASSERT_ARG(st);
+	ST_ASSERT_ARG(s);
 	rctx c = {s, err};
 	return each_resource(st, reveal_res, &c);
 }
@@ -991,6 +1004,8 @@ static int encrypt_all(ectx *c)
 
 int st_edit_secrets_encrypt(st_edit *e, st_secrets *s, size_t *count, st_error *err)
 {
+	ST_ASSERT_ARG(e);
+	ST_ASSERT_ARG(s);
 	ectx c = {e, s, s, 0, 0, err};
 	int rc = encrypt_all(&c);
 	if (count)
@@ -1001,6 +1016,9 @@ int st_edit_secrets_encrypt(st_edit *e, st_secrets *s, size_t *count, st_error *
 int st_edit_secrets_rekey(st_edit *e, st_secrets *from, st_secrets *to, size_t *count,
 			  st_error *err)
 {
+	ST_ASSERT_ARG(e);
+	ST_ASSERT_ARG(from);
+	ST_ASSERT_ARG(to);
 	ectx c = {e, from, to, 1, 0, err};
 	st_state *s = st__edit_state(e);
 	st__phase("secrets: keys derived");
@@ -1045,6 +1063,8 @@ int st__secrets_reencrypt(json_t *r, st_secrets *from, st_secrets *to, size_t *c
 int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *count,
 		    st_error *err)
 {
+	ST_ASSERT_ARG(from);
+	ST_ASSERT_ARG(to);
 	char *text = NULL, *line, *nl;
 	size_t len = 0, n = 0;
 	st_buf out;

@@ -73,6 +73,7 @@ static int whole_tail(const char *urn, const char *q, size_t ql)
 
 int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	json_t *res = st_state_resources(s, 0), *r;
 	size_t i, n = 0, cap = 0, *hits = NULL;
 	size_t nres = json_array_size(res);

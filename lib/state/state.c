@@ -474,23 +474,64 @@ void st_state_free(st_state *s)
 	free(s);
 }
 
-st_envelope st_state_envelope(const st_state *s) { return s->envelope; }
-int st_state_version(const st_state *s) { return s->version; }
-json_t *st_state_root(const st_state *s) { return s->root; }
-const char *st_state_path(const st_state *s) { return s->path; }
-st_style *st_state_style(st_state *s) { return &s->style; }
-st_compression st_state_compression(const st_state *s) { return s->compression; }
-void st_state_set_compression(st_state *s, st_compression c) { s->compression = c; }
-const st_problems *st_state_load_problems(const st_state *s) { return &s->load_problems; }
+st_envelope st_state_envelope(const st_state *s)
+{
+	ST_ASSERT_ARG(s);
+	return s->envelope;
+}
+
+int st_state_version(const st_state *s)
+{
+	ST_ASSERT_ARG(s);
+	return s->version;
+}
+
+json_t *st_state_root(const st_state *s)
+{
+	ST_ASSERT_ARG(s);
+	return s->root;
+}
+
+const char *st_state_path(const st_state *s)
+{
+	ST_ASSERT_ARG(s);
+	return s->path;
+}
+
+st_style *st_state_style(st_state *s)
+{
+	ST_ASSERT_ARG(s);
+	return &s->style;
+}
+
+st_compression st_state_compression(const st_state *s)
+{
+	ST_ASSERT_ARG(s);
+	return s->compression;
+}
+
+void st_state_set_compression(st_state *s, st_compression c)
+{
+	ST_ASSERT_ARG(s);
+	s->compression = c;
+}
+
+const st_problems *st_state_load_problems(const st_state *s)
+{
+	ST_ASSERT_ARG(s);
+	return &s->load_problems;
+}
 
 json_t *st_state_features(const st_state *s)
 {
+	ST_ASSERT_ARG(s);
 	json_t *f = json_object_get(s->root, "features");
 	return json_is_array(f) ? f : NULL;
 }
 
 json_t *st_state_deployment(const st_state *s)
 {
+	ST_ASSERT_ARG(s);
 	json_t *d = json_object_get(s->container,
 				    s->envelope == ST_ENVELOPE_EXPORT ? "deployment" : "latest");
 	return json_is_object(d) ? d : NULL;
@@ -498,6 +539,7 @@ json_t *st_state_deployment(const st_state *s)
 
 const char *st_state_checkpoint_stack(const st_state *s)
 {
+	ST_ASSERT_ARG(s);
 	if (s->envelope != ST_ENVELOPE_CHECKPOINT)
 		return NULL;
 	return st_json_str(s->container, "stack");
@@ -522,6 +564,7 @@ static json_t *new_deployment(void)
 
 json_t *st_state_resources(st_state *s, int create)
 {
+	ST_ASSERT_ARG(s);
 	json_t *d = st_state_deployment(s), *r;
 
 	if (!d) {
@@ -546,6 +589,7 @@ json_t *st_state_resources(st_state *s, int create)
 
 void st_state_touch(st_state *s)
 {
+	ST_ASSERT_ARG(s);
 	st_state t;
 
 	/* Nothing is known absent any more: the next features scan looks at every resource. */
@@ -594,6 +638,7 @@ static char *derive_stack_qname(st_state *s)
 
 int st_state_set_envelope(st_state *s, st_envelope envelope, const char *stack, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	json_t *dep, *root, *features;
 	int version;
 
@@ -679,6 +724,7 @@ static int dump_cfg(const st_state *s, const st_style *style, const st__wcfg *cf
 int st_state_dump(const st_state *s, const st_style *style, char **out, size_t *len,
 		  st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	return dump_cfg(s, style, NULL, out, len, err);
 }
 
@@ -708,6 +754,7 @@ void st_magic_for_version(const char *version, char buf[65])
 
 void st_state_fix_magic(st_state *s)
 {
+	ST_ASSERT_ARG(s);
 	json_t *dep = st_state_deployment(s), *m;
 	const char *ver;
 	char magic[65];
@@ -865,6 +912,7 @@ int st__state_save_checked(st_state *s, const char *path, const st_write_opts *o
 
 int st_state_save(st_state *s, const char *path, const st_write_opts *opts, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	return st__state_save_checked(s, path, opts, NULL, NULL, NULL, err);
 }
 
@@ -1017,6 +1065,7 @@ int st__state_apply_features_known(st_state *s)
 
 int st_state_apply_features(st_state *s)
 {
+	ST_ASSERT_ARG(s);
 	int used[8];
 	st__state_features_scan(s, used, NULL, NULL);
 	return st__state_features_set(s, used);
@@ -1080,6 +1129,7 @@ static void canonicalize(json_t *v, st_kind kind, int drop_empty, int depth)
 
 void st_state_canonicalize(st_state *s)
 {
+	ST_ASSERT_ARG(s);
 	canonicalize(s->root, s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE, s->version >= 3,
 		     0);
 }

@@ -285,11 +285,21 @@ static void diy_free(st_backend *bb)
 	free(b);
 }
 
-const char *st_backend_url(const st_backend *b) { return b->url; }
-const char *st_backend_kind(const st_backend *b) { return b->ops->kind; }
+const char *st_backend_url(const st_backend *b)
+{
+	ST_ASSERT_ARG(b);
+	return b->url;
+}
+
+const char *st_backend_kind(const st_backend *b)
+{
+	ST_ASSERT_ARG(b);
+	return b->ops->kind;
+}
 
 st_store *st_backend_store(const st_backend *b)
 {
+	ST_ASSERT_ARG(b);
 	diy_backend *d = as_diy(b);
 	return d ? d->store : NULL;
 }
@@ -298,12 +308,14 @@ st_store *st__backend_diy_store(const st_backend *b) { return st_backend_store(b
 
 const char *st_backend_root(const st_backend *b)
 {
+	ST_ASSERT_ARG(b);
 	diy_backend *d = as_diy(b);
 	return d ? d->root : NULL;
 }
 
 int st_backend_project_mode(const st_backend *b)
 {
+	ST_ASSERT_ARG(b);
 	diy_backend *d = as_diy(b);
 	return d ? d->project_mode : 0;
 }
@@ -557,6 +569,7 @@ static int diy_list(st_backend *bb, st_stack_info **out, size_t *count, st_error
 
 int st_backend_list(st_backend *b, st_stack_info **out, size_t *count, st_error *err)
 {
+	ST_ASSERT_ARG(b);
 	return b->ops->list(b, out, count, err);
 }
 
@@ -671,12 +684,14 @@ static int diy_resolve(st_backend *bb, const char *ref, char **qname, int *exist
 int st_backend_resolve(st_backend *b, const char *stack, char **qname, int *exists,
 		       st_error *err)
 {
+	ST_ASSERT_ARG(b);
 	return b->ops->resolve(b, stack, qname, exists, err);
 }
 
 int st_backend_stack_key(st_backend *bb, const char *ref, char **key, int *exists,
 			 st_error *err)
 {
+	ST_ASSERT_ARG(bb);
 	diy_backend *b = as_diy(bb);
 	char *base = NULL;
 	int rc;
@@ -699,6 +714,7 @@ int st_backend_stack_key(st_backend *bb, const char *ref, char **key, int *exist
 int st_backend_stack_path(st_backend *bb, const char *ref, char **path, int *exists,
 			  st_error *err)
 {
+	ST_ASSERT_ARG(bb);
 	diy_backend *b = as_diy(bb);
 	char *base = NULL, *key = NULL, *k;
 	int rc;
@@ -778,6 +794,7 @@ out:
 int st_backend_load(st_backend *b, const char *stack, const st_load_opts *opts, st_state **out,
 		    st_error *err)
 {
+	ST_ASSERT_ARG(b);
 	int rc = st__load_opts_check(opts, err);
 	if (rc != ST_OK) {
 		*out = NULL;
@@ -904,6 +921,8 @@ int st__backend_save(st_backend *b, const char *stack, st_state *state,
 int st_backend_save(st_backend *b, const char *stack, st_state *state,
 		    const st_backend_save_opts *opts, st_error *err)
 {
+	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(state);
 	return st__backend_save(b, stack, state, opts, NULL, err);
 }
 

@@ -487,6 +487,8 @@ static int dump_for_disk(st_state *s, char **out, size_t *len, st_error *err)
 int st_state_save_pair(const char *op, st_state *a, const char *path_a, st_state *b,
 		       const char *path_b, st_error *err)
 {
+	ST_ASSERT_ARG(a);
+	ST_ASSERT_ARG(b);
 	/* An uncompressed state is written straight into its staged file and hashed as it goes;
 	 * a compressed one is compressed in memory first. */
 	char *da = NULL, *db = NULL;

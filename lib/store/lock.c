@@ -228,12 +228,14 @@ int st__unlock_store(st_store *s, const char *dir, int *removed, st_error *err)
 
 int st_lock_stack(st_lock **out, st_backend *b, const char *stack, st_error *err)
 {
+	ST_ASSERT_ARG(b);
 	*out = NULL;
 	return b->ops->lock(b, stack, out, err);
 }
 
 int st_unlock_stack(st_backend *b, const char *stack, int *removed, st_error *err)
 {
+	ST_ASSERT_ARG(b);
 	*removed = 0;
 	return b->ops->unlock(b, stack, removed, err);
 }

@@ -100,8 +100,17 @@ void st_store_free(st_store *s)
 		s->ops->free(s);
 }
 
-const char *st_store_url(const st_store *s) { return s->url; }
-const char *st_store_scheme(const st_store *s) { return s->ops->scheme; }
+const char *st_store_url(const st_store *s)
+{
+	ST_ASSERT_ARG(s);
+	return s->url;
+}
+
+const char *st_store_scheme(const st_store *s)
+{
+	ST_ASSERT_ARG(s);
+	return s->ops->scheme;
+}
 
 static void info_clear(st_store_info *info)
 {
@@ -114,6 +123,7 @@ static void info_clear(st_store_info *info)
 int st_store_read(st_store *s, const char *key, size_t max_size, char **data, size_t *len,
 		  st_store_info *info, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	int rc;
 
 	*data = NULL;
@@ -127,6 +137,7 @@ int st_store_read(st_store *s, const char *key, size_t max_size, char **data, si
 
 int st_store_stat(st_store *s, const char *key, st_store_info *info, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	st_store_info tmp;
 	int rc;
 
@@ -159,6 +170,7 @@ static int fill_bytes(void *ctx, st_store_writer *w, st_error *err)
 int st_store_write(st_store *s, const char *key, const void *data, size_t len,
 		   const st_store_write_opts *opts, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	bytes_ctx b = {data, len};
 	return st_store_write_fill(s, key, fill_bytes, &b, opts, err);
 }
@@ -166,6 +178,7 @@ int st_store_write(st_store *s, const char *key, const void *data, size_t len,
 int st_store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, void *ctx,
 			const st_store_write_opts *opts, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	return st__store_write_fill(s, key, fill, ctx, opts, NULL, err);
 }
 
@@ -233,6 +246,7 @@ abort:
 int st_store_list(st_store *s, const char *prefix, unsigned flags, st_store_entry **out,
 		  size_t *count, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	*out = NULL;
 	*count = 0;
 	if (!prefix)
@@ -260,12 +274,14 @@ void st_store_entries_free(st_store_entry *entries, size_t count)
 
 int st_store_delete(st_store *s, const char *key, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	int rc = check_key(key, "key", err);
 	return rc ? rc : s->ops->remove(s, key, err);
 }
 
 int st_store_copy(st_store *s, const char *src, const char *dst, st_error *err)
 {
+	ST_ASSERT_ARG(s);
 	char *data = NULL;
 	size_t len = 0;
 	int rc;

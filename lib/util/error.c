@@ -5,6 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+void st__assert_fail(const char *what, const char *func)
+{
+	/* the one message the library prints: a programming error, as assert()'s */
+	fprintf(stderr, "libstatetool: %s: '%s' must not be NULL\n", func, what);
+	abort();
+}
+
 unsigned long st_version(void)
 {
 	return ST_VERSION_NUMBER;
