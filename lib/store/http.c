@@ -625,7 +625,7 @@ static int attempt_once(st_http *h, const st_http_req *r, st_http_resp *resp, ch
 		char *body = st_buf_take(&a.body, &len);
 		if (!body)
 			return st__err(err, ST_ENOMEM, "out of memory");
-		body[len] = '\0'; /* st_buf_take leaves an empty buffer unterminated */
+		body[len] = '\0'; /* (the Content-Length allocation may have got no byte) */
 		free(resp->body);
 		resp->body = body;
 		resp->len = len;

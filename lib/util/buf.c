@@ -118,8 +118,11 @@ char *st_buf_take(st_buf *b, size_t *len)
 		st_buf_free(b);
 		return NULL;
 	}
-	if (!b->data && st_buf_reserve(b, 0) < 0)
-		return NULL;
+	if (!b->data) {
+		if (st_buf_reserve(b, 0) < 0)
+			return NULL;
+		b->data[0] = '\0'; /* nothing was added: still a string */
+	}
 	d = b->data;
 	if (len)
 		*len = b->len;
