@@ -393,6 +393,33 @@ ST_EXTERN int st_store_delete(st_store *s, const char *key, st_error *err);
  * copy where it has one, else a read and a write. ST_ENOTFOUND when `src` does not exist. */
 ST_EXTERN int st_store_copy(st_store *s, const char *src, const char *dst, st_error *err);
 
+/* How the network stores (s3://, azblob://, gs://) talk HTTP, for the whole process. Every field
+ * left 0 (or -1 for `retries`) keeps its default. */
+#define ST_NET_OPTS_VERSION 1
+
+typedef struct st_net_opts {
+	unsigned version;         /* ST_NET_OPTS_VERSION */
+	long connect_timeout_ms;  /* waiting for a connection (0: 10 s) */
+	long timeout_ms;          /* a whole request (0: 600 s); one with no byte moving for 60 s
+				   * (or this, when shorter) is given up too */
+	int retries;              /* repeats of a request that got no answer or a 408, 429, 500,
+				   * 502, 503 or 504, for requests that may run twice (-1: 4) */
+	long backoff_ms;          /* the first pause before a repeat, doubled each time up to 5 s,
+				   * with jitter (0: 200 ms) */
+	/* Called after each HTTP attempt (may be NULL), from the thread that made it: the method,
+	 * the host[:port], the path without its query string, the status (0: no answer). Nothing
+	 * secret is passed (no query, no header, no body): for tests and debugging. */
+	void (*request)(void *ctx, const char *method, const char *host, const char *path,
+			long status);
+	void *ctx;
+} st_net_opts;
+
+#define ST_NET_OPTS_INIT {ST_NET_OPTS_VERSION, 0, 0, -1, 0, NULL, NULL}
+
+/* Installs the settings (copied) for the clients made from now on; NULL restores the defaults.
+ * ST_EINVAL for an unknown version or a negative duration. Any thread may call it. */
+ST_EXTERN int st_set_net(const st_net_opts *opts, st_error *err);
+
 /* ---------------------------------------------------------------------------------------------
  * Files: compression, atomic writes, backups.
  */

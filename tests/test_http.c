@@ -666,24 +666,38 @@ static void test_body_limit(void **state)
 	server_stop(s);
 }
 
-/* No message and no log line holds a query string, a signature or a header's value. */
+/* The request hook: each attempt as a line. */
+static void collect(void *ctx, const char *method, const char *host, const char *path,
+		    long status)
+{
+	st_buf_printf(ctx, "%s %s %s %ld\n", method, host, path, status);
+}
+
+/* No message and nothing given to the request hook holds a query string, a signature or a
+ * header's value. */
 static void test_no_secrets(void **state)
 {
 	action acts[] = {{A_REPLY, 500, NULL, "SECRET-BODY"}};
 	server *s = server_start(acts, 1);
 	int port, fd = listen_socket(&port);
-	st_http *h = client(1, 0);
+	st_http *h;
 	st_http_req r = ST_HTTP_REQ_INIT;
 	st_http_resp resp;
 	st_error err;
-	char *dir = tu_tmpdir(), *log = st_asprintf("%s/http.log", dir), *text;
+	st_buf log;
+	st_net_opts no = ST_NET_OPTS_INIT;
 	char *u = st_asprintf("http://127.0.0.1:%d/b/k?X-Amz-Signature=SECRET1&sig=SECRET2",
 			      s->port);
 	char *u2 = st_asprintf("http://user:SECRET4@127.0.0.1:%d/b/k?X-Amz-Credential=SECRET5",
 			       port);
 	(void)state;
 	close(fd);
-	setenv("STATETOOL_HTTP_LOG", log, 1);
+	st_buf_init(&log);
+	no.request = collect;
+	no.ctx = &log;
+	assert_int_equal(st_set_net(&no, NULL), ST_OK);
+	h = client(1, 0);
+	assert_int_equal(st_set_net(NULL, NULL), ST_OK);
 	r.method = "GET";
 	r.url = u;
 	r.op = "GetObject";
@@ -702,20 +716,15 @@ static void test_no_secrets(void **state)
 	assert_null(strstr(err.message, "SECRET"));
 	assert_null(strstr(err.message, "user"));
 	st__http_resp_free(&resp);
-	unsetenv("STATETOOL_HTTP_LOG");
-	text = tu_read(log, NULL);
-	assert_non_null(text);
 	char *want = st_asprintf("GET 127.0.0.1:%d /b/k 500\nGET 127.0.0.1:%d /b/k 500\n"
 				 "GET 127.0.0.1:%d /b/k 0\nGET 127.0.0.1:%d /b/k 0\n",
 				 s->port, s->port, port, port);
-	assert_string_equal(text, want);
+	assert_string_equal(log.data, want);
 	free(want);
-	free(text);
+	st_buf_free(&log);
 	st__http_hdrs_free(&r.headers);
 	free(u);
 	free(u2);
-	free(log);
-	tu_rmdir(dir);
 	st__http_free(h);
 	server_stop(s);
 }
@@ -747,7 +756,8 @@ static void test_signer_error(void **state)
 	server_stop(s);
 }
 
-static void test_env_settings(void **state)
+/* The process-wide settings: taken by the clients made after them; versions checked. */
+static void test_net_settings(void **state)
 {
 	action acts[] = {{A_REPLY, 502, NULL, ""}};
 	server *s = server_start(acts, 1);
@@ -756,11 +766,20 @@ static void test_env_settings(void **state)
 	st_http_resp resp;
 	char *u = url_of(s, "/b/k");
 	(void)state;
-	setenv("STATETOOL_HTTP_RETRIES", "1", 1);
-	setenv("STATETOOL_HTTP_BACKOFF_MS", "1", 1);
+	st_net_opts no = ST_NET_OPTS_INIT;
+	st_error err;
+	no.retries = 1;
+	no.backoff_ms = 1;
+	assert_int_equal(st_set_net(&no, NULL), ST_OK);
 	assert_int_equal(st__http_new(&h, "test", NULL, NULL), ST_OK);
-	unsetenv("STATETOOL_HTTP_RETRIES");
-	unsetenv("STATETOOL_HTTP_BACKOFF_MS");
+	assert_int_equal(st_set_net(NULL, NULL), ST_OK);
+	no.version = 0;
+	st_error_clear(&err);
+	assert_int_equal(st_set_net(&no, &err), ST_EINVAL);
+	assert_non_null(strstr(err.message, "unsupported options version 0 of st_net_opts"));
+	no.version = ST_NET_OPTS_VERSION;
+	no.timeout_ms = -1;
+	assert_int_equal(st_set_net(&no, NULL), ST_EINVAL);
 	assert_string_equal(st__http_scheme(h), "test");
 	r.method = "GET";
 	r.url = u;
@@ -825,10 +844,9 @@ int main(void)
 		cmocka_unit_test(test_body_limit),
 		cmocka_unit_test(test_no_secrets),
 		cmocka_unit_test(test_signer_error),
-		cmocka_unit_test(test_env_settings),
+		cmocka_unit_test(test_net_settings),
 		cmocka_unit_test(test_spool_and_helpers),
 	};
-	unsetenv("STATETOOL_HTTP_LOG");
 	unsetenv("http_proxy");
 	unsetenv("HTTP_PROXY");
 	unsetenv("ALL_PROXY");

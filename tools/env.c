@@ -3,9 +3,14 @@
  *   STATETOOL_THREADS=1|2    the thread choice of every call (and of the loads and saves)
  *   STATETOOL_TIMINGS=...    each step's time on standard error
  *   STATETOOL_CRASH_AT=OP:N  SIGKILL at step N of a durable write OP (write, pair, index):
- *                            the crash tests (tests/cli/t_crash.sh, t_move.sh) */
+ *                            the crash tests (tests/cli/t_crash.sh, t_move.sh)
+ *   STATETOOL_HTTP_CONNECT_TIMEOUT, STATETOOL_HTTP_TIMEOUT (seconds), STATETOOL_HTTP_RETRIES,
+ *   STATETOOL_HTTP_BACKOFF_MS   the network stores' st_net_opts
+ *   STATETOOL_HTTP_LOG=FILE  one line per HTTP attempt appended to FILE: "METHOD HOST PATH
+ *                            STATUS" (the library passes no query string, header or body) */
 #include "cli.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -47,6 +52,59 @@ static void crash(void *ctx, const char *op, int step)
 		kill(getpid(), SIGKILL);
 }
 
+/* A duration in seconds (decimals allowed) from the environment, in ms; `def` when unset or
+ * not a number. */
+static long env_ms(const char *name, long def)
+{
+	const char *v = getenv(name);
+	char *end;
+	double d;
+	if (!v || !*v)
+		return def;
+	d = strtod(v, &end);
+	return *end || d < 0 || d > 86400.0 ? def : (long)(d * 1000.0 + 0.5);
+}
+
+static long env_count(const char *name, long def, long max)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+	if (!v || !*v)
+		return def;
+	n = strtol(v, &end, 10);
+	return *end || n < 0 || n > max ? def : n;
+}
+
+static void http_log(void *ctx, const char *method, const char *host, const char *path,
+		     long status)
+{
+	char line[4096];
+	int n = snprintf(line, sizeof(line), "%s %s %s %ld\n", method, host, path, status);
+	int fd = open((const char *)ctx, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (n > 0 && (size_t)n < sizeof(line) && write(fd, line, (size_t)n) < 0) {
+		/* a test hook: nothing to do about a failed write */
+	}
+	close(fd);
+}
+
+static void net_apply(void)
+{
+	st_net_opts o = ST_NET_OPTS_INIT;
+	const char *log = getenv("STATETOOL_HTTP_LOG");
+	o.connect_timeout_ms = env_ms("STATETOOL_HTTP_CONNECT_TIMEOUT", 0);
+	o.timeout_ms = env_ms("STATETOOL_HTTP_TIMEOUT", 0);
+	o.retries = (int)env_count("STATETOOL_HTTP_RETRIES", -1, 100);
+	o.backoff_ms = env_count("STATETOOL_HTTP_BACKOFF_MS", 0, 60000);
+	if (log && *log) {
+		o.request = http_log;
+		o.ctx = (void *)log;
+	}
+	st_set_net(&o, NULL);
+}
+
 void cli_env_apply(void)
 {
 	const char *threads = getenv("STATETOOL_THREADS");
@@ -71,4 +129,5 @@ void cli_env_apply(void)
 	}
 	if (h.phase || h.step)
 		st_set_hooks(&h, NULL);
+	net_apply();
 }

@@ -25,6 +25,9 @@ struct st_http {
 	pthread_mutex_t mu;
 	long connect_ms, timeout_ms, stall_ms, backoff_ms, backoff_max_ms;
 	int retries;
+	void (*request)(void *ctx, const char *method, const char *host, const char *path,
+			long status);
+	void *request_ctx;
 };
 
 static unsigned long attempts_total;
@@ -168,29 +171,34 @@ static void global_init(void)
 		global_rc = CURLE_FAILED_INIT;
 }
 
-/* A duration from the environment: `name` in seconds (decimals allowed) into ms. */
-static long env_ms(const char *name, long def)
+/* The process-wide settings (st_set_net). */
+static pthread_mutex_t net_mu = PTHREAD_MUTEX_INITIALIZER;
+static st_net_opts net = ST_NET_OPTS_INIT;
+
+int st_set_net(const st_net_opts *o, st_error *err)
 {
-	const char *v = getenv(name);
-	char *end;
-	double d;
-	if (!v || !*v)
-		return def;
-	d = strtod(v, &end);
-	if (*end || d < 0 || d > 86400.0)
-		return def;
-	return (long)(d * 1000.0 + 0.5);
+	static const st_net_opts def = ST_NET_OPTS_INIT;
+	int rc;
+
+	if (o && (rc = st__opts_version(o->version, ST_NET_OPTS_VERSION, "st_net_opts", err)) != ST_OK)
+		return rc;
+	if (o && (o->connect_timeout_ms < 0 || o->timeout_ms < 0 || o->backoff_ms < 0 ||
+		  o->retries < -1 || o->retries > 100))
+		return st__err(err, ST_EINVAL, "st_net_opts: a negative duration or a retry count "
+					       "outside -1..100");
+	pthread_mutex_lock(&net_mu);
+	net = o ? *o : def;
+	pthread_mutex_unlock(&net_mu);
+	return ST_OK;
 }
 
-static long env_long(const char *name, long def, long max)
+static st_net_opts net_current(void)
 {
-	const char *v = getenv(name);
-	char *end;
-	long n;
-	if (!v || !*v)
-		return def;
-	n = strtol(v, &end, 10);
-	return *end || n < 0 || n > max ? def : n;
+	st_net_opts o;
+	pthread_mutex_lock(&net_mu);
+	o = net;
+	pthread_mutex_unlock(&net_mu);
+	return o;
 }
 
 int st__http_new(st_http **out, const char *scheme, const st_http_opts *opts, st_error *err)
@@ -210,12 +218,15 @@ int st__http_new(st_http **out, const char *scheme, const st_http_opts *opts, st
 		return st__err(err, ST_ENOMEM, "%s: cannot create a libcurl handle", scheme);
 	}
 	pthread_mutex_init(&h->mu, NULL);
-	h->connect_ms = env_ms("STATETOOL_HTTP_CONNECT_TIMEOUT", 10000);
-	h->timeout_ms = env_ms("STATETOOL_HTTP_TIMEOUT", 600000);
+	st_net_opts n = net_current();
+	h->connect_ms = n.connect_timeout_ms ? n.connect_timeout_ms : 10000;
+	h->timeout_ms = n.timeout_ms ? n.timeout_ms : 600000;
 	h->stall_ms = 60000;
-	h->retries = (int)env_long("STATETOOL_HTTP_RETRIES", 4, 20);
-	h->backoff_ms = env_long("STATETOOL_HTTP_BACKOFF_MS", 200, 60000);
+	h->retries = n.retries >= 0 ? n.retries : 4;
+	h->backoff_ms = n.backoff_ms ? n.backoff_ms : 200;
 	h->backoff_max_ms = 5000;
+	h->request = n.request;
+	h->request_ctx = n.ctx;
 	if (opts) {
 		if (opts->connect_timeout_ms)
 			h->connect_ms = opts->connect_timeout_ms;
@@ -432,24 +443,16 @@ static void set_options(st_http *h, attempt *a, struct curl_slist *hl, char *err
 	}
 }
 
-/* STATETOOL_HTTP_LOG: one line per attempt, never a query string or a header. */
-static void log_attempt(const st_http_req *r, long status)
+/* The request hook (st_net_opts.request): never a query string or a header. */
+static void report_attempt(const st_http *h, const st_http_req *r, long status)
 {
-	const char *file = getenv("STATETOOL_HTTP_LOG");
-	char *host, *path, *line;
-	if (!file || !*file)
+	char *host, *path;
+	if (!h->request)
 		return;
 	host = st__http_host(r->url);
 	path = url_path(r->url);
-	line = host && path ? st_asprintf("%s %s %s %ld\n", r->method, host, path, status) : NULL;
-	if (line) {
-		int fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-		if (fd >= 0) {
-			(void)st__write_full(fd, line, strlen(line));
-			close(fd);
-		}
-	}
-	free(line);
+	if (host && path)
+		h->request(h->request_ctx, r->method, host, path, status);
 	free(host);
 	free(path);
 }
@@ -604,7 +607,7 @@ static int attempt_once(st_http *h, const st_http_req *r, st_http_resp *resp, ch
 	*crc = curl_easy_perform(h->curl);
 	if (*crc == CURLE_OK)
 		curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &resp->status);
-	log_attempt(r, *crc == CURLE_OK ? resp->status : 0);
+	report_attempt(h, r, *crc == CURLE_OK ? resp->status : 0);
 	curl_slist_free_all(hl);
 	st__http_hdrs_free(&extra);
 	if (a.oom) {

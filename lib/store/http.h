@@ -19,18 +19,18 @@
  *    copy), never on one that must not happen twice. The body is sent again from its start; the
  *    signing callback runs again (a new date, a new signature).
  *  - Time-outs: connect (default 10 s), whole attempt (default 600 s), and a stall (no byte
- *    moving for 60 s). STATETOOL_HTTP_CONNECT_TIMEOUT, STATETOOL_HTTP_TIMEOUT,
- *    STATETOOL_HTTP_RETRIES and STATETOOL_HTTP_BACKOFF_MS (seconds, seconds, a count, the
- *    first back-off in ms) change them for every client.
+ *    moving for 60 s). st_set_net (statetool.h) changes them, and the retries, for the clients
+ *    made after it (the CLI maps STATETOOL_HTTP_* onto it; the library reads no STATETOOL_*
+ *    variable).
  *  - TLS: libcurl's defaults (certificates and host names verified); proxies from the
  *    environment as libcurl reads them (http_proxy, https_proxy, no_proxy...).
  *  - Secrets: nothing here ever puts a URL's query string, a header's value or a body into a
  *    message or a log. Messages name the scheme, the host (and port), the operation and the
  *    target: "s3: cannot reach 127.0.0.1:9 (GetObject 'b/k'): connection refused (4 attempts)".
  *    `target` must itself be safe to print (a bucket and a key).
- *  - STATETOOL_HTTP_LOG=FILE (a test hook, also a debugging aid): one line per attempt,
- *    "METHOD HOST PATH STATUS" (STATUS 0 when there was no answer); the path never with its
- *    query string.
+ *  - st_net_opts.request (a test hook, also a debugging aid) is called after each attempt with
+ *    the method, host, path without its query string and status (0: no answer); the CLI
+ *    writes it to STATETOOL_HTTP_LOG.
  *  - A client serves one request at a time (a mutex makes concurrent calls wait).
  */
 #ifndef ST_HTTP_H
@@ -105,7 +105,7 @@ void st__http_resp_free(st_http_resp *r);
 
 typedef struct st_http st_http;
 
-/* Settings of a client (0 fields: the defaults, or the STATETOOL_HTTP_* variables). */
+/* Settings of one client, over the process-wide ones (0 fields: those; for the tests). */
 typedef struct st_http_opts {
 	long connect_timeout_ms;
 	long timeout_ms;
