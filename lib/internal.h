@@ -239,7 +239,8 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 #define ST_SIG_BYTESTRING "803fd3297a5875dc03ca845dda5d2a98"
 
 /* The features of deployment version 4, by the index the features scan uses: 0-6 are marked
- * by a resource member of that name, 7 by a bytestring in inputs or outputs. */
+ * by a resource member of that name, 7 by a bytestring in inputs, outputs or
+ * replacementTrigger, or inside a plaintext secret (a "plaintext" key marks it as maybe). */
 #define ST_FEATURE_BYTESTRING 7
 #define ST_FEATURES_ALL 0xffu
 static inline unsigned st__feature_key(const char *k, size_t n)
@@ -247,7 +248,10 @@ static inline unsigned st__feature_key(const char *k, size_t n)
 	switch (n) {
 	case 5: return ST_KEY_IS(k, n, "taint") ? 1u << 3 : 0;
 	case 6: return ST_KEY_IS(k, n, "viewOf") ? 1u << 1 : 0;
-	case 9: return ST_KEY_IS(k, n, "snippetID") ? 1u << 5 : 0;
+	case 9:
+		return ST_KEY_IS(k, n, "snippetID")   ? 1u << 5
+		       : ST_KEY_IS(k, n, "plaintext") ? 1u << ST_FEATURE_BYTESTRING
+						      : 0;
 	case 11: return ST_KEY_IS(k, n, "replaceWith") ? 1u << 4 : 0;
 	case 12: return ST_KEY_IS(k, n, "extensionRef") ? 1u << 6 : 0;
 	case 13: return ST_KEY_IS(k, n, "resourceHooks") ? 1u << 2 : 0;
@@ -358,6 +362,10 @@ struct st_state {
 	 * none). An edit session's commit then looks for those features only in the resources it
 	 * made or changed. 0 in a fresh st_state means nothing is known (see may_features). */
 	unsigned known_absent;
+	/* The state said it uses byteString: while it holds a ciphertext, a bytestring may be
+	 * inside one, where statetool cannot look, so the feature is kept (Pulumi looks at the
+	 * plaintext). */
+	int had_bytestring;
 	/* Struct keys the load respelt as Pulumi's fields (NULL: none). While the tree is as it
 	 * was loaded, the writer puts them back, so an unchanged state keeps its bytes. */
 	st__keymap *keymap;

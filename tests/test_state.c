@@ -365,25 +365,160 @@ static void test_features_and_magic(void **state)
 	st_state_free(s);
 }
 
-static void test_canonicalize(void **state)
+/* The features as Pulumi computes them on a write (SerializeDeploymentWithMetadata). */
+static const char *features_of(const char *deployment, const char *head)
+{
+	static char buf[256];
+	char *text = st_asprintf("{%s\"deployment\":{\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\","
+				 "\"magic\":\"\",\"version\":\"\"},%s}}",
+				 head, deployment);
+	st_state *s = load_text(text, ST_OK, NULL);
+	json_t *f;
+	size_t i;
+	st_state_apply_features(s);
+	snprintf(buf, sizeof(buf), "v%d", st_state_version(s));
+	f = st_state_features(s);
+	for (i = 0; i < json_array_size(f); i++) {
+		strncat(buf, " ", sizeof(buf) - strlen(buf) - 1);
+		strncat(buf, json_string_value(json_array_get(f, i)), sizeof(buf) - strlen(buf) - 1);
+	}
+	st_state_free(s);
+	free(text);
+	return buf;
+}
+
+#define BYTES "{\"4dabf18193072939515e22adb298388d\":\"803fd3297a5875dc03ca845dda5d2a98\"," \
+	      "\"value\":\"/w==\"}"
+#define RES(members) "{\"urn\":\"urn:pulumi:s::p::a:b:C::n\",\"custom\":false,\"type\":\"a:b:C\"" members "}"
+
+static void test_features_as_pulumi(void **state)
 {
 	(void)state;
-	st_state *s = load_text(
-		"{\"deployment\":{\"resources\":[{\"protect\":false,\"type\":\"a:b:C\",\"urn\":\"u\","
-		"\"custom\":false,\"id\":\"\",\"zzz\":1,\"dependencies\":[]}],\"manifest\":{"
-		"\"version\":\"\",\"magic\":\"\",\"time\":\"2024-01-02T03:04:05Z\"}},\"version\":3}",
-		ST_OK, NULL);
-	st_state_canonicalize(s);
+	/* a pending operation's resource counts only for byteString */
+	assert_string_equal(features_of("\"pending_operations\":[{\"resource\":" RES(
+					    ",\"taint\":true,\"refreshBeforeUpdate\":true,\"viewOf\":"
+					    "\"u\",\"replaceWith\":[\"u\"],\"resourceHooks\":{\"x\":[]}")
+					    ",\"type\":\"updating\"}]", "\"version\":3,"),
+			    "v3");
+	assert_string_equal(features_of("\"pending_operations\":[{\"resource\":" RES(
+					    ",\"outputs\":{\"b\":" BYTES "}") ",\"type\":\"creating\"}]",
+					"\"version\":3,"),
+			    "v4 byteString");
+	/* a bytestring in replacementTrigger counts */
+	assert_string_equal(features_of("\"resources\":[" RES(",\"replacementTrigger\":[" BYTES "]") "]",
+					"\"version\":3,"),
+			    "v4 byteString");
+	/* inside a plaintext secret (Pulumi looks at the plaintext), and in a secret nested in it,
+	 * whose "ciphertext" is plain JSON under Pulumi's no-op encrypter */
+	assert_string_equal(
+		features_of("\"resources\":[" RES(",\"inputs\":{\"s\":{\"4dabf18193072939515e22adb29"
+						  "8388d\":\"1b47061264138c4ac30d75fd1eb44270\","
+						  "\"plaintext\":\"{\\\"4dabf18193072939515e22adb298"
+						  "388d\\\":\\\"803fd3297a5875dc03ca845dda5d2a98\\\","
+						  "\\\"value\\\":\\\"/w==\\\"}\"}}") "]",
+			    "\"version\":3,"),
+		"v4 byteString");
+	assert_string_equal(
+		features_of("\"resources\":[" RES(",\"inputs\":{\"s\":{\"4dabf18193072939515e22adb29"
+						  "8388d\":\"1b47061264138c4ac30d75fd1eb44270\","
+						  "\"plaintext\":\"[{\\\"4dabf18193072939515e22adb29"
+						  "8388d\\\":\\\"1b47061264138c4ac30d75fd1eb44270\\\","
+						  "\\\"ciphertext\\\":\\\"{\\\\\\\"4dabf18193072939515e22"
+						  "adb298388d\\\\\\\":\\\\\\\"803fd3297a5875dc03ca845dda"
+						  "5d2a98\\\\\\\",\\\\\\\"value\\\\\\\":\\\\\\\"/w==\\\\\\\"}"
+						  "\\\"}]\"}}") "]",
+			    "\"version\":3,"),
+		"v4 byteString");
+	/* a plaintext without one: nothing */
+	assert_string_equal(
+		features_of("\"resources\":[" RES(",\"inputs\":{\"s\":{\"4dabf18193072939515e22adb29"
+						  "8388d\":\"1b47061264138c4ac30d75fd1eb44270\","
+						  "\"plaintext\":\"\\\"hunter2\\\"\"}}") "]",
+			    "\"version\":3,"),
+		"v3");
+	/* a ciphertext statetool cannot look into: byteString, which the state had, is kept */
+	assert_string_equal(
+		features_of("\"resources\":[" RES(",\"inputs\":{\"s\":{\"4dabf18193072939515e22adb29"
+						  "8388d\":\"1b47061264138c4ac30d75fd1eb44270\","
+						  "\"ciphertext\":\"v1:a:b\"}}") "]",
+			    "\"version\":4,\"features\":[\"byteString\"],"),
+		"v4 byteString");
+	/* ... but not added when the state did not have it, nor kept without a ciphertext */
+	assert_string_equal(
+		features_of("\"resources\":[" RES(",\"inputs\":{\"s\":{\"4dabf18193072939515e22adb29"
+						  "8388d\":\"1b47061264138c4ac30d75fd1eb44270\","
+						  "\"ciphertext\":\"v1:a:b\"}}") "]",
+			    "\"version\":3,"),
+		"v3");
+	assert_string_equal(features_of("\"resources\":[" RES("") "]",
+					"\"version\":4,\"features\":[\"byteString\",\"taint\"],"),
+			    "v3");
+}
+
+static void canonical_is(const char *in, const char *want)
+{
+	st_state *s = load_text(in, ST_OK, NULL);
 	char *out;
 	size_t len;
 	st_style st;
 	st_style_checkpoint(&st);
+	st_state_canonicalize(s);
 	assert_int_equal(st_state_dump(s, &st, &out, &len, NULL), ST_OK);
-	assert_string_equal(out, "{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\","
-				 "\"magic\":\"\",\"version\":\"\"},\"resources\":[{\"urn\":\"u\","
-				 "\"custom\":false,\"type\":\"a:b:C\",\"zzz\":1}]}}");
+	if (strcmp(out, want))
+		fprintf(stderr, "got:  %s\nwant: %s\n", out, want);
+	assert_string_equal(out, want);
 	free(out);
 	st_state_free(s);
+}
+
+#define CT_MANIFEST "\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\",\"magic\":\"\",\"version\":\"\"}"
+
+/* Go's output for every struct: its order, fields without omitempty always written, empty
+ * omitempty ones dropped, the features recomputed; members Pulumi has no field for kept. */
+static void test_canonicalize(void **state)
+{
+	(void)state;
+	canonical_is("{\"deployment\":{\"resources\":[{\"protect\":false,\"type\":\"a:b:C\",\"urn\":\"u\","
+		     "\"custom\":false,\"id\":\"\",\"zzz\":1,\"dependencies\":[],\"customTimeouts\":"
+		     "{\"create\":0},\"replacementTrigger\":null,\"taint\":true}],\"manifest\":{"
+		     "\"version\":\"\",\"magic\":\"\",\"time\":\"2024-01-02T03:04:05Z\"}},\"version\":3}",
+		     "{\"version\":4,\"features\":[\"taint\"],\"deployment\":{" CT_MANIFEST
+		     ",\"resources\":[{\"urn\":\"u\",\"custom\":false,\"type\":\"a:b:C\","
+		     "\"taint\":true,\"zzz\":1}],\"metadata\":{}}}");
+	/* plugins' path and version, a descriptor's name, a parameterization's fields, an
+	 * extension's version and value; an empty references map dropped; a pointer to an empty
+	 * struct kept */
+	canonical_is("{\"version\":4,\"features\":[\"snippets-prototype\"],\"checkpoint\":{\"stack\":"
+		     "\"s\",\"latest\":{\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\",\"magic\":\"\","
+		     "\"version\":\"\",\"plugins\":[{\"type\":\"resource\",\"name\":\"aws\"}]},"
+		     "\"secrets_providers\":{},\"snippets\":[{\"uuid\":\"u\",\"descriptor\":{"
+		     "\"parameterization\":{}},\"references\":{}}],\"extensions\":{\"e\":{\"name\":"
+		     "\"x\"}},\"metadata\":{\"integrity_error\":{}}}}}",
+		     "{\"version\":4,\"features\":[\"snippets-prototype\"],\"checkpoint\":{\"stack\":"
+		     "\"s\",\"latest\":{\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\",\"magic\":\"\","
+		     "\"version\":\"\",\"plugins\":[{\"name\":\"aws\",\"path\":\"\",\"type\":"
+		     "\"resource\",\"version\":\"\"}]},\"secrets_providers\":{\"type\":\"\"},"
+		     "\"metadata\":{\"integrity_error\":{}},\"snippets\":[{\"uuid\":\"u\",\"name\":\"\","
+		     "\"type\":\"\",\"code\":\"\",\"descriptor\":{\"name\":\"\",\"parameterization\":{"
+		     "\"name\":\"\",\"version\":\"0.0.0\",\"value\":null}}}],\"extensions\":{\"e\":{"
+		     "\"name\":\"x\",\"version\":\"\",\"value\":null}}}}}");
+	/* version 2: empty pending operations dropped too, the V2 resource's order */
+	canonical_is("{\"version\":2,\"deployment\":{\"pending_operations\":[],\"manifest\":{\"time\":"
+		     "\"2024-01-02T03:04:05Z\",\"magic\":\"\",\"version\":\"\"},\"resources\":[{"
+		     "\"provider\":\"p\",\"external\":true,\"type\":\"a:b:C\",\"urn\":\"u\",\"custom\":"
+		     "true}]}}",
+		     "{\"version\":2,\"deployment\":{" CT_MANIFEST ",\"resources\":[{\"urn\":\"u\","
+		     "\"custom\":true,\"type\":\"a:b:C\",\"external\":true,\"provider\":\"p\"}]}}");
+	/* version 0 (a CheckpointV1): the V1 resource's order, defaults in it, dependencies and
+	 * initErrors always written */
+	canonical_is("{\"target\":\"t\",\"latest\":{\"time\":\"x\",\"resources\":[{\"outputs\":{\"a\":1},"
+		     "\"defaults\":{\"b\":2},\"inputs\":{\"c\":3},\"type\":\"a:b:C\",\"id\":\"i\","
+		     "\"custom\":true,\"urn\":\"u\"}]}}",
+		     "{\"stack\":\"\",\"latest\":{\"manifest\":{\"time\":\"0001-01-01T00:00:00Z\","
+		     "\"magic\":\"\",\"version\":\"\"},\"resources\":[{\"urn\":\"u\",\"custom\":true,"
+		     "\"id\":\"i\",\"type\":\"a:b:C\",\"inputs\":{\"c\":3},\"defaults\":{\"b\":2},"
+		     "\"outputs\":{\"a\":1},\"dependencies\":null,\"initErrors\":null}],\"time\":"
+		     "\"x\"},\"target\":\"t\"}");
 }
 
 static void test_find(void **state)
@@ -503,6 +638,7 @@ int main(void)
 		cmocka_unit_test(test_migrate_v2_property_dependencies),
 		cmocka_unit_test(test_envelope_conversion),
 		cmocka_unit_test(test_features_and_magic),
+		cmocka_unit_test(test_features_as_pulumi),
 		cmocka_unit_test(test_canonicalize),
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_urns_and_provider_refs),

@@ -772,6 +772,8 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 	/* The features: the source lost resources, the destination took some of the source's;
 	 * what neither had a mark of, neither has now. */
 	dst->known_absent &= src->known_absent;
+	/* a bytestring the source may hide in a ciphertext may have come along */
+	dst->had_bytestring |= src->had_bytestring;
 	st__state_apply_features_known(src);
 	st__state_apply_features_known(dst);
 	st__phase("move: features");

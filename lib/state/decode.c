@@ -11,232 +11,13 @@
  * Every such problem is reported (rule decode/...) with its JSON Pointer in the file as written;
  * the one Go's Unmarshal returns (the first that stops it, else the first kept) is noted.
  */
-#include "internal.h"
+#include "state/gotypes.h"
 
 #include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Is the key (k, kl) the C string s? */
-#define ST_KEY_IS2(k, kl, s) (strlen(s) == (kl) && !memcmp((k), (s), (kl)))
-
-typedef enum gk {
-	GK_ANY,       /* interface{}: anything */
-	GK_RAW,       /* json.RawMessage: anything, decoded later on its own */
-	GK_STRING,    /* any string kind */
-	GK_BOOL,
-	GK_INT,       /* int (the envelope's version) */
-	GK_FLOAT,     /* float64 */
-	GK_TIME,      /* time.Time (UnmarshalJSON) */
-	GK_TIMEPTR,   /* *time.Time */
-	GK_SEMVER,    /* semver.Version (UnmarshalJSON, semver.Parse) */
-	GK_SEMVERPTR, /* *semver.Version */
-	GK_PATH,      /* resource.PropertyPath (UnmarshalText) */
-	GK_BYTES,     /* []byte: base64 */
-	GK_UINT8,     /* an element of []byte given as an array */
-	GK_CONFIG,    /* config.Map (UnmarshalJSON: keys namespace:name) */
-	GK_SLICE,
-	GK_MAP,       /* a string-keyed map */
-	GK_STRUCT     /* a struct, or a pointer to one */
-} gk;
-
-typedef struct gfield gfield;
-
-typedef struct gtype {
-	gk k;
-	const char *go;            /* reflect.Type.String(), for messages */
-	const struct gtype *elem;  /* slices and maps */
-	const gfield *fields;      /* structs: ends with a NULL name */
-	size_t nfields;
-} gtype;
-
-struct gfield {
-	const char *name;
-	size_t len;
-	const gtype *t;
-};
-
-#define SCALAR(id, kind, name) static const gtype id = {kind, name, NULL, NULL, 0}
-#define SLICE(id, name, el) static const gtype id = {GK_SLICE, name, &el, NULL, 0}
-#define MAP(id, name, el) static const gtype id = {GK_MAP, name, &el, NULL, 0}
-#define STRUCT(id, name, f)                                                                  \
-	static const gtype id = {GK_STRUCT, name, NULL, f, sizeof(f) / sizeof(f[0]) - 1};       \
-	_Static_assert(sizeof(f) / sizeof(f[0]) - 1 <= 64, "at most 64 fields")
-
-SCALAR(T_ANY, GK_ANY, "interface {}");
-SCALAR(T_RAW, GK_RAW, "json.RawMessage");
-SCALAR(T_STRING, GK_STRING, "string");
-SCALAR(T_QNAME, GK_STRING, "tokens.QName");
-SCALAR(T_URN, GK_STRING, "urn.URN");
-SCALAR(T_ID, GK_STRING, "resource.ID");
-SCALAR(T_TYPE, GK_STRING, "tokens.Type");
-SCALAR(T_PKEY, GK_STRING, "resource.PropertyKey");
-SCALAR(T_OPTYPE, GK_STRING, "apitype.OperationType");
-SCALAR(T_KIND, GK_STRING, "apitype.PluginKind");
-SCALAR(T_EXTREF, GK_STRING, "apitype.ExtensionRef");
-SCALAR(T_BOOL, GK_BOOL, "bool");
-SCALAR(T_INT, GK_INT, "int");
-SCALAR(T_FLOAT, GK_FLOAT, "float64");
-SCALAR(T_TIME, GK_TIME, "time.Time");
-SCALAR(T_TIMEPTR, GK_TIMEPTR, "time.Time");
-SCALAR(T_SEMVER, GK_SEMVER, "semver.Version");
-SCALAR(T_SEMVERPTR, GK_SEMVERPTR, "semver.Version");
-SCALAR(T_PATH, GK_PATH, "resource.PropertyPath");
-SCALAR(T_UINT8, GK_UINT8, "uint8");
-static const gtype T_BYTES = {GK_BYTES, "[]uint8", &T_UINT8, NULL, 0};
-SCALAR(T_CONFIG, GK_CONFIG, "config.Map");
-SLICE(T_STRINGS, "[]string", T_STRING);
-SLICE(T_URNS, "[]urn.URN", T_URN);
-SLICE(T_PKEYS, "[]resource.PropertyKey", T_PKEY);
-SLICE(T_PATHS, "[]resource.PropertyPath", T_PATH);
-MAP(T_PROPS, "map[string]interface {}", T_ANY);
-MAP(T_PROPDEPS, "map[resource.PropertyKey][]urn.URN", T_URNS);
-MAP(T_HOOKS, "map[resource.HookType][]string", T_STRINGS);
-MAP(T_STRMAP, "map[string]string", T_STRING);
-MAP(T_URNMAP, "map[string]urn.URN", T_URN);
-MAP(T_PROVINPUTS, "map[string]map[string]interface {}", T_PROPS);
-
-static const gfield F_TIMEOUTS[] = {{"create", sizeof("create") - 1, &T_FLOAT}, {"update", sizeof("update") - 1, &T_FLOAT},
-				    {"delete", sizeof("delete") - 1, &T_FLOAT}, {"read", sizeof("read") - 1, &T_FLOAT}, {NULL, 0, NULL}};
-STRUCT(T_TIMEOUTS, "resource.CustomTimeouts", F_TIMEOUTS);
-static const gfield F_FRAME[] = {{"sourcePosition", sizeof("sourcePosition") - 1, &T_STRING}, {NULL, 0, NULL}};
-STRUCT(T_FRAME, "apitype.StackFrameV1", F_FRAME);
-SLICE(T_FRAMES, "[]apitype.StackFrameV1", T_FRAME);
-
-static const gfield F_RES1[] = {
-	{"urn", sizeof("urn") - 1, &T_URN}, {"custom", sizeof("custom") - 1, &T_BOOL}, {"delete", sizeof("delete") - 1, &T_BOOL}, {"id", sizeof("id") - 1, &T_ID},
-	{"type", sizeof("type") - 1, &T_TYPE}, {"inputs", sizeof("inputs") - 1, &T_PROPS}, {"defaults", sizeof("defaults") - 1, &T_PROPS}, {"outputs", sizeof("outputs") - 1, &T_PROPS},
-	{"parent", sizeof("parent") - 1, &T_URN}, {"protect", sizeof("protect") - 1, &T_BOOL}, {"dependencies", sizeof("dependencies") - 1, &T_URNS},
-	{"initErrors", sizeof("initErrors") - 1, &T_STRINGS}, {NULL, 0, NULL}};
-STRUCT(T_RES1, "apitype.ResourceV1", F_RES1);
-static const gfield F_RES2[] = {
-	{"urn", sizeof("urn") - 1, &T_URN}, {"custom", sizeof("custom") - 1, &T_BOOL}, {"delete", sizeof("delete") - 1, &T_BOOL}, {"id", sizeof("id") - 1, &T_ID},
-	{"type", sizeof("type") - 1, &T_TYPE}, {"inputs", sizeof("inputs") - 1, &T_PROPS}, {"outputs", sizeof("outputs") - 1, &T_PROPS}, {"parent", sizeof("parent") - 1, &T_URN},
-	{"protect", sizeof("protect") - 1, &T_BOOL}, {"external", sizeof("external") - 1, &T_BOOL}, {"dependencies", sizeof("dependencies") - 1, &T_URNS},
-	{"initErrors", sizeof("initErrors") - 1, &T_STRINGS}, {"provider", sizeof("provider") - 1, &T_STRING}, {NULL, 0, NULL}};
-STRUCT(T_RES2, "apitype.ResourceV2", F_RES2);
-static const gfield F_RES3[] = {
-	{"urn", sizeof("urn") - 1, &T_URN}, {"custom", sizeof("custom") - 1, &T_BOOL}, {"delete", sizeof("delete") - 1, &T_BOOL}, {"id", sizeof("id") - 1, &T_ID},
-	{"type", sizeof("type") - 1, &T_TYPE}, {"inputs", sizeof("inputs") - 1, &T_PROPS}, {"outputs", sizeof("outputs") - 1, &T_PROPS}, {"parent", sizeof("parent") - 1, &T_URN},
-	{"protect", sizeof("protect") - 1, &T_BOOL}, {"taint", sizeof("taint") - 1, &T_BOOL}, {"external", sizeof("external") - 1, &T_BOOL},
-	{"dependencies", sizeof("dependencies") - 1, &T_URNS}, {"initErrors", sizeof("initErrors") - 1, &T_STRINGS}, {"provider", sizeof("provider") - 1, &T_STRING},
-	{"propertyDependencies", sizeof("propertyDependencies") - 1, &T_PROPDEPS}, {"pendingReplacement", sizeof("pendingReplacement") - 1, &T_BOOL},
-	{"additionalSecretOutputs", sizeof("additionalSecretOutputs") - 1, &T_PKEYS}, {"aliases", sizeof("aliases") - 1, &T_URNS},
-	{"customTimeouts", sizeof("customTimeouts") - 1, &T_TIMEOUTS}, {"importID", sizeof("importID") - 1, &T_ID}, {"retainOnDelete", sizeof("retainOnDelete") - 1, &T_BOOL},
-	{"deletedWith", sizeof("deletedWith") - 1, &T_URN}, {"replaceWith", sizeof("replaceWith") - 1, &T_URNS}, {"created", sizeof("created") - 1, &T_TIMEPTR},
-	{"modified", sizeof("modified") - 1, &T_TIMEPTR}, {"sourcePosition", sizeof("sourcePosition") - 1, &T_STRING}, {"stackTrace", sizeof("stackTrace") - 1, &T_FRAMES},
-	{"ignoreChanges", sizeof("ignoreChanges") - 1, &T_STRINGS}, {"hideDiff", sizeof("hideDiff") - 1, &T_PATHS}, {"replaceOnChanges", sizeof("replaceOnChanges") - 1, &T_STRINGS},
-	{"replacementTrigger", sizeof("replacementTrigger") - 1, &T_ANY}, {"refreshBeforeUpdate", sizeof("refreshBeforeUpdate") - 1, &T_BOOL}, {"viewOf", sizeof("viewOf") - 1, &T_URN},
-	{"resourceHooks", sizeof("resourceHooks") - 1, &T_HOOKS}, {"extensionRef", sizeof("extensionRef") - 1, &T_EXTREF}, {"snippetID", sizeof("snippetID") - 1, &T_STRING},
-	{NULL, 0, NULL}};
-STRUCT(T_RES3, "apitype.ResourceV3", F_RES3);
-SLICE(T_RES1S, "[]apitype.ResourceV1", T_RES1);
-SLICE(T_RES2S, "[]apitype.ResourceV2", T_RES2);
-SLICE(T_RES3S, "[]apitype.ResourceV3", T_RES3);
-
-static const gfield F_OP1[] = {{"resource", sizeof("resource") - 1, &T_RES2}, {"type", sizeof("type") - 1, &T_OPTYPE}, {NULL, 0, NULL}};
-STRUCT(T_OP1, "apitype.OperationV1", F_OP1);
-static const gfield F_OP2[] = {{"resource", sizeof("resource") - 1, &T_RES3}, {"type", sizeof("type") - 1, &T_OPTYPE}, {NULL, 0, NULL}};
-STRUCT(T_OP2, "apitype.OperationV2", F_OP2);
-SLICE(T_OP1S, "[]apitype.OperationV1", T_OP1);
-SLICE(T_OP2S, "[]apitype.OperationV2", T_OP2);
-
-static const gfield F_PLUGIN[] = {{"name", sizeof("name") - 1, &T_STRING}, {"path", sizeof("path") - 1, &T_STRING}, {"type", sizeof("type") - 1, &T_KIND},
-				  {"version", sizeof("version") - 1, &T_STRING}, {NULL, 0, NULL}};
-STRUCT(T_PLUGIN, "apitype.PluginInfoV1", F_PLUGIN);
-SLICE(T_PLUGINS, "[]apitype.PluginInfoV1", T_PLUGIN);
-static const gfield F_MANIFEST[] = {{"time", sizeof("time") - 1, &T_TIME}, {"magic", sizeof("magic") - 1, &T_STRING},
-				    {"version", sizeof("version") - 1, &T_STRING}, {"plugins", sizeof("plugins") - 1, &T_PLUGINS}, {NULL, 0, NULL}};
-STRUCT(T_MANIFEST, "apitype.ManifestV1", F_MANIFEST);
-static const gfield F_SECRETS[] = {{"type", sizeof("type") - 1, &T_STRING}, {"state", sizeof("state") - 1, &T_RAW}, {NULL, 0, NULL}};
-STRUCT(T_SECRETS, "apitype.SecretsProvidersV1", F_SECRETS);
-static const gfield F_INTEGRITY[] = {{"version", sizeof("version") - 1, &T_STRING}, {"command", sizeof("command") - 1, &T_STRING},
-				     {"error", sizeof("error") - 1, &T_STRING}, {"env_vars", sizeof("env_vars") - 1, &T_STRMAP}, {NULL, 0, NULL}};
-STRUCT(T_INTEGRITY, "apitype.SnapshotIntegrityErrorMetadataV1", F_INTEGRITY);
-static const gfield F_METADATA[] = {{"integrity_error", sizeof("integrity_error") - 1, &T_INTEGRITY}, {NULL, 0, NULL}};
-STRUCT(T_METADATA, "apitype.SnapshotMetadataV1", F_METADATA);
-static const gfield F_PARAM[] = {{"name", sizeof("name") - 1, &T_STRING}, {"version", sizeof("version") - 1, &T_SEMVER},
-				 {"value", sizeof("value") - 1, &T_BYTES}, {NULL, 0, NULL}};
-STRUCT(T_PARAM, "apitype.ParameterizationDescriptorV1", F_PARAM);
-static const gfield F_DESCRIPTOR[] = {{"name", sizeof("name") - 1, &T_STRING}, {"version", sizeof("version") - 1, &T_SEMVERPTR},
-				      {"downloadURL", sizeof("downloadURL") - 1, &T_STRING}, {"parameterization", sizeof("parameterization") - 1, &T_PARAM},
-				      {NULL, 0, NULL}};
-STRUCT(T_DESCRIPTOR, "apitype.PackageDescriptorV1", F_DESCRIPTOR);
-static const gfield F_SNIPPET[] = {{"uuid", sizeof("uuid") - 1, &T_STRING}, {"name", sizeof("name") - 1, &T_STRING},
-				   {"type", sizeof("type") - 1, &T_STRING}, {"code", sizeof("code") - 1, &T_STRING},
-				   {"descriptor", sizeof("descriptor") - 1, &T_DESCRIPTOR}, {"references", sizeof("references") - 1, &T_STRMAP},
-				   {NULL, 0, NULL}};
-STRUCT(T_SNIPPET, "apitype.SnippetV1", F_SNIPPET);
-SLICE(T_SNIPPETS, "[]apitype.SnippetV1", T_SNIPPET);
-static const gfield F_EXTENSION[] = {{"name", sizeof("name") - 1, &T_STRING}, {"version", sizeof("version") - 1, &T_STRING},
-				     {"value", sizeof("value") - 1, &T_BYTES}, {NULL, 0, NULL}};
-STRUCT(T_EXTENSION, "apitype.Extension", F_EXTENSION);
-MAP(T_EXTENSIONS, "map[apitype.ExtensionRef]apitype.Extension", T_EXTENSION);
-
-static const gfield F_DEP1[] = {{"manifest", sizeof("manifest") - 1, &T_MANIFEST}, {"resources", sizeof("resources") - 1, &T_RES1S},
-				{NULL, 0, NULL}};
-STRUCT(T_DEP1, "apitype.DeploymentV1", F_DEP1);
-static const gfield F_DEP2[] = {{"manifest", sizeof("manifest") - 1, &T_MANIFEST}, {"resources", sizeof("resources") - 1, &T_RES2S},
-				{"pending_operations", sizeof("pending_operations") - 1, &T_OP1S}, {NULL, 0, NULL}};
-STRUCT(T_DEP2, "apitype.DeploymentV2", F_DEP2);
-static const gfield F_DEP3[] = {
-	{"manifest", sizeof("manifest") - 1, &T_MANIFEST}, {"secrets_providers", sizeof("secrets_providers") - 1, &T_SECRETS}, {"resources", sizeof("resources") - 1, &T_RES3S},
-	{"pending_operations", sizeof("pending_operations") - 1, &T_OP2S}, {"metadata", sizeof("metadata") - 1, &T_METADATA}, {"snippets", sizeof("snippets") - 1, &T_SNIPPETS},
-	{"extensions", sizeof("extensions") - 1, &T_EXTENSIONS}, {NULL, 0, NULL}};
-STRUCT(T_DEP3, "apitype.DeploymentV3", F_DEP3);
-
-static const gfield F_CP1[] = {{"stack", sizeof("stack") - 1, &T_QNAME}, {"config", sizeof("config") - 1, &T_CONFIG}, {"latest", sizeof("latest") - 1, &T_DEP1},
-			       {NULL, 0, NULL}};
-STRUCT(T_CP1, "apitype.CheckpointV1", F_CP1);
-static const gfield F_CP2[] = {{"stack", sizeof("stack") - 1, &T_QNAME}, {"config", sizeof("config") - 1, &T_CONFIG}, {"latest", sizeof("latest") - 1, &T_DEP2},
-			       {NULL, 0, NULL}};
-STRUCT(T_CP2, "apitype.CheckpointV2", F_CP2);
-static const gfield F_CP3[] = {{"stack", sizeof("stack") - 1, &T_QNAME}, {"config", sizeof("config") - 1, &T_CONFIG}, {"latest", sizeof("latest") - 1, &T_DEP3},
-			       {NULL, 0, NULL}};
-STRUCT(T_CP3, "apitype.CheckpointV3", F_CP3);
-
-static const gfield F_VERSIONED[] = {{"version", sizeof("version") - 1, &T_INT}, {"features", sizeof("features") - 1, &T_STRINGS},
-				     {"checkpoint", sizeof("checkpoint") - 1, &T_RAW}, {NULL, 0, NULL}};
-STRUCT(T_VERSIONED, "apitype.VersionedCheckpoint", F_VERSIONED);
-static const gfield F_UNTYPED[] = {{"version", sizeof("version") - 1, &T_INT}, {"features", sizeof("features") - 1, &T_STRINGS},
-				   {"deployment", sizeof("deployment") - 1, &T_RAW}, {NULL, 0, NULL}};
-STRUCT(T_UNTYPED, "apitype.UntypedDeployment", F_UNTYPED);
-
-static const gfield F_IPARAM[] = {{"pluginName", sizeof("pluginName") - 1, &T_STRING}, {"pluginVersion", sizeof("pluginVersion") - 1, &T_STRING},
-				  {"value", sizeof("value") - 1, &T_BYTES}, {NULL, 0, NULL}};
-STRUCT(T_IPARAM, "operations.importParameterization", F_IPARAM);
-static const gfield F_IEXT[] = {{"name", sizeof("name") - 1, &T_STRING}, {"version", sizeof("version") - 1, &T_STRING},
-				{"value", sizeof("value") - 1, &T_BYTES}, {NULL, 0, NULL}};
-STRUCT(T_IEXT, "operations.importExtension", F_IEXT);
-static const gfield F_ISPEC[] = {
-	{"type", sizeof("type") - 1, &T_TYPE}, {"name", sizeof("name") - 1, &T_STRING}, {"id", sizeof("id") - 1, &T_ID}, {"parent", sizeof("parent") - 1, &T_STRING},
-	{"provider", sizeof("provider") - 1, &T_STRING}, {"version", sizeof("version") - 1, &T_STRING}, {"pluginDownloadUrl", sizeof("pluginDownloadUrl") - 1, &T_STRING},
-	{"properties", sizeof("properties") - 1, &T_STRINGS}, {"component", sizeof("component") - 1, &T_BOOL}, {"remote", sizeof("remote") - 1, &T_BOOL},
-	{"inputs", sizeof("inputs") - 1, &T_PROPS}, {"outputs", sizeof("outputs") - 1, &T_PROPS}, {"logicalName", sizeof("logicalName") - 1, &T_STRING},
-	{"parameterization", sizeof("parameterization") - 1, &T_IPARAM}, {"extension", sizeof("extension") - 1, &T_IEXT}, {NULL, 0, NULL}};
-STRUCT(T_ISPEC, "operations.importSpec", F_ISPEC);
-SLICE(T_ISPECS, "[]operations.importSpec", T_ISPEC);
-static const gfield F_IMPORT[] = {{"nameTable", sizeof("nameTable") - 1, &T_URNMAP}, {"resources", sizeof("resources") - 1, &T_ISPECS},
-				  {"providerInputs", sizeof("providerInputs") - 1, &T_PROVINPUTS}, {NULL, 0, NULL}};
-STRUCT(T_IMPORT, "operations.importFile", F_IMPORT);
-
-static const gtype *root_type(st__groot r)
-{
-	switch (r) {
-	case ST__G_VERSIONED: return &T_VERSIONED;
-	case ST__G_UNTYPED: return &T_UNTYPED;
-	case ST__G_CHECKPOINT_V1: return &T_CP1;
-	case ST__G_CHECKPOINT_V2: return &T_CP2;
-	case ST__G_CHECKPOINT_V3: return &T_CP3;
-	case ST__G_DEPLOYMENT_V1: return &T_DEP1;
-	case ST__G_DEPLOYMENT_V2: return &T_DEP2;
-	case ST__G_DEPLOYMENT_V3: return &T_DEP3;
-	case ST__G_IMPORT: return &T_IMPORT;
-	}
-	return &T_ANY;
-}
 
 /* ---- Go's case folding of keys ---- */
 
@@ -635,7 +416,7 @@ static void walk_struct(dctx *c, json_t *v, const gtype *t)
 	int rebuild_needed = 0;
 	uint64_t seen = 0;
 
-	if (t == &T_RES1 || t == &T_RES2 || t == &T_RES3) {
+	if (st__go_is_resource(t)) {
 		/* problems inside a resource name it (its last urn key, as Go keeps) */
 		c->urn = NULL;
 		for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it))
@@ -972,7 +753,7 @@ int st__go_decode(json_t *v, st__groot root, const char *base, st__keymap *km,
 	c.km = km;
 	c.base = base ? base : "";
 	*first = *first_ptr = NULL;
-	walk(&c, v, root_type(root));
+	walk(&c, v, st__go_type(root));
 	st_segs_free(&c.segs);
 	if (c.oom) {
 		free(c.stop);
@@ -991,7 +772,7 @@ int st__go_decode(json_t *v, st__groot root, const char *base, st__keymap *km,
 
 const char *st__go_root_name(st__groot root)
 {
-	return root_type(root)->go;
+	return st__go_type(root)->go;
 }
 
 st_doc_kind st_doc_kind_of(const json_t *doc)

@@ -67,6 +67,8 @@ static int check_features(st_state *s, st_error *err)
 	json_array_foreach(features, i, f) {
 		/* null decodes as "" */
 		const char *name = json_is_string(f) ? json_string_value(f) : "";
+		if (!strcmp(name, "byteString"))
+			s->had_bytestring = 1;
 		if (known_feature(name))
 			continue;
 		if (n++)
@@ -919,9 +921,29 @@ int st_state_save(st_state *s, const char *path, const st_write_opts *opts, st_e
 /* ---- features ---- */
 
 
+static int uses_bytestring(const json_t *v, int depth);
+
+/* A secret's plaintext is the serialized value (with a no-op encrypter: the "ciphertexts" of
+ * secrets inside it are plain JSON too): its bytestrings count, as Pulumi looks at the
+ * plaintext. */
+static int text_uses_bytestring(const json_t *text, int depth)
+{
+	json_t *inner = NULL;
+	int r;
+	if (!json_is_string(text) || !strstr(json_string_value(text), ST_SIG_BYTESTRING))
+		return 0;
+	if (st_json_parse(&inner, json_string_value(text), json_string_length(text), NULL, NULL,
+			  NULL, NULL, NULL) != ST_OK)
+		return 1; /* cannot tell: keep it */
+	r = uses_bytestring(inner, depth + 1);
+	json_decref(inner);
+	return r;
+}
+
 /* Does a property value hold a bytestring signature? The signature key is looked for among
- * each object's keys (cheaper than hashing it); scalars are not descended into. */
-static int uses_bytestring(const json_t *v, int depth)
+ * each object's keys (cheaper than hashing it); scalars are not descended into, but for a
+ * secret's plaintext. `nop`: inside a plaintext, where a nested secret's ciphertext is JSON. */
+static int uses_bytestring_in(const json_t *v, int depth, int nop)
 {
 	const char *k;
 	size_t kl;
@@ -937,17 +959,27 @@ static int uses_bytestring(const json_t *v, int depth)
 				if (kl == sizeof(ST_SIG_KEY) - 1 && !memcmp(k, ST_SIG_KEY, kl) &&
 				    !strcmp(json_string_value(c), ST_SIG_BYTESTRING))
 					return 1;
+				if ((ST_KEY_IS(k, kl, "plaintext") || (nop && ST_KEY_IS(k, kl, "ciphertext"))) &&
+				    text_uses_bytestring(c, depth))
+					return 1;
 			} else if ((json_is_object(c) || json_is_array(c)) &&
-				   uses_bytestring(c, depth + 1)) {
+				   uses_bytestring_in(c, depth + 1, nop)) {
 				return 1;
 			}
 		}
 	} else if (json_is_array(v)) {
 		json_array_foreach(v, i, c)
-			if ((json_is_object(c) || json_is_array(c)) && uses_bytestring(c, depth + 1))
+			if ((json_is_object(c) || json_is_array(c)) &&
+			    uses_bytestring_in(c, depth + 1, nop))
 				return 1;
 	}
 	return 0;
+}
+
+static int uses_bytestring(const json_t *v, int depth)
+{
+	/* a plaintext's own values: nested secrets' ciphertexts are JSON */
+	return uses_bytestring_in(v, depth, depth > 0);
 }
 
 /* The features a resource uses among those in `look` (bits as ST_FEATURE_*), in one pass over
@@ -965,32 +997,66 @@ static void resource_features(const json_t *r, int used[], unsigned look)
 		return;
 
 	json_object_keylen_foreach((json_t *)r, k, kl, v) {
-		if (ST_KEY_IS(k, kl, "refreshBeforeUpdate")) {
-			if (json_is_true(v))
-				used[0] = 1;
-		} else if (ST_KEY_IS(k, kl, "viewOf")) {
-			if (!st_json_is_empty(v))
-				used[1] = 1;
-		} else if (ST_KEY_IS(k, kl, "resourceHooks")) {
-			if (!st_json_is_empty(v))
-				used[2] = 1;
-		} else if (ST_KEY_IS(k, kl, "taint")) {
-			if (json_is_true(v))
-				used[3] = 1;
-		} else if (ST_KEY_IS(k, kl, "replaceWith")) {
-			if (!st_json_is_empty(v))
-				used[4] = 1;
-		} else if (ST_KEY_IS(k, kl, "snippetID")) {
-			if (!st_json_is_empty(v))
-				used[5] = 1;
-		} else if (ST_KEY_IS(k, kl, "extensionRef")) {
-			if (!st_json_is_empty(v))
-				used[6] = 1;
-		} else if (ST_KEY_IS(k, kl, "inputs") || ST_KEY_IS(k, kl, "outputs")) {
-			if ((look >> ST_FEATURE_BYTESTRING & 1) && !used[7] && uses_bytestring(v, 0))
+		unsigned bit = st__feature_key(k, kl) & ST_FEATURES_ALL;
+		if (ST_KEY_IS(k, kl, "inputs") || ST_KEY_IS(k, kl, "outputs") ||
+		    ST_KEY_IS(k, kl, "replacementTrigger")) {
+			if ((look >> ST_FEATURE_BYTESTRING & 1) && !used[7] &&
+			    uses_bytestring_in(v, 0, 0))
 				used[7] = 1;
+			continue;
 		}
+		if (!(bit & look) || bit == 1u << ST_FEATURE_BYTESTRING)
+			continue; /* not looked for, or a member no feature is marked by */
+		/* refreshBeforeUpdate and taint: true; the others: not empty */
+		if (bit == 1u << 0 || bit == 1u << 3 ? json_is_true(v) : !st_json_is_empty(v))
+			used[__builtin_ctz(bit)] = 1;
 	}
+}
+
+/* Does a property value hold a ciphertext secret? */
+static int value_holds_ciphertext(const json_t *v, int depth)
+{
+	json_t *c;
+	size_t i;
+	const char *k;
+	if (depth > ST_DEFAULT_MAX_DEPTH)
+		return 0;
+	if (json_is_object(v)) {
+		if (json_is_string(json_object_get(v, "ciphertext")) &&
+		    json_is_string(json_object_get(v, ST_SIG_KEY)))
+			return 1;
+		json_object_foreach((json_t *)v, k, c)
+			if ((json_is_object(c) || json_is_array(c)) &&
+			    value_holds_ciphertext(c, depth + 1))
+				return 1;
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, c)
+			if (value_holds_ciphertext(c, depth + 1))
+				return 1;
+	}
+	return 0;
+}
+
+static int resource_holds_ciphertext(const json_t *r)
+{
+	return value_holds_ciphertext(json_object_get(r, "inputs"), 0) ||
+	       value_holds_ciphertext(json_object_get(r, "outputs"), 0) ||
+	       value_holds_ciphertext(json_object_get(r, "replacementTrigger"), 0);
+}
+
+/* A ciphertext among the resources' and pending operations' values (asked only of a state
+ * that had byteString and shows no bytestring). */
+static int holds_ciphertext(const json_t *dep)
+{
+	json_t *r;
+	size_t i;
+	json_array_foreach(json_object_get(dep, "resources"), i, r)
+		if (resource_holds_ciphertext(r))
+			return 1;
+	json_array_foreach(json_object_get(dep, "pending_operations"), i, r)
+		if (resource_holds_ciphertext(json_object_get(r, "resource")))
+			return 1;
+	return 0;
 }
 
 void st__state_features_scan(const st_state *s, int used[8],
@@ -1007,11 +1073,15 @@ void st__state_features_scan(const st_state *s, int used[8],
 		resource_features(r, used, untouched && untouched(r, i, ctx) ?
 						   ~s->known_absent & ST_FEATURES_ALL
 						   : ST_FEATURES_ALL);
+	/* a pending operation's resource only needs byteString (SerializeOperation) */
 	ops = dep ? json_object_get(dep, "pending_operations") : NULL;
 	json_array_foreach(ops, i, op)
-		resource_features(json_object_get(op, "resource"), used, ST_FEATURES_ALL);
+		resource_features(json_object_get(op, "resource"), used,
+				  1u << ST_FEATURE_BYTESTRING);
 	if (dep && !st_json_is_empty(json_object_get(dep, "snippets")))
 		used[5] = 1;
+	if (!used[ST_FEATURE_BYTESTRING] && s->had_bytestring && holds_ciphertext(dep))
+		used[ST_FEATURE_BYTESTRING] = 1;
 }
 
 int st__state_features_set(st_state *s, const int used[8])
@@ -1069,67 +1139,4 @@ int st_state_apply_features(st_state *s)
 	int used[8];
 	st__state_features_scan(s, used, NULL, NULL);
 	return st__state_features_set(s, used);
-}
-
-/* ---- canonical form ---- */
-
-static void canonicalize(json_t *v, st_kind kind, int drop_empty, int depth)
-{
-	const char *const *fields;
-	json_t *c;
-	size_t i;
-
-	if (depth > ST_DEFAULT_MAX_DEPTH)
-		return;
-	if (json_is_array(v)) {
-		json_array_foreach(v, i, c)
-			canonicalize(c, kind, drop_empty, depth + 1);
-		return;
-	}
-	if (!json_is_object(v))
-		return;
-	fields = st_kind_fields(kind);
-	if (fields) {
-		json_t *copy = json_object();
-		const char *k;
-		void *tmp;
-		for (i = 0; fields[i]; i++) {
-			json_t *fv = json_object_get(v, fields[i]);
-			if (!fv)
-				continue;
-			if (drop_empty && st_json_is_empty(fv) &&
-			    !st_kind_field_always(kind, fields[i]))
-				continue;
-			json_object_set(copy, fields[i], fv);
-		}
-		json_object_foreach(v, k, c) {
-			int known = 0;
-			for (i = 0; fields[i]; i++)
-				if (!strcmp(fields[i], k))
-					known = 1;
-			if (!known)
-				json_object_set(copy, k, c);
-		}
-		json_object_foreach_safe(v, tmp, k, c)
-			json_object_del(v, k);
-		json_object_update(v, copy);
-		json_decref(copy);
-	}
-	if (kind == ST_K_PROPMAP || kind == ST_K_RAW || kind == ST_K_ANY)
-		return;
-	{
-		const char *k;
-		json_object_foreach(v, k, c) {
-			st_kind ck = kind == ST_K_MAP_OF_EXTENSION ? ST_K_EXTENSION
-								   : st_kind_child(kind, k);
-			canonicalize(c, ck, drop_empty, depth + 1);
-		}
-	}
-}
-
-void st_state_canonicalize(st_state *s)
-{
-	ST_ASSERT_ARG(s);
-	canonicalize(s->root, s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE, s->version >= 3,
-		     0);
 }
