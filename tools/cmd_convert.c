@@ -10,7 +10,9 @@ static const char help[] =
 	"\n"
 	"Rewrite a state in Pulumi's own bytes. With no option the output is byte-identical\n"
 	"to a file Pulumi wrote: the layout (compact or indented), HTML escaping, trailing\n"
-	"newline, compression, envelope and version of IN are kept.\n"
+	"newline, compression, envelope and version of IN are kept. For gzip and zstd that\n"
+	"holds for the text inside: the compressed bytes are zlib's or libzstd's (a gzip\n"
+	"header as Go's), so a file converted in place into the form it has is left as it is.\n"
 	"\n"
 	"Options:\n"
 	"  -o, --output OUT        where to write ('-' = standard output); an existing OUT\n"
@@ -38,6 +40,26 @@ static const char help[] =
 
 enum { OPT_CP_STACK = 2000 };
 
+/* Would the state, written to `path`, give back the content the file holds now (the same
+ * text, the same compression)? */
+static int same_as_file(st_state *s, const char *path)
+{
+	char *text = NULL, *old = NULL;
+	size_t tlen = 0, olen = 0;
+	st_compression comp;
+	int same;
+	st_state_fix_magic(s);
+	if (st_state_dump(s, NULL, &text, &tlen, NULL) != ST_OK ||
+	    st_file_read(path, 0, &old, &olen, &comp, NULL) != ST_OK) {
+		free(text);
+		return 0;
+	}
+	same = comp == st_state_compression(s) && olen == tlen && !memcmp(old, text, tlen);
+	free(text);
+	free(old);
+	return same;
+}
+
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -60,7 +82,7 @@ int cmd_convert(int argc, char **argv)
 	cli_target t = {0}, ot = {0};
 	int allow_dups = 0;
 	const char *out = NULL, *cp_stack = NULL;
-	int envelope = 0, layout = -1, gzip = -1, html = -1, canonical = 0, c, rc;
+	int envelope = 0, layout = -1, gzip = -1, html = -1, canonical = 0, inplace = 0, c, rc;
 	st_state *s = NULL;
 	st_lock *lock = NULL;
 	st_error err;
@@ -106,8 +128,9 @@ int cmd_convert(int argc, char **argv)
 	 * stack of a DIY backend by its path: hold that stack's lock, as Pulumi would. */
 	{
 		char a[PATH_MAX], b[PATH_MAX];
-		if (strcmp(out, "-") && t.path && realpath(t.path, a) && realpath(out, b) && !strcmp(a, b) &&
-		    (rc = cli_lock(&t, &lock)) != EXIT_OK)
+		inplace = strcmp(out, "-") && t.path && realpath(t.path, a) && realpath(out, b) &&
+			  !strcmp(a, b);
+		if (inplace && (rc = cli_lock(&t, &lock)) != EXIT_OK)
 			goto done;
 		ot.arg = out;
 		if (!lock && strcmp(out, "-") && (rc = cli_target_resolve(&ot, "convert", 0)) != EXIT_OK)
@@ -158,6 +181,10 @@ int cmd_convert(int argc, char **argv)
 			goto done;
 		}
 		rc = cli_write_output("-", data, len);
+	} else if (inplace && same_as_file(s, out)) {
+		/* the file would come back with the same content: it is not rewritten (a
+		 * compressed one would get other bytes; it keeps its own) */
+		rc = EXIT_OK;
 	} else {
 		st_write_opts wo = ST_WRITE_OPTS_INIT;
 		wo.backup = 1;

@@ -73,8 +73,9 @@ static int run(st_edit *e, st_state *s, void *arg, st_error *err)
 		free(to);
 		return EXIT_FAIL;
 	}
-	rc = st_edit_replace_provider(e, from, to, &changed, err);
-	if (rc == ST_OK)
+	/* the same reference: nothing changes, and nothing is written */
+	rc = strcmp(from, to) ? st_edit_replace_provider(e, from, to, &changed, err) : ST_OK;
+	if (rc == ST_OK && changed)
 		snprintf(c->mo->summary, sizeof(c->mo->summary), "%zu resource%s repointed", changed,
 			 changed == 1 ? "" : "s");
 	free(from);

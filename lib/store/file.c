@@ -392,10 +392,21 @@ int st__gzip_bytes(const void *data, size_t len, char **out, size_t *outlen, st_
 	uLong bound;
 	char *buf;
 
+	gz_header head;
+
 	memset(&zs, 0, sizeof(zs));
 	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
 			 Z_DEFAULT_STRATEGY) != Z_OK)
 		return st__err(err, ST_ENOMEM, "cannot initialise zlib");
+	/* The header Go's compress/gzip writes (Pulumi's gzip.NewWriter): no name, no time,
+	 * XFL 0 at the default level, OS 255 ("unknown"; zlib would write 3, Unix). The deflate
+	 * data itself is zlib's, not Go's: the same text, other bytes. */
+	memset(&head, 0, sizeof(head));
+	head.os = 255;
+	if (deflateSetHeader(&zs, &head) != Z_OK) {
+		deflateEnd(&zs);
+		return st__err(err, ST_ENOMEM, "cannot initialise zlib");
+	}
 	bound = deflateBound(&zs, (uLong)len) + 32;
 	buf = malloc(bound);
 	if (!buf) {

@@ -48,4 +48,37 @@ check_out '31c31,32
 >             ],
 >             "metadata": {}'
 
+# gzip: a new file has the header Go's compress/gzip writes (no name, no time, XFL 0, OS 255);
+# the deflate data is zlib's.
+run "gzip header" sh -c "'$STATETOOL' convert --gzip '$R/27-tfmigrate-diy-testupsert.json' -o '$T/n.json.gz' && od -An -tx1 -N10 '$T/n.json.gz' | tr -d ' \n'; echo"
+check_out "1f8b08000000000000ff"
+run "gzip content" sh -c "gzip -dc '$T/n.json.gz' | cmp - '$R/27-tfmigrate-diy-testupsert.json' && echo same"
+check_out "same"
+# A compressed file whose content would not change is not rewritten (statetool's deflate
+# bytes would differ from the file's): every command that saves.
+F=$R/30-azure-network.json
+fresh_gz() { gzip -9 -c "$F" > "$T/g.json.gz"; cp "$T/g.json.gz" "$T/orig.gz"; rm -f "$T/g.json.gz.bak"; }
+untouched() {
+	if cmp -s "$T/g.json.gz" "$T/orig.gz" && [ ! -e "$T/g.json.gz.bak" ]; then ok; else bad "$current: the file was rewritten"; fi
+}
+zcat "$F" > "$T/same.json" 2>/dev/null || cp "$F" "$T/same.json"
+P='urn:pulumi:test::network::pulumi:providers:azure::default::7149917b-4139-433d-bb20-1e7b6af4f664'
+for cmd in "convert $T/g.json.gz -o $T/g.json.gz" "convert --gzip $T/g.json.gz -o $T/g.json.gz" \
+	"migrate $T/g.json.gz" "untaint --all $T/g.json.gz" "unprotect --all $T/g.json.gz" \
+	"repair $T/g.json.gz" "pending clear $T/g.json.gz" "edit --from $T/same.json $T/g.json.gz" \
+	"replace-provider $T/g.json.gz $P $P"; do
+	fresh_gz
+	run "no change: $cmd" sh -c "EDITOR=true '$STATETOOL' $cmd"
+	check_rc 0; untouched
+done
+fresh_gz
+run "no change: edit" env EDITOR=true "$STATETOOL" edit "$T/g.json.gz"
+check_rc 0; untouched
+fresh_gz
+run "a change is written" st taint "$T/g.json.gz" default
+check_rc 0
+if [ -e "$T/g.json.gz.bak" ] && cmp -s "$T/g.json.gz.bak" "$T/orig.gz"; then ok; else bad "no backup of the old bytes"; fi
+run "written gzip header" sh -c "od -An -tx1 -N10 '$T/g.json.gz' | tr -d ' \n'; echo"
+check_out "1f8b08000000000000ff"
+
 finish
