@@ -315,6 +315,9 @@ typedef struct st__keymap {
  * Go's Unmarshal would return. ST_OK or ST_ENOMEM. */
 int st__go_decode(json_t *v, st__groot root, const char *base, st__keymap *km,
 		  st_problems *out, char **first, char **first_ptr);
+/* A deployment given whole (edit): its struct keys respelt, and ST_EFORMAT with Go's message
+ * and pointer when Go's decoder would refuse it. */
+int st__go_check_deployment(json_t *dep, int version, const char *base, st_error *err);
 /* Go's name of the root's type ("apitype.CheckpointV3"). */
 const char *st__go_root_name(st__groot root);
 /* Does the key name the field under Go's case folding? */

@@ -1169,9 +1169,16 @@ int st_edit_replace_provider(st_edit *e, const char *from, const char *to, size_
 int st_edit_replace_deployment(st_edit *e, json_t *dep, st_error *err)
 {
 	ST_ASSERT_ARG(e);
+	int rc;
 	if (!json_is_object(dep)) {
 		json_decref(dep);
 		return st__err(err, ST_EFORMAT, "the deployment must be a JSON object");
+	}
+	/* as Pulumi will decode it: keys in any case, nothing Go's decoder refuses */
+	rc = st__go_check_deployment(dep, e->s->version, st__deployment_pointer(e->s), err);
+	if (rc) {
+		json_decref(dep);
+		return rc;
 	}
 	json_object_set_new(e->s->container,
 			    e->s->envelope == ST_ENVELOPE_EXPORT ? "deployment" : "latest", dep);

@@ -770,6 +770,32 @@ int st__go_decode(json_t *v, st__groot root, const char *base, st__keymap *km,
 	return ST_OK;
 }
 
+int st__go_check_deployment(json_t *dep, int version, const char *base, st_error *err)
+{
+	st__keymap km = {0};
+	st_problems pr = {0};
+	char *first = NULL, *first_ptr = NULL;
+	int rc = st__go_decode(dep, version == 1   ? ST__G_DEPLOYMENT_V1
+				    : version == 2 ? ST__G_DEPLOYMENT_V2
+						   : ST__G_DEPLOYMENT_V3,
+			       base, &km, &pr, &first, &first_ptr);
+	for (size_t i = 0; i < km.n; i++) {
+		json_decref(km.v[i].obj);
+		free(km.v[i].orig);
+	}
+	free(km.v);
+	st_problems_clear(&pr);
+	if (rc)
+		return st__err(err, rc, "out of memory");
+	if (first) {
+		st__err_pointer(err, first_ptr);
+		rc = st__err(err, ST_EFORMAT, "%s", first);
+	}
+	free(first);
+	free(first_ptr);
+	return rc;
+}
+
 const char *st__go_root_name(st__groot root)
 {
 	return st__go_type(root)->go;

@@ -58,6 +58,19 @@ check_out_has "added urn:pulumi:dev::shop::random:index/randomId:RandomId::r (ID
 run "imported outputs kept as written" st show "$T/imp.json" r
 check_out_has '"Hex": "ab"'
 
+# A deployment given to edit is decoded as Pulumi will: keys in any case, nothing Go refuses.
+cp "$R/27-tfmigrate-diy-testupsert.json" "$T/e.json"
+st convert --envelope export "$T/e.json" -o "$T/x.json"
+sed 's/"custom":/"CUSTOM":/' "$T/x.json" > "$T/caps.json"
+run "edit --from with keys in any case" st edit --from "$T/caps.json" "$T/e.json"
+check_rc 0; check_out "nothing to change"
+check_same "$R/27-tfmigrate-diy-testupsert.json" "$T/e.json"
+sed '0,/"created": "2025-12-03T20:58:41.349537Z"/s//"created": "yesterday"/' "$T/x.json" > "$T/bad.json"
+run "edit --from what Pulumi cannot decode" st edit --from "$T/bad.json" "$T/e.json"
+check_rc 1
+check_err 'statetool: error: parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006" (at /checkpoint/latest/resources/0/created)'
+check_same "$R/27-tfmigrate-diy-testupsert.json" "$T/e.json"
+
 # A document is what Pulumi would decode it as: a state, an import file, or neither.
 printf '{"apiVersion":"kustomize.config.k8s.io/v1beta1","kind":"Kustomization","resources":["deployment.yaml"]}' > "$T/k1.json"
 run "kustomization: not an import file" st validate "$T/k1.json"
