@@ -505,7 +505,11 @@ ST_EXTERN int st_state_load_buffer(st_state **out, const void *buf, size_t len, 
 
 /* Makes a state of a document already parsed with st_json_parse: `root` is stolen (even on
  * failure); `style` (may be NULL) and `problems` (may be NULL; its items are moved into the
- * state, leaving it empty) are what st_json_parse reported. *out is new. */
+ * state, leaving it empty) are what st_json_parse reported. The document is decoded as Go
+ * decodes Pulumi's types (keys of its structs matched in any case and respelt; what Go's
+ * decoder refuses fails with ST_EFORMAT, Go's message and pointer). On failure `problems`
+ * holds what the reader and the decoder found (rules decode/...), for the caller to report.
+ * *out is new. */
 ST_EXTERN int st_state_from_json(st_state **out, json_t *root, const st_style *style,
 				 st_problems *problems, const char *name, st_error *err);
 
