@@ -34,8 +34,10 @@ static char *resolve(st_state *s, const char *q, int carried)
 		const char *ty = json_string_value(json_object_get(r, "type"));
 		const char *id = json_string_value(json_object_get(r, "id"));
 		const char *p = json_string_value(json_object_get(r, "provider"));
-		if (carried && p && !strcmp(p, q))
+		if (carried && p && !strcmp(p, q)) {
+			free(found);
 			return strdup(q);
+		}
 		if (!u || !st_type_is_provider(ty) || json_is_true(json_object_get(r, "delete")))
 			continue;
 		char *ref = NULL;
