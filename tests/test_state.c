@@ -245,7 +245,8 @@ static void test_keys_in_any_case(void **state)
 static void test_unknown_fields_kept(void **state)
 {
 	(void)state;
-	const char *text = "{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\",\"magic\":"
+	const char *text = "{\"version\":3,\"deployment\":{\"manifest\":{\"time\":"
+			   "\"2024-01-02T03:04:05Z\",\"magic\":"
 			   "\"\",\"version\":\"\"},\"resources\":[{\"urn\":\"urn:pulumi:s::p::a:b:C"
 			   "::n\",\"custom\":false,\"type\":\"a:b:C\",\"futureField\":{\"z\":1,"
 			   "\"a\":2}}],\"futureTop\":true},\"extra\":1}";
@@ -389,7 +390,8 @@ static const char *features_of(const char *deployment, const char *head)
 
 #define BYTES "{\"4dabf18193072939515e22adb298388d\":\"803fd3297a5875dc03ca845dda5d2a98\"," \
 	      "\"value\":\"/w==\"}"
-#define RES(members) "{\"urn\":\"urn:pulumi:s::p::a:b:C::n\",\"custom\":false,\"type\":\"a:b:C\"" members "}"
+#define RES(members)                                                                        \
+	"{\"urn\":\"urn:pulumi:s::p::a:b:C::n\",\"custom\":false,\"type\":\"a:b:C\"" members "}"
 
 static void test_features_as_pulumi(void **state)
 {
@@ -471,7 +473,8 @@ static void canonical_is(const char *in, const char *want)
 	st_state_free(s);
 }
 
-#define CT_MANIFEST "\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\",\"magic\":\"\",\"version\":\"\"}"
+#define CT_MANIFEST                                                                         \
+	"\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\",\"magic\":\"\",\"version\":\"\"}"
 
 /* Go's output for every struct: its order, fields without omitempty always written, empty
  * omitempty ones dropped, the features recomputed; members Pulumi has no field for kept. */
