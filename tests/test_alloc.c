@@ -266,6 +266,252 @@ static void test_edit(void **unused)
 	sweep("load+edit+save", op_edit, 1);
 }
 
+/* ---- err may be NULL: the functions only an allocation failure makes fail ----
+ * (tests/contract_err.c has a refused input for every other fallible function). Each is run
+ * with allocation N failing, for N = 1, 2, ... until it succeeds, once with an error record and
+ * once without: the same result both ways, the record holding that code and a message. */
+
+static st_state *base_state(void)
+{
+	st_state *s = tu_load("edit/base.json");
+	return s;
+}
+
+static const char v1_text[] = "{\"version\":1,\"deployment\":{\"manifest\":{\"time\":"
+			      "\"2020-01-01T00:00:00Z\",\"magic\":\"\",\"version\":\"\"},"
+			      "\"resources\":[{\"urn\":\"urn:pulumi:dev::p::m:i:R::a\","
+			      "\"custom\":true,\"id\":\"a\",\"type\":\"m:i:R\",\"defaults\":{}}]}}";
+
+static int o_json_dump(st_state *s, st_error *er)
+{
+	char *out = NULL;
+	size_t len;
+	int rc = st_json_dump(st_state_root(s), NULL, &out, &len, er);
+	free(out);
+	return rc;
+}
+
+static int o_schema_new(st_state *s, st_error *er)
+{
+	st_schema *sc = NULL;
+	int rc = st_schema_new(&sc, er);
+	(void)s;
+	st_schema_free(sc);
+	return rc;
+}
+
+static int o_schema_add(st_state *s, st_error *er)
+{
+	st_schema *sc = NULL;
+	json_t *doc = json_object();
+	int rc;
+	(void)s;
+	if (!doc)
+		return ST_OK - 100; /* the case's own setup failed */
+	rc = st_schema_new(&sc, NULL);
+	if (rc == ST_OK)
+		rc = st_schema_add(sc, doc, "urn:test", er);
+	else
+		rc = ST_OK - 100; /* the setup failed: try the next N */
+	json_decref(doc);
+	st_schema_free(sc);
+	return rc;
+}
+
+static int o_state_new(st_state *s, st_error *er)
+{
+	st_state *n = NULL;
+	int rc = st_state_new(&n, er);
+	(void)s;
+	st_state_free(n);
+	return rc;
+}
+
+static int o_state_dump(st_state *s, st_error *er)
+{
+	char *out = NULL;
+	size_t len;
+	int rc = st_state_dump(s, NULL, &out, &len, er);
+	free(out);
+	return rc;
+}
+
+static int o_schema_builtin(st_state *s, st_error *er)
+{
+	st_schema *sc = NULL;
+	int rc = st_schema_builtin(&sc, er);
+	(void)s;
+	st_schema_free(sc);
+	return rc;
+}
+
+static int o_integrity_check(st_state *s, st_error *er)
+{
+	st_problems p = {0};
+	int rc = st_integrity_check(s, &p, er);
+	st_problems_clear(&p);
+	return rc;
+}
+
+/* on a state of its own (version 1, migrated) */
+static int o_state_migrate(st_state *unused, st_error *er)
+{
+	st_state *s = NULL;
+	int rc;
+	(void)unused;
+	if (st_state_load_buffer(&s, v1_text, strlen(v1_text), "v1.json", NULL, NULL) != ST_OK)
+		return ST_OK - 100;
+	rc = st_state_migrate(s, NULL, er);
+	st_state_free(s);
+	return rc;
+}
+
+static int o_edit_begin(st_state *unused, st_error *er)
+{
+	st_state *s = NULL;
+	st_edit *e = NULL;
+	int rc;
+	(void)unused;
+	if (st_state_load_buffer(&s, v1_text, strlen(v1_text), "v1.json", NULL, NULL) != ST_OK)
+		return ST_OK - 100;
+	rc = st_edit_begin(&e, s, NULL, er);
+	st_edit_free(e);
+	st_state_free(s);
+	return rc;
+}
+
+static int o_edit_pending_clear(st_state *s, st_error *er)
+{
+	st_edit *e = NULL;
+	size_t n = 0;
+	int rc;
+	if (st_edit_begin(&e, s, NULL, NULL) != ST_OK)
+		return ST_OK - 100;
+	rc = st_edit_pending_clear(e, NULL, 0, &n, er);
+	st_edit_rollback(e);
+	st_edit_free(e);
+	return rc;
+}
+
+static int o_secrets_new_passphrase(st_state *s, st_error *er)
+{
+	st_secrets *sec = NULL;
+	int rc = st_secrets_new_passphrase(&sec, "pw", 2, er);
+	(void)s;
+	st_secrets_free(sec);
+	return rc;
+}
+
+static int o_secrets_verify(st_state *s, st_error *er)
+{
+	st_secrets *sec = NULL;
+	st_problems p = {0};
+	json_t *sp = json_pack("{s:s}", "type", "b64");
+	size_t n = 0;
+	int rc;
+	if (!sp || st_secrets_open(&sec, sp, NULL, 0, NULL) != ST_OK) {
+		json_decref(sp);
+		return ST_OK - 100;
+	}
+	rc = st_secrets_verify(s, sec, &p, &n, er);
+	st_problems_clear(&p);
+	st_secrets_free(sec);
+	json_decref(sp);
+	return rc;
+}
+
+/* Not in the list yet: st_import_check's name resolution (check_and_resolve) does not check
+ * its allocations and crashes when one fails; it is being rewritten as a session operation
+ * (lib/ops), and is fixed and listed there. */
+ST_UNUSED static int o_import_check(st_state *s, st_error *er)
+{
+	json_t *doc = json_pack("{s:[{s:s,s:s,s:s}]}", "resources", "type", "m:i:R", "name", "x",
+				"id", "x");
+	st_problems p = {0};
+	int rc;
+	(void)s;
+	if (!doc)
+		return ST_OK - 100;
+	rc = st_import_check(doc, "dev", "shop", &p, er);
+	st_problems_clear(&p);
+	json_decref(doc);
+	return rc;
+}
+
+static char *backend_dir;
+static int o_backend_list(st_state *s, st_error *er)
+{
+	st_backend *b = NULL;
+	st_stack_info *infos = NULL;
+	size_t n = 0;
+	int rc;
+	(void)s;
+	if (st_backend_open(&b, backend_dir, NULL) != ST_OK)
+		return ST_OK - 100;
+	rc = st_backend_list(b, &infos, &n, er);
+	st_stack_infos_free(infos, n);
+	st_backend_free(b);
+	return rc;
+}
+
+typedef struct oom_case {
+	const char *name;
+	int (*call)(st_state *s, st_error *er);
+} oom_case;
+
+#define OOM(fn) {"st_" #fn, o_##fn}
+static const oom_case oom_cases[] = {
+	OOM(json_dump), OOM(schema_new), OOM(schema_add), OOM(state_new), OOM(state_dump),
+	OOM(schema_builtin), OOM(integrity_check), OOM(state_migrate), OOM(edit_begin),
+	OOM(edit_pending_clear), OOM(secrets_new_passphrase), OOM(secrets_verify),
+	OOM(backend_list),
+};
+
+static void test_err_null_oom(void **unused)
+{
+	(void)unused;
+	st_state *s = base_state();
+	char *dir = tu_tmpdir(), *p;
+
+	/* a backend with one stack, for st_backend_list */
+	backend_dir = dir;
+	assert_true(asprintf(&p, "%s/.pulumi/stacks/shop", dir) > 0);
+	assert_int_equal(st_mkdir_p(p, 0700, NULL), ST_OK);
+	free(p);
+	assert_true(asprintf(&p, "%s/.pulumi/meta.yaml", dir) > 0);
+	tu_write(p, "version: 1\n", 11);
+	free(p);
+	assert_true(asprintf(&p, "%s/.pulumi/stacks/shop/dev.json", dir) > 0);
+	tu_write(p, "{}", 2);
+	free(p);
+	for (size_t i = 0; i < sizeof(oom_cases) / sizeof(oom_cases[0]); i++) {
+		long n, failures = 0;
+		for (n = 1;; n++) {
+			int with, without;
+			st_error_clear(&err);
+			begin(n);
+			with = oom_cases[i].call(s, &err);
+			end();
+			begin(n);
+			without = oom_cases[i].call(s, NULL);
+			end();
+			if (with == ST_OK - 100 || without == ST_OK - 100)
+				continue; /* the allocation that failed was the case's own setup */
+			if (with != without || (with != ST_OK && (err.code != with || !err.message[0])))
+				fail_msg("%s: allocation %ld failed: %d with an error record (code %d, "
+					 "'%s'), %d without", oom_cases[i].name, n, with, err.code,
+					 err.message, without);
+			if (with == ST_OK && calls < n)
+				break; /* no allocation N: every failure point was seen */
+			failures += with != ST_OK;
+		}
+		printf("alloc: err NULL: %s: %ld allocations, %ld failed the same both ways\n",
+		       oom_cases[i].name, n - 1, failures);
+	}
+	st_state_free(s);
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	trap = getenv("ALLOC_TRAP") ? atol(getenv("ALLOC_TRAP")) : 0;
@@ -274,6 +520,7 @@ int main(void)
 		cmocka_unit_test(test_validate),
 		cmocka_unit_test(test_validate_schema),
 		cmocka_unit_test(test_edit),
+		cmocka_unit_test(test_err_null_oom),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

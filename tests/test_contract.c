@@ -2,6 +2,7 @@
  * from its tree; every fallible function accepts err == NULL and returns the same code as with
  * an error record; a NULL handle aborts. */
 #include "testutil.h"
+#include "contract.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -478,6 +479,7 @@ int main(void)
 		cmocka_unit_test(test_threads_options),
 		cmocka_unit_test(test_options_versions),
 		cmocka_unit_test(test_null_handles_abort),
+		cmocka_unit_test(test_err_null_everywhere),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

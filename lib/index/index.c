@@ -5,6 +5,8 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,20 +55,37 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS secrets (stack_id INTEGER NOT NULL, urn TEXT, path TEXT);"
 	"CREATE INDEX IF NOT EXISTS secrets_urn ON secrets(urn);";
 
+/* SQLite's failures: out of memory as such, anything else an I/O error. */
+static int sql_code(int sqlite_rc)
+{
+	return (sqlite_rc & 0xff) == SQLITE_NOMEM ? ST_ENOMEM : ST_EIO;
+}
+
 static int sql_err(st_index *ix, st_error *err, const char *what)
 {
-	return st__err(err, ST_EIO, "index '%s': %s: %s", ix->path, what, sqlite3_errmsg(ix->db));
+	return st__err(err, sql_code(sqlite3_errcode(ix->db)), "index '%s': %s: %s", ix->path,
+		       what, sqlite3_errmsg(ix->db));
 }
 
 static int exec(st_index *ix, const char *sql, st_error *err)
 {
 	char *msg = NULL;
-	if (sqlite3_exec(ix->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		st__err(err, ST_EIO, "index '%s': %s", ix->path, msg ? msg : "error");
+	int rc = sqlite3_exec(ix->db, sql, NULL, NULL, &msg);
+	if (rc != SQLITE_OK) {
+		rc = st__err(err, sql_code(rc), "index '%s': %s", ix->path,
+			     msg ? msg : sqlite3_errstr(rc));
 		sqlite3_free(msg);
-		return ST_EIO;
+		return rc;
 	}
 	return ST_OK;
+}
+
+/* Updates need an index opened for writing. */
+static int writable(const st_index *ix, st_error *err)
+{
+	if (!ix->readonly)
+		return ST_OK;
+	return st__err(err, ST_EREFUSED, "the index '%s' is open read-only", ix->path);
 }
 
 static int schema_version(st_index *ix)
@@ -392,8 +411,9 @@ static int write_stack(st_index *ix, const char *qname, const char *path, st_sta
 	st_buf pb;
 
 	st_buf_init(&pb);
-	if (exec(ix, "BEGIN IMMEDIATE", err))
-		return ST_EIO;
+	if ((rc = exec(ix, "BEGIN IMMEDIATE", err)) != ST_OK)
+		return rc;
+	rc = ST_EIO;
 	sid = stack_id(ix, qname);
 	if (sid && delete_stack_rows(ix, sid)) {
 		sql_err(ix, err, "cannot clear the stack's rows");
@@ -517,6 +537,9 @@ int st_index_update_state(st_index *ix, const char *qname, const char *path, st_
 	ST_ASSERT_ARG(s);
 	struct stat sb;
 	long long size = -1, mt = 0;
+	int rc = writable(ix, err);
+	if (rc != ST_OK)
+		return rc;
 	if (path && stat(path, &sb) == 0) {
 		size = sb.st_size;
 		mt = (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
@@ -542,118 +565,183 @@ static int remove_stack(st_index *ix, const char *qname)
 
 static int file_sha(const char *path, char out[65])
 {
-	char *data = NULL;
-	size_t len;
-	FILE *f = fopen(path, "rb");
-	struct stat sb;
-	if (!f || fstat(fileno(f), &sb) < 0) {
-		if (f)
-			fclose(f);
+	unsigned char buf[1 << 16], h[crypto_hash_sha256_BYTES];
+	crypto_hash_sha256_state st;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
 		return -1;
-	}
-	data = malloc((size_t)sb.st_size + 1);
-	len = data ? fread(data, 1, (size_t)sb.st_size, f) : 0;
-	fclose(f);
-	if (!data)
+	crypto_hash_sha256_init(&st);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		crypto_hash_sha256_update(&st, buf, (unsigned long long)n);
+	close(fd);
+	if (n < 0)
 		return -1;
-	st_sha256_hex(data, len, out);
-	free(data);
+	crypto_hash_sha256_final(&st, h);
+	sodium_bin2hex(out, 65, h, sizeof(h));
 	return 0;
 }
 
-/* Indexes one stack file unless unchanged. */
+/* A stack that cannot be indexed: a failure of its own, its rows dropped. */
+static int stack_failed(st_index *ix, const char *qname, st_index_stats *stats,
+			st_problems *failures, const char *rule, const char *msg, st_error *err)
+{
+	stats->failed++;
+	if (st_problems_add(failures, ST_SEV_ERROR, rule, "", NULL, "%s", msg) != ST_OK)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	if (remove_stack(ix, qname) != 0)
+		return sql_err(ix, err, "cannot remove a stack");
+	return ST_OK;
+}
+
+/* Indexes one stack file unless unchanged. ST_OK, also when the stack failed (reported in
+ * `failures`); another code (err set) when the update cannot go on: out of memory, an index
+ * that cannot be written. */
 static int update_one(st_index *ix, const char *qname, const char *path, st_index_stats *stats,
-		      st_problems *failures)
+		      st_problems *failures, st_error *err)
 {
 	struct stat sb;
 	sqlite3_stmt *q;
 	long long size, mt, osize = -2, omt = -2;
-	char sha[65] = "", osha[65] = "";
+	char sha[65] = "", osha[65] = "", msg[2600];
 	st_state *s = NULL;
-	st_error err;
+	st_error lerr;
+	int rc;
 
-	st_error_clear(&err);
+	st_error_clear(&lerr);
 	if (!path || stat(path, &sb) < 0) {
-		st_problems_add(failures, ST_SEV_ERROR, "index/unreadable", "", NULL,
-				"%s: cannot read '%s'", qname, path ? path : "(no file)");
-		stats->failed++;
-		remove_stack(ix, qname);
-		return 0;
+		snprintf(msg, sizeof(msg), "%s: cannot read '%s'", qname, path ? path : "(no file)");
+		return stack_failed(ix, qname, stats, failures, "index/unreadable", msg, err);
 	}
 	size = sb.st_size;
 	mt = (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
-	if (!sqlite3_prepare_v2(ix->db, "SELECT size, mtime_ns, sha256, path FROM stacks WHERE "
-				"qname=?", -1, &q, NULL)) {
-		bind_text(q, 1, qname);
-		if (sqlite3_step(q) == SQLITE_ROW) {
-			const char *p = (const char *)sqlite3_column_text(q, 3);
-			if (p && !strcmp(p, path)) {
-				osize = sqlite3_column_int64(q, 0);
-				omt = sqlite3_column_int64(q, 1);
-				if (sqlite3_column_text(q, 2))
-					snprintf(osha, sizeof(osha), "%s", sqlite3_column_text(q, 2));
-			}
+	if ((rc = sqlite3_prepare_v2(ix->db, "SELECT size, mtime_ns, sha256, path FROM stacks "
+					 "WHERE qname=?", -1, &q, NULL)) != SQLITE_OK)
+		return sql_err(ix, err, "cannot read the index");
+	bind_text(q, 1, qname);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		const char *p = (const char *)sqlite3_column_text(q, 3);
+		if (p && !strcmp(p, path)) {
+			osize = sqlite3_column_int64(q, 0);
+			omt = sqlite3_column_int64(q, 1);
+			if (sqlite3_column_text(q, 2))
+				snprintf(osha, sizeof(osha), "%s", sqlite3_column_text(q, 2));
 		}
-		sqlite3_finalize(q);
 	}
+	sqlite3_finalize(q);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sql_err(ix, err, "cannot read the index");
 	if (osize == size && omt == mt) {
 		stats->unchanged++;
-		return 0;
+		return ST_OK;
 	}
 	if (file_sha(path, sha) == 0 && osha[0] && !strcmp(sha, osha) && osize == size) {
 		/* touched, not changed */
 		char *sql = sqlite3_mprintf("UPDATE stacks SET mtime_ns=%lld WHERE qname=%Q", mt, qname);
-		exec(ix, sql, NULL);
+		rc = sql ? exec(ix, sql, err) : st__err(err, ST_ENOMEM, "out of memory");
 		sqlite3_free(sql);
-		stats->unchanged++;
-		return 0;
+		if (rc == ST_OK)
+			stats->unchanged++;
+		return rc;
 	}
-	if (st_state_load_file(&s, path, NULL, &err) != ST_OK) {
-		st_problems_add(failures, ST_SEV_ERROR, "index/unreadable", "", NULL,
-				"%s: %s%s; its rows were removed from the index", qname,
-				err.line ? "" : "", err.message);
-		stats->failed++;
-		remove_stack(ix, qname);
-		return 0;
+	if ((rc = st_state_load_file(&s, path, NULL, &lerr)) != ST_OK) {
+		if (rc == ST_ENOMEM)
+			return st__err_copy(err, &lerr);
+		snprintf(msg, sizeof(msg), "%s: %s; its rows were removed from the index", qname,
+			 lerr.message);
+		return stack_failed(ix, qname, stats, failures, "index/unreadable", msg, err);
 	}
-	int rc = write_stack(ix, qname, path, s, size, mt, sha[0] ? sha : NULL, &err);
-	if (rc) {
-		st_problems_add(failures, ST_SEV_ERROR, "index/write", "", NULL, "%s: %s", qname,
-				err.message);
-		stats->failed++;
-	} else {
+	rc = write_stack(ix, qname, path, s, size, mt, sha[0] ? sha : NULL, &lerr);
+	if (rc == ST_OK) {
 		stats->parsed++;
 		stats->resources += json_array_size(st_state_resources(s, 0));
+	} else if (rc == ST_ENOMEM) {
+		st__err_copy(err, &lerr);
+	} else {
+		stats->failed++;
+		rc = st_problems_add(failures, ST_SEV_ERROR, "index/write", "", NULL, "%s: %s",
+				     qname, lerr.message) == ST_OK
+			     ? ST_OK
+			     : st__err(err, ST_ENOMEM, "out of memory");
 	}
 	st_state_free(s);
 	return rc;
 }
 
 /* Drops stacks not in `keep` (qnames). */
-static void prune(st_index *ix, st_strmap *keep, st_index_stats *stats)
+static int prune(st_index *ix, st_strmap *keep, st_index_stats *stats, st_error *err)
 {
 	sqlite3_stmt *q;
 	char **gone = NULL;
 	size_t n = 0;
-	if (sqlite3_prepare_v2(ix->db, "SELECT qname FROM stacks", -1, &q, NULL))
-		return;
-	while (sqlite3_step(q) == SQLITE_ROW) {
+	int rc = ST_OK, src;
+
+	if ((src = sqlite3_prepare_v2(ix->db, "SELECT qname FROM stacks", -1, &q, NULL)))
+		return sql_err(ix, err, "cannot list the stacks");
+	while (rc == ST_OK && (src = sqlite3_step(q)) == SQLITE_ROW) {
 		const char *qn = (const char *)sqlite3_column_text(q, 0);
-		if (qn && !st_strmap_get(keep, qn)) {
-			char **g = realloc(gone, (n + 1) * sizeof(*g));
-			if (!g)
-				break;
-			gone = g;
-			gone[n++] = st_strdup(qn);
+		char **g;
+		if (!qn || st_strmap_get(keep, qn))
+			continue;
+		if (!(g = realloc(gone, (n + 1) * sizeof(*g))) || !(g[n] = st_strdup(qn))) {
+			gone = g ? g : gone;
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			break;
 		}
+		gone = g;
+		n++;
 	}
+	if (rc == ST_OK && src != SQLITE_DONE)
+		rc = sql_err(ix, err, "cannot list the stacks");
 	sqlite3_finalize(q);
 	for (size_t i = 0; i < n; i++) {
-		if (gone[i] && remove_stack(ix, gone[i]) == 0)
-			stats->removed++;
+		if (rc == ST_OK) {
+			if (remove_stack(ix, gone[i]) == 0)
+				stats->removed++;
+			else
+				rc = sql_err(ix, err, "cannot remove a stack");
+		}
 		free(gone[i]);
 	}
 	free(gone);
+	return rc;
+}
+
+/* Indexes the stacks of a backend (infos, n) or the files paths[0..n): the work of
+ * st_index_update_backend and st_index_update_files. A stack that cannot be read is a failure
+ * of its own; running out of memory (or an index that cannot be written) ends the update. */
+static int update_many(st_index *ix, const st_stack_info *infos, const char *const *paths,
+		       size_t n, int do_prune, st_index_progress_fn progress, void *pctx,
+		       st_index_stats *stats, st_problems *failures, st_error *err)
+{
+	st_index_stats local = {0};
+	st_problems nowhere = {0};
+	st_strmap keep;
+	int created, rc = ST_OK;
+
+	if (!stats)
+		stats = &local;
+	memset(stats, 0, sizeof(*stats));
+	st_strmap_init(&keep);
+	stats->stacks = n;
+	for (size_t i = 0; i < n && rc == ST_OK; i++) {
+		const char *qname = infos ? infos[i].qname : paths[i];
+		if (!st_strmap_put(&keep, qname, &created)) {
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			break;
+		}
+		rc = update_one(ix, qname, infos ? infos[i].path : paths[i], stats,
+				failures ? failures : &nowhere, err);
+		if (rc == ST_OK && progress)
+			progress(pctx, i + 1, n, stats->resources);
+	}
+	if (rc == ST_OK && do_prune)
+		rc = prune(ix, &keep, stats, err);
+	st_strmap_free(&keep);
+	st_problems_clear(&nowhere);
+	return rc;
 }
 
 int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn progress,
@@ -663,28 +751,14 @@ int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn pr
 	ST_ASSERT_ARG(b);
 	st_stack_info *infos = NULL;
 	size_t n = 0;
-	st_index_stats local = {0};
-	st_strmap keep;
-	int rc, created;
+	int rc = writable(ix, err);
 
-	if (!stats)
-		stats = &local;
-	memset(stats, 0, sizeof(*stats));
-	rc = st_backend_list(b, &infos, &n, err);
-	if (rc)
-		return rc;
-	st_strmap_init(&keep);
-	stats->stacks = n;
-	for (size_t i = 0; i < n; i++) {
-		st_strmap_put(&keep, infos[i].qname, &created);
-		update_one(ix, infos[i].qname, infos[i].path, stats, failures);
-		if (progress)
-			progress(pctx, i + 1, n, stats->resources);
-	}
-	prune(ix, &keep, stats);
-	st_strmap_free(&keep);
+	if (rc == ST_OK)
+		rc = st_backend_list(b, &infos, &n, err);
+	if (rc == ST_OK)
+		rc = update_many(ix, infos, NULL, n, 1, progress, pctx, stats, failures, err);
 	st_stack_infos_free(infos, n);
-	return ST_OK;
+	return rc;
 }
 
 int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int do_prune,
@@ -692,25 +766,10 @@ int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int 
 			  st_problems *failures, st_error *err)
 {
 	ST_ASSERT_ARG(ix);
-	st_index_stats local = {0};
-	st_strmap keep;
-	int created;
-	(void)err;
-	if (!stats)
-		stats = &local;
-	memset(stats, 0, sizeof(*stats));
-	st_strmap_init(&keep);
-	stats->stacks = n;
-	for (size_t i = 0; i < n; i++) {
-		st_strmap_put(&keep, paths[i], &created);
-		update_one(ix, paths[i], paths[i], stats, failures);
-		if (progress)
-			progress(pctx, i + 1, n, stats->resources);
-	}
-	if (do_prune)
-		prune(ix, &keep, stats);
-	st_strmap_free(&keep);
-	return ST_OK;
+	int rc = writable(ix, err);
+	if (rc != ST_OK)
+		return rc;
+	return update_many(ix, NULL, paths, n, do_prune, progress, pctx, stats, failures, err);
 }
 
 /* ---- queries ---- */

@@ -114,6 +114,9 @@ struct st_schema {
 	size_t nnodes, capnodes;
 	char *default_uri;
 	int compiled;
+	/* A compilation that failed half way leaves nodes that are not whole: the set then keeps
+	 * refusing, with the first error, whatever is added later. */
+	st_error broken;
 	unsigned seq;
 };
 
@@ -646,7 +649,7 @@ static snode *new_node(st_schema *s, const json_t *j, const char *loc)
 	n->min_contains = 1;
 	n->max_contains = -1;
 	n->location = st_strdup(loc);
-	return n;
+	return n->location ? n : NULL; /* the node is freed with the set */
 }
 
 static snode *compile(st_schema *s, const json_t *j, const char *base, const char *loc,
@@ -718,6 +721,10 @@ static snode *compile(st_schema *s, const json_t *j, const char *base, const cha
 		json_t *pv;
 		size_t i = 0;
 		n->props = calloc(json_object_size(v) + 1, sizeof(*n->props));
+		if (!n->props) {
+			st__err(err, ST_ENOMEM, "out of memory");
+			return NULL;
+		}
 		json_object_foreach(v, k, pv) {
 			char *l = st_asprintf("%s/properties/%s", loc, k);
 			n->props[i].key = k;
@@ -734,6 +741,10 @@ static snode *compile(st_schema *s, const json_t *j, const char *base, const cha
 		json_t *pv;
 		size_t i = 0;
 		n->pats = calloc(json_object_size(v) + 1, sizeof(*n->pats));
+		if (!n->pats) {
+			st__err(err, ST_ENOMEM, "out of memory");
+			return NULL;
+		}
 		json_object_foreach(v, k, pv) {
 			char *l = st_asprintf("%s/patternProperties/%s", loc, k);
 			if (compile_regex(&n->pats[i].re, k, err, l ? l : loc)) {
@@ -764,6 +775,10 @@ static snode *compile(st_schema *s, const json_t *j, const char *base, const cha
 		json_t *pv;
 		size_t i = 0;
 		n->dep_schemas = calloc(json_object_size(v) + 1, sizeof(*n->dep_schemas));
+		if (!n->dep_schemas) {
+			st__err(err, ST_ENOMEM, "out of memory");
+			return NULL;
+		}
 		json_object_foreach(v, k, pv) {
 			char *l = st_asprintf("%s/dependentSchemas/%s", loc, k);
 			n->dep_schemas[i].key = k;
@@ -973,14 +988,34 @@ int st_schema_add(st_schema *s, json_t *doc, const char *uri, st_error *err)
 	return ST_OK;
 }
 
+static int compile_all(st_schema *s, st_error *err);
+
 int st_schema_compile(st_schema *s, st_error *err)
 {
+	st_error local;
+	int rc;
+
 	ST_ASSERT_ARG(s);
+	if (s->broken.code)
+		return st__err_copy(err, &s->broken);
+	st_error_clear(&local);
+	rc = compile_all(s, &local);
+	if (rc != ST_OK && rc != ST_ENOTFOUND)
+		s->broken = local;
+	if (rc == ST_ENOTFOUND)
+		local.code = rc = ST_EUNSUPPORTED; /* a $ref to a document not added (yet) */
+	return rc ? st__err_copy(err, &local) : ST_OK;
+}
+
+/* st_schema_compile's work: ST_ENOTFOUND for a $ref to a document not added (every node is
+ * whole then: adding it and compiling again works), another code for a failure half way. */
+static int compile_all(st_schema *s, st_error *err)
+{
 	for (size_t i = 0; i < s->ndocs; i++) {
 		jmap_entry *e = map_find(s, s->docs[i]);
 		if (!compile(s, s->docs[i], e && e->base ? e->base : "", e && e->base ? e->base : "",
 			     err, 0))
-			return err && err->code ? err->code : ST_EINVAL;
+			return err->code ? err->code : ST_EINVAL;
 	}
 	/* Link references; a reference may reach a subschema not compiled yet. */
 	for (size_t i = 0; i < s->nnodes; i++) {
@@ -989,7 +1024,7 @@ int st_schema_compile(st_schema *s, st_error *err)
 			continue;
 		const json_t *t = lookup_uri(s, n->ref);
 		if (!t)
-			return st__err(err, ST_EUNSUPPORTED,
+			return st__err(err, ST_ENOTFOUND,
 				       "schema %s: cannot resolve $ref '%s' (only the schemas given "
 				       "to statetool are known; nothing is fetched)",
 				       n->location, n->ref);
@@ -998,7 +1033,7 @@ int st_schema_compile(st_schema *s, st_error *err)
 		n->ref_node = compile(s, t, base ? base : "", n->ref, err, 0);
 		free(base);
 		if (!n->ref_node)
-			return err && err->code ? err->code : ST_EINVAL;
+			return err->code ? err->code : ST_EINVAL;
 	}
 	s->compiled = 1;
 	return ST_OK;

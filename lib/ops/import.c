@@ -787,10 +787,18 @@ json_t *st_import_generate(st_state *st, const size_t *idx, size_t n, st_error *
 	size_t count = n ? n : json_array_size(res);
 	st_strmap names; /* urn -> name in the file */
 	st_strmap used;  /* names taken */
-	char **owned = calloc(count * 2 + 2, sizeof(*owned));
+	char **owned;
 	size_t nowned = 0, k0;
 	int created;
 
+	for (size_t k = 0; k < n; k++) {
+		if (idx[k] >= json_array_size(res)) {
+			st__err(err, ST_EINVAL, "no resource at index %zu (the state has %zu)", idx[k],
+				json_array_size(res));
+			return NULL;
+		}
+	}
+	owned = calloc(count * 2 + 2, sizeof(*owned));
 	if (!owned) {
 		st__err(err, ST_ENOMEM, "out of memory");
 		return NULL;

@@ -300,10 +300,12 @@ int st_secrets_new_passphrase(st_secrets **out, const char *pass, size_t len, st
 	st__pbkdf2_sha256((const unsigned char *)pass, len, salt, sizeof(salt), PBKDF2_ITERATIONS,
 			  s->key);
 	salt64 = b64_encode(salt, sizeof(salt));
-	if (!salt64 || gcm_encrypt(s->key, "pulumi", 6, &check, err) != ST_OK) {
+	rc = salt64 ? gcm_encrypt(s->key, "pulumi", 6, &check, err)
+		    : st__err(err, ST_ENOMEM, "out of memory");
+	if (rc != ST_OK) {
 		free(salt64);
 		st_secrets_free(s);
-		return err && err->code ? err->code : ST_ENOMEM;
+		return rc;
 	}
 	s->salt_string = st_asprintf("v1:%s:%s", salt64, check);
 	free(salt64);
@@ -753,10 +755,11 @@ static int reveal_one(void *p, json_t *secret, spath *ptr, const char *urn)
 	char *pt;
 	size_t len;
 	(void)ptr, (void)urn;
+	int rc;
 	if (!ct)
 		return 0;
-	if (st_secrets_decrypt(c->s, ct, &pt, &len, c->err) != ST_OK)
-		return c->err && c->err->code ? c->err->code : ST_ESECRETS;
+	if ((rc = st_secrets_decrypt(c->s, ct, &pt, &len, c->err)) != ST_OK)
+		return rc;
 	json_object_del(secret, "ciphertext");
 	json_object_set_new(secret, "plaintext", json_stringn(pt, len));
 	st_secret_free(pt, len);
