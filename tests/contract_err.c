@@ -48,6 +48,13 @@ static int c_set_hooks(st_error *err)
 	return st_set_hooks(&h, err);
 }
 
+static int c_set_net(st_error *err)
+{
+	st_net_opts o = ST_NET_OPTS_INIT;
+	o.timeout_ms = -1;
+	return st_set_net(&o, err);
+}
+
 static int c_json_parse(st_error *err)
 {
 	json_t *v = NULL;
@@ -656,7 +663,7 @@ typedef struct err_case {
 
 #define CASE(fn) {"st_" #fn, c_##fn}
 static const err_case cases[] = {
-	CASE(set_threads), CASE(set_hooks), CASE(json_parse), CASE(json_load_file),
+	CASE(set_threads), CASE(set_hooks), CASE(set_net), CASE(json_parse), CASE(json_load_file),
 	CASE(schema_compile), CASE(schema_validate), CASE(store_open),
 	CASE(store_open_file), CASE(store_read), CASE(store_stat), CASE(store_writer_write),
 	CASE(store_write), CASE(store_write_fill), CASE(store_list), CASE(store_delete),
