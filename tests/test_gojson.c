@@ -327,6 +327,35 @@ static void test_load_accepts(void **state)
 	}
 }
 
+/* An import file is decoded as `pulumi import --file` decodes it: its structs' keys in any
+ * case (respelt), its maps as they are. */
+static void test_import_file_keys(void **state)
+{
+	(void)state;
+	st_problems p = {0};
+	json_t *doc = NULL;
+	const char *text =
+		"{\"NameTable\":{\"App\":\"urn:pulumi:s::p::a:b:C::app\"},\"RESOURCES\":[{\"Type\":"
+		"\"a:b:C\",\"Name\":\"n\",\"Id\":\"i\",\"Parent\":\"App\",\"PluginDownloadURL\":"
+		"\"https://x\",\"Inputs\":{\"Key\":1},\"Parameterization\":{\"PluginName\":\"p\","
+		"\"PluginVersion\":\"1.0.0\",\"Value\":\"AA==\"}},{\"type\":\"a:b:C\",\"name\":"
+		"\"m\",\"id\":\"j\",\"EXTENSION\":{\"Name\":\"e\",\"Version\":\"1\",\"VALUE\":"
+		"\"AA==\"}}]}";
+	assert_int_equal(st_json_parse(&doc, text, strlen(text), "t", NULL, NULL, NULL, NULL), ST_OK);
+	assert_int_equal(st_validate_import_file(doc, NULL, &p, NULL), ST_OK);
+	for (size_t i = 0; i < p.count; i++)
+		fprintf(stderr, "%s %s %s\n", p.items[i].rule, p.items[i].pointer, p.items[i].message);
+	assert_int_equal(p.count, 0);
+	json_t *r = json_array_get(json_object_get(doc, "resources"), 0);
+	assert_non_null(json_object_get(json_object_get(doc, "nameTable"), "App")); /* a map */
+	assert_string_equal(st_json_str(r, "pluginDownloadUrl"), "https://x");
+	assert_non_null(json_object_get(json_object_get(r, "inputs"), "Key"));
+	assert_string_equal(st_json_str(json_object_get(r, "parameterization"), "pluginName"), "p");
+	r = json_array_get(json_object_get(doc, "resources"), 1);
+	assert_string_equal(st_json_str(json_object_get(r, "extension"), "value"), "AA==");
+	json_decref(doc);
+}
+
 /* A big state is decoded on two threads: the same problems in the same order, the same error,
  * the same renames. */
 static void test_two_threads(void **state)
@@ -405,6 +434,7 @@ int main(void)
 		cmocka_unit_test(test_property_path), cmocka_unit_test(test_base64),
 		cmocka_unit_test(test_small_parsers), cmocka_unit_test(test_load_refuses),
 		cmocka_unit_test(test_load_accepts), cmocka_unit_test(test_two_threads),
+		cmocka_unit_test(test_import_file_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
