@@ -645,7 +645,8 @@ ST_EXTERN void st_changes_clear(st_changes *c);
 /* Upgrades a version 0, 1 or 2 state to version 3 with Pulumi's rules (v1 resources: `defaults`
  * dropped; v2 to v3: propertyDependencies filled from dependencies, one entry per input key),
  * or to 4 when a feature requires it. Each change is appended to `report` (may be NULL).
- * A state already at 3 or 4 is left alone (only the version is checked against features). */
+ * A state already at 3 or 4 keeps its resources; its features and version are recomputed
+ * (st_state_apply_features). */
 ST_EXTERN int st_state_migrate(st_state *state, st_changes *report, st_error *err);
 
 /* Recomputes `features` (sorted) from what the deployment uses, and sets version 4 when any is
@@ -906,8 +907,8 @@ ST_EXTERN int st_move(st_state *src, const char *src_path, st_state *dst, const 
 		      const st_move_opts *opts, st_move_report *report, st_error *err);
 
 /* Replaces two files as one operation. Both new versions are first written beside their
- * targets and synced; then a journal naming both (with the SHA-256 of the old and new bytes)
- * is written beside each target; then the first target is replaced, then the second (each old
+ * targets and synced; then a journal naming both (with the BLAKE2b-256 hashes of the old and
+ * new bytes) is written beside each target; then the first target is replaced, then the second (each old
  * file kept as .bak), and the journals are removed. After a crash at any point,
  * st_journal_recover on either path completes the operation. `op` names it ("move"). */
 ST_EXTERN int st_journal_write_pair(const char *op, const char *path_a, const void *data_a,

@@ -105,7 +105,7 @@ static int op_load_save(const char *path, const char *out)
 	return rc;
 }
 
-/* load, validate (integrity rules and the built-in schemas, compiled in the run) */
+/* load, validate (integrity rules only: the schemas are op_validate_schema's) */
 static int op_validate(const char *path, const char *out)
 {
 	(void)out;

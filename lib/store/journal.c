@@ -1,8 +1,9 @@
 /*
- * Two files replaced as one (for `move`). Steps, each a crash point (STATETOOL_CRASH_AT=pair:N):
+ * Two files replaced as one (for `move`). Steps, each a crash point (st__crash_point("pair", N);
+ * the CLI's STATETOOL_CRASH_AT=pair:N kills there):
  *   1. the new bytes of A written beside it as <A>.statetool-new, synced
  *   2. the same for B
- *   3. the journal (both paths, SHA-256 of old and new bytes) written as <A>.statetool-journal,
+ *   3. the journal (both paths, BLAKE2b-256 of old and new bytes) written as <A>.statetool-journal,
  *      synced, directory synced
  *   4. the same journal as <B>.statetool-journal: from here on the operation is committed
  *   5. A replaced (old kept as <A>.bak)
