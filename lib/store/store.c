@@ -11,6 +11,8 @@
  */
 #include "store_impl.h"
 
+#include "s3.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,7 +59,7 @@ static int has_scheme(const char *url, const char *scheme)
 
 int st_store_open(st_store **out, const char *url, st_error *err)
 {
-	static const char *const later[] = {"s3", "azblob", "gs", "postgres", "postgresql"};
+	static const char *const later[] = {"azblob", "gs", "postgres", "postgresql"};
 	const char *path = url;
 	char *expanded = NULL;
 	int rc;
@@ -65,6 +67,8 @@ int st_store_open(st_store **out, const char *url, st_error *err)
 	*out = NULL;
 	if (!url || !*url)
 		return st__err(err, ST_EINVAL, "no store given");
+	if (has_scheme(url, "s3"))
+		return st__store_s3_open(out, url, err);
 	if (has_scheme(url, "file")) {
 		path = url + 7;
 	} else if (strstr(url, "://")) {
@@ -72,11 +76,12 @@ int st_store_open(st_store **out, const char *url, st_error *err)
 			if (has_scheme(url, later[i]))
 				return st__err(err, ST_EUNSUPPORTED,
 					       "backend '%s' is not supported yet: statetool works on "
-					       "DIY backends in a local directory (file://PATH)",
+					       "DIY backends in a local directory (file://PATH) and in "
+					       "S3 (s3://BUCKET)",
 					       url);
 		return st__err(err, ST_EUNSUPPORTED,
 			       "backend '%s' is not supported: statetool works on DIY backends in "
-			       "a local directory (file://PATH)",
+			       "a local directory (file://PATH) and in S3 (s3://BUCKET)",
 			       url);
 	}
 	if (path[0] == '~' && (path[1] == '/' || !path[1]) && getenv("HOME")) {
