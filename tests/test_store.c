@@ -1,11 +1,16 @@
 /*
  * The store conformance suite: every case runs against every store in `stores` (a fresh, empty
- * store each time). A new implementation (s3://, azblob://, gs://, postgres://) adds one line
- * there, or is run without a rebuild by naming a URL whose store is empty and may be filled:
+ * store each time): the file store, S3 on the test servers' radosgw (skipped when they are not
+ * running, a failure then when $CI is set). A new implementation (azblob://, gs://,
+ * postgres://) adds one line there, or is run without a rebuild by naming a URL whose store is
+ * empty and may be filled:
  *   STATETOOL_TEST_STORE_URL=s3://bucket/prefix?endpoint=... tests/test_store
  * (each case then works under its own random key prefix inside it).
  */
 #include "testutil.h"
+
+#include "servers.h"
+#include "store/s3.h"
 
 typedef struct fixture {
 	st_store *s;
@@ -52,9 +57,54 @@ static int open_env_store(fixture *f)
 	return rc;
 }
 
+/* S3 on the test servers' radosgw: a fresh key prefix in one bucket for each case, pages of 2
+ * keys so listings go through continuation tokens. */
+static int open_s3_store(fixture *f)
+{
+	static int said;
+	char *ep = tu_server_var("ST_TEST_S3_ENDPOINT"), *ak = tu_server_var("ST_TEST_S3_ACCESS_KEY");
+	char *sk = tu_server_var("ST_TEST_S3_SECRET_KEY"), *region = tu_server_var("ST_TEST_S3_REGION");
+	char rnd[17], *url;
+	st_error err;
+	int rc = 1;
+
+	if (!ep || !ak || !sk) {
+		if (tu_servers_required())
+			fail_msg("no S3 test server (ST_TEST_S3_* in the servers' env file) and $CI "
+				 "is set: a skip is a failure there");
+		if (!said++)
+			print_message("s3: skipped, no test server (sh tests/servers/ctl start "
+				      "radosgw)\n");
+		goto out;
+	}
+	setenv("AWS_ACCESS_KEY_ID", ak, 1);
+	setenv("AWS_SECRET_ACCESS_KEY", sk, 1);
+	unsetenv("AWS_SESSION_TOKEN");
+	unsetenv("AWS_PROFILE");
+	st_random_hex(rnd, 8);
+	url = st_asprintf("s3://statetool-conformance/case-%s?endpoint=%s&use_path_style=true&"
+			  "region=%s",
+			  rnd, ep, region ? region : "us-east-1");
+	st_error_clear(&err);
+	rc = st_store_open(&f->s, url, &err);
+	if (rc == ST_OK)
+		rc = st__s3_create_bucket(f->s, &err);
+	if (rc != ST_OK)
+		fail_msg("s3: %s", err.message);
+	st__s3_max_keys = 2;
+	free(url);
+out:
+	free(ep);
+	free(ak);
+	free(sk);
+	free(region);
+	return rc;
+}
+
 static const store_kind stores[] = {
 	{"file (plain path)", open_file_store},
 	{"file:// URL", open_file_url_store},
+	{"s3 (the test servers' radosgw)", open_s3_store},
 	{"$STATETOOL_TEST_STORE_URL", open_env_store},
 };
 

@@ -758,6 +758,27 @@ static int s3_copy(st_store *st, const char *src, const char *dst, int for_backu
 	return rc;
 }
 
+int st__s3_create_bucket(st_store *st, st_error *err)
+{
+	s3_store *s = (s3_store *)st;
+	s3_call c = S3_CALL_INIT;
+	st_http_resp resp;
+	int rc;
+
+	c.method = "PUT";
+	c.op = "CreateBucket";
+	rc = s3_do(s, &c, &resp, err);
+	if (rc == ST_OK && resp.status != 200) {
+		char *code = st__xml_text(resp.body, resp.body + resp.len, "Code", NULL);
+		if (!code || strcmp(code, "BucketAlreadyOwnedByYou"))
+			rc = s3_fail(s, &c, &resp, err);
+		free(code);
+	}
+	st__http_resp_free(&resp);
+	call_free(&c);
+	return rc;
+}
+
 static void s3_free(st_store *st)
 {
 	s3_store *s = (s3_store *)st;

@@ -41,4 +41,11 @@ void st__s3_config_free(st_s3_config *c);
 /* Opens the S3 store of `url`. */
 int st__store_s3_open(st_store **out, const char *url, st_error *err);
 
+/* Creates the store's bucket (CreateBucket; one that is there already and ours is no error).
+ * For the tests: statetool itself never creates buckets, as Pulumi does not. */
+int st__s3_create_bucket(st_store *s, st_error *err);
+
+/* Keys per ListObjectsV2 page (1000; the tests set it low to exercise continuations). */
+extern int st__s3_max_keys;
+
 #endif

@@ -1,0 +1,641 @@
+/*
+ * The S3 store (lib/store/s3.c, s3conf.c):
+ *  - its configuration, table-driven: URL parameters, environment, shared credentials and config
+ *    files, and which wins (no server needed; the environment is a table, HOME a folder of the
+ *    case's files);
+ *  - on the test servers' radosgw (skipped without them, a failure then when $CI is set): wrong
+ *    credentials, a missing bucket, an unreachable endpoint, and, through a proxy of the test's
+ *    own in front of radosgw, a server failing half-way: 500s, an answer lost after the server
+ *    carried the request out, an answer cut short. Each checks the error (code and message, no
+ *    secret in it), the attempts, and that nothing changed.
+ */
+#include "testutil.h"
+
+#include "httpfake.h"
+#include "servers.h"
+#include "store/s3.h"
+
+/* ---- the configuration ---- */
+
+static const char *const *case_env; /* "NAME=VALUE" strings, NULL-terminated */
+
+static const char *table_env(const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *const *e = case_env; e && *e; e++)
+		if (!strncmp(*e, name, n) && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+typedef struct conf_case {
+	const char *name;
+	const char *url;
+	const char *env[12];
+	const char *credentials; /* ~/.aws/credentials (NULL: none) */
+	const char *config;      /* ~/.aws/config */
+	int rc;
+	const char *want;        /* rc == ST_OK: "bucket|prefix|endpoint|path|region|region_from|
+				  * key|secret|token|cred_from"; else a part of the message */
+} conf_case;
+
+#define ENV_KEYS "AWS_ACCESS_KEY_ID=AKENV", "AWS_SECRET_ACCESS_KEY=skenv"
+
+static const conf_case CASES[] = {
+	{"aws defaults", "s3://bucket", {ENV_KEYS}, NULL, NULL, ST_OK,
+	 "bucket||https://s3.us-east-1.amazonaws.com|0|us-east-1|the default|AKENV|skenv||"
+	 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (environment)"},
+	{"prefix", "s3://bucket/a/b", {ENV_KEYS, "AWS_REGION=eu-west-1"}, NULL, NULL, ST_OK,
+	 "bucket|a/b/|https://s3.eu-west-1.amazonaws.com|0|eu-west-1|AWS_REGION|AKENV|skenv||"
+	 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (environment)"},
+	{"prefix, slashes", "s3://bucket//a/b/", {ENV_KEYS}, NULL, NULL, ST_OK,
+	 "bucket|a/b/|https://s3.us-east-1.amazonaws.com|0|us-east-1|the default|AKENV|skenv||"
+	 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (environment)"},
+	{"prefix, encoded", "s3://bucket/a%20b/c", {ENV_KEYS}, NULL, NULL, ST_OK,
+	 "bucket|a b/c/|https://s3.us-east-1.amazonaws.com|0|us-east-1|the default|AKENV|skenv||"
+	 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (environment)"},
+	{"endpoint, path style", "s3://b?endpoint=http://127.0.0.1:9000&s3ForcePathStyle=true",
+	 {ENV_KEYS, "AWS_SESSION_TOKEN=tok"}, NULL, NULL, ST_OK,
+	 "b||http://127.0.0.1:9000|1|us-east-1|the default|AKENV|skenv|tok|AWS_ACCESS_KEY_ID, "
+	 "AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (environment)"},
+	{"bare endpoint: https", "s3://b?endpoint=minio.example:9000", {ENV_KEYS}, NULL, NULL,
+	 ST_OK,
+	 "b||https://minio.example:9000|0|us-east-1|the default|AKENV|skenv||AWS_ACCESS_KEY_ID "
+	 "and AWS_SECRET_ACCESS_KEY (environment)"},
+	{"bare endpoint, disableSSL: http",
+	 "s3://b?endpoint=minio.example:9000&disableSSL=true&use_path_style=1", {ENV_KEYS}, NULL,
+	 NULL, ST_OK,
+	 "b||http://minio.example:9000|1|us-east-1|the default|AKENV|skenv||AWS_ACCESS_KEY_ID and "
+	 "AWS_SECRET_ACCESS_KEY (environment)"},
+	{"disable_https on AWS", "s3://b?disable_https=true&region=us-west-2", {ENV_KEYS}, NULL,
+	 NULL, ST_OK,
+	 "b||http://s3.us-west-2.amazonaws.com|0|us-west-2|the URL|AKENV|skenv||AWS_ACCESS_KEY_ID "
+	 "and AWS_SECRET_ACCESS_KEY (environment)"},
+	{"endpoint with a path, trailing slash", "s3://b?endpoint=https://h.example/s3/&use_path_style=true",
+	 {ENV_KEYS}, NULL, NULL, ST_OK,
+	 "b||https://h.example/s3|1|us-east-1|the default|AKENV|skenv||AWS_ACCESS_KEY_ID and "
+	 "AWS_SECRET_ACCESS_KEY (environment)"},
+	{"localhost: path style", "s3://b?endpoint=http://localhost:9000", {ENV_KEYS}, NULL, NULL,
+	 ST_OK,
+	 "b||http://localhost:9000|1|us-east-1|the default|AKENV|skenv||AWS_ACCESS_KEY_ID and "
+	 "AWS_SECRET_ACCESS_KEY (environment)"},
+	{"no DNS name: path style", "s3://My_Bucket", {ENV_KEYS}, NULL, NULL, ST_OK,
+	 "My_Bucket||https://s3.us-east-1.amazonaws.com|1|us-east-1|the default|AKENV|skenv||"
+	 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (environment)"},
+	{"dotted bucket under TLS: path style", "s3://a.b", {ENV_KEYS}, NULL, NULL, ST_OK,
+	 "a.b||https://s3.us-east-1.amazonaws.com|1|us-east-1|the default|AKENV|skenv||"
+	 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (environment)"},
+	{"hostname_immutable: path style",
+	 "s3://b?endpoint=https://s3.example&hostname_immutable=true", {ENV_KEYS}, NULL, NULL,
+	 ST_OK,
+	 "b||https://s3.example|1|us-east-1|the default|AKENV|skenv||AWS_ACCESS_KEY_ID and "
+	 "AWS_SECRET_ACCESS_KEY (environment)"},
+	{"fips, dualstack", "s3://b?fips=true&dualstack=true&region=us-gov-west-1", {ENV_KEYS},
+	 NULL, NULL, ST_OK,
+	 "b||https://s3-fips.dualstack.us-gov-west-1.amazonaws.com|0|us-gov-west-1|the URL|AKENV|"
+	 "skenv||AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (environment)"},
+	{"china", "s3://b", {ENV_KEYS, "AWS_DEFAULT_REGION=cn-north-1"}, NULL, NULL, ST_OK,
+	 "b||https://s3.cn-north-1.amazonaws.com.cn|0|cn-north-1|AWS_DEFAULT_REGION|AKENV|skenv||"
+	 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (environment)"},
+	{"region: the URL over AWS_REGION over AWS_DEFAULT_REGION",
+	 "s3://b?region=ap-south-1", {ENV_KEYS, "AWS_REGION=eu-west-1", "AWS_DEFAULT_REGION=x"},
+	 NULL, NULL, ST_OK,
+	 "b||https://s3.ap-south-1.amazonaws.com|0|ap-south-1|the URL|AKENV|skenv||"
+	 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (environment)"},
+	{"AWS_REGION over AWS_DEFAULT_REGION", "s3://b",
+	 {ENV_KEYS, "AWS_REGION=eu-west-1", "AWS_DEFAULT_REGION=x"}, NULL, NULL, ST_OK,
+	 "b||https://s3.eu-west-1.amazonaws.com|0|eu-west-1|AWS_REGION|AKENV|skenv||"
+	 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (environment)"},
+	{"a repeated parameter: the first", "s3://b?region=r1&region=r2&endpoint=http://e1&endpoint=http://e2",
+	 {ENV_KEYS}, NULL, NULL, ST_OK,
+	 "b||http://e1|0|r1|the URL|AKENV|skenv||AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+	 "(environment)"},
+	{"endpoint: AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL", "s3://b",
+	 {ENV_KEYS, "AWS_ENDPOINT_URL=http://general:1", "AWS_ENDPOINT_URL_S3=http://s3only:2"},
+	 NULL, NULL, ST_OK,
+	 "b||http://s3only:2|0|us-east-1|the default|AKENV|skenv||AWS_ACCESS_KEY_ID and "
+	 "AWS_SECRET_ACCESS_KEY (environment)"},
+	{"endpoint: the URL over the environment", "s3://b?endpoint=http://url:3",
+	 {ENV_KEYS, "AWS_ENDPOINT_URL=http://general:1", "AWS_ENDPOINT_URL_S3=http://s3only:2"},
+	 NULL, NULL, ST_OK,
+	 "b||http://url:3|0|us-east-1|the default|AKENV|skenv||AWS_ACCESS_KEY_ID and "
+	 "AWS_SECRET_ACCESS_KEY (environment)"},
+	{"endpoint: AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "s3://b",
+	 {ENV_KEYS, "AWS_ENDPOINT_URL=http://general:1", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true"},
+	 NULL, "[default]\nendpoint_url = http://profile:4\n", ST_OK,
+	 "b||https://s3.us-east-1.amazonaws.com|0|us-east-1|the default|AKENV|skenv||"
+	 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (environment)"},
+	{"the default profile: keys, region, endpoint", "s3://b", {NULL},
+	 "[default]\naws_access_key_id = AKFILE\naws_secret_access_key = skfile\n",
+	 "[default]\nregion = eu-central-1\nendpoint_url = http://profile:4\n", ST_OK,
+	 "b||http://profile:4|0|eu-central-1|the profile|AKFILE|skfile||profile 'default' (the "
+	 "default) of HOME/.aws/credentials"},
+	{"AWS_PROFILE, [NAME] and [profile NAME]", "s3://b", {"AWS_PROFILE=work"},
+	 "# comment\n[default]\naws_access_key_id = AKDEF\naws_secret_access_key = skdef\n"
+	 "[work]\naws_access_key_id=AKWORK \naws_secret_access_key=skwork\naws_session_token=tw\n",
+	 "[profile work]\nregion=us-west-1\ns3 =\n  addressing_style = path\n[work]\nregion=no\n",
+	 ST_OK,
+	 "b||https://s3.us-west-1.amazonaws.com|0|us-west-1|the profile|AKWORK|skwork|tw|profile "
+	 "'work' (AWS_PROFILE) of HOME/.aws/credentials"},
+	{"keys in the config file; the credentials file wins", "s3://b", {"AWS_PROFILE=p"},
+	 "[p]\naws_secret_access_key = skcred\n",
+	 "[profile p]\naws_access_key_id = AKCONF\naws_secret_access_key = skconf\n", ST_OK,
+	 "b||https://s3.us-east-1.amazonaws.com|0|us-east-1|the default|AKCONF|skcred||profile "
+	 "'p' (AWS_PROFILE) of HOME/.aws/config"},
+	{"the environment's keys over AWS_PROFILE", "s3://b", {ENV_KEYS, "AWS_PROFILE=work"},
+	 "[work]\naws_access_key_id = AKWORK\naws_secret_access_key = skwork\n", NULL, ST_OK,
+	 "b||https://s3.us-east-1.amazonaws.com|0|us-east-1|the default|AKENV|skenv||"
+	 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (environment)"},
+	{"the URL's profile over the environment's keys", "s3://b?profile=work", {ENV_KEYS},
+	 "[work]\naws_access_key_id = AKWORK\naws_secret_access_key = skwork\n", NULL, ST_OK,
+	 "b||https://s3.us-east-1.amazonaws.com|0|us-east-1|the default|AKWORK|skwork||profile "
+	 "'work' (the URL) of HOME/.aws/credentials"},
+	{"half of the environment's keys: the profile", "s3://b", {"AWS_ACCESS_KEY_ID=AKONLY"},
+	 "[default]\naws_access_key_id = AKDEF\naws_secret_access_key = skdef\n", NULL, ST_OK,
+	 "b||https://s3.us-east-1.amazonaws.com|0|us-east-1|the default|AKDEF|skdef||profile "
+	 "'default' (the default) of HOME/.aws/credentials"},
+	{"AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE", "s3://b",
+	 {"AWS_SHARED_CREDENTIALS_FILE=HOME/elsewhere/creds", "AWS_CONFIG_FILE=HOME/elsewhere/conf"},
+	 "[default]\naws_access_key_id = AKHOME\naws_secret_access_key = skhome\n", NULL, ST_OK,
+	 "b||https://s3.us-east-1.amazonaws.com|0|us-east-1|the default|AKELSE|skelse||profile "
+	 "'default' (the default) of HOME/elsewhere/creds"},
+	{"anonymous", "s3://b?anonymous=true", {ENV_KEYS}, NULL, NULL, ST_OK,
+	 "b||https://s3.us-east-1.amazonaws.com|0|us-east-1|the default|||"
+	 "|none (anonymous=true)"},
+	{"pulumi's other parameters accepted",
+	 "s3://b?awssdk=v2&request_checksum_calculation=when_required&"
+	 "response_checksum_validation=WHEN_SUPPORTED&rate_limiter_capacity=5&ssetype=AES256",
+	 {ENV_KEYS}, NULL, NULL, ST_OK,
+	 "b||https://s3.us-east-1.amazonaws.com|0|us-east-1|the default|AKENV|skenv||"
+	 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (environment)"},
+	/* errors */
+	{"no bucket", "s3://", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
+	 "s3: no bucket in 's3://' (s3://BUCKET[/PREFIX])"},
+	{"bad bucket", "s3://a%2Fb/x", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
+	 "s3: invalid bucket name in 's3://a%2Fb/x'"},
+	{"bad prefix", "s3://b/a/../c", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
+	 "s3: invalid key prefix in 's3://b/a/../c'"},
+	{"bad boolean", "s3://bucket?disableSSL=banana", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
+	 "invalid value for query parameter \"disableSSL\": \"banana\" is not a boolean"},
+	{"unknown parameter", "s3://bucket?foo=1", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
+	 "s3: unknown query parameter \"foo\""},
+	{"role", "s3://bucket?role=arn:aws:iam::1:role/x", {ENV_KEYS}, NULL, NULL, ST_EUNSUPPORTED,
+	 "s3: the query parameter \"role\" (assuming a role through STS) is not supported"},
+	{"bad ssetype", "s3://bucket?ssetype=rot13", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
+	 "\"rot13\" is not a valid value for \"ssetype\""},
+	{"endpoint scheme", "s3://bucket?endpoint=ftp://x", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
+	 "s3: the endpoint 'ftp://x' is neither http:// nor https://"},
+	{"a named profile that is nowhere", "s3://bucket", {"AWS_PROFILE=ghost"},
+	 "[default]\naws_access_key_id = A\naws_secret_access_key = s\n", NULL, ST_EINVAL,
+	 "s3: profile 'ghost' (from AWS_PROFILE) is in neither HOME/.aws/credentials nor "
+	 "HOME/.aws/config (not found)"},
+	{"a role profile", "s3://bucket?profile=r", {ENV_KEYS}, NULL,
+	 "[profile r]\nrole_arn = arn:aws:iam::1:role/x\nsource_profile = default\n",
+	 ST_EUNSUPPORTED,
+	 "s3: profile 'r' (the URL) gets its credentials by 'role_arn', which statetool does not "
+	 "support"},
+	{"no credentials", "s3://bucket", {"AWS_SECRET_ACCESS_KEY=only-this-secret"}, NULL, NULL,
+	 ST_EAUTH,
+	 "s3: no credentials for bucket 'bucket': set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+	 "or give profile 'default' aws_access_key_id and aws_secret_access_key (read: "
+	 "AWS_ACCESS_KEY_ID (unset), AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (unset), AWS_PROFILE "
+	 "(unset), HOME/.aws/credentials (not found), HOME/.aws/config (not found))"},
+};
+
+/* HOME/... with the case's home folder put in. New. */
+static char *with_home(const char *s, const char *home)
+{
+	st_buf b;
+	st_buf_init(&b);
+	for (const char *p = s; *p;) {
+		const char *h = strstr(p, "HOME/");
+		size_t n = h ? (size_t)(h - p) : strlen(p);
+		st_buf_add(&b, p, n);
+		if (!h)
+			break;
+		st_buf_printf(&b, "%s/", home);
+		p = h + 5;
+	}
+	return st_buf_take(&b, NULL);
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char *p = st_asprintf("%s/%s", dir, name);
+	tu_write(p, text, strlen(text));
+	free(p);
+}
+
+static void test_config_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
+		const conf_case *t = &CASES[i];
+		char *home = tu_tmpdir(), *aws = st_asprintf("%s/.aws", home), *want, *got;
+		const char *env[16];
+		char *own[16];
+		size_t ne = 0, no = 0;
+		st_s3_config c;
+		st_error err;
+		int rc;
+
+		assert_int_equal(mkdir(aws, 0700), 0);
+		if (t->credentials)
+			write_file(aws, "credentials", t->credentials);
+		if (t->config)
+			write_file(aws, "config", t->config);
+		/* AWS_SHARED_CREDENTIALS_FILE's case has its own files elsewhere */
+		char *else_dir = st_asprintf("%s/elsewhere", home);
+		assert_int_equal(mkdir(else_dir, 0700), 0);
+		write_file(else_dir, "creds",
+			   "[default]\naws_access_key_id = AKELSE\naws_secret_access_key = skelse\n");
+		free(else_dir);
+		own[no] = st_asprintf("HOME=%s", home);
+		env[ne++] = own[no++];
+		for (size_t k = 0; t->env[k]; k++) {
+			own[no] = with_home(t->env[k], home);
+			env[ne++] = own[no++];
+		}
+		env[ne] = NULL;
+		case_env = env;
+		st_error_clear(&err);
+		rc = st__s3_config_load(&c, t->url, table_env, &err);
+		if (rc != t->rc)
+			fail_msg("%s: rc %d, wanted %d: %s", t->name, rc, t->rc, err.message);
+		if (rc == ST_OK) {
+			want = with_home(t->want, home);
+			got = st_asprintf("%s|%s|%s|%d|%s|%s|%s|%s|%s|%s", c.bucket, c.prefix,
+					  c.endpoint, c.path_style, c.region, c.region_from,
+					  c.access_key ? c.access_key : "",
+					  c.secret_key ? c.secret_key : "",
+					  c.session_token ? c.session_token : "", c.cred_from);
+			if (strcmp(got, want))
+				fail_msg("%s:\n got  %s\n want %s", t->name, got, want);
+			free(got);
+		} else {
+			want = with_home(t->want, home);
+			if (!strstr(err.message, want))
+				fail_msg("%s:\n got  %s\n want %s", t->name, err.message, want);
+			/* no secret in any message */
+			assert_null(strstr(err.message, "skenv"));
+			assert_null(strstr(err.message, "only-this-secret"));
+		}
+		free(want);
+		st__s3_config_free(&c);
+		case_env = NULL;
+		for (size_t k = 0; k < no; k++)
+			free(own[k]);
+		free(aws);
+		tu_rmdir(home);
+	}
+}
+
+/* ---- on radosgw ---- */
+
+typedef struct rgw {
+	char *endpoint, *key, *secret, *region;
+	int port;
+} rgw;
+
+/* The test servers' radosgw, or 0 (skipped: the test returns) when there is none. */
+static int rgw_get(rgw *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->endpoint = tu_server_var("ST_TEST_S3_ENDPOINT");
+	r->key = tu_server_var("ST_TEST_S3_ACCESS_KEY");
+	r->secret = tu_server_var("ST_TEST_S3_SECRET_KEY");
+	r->region = tu_server_var("ST_TEST_S3_REGION");
+	if (!r->endpoint || !r->key || !r->secret) {
+		if (tu_servers_required())
+			fail_msg("no S3 test server (ST_TEST_S3_* in the servers' env file) and $CI "
+				 "is set: a skip is a failure there");
+		free(r->endpoint);
+		free(r->key);
+		free(r->secret);
+		free(r->region);
+		print_message("s3: skipped, no test server (sh tests/servers/ctl start radosgw)\n");
+		return 0;
+	}
+	const char *colon = strrchr(r->endpoint, ':');
+	r->port = colon ? atoi(colon + 1) : 80;
+	setenv("AWS_ACCESS_KEY_ID", r->key, 1);
+	setenv("AWS_SECRET_ACCESS_KEY", r->secret, 1);
+	unsetenv("AWS_SESSION_TOKEN");
+	unsetenv("AWS_PROFILE");
+	return 1;
+}
+
+static void rgw_free(rgw *r)
+{
+	free(r->endpoint);
+	free(r->key);
+	free(r->secret);
+	free(r->region);
+}
+
+/* A store on `endpoint` in a bucket of the test's own (created), under a fresh prefix. */
+static st_store *open_on(const char *endpoint, const char *bucket, const char *extra)
+{
+	char rnd[17], *url;
+	st_store *s = NULL;
+	st_error err;
+	st_random_hex(rnd, 8);
+	url = st_asprintf("s3://%s/t-%s?endpoint=%s&use_path_style=true%s", bucket, rnd, endpoint,
+			  extra ? extra : "");
+	st_error_clear(&err);
+	if (st_store_open(&s, url, &err) != ST_OK)
+		fail_msg("%s", err.message);
+	free(url);
+	return s;
+}
+
+static void setup_bucket(const rgw *r, const char *bucket)
+{
+	st_store *s = open_on(r->endpoint, bucket, NULL);
+	st_error err;
+	st_error_clear(&err);
+	if (st__s3_create_bucket(s, &err) != ST_OK)
+		fail_msg("%s", err.message);
+	st_store_free(s);
+}
+
+/* Fast retries for the fault cases. */
+static void quick_net(int retries)
+{
+	st_net_opts o = ST_NET_OPTS_INIT;
+	o.retries = retries;
+	o.backoff_ms = 1;
+	o.timeout_ms = 5000;
+	assert_int_equal(st_set_net(&o, NULL), ST_OK);
+}
+
+static void test_wrong_credentials(void **state)
+{
+	rgw r;
+	st_store *s;
+	st_error err;
+	char *data;
+	size_t len;
+	st_store_entry *e;
+	(void)state;
+	if (!rgw_get(&r))
+		return;
+	setup_bucket(&r, "statetool-s3-test");
+	/* a wrong secret */
+	setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret-key", 1);
+	s = open_on(r.endpoint, "statetool-s3-test", NULL);
+	st_error_clear(&err);
+	assert_int_equal(st_store_list(s, "", 0, &e, &len, &err), ST_EAUTH);
+	assert_non_null(strstr(err.message, "s3: "));
+	assert_non_null(strstr(err.message, " refused the credentials for ListObjectsV2 "
+					    "'statetool-s3-test': SignatureDoesNotMatch"));
+	assert_non_null(strstr(err.message, "they came from AWS_ACCESS_KEY_ID and "
+					    "AWS_SECRET_ACCESS_KEY (environment)"));
+	assert_null(strstr(err.message, "not-the-secret-key"));
+	assert_null(strstr(err.message, r.secret));
+	/* HEAD has no body: the status says it */
+	st_error_clear(&err);
+	assert_int_equal(st_store_stat(s, "x", NULL, &err), ST_EAUTH);
+	assert_non_null(strstr(err.message, "refused the credentials for HeadObject"));
+	st_store_free(s);
+	/* an unknown key id */
+	setenv("AWS_SECRET_ACCESS_KEY", r.secret, 1);
+	setenv("AWS_ACCESS_KEY_ID", "NOSUCHKEYID000000000", 1);
+	s = open_on(r.endpoint, "statetool-s3-test", NULL);
+	st_error_clear(&err);
+	assert_int_equal(st_store_read(s, "x", 0, &data, &len, NULL, &err), ST_EAUTH);
+	assert_non_null(strstr(err.message, "refused the credentials for GetObject"));
+	assert_non_null(strstr(err.message, "InvalidAccessKeyId"));
+	assert_null(strstr(err.message, r.secret));
+	st_store_free(s);
+	rgw_free(&r);
+}
+
+static void test_missing_bucket(void **state)
+{
+	rgw r;
+	st_store *s;
+	st_error err;
+	char *data, *want;
+	size_t len;
+	st_store_entry *e;
+	(void)state;
+	if (!rgw_get(&r))
+		return;
+	s = open_on(r.endpoint, "statetool-no-such-bucket", NULL);
+	want = st_asprintf("s3: bucket 'statetool-no-such-bucket' does not exist at %s "
+			   "(NoSuchBucket)",
+			   r.endpoint);
+	st_error_clear(&err);
+	assert_int_equal(st_store_list(s, "", 0, &e, &len, &err), ST_EIO);
+	assert_string_equal(err.message, want);
+	st_error_clear(&err);
+	assert_int_equal(st_store_read(s, "k", 0, &data, &len, NULL, &err), ST_EIO);
+	assert_string_equal(err.message, want);
+	st_error_clear(&err);
+	assert_int_equal(st_store_stat(s, "k", NULL, &err), ST_EIO); /* HEAD: asks the bucket */
+	assert_string_equal(err.message, want);
+	st_error_clear(&err);
+	assert_int_equal(st_store_write(s, "k", "x", 1, NULL, &err), ST_EIO);
+	assert_string_equal(err.message, want);
+	st_store_free(s);
+	free(want);
+	rgw_free(&r);
+}
+
+static void test_unreachable(void **state)
+{
+	rgw r;
+	st_store *s;
+	st_error err;
+	st_store_entry *e;
+	size_t n;
+	int port, fd;
+	char *ep, *want;
+	(void)state;
+	if (!rgw_get(&r))
+		return;
+	fd = listen_socket(&port);
+	close(fd);
+	ep = st_asprintf("http://127.0.0.1:%d", port);
+	quick_net(2);
+	s = open_on(ep, "statetool-s3-test", NULL);
+	assert_int_equal(st_set_net(NULL, NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st_store_list(s, "", 0, &e, &n, &err), ST_EIO);
+	want = st_asprintf("s3: cannot reach 127.0.0.1:%d (ListObjectsV2 'statetool-s3-test'): ",
+			   port);
+	assert_true(!strncmp(err.message, want, strlen(want)));
+	assert_non_null(strstr(err.message, "(3 attempts)"));
+	free(want);
+	st_store_free(s);
+	free(ep);
+	rgw_free(&r);
+}
+
+/* A store through the fault proxy in front of radosgw, and one straight to it, on the same
+ * bucket and prefix. */
+typedef struct pair {
+	server *proxy;
+	st_store *via, *direct;
+} pair;
+
+static void pair_open(pair *p, const rgw *r, const action *plan, int n)
+{
+	char rnd[17], *url;
+	st_random_hex(rnd, 8);
+	p->proxy = server_start_proxy(plan, n, r->port);
+	url = st_asprintf("s3://statetool-s3-test/f-%s?endpoint=http://127.0.0.1:%d&"
+			  "use_path_style=true",
+			  rnd, p->proxy->port);
+	assert_int_equal(st_store_open(&p->via, url, NULL), ST_OK);
+	free(url);
+	url = st_asprintf("s3://statetool-s3-test/f-%s?endpoint=%s&use_path_style=true", rnd,
+			  r->endpoint);
+	assert_int_equal(st_store_open(&p->direct, url, NULL), ST_OK);
+	free(url);
+}
+
+static void pair_close(pair *p)
+{
+	st_store_free(p->via);
+	st_store_free(p->direct);
+	server_stop(p->proxy);
+}
+
+static void expect_object(st_store *s, const char *key, const char *text)
+{
+	char *data = NULL;
+	size_t len = 0;
+	st_error err;
+	st_error_clear(&err);
+	if (st_store_read(s, key, 0, &data, &len, NULL, &err) != ST_OK)
+		fail_msg("%s: %s", key, err.message);
+	assert_int_equal(len, strlen(text));
+	assert_memory_equal(data, text, len);
+	free(data);
+}
+
+static void test_failing_half_way(void **state)
+{
+	static const action fwd[] = {{A_FORWARD, 0, NULL, NULL}};
+	static const action e500[] = {{A_REPLY, 500, NULL, "<Error><Code>InternalError</Code>"
+							   "<Message>boom</Message></Error>"}};
+	static const action twice500[] = {{A_REPLY, 500, NULL, ""}, {A_REPLY, 503, NULL, ""},
+					  {A_FORWARD, 0, NULL, NULL}};
+	static const action cut[] = {{A_FORWARD_CUT, 0, NULL, NULL}, {A_FORWARD, 0, NULL, NULL}};
+	static const action lost[] = {{A_FORWARD_DROP, 0, NULL, NULL}, {A_FORWARD, 0, NULL, NULL}};
+	rgw r;
+	pair p;
+	st_error err;
+	st_store_write_opts co = ST_STORE_WRITE_OPTS_INIT;
+	(void)state;
+	if (!rgw_get(&r))
+		return;
+	setup_bucket(&r, "statetool-s3-test");
+	quick_net(2);
+	pair_open(&p, &r, fwd, 1);
+	assert_int_equal(st_store_write(p.via, "s.json", "old", 3, NULL, NULL), ST_OK);
+	expect_object(p.direct, "s.json", "old");
+	/* two failures, then through: the new content, once */
+	server_plan(p.proxy, twice500, 3);
+	assert_int_equal(st_store_write(p.via, "s.json", "new", 3, NULL, NULL), ST_OK);
+	assert_int_equal(p.proxy->nseen, 3);
+	expect_object(p.direct, "s.json", "new");
+	/* failing every time: bounded, the error says so, nothing changed */
+	server_plan(p.proxy, e500, 1);
+	st_error_clear(&err);
+	assert_int_equal(st_store_write(p.via, "s.json", "newer", 5, NULL, &err), ST_EIO);
+	assert_int_equal(p.proxy->nseen, 3);
+	assert_true(!strncmp(err.message, "s3: PutObject 'statetool-s3-test/f-", 35));
+	assert_non_null(strstr(err.message, "s.json' on 127.0.0.1:"));
+	assert_non_null(strstr(err.message, "failed: HTTP 500 InternalError: boom (3 attempts)"));
+	expect_object(p.direct, "s.json", "new");
+	/* a read whose answer is cut short: read again, whole */
+	server_plan(p.proxy, cut, 2);
+	expect_object(p.via, "s.json", "new");
+	assert_int_equal(p.proxy->nseen, 2);
+	/* a create-only write carried out whose answer was lost: the retry finds our own object */
+	server_plan(p.proxy, lost, 2);
+	co.flags = ST_STORE_CREATE_ONLY;
+	assert_int_equal(st_store_write(p.via, "locks/mine.json", "{\"pid\":1}", 9, &co, NULL),
+			 ST_OK);
+	assert_int_equal(p.proxy->seen[0].upstream_status, 200);
+	assert_int_equal(p.proxy->seen[1].upstream_status, 412);
+	expect_object(p.direct, "locks/mine.json", "{\"pid\":1}");
+	/* ... and someone else's object is still someone else's */
+	server_plan(p.proxy, lost, 2);
+	assert_int_equal(st_store_write(p.direct, "locks/theirs.json", "theirs", 6, NULL, NULL),
+			 ST_OK);
+	st_error_clear(&err);
+	server_plan(p.proxy, fwd, 1);
+	assert_int_equal(st_store_write(p.via, "locks/theirs.json", "mine", 4, &co, &err),
+			 ST_EEXIST);
+	assert_non_null(strstr(err.message, "locks/theirs.json' exists already"));
+	expect_object(p.direct, "locks/theirs.json", "theirs");
+	pair_close(&p);
+	assert_int_equal(st_set_net(NULL, NULL), ST_OK);
+	rgw_free(&r);
+}
+
+/* Listings in pages: every key once, in order, and one request per page. */
+static unsigned long requests;
+static void count(void *ctx, const char *method, const char *host, const char *path, long status)
+{
+	(void)ctx;
+	(void)method;
+	(void)host;
+	(void)path;
+	(void)status;
+	requests++;
+}
+
+static void test_pages(void **state)
+{
+	rgw r;
+	st_store *s;
+	st_store_entry *e;
+	size_t n;
+	st_net_opts o = ST_NET_OPTS_INIT;
+	char key[32];
+	(void)state;
+	if (!rgw_get(&r))
+		return;
+	setup_bucket(&r, "statetool-s3-test");
+	o.request = count;
+	assert_int_equal(st_set_net(&o, NULL), ST_OK);
+	s = open_on(r.endpoint, "statetool-s3-test", NULL);
+	for (int i = 4; i >= 0; i--) {
+		snprintf(key, sizeof(key), "k/%d", i);
+		assert_int_equal(st_store_write(s, key, key, strlen(key), NULL, NULL), ST_OK);
+	}
+	st__s3_max_keys = 2;
+	requests = 0;
+	assert_int_equal(st_store_list(s, "k/", 0, &e, &n, NULL), ST_OK);
+	assert_int_equal(requests, 3);
+	assert_int_equal(n, 5);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "k/%zu", i);
+		assert_string_equal(e[i].key, key);
+		assert_int_equal(e[i].info.size, 3);
+	}
+	st_store_entries_free(e, n);
+	st__s3_max_keys = 1000;
+	st_store_free(s);
+	assert_int_equal(st_set_net(NULL, NULL), ST_OK);
+	rgw_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_config_table),   cmocka_unit_test(test_wrong_credentials),
+		cmocka_unit_test(test_missing_bucket), cmocka_unit_test(test_unreachable),
+		cmocka_unit_test(test_failing_half_way), cmocka_unit_test(test_pages),
+	};
+	unsetenv("http_proxy");
+	unsetenv("HTTP_PROXY");
+	unsetenv("all_proxy");
+	unsetenv("ALL_PROXY");
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
