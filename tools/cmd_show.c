@@ -14,7 +14,8 @@ static const char help[] =
 	"exact URN shared by several copies (delete: true) prints them all as an array.\n"
 	"\n"
 	"Options:\n"
-	"  --backend DIR      a DIY backend (file://PATH or PATH); with --stack\n"
+	"  --backend URL      a DIY backend (PATH, file://PATH or s3://BUCKET[/PREFIX]),\n"
+	"                     with --stack\n"
 	"  --stack NAME       a stack of the backend\n"
 	"  --json             accepted for symmetry: the output is always JSON\n"
 	"  -h, --help         show this help\n";

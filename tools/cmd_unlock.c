@@ -6,7 +6,7 @@
 
 static const char help[] =
 	"usage: statetool unlock [options] STATE\n"
-	"       statetool unlock --backend DIR --stack NAME\n"
+	"       statetool unlock --backend URL --stack NAME\n"
 	"\n"
 	"Remove every lock of a DIY backend stack (every object in\n"
 	".pulumi/locks/organization/PROJECT/STACK/, whatever its name: Pulumi counts each as\n"
@@ -17,7 +17,8 @@ static const char help[] =
 	"stale when that process is no longer running on this host.\n"
 	"\n"
 	"Options:\n"
-	"  --backend DIR --stack NAME   the stack whose locks to remove\n"
+	"  --backend URL --stack NAME   the stack whose locks to remove (URL: PATH, file://PATH,\n"
+	"                               s3://BUCKET[/PREFIX])\n"
 	"  -h, --help         show this help\n";
 
 int cmd_unlock(int argc, char **argv)

@@ -928,19 +928,46 @@ int st_backend_save(st_backend *b, const char *stack, st_state *state,
 
 /* ---- locks (lock.c has the protocol) ---- */
 
+/* `s` as one shell word: as it is when it holds nothing a shell treats specially, else in single
+ * quotes (an s3:// URL's "&" and "?", a path's spaces). New. */
+static char *shell_word(const char *s)
+{
+	st_buf b;
+	int plain = *s != '\0';
+	for (const char *p = s; *p && plain; p++)
+		plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			       "_./:=,+@%~-",
+			       *p) != NULL;
+	if (plain)
+		return st_strdup(s);
+	st_buf_init(&b);
+	st_buf_addc(&b, '\'');
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'')
+			st_buf_adds(&b, "'\\''");
+		else
+			st_buf_addc(&b, *p);
+	}
+	st_buf_addc(&b, '\'');
+	return st_buf_take(&b, NULL);
+}
+
 static int diy_lock(st_backend *bb, const char *ref, st_lock **out, st_error *err)
 {
 	diy_backend *b = (diy_backend *)bb;
-	char *project = NULL, *stack = NULL, *dir, *hint;
+	char *project = NULL, *stack = NULL, *dir, *hint, *url;
 	int rc = diy_split(b, ref, &project, &stack, err);
 
 	*out = NULL;
 	if (rc)
 		return rc;
 	dir = st__diy_lock_dir(project, stack);
-	hint = project ? st_asprintf("statetool unlock --backend %s --stack %s/%s", bb->url,
-				     project, stack)
-		       : st_asprintf("statetool unlock --backend %s --stack %s", bb->url, stack);
+	url = shell_word(bb->url);
+	hint = !url	? NULL
+	       : project ? st_asprintf("statetool unlock --backend %s --stack %s/%s", url, project,
+				       stack)
+			 : st_asprintf("statetool unlock --backend %s --stack %s", url, stack);
+	free(url);
 	free(project);
 	free(stack);
 	rc = dir && hint ? st__lock_store(out, b->store, dir, hint, err)

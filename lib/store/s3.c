@@ -678,7 +678,8 @@ static int s3_list(st_store *st, const char *prefix, unsigned flags, st_store_en
 		st_store_entries_free(l.v, l.n);
 		return rc;
 	}
-	qsort(l.v, l.n, sizeof(*l.v), cmp_entry);
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), cmp_entry);
 	*out = l.v;
 	*count = l.n;
 	return ST_OK;
