@@ -626,12 +626,110 @@ static void test_pages(void **state)
 	rgw_free(&r);
 }
 
+/* What AWS answers and radosgw does not, from a fake server: a wrong region (a 400 with
+ * <Region>, a HEAD's 301 with x-amz-bucket-region), a CopyObject that fails after its 200, a
+ * truncated listing without a token, a listing's escaped keys. */
+static void test_aws_answers(void **state)
+{
+	static const action acts[] = {
+		{A_REPLY, 400, NULL,
+		 "<Error><Code>AuthorizationHeaderMalformed</Code><Message>the region 'us-east-1' "
+		 "is wrong; expecting 'eu-west-1'</Message><Region>eu-west-1</Region></Error>"},
+		{A_REPLY, 301, "x-amz-bucket-region: eu-west-1\r\n", ""},
+		{A_REPLY, 200, NULL, "<CopyObjectResult><ETag>x</ETag></CopyObjectResult>"},
+		{A_REPLY, 200, NULL,
+		 "<Error><Code>InternalError</Code><Message>copy failed</Message></Error>"},
+		{A_REPLY, 200, NULL,
+		 "<ListBucketResult><IsTruncated>true</IsTruncated><Contents><Key>p/a</Key>"
+		 "</Contents></ListBucketResult>"},
+		{A_REPLY, 200, NULL,
+		 "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>p%2Fa%20%26"
+		 "b%2Bc</Key><Size>3</Size><ETag>&quot;e1&quot;</ETag><LastModified>2024-05-01T"
+		 "10:00:00.250Z</LastModified></Contents><Contents><Key>p%2Fnot%2F%2Fnameable</Key>"
+		 "</Contents><Contents><Key>p%2Ffolder%2F</Key></Contents><CommonPrefixes><Prefix>"
+		 "p%2Fd%2F</Prefix></CommonPrefixes></ListBucketResult>"},
+		{A_REPLY, 404, NULL, "<Error><Code>NoSuchKey</Code></Error>"},
+		{A_REPLY, 403, NULL, "<Error><Code>AccessDenied</Code><Message>no</Message></Error>"},
+	};
+	server *f = server_start(acts, (int)(sizeof(acts) / sizeof(acts[0])));
+	char *url = st_asprintf("s3://b/p?endpoint=http://127.0.0.1:%d&use_path_style=true",
+				f->port);
+	st_store *s;
+	st_error err;
+	st_store_entry *e;
+	size_t n;
+	char *data;
+	(void)state;
+	setenv("AWS_ACCESS_KEY_ID", "AKTEST", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "sk-not-to-print", 1);
+	unsetenv("AWS_REGION");
+	unsetenv("AWS_DEFAULT_REGION");
+	unsetenv("AWS_PROFILE");
+	quick_net(0);
+	assert_int_equal(st_store_open(&s, url, NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st_store_list(s, "", 0, &e, &n, &err), ST_EIO);
+	assert_string_equal(err.message, "s3: bucket 'b' is in region 'eu-west-1', not 'us-east-1' "
+					 "(from the default): add region=eu-west-1 to the URL or set "
+					 "AWS_REGION");
+	st_error_clear(&err);
+	assert_int_equal(st_store_stat(s, "k", NULL, &err), ST_EIO);
+	assert_non_null(strstr(err.message, "is in region 'eu-west-1', not 'us-east-1'"));
+	/* a copy: one that works, one whose 200 carries an error */
+	assert_int_equal(st_store_copy(s, "a b+c", "d/e", NULL), ST_OK);
+	assert_string_equal(f->seen[2].method, "PUT");
+	assert_string_equal(f->seen[2].path, "/b/p/d/e");
+	assert_non_null(strstr(f->seen[2].headers, "x-amz-copy-source: /b/p/a%20b%2Bc\r\n"));
+	st_error_clear(&err);
+	assert_int_equal(st_store_copy(s, "a", "d/e", &err), ST_EIO);
+	assert_non_null(strstr(err.message, "CopyObject 'b/p/d/e'"));
+	assert_non_null(strstr(err.message, "InternalError: copy failed"));
+	/* a truncated page without a token */
+	st_error_clear(&err);
+	assert_int_equal(st_store_list(s, "", 0, &e, &n, &err), ST_EIO);
+	assert_non_null(strstr(err.message, "a truncated page without a continuation token"));
+	/* escaped keys decoded; keys the store cannot name left out */
+	assert_int_equal(st_store_list(s, "", ST_STORE_LIST_DIRS, &e, &n, NULL), ST_OK);
+	assert_int_equal(n, 2);
+	assert_string_equal(e[0].key, "a &b+c");
+	assert_int_equal(e[0].info.size, 3);
+	assert_string_equal(e[0].info.etag, "e1");
+	assert_true(e[0].info.mtime_ns == 1714557600250000000LL);
+	assert_string_equal(e[1].key, "d/");
+	st_store_entries_free(e, n);
+	assert_non_null(strstr(f->seen[5].path, "delimiter=%2F"));
+	assert_non_null(strstr(f->seen[5].path, "prefix=p%2F"));
+	assert_non_null(strstr(f->seen[5].path, "encoding-type=url"));
+	/* NoSuchKey, AccessDenied */
+	st_error_clear(&err);
+	assert_int_equal(st_store_read(s, "k", 0, &data, &n, NULL, &err), ST_ENOTFOUND);
+	assert_string_equal(err.message, "s3: no object 's3://b/p/k'");
+	st_error_clear(&err);
+	assert_int_equal(st_store_write(s, "k", "x", 1, NULL, &err), ST_EAUTH);
+	assert_non_null(strstr(err.message, "refused the credentials for PutObject 'b/p/k': "
+					    "AccessDenied: no; they came from AWS_ACCESS_KEY_ID and "
+					    "AWS_SECRET_ACCESS_KEY (environment)"));
+	assert_null(strstr(err.message, "sk-not-to-print"));
+	/* every request was signed, none carried the secret */
+	for (int i = 0; i < f->nseen; i++) {
+		assert_non_null(strstr(f->seen[i].headers, "Authorization: AWS4-HMAC-SHA256 "
+							   "Credential=AKTEST/"));
+		assert_non_null(strstr(f->seen[i].headers, "x-amz-content-sha256: "));
+		assert_null(strstr(f->seen[i].headers, "sk-not-to-print"));
+	}
+	st_store_free(s);
+	free(url);
+	server_stop(f);
+	assert_int_equal(st_set_net(NULL, NULL), ST_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config_table),   cmocka_unit_test(test_wrong_credentials),
 		cmocka_unit_test(test_missing_bucket), cmocka_unit_test(test_unreachable),
 		cmocka_unit_test(test_failing_half_way), cmocka_unit_test(test_pages),
+		cmocka_unit_test(test_aws_answers),
 	};
 	unsetenv("http_proxy");
 	unsetenv("HTTP_PROXY");
