@@ -535,6 +535,12 @@ int st__refers(const json_t *r, const st_strmap *urns, const st_prefilter *uf,
  * is increased by how many. ST_OK or ST_ENOMEM (r then partly rewritten). */
 int st__ref_rewrite(json_t *r, const st_strmap *urns, const st_strmap *refs, size_t *count);
 
+/* ---- stacks (lib/state/stack.c) ---- */
+/* Is r a root stack resource (type pulumi:pulumi:Stack, no parent)? */
+int st__is_root_stack(const json_t *r);
+/* A new root stack resource for (stack, project), as Pulumi makes one (new; NULL: no memory). */
+json_t *st__root_stack_new(const char *stack, const char *project);
+
 /* Pulumi's provider reference "URN::ID" (new), the ID ST_UNKNOWN_ID when NULL or empty. */
 char *st__provider_ref(const char *urn, const char *id);
 /* The reference to resource r when it is a provider (by its type), else NULL (new). */
@@ -553,17 +559,6 @@ extern const st_embedded_schema st_embedded_schemas[];
 /* JSON Pointer prefix of the deployment in a state ("/deployment", "/checkpoint/latest",
  * "/latest"). */
 const char *st__deployment_pointer(const st_state *s);
-
-/* Edit sessions: the copy-on-write accessor (the element i of arr, copied unless the session
- * made it) and the resources / pending operations arrays, for modules that edit. */
-json_t *st__edit_cow(st_edit *e, json_t *arr, size_t i);
-/* Is v made by this session (changed in place, not copied, by cow)? Only reads. */
-int st__edit_is_fresh(st_edit *e, const json_t *v);
-/* Puts `copy` (a reference taken) at arr[i] without making it the session's own: a copy that
- * shares parts with the state as it was (cow copies it again before changing it in place). */
-int st__edit_replace(st_edit *e, json_t *arr, size_t i, json_t *copy);
-st_state *st__edit_state(st_edit *e);
-void st__edit_report(st_edit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* PBKDF2-HMAC-SHA256, one 32-byte block (exposed for the test vectors). */
 void st__pbkdf2_sha256(const unsigned char *pw, size_t pwlen, const unsigned char *salt,

@@ -662,11 +662,19 @@ ST_EXTERN void st_magic_for_version(const char *version, char buf[65]);
 /* ---------------------------------------------------------------------------------------------
  * Editing: a session over a state with Pulumi's semantics, a diff and integrity checks
  *
- * st_edit_begin opens a session (a state older than version 3 is migrated first, as Pulumi's
- * state commands do; the migration is reported). Operations change the state in memory;
- * resources are copied before they are changed, so the session can diff and roll back.
- * st_edit_commit checks integrity: a state that was valid must stay valid, else the edit is
- * refused (ST_EINTEGRITY) and rolled back. The caller then saves (or not, for a dry run).
+ * A session is one transaction over a state: st_edit_begin opens it (a state older than
+ * version 3 is migrated first, as Pulumi's state commands do; the migration is reported), the
+ * operations (st_edit_*: delete, rename, flags, repair, pending, providers, secrets, import,
+ * move) change the state in memory, and st_edit_commit (or _commit_save, _commit_pair) checks
+ * integrity (a state that was valid must stay valid, else the edit is refused with
+ * ST_EINTEGRITY and rolled back), recomputes version and features, diffs and writes.
+ * Resources are copied before they are changed, so the session can diff and roll back.
+ *
+ * Operations chain: each one starts from what the previous ones left, and one that fails
+ * leaves the session as it was before it. Resources are named by handles (st_handle), which
+ * no operation shifts: a handle names the same resource after others are deleted, added or
+ * reordered, and after its own rename. Get one from a URN (st_edit_handle_of) or from an
+ * index of the state as the session has it now (st_edit_handle_at).
  */
 
 typedef struct st_edit st_edit;
@@ -692,44 +700,68 @@ ST_EXTERN void st_diff_clear(st_diff *diff);
  * each operation does are appended to `report` (borrowed, may be NULL). *out is new. */
 ST_EXTERN int st_edit_begin(st_edit **out, st_state *state, st_changes *report, st_error *err);
 
+/* A resource of a session (a value; valid for the session's life). id 0 names nothing. */
+typedef struct st_handle {
+	size_t id;
+} st_handle;
+
+/* The handle of the resource at `index` of the session's state as it is now (after the
+ * operations so far). ST_ENOTFOUND when there is none. */
+ST_EXTERN int st_edit_handle_at(st_edit *e, size_t index, st_handle *out, st_error *err);
+
+/* The handle of the resource whose URN is `urn` (borrowed): the copy not marked delete: true,
+ * or the only copy. ST_ENOTFOUND when none has it; ST_EAMBIGUOUS when several live copies do
+ * (take them by index). */
+ST_EXTERN int st_edit_handle_of(st_edit *e, const char *urn, st_handle *out, st_error *err);
+
+/* The resource a handle names, as the session has it now (borrowed, read only: valid until
+ * the next operation), or NULL when it was deleted. */
+ST_EXTERN const json_t *st_edit_resource(st_edit *e, st_handle h);
+
 /* Flags of st_edit_delete. */
 #define ST_DELETE_FORCE 1             /* delete protected resources too */
 #define ST_DELETE_TARGET_DEPENDENTS 2 /* delete what depends on the targets too */
 
-/* Deletes the resources at the given indexes. What depends on them (children, dependencies,
+/* Deletes the resources the handles (borrowed) name. What depends on them (children, dependencies,
  * property dependencies, deletedWith, replaceWith, provider references) refuses the delete
  * (ST_EREFUSED, Pulumi's message listing them) unless ST_DELETE_TARGET_DEPENDENTS; protected
- * resources refuse it unless ST_DELETE_FORCE. *deleted (may be NULL) counts what went. */
-ST_EXTERN int st_edit_delete(st_edit *e, const size_t *targets, size_t n, unsigned flags,
+ * resources refuse it unless ST_DELETE_FORCE. *deleted (may be NULL) counts what went. A handle
+ * of a resource an earlier operation deleted is ST_ENOTFOUND. */
+ST_EXTERN int st_edit_delete(st_edit *e, const st_handle *targets, size_t n, unsigned flags,
 			     size_t *deleted, st_error *err);
 
-/* Renames the resource at `target` to `new_name` (a name, not a URN): its URN changes and every
+/* Renames the resource `target` names to `new_name` (borrowed; a name, not a URN): its URN changes and every
  * reference to it is rewritten (parent, dependencies, propertyDependencies, deletedWith,
  * replaceWith, pending operations, and provider references when it is a provider). A URN
  * that exists already is refused (ST_ECONFLICT). */
-ST_EXTERN int st_edit_rename(st_edit *e, size_t target, const char *new_name, st_error *err);
+ST_EXTERN int st_edit_rename(st_edit *e, st_handle target, const char *new_name,
+			     st_error *err);
 
-/* Sets (on = 1) or clears a boolean flag, "protect" or "taint", on the targets; resources
- * marked delete: true are never touched. *changed (may be NULL) counts the resources changed. */
-ST_EXTERN int st_edit_set_flag(st_edit *e, const size_t *targets, size_t n, const char *flag,
+/* Sets (on = 1) or clears a boolean flag, "protect" or "taint", on the resources the handles
+ * (borrowed) name; resources marked delete: true are never touched. *changed (may be NULL)
+ * counts the resources changed. */
+ST_EXTERN int st_edit_set_flag(st_edit *e, const st_handle *targets, size_t n, const char *flag,
 			       int on, size_t *changed, st_error *err);
 
 /* Pulumi's `state repair`, deterministic: sorts resources so every reference points backwards
  * (a post-order walk in file order), then prunes references to missing resources, clearing
  * missing parents (the URN loses its parent-type chain). Dangling provider references are
- * kept, as in Pulumi. A cycle gives ST_EINTEGRITY "snapshot has cyclic dependencies". */
+ * kept, as in Pulumi. The manifest's magic is recomputed. A cycle gives ST_EINTEGRITY
+ * "snapshot has cyclic dependencies". */
 ST_EXTERN int st_edit_repair(st_edit *e, st_error *err);
 
-/* Removes pending operations: all of them (urns NULL), or those on the given URNs. */
+/* Removes pending operations: all of them (urns NULL), or those on the given URNs
+ * (borrowed). */
 ST_EXTERN int st_edit_pending_clear(st_edit *e, const char *const *urns, size_t n, size_t *removed,
 				    st_error *err);
 
-/* Repoints every resource whose provider reference is `from` to the provider reference `to`,
- * which must name an existing provider of the same package. */
+/* Repoints every resource whose provider reference is `from` to the provider reference `to`
+ * (both borrowed), which must name an existing provider of the same package. */
 ST_EXTERN int st_edit_replace_provider(st_edit *e, const char *from, const char *to,
 				       size_t *changed, st_error *err);
 
-/* Replaces the whole deployment (stolen), e.g. after a hand edit. */
+/* Replaces the whole deployment (stolen), e.g. after a hand edit. Every resource gets a new
+ * handle; earlier handles name nothing. */
 ST_EXTERN int st_edit_replace_deployment(st_edit *e, json_t *deployment, st_error *err);
 
 /* Ends the operations: checks integrity (a valid state must stay valid; `problems`, may be
@@ -753,7 +785,18 @@ ST_EXTERN int st_edit_commit_save_stack(st_edit *e, st_backend *b, const char *s
 					st_diff *diff, st_problems *problems, int *written,
 					st_error *err);
 
-/* Undoes every operation of the session. */
+/* Commits two sessions of two different states as one (a move): each is checked as
+ * st_edit_commit checks it; then, when both paths are given, the two states are written as one
+ * operation (st_state_save_pair, through a journal: `a` first; `op` names it). If either
+ * check or the write fails, both sessions are rolled back and nothing is written. diff_a,
+ * diff_b and problems (the failing side's new errors) may be NULL. */
+ST_EXTERN int st_edit_commit_pair(const char *op, st_edit *a, const char *path_a, st_edit *b,
+				  const char *path_b, st_diff *diff_a, st_diff *diff_b,
+				  st_problems *problems, st_error *err);
+
+/* Undoes every operation of the session, and its commit: the state is as st_edit_begin left
+ * it (a migration st_edit_begin made stays; the envelope's version and features are put
+ * back). The session can go on. */
 ST_EXTERN void st_edit_rollback(st_edit *e);
 
 /* Frees the session (it does not roll back). Accepts NULL. */

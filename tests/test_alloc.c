@@ -153,15 +153,20 @@ static int op_edit(const char *path, const char *out)
 	(void)out;
 	st_state *s = NULL;
 	st_edit *e = NULL;
-	size_t del[1] = {12}, deleted = 0;
+	st_handle del[1], logs;
+	size_t deleted = 0;
 	st_error_clear(&err);
 	int rc = st_state_load_file(&s, path, NULL, &err);
 	if (rc == ST_OK)
 		rc = st_edit_begin(&e, s, NULL, &err);
 	if (rc == ST_OK)
+		rc = st_edit_handle_at(e, 12, &del[0], &err);
+	if (rc == ST_OK)
+		rc = st_edit_handle_at(e, 11, &logs, &err);
+	if (rc == ST_OK)
 		rc = st_edit_delete(e, del, 1, 0, &deleted, &err);
 	if (rc == ST_OK)
-		rc = st_edit_rename(e, 11, "logs2", &err);
+		rc = st_edit_rename(e, logs, "logs2", &err);
 	if (rc == ST_OK)
 		rc = st_edit_commit(e, NULL, NULL, &err);
 	st_edit_free(e);

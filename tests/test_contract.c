@@ -42,7 +42,7 @@ static void test_touch_drops_derived_data(void **unused)
 	json_object_set_new(json_array_get(res, 1), "taint", json_true());
 	st_state_touch(s);
 	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
-	assert_int_equal(st_edit_set_flag(e, &target, 1, "protect", 1, &changed, NULL), ST_OK);
+	assert_int_equal(st_edit_set_flag(e, (st_handle[]){tu_handle(e, target)}, 1, "protect", 1, &changed, NULL), ST_OK);
 	assert_int_equal(changed, 1);
 	assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
 	st_edit_free(e);

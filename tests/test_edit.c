@@ -32,7 +32,7 @@ static void test_cow_diff_and_rollback(void **state)
 	st_diff d;
 	size_t i = idx_of(s, "logs"), changed;
 	assert_int_equal(st_edit_begin(&e, s, &ch, NULL), ST_OK);
-	assert_int_equal(st_edit_set_flag(e, &i, 1, "protect", 1, &changed, NULL), ST_OK);
+	assert_int_equal(st_edit_set_flag(e, (st_handle[]){tu_handle(e, i)}, 1, "protect", 1, &changed, NULL), ST_OK);
 	assert_int_equal(changed, 1);
 	/* the original object is untouched: the state holds a copy */
 	assert_false(json_is_true(json_object_get(orig, "protect")));
@@ -107,10 +107,10 @@ static void test_dependents_fixpoint(void **state)
 	assert_int_equal(st_state_load_buffer(&s, text, strlen(text), "t", NULL, NULL), ST_OK);
 	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
 	st_error_clear(&err);
-	assert_int_equal(st_edit_delete(e, &z, 1, 0, &deleted, &err), ST_EREFUSED);
+	assert_int_equal(st_edit_delete(e, (st_handle[]){tu_handle(e, z)}, 1, 0, &deleted, &err), ST_EREFUSED);
 	assert_non_null(strstr(err.message, "\"x\""));
 	assert_non_null(strstr(err.message, "\"y\""));
-	assert_int_equal(st_edit_delete(e, &z, 1, ST_DELETE_TARGET_DEPENDENTS, &deleted, NULL),
+	assert_int_equal(st_edit_delete(e, (st_handle[]){tu_handle(e, z)}, 1, ST_DELETE_TARGET_DEPENDENTS, &deleted, NULL),
 			 ST_OK);
 	assert_int_equal(deleted, 3);
 	assert_null(st_state_resources(s, 0));
@@ -164,7 +164,7 @@ static void test_rename_rewrites_everything(void **state)
 	st_edit *e;
 	st_diff d;
 	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
-	assert_int_equal(st_edit_rename(e, idx_of(s, "assets"), "static", NULL), ST_OK);
+	assert_int_equal(st_edit_rename(e, tu_handle(e, idx_of(s, "assets")), "static", NULL), ST_OK);
 	assert_int_equal(st_edit_commit(e, &d, NULL, NULL), ST_OK);
 	/* assets removed + static added; the policy changed in dependencies and
 	 * propertyDependencies */
@@ -201,7 +201,7 @@ static void test_invalid_state_error_counts(void **state)
 	st_error err;
 	st_error_clear(&err);
 	assert_int_equal(st_edit_begin(&e, s, &report, &err), ST_OK);
-	assert_int_equal(st_edit_set_flag(e, &t, 1, "protect", 1, &changed, &err), ST_OK);
+	assert_int_equal(st_edit_set_flag(e, (st_handle[]){tu_handle(e, t)}, 1, "protect", 1, &changed, &err), ST_OK);
 	assert_int_equal(changed, 1);
 	assert_int_equal(st_edit_commit(e, NULL, NULL, &err), ST_OK);
 	for (size_t i = 0; i < report.count; i++)
@@ -331,7 +331,7 @@ static void test_features_of_untouched(void **state)
 			if (cases[k].late && (way & 1))
 				assert_int_equal(st__json_splits(), splits + 1);
 			assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
-			assert_int_equal(st_edit_delete(e, &target, 1, 0, &deleted, NULL), ST_OK);
+			assert_int_equal(st_edit_delete(e, (st_handle[]){tu_handle(e, target)}, 1, 0, &deleted, NULL), ST_OK);
 			assert_int_equal(deleted, 1);
 			if (way & 2) {
 				int written = 0;
@@ -360,7 +360,7 @@ static void test_features_of_untouched(void **state)
 	char *out;
 	size_t len, t = 30, changed = 0;
 	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
-	assert_int_equal(st_edit_set_flag(e, &t, 1, "taint", 1, &changed, NULL), ST_OK);
+	assert_int_equal(st_edit_set_flag(e, (st_handle[]){tu_handle(e, t)}, 1, "taint", 1, &changed, NULL), ST_OK);
 	assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
 	assert_int_equal(st_state_dump(s, NULL, &out, &len, NULL), ST_OK);
 	assert_non_null(strstr(out, "{\"version\":4,\"features\":[\"taint\"],"));
@@ -395,19 +395,19 @@ static void test_scans_two_threads(void **state)
 		/* r10 has dependents in both halves: refused, both named, in file order */
 		st_error_clear(&err);
 		assert_int_equal(st_edit_begin(&e, s, &rep, NULL), ST_OK);
-		assert_int_equal(st_edit_delete(e, &target, 1, 0, &deleted, &err), ST_EREFUSED);
+		assert_int_equal(st_edit_delete(e, (st_handle[]){tu_handle(e, target)}, 1, 0, &deleted, &err), ST_EREFUSED);
 		const char *m20 = strstr(err.message, "::r20)"), *m5500 = strstr(err.message, "::r5500)");
 		assert_non_null(m20);
 		assert_non_null(m5500);
 		assert_true(m20 < m5500);
 		/* a leaf goes alone */
-		assert_int_equal(st_edit_delete(e, &leaf, 1, 0, &deleted, NULL), ST_OK);
+		assert_int_equal(st_edit_delete(e, (st_handle[]){tu_handle(e, leaf)}, 1, 0, &deleted, NULL), ST_OK);
 		assert_int_equal(deleted, 1);
 		/* a rename onto a URN taken in the second half is refused */
 		st_error_clear(&err);
-		assert_int_equal(st_edit_rename(e, target, "r5990", &err), ST_ECONFLICT);
+		assert_int_equal(st_edit_rename(e, tu_handle(e, target), "r5990", &err), ST_ECONFLICT);
 		/* a rename rewrites the references in both halves */
-		assert_int_equal(st_edit_rename(e, target, "ten", NULL), ST_OK);
+		assert_int_equal(st_edit_rename(e, tu_handle(e, target), "ten", NULL), ST_OK);
 		assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
 		size_t rewrote = 0;
 		for (size_t i = 0; i < rep.count; i++)
@@ -443,8 +443,8 @@ static void test_commit_two_threads(void **state)
 		size_t len;
 		st_set_threads(t ? 2 : 1, NULL);
 		assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
-		assert_int_equal(st_edit_rename(e, target, "moved", NULL), ST_OK); /* r0-0 */
-		assert_int_equal(st_edit_set_flag(e, &taint, 1, "taint", 1, &changed, NULL), ST_OK);
+		assert_int_equal(st_edit_rename(e, tu_handle(e, target), "moved", NULL), ST_OK); /* r0-0 */
+		assert_int_equal(st_edit_set_flag(e, (st_handle[]){tu_handle(e, taint)}, 1, "taint", 1, &changed, NULL), ST_OK);
 		assert_int_equal(st_edit_commit(e, &d[t], NULL, NULL), ST_OK);
 		st_set_threads(0, NULL);
 		assert_int_equal(st_state_dump(s, NULL, &out[t], &len, NULL), ST_OK);
@@ -484,7 +484,7 @@ static void test_commit_save(void **state)
 	assert_int_equal(st_state_save(s, p1, NULL, NULL), ST_OK);
 	assert_int_equal(st_state_save(s, p2, NULL, NULL), ST_OK);
 	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
-	assert_int_equal(st_edit_rename(e, target, "moved", NULL), ST_OK);
+	assert_int_equal(st_edit_rename(e, tu_handle(e, target), "moved", NULL), ST_OK);
 	assert_int_equal(st_edit_commit(e, &d1, NULL, NULL), ST_OK);
 	assert_int_equal(st_state_save(s, p1, NULL, NULL), ST_OK);
 	st_edit_free(e);
@@ -493,7 +493,7 @@ static void test_commit_save(void **state)
 	s = big_state();
 	st_set_threads(2, NULL);
 	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
-	assert_int_equal(st_edit_rename(e, target, "moved", NULL), ST_OK);
+	assert_int_equal(st_edit_rename(e, tu_handle(e, target), "moved", NULL), ST_OK);
 	assert_int_equal(st_edit_commit_save(e, p2, NULL, 0, &d2, NULL, &written, NULL), ST_OK);
 	st_edit_free(e);
 	assert_int_equal(written, 1);
@@ -522,7 +522,7 @@ static void test_commit_save(void **state)
 		json_t *dep;
 		st_error_clear(&err);
 		assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
-		assert_int_equal(st_edit_set_flag(e, &taint, 1, "taint", 1, &changed, NULL), ST_OK);
+		assert_int_equal(st_edit_set_flag(e, (st_handle[]){tu_handle(e, taint)}, 1, "taint", 1, &changed, NULL), ST_OK);
 		dep = json_deep_copy(st_state_deployment(s));
 		json_object_set_new(json_array_get(json_object_get(dep, "resources"), 7),
 				    "parent", json_string("urn:pulumi:dev::p::m:i:C::gone"));
@@ -557,10 +557,105 @@ static void test_commit_save(void **state)
 	tu_rmdir(dir);
 }
 
+
+/* Operations chain by handle: a handle names its resource after an earlier delete shifted the
+ * indexes and after its own rename; a deleted resource's handle names nothing; an operation
+ * that fails leaves the session as the previous one left it. */
+static void test_chain_by_handle(void **state)
+{
+	(void)state;
+	st_state *s = tu_load("edit/base.json");
+	st_edit *e;
+	st_handle backup, logs, server, none = {0};
+	st_error err;
+	size_t n;
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_handle_at(e, 9, &backup, NULL), ST_OK);
+	assert_int_equal(st_edit_handle_of(e, "urn:pulumi:dev::shop::aws:cloudwatch/logGroup:"
+					      "LogGroup::logs", &logs, NULL), ST_OK);
+	/* of two copies of a URN the live one */
+	assert_int_equal(st_edit_handle_of(e, "urn:pulumi:dev::shop::my:index:App$aws:ec2/"
+					      "instance:Instance::server", &server, NULL), ST_OK);
+	assert_false(json_is_true(json_object_get(st_edit_resource(e, server), "delete")));
+	st_error_clear(&err);
+	assert_int_equal(st_edit_handle_of(e, "urn:pulumi:dev::shop::x:y:Z::nothing", &none, &err),
+			 ST_ENOTFOUND);
+	assert_int_equal(st_edit_handle_at(e, 13, &none, NULL), ST_ENOTFOUND);
+	assert_null(st_edit_resource(e, none));
+
+	assert_int_equal(st_edit_delete(e, &backup, 1, 0, &n, NULL), ST_OK);
+	assert_int_equal(n, 1);
+	assert_null(st_edit_resource(e, backup));
+	/* logs moved from index 11 to 10; its handle follows it */
+	assert_int_equal(st_edit_rename(e, logs, "logs2", NULL), ST_OK);
+	assert_string_equal(st_json_str(st_edit_resource(e, logs), "urn"),
+			    "urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs2");
+	assert_ptr_equal(st_edit_resource(e, logs), json_array_get(st_state_resources(s, 0), 10));
+	assert_int_equal(st_edit_set_flag(e, &logs, 1, "protect", 1, &n, NULL), ST_OK);
+	assert_int_equal(n, 1);
+	assert_true(json_is_true(json_object_get(st_edit_resource(e, logs), "protect")));
+	/* the deleted resource's handle */
+	st_error_clear(&err);
+	assert_int_equal(st_edit_delete(e, &backup, 1, 0, &n, &err), ST_ENOTFOUND);
+	assert_int_equal(st_edit_rename(e, backup, "b", NULL), ST_ENOTFOUND);
+	/* a failing operation changes nothing */
+	char *before = dump(s);
+	st_error_clear(&err);
+	assert_int_equal(st_edit_rename(e, logs, "audit", &err), ST_ECONFLICT);
+	char *after = dump(s);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+	st_diff d;
+	assert_int_equal(st_edit_commit(e, &d, NULL, NULL), ST_OK);
+	assert_int_equal(d.count, 3); /* backup and logs gone, logs2 added */
+	st_diff_clear(&d);
+	st_edit_free(e);
+	st_state_free(s);
+}
+
+/* A rollback puts back every member of the deployment, the envelope's version and features,
+ * and the absence of what the session added: the bytes are the original ones, after a commit
+ * too. */
+static void test_rollback_is_byte_exact(void **state)
+{
+	(void)state;
+	st_state *s = tu_load("edit/base.json");
+	char *before = dump(s), *after;
+	st_edit *e;
+	json_t *dep;
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_set_flag(e, (st_handle[]){tu_handle(e, 11)}, 1, "taint", 1, NULL,
+					  NULL),
+			 ST_OK);
+	dep = json_copy(st_state_deployment(s));
+	json_object_del(dep, "manifest");
+	assert_int_equal(st_edit_replace_deployment(e, dep, NULL), ST_OK);
+	assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK); /* version 4: taint */
+	assert_int_equal(st_state_version(s), 4);
+	st_edit_rollback(e);
+	after = dump(s);
+	assert_string_equal(before, after);
+	free(after);
+	/* the session goes on after a rollback */
+	assert_int_equal(st_edit_delete(e, (st_handle[]){tu_handle(e, 12)}, 1, 0, NULL, NULL),
+			 ST_OK);
+	assert_int_equal(json_array_size(st_state_resources(s, 0)), 12);
+	st_edit_rollback(e);
+	after = dump(s);
+	assert_string_equal(before, after);
+	free(after);
+	st_edit_free(e);
+	free(before);
+	st_state_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cow_diff_and_rollback),
+		cmocka_unit_test(test_chain_by_handle),
+		cmocka_unit_test(test_rollback_is_byte_exact),
 		cmocka_unit_test(test_integrity_refusal_rolls_back),
 		cmocka_unit_test(test_invalid_state_error_counts),
 		cmocka_unit_test(test_commit_two_threads),

@@ -62,7 +62,7 @@ static void test_update_state_and_query(void **unused)
 	size_t idx[1] = {12}, deleted = 0; /* the audit log group, nothing depends on it */
 	st_edit *e = NULL;
 	assert_int_equal(st_edit_begin(&e, s, NULL, &err), ST_OK);
-	assert_int_equal(st_edit_delete(e, idx, 1, 0, &deleted, &err), ST_OK);
+	assert_int_equal(st_edit_delete(e, (st_handle[]){tu_handle(e, idx[0])}, 1, 0, &deleted, &err), ST_OK);
 	assert_int_equal(deleted, 1);
 	assert_int_equal(st_edit_commit(e, NULL, NULL, &err), ST_OK);
 	st_edit_free(e);

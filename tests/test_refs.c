@@ -266,11 +266,12 @@ static void test_every_caller_sees_every_field(void **unused)
 		assert_int_equal(p.errors, 0);
 		st_problems_clear(&p);
 		assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
-		if (st_edit_delete(e, &a, 1, 0, &deleted, &err) != ST_EREFUSED) {
+		if (st_edit_delete(e, (st_handle[]){tu_handle(e, a)}, 1, 0, &deleted, &err) !=
+		    ST_EREFUSED) {
 			fprintf(stderr, "delete misses %s\n", field);
 			fail();
 		}
-		assert_int_equal(st_edit_rename(e, a, "a2", NULL), ST_OK);
+		assert_int_equal(st_edit_rename(e, tu_handle(e, a), "a2", NULL), ST_OK);
 		json_t *b = json_array_get(st_state_resources(s, 0), 2);
 		char *text = json_dumps(json_object_get(b, field), JSON_ENCODE_ANY);
 		if (!strstr(text, "::a2")) {

@@ -483,6 +483,38 @@ static void test_rekey_state_and_config(void **state)
 	st_state_free(s);
 }
 
+
+/* A rekey changes the deployment's secrets provider; a rollback puts every byte back. */
+static void test_rekey_rolled_back(void **state)
+{
+	(void)state;
+	st_state *s = tu_load("pulumi/checkpoint-secrets.json");
+	json_t *sp = json_object_get(st_state_deployment(s), "secrets_providers");
+	st_secrets *from, *to;
+	st_edit *e;
+	char *before, *after;
+	size_t len, n;
+	assert_int_equal(st_state_dump(s, NULL, &before, &len, NULL), ST_OK);
+	assert_int_equal(st_secrets_open(&from, sp, NULL, 0, NULL), ST_OK);
+	assert_int_equal(st_secrets_new_passphrase(&to, "new", 3, NULL), ST_OK);
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_secrets_rekey(e, from, to, &n, NULL), ST_OK);
+	assert_int_equal(n, 10);
+	assert_string_equal(st_json_str(json_object_get(st_state_deployment(s), "secrets_providers"),
+					"type"),
+			    "passphrase");
+	assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
+	st_edit_rollback(e);
+	assert_int_equal(st_state_dump(s, NULL, &after, &len, NULL), ST_OK);
+	assert_string_equal(before, after);
+	st_edit_free(e);
+	free(before);
+	free(after);
+	st_secrets_free(from);
+	st_secrets_free(to);
+	st_state_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -493,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_encrypt_two_threads),
 		cmocka_unit_test(test_encrypt_copies_the_path),
 		cmocka_unit_test(test_b64_provider),
+		cmocka_unit_test(test_rekey_rolled_back),
 		cmocka_unit_test(test_other_providers_pass_through),
 		cmocka_unit_test(test_custom_provider_encrypt_and_rekey),
 		cmocka_unit_test(test_rekey_state_and_config),

@@ -115,4 +115,12 @@ static inline json_t *tu_json(const char *text)
 	return v;
 }
 
+/* The handle of the resource at index i of an edit session's state. */
+static inline st_handle tu_handle(st_edit *e, size_t i)
+{
+	st_handle h;
+	assert_int_equal(st_edit_handle_at(e, i, &h, NULL), ST_OK);
+	return h;
+}
+
 #endif

@@ -117,6 +117,10 @@ int cli_parse_size(const char *s, size_t *out);
  * errors; returns an exit code. *out is new. */
 int cli_find(st_state *s, char *const *queries, int n, int allow_copies, size_t **out,
 	     size_t *count);
+/* The same (or, with `all`, every resource) as handles of the session `e` on `s`, before any
+ * operation of the session. Prints errors; returns an exit code. *out is new. */
+int cli_find_handles(st_edit *e, st_state *s, char *const *queries, int n, int all,
+		     int allow_copies, st_handle **out, size_t *count);
 
 /* The shared flow of mutating commands. */
 typedef struct cli_mutate_opts {

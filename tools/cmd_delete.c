@@ -42,29 +42,23 @@ static int extra(int opt, const char *arg, void *p)
 static int run(st_edit *e, st_state *s, void *arg, st_error *err)
 {
 	ctx *c = arg;
-	size_t *idx = NULL, n = 0, deleted = 0;
-	json_t *res = st_state_resources(s, 0);
+	st_handle *h = NULL;
+	size_t n = 0, deleted = 0;
 	int rc;
 
-	if (c->all) {
-		n = json_array_size(res);
-		idx = calloc(n + 1, sizeof(*idx));
-		for (size_t i = 0; i < n; i++)
-			idx[i] = i;
-	} else if ((rc = cli_find(s, c->queries, c->nq, 0, &idx, &n)) != EXIT_OK) {
+	if ((rc = cli_find_handles(e, s, c->queries, c->nq, c->all, 0, &h, &n)) != EXIT_OK)
 		return rc;
+	for (size_t i = 0; c->force && i < n; i++) {
+		const json_t *r = st_edit_resource(e, h[i]);
+		if (json_is_true(json_object_get(r, "protect")))
+			cli_warnf("deleting protected resource %s due to presence of --force",
+				  json_string_value(json_object_get(r, "urn")));
 	}
-	if (c->force)
-		for (size_t i = 0; i < n; i++)
-			if (json_is_true(json_object_get(json_array_get(res, idx[i]), "protect")))
-				cli_warnf("deleting protected resource %s due to presence of --force",
-					  json_string_value(json_object_get(json_array_get(res, idx[i]),
-									    "urn")));
-	rc = st_edit_delete(e, idx, n,
+	rc = st_edit_delete(e, h, n,
 			    (c->force ? ST_DELETE_FORCE : 0) |
 				    (c->deps || c->all ? ST_DELETE_TARGET_DEPENDENTS : 0),
 			    &deleted, err);
-	free(idx);
+	free(h);
 	if (rc == ST_OK) {
 		if (c->all)
 			snprintf(c->mo->summary, sizeof(c->mo->summary), "Resources deleted (%zu)",

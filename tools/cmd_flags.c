@@ -26,19 +26,14 @@ static int extra(int opt, const char *arg, void *p)
 static int run(st_edit *e, st_state *s, void *arg, st_error *err)
 {
 	ctx *c = arg;
-	size_t *idx = NULL, n = 0, changed = 0;
+	st_handle *h = NULL;
+	size_t n = 0, changed = 0;
 	int rc;
 
-	if (c->all) {
-		n = json_array_size(st_state_resources(s, 0));
-		idx = calloc(n + 1, sizeof(*idx));
-		for (size_t i = 0; i < n; i++)
-			idx[i] = i;
-	} else if ((rc = cli_find(s, c->queries, c->nq, 1, &idx, &n)) != EXIT_OK) {
+	if ((rc = cli_find_handles(e, s, c->queries, c->nq, c->all, 1, &h, &n)) != EXIT_OK)
 		return rc;
-	}
-	rc = st_edit_set_flag(e, idx, n, c->flag, c->on, &changed, err);
-	free(idx);
+	rc = st_edit_set_flag(e, h, n, c->flag, c->on, &changed, err);
+	free(h);
 	if (rc == ST_OK) {
 		if (c->all)
 			snprintf(c->mo->summary, sizeof(c->mo->summary), "All resources %s",

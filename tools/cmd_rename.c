@@ -24,12 +24,13 @@ typedef struct ctx {
 static int run(st_edit *e, st_state *s, void *arg, st_error *err)
 {
 	ctx *c = arg;
-	size_t *idx = NULL, n = 0;
-	int rc = cli_find(s, c->pos, 1, 0, &idx, &n);
+	st_handle *h = NULL;
+	size_t n = 0;
+	int rc = cli_find_handles(e, s, c->pos, 1, 0, 0, &h, &n);
 	if (rc != EXIT_OK)
 		return rc;
-	rc = st_edit_rename(e, idx[0], c->pos[1], err);
-	free(idx);
+	rc = st_edit_rename(e, h[0], c->pos[1], err);
+	free(h);
 	if (rc == ST_OK)
 		snprintf(c->mo->summary, sizeof(c->mo->summary), "Resource renamed");
 	return rc;

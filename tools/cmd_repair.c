@@ -35,7 +35,6 @@ static int run(st_edit *e, st_state *s, void *arg, st_error *err)
 	rc = st_edit_repair(e, err);
 	if (rc)
 		return rc;
-	st_state_fix_magic(s);
 	st_integrity_check(s, &p, NULL);
 	if (p.errors) {
 		cli_errorf("Failed to repair the snapshot automatically: %zu integrity error%s "

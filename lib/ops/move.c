@@ -25,85 +25,6 @@ void st_move_report_clear(st_move_report *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static int split_names(const char *s, char **stack, char **project)
-{
-	const char *a = strchr(s, '/');
-	const char *b = a ? strchr(a + 1, '/') : NULL;
-	if (b) { /* organization/project/stack */
-		*project = st_strndup(a + 1, (size_t)(b - a - 1));
-		*stack = st_strdup(b + 1);
-	} else if (a) {
-		*project = st_strndup(s, (size_t)(a - s));
-		*stack = st_strdup(a + 1);
-	} else {
-		return -1;
-	}
-	return *stack && *project && **stack && **project ? 0 : -1;
-}
-
-int st_stack_names(const st_state *s, const char *override, const char *path, char **stack,
-		   char **project, st_error *err)
-{
-	ST_ASSERT_ARG(s);
-	const char *cp;
-	json_t *res, *r;
-	size_t i;
-
-	*stack = *project = NULL;
-	if (override) {
-		if (split_names(override, stack, project) < 0 || !st_stack_name_valid(*stack) ||
-		    !st_project_name_valid(*project)) {
-			free(*stack);
-			free(*project);
-			*stack = *project = NULL;
-			return st__err(err, ST_EINVAL, "'%s' is not PROJECT/STACK", override);
-		}
-		return ST_OK;
-	}
-	cp = st_state_checkpoint_stack(s);
-	if (cp && strchr(cp, '/') && split_names(cp, stack, project) == 0)
-		return ST_OK;
-	free(*stack);
-	free(*project);
-	*stack = *project = NULL;
-	if (path) {
-		const char *m = strstr(path, "/.pulumi/stacks/");
-		if (m) {
-			const char *p = m + 16, *slash = strchr(p, '/'), *dot;
-			if (slash && !strchr(slash + 1, '/') && (dot = strstr(slash + 1, ".json"))) {
-				*project = st_strndup(p, (size_t)(slash - p));
-				*stack = st_strndup(slash + 1, (size_t)(dot - slash - 1));
-				if (*project && *stack)
-					return ST_OK;
-				free(*stack);
-				free(*project);
-				*stack = *project = NULL;
-			}
-		}
-	}
-	res = st_state_resources((st_state *)s, 0);
-	const char *found = NULL;
-	json_array_foreach(res, i, r) {
-		const char *u = st_json_str(r, "urn"), *t = st_json_str(r, "type");
-		if (!u || !st_urn_valid(u))
-			continue;
-		if (!found)
-			found = u;
-		if (t && !strcmp(t, ST_ROOT_STACK_TYPE) && !st_json_str(r, "parent")) {
-			found = u;
-			break;
-		}
-	}
-	if (found) {
-		st_urn pu;
-		st_urn_parse(found, &pu);
-		*stack = st_strndup(pu.stack, pu.stack_len);
-		*project = st_strndup(pu.project, pu.project_len);
-		return ST_OK;
-	}
-	return st__err(err, ST_ENOTFOUND, "the state names no stack and project");
-}
-
 /* ---- helpers ---- */
 
 typedef struct ctx {
@@ -120,11 +41,6 @@ typedef struct ctx {
 	st_move_report *rep;
 } ctx;
 
-static int is_root(json_t *r)
-{
-	const char *t = st_json_str(r, "type");
-	return t && !strcmp(t, ST_ROOT_STACK_TYPE) && !st_json_str(r, "parent");
-}
 
 static char *ref_of(json_t *r)
 {
@@ -257,7 +173,7 @@ static void expand(ctx *c, const st_move_opts *o)
 				if (!ps || c->moved[ps->a])
 					continue;
 				json_t *pr = json_array_get(c->sres, ps->a);
-				if (is_root(pr) || st_type_is_provider(st_json_str(pr, "type")))
+				if (st__is_root_stack(pr) || st_type_is_provider(st_json_str(pr, "type")))
 					continue;
 				c->moved[ps->a] = 1;
 				changed = 1;
@@ -279,7 +195,7 @@ static void expand(ctx *c, const st_move_opts *o)
 	} while (changed);
 	/* the root stack itself never moves: its children do */
 	json_array_foreach(c->sres, i, r)
-		if (c->moved[i] && is_root(r))
+		if (c->moved[i] && st__is_root_stack(r))
 			c->moved[i] = 0;
 }
 
@@ -422,7 +338,7 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 		st_strmap_slot *sl = u ? st_strmap_put(&dst_urns, u, &created) : NULL;
 		if (sl)
 			sl->a = i + 1; /* the last resource of that URN */
-		if (is_root(r) && !c->droot)
+		if (st__is_root_stack(r) && !c->droot)
 			c->droot = st_strdup(u);
 	}
 	new_dst = json_array();

@@ -5,6 +5,7 @@
  * Keys are kept in sodium_malloc'ed memory; plaintexts are wiped before they are freed.
  */
 #include "internal.h"
+#include "ops/session.h"
 
 #include <pthread.h>
 
@@ -839,7 +840,7 @@ static int encrypt_res(void *p, json_t *arr, size_t i, const char *base)
 {
 	ectx *c = p;
 	json_t *r = resource_of(arr, i, base);
-	if (r == json_array_get(arr, i) && !st__edit_is_fresh(c->e, r)) {
+	if (r == json_array_get(arr, i) && !st__edit_is_own(c->e, r)) {
 		/* a resource of the state as it was: copied along the paths to its secrets */
 		json_t *t = NULL;
 		size_t before = c->count;
@@ -850,7 +851,7 @@ static int encrypt_res(void *p, json_t *arr, size_t i, const char *base)
 			json_decref(t);
 			return rc;
 		}
-		if (st__edit_replace(c->e, arr, i, t) < 0)
+		if (st__edit_put(c->e, arr, i, t) < 0)
 			return st__err(c->err, ST_ENOMEM, "out of memory");
 		st__edit_report(c->e, "%s: %s %zu secret%s", st_json_str(t, "urn"),
 				c->rekey ? "re-encrypted" : "encrypted", c->count - before,
@@ -859,7 +860,7 @@ static int encrypt_res(void *p, json_t *arr, size_t i, const char *base)
 	}
 	if (!has_secret(r))
 		return 0;
-	if (!st__edit_cow(c->e, arr, i))
+	if (!st__edit_own(c->e, arr, i))
 		return st__err(c->err, ST_ENOMEM, "out of memory");
 	r = resource_of(arr, i, base);
 	size_t before = c->count;
@@ -893,7 +894,7 @@ static void *enc_main(void *arg)
 	for (size_t i = j->from; i < j->to && !j->rc; i++) {
 		json_t *r = json_array_get(j->arr, i), *t;
 		size_t before = j->c.count;
-		int own = st__edit_is_fresh(j->c.e, r);
+		int own = st__edit_is_own(j->c.e, r);
 		/* the session's own copy changes in place; another is copied along the paths to
 		 * the secrets that change */
 		snprintf(base, sizeof(base), "%s/resources/%zu", j->dbase, i);
@@ -968,7 +969,7 @@ static int encrypt_two_threads(ectx *c)
 			json_decref(t);
 			continue;
 		}
-		if (st__edit_replace(c->e, arr, i, t) < 0) { /* (the session's own: in place) */
+		if (st__edit_put(c->e, arr, i, t) < 0) { /* (the session's own: in place) */
 			rc = st__err(c->err, ST_ENOMEM, "out of memory");
 			continue;
 		}
@@ -1010,10 +1011,34 @@ int st_edit_secrets_encrypt(st_edit *e, st_secrets *s, size_t *count, st_error *
 	ST_ASSERT_ARG(e);
 	ST_ASSERT_ARG(s);
 	ectx c = {e, s, s, 0, 0, err};
-	int rc = encrypt_all(&c);
+	st__edit_op op;
+	int rc;
+
+	ST_ASSERT_ARG(e);
+	ST_ASSERT_ARG(s);
 	if (count)
+		*count = 0;
+	if ((rc = st__edit_op_begin(e, &op, err)) != ST_OK)
+		return rc;
+	rc = st__edit_op_end(e, &op, encrypt_all(&c));
+	if (rc == ST_OK && count)
 		*count = c.count;
 	return rc;
+}
+
+static int rekey(ectx *c)
+{
+	json_t *sp;
+	int rc = encrypt_all(c);
+	if (rc)
+		return rc;
+	st__phase("secrets: re-encrypted");
+	if (!(sp = st_secrets_provider_json(c->to)))
+		return st__err(c->err, ST_ENOMEM, "out of memory");
+	if ((rc = st__edit_set_member(c->e, "secrets_providers", sp, c->err)) != ST_OK)
+		return rc;
+	st__edit_report(c->e, "secrets provider: %s with a new salt", st_secrets_type(c->to));
+	return ST_OK;
 }
 
 int st_edit_secrets_rekey(st_edit *e, st_secrets *from, st_secrets *to, size_t *count,
@@ -1023,25 +1048,23 @@ int st_edit_secrets_rekey(st_edit *e, st_secrets *from, st_secrets *to, size_t *
 	ST_ASSERT_ARG(from);
 	ST_ASSERT_ARG(to);
 	ectx c = {e, from, to, 1, 0, err};
-	st_state *s = st__edit_state(e);
-	st__phase("secrets: keys derived");
-	json_t *dep = st_state_deployment(s);
+	st__edit_op op;
 	int rc;
 
-	if (!dep)
-		return st__err(err, ST_EINVAL, "the state has no deployment");
-	rc = encrypt_all(&c);
-	if (rc)
-		return rc;
-	st__phase("secrets: re-encrypted");
-	json_t *sp = st_secrets_provider_json(to);
-	if (!sp)
-		return st__err(err, ST_ENOMEM, "out of memory");
-	st_obj_set_ordered(dep, ST_K_DEPLOYMENT, "secrets_providers", sp);
-	st__edit_report(e, "secrets provider: %s with a new salt", st_secrets_type(to));
+	ST_ASSERT_ARG(e);
+	ST_ASSERT_ARG(from);
+	ST_ASSERT_ARG(to);
+	st__phase("secrets: keys derived");
 	if (count)
+		*count = 0;
+	if (!st_state_deployment(st__edit_state(e)))
+		return st__err(err, ST_EINVAL, "the state has no deployment");
+	if ((rc = st__edit_op_begin(e, &op, err)) != ST_OK)
+		return rc;
+	rc = st__edit_op_end(e, &op, rekey(&c));
+	if (rc == ST_OK && count)
 		*count = c.count;
-	return ST_OK;
+	return rc;
 }
 
 size_t st__secrets_count_ciphertexts(json_t *r)

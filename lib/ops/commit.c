@@ -1,0 +1,684 @@
+/*
+ * Committing a session: the integrity check (a valid state stays valid), the features and
+ * version, the diff, and the write (st_edit_commit_save: the check runs on another thread
+ * while the new file is written; st_edit_commit_pair: two sessions as one, through the
+ * journal).
+ */
+#include "session.h"
+
+#include <pthread.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void st_diff_clear(st_diff *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->count; i++) {
+		free(d->items[i].urn);
+		for (size_t k = 0; k < d->items[i].nfields; k++)
+			free(d->items[i].fields[k]);
+		free(d->items[i].fields);
+	}
+	free(d->items);
+	memset(d, 0, sizeof(*d));
+}
+
+static size_t count_errors(st_state *s)
+{
+	st_problems p = {0};
+	size_t n;
+	st_integrity_check(s, &p, NULL);
+	n = p.errors;
+	st_problems_clear(&p);
+	return n;
+}
+
+/* ---- commit: integrity and the diff ---- */
+
+/*
+ * json_equal, quicker for a copy of a value: members in the same order, most of them the same
+ * objects (a copy made along the path to what changed), are compared by pointer and position
+ * before anything is looked up or walked.
+ */
+static int same_value(json_t *a, json_t *b, int depth)
+{
+	if (a == b)
+		return 1;
+	if (!a || !b || json_typeof(a) != json_typeof(b) || depth > ST_DEFAULT_MAX_DEPTH)
+		return a && b && json_equal(a, b);
+	if (json_is_object(a)) {
+		void *ia, *ib;
+		if (json_object_size(a) != json_object_size(b))
+			return 0;
+		for (ia = json_object_iter(a), ib = json_object_iter(b); ia && ib;
+		     ia = json_object_iter_next(a, ia), ib = json_object_iter_next(b, ib)) {
+			size_t la = json_object_iter_key_len(ia);
+			if (la != json_object_iter_key_len(ib) ||
+			    memcmp(json_object_iter_key(ia), json_object_iter_key(ib), la))
+				return json_equal(a, b); /* another order: by key */
+			if (!same_value(json_object_iter_value(ia), json_object_iter_value(ib),
+					depth + 1))
+				return 0;
+		}
+		return 1;
+	}
+	if (json_is_array(a)) {
+		size_t n = json_array_size(a);
+		if (n != json_array_size(b))
+			return 0;
+		for (size_t i = 0; i < n; i++)
+			if (!same_value(json_array_get(a, i), json_array_get(b, i), depth + 1))
+				return 0;
+		return 1;
+	}
+	return json_equal(a, b);
+}
+
+static int diff_push(st_diff *d, char kind, const char *urn, json_t *a, json_t *b)
+{
+	st_diff_entry *it;
+	st_diff_entry *items = realloc(d->items, (d->count + 1) * sizeof(*items));
+	if (!items)
+		return -1;
+	d->items = items;
+	it = &d->items[d->count];
+	memset(it, 0, sizeof(*it));
+	it->kind = kind;
+	it->urn = st_strdup(urn ? urn : "(no urn)");
+	if (kind == '~') {
+		const char *k;
+		json_t *v;
+		size_t n = json_object_size(a) + json_object_size(b);
+		it->fields = calloc(n + 1, sizeof(char *));
+		void *ib = json_object_iter(b);
+		int aligned = json_object_size(a) == json_object_size(b); /* the same keys, in order */
+		for (void *ia = json_object_iter(a); ia; ia = json_object_iter_next(a, ia)) {
+			/* b is mostly a's copy: the member at the same place first */
+			size_t kl = json_object_iter_key_len(ia);
+			json_t *bv;
+			k = json_object_iter_key(ia);
+			v = json_object_iter_value(ia);
+			if (ib && json_object_iter_key_len(ib) == kl &&
+			    !memcmp(json_object_iter_key(ib), k, kl)) {
+				bv = json_object_iter_value(ib);
+			} else {
+				bv = json_object_getn(b, k, kl);
+				aligned = 0;
+			}
+			if (!bv || !same_value(v, bv, 0))
+				it->fields[it->nfields++] = st_strdup(k);
+			if (ib)
+				ib = json_object_iter_next(b, ib);
+		}
+		if (!aligned) /* keys only b has */
+			json_object_foreach(b, k, v)
+				if (!json_object_get(a, k))
+					it->fields[it->nfields++] = st_strdup(k);
+		if (!it->nfields) {
+			free(it->fields);
+			free(it->urn);
+			return 0; /* copied but not changed */
+		}
+	}
+	d->count++;
+	return 0;
+}
+
+/* Where the resources before and after the session differ: a common prefix and suffix of the
+ * same objects (an edit of one resource leaves every other in place), and the sets of the
+ * objects in the two middle parts. The session's arrays never hold one object twice (the
+ * loader makes distinct objects; edits put fresh copies in), so an object in a middle part is
+ * in the other array exactly when it is in the other middle part. */
+typedef struct window {
+	json_t *before, *after;
+	size_t nb, na, p, q; /* sizes; common prefix and suffix */
+	st__ptrset bm, am;
+	int ok; /* the sets are complete (not out of memory) */
+} window;
+
+static void window_init(st_edit *e, window *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->before = e->base.res;
+	w->after = st__edit_resources(e);
+	w->nb = json_array_size(w->before);
+	w->na = json_array_size(w->after);
+	while (w->p < w->nb && w->p < w->na &&
+	       json_array_get(w->before, w->p) == json_array_get(w->after, w->p))
+		w->p++;
+	while (w->q < w->nb - w->p && w->q < w->na - w->p &&
+	       json_array_get(w->before, w->nb - 1 - w->q) ==
+		       json_array_get(w->after, w->na - 1 - w->q))
+		w->q++;
+	w->ok = 1;
+	for (size_t i = w->p; i < w->nb - w->q; i++)
+		if (st__ptrset_add(&w->bm, json_array_get(w->before, i)) < 0)
+			w->ok = 0;
+	for (size_t i = w->p; i < w->na - w->q; i++)
+		if (st__ptrset_add(&w->am, json_array_get(w->after, i)) < 0)
+			w->ok = 0;
+}
+
+static void window_free(window *w)
+{
+	st__ptrset_free(&w->bm);
+	st__ptrset_free(&w->am);
+}
+
+/* Was the object at index i after the session there before it (and the reverse)? */
+static int was_before(const window *w, size_t i, const json_t *r)
+{
+	return i < w->p || i >= w->na - w->q || st__ptrset_has(&w->bm, r);
+}
+
+static int is_after(const window *w, size_t i, const json_t *r)
+{
+	return i < w->p || i >= w->nb - w->q || st__ptrset_has(&w->am, r);
+}
+
+static void compute_diff(st_edit *e, st_diff *d, const window *w)
+{
+	json_t *after = w->after, *r;
+	st_strmap unmatched; /* URN -> list of after indexes not matched by identity */
+	size_t i, lo = w->p, hi = w->na - w->q; /* after's middle part */
+	char *used = calloc(hi - lo + 1, 1);
+
+	memset(d, 0, sizeof(*d));
+	st_strmap_init(&unmatched);
+	/* After-resources that are new objects, chained by URN in file order (slot a = first
+	 * index + 1, next[] = the following one + 1): one URN may have several copies. */
+	size_t *next = calloc(hi - lo + 1, sizeof(*next));
+	if (!used || !next) { /* out of memory: no matching by URN */
+		free(used);
+		free(next);
+		used = NULL;
+		next = NULL;
+	}
+	for (i = hi; i-- > lo;) {
+		int created;
+		r = json_array_get(after, i);
+		const char *u = st_json_str(r, "urn");
+		if (was_before(w, i, r) || !u || !next)
+			continue;
+		st_strmap_slot *sl = st_strmap_put(&unmatched, u, &created);
+		if (!sl)
+			continue;
+		next[i - lo] = created ? 0 : sl->a;
+		sl->a = i + 1;
+	}
+	for (i = w->p; i < w->nb - w->q; i++) {
+		r = json_array_get(w->before, i);
+		const char *u = st_json_str(r, "urn");
+		if (is_after(w, i, r))
+			continue;
+		st_strmap_slot *sl = u && next ? st_strmap_get(&unmatched, u) : NULL;
+		size_t k = sl ? sl->a : 0;
+		while (k && used[k - 1 - lo])
+			k = next[k - 1 - lo];
+		if (k) {
+			used[k - 1 - lo] = 1;
+			diff_push(d, '~', u, r, json_array_get(after, k - 1));
+		} else {
+			diff_push(d, '-', u, NULL, NULL);
+		}
+	}
+	free(next);
+	for (i = lo; i < hi; i++) {
+		r = json_array_get(after, i);
+		if (was_before(w, i, r) || (used && used[i - lo]))
+			continue;
+		diff_push(d, '+', st_json_str(r, "urn"), NULL, NULL);
+	}
+	d->pending_before = json_array_size(e->base.ops);
+	d->pending_after = json_array_size(st__edit_pending(e));
+	if (d->pending_before == d->pending_after && e->base.ops) {
+		for (i = 0; i < d->pending_after; i++)
+			if (!json_equal(json_array_get(e->base.ops, i),
+					json_array_get(st__edit_pending(e), i)))
+				d->other_changed = 1;
+	}
+	if (e->other_changed)
+		d->other_changed = 1;
+	free(used);
+	st_strmap_free(&unmatched);
+}
+
+static int untouched(const json_t *r, size_t i, void *ctx)
+{
+	return was_before(ctx, i, r);
+}
+
+/* The features the edited state uses and (d not NULL) the diff. A resource the session left
+ * as it was is looked at only for the features the state may use (s->known_absent): for an
+ * edit of one resource, every other is skipped. */
+static void features_and_diff(st_edit *e, int used[8], st_diff *d)
+{
+	window w;
+	window_init(e, &w);
+	/* (out of memory: every resource looked at) */
+	st__state_features_scan(e->s, used, w.ok ? untouched : NULL, &w);
+	if (d)
+		compute_diff(e, d, &w);
+	window_free(&w);
+}
+
+/* The integrity errors of the state as it was when the session began, counted only when the
+ * edited state has errors (a valid result needs no comparison): the original resources and
+ * pending operations, which copy on write left untouched, in a copy of the deployment's
+ * members as they were. */
+static int errors_before(st_edit *e, size_t *n, st_error *err)
+{
+	const char *key = e->s->envelope == ST_ENVELOPE_EXPORT ? "deployment" : "latest";
+	json_t *dep, *cont;
+	st_state tmp;
+
+	*n = 0;
+	if (!e->base.dep)
+		return ST_OK;
+	dep = json_copy(e->base.members);
+	cont = json_copy(e->s->container);
+	if (!dep || !cont || json_object_set_new(cont, key, dep)) {
+		json_decref(cont);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	json_object_del(dep, "resources");
+	json_object_del(dep, "pending_operations");
+	if ((e->base.res && json_object_set(dep, "resources", e->base.res)) ||
+	    (e->base.ops && json_object_set(dep, "pending_operations", e->base.ops))) {
+		json_decref(cont);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	tmp = *e->s;
+	tmp.container = cont;
+	*n = count_errors(&tmp);
+	json_decref(cont);
+	return ST_OK;
+}
+
+/* What commit computes beside the integrity check, on a second thread: both only read. */
+typedef struct commit_side {
+	st_edit *e;
+	st_diff *diff;
+	int used[8];
+} commit_side;
+
+static void *commit_side_main(void *arg)
+{
+	commit_side *c = arg;
+	features_and_diff(c->e, c->used, c->diff);
+	return NULL;
+}
+
+/* What commit concludes from the integrity check of the edited state: ST_OK, or an error (the
+ * caller rolls back on ST_EINTEGRITY). Adds the before/after line to the report when an
+ * invalid state stays invalid. */
+static int judge(st_edit *e, st_problems *p, st_problems *problems, st_error *err)
+{
+	size_t before = 0;
+	int rc = ST_OK;
+
+	if (p->errors > 0)
+		rc = errors_before(e, &before, err);
+	if (rc)
+		return rc;
+	if (before == 0 && p->errors > 0) {
+		const char *first = "";
+		for (size_t i = 0; i < p->count; i++)
+			if (p->items[i].severity == ST_SEV_ERROR) {
+				first = p->items[i].message;
+				break;
+			}
+		st__err(err, ST_EINTEGRITY,
+			"state edit produced an invalid snapshot (%zu integrity error%s; the state "
+			"was valid before, so nothing is written): %s",
+			p->errors, p->errors == 1 ? "" : "s", first);
+		if (problems)
+			for (size_t i = 0; i < p->count; i++)
+				if (p->items[i].severity == ST_SEV_ERROR)
+					st_problems_add(problems, ST_SEV_ERROR, p->items[i].rule,
+							p->items[i].pointer, p->items[i].urn, "%s",
+							p->items[i].message);
+		return ST_EINTEGRITY;
+	}
+	if (before && p->errors)
+		st_changes_add(e->report, "the state had %zu integrity error%s before and has %zu "
+			       "after (run statetool validate)", before, before == 1 ? "" : "s",
+			       p->errors);
+	return ST_OK;
+}
+
+int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *err)
+{
+	ST_ASSERT_ARG(e);
+	st_problems p = {0};
+	commit_side side = {e, NULL, {0}};
+	st_diff tmp_diff;
+	pthread_t th;
+	int rc, threaded = 0;
+
+	memset(&tmp_diff, 0, sizeof(tmp_diff));
+	if (diff) {
+		memset(diff, 0, sizeof(*diff));
+		side.diff = &tmp_diff;
+	}
+	if (st__threads_ok() && json_array_size(st__edit_resources(e)) >= 500)
+		threaded = pthread_create(&th, NULL, commit_side_main, &side) == 0;
+	rc = st_integrity_check(e->s, &p, err);
+	if (threaded)
+		pthread_join(th, NULL);
+	if (rc == ST_OK)
+		rc = judge(e, &p, problems, err);
+	st_problems_clear(&p);
+	if (rc) {
+		st_diff_clear(&tmp_diff);
+		if (rc == ST_EINTEGRITY)
+			st_edit_rollback(e);
+		return rc;
+	}
+	if (threaded) {
+		st__state_features_set(e->s, side.used);
+		if (diff)
+			*diff = tmp_diff;
+	} else {
+		features_and_diff(e, side.used, diff);
+		st__state_features_set(e->s, side.used);
+	}
+	return ST_OK;
+}
+
+/* ---- commit and save at once ---- */
+
+typedef struct commit_save {
+	st_edit *e;
+	st_state view; /* what the check reads: the state with its own copy of the container */
+	st_problems p;
+	st_error cerr; /* the integrity check's own error */
+	int crc;
+	pthread_t th;
+	int threaded, judged, verdict;
+	st_problems *problems;
+	st_error *err;
+	/* The check waits for a processor: until the writer's second thread is done (or the
+	 * writer does not split), so that the two do not take turns on two processors with the
+	 * writer's own two threads; the write's fsync leaves the processors to it. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int go;
+} commit_save;
+
+static void open_gate(void *arg)
+{
+	commit_save *c = arg;
+	pthread_mutex_lock(&c->mu);
+	c->go = 1;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void *check_main(void *arg)
+{
+	commit_save *c = arg;
+	pthread_mutex_lock(&c->mu);
+	while (!c->go)
+		pthread_cond_wait(&c->cv, &c->mu);
+	pthread_mutex_unlock(&c->mu);
+	c->crc = st__integrity_check_ex(&c->view, &c->p, ST__IC_SKIP_MAGIC | ST__IC_TWO_THREADS,
+					&c->cerr);
+	return NULL;
+}
+
+/* Waits for the check and judges it (once). */
+static int verdict(void *arg)
+{
+	commit_save *c = arg;
+	if (c->judged)
+		return c->verdict;
+	if (c->threaded) {
+		open_gate(c);
+		pthread_join(c->th, NULL);
+	} else
+		c->crc = st__integrity_check_ex(&c->view, &c->p, ST__IC_SKIP_MAGIC | ST__IC_TWO_THREADS,
+					&c->cerr);
+	c->judged = 1;
+	if (c->crc) {
+		if (c->err)
+			*c->err = c->cerr;
+		c->verdict = c->crc;
+	} else {
+		c->verdict = judge(c->e, &c->p, c->problems, c->err);
+	}
+	st_problems_clear(&c->p);
+	return c->verdict;
+}
+
+/* Where a commit's state goes: a file, or a stack of a backend. */
+typedef struct commit_target {
+	const char *path;
+	const st_write_opts *opts;
+	st_backend *backend;
+	const char *stack;
+} commit_target;
+
+static int save_target(const commit_target *t, st_state *s, int (*proceed)(void *ctx),
+		       void *proceed_ctx, const st__wcfg *cfg, st_error *err)
+{
+	if (t->backend) {
+		st_backend_save_opts bo = ST_BACKEND_SAVE_OPTS_INIT;
+		bo.no_backup = t->opts && !t->opts->backup;
+		bo.proceed = proceed;
+		bo.proceed_ctx = proceed_ctx;
+		return st__backend_save(t->backend, t->stack, s, &bo, cfg, err);
+	}
+	return st__state_save_checked(s, t->path, t->opts, proceed, proceed_ctx, cfg, err);
+}
+
+static int commit_and_save(st_edit *e, const commit_target *t, int always, st_diff *diff,
+			   st_problems *problems, int *written, st_error *err);
+
+int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts, int always,
+			st_diff *diff, st_problems *problems, int *written, st_error *err)
+{
+	ST_ASSERT_ARG(e);
+	commit_target t = {path, opts, NULL, NULL};
+	int rc = st__write_opts_check(opts, err);
+	if (rc != ST_OK) {
+		if (written)
+			*written = 0;
+		return rc;
+	}
+	return commit_and_save(e, &t, always, diff, problems, written, err);
+}
+
+int st_edit_commit_save_stack(st_edit *e, st_backend *b, const char *stack, int always,
+			      st_diff *diff, st_problems *problems, int *written, st_error *err)
+{
+	ST_ASSERT_ARG(e);
+	ST_ASSERT_ARG(b);
+	commit_target t = {NULL, NULL, b, stack};
+	return commit_and_save(e, &t, always, diff, problems, written, err);
+}
+
+static int commit_and_save(st_edit *e, const commit_target *t, int always, st_diff *diff,
+			   st_problems *problems, int *written, st_error *err)
+{
+	st_state *s = e->s;
+	json_t *old_version = json_incref(json_object_get(s->root, "version"));
+	json_t *old_features = json_incref(json_object_get(s->root, "features"));
+	int old_v = s->version, changed, rc, used[8];
+	json_t *dep, *old_manifest;
+	commit_save c;
+	st_diff d;
+
+	if (written)
+		*written = 0;
+	memset(&c, 0, sizeof(c));
+	memset(&d, 0, sizeof(d));
+	pthread_mutex_init(&c.mu, NULL);
+	pthread_cond_init(&c.cv, NULL);
+	c.e = e;
+	c.problems = problems;
+	c.err = err;
+	st_error_clear(&c.cerr);
+	/* The check runs on another thread while the features are worked out and the file is
+	 * written. The magic cookie is checked here first, as the check would, then fixed in a
+	 * copy of the manifest (the session's view of the state as it began keeps the original);
+	 * the check reads the state through its own copy of the container, so that setting the
+	 * features (which decide the envelope's version) does not touch what it reads. */
+	if (st__integrity_magic(s, &c.p) != ST_OK) {
+		json_decref(old_version);
+		json_decref(old_features);
+		st_problems_clear(&c.p);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	dep = st_state_deployment(s);
+	old_manifest = dep ? json_incref(json_object_get(dep, "manifest")) : NULL;
+	c.view = *s;
+	c.view.container = json_copy(s->container);
+	if (json_is_object(old_manifest)) {
+		json_t *m = json_copy(old_manifest);
+		if (!m || json_object_set_new(dep, "manifest", m))
+			c.view.container = (json_decref(c.view.container), NULL);
+	}
+	if (!c.view.container) {
+		json_decref(old_version);
+		json_decref(old_features);
+		json_decref(old_manifest);
+		st_problems_clear(&c.p);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	st_state_fix_magic(s);
+	c.threaded = st__threads_ok_for(t->opts ? t->opts->threads : 0) &&
+		     json_array_size(st__edit_resources(e)) >= 500 &&
+		     pthread_create(&c.th, NULL, check_main, &c) == 0;
+	features_and_diff(e, used, &d);
+	st__state_features_set(s, used);
+	st__phase("commit: features and diff");
+	changed = always || d.count || d.pending_before != d.pending_after || d.other_changed;
+	if (changed) {
+		/* the check starts once the writer leaves a processor free */
+		st__wcfg wc = {0, c.threaded ? open_gate : NULL, &c, NULL};
+		rc = save_target(t, s, verdict, &c, &wc, err);
+		if (rc != ST_OK && !c.judged && verdict(&c) != ST_OK)
+			rc = c.verdict; /* the write failed, and the check too: say the check */
+		if (rc == ST_OK && written)
+			*written = 1;
+	} else {
+		rc = verdict(&c);
+	}
+	if (!c.judged)
+		verdict(&c);
+	if (c.verdict != ST_OK) {
+		/* as st_edit_commit: nothing written, the session rolled back */
+		if (old_version)
+			json_object_set(s->root, "version", old_version);
+		if (old_features)
+			st_obj_set_ordered(s->root, ST_K_ENVELOPE, "features",
+					   json_incref(old_features));
+		else
+			json_object_del(s->root, "features");
+		s->version = old_v;
+		if (json_is_object(old_manifest))
+			json_object_set(dep, "manifest", old_manifest);
+		if (c.verdict == ST_EINTEGRITY)
+			st_edit_rollback(e);
+		st_diff_clear(&d);
+		rc = c.verdict;
+	} else if (diff) {
+		*diff = d;
+	} else {
+		st_diff_clear(&d);
+	}
+	json_decref(old_version);
+	json_decref(old_features);
+	json_decref(old_manifest);
+	json_decref(c.view.container);
+	pthread_mutex_destroy(&c.mu);
+	pthread_cond_destroy(&c.cv);
+	return rc;
+}
+
+/* ---- two sessions as one ---- */
+
+typedef struct pair_side {
+	st_edit *e;
+	st_diff *diff;
+	st_problems problems;
+	st_error err;
+	int rc;
+} pair_side;
+
+static void *pair_commit_main(void *arg)
+{
+	pair_side *p = arg;
+	p->rc = st_edit_commit(p->e, p->diff, &p->problems, &p->err);
+	return NULL;
+}
+
+/* Both commits, side by side on two threads when the states are big. */
+static void commit_both(pair_side *a, pair_side *b)
+{
+	pthread_t th;
+	int threaded = st__threads_ok() &&
+		       json_array_size(st__edit_resources(a->e)) +
+				       json_array_size(st__edit_resources(b->e)) >= 1000 &&
+		       pthread_create(&th, NULL, pair_commit_main, b) == 0;
+	pair_commit_main(a);
+	if (threaded)
+		pthread_join(th, NULL);
+	else
+		pair_commit_main(b);
+}
+
+int st_edit_commit_pair(const char *op, st_edit *a, const char *path_a, st_edit *b,
+			const char *path_b, st_diff *diff_a, st_diff *diff_b,
+			st_problems *problems, st_error *err)
+{
+	pair_side sa, sb;
+	pair_side *failed;
+	int rc = ST_OK;
+
+	ST_ASSERT_ARG(op);
+	ST_ASSERT_ARG(a);
+	ST_ASSERT_ARG(b);
+	if (a->s == b->s)
+		return st__err(err, ST_EINVAL, "the two sessions are of the same state");
+	if (!path_a != !path_b)
+		return st__err(err, ST_EINVAL, "give both paths (a write) or neither (a check)");
+	memset(&sa, 0, sizeof(sa));
+	memset(&sb, 0, sizeof(sb));
+	sa.e = a;
+	sa.diff = diff_a;
+	sb.e = b;
+	sb.diff = diff_b;
+	st_error_clear(&sa.err);
+	st_error_clear(&sb.err);
+	commit_both(&sa, &sb);
+	failed = sa.rc ? &sa : sb.rc ? &sb : NULL;
+	if (failed) {
+		rc = failed->rc;
+		st__err_copy(err, &failed->err);
+		for (size_t i = 0; problems && i < failed->problems.count; i++)
+			st_problems_add(problems, ST_SEV_ERROR, failed->problems.items[i].rule,
+					failed->problems.items[i].pointer,
+					failed->problems.items[i].urn, "%s",
+					failed->problems.items[i].message);
+	} else if (path_a) {
+		if ((rc = st__edit_fix_magic(a, err)) == ST_OK &&
+		    (rc = st__edit_fix_magic(b, err)) == ST_OK)
+			rc = st_state_save_pair(op, a->s, path_a, b->s, path_b, err);
+	}
+	if (rc != ST_OK) {
+		st_edit_rollback(a);
+		st_edit_rollback(b);
+		if (diff_a)
+			st_diff_clear(diff_a);
+		if (diff_b)
+			st_diff_clear(diff_b);
+	}
+	st_problems_clear(&sa.problems);
+	st_problems_clear(&sb.problems);
+	return rc;
+}
