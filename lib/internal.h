@@ -564,7 +564,15 @@ const char *st__deployment_pointer(const st_state *s);
 void st__pbkdf2_sha256(const unsigned char *pw, size_t pwlen, const unsigned char *salt,
 		       size_t saltlen, unsigned iterations, unsigned char out[32]);
 
+/* The secrets of one resource object (its inputs and outputs) held as ciphertext, and those
+ * held as plaintext. */
 size_t st__secrets_count_ciphertexts(json_t *resource);
+size_t st__secrets_count_plaintexts(json_t *resource);
+
+/* Encrypts every plaintext secret of one resource object (the caller may change it) under
+ * `to`; ciphertexts stay. *count (may be NULL) is incremented per secret. */
+int st__secrets_encrypt_resource(json_t *resource, st_secrets *to, size_t *count,
+				 st_error *err);
 
 /* Re-encrypts every secret of one resource object (a copy the caller owns) from one provider
  * to another. *count (may be NULL) is incremented per secret. */

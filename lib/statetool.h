@@ -1002,22 +1002,37 @@ typedef struct st_import_report {
 	st_changes noops;  /* specs already in the state with the same ID */
 	st_changes notes;  /* e.g. outputs left for `pulumi refresh` */
 	size_t nadded;
+	int needs_secrets; /* secrets must be encrypted and opts->secrets is NULL (ST_EPASSPHRASE):
+			      open the destination's secrets manager and call again */
 } st_import_report;
 
 ST_EXTERN void st_import_report_clear(st_import_report *r);
 
-/* Checks an import file (borrowed) by schemas/import.json and Pulumi's rules (names, IDs,
- * components, parents and providers through nameTable, ambiguous URNs, versions, unknown
- * values), with Pulumi's messages and JSON Pointers, for the given stack and project. */
-ST_EXTERN int st_import_check(json_t *doc, const char *stack, const char *project, st_problems *out,
-			      st_error *err);
+/* Checks an import file (borrowed) as an import does before it looks at the destination: by
+ * schemas/import.json (`schema`, borrowed; NULL: the embedded schemas) and Pulumi's rules
+ * (names, IDs, components, parents and providers through nameTable, ambiguous URNs, versions,
+ * unknown values), with Pulumi's messages and JSON Pointers; every error in one run. URNs are
+ * built for `stack` and `project` (NULL: placeholders, which change no verdict). Problems are
+ * appended to `out`; the result is ST_OK even when there are problems. */
+ST_EXTERN int st_import_check(json_t *doc, const char *stack, const char *project,
+			      st_schema *schema, st_problems *out, st_error *err);
 
-/* Adds the resources of an import file to `dst` as `pulumi import` would: URNs built from
- * nameTable and earlier specs (default parent: the root stack, created if missing), custom
- * unless a component, protected unless opts->no_protect, default providers named as Pulumi
- * names them (default_4_16_0) and created with a fresh UUID when missing, importID only with
- * keep_import_id. The same URN with the same ID is a no-op; another ID is refused. Problems of
- * the file go to `problems` (ST_EINVAL when there are any); on any error nothing changes. */
+/* In an edit session: adds the resources of an import file (borrowed) as `pulumi import`
+ * would. URNs are built from nameTable and earlier specs (default parent: the root stack,
+ * created if missing), for opts->dest_stack or the names st_stack_names finds in the state;
+ * custom unless a component, protected unless opts->no_protect; default providers named as
+ * Pulumi names them (default_4_16_0) and created with a fresh UUID when missing; importID only
+ * with keep_import_id. The same URN with the same ID is a no-op; another ID is refused. Every
+ * problem of the file and of the file against the state goes to `problems` (may be NULL) in one
+ * run (ST_EINVAL for the file's, ST_ECONFLICT for conflicts alone). Plaintext secrets need
+ * opts->secrets (else ST_EPASSPHRASE with report->needs_secrets set). `report` is filled (its
+ * previous content is not freed); on any error the session is as it was. */
+ST_EXTERN int st_edit_import(st_edit *e, json_t *doc, const st_import_opts *opts,
+			     st_import_report *report, st_problems *problems, st_error *err);
+
+/* One-shot: st_edit_import in a session of its own, committed (a valid state stays valid).
+ * `dst_path` (may be NULL) names the stack when nothing else does (a DIY backend's path). On
+ * any error `dst` is as it was, a migration undone too. */
 ST_EXTERN int st_import(st_state *dst, const char *dst_path, json_t *doc,
 			const st_import_opts *opts, st_import_report *report, st_problems *problems,
 			st_error *err);

@@ -103,7 +103,8 @@ static void test_move_import_err_null(void **unused)
 	st_error_clear(&err);
 	assert_int_equal(st_import(b, NULL, doc, NULL, &ir, NULL, &err), ST_EINVAL);
 	assert_string_equal(err.message, "cannot tell the destination's stack and project: it "
-			    "names none; add --dest-stack PROJECT/STACK");
+			    "has no resources and no name of its own; add --dest-stack "
+			    "PROJECT/STACK");
 	st_import_report_clear(&ir);
 	/* another error of the names' is passed on as it was */
 	mo.source_stack = "bad name/x/y/z";

@@ -122,6 +122,11 @@ int cli_find(st_state *s, char *const *queries, int n, int allow_copies, size_t 
 int cli_find_handles(st_edit *e, st_state *s, char *const *queries, int n, int all,
 		     int allow_copies, st_handle **out, size_t *count);
 
+/* Commits the session and writes the target's state (a file with its .bak, or a stack of its
+ * backend) when it changed (or `always`), as st_edit_commit_save does. */
+int cli_commit_save(cli_target *t, st_edit *e, int always, st_diff *d, st_problems *probs,
+		    int *written, st_error *err);
+
 /* The shared flow of mutating commands. */
 typedef struct cli_mutate_opts {
 	const char *cmd;

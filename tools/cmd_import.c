@@ -236,7 +236,17 @@ out:
 	return rc;
 }
 
-int cmd_import(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct args {
+	const char *dest, *file, *passfile, *output, *backend;
+	int gen, dry, json, dups;
+	st_import_opts io;
+	reader rd;
+	char **pos;
+	int npos;
+} args;
+
+static int parse(int argc, char **argv, args *a)
 {
 	static const struct option opts[] = {
 		{"dest", required_argument, NULL, I_DEST},
@@ -256,176 +266,242 @@ int cmd_import(int argc, char **argv)
 		{"allow-duplicate-keys", no_argument, NULL, OPT_ALLOW_DUPLICATE_KEYS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
-	const char *dest = NULL, *file = NULL, *passfile = NULL, *output = NULL, *backend = NULL;
-	int c, rc, gen = 0, dry = 0, json = 0, dups = 0;
-	st_import_opts io = ST_IMPORT_OPTS_INIT;
-	reader rd = {NULL, 30};
-	cli_target t = {0};
-	st_state *s = NULL;
-	st_lock *lock = NULL;
-	st_secrets *sec = NULL;
-	json_t *doc = NULL;
-	st_import_report rep = {0};
-	st_problems probs = {0};
-	st_error err;
-
-	st_error_clear(&err);
+	int c;
 	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
 		switch (c) {
-		case I_DEST: dest = optarg; break;
-		case I_FILE: file = optarg; break;
-		case I_DSTACK: io.dest_stack = optarg; break;
+		case I_DEST: a->dest = optarg; break;
+		case I_FILE: a->file = optarg; break;
+		case I_DSTACK: a->io.dest_stack = optarg; break;
 		case I_PROTECT:
 			if (!strcmp(optarg, "false"))
-				io.no_protect = 1;
+				a->io.no_protect = 1;
 			else if (strcmp(optarg, "true"))
 				return cli_usage("import", "--protect is true or false");
 			break;
-		case I_KEEP: io.keep_import_id = 1; break;
-		case I_READER: rd.cmd = optarg; break;
+		case I_KEEP: a->io.keep_import_id = 1; break;
+		case I_READER: a->rd.cmd = optarg; break;
 		case I_TIMEOUT:
-			rd.timeout = atoi(optarg);
-			if (rd.timeout <= 0)
+			a->rd.timeout = atoi(optarg);
+			if (a->rd.timeout <= 0)
 				return cli_usage("import", "--reader-timeout takes seconds > 0");
 			break;
-		case I_NOREAD: io.no_read = 1; break;
-		case I_PASS: passfile = optarg; break;
-		case I_GEN: gen = 1; break;
-		case 'o': output = optarg; break;
-		case OPT_BACKEND: backend = optarg; break;
-		case OPT_DRY_RUN: dry = 1; break;
-		case OPT_JSON: json = 1; break;
-		case OPT_ALLOW_DUPLICATE_KEYS: dups = 1; break;
+		case I_NOREAD: a->io.no_read = 1; break;
+		case I_PASS: a->passfile = optarg; break;
+		case I_GEN: a->gen = 1; break;
+		case 'o': a->output = optarg; break;
+		case OPT_BACKEND: a->backend = optarg; break;
+		case OPT_DRY_RUN: a->dry = 1; break;
+		case OPT_JSON: a->json = 1; break;
+		case OPT_ALLOW_DUPLICATE_KEYS: a->dups = 1; break;
 		case 'h': return cli_help(help);
 		default: return cli_usage("import", "bad option");
 		}
 	}
-	if (gen) {
-		if (optind >= argc && !dest)
-			return cli_usage("import", "--generate-specs needs STATE");
-		if (dest) {
-			t.arg = backend ? NULL : dest;
-			t.stack = backend ? dest : NULL;
-		} else {
-			t.arg = argv[optind++];
-		}
-		t.backend_url = backend;
-		return generate(&t, argv + optind, argc - optind, output);
-	}
-	if (!dest)
+	a->pos = argv + optind;
+	a->npos = argc - optind;
+	if (a->gen)
+		return -1;
+	if (!a->dest)
 		return cli_usage("import", "missing --dest STATE");
-	if (file && optind < argc)
+	if (a->file && a->npos)
 		return cli_usage("import", "an inline resource may not be specified in conjunction "
 					   "with an import file");
-	if (!file && argc - optind != 3)
+	if (!a->file && a->npos != 3)
 		return cli_usage("import", "an inline resource must be specified if no import file "
 					   "is used: TYPE NAME ID");
-	if (rd.cmd && io.no_read)
+	if (a->rd.cmd && a->io.no_read)
 		return cli_usage("import", "--reader and --no-read exclude each other");
-	t.backend_url = backend;
-	if (backend)
-		t.stack = dest;
-	else
-		t.arg = dest;
-	if ((rc = cli_target_resolve(&t, "import", 1)) != EXIT_OK)
-		goto out;
-	/* the import file */
-	if (file) {
-		char *text = NULL;
-		size_t len = 0;
-		if (st_file_read(file, 64u << 20, &text, &len, NULL, &err) != ST_OK ||
-		    st_json_parse(&doc, text, len, strcmp(file, "-") ? file : "<stdin>", NULL, NULL,
-				  NULL, &err) != ST_OK) {
-			free(text);
-			cli_error(&err);
-			rc = EXIT_FAIL;
-			goto out;
-		}
+	return -1;
+}
+
+/* The import file, or the inline resource as a one-spec file. */
+static int read_doc(const args *a, json_t **doc)
+{
+	char *text = NULL;
+	size_t len = 0;
+	st_error err;
+	st_error_clear(&err);
+	if (!a->file) {
+		*doc = json_pack("{s:[{s:s,s:s,s:s}]}", "resources", "type", a->pos[0], "name",
+				 a->pos[1], "id", a->pos[2]);
+		return *doc ? EXIT_OK : EXIT_FAIL;
+	}
+	if (st_file_read(a->file, 64u << 20, &text, &len, NULL, &err) != ST_OK ||
+	    st_json_parse(doc, text, len, strcmp(a->file, "-") ? a->file : "<stdin>", NULL, NULL,
+			  NULL, &err) != ST_OK) {
 		free(text);
-	} else {
-		doc = json_pack("{s:[{s:s,s:s,s:s}]}", "resources", "type", argv[optind], "name",
-				argv[optind + 1], "id", argv[optind + 2]);
+		cli_error(&err);
+		return EXIT_FAIL;
 	}
-	if (!dry && (rc = cli_lock(&t, &lock)) != EXIT_OK)
-		goto out;
-	if ((rc = cli_load(&t, &s)) != EXIT_OK ||
-	    (rc = cli_refuse_lossy(s, cli_target_name(&t), dups)) != EXIT_OK)
-		goto out;
-	if (rd.cmd) {
-		io.read = run_reader;
-		io.read_ctx = &rd;
+	free(text);
+	return EXIT_OK;
+}
+
+/* Each problem of the file, as an error or a warning. */
+static void print_problems(const args *a, const st_problems *p)
+{
+	for (size_t i = 0; i < p->count; i++)
+		fprintf(stderr, "%s: %s: %s\n    at %s\n", a->file ? a->file : "import",
+			p->items[i].severity == ST_SEV_ERROR ? "error" : "warning",
+			p->items[i].message, p->items[i].pointer);
+}
+
+/* The import in the session; when the file holds secrets, again with the destination's
+ * secrets manager. */
+static int import_into(const args *a, st_edit *e, st_state *s, json_t *doc, st_import_opts *io,
+		       st_import_report *rep, st_secrets **sec)
+{
+	st_problems probs = {0};
+	st_error err;
+	int rc;
+
+	st_error_clear(&err);
+	rc = st_edit_import(e, doc, io, rep, &probs, &err);
+	if (rc == ST_EPASSPHRASE && rep->needs_secrets) {
+		st_problems_clear(&probs);
+		st_error_clear(&err);
+		if ((rc = cli_open_secrets(s, a->passfile, 1, sec)) != EXIT_OK)
+			return rc;
+		io->secrets = *sec;
+		rc = st_edit_import(e, doc, io, rep, &probs, &err);
 	}
-	/* secrets to encrypt? */
-	{
-		json_t *res = json_object_get(doc, "resources"), *r;
-		size_t i;
-		int has = 0;
-		json_array_foreach(res, i, r) {
-			char *txt = NULL;
-			st_json_dump(r, NULL, &txt, NULL, NULL);
-			if (txt && strstr(txt, "1b47061264138c4ac30d75fd1eb44270"))
-				has = 1;
-			free(txt);
-		}
-		if (has && (rc = cli_open_secrets(s, passfile, 1, &sec)) != EXIT_OK)
-			goto out;
-		io.secrets = sec;
-	}
-	if (st_state_version(s) < 3) {
-		st_changes ch = {0};
-		st_state_migrate(s, &ch, NULL);
-		st_changes_clear(&ch);
-	}
-	rc = st_import(s, t.path, doc, &io, &rep, &probs, &err);
-	for (size_t i = 0; i < probs.count; i++)
-		fprintf(stderr, "%s: error: %s\n    at %s\n", file ? file : "import",
-			probs.items[i].message, probs.items[i].pointer);
+	print_problems(a, &probs);
+	st_problems_clear(&probs);
 	if (rc != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+/* The session committed: checked, and (not on a dry run) written with a backup. */
+static int commit(const args *a, cli_target *t, st_edit *e, int *written)
+{
+	st_problems probs = {0};
+	st_error err;
+	int rc;
+
+	st_error_clear(&err);
+	*written = 0;
+	rc = a->dry ? st_edit_commit(e, NULL, &probs, &err)
+		    : cli_commit_save(t, e, 0, NULL, &probs, written, &err);
+	if (rc != ST_OK) {
+		cli_error(&err);
+		for (size_t i = 0; i < probs.count; i++)
+			fprintf(stderr, "  [%s] %s\n    at %s\n", probs.items[i].rule,
+				probs.items[i].message, probs.items[i].pointer);
+	}
+	st_problems_clear(&probs);
+	return rc == ST_OK ? EXIT_OK : EXIT_FAIL;
+}
+
+static json_t *lines_json(const st_changes *c)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < c->count; i++)
+		json_array_append_new(arr, json_string(c->lines[i]));
+	return arr;
+}
+
+static void print_report(const args *a, const st_import_report *rep, int written)
+{
+	if (a->json) {
+		json_t *o = json_object();
+		json_object_set_new(o, "format_version", json_integer(CLI_JSON_FORMAT));
+		json_object_set_new(o, "dry_run", json_boolean(a->dry));
+		json_object_set_new(o, "written", json_boolean(written));
+		json_object_set_new(o, "added", lines_json(&rep->added));
+		json_object_set_new(o, "unchanged", lines_json(&rep->noops));
+		json_object_set_new(o, "notes", lines_json(&rep->notes));
+		cli_print_json(o);
+		json_decref(o);
+		return;
+	}
+	for (size_t i = 0; i < rep->added.count; i++)
+		printf("%s %s\n", a->dry ? "would add" : "added", rep->added.lines[i]);
+	for (size_t i = 0; i < rep->noops.count; i++)
+		printf("unchanged: %s\n", rep->noops.lines[i]);
+	for (size_t i = 0; i < rep->notes.count; i++)
+		printf("note: %s\n", rep->notes.lines[i]);
+	if (a->dry)
+		printf("dry run: nothing written\n");
+	else
+		printf("%zu resource%s imported\n", rep->nadded, rep->nadded == 1 ? "" : "s");
+}
+
+static int run_import(args *a, cli_target *t)
+{
+	st_state *s = NULL;
+	st_lock *lock = NULL;
+	st_secrets *sec = NULL;
+	st_edit *e = NULL;
+	json_t *doc = NULL;
+	st_import_report rep = {0};
+	st_error err;
+	int rc, written = 0;
+
+	st_error_clear(&err);
+	if ((rc = cli_target_resolve(t, "import", 1)) != EXIT_OK || (rc = read_doc(a, &doc)))
+		goto out;
+	if ((!a->dry && (rc = cli_lock(t, &lock)) != EXIT_OK) || (rc = cli_load(t, &s)) ||
+	    (rc = cli_refuse_lossy(s, cli_target_name(t), a->dups)) != EXIT_OK)
+		goto out;
+	if (a->rd.cmd) {
+		a->io.read = run_reader;
+		a->io.read_ctx = &a->rd;
+	}
+	if (!a->io.dest_stack && t->backend && t->qname && strchr(t->qname, '/') &&
+	    strchr(strchr(t->qname, '/') + 1, '/'))
+		a->io.dest_stack = t->qname; /* organization/PROJECT/STACK */
+	if (st_edit_begin(&e, s, NULL, &err) != ST_OK) {
 		cli_error(&err);
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	if (!dry && rep.nadded) {
-		if ((rc = cli_save(&t, s)) != EXIT_OK)
-			goto out;
-	}
-	if (json) {
-		json_t *o = json_object(), *a = json_array(), *nn = json_array(), *nt = json_array();
-		json_object_set_new(o, "format_version", json_integer(CLI_JSON_FORMAT));
-		json_object_set_new(o, "dry_run", json_boolean(dry));
-		json_object_set_new(o, "written", json_boolean(!dry && rep.nadded));
-		for (size_t i = 0; i < rep.added.count; i++)
-			json_array_append_new(a, json_string(rep.added.lines[i]));
-		for (size_t i = 0; i < rep.noops.count; i++)
-			json_array_append_new(nn, json_string(rep.noops.lines[i]));
-		for (size_t i = 0; i < rep.notes.count; i++)
-			json_array_append_new(nt, json_string(rep.notes.lines[i]));
-		json_object_set_new(o, "added", a);
-		json_object_set_new(o, "unchanged", nn);
-		json_object_set_new(o, "notes", nt);
-		cli_print_json(o);
-		json_decref(o);
-	} else {
-		for (size_t i = 0; i < rep.added.count; i++)
-			printf("%s %s\n", dry ? "would add" : "added", rep.added.lines[i]);
-		for (size_t i = 0; i < rep.noops.count; i++)
-			printf("unchanged: %s\n", rep.noops.lines[i]);
-		for (size_t i = 0; i < rep.notes.count; i++)
-			printf("note: %s\n", rep.notes.lines[i]);
-		if (dry)
-			printf("dry run: nothing written\n");
-		else
-			printf("%zu resource%s imported\n", rep.nadded, rep.nadded == 1 ? "" : "s");
-	}
-	rc = EXIT_OK;
+	if ((rc = import_into(a, e, s, doc, &a->io, &rep, &sec)) != EXIT_OK ||
+	    (rc = commit(a, t, e, &written)) != EXIT_OK)
+		goto out;
+	print_report(a, &rep, written);
 out:
+	st_edit_free(e);
 	st_import_report_clear(&rep);
-	st_problems_clear(&probs);
 	json_decref(doc);
 	st_secrets_free(sec);
 	if (lock)
 		st_lock_release(lock, NULL);
 	cli_state_done(s);
-	cli_target_free(&t);
+	cli_target_free(t);
 	return rc;
+}
+
+int cmd_import(int argc, char **argv)
+{
+	args a;
+	cli_target t = {0};
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.io = (st_import_opts)ST_IMPORT_OPTS_INIT;
+	a.rd.timeout = 30;
+	if ((rc = parse(argc, argv, &a)) != -1)
+		return rc;
+	t.backend_url = a.backend;
+	if (a.gen) {
+		if (!a.npos && !a.dest)
+			return cli_usage("import", "--generate-specs needs STATE");
+		if (a.dest) {
+			t.arg = a.backend ? NULL : a.dest;
+			t.stack = a.backend ? a.dest : NULL;
+		} else {
+			t.arg = a.pos[0];
+			a.pos++;
+			a.npos--;
+		}
+		return generate(&t, a.pos, a.npos, a.output);
+	}
+	if (a.backend)
+		t.stack = a.dest;
+	else
+		t.arg = a.dest;
+	return run_import(&a, &t);
 }

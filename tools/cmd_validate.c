@@ -131,7 +131,7 @@ static void validate_one(vrun *v, const char *path, const char *shown)
 			for (size_t i = 0; i < lp.count; i++)
 				st_problems_add(&p, lp.items[i].severity, lp.items[i].rule,
 						lp.items[i].pointer, NULL, "%s", lp.items[i].message);
-			rc = st_import_check(doc, "stack", "project", &p, &err);
+			rc = st_import_check(doc, NULL, NULL, v->vo.schema, &p, &err);
 			nres = (long long)json_array_size(json_object_get(doc, "resources"));
 			json_decref(doc);
 		} else if (rc == ST_OK && st_doc_kind_of(doc) == ST_DOC_NEITHER) {

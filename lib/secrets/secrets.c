@@ -1074,6 +1074,24 @@ size_t st__secrets_count_ciphertexts(json_t *r)
 	return c.ct;
 }
 
+size_t st__secrets_count_plaintexts(json_t *r)
+{
+	cctx c = {0, 0};
+	walk_resource(r, "", count_one, &c);
+	return c.pt;
+}
+
+int st__secrets_encrypt_resource(json_t *r, st_secrets *to, size_t *count, st_error *err)
+{
+	ectx c = {NULL, to, to, 0, 0, err};
+	int rc = walk_resource(r, "", encrypt_one, &c);
+	if (rc == ST_ENOMEM)
+		st__err(err, ST_ENOMEM, "out of memory");
+	if (count)
+		*count += c.count;
+	return rc;
+}
+
 int st__secrets_reencrypt(json_t *r, st_secrets *from, st_secrets *to, size_t *count,
 			  st_error *err)
 {

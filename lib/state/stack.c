@@ -106,6 +106,10 @@ int st_stack_names(const st_state *s, const char *override, const char *path, ch
 		*project = st_strndup(pu.project, pu.project_len);
 		return ST_OK;
 	}
-	return st__err(err, ST_ENOTFOUND, "the state names no stack and project");
+	cp = st_state_checkpoint_stack(s);
+	if (cp && *cp)
+		return st__err(err, ST_ENOTFOUND, "its checkpoint's stack '%s' names no project",
+			       cp);
+	return st__err(err, ST_ENOTFOUND, "it has no resources and no name of its own");
 }
 

@@ -85,7 +85,7 @@ static int t_import(const uint8_t *d, size_t n)
 		return 0;
 	st_validate_import_file(doc, NULL, &p, NULL);
 	st_problems_clear(&p);
-	if (st_import_check(doc, "dev", "proj", &p, NULL) == ST_OK && p.errors == 0) {
+	if (st_import_check(doc, "dev", "proj", NULL, &p, NULL) == ST_OK && p.errors == 0) {
 		st_state *s = NULL;
 		if (st_state_new(&s, NULL) == ST_OK) {
 			st_import_opts io = ST_IMPORT_OPTS_INIT;
