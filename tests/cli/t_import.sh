@@ -110,6 +110,54 @@ printf '{"resources": [{"type": 5}]}' > "$T/schema.json"
 run "schema" st import --dest "$D" --file "$T/schema.json"
 check_rc 1; check_err_has "json: cannot unmarshal number into Go struct field importSpec.resources.type of type tokens.Type"
 
+# every error in one run: the schema's, each spec's, names, providers, and the file against
+# the state; a spec the schema finds malformed is left to the schema's problem
+cat > "$T/all.json" <<'J'
+{"resources": [
+  {"type": "a:b:C", "name": "x"},
+  {"type": 5, "name": "s", "id": "9"},
+  {"type": "a:b:D", "name": "m", "id": "4", "parent": "missing", "outputs": {}},
+  {"type": "a:b:D", "name": "n", "id": "5", "provider": "nowhere", "outputs": {}},
+  {"type": "aws:cloudwatch/logGroup:LogGroup", "name": "logs", "id": "other", "outputs": {}}
+]}
+J
+fresh
+run "every error in one run" st import --dest "$D" --file "$T/all.json"
+check_rc 1; check_out_empty
+check_err "$T/all.json: error: expected string, got number
+    at /resources/1/type
+$T/all.json: error: resource 'x' of type 'a:b:C' has no ID
+    at /resources/0/id
+$T/all.json: error: the parent 'missing' for resource 'm' of type 'a:b:D' has no entry in 'nameTable'
+    at /resources/2/parent
+$T/all.json: error: the provider 'nowhere' for resource 'n' of type 'a:b:D' has no entry in 'nameTable' or 'resources'
+    at /resources/3/provider
+$T/all.json: error: resource 'urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs' already exists
+    at /resources/4
+statetool: error: the import file has 4 errors and 1 import conflict with the state; nothing was imported"
+check_same "$E/base.json" "$D"; check_absent "$D.bak"
+# validate applies every check import makes before it looks at a destination
+run "validate an import file: every check" st validate "$T/all.json"
+check_rc 1
+check_err "$T/all.json: error: [schema/type] expected string, got number
+    at /resources/1/type
+$T/all.json: error: [import/spec] resource 'x' of type 'a:b:C' has no ID
+    at /resources/0/id
+$T/all.json: error: [import/spec] the parent 'missing' for resource 'm' of type 'a:b:D' has no entry in 'nameTable'
+    at /resources/2/parent
+$T/all.json: error: [import/spec] the provider 'nowhere' for resource 'n' of type 'a:b:D' has no entry in 'nameTable' or 'resources'
+    at /resources/3/provider
+$T/all.json: invalid, 4 errors, 0 warnings (5 resources)"
+run "validate an import file: names" st validate "$T/bad2.json"
+check_rc 1; check_err_has "error: [import/spec] resource 'dup' of type 'a:b:C' has an ambiguous URN, set name (or logical name) to be unique"
+# an unknown field is a warning, printed as one, and the import goes on
+printf '{"resources":[{"type":"a:b:C","name":"w","id":"1","outputs":{},"bogus":1}]}' > "$T/warn.json"
+fresh
+run "unknown field warns" st import --dest "$D" --file "$T/warn.json"
+check_rc 0; check_out_has "2 resources imported"
+check_err "$T/warn.json: warning: unknown field 'bogus'
+    at /resources/0/bogus"
+
 # readers
 cat > "$T/reader.sh" <<'R'
 #!/bin/sh
