@@ -40,7 +40,7 @@ static void test_failed_import_changes_nothing(void **unused)
 		st_state *s = tu_load(fixtures[f]);
 		json_t *doc = tu_json(three);
 		char *before = dump(s), *after;
-		st_import_opts o = {0};
+		st_import_opts o = ST_IMPORT_OPTS_INIT;
 		st_import_report rep;
 		st_error err;
 		int calls = 0;
@@ -71,7 +71,7 @@ static void test_import_in_a_session(void **unused)
 	(void)unused;
 	st_state *s = tu_load("edit/base.json");
 	json_t *doc = tu_json(three);
-	st_import_opts o = {0};
+	st_import_opts o = ST_IMPORT_OPTS_INIT;
 	st_import_report rep;
 	st_edit *e;
 	st_handle h;
@@ -116,7 +116,7 @@ static void test_needs_secrets(void **unused)
 			      "\"1\", \"outputs\": {\"pw\": {\"" ST_SIG_KEY "\": \"" ST_SIG_SECRET
 			      "\", \"plaintext\": \"\\\"x\\\"\"}}}]}");
 	char *before = dump(s), *after;
-	st_import_opts o = {0};
+	st_import_opts o = ST_IMPORT_OPTS_INIT;
 	st_import_report rep;
 	st_error err;
 	st_error_clear(&err);

@@ -41,7 +41,7 @@ int cli_find_handles(st_edit *e, st_state *s, char *const *queries, int n, int a
 int cli_commit_save(cli_target *t, st_edit *e, int always, st_diff *d, st_problems *probs,
 		    int *written, st_error *err)
 {
-	st_write_opts wo = {0};
+	st_write_opts wo = ST_WRITE_OPTS_INIT;
 	wo.backup = 1;
 	if (t->backend)
 		return st_edit_commit_save_stack(e, t->backend, t->qname, always, d, probs, written,

@@ -124,7 +124,7 @@ J
 fresh
 run "every error in one run" st import --dest "$D" --file "$T/all.json"
 check_rc 1; check_out_empty
-check_err "$T/all.json: error: expected string, got number
+check_err "$T/all.json: error: json: cannot unmarshal number into Go struct field importSpec.resources.type of type tokens.Type
     at /resources/1/type
 $T/all.json: error: resource 'x' of type 'a:b:C' has no ID
     at /resources/0/id
@@ -139,7 +139,7 @@ check_same "$E/base.json" "$D"; check_absent "$D.bak"
 # validate applies every check import makes before it looks at a destination
 run "validate an import file: every check" st validate "$T/all.json"
 check_rc 1
-check_err "$T/all.json: error: [schema/type] expected string, got number
+check_err "$T/all.json: error: [decode/type] json: cannot unmarshal number into Go struct field importSpec.resources.type of type tokens.Type
     at /resources/1/type
 $T/all.json: error: [import/spec] resource 'x' of type 'a:b:C' has no ID
     at /resources/0/id
