@@ -927,7 +927,8 @@ typedef struct st_move_report {
 	st_changes warnings;      /* e.g. patterns that matched nothing */
 	char **moved_urns;        /* the source URNs of every resource moved */
 	size_t nmoved;
-	int needs_secrets;        /* moved secrets must be re-encrypted (providers differ) */
+	int needs_secrets;        /* moved secrets must be re-encrypted and opts lack the managers
+				     (ST_EPASSPHRASE): open them and call again */
 } st_move_report;
 
 ST_EXTERN void st_move_report_clear(st_move_report *r);
@@ -939,13 +940,25 @@ ST_EXTERN void st_move_report_clear(st_move_report *r);
 ST_EXTERN int st_stack_names(const st_state *state, const char *override, const char *path,
 			     char **stack, char **project, st_error *err);
 
-/* Moves resources from `src` to `dst` in memory with Pulumi's `state move` semantics (see the
- * README): descendants always move with their parent; providers are copied (and reused when the
- * destination has the same one); edges crossing the stacks are removed and reported on both
- * sides; URNs take the destination's stack and project and the new parent's type chain;
- * pending operations of moved resources move with them; secrets are re-encrypted when the two
- * providers differ. Both states must be valid before, and are checked after: on any error
- * neither is changed. `src_path` and `dst_path` (may be NULL) help name the stacks. */
+/* Two edit sessions, of two different states: moves resources from `src`'s state to `dst`'s
+ * with Pulumi's `state move` semantics (doc/statetool.1, "move"): descendants always move with
+ * their parent; providers are copied (and reused when the destination has the same one); edges
+ * crossing the stacks are removed and reported on both sides; URNs take the destination's stack
+ * and project (opts or st_stack_names) and the new parent's type chain; a destination without a
+ * root stack gets one; pending operations of moved resources move with them; extension blobs go
+ * with the moved resources that refer to them (one missing in the source is an error), and each
+ * stack keeps only the blobs its resources refer to; secrets are re-encrypted when the two
+ * providers differ, and a destination without a provider takes the source's, or, when that is
+ * a passphrase provider, gets one of its own (opts->dest_secrets: a new passphrase manager).
+ * Both states must be valid. `report` is filled (patterns that matched nothing are in its
+ * warnings even on failure); on any error both sessions are as they were. Commit the two with
+ * st_edit_commit_pair. */
+ST_EXTERN int st_edit_move(st_edit *src, st_edit *dst, const st_move_opts *opts,
+			   st_move_report *report, st_error *err);
+
+/* One-shot: st_edit_move in two sessions of their own, committed together (both checked, not
+ * written). `src_path` and `dst_path` (may be NULL) name the stacks when nothing else does (a
+ * DIY backend's paths). On any error neither state is changed, a migration undone too. */
 ST_EXTERN int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_path,
 		      const st_move_opts *opts, st_move_report *report, st_error *err);
 

@@ -95,8 +95,8 @@ static void test_move_import_err_null(void **unused)
 	st_move_report_clear(&mr);
 	st_error_clear(&err);
 	assert_int_equal(st_move(a, NULL, b, NULL, &mo, &mr, &err), ST_EINVAL);
-	assert_string_equal(err.message, "cannot tell the source's stack and project; add "
-			    "--source-stack PROJECT/STACK");
+	assert_string_equal(err.message, "cannot tell the source's stack and project: it has no "
+			    "resources and no name of its own; add --source-stack PROJECT/STACK");
 	st_move_report_clear(&mr);
 	assert_int_equal(st_import(b, NULL, doc, NULL, &ir, NULL, NULL), ST_EINVAL);
 	st_import_report_clear(&ir);

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char help[] =
@@ -71,6 +72,7 @@ typedef struct side {
 	cli_target t;
 	st_state *s;
 	st_lock *lock;
+	st_edit *e;
 	int created;
 } side;
 
@@ -93,13 +95,50 @@ static const char *side_label(side *sd)
 	return sd->backend ? sd->name : sd->t.path;
 }
 
-/* A passphrase for one side: its own variables first, then Pulumi's. */
+/* A passphrase for one side: its own variables first, then Pulumi's. Every message names the
+ * side. */
+static int side_passphrase(side *sd, const char *prefix, const char *prompt, int confirm,
+			   char **pass, size_t *len, const char **from)
+{
+	const char *who = prefix[0] == 'S' ? "source" : "destination";
+	const char *flag = prefix[0] == 'S' ? "source" : "dest";
+	char env[64], envf[64];
+
+	snprintf(env, sizeof(env), "STATETOOL_%s_PASSPHRASE", prefix);
+	snprintf(envf, sizeof(envf), "STATETOOL_%s_PASSPHRASE_FILE", prefix);
+	int src = prefix[0] == 'S';
+	*from = getenv(env)    ? (src ? "STATETOOL_SOURCE_PASSPHRASE" : "STATETOOL_DEST_PASSPHRASE")
+		: getenv(envf) ? (src ? "STATETOOL_SOURCE_PASSPHRASE_FILE"
+				      : "STATETOOL_DEST_PASSPHRASE_FILE")
+		: sd->passfile ? (src ? "--source-passphrase-file" : "--dest-passphrase-file")
+			       : NULL;
+	if (*from) {
+		return cli_passphrase(env, envf, sd->passfile, prompt, confirm, pass, len);
+	}
+	if (!getenv("PULUMI_CONFIG_PASSPHRASE") && !getenv("PULUMI_CONFIG_PASSPHRASE_FILE") &&
+	    !isatty(STDIN_FILENO)) {
+		cli_errorf("the %s stack's passphrase must be set with %s or %s (or "
+			   "--%s-passphrase-file), or PULUMI_CONFIG_PASSPHRASE or "
+			   "PULUMI_CONFIG_PASSPHRASE_FILE",
+			   who, env, envf, flag);
+		return EXIT_FAIL;
+	}
+	*from = getenv("PULUMI_CONFIG_PASSPHRASE")	   ? "PULUMI_CONFIG_PASSPHRASE"
+		: getenv("PULUMI_CONFIG_PASSPHRASE_FILE") ? "PULUMI_CONFIG_PASSPHRASE_FILE"
+							  : "the terminal";
+	return cli_passphrase("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE", NULL,
+			      prompt, confirm, pass, len);
+}
+
+/* The secrets manager of one side's own provider. */
 static int side_secrets(side *sd, const char *prefix, st_secrets **out)
 {
+	const char *who = prefix[0] == 'S' ? "source" : "destination";
 	json_t *dep = st_state_deployment(sd->s);
 	json_t *sp = dep ? json_object_get(dep, "secrets_providers") : NULL;
 	const char *type = json_string_value(json_object_get(sp, "type"));
-	char env[64], envf[64], prompt[96], *pass = NULL;
+	char prompt[96], *pass = NULL;
+	const char *from = NULL;
 	size_t len = 0;
 	st_error err;
 	int rc;
@@ -108,24 +147,39 @@ static int side_secrets(side *sd, const char *prefix, st_secrets **out)
 	*out = NULL;
 	if (!type)
 		return EXIT_OK;
-	if (!strcmp(type, "passphrase")) {
-		snprintf(env, sizeof(env), "STATETOOL_%s_PASSPHRASE", prefix);
-		snprintf(envf, sizeof(envf), "STATETOOL_%s_PASSPHRASE_FILE", prefix);
-		snprintf(prompt, sizeof(prompt), "Enter the %s stack's passphrase: ",
-			 prefix[0] == 'S' ? "source" : "destination");
-		if (getenv(env) || getenv(envf) || sd->passfile)
-			rc = cli_passphrase(env, envf, sd->passfile, prompt, 0, &pass, &len);
-		else
-			rc = cli_passphrase("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE",
-					    NULL, prompt, 0, &pass, &len);
-		if (rc != EXIT_OK)
-			return rc;
-	}
+	snprintf(prompt, sizeof(prompt), "Enter the %s stack's passphrase: ", who);
+	if (!strcmp(type, "passphrase") &&
+	    (rc = side_passphrase(sd, prefix, prompt, 0, &pass, &len, &from)) != EXIT_OK)
+		return rc;
 	rc = st_secrets_open(out, sp, pass, len, &err);
 	cli_passphrase_free(pass);
+	if (rc == ST_EPASSPHRASE && from)
+		cli_errorf("the %s stack's passphrase (from %s) is incorrect", who, from);
+	else if (rc)
+		cli_errorf("%s stack: %s", who, err.message);
+	if (rc)
+		return EXIT_FAIL;
+	return EXIT_OK;
+}
+
+/* A passphrase provider of its own for a destination that has none: the destination's
+ * passphrase, a new salt. */
+static int dest_new_secrets(side *sd, st_secrets **out)
+{
+	char *pass = NULL;
+	const char *from = NULL;
+	size_t len = 0;
+	st_error err;
+	int rc = side_passphrase(sd, "DEST", "Enter a passphrase for the destination stack: ", 1,
+				 &pass, &len, &from);
+	st_error_clear(&err);
+	*out = NULL;
+	if (rc != EXIT_OK)
+		return rc;
+	rc = st_secrets_new_passphrase(out, pass, len, &err);
+	cli_passphrase_free(pass);
 	if (rc) {
-		fprintf(stderr, "statetool: error: %s stack: %s\n",
-			prefix[0] == 'S' ? "source" : "destination", err.message);
+		cli_errorf("destination stack: %s", err.message);
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;
@@ -248,7 +302,16 @@ static int recover(side *src, side *dst)
 	return rc;
 }
 
-int cmd_move(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct args {
+	side src, dst;
+	const char *backend;
+	int dry, json, parents, recov, dups;
+	char **patterns;
+	int npatterns;
+} args;
+
+static int parse(int argc, char **argv, args *a)
 {
 	static const struct option opts[] = {
 		{"source", required_argument, NULL, O_SOURCE},
@@ -267,160 +330,267 @@ int cmd_move(int argc, char **argv)
 		{"allow-duplicate-keys", no_argument, NULL, OPT_ALLOW_DUPLICATE_KEYS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
-	side src = {0}, dst = {0};
-	const char *backend = NULL;
-	int c, dry = 0, json = 0, parents = 0, recov = 0, dups = 0, rc;
-	st_move_opts mo = ST_MOVE_OPTS_INIT;
-	st_move_report rep = {0};
-	st_secrets *ssec = NULL, *dsec = NULL;
-	st_error err;
-
-	st_error_clear(&err);
+	int c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case O_SOURCE: src.name = optarg; break;
-		case O_DEST: dst.name = optarg; break;
-		case OPT_BACKEND: backend = optarg; break;
-		case O_SBACKEND: src.backend = optarg; break;
-		case O_DBACKEND: dst.backend = optarg; break;
-		case O_SSTACK: src.names = optarg; break;
-		case O_DSTACK: dst.names = optarg; break;
-		case O_PARENTS: parents = 1; break;
-		case O_SPASS: src.passfile = optarg; break;
-		case O_DPASS: dst.passfile = optarg; break;
-		case O_RECOVER: recov = 1; break;
-		case OPT_DRY_RUN: dry = 1; break;
-		case OPT_JSON: json = 1; break;
-		case OPT_ALLOW_DUPLICATE_KEYS: dups = 1; break;
+		case O_SOURCE: a->src.name = optarg; break;
+		case O_DEST: a->dst.name = optarg; break;
+		case OPT_BACKEND: a->backend = optarg; break;
+		case O_SBACKEND: a->src.backend = optarg; break;
+		case O_DBACKEND: a->dst.backend = optarg; break;
+		case O_SSTACK: a->src.names = optarg; break;
+		case O_DSTACK: a->dst.names = optarg; break;
+		case O_PARENTS: a->parents = 1; break;
+		case O_SPASS: a->src.passfile = optarg; break;
+		case O_DPASS: a->dst.passfile = optarg; break;
+		case O_RECOVER: a->recov = 1; break;
+		case OPT_DRY_RUN: a->dry = 1; break;
+		case OPT_JSON: a->json = 1; break;
+		case OPT_ALLOW_DUPLICATE_KEYS: a->dups = 1; break;
 		case 'h': return cli_help(help);
 		default: return cli_usage("move", "bad option");
 		}
 	}
-	if (!src.name && !dst.name)
+	if (!a->src.name && !a->dst.name)
 		return cli_usage("move", "at least one of --source or --dest must be provided");
-	if (backend) {
-		if (!src.backend)
-			src.backend = backend;
-		if (!dst.backend)
-			dst.backend = backend;
+	if (a->backend) {
+		if (!a->src.backend)
+			a->src.backend = a->backend;
+		if (!a->dst.backend)
+			a->dst.backend = a->backend;
 	}
-	if ((rc = resolve_side(&src, "source")) != EXIT_OK ||
-	    (rc = resolve_side(&dst, "dest")) != EXIT_OK)
-		goto out;
-	if (recov) {
-		if (optind < argc) {
-			rc = cli_usage("move", "--recover takes no RESOURCE");
-			goto out;
-		}
-		rc = recover(&src, &dst);
-		goto out;
-	}
-	if (optind == argc) {
-		rc = cli_usage("move", "missing RESOURCE (an exact URN or a glob)");
-		goto out;
-	}
-	if (!src.t.exists) {
-		cli_errorf("the source '%s' does not exist", side_label(&src));
-		rc = EXIT_FAIL;
-		goto out;
-	}
-	if (!dry && ((rc = cli_lock(&src.t, &src.lock)) != EXIT_OK ||
-		     (rc = cli_lock(&dst.t, &dst.lock)) != EXIT_OK))
-		goto out;
-	if ((rc = load_side(&src, dups)) != EXIT_OK || (rc = load_side(&dst, dups)) != EXIT_OK)
-		goto out;
-	mo.patterns = (const char *const *)(argv + optind);
-	mo.npatterns = (size_t)(argc - optind);
-	mo.include_parents = parents;
-	mo.source_stack = src.names;
-	mo.dest_stack = dst.names;
-	rc = st_move(src.s, src.t.path, dst.s, dst.t.path, &mo, &rep, &err);
-	if (rc == ST_EPASSPHRASE && rep.needs_secrets) {
-		st_move_report_clear(&rep);
+	a->patterns = argv + optind;
+	a->npatterns = argc - optind;
+	return -1;
+}
+
+/* Do the two sides name the same stack or file? */
+static int same_target(const side *a, const side *b)
+{
+	struct stat sa, sb;
+	if (a->t.backend && b->t.backend)
+		return !strcmp(a->t.qname, b->t.qname) &&
+		       !strcmp(st_backend_url(a->t.backend), st_backend_url(b->t.backend));
+	if (!a->t.path || !b->t.path)
+		return 0;
+	if (!strcmp(a->t.path, b->t.path))
+		return 1;
+	return stat(a->t.path, &sa) == 0 && stat(b->t.path, &sb) == 0 &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* The names a side's path gives, when no --*-stack names it (a new stack's file in a DIY
+ * backend). New or NULL. */
+static char *names_of_path(side *sd)
+{
+	char *stack = NULL, *project = NULL, *names = NULL;
+	if (sd->names || !sd->t.path ||
+	    st_stack_names(sd->s, NULL, sd->t.path, &stack, &project, NULL) != ST_OK)
+		return NULL;
+	if (asprintf(&names, "%s/%s", project, stack) < 0)
+		names = NULL;
+	free(stack);
+	free(project);
+	return names;
+}
+
+/* The move in the two sessions; when secrets must be re-encrypted, again with both sides'
+ * secrets managers. */
+static int run_move(args *a, st_move_opts *mo, st_move_report *rep, st_secrets **ssec,
+		    st_secrets **dsec)
+{
+	st_error err;
+	int rc;
+	st_error_clear(&err);
+	rc = st_edit_move(a->src.e, a->dst.e, mo, rep, &err);
+	if (rc == ST_EPASSPHRASE && rep->needs_secrets) {
+		json_t *ddep = st_state_deployment(a->dst.s);
+		int dest_has = ddep && json_object_get(ddep, "secrets_providers");
+		st_move_report_clear(rep);
 		st_error_clear(&err);
-		if ((rc = side_secrets(&src, "SOURCE", &ssec)) != EXIT_OK ||
-		    (rc = side_secrets(&dst, "DEST", &dsec)) != EXIT_OK)
-			goto out;
-		mo.source_secrets = ssec;
-		mo.dest_secrets = dsec;
-		rc = st_move(src.s, src.t.path, dst.s, dst.t.path, &mo, &rep, &err);
+		if ((rc = side_secrets(&a->src, "SOURCE", ssec)) != EXIT_OK ||
+		    (rc = dest_has ? side_secrets(&a->dst, "DEST", dsec)
+				   : dest_new_secrets(&a->dst, dsec)) != EXIT_OK)
+			return rc;
+		mo->source_secrets = *ssec;
+		mo->dest_secrets = *dsec;
+		rc = st_edit_move(a->src.e, a->dst.e, mo, rep, &err);
 	}
-	for (size_t i = 0; i < rep.warnings.count; i++)
-		cli_warnf("%s", rep.warnings.lines[i]);
+	for (size_t i = 0; i < rep->warnings.count; i++)
+		cli_warnf("%s", rep->warnings.lines[i]);
 	if (rc != ST_OK) {
 		cli_error(&err);
-		rc = EXIT_FAIL;
-		goto out;
+		return EXIT_FAIL;
 	}
-	if (!json) {
-		char head[1024];
-		printf("Planning to move the following resources from %s to %s:\n\n",
-		       side_label(&src), side_label(&dst));
-		for (size_t i = 0; i < rep.nmoved; i++)
-			printf("  - %s\n", rep.moved_urns[i]);
+	return EXIT_OK;
+}
+
+static void print_plan(args *a, st_move_report *rep)
+{
+	char head[1024];
+	printf("Planning to move the following resources from %s to %s:\n\n",
+	       side_label(&a->src), side_label(&a->dst));
+	for (size_t i = 0; i < rep->nmoved; i++)
+		printf("  - %s\n", rep->moved_urns[i]);
+	printf("\n");
+	if (rep->plan.count) {
+		printf("statetool will also:\n\n");
+		for (size_t i = 0; i < rep->plan.count; i++)
+			printf("  - %s\n", rep->plan.lines[i]);
 		printf("\n");
-		if (rep.plan.count) {
-			printf("statetool will also:\n\n");
-			for (size_t i = 0; i < rep.plan.count; i++)
-				printf("  - %s\n", rep.plan.lines[i]);
-			printf("\n");
-		}
-		snprintf(head, sizeof(head),
-			 "The following resources remaining in %s have dependencies on resources "
-			 "moved to %s:",
-			 side_label(&src), side_label(&dst));
-		print_section(head, &rep.broken_source);
-		snprintf(head, sizeof(head),
-			 "The following resources being moved to %s have dependencies on resources "
-			 "in %s:",
-			 side_label(&dst), side_label(&src));
-		print_section(head, &rep.broken_dest);
-		if (rep.broken_source.count || rep.broken_dest.count)
-			printf("If you go ahead with moving these dependencies, it will be necessary "
-			       "to create the appropriate inputs and outputs in the program for the "
-			       "stack the resources are moved to.\n\n");
 	}
-	if (!dry) {
-		if (st_state_save_pair("move", dst.s, dst.t.path, src.s, src.t.path, &err) !=
-		    ST_OK) {
-			cli_error(&err);
-			rc = EXIT_FAIL;
-			goto out;
-		}
-	}
-	if (json) {
+	snprintf(head, sizeof(head),
+		 "The following resources remaining in %s have dependencies on resources moved "
+		 "to %s:",
+		 side_label(&a->src), side_label(&a->dst));
+	print_section(head, &rep->broken_source);
+	snprintf(head, sizeof(head),
+		 "The following resources being moved to %s have dependencies on resources in %s:",
+		 side_label(&a->dst), side_label(&a->src));
+	print_section(head, &rep->broken_dest);
+	if (rep->broken_source.count || rep->broken_dest.count)
+		printf("If you go ahead with moving these dependencies, it will be necessary to "
+		       "create the appropriate inputs and outputs in the program for the stack the "
+		       "resources are moved to.\n\n");
+}
+
+static void print_outcome(args *a, st_move_report *rep)
+{
+	if (a->json) {
 		json_t *doc = json_object(), *mv = json_array();
 		json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
-		json_object_set_new(doc, "source", json_string(side_label(&src)));
-		json_object_set_new(doc, "dest", json_string(side_label(&dst)));
-		json_object_set_new(doc, "dry_run", json_boolean(dry));
-		json_object_set_new(doc, "written", json_boolean(!dry));
-		for (size_t i = 0; i < rep.nmoved; i++)
-			json_array_append_new(mv, json_string(rep.moved_urns[i]));
+		json_object_set_new(doc, "source", json_string(side_label(&a->src)));
+		json_object_set_new(doc, "dest", json_string(side_label(&a->dst)));
+		json_object_set_new(doc, "dry_run", json_boolean(a->dry));
+		json_object_set_new(doc, "written", json_boolean(!a->dry));
+		for (size_t i = 0; i < rep->nmoved; i++)
+			json_array_append_new(mv, json_string(rep->moved_urns[i]));
 		json_object_set_new(doc, "moved", mv);
-		json_object_set_new(doc, "plan", lines_json(&rep.plan));
-		json_object_set_new(doc, "broken_source", lines_json(&rep.broken_source));
-		json_object_set_new(doc, "broken_dest", lines_json(&rep.broken_dest));
+		json_object_set_new(doc, "plan", lines_json(&rep->plan));
+		json_object_set_new(doc, "broken_source", lines_json(&rep->broken_source));
+		json_object_set_new(doc, "broken_dest", lines_json(&rep->broken_dest));
 		cli_print_json(doc);
 		json_decref(doc);
-	} else if (dry) {
+	} else if (a->dry) {
 		printf("dry run: nothing written\n");
 	} else {
-		printf("Successfully moved resources from %s to %s\n", side_label(&src),
-		       side_label(&dst));
+		printf("Successfully moved resources from %s to %s\n", side_label(&a->src),
+		       side_label(&a->dst));
 	}
-	rc = EXIT_OK;
-out:
+}
+
+/* Both sessions committed as one: checked, then (not on a dry run) the destination and the
+ * source written through the journal; a failure rolls both back. */
+static int commit(args *a)
+{
+	st_problems probs = {0};
+	st_error err;
+	int rc;
+	st_error_clear(&err);
+	if (!a->dry && (!a->dst.t.path || !a->src.t.path)) {
+		cli_errorf("a move writes both stacks through a journal beside their files: "
+			   "this backend keeps no local files");
+		return EXIT_FAIL;
+	}
+	rc = st_edit_commit_pair("move", a->dst.e, a->dry ? NULL : a->dst.t.path, a->src.e,
+				 a->dry ? NULL : a->src.t.path, NULL, NULL, &probs, &err);
+	if (rc != ST_OK) {
+		cli_error(&err);
+		for (size_t i = 0; i < probs.count; i++)
+			fprintf(stderr, "  [%s] %s\n    at %s\n", probs.items[i].rule,
+				probs.items[i].message, probs.items[i].pointer);
+	}
+	st_problems_clear(&probs);
+	return rc == ST_OK ? EXIT_OK : EXIT_FAIL;
+}
+
+/* Locks (not on a dry run), loads and opens a session on both sides. */
+static int open_sides(args *a)
+{
+	st_error err;
+	int rc;
+	st_error_clear(&err);
+	if (!a->src.t.exists) {
+		cli_errorf("the source '%s' does not exist", side_label(&a->src));
+		return EXIT_FAIL;
+	}
+	if (!a->dry && ((rc = cli_lock(&a->src.t, &a->src.lock)) != EXIT_OK ||
+			(rc = cli_lock(&a->dst.t, &a->dst.lock)) != EXIT_OK))
+		return rc;
+	if ((rc = load_side(&a->src, a->dups)) != EXIT_OK ||
+	    (rc = load_side(&a->dst, a->dups)) != EXIT_OK)
+		return rc;
+	if (st_edit_begin(&a->src.e, a->src.s, NULL, &err) != ST_OK ||
+	    st_edit_begin(&a->dst.e, a->dst.s, NULL, &err) != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+static void close_side(side *sd)
+{
+	st_edit_free(sd->e);
+	if (sd->lock)
+		st_lock_release(sd->lock, NULL);
+	cli_state_done(sd->s);
+	cli_target_free(&sd->t);
+}
+
+static int do_move(args *a)
+{
+	st_move_opts mo = ST_MOVE_OPTS_INIT;
+	st_move_report rep = {0};
+	st_secrets *ssec = NULL, *dsec = NULL;
+	char *snames = NULL, *dnames = NULL;
+	int rc;
+
+	if (!a->npatterns)
+		return cli_usage("move", "missing RESOURCE (an exact URN or a glob)");
+	if (same_target(&a->src, &a->dst))
+		return cli_usage("move", "the source and the destination are the same %s (%s): a "
+				 "move needs two different stacks",
+				 a->src.t.backend ? "stack" : "file", side_label(&a->src));
+	if ((rc = open_sides(a)) != EXIT_OK)
+		return rc;
+	snames = names_of_path(&a->src);
+	dnames = names_of_path(&a->dst);
+	mo.patterns = (const char *const *)a->patterns;
+	mo.npatterns = (size_t)a->npatterns;
+	mo.include_parents = a->parents;
+	mo.source_stack = a->src.names ? a->src.names : snames;
+	mo.dest_stack = a->dst.names ? a->dst.names : dnames;
+	if ((rc = run_move(a, &mo, &rep, &ssec, &dsec)) == EXIT_OK) {
+		if (!a->json)
+			print_plan(a, &rep);
+		if ((rc = commit(a)) == EXIT_OK)
+			print_outcome(a, &rep);
+	}
 	st_move_report_clear(&rep);
 	st_secrets_free(ssec);
 	st_secrets_free(dsec);
-	if (src.lock)
-		st_lock_release(src.lock, NULL);
-	if (dst.lock)
-		st_lock_release(dst.lock, NULL);
-	cli_state_done(src.s);
-	cli_state_done(dst.s);
-	cli_target_free(&src.t);
-	cli_target_free(&dst.t);
+	free(snames);
+	free(dnames);
+	return rc;
+}
+
+int cmd_move(int argc, char **argv)
+{
+	args a;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	if ((rc = parse(argc, argv, &a)) != -1)
+		return rc;
+	if ((rc = resolve_side(&a.src, "source")) == EXIT_OK &&
+	    (rc = resolve_side(&a.dst, "dest")) == EXIT_OK) {
+		if (a.recov)
+			rc = a.npatterns ? cli_usage("move", "--recover takes no RESOURCE")
+					 : recover(&a.src, &a.dst);
+		else
+			rc = do_move(&a);
+	}
+	close_side(&a.src);
+	close_side(&a.dst);
 	return rc;
 }

@@ -220,6 +220,46 @@ check_rc 0; check_out_has '"plaintext": "\"hunter2\""'
 run "secret files valid" st validate "$T/sec-src.json" "$T/sec-dst.json"
 check_rc 0
 
+# a new destination gets a passphrase provider of its own: its passphrase, a new salt
+cp "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/ns-src.json"
+printf '{"version":3,"deployment":null}\n' > "$T/ns-dst.json"
+C='urn:pulumi:dev::proj::my:index:Comp::c'
+run "new destination: its passphrase missing" env STATETOOL_SOURCE_PASSPHRASE="correct horse battery staple" "$STATETOOL" move --source "$T/ns-src.json" --dest "$T/ns-dst.json" --dest-stack proj/prod "$C" </dev/null
+check_rc 1; check_out_empty
+check_err "statetool: error: the destination stack's passphrase must be set with STATETOOL_DEST_PASSPHRASE or STATETOOL_DEST_PASSPHRASE_FILE (or --dest-passphrase-file), or PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE"
+run "the source's passphrase missing" env STATETOOL_DEST_PASSPHRASE="x" "$STATETOOL" move --source "$T/ns-src.json" --dest "$T/ns-dst.json" --dest-stack proj/prod "$C" </dev/null
+check_rc 1
+check_err "statetool: error: the source stack's passphrase must be set with STATETOOL_SOURCE_PASSPHRASE or STATETOOL_SOURCE_PASSPHRASE_FILE (or --source-passphrase-file), or PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE"
+run "the source's passphrase wrong" env STATETOOL_SOURCE_PASSPHRASE="wrong" STATETOOL_DEST_PASSPHRASE="x" "$STATETOOL" move --source "$T/ns-src.json" --dest "$T/ns-dst.json" --dest-stack proj/prod "$C"
+check_rc 1; check_err "statetool: error: the source stack's passphrase (from STATETOOL_SOURCE_PASSPHRASE) is incorrect"
+cp "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/w-src.json"
+st convert "$FIXTURES/edit/delete-all-force.json" -o "$T/w-dst.json" >/dev/null
+env PULUMI_CONFIG_PASSPHRASE="correct horse battery staple" PULUMI_CONFIG_PASSPHRASE_NEW="other passphrase" "$STATETOOL" secrets rekey "$T/w-dst.json" >/dev/null
+printf 'wrong\n' > "$T/wrongpw"
+run "the destination's passphrase wrong" env STATETOOL_SOURCE_PASSPHRASE="correct horse battery staple" "$STATETOOL" move --dest-passphrase-file "$T/wrongpw" --source "$T/w-src.json" --dest "$T/w-dst.json" --dest-stack shop/dev 'urn:pulumi:dev::proj::my:index:Comp::c'
+check_rc 1; check_err "statetool: error: the destination stack's passphrase (from --dest-passphrase-file) is incorrect"
+printf '{"version":3,"deployment":null}\n' > "$T/ns-before.json"
+check_same "$T/ns-before.json" "$T/ns-dst.json"
+run "new destination" env STATETOOL_SOURCE_PASSPHRASE="correct horse battery staple" STATETOOL_DEST_PASSPHRASE="prod passphrase" "$STATETOOL" move --source "$T/ns-src.json" --dest "$T/ns-dst.json" --dest-stack proj/prod "$C"
+check_rc 0
+check_out_has "  - re-encrypt 2 secrets of urn:pulumi:dev::proj::my:index:Comp\$aws:s3/bucket:Bucket::b for the destination"
+check_out_has "  - the destination had no secrets provider: it gets a passphrase provider of its own"
+run "its own salt" sh -c "grep -c 'AQIDBAUGBwg=' '$T/ns-dst.json'"
+check_out "0"
+run "decrypts with its own passphrase" env PULUMI_CONFIG_PASSPHRASE="prod passphrase" "$STATETOOL" secrets verify "$T/ns-dst.json"
+check_rc 0; check_out "2 secrets, 0 failed to decrypt"
+run "not with the source's" env PULUMI_CONFIG_PASSPHRASE="correct horse battery staple" "$STATETOOL" secrets verify "$T/ns-dst.json"
+check_rc 1; check_err_has "incorrect passphrase"
+
+# the same stack or file on both sides is refused as such (not as a lock held by statetool)
+run "same file" st move --source "$T/src.json" --dest "$T/src.json" 'urn:pulumi:x::y::a:b:c::n'
+check_rc 2; check_err_has "statetool: error: the source and the destination are the same file ($T/src.json): a move needs two different stacks"
+run "same file, another spelling" sh -c "cd '$T' && '$STATETOOL' move --source src.json --dest ./src.json 'urn:pulumi:x::y::a:b:c::n'"
+check_rc 2; check_err_has "the source and the destination are the same file (src.json)"
+setup leaf.json
+run "same stack" mv_ --dest $SRC 'urn:pulumi:x::y::a:b:c::n'
+check_rc 2; check_err_has "statetool: error: the source and the destination are the same stack ($SRC): a move needs two different stacks"
+
 # a crash at every step of the two writes: afterwards every selected resource is in exactly
 # one stack, and nothing else changed
 for step in 1 2 3 4 5 6 7; do

@@ -1,0 +1,190 @@
+/* Move as an operation on two edit sessions committed together: a failure anywhere leaves both
+ * states as they were, byte for byte; extension blobs as Pulumi carries them. */
+#include "testutil.h"
+
+static char *dump(st_state *s)
+{
+	char *out;
+	size_t len;
+	assert_int_equal(st_state_dump(s, NULL, &out, &len, NULL), ST_OK);
+	return out;
+}
+
+static st_state *load_text(const char *text)
+{
+	st_state *s = NULL;
+	st_error err;
+	st_error_clear(&err);
+	if (st_state_load_buffer(&s, text, strlen(text), "test", NULL, &err) != ST_OK) {
+		fprintf(stderr, "%s\n", err.message);
+		fail();
+	}
+	return s;
+}
+
+#define ROOT(st) "{\"urn\": \"urn:pulumi:" st "::p::pulumi:pulumi:Stack::p-" st "\", \"custom\": " \
+		 "false, \"type\": \"pulumi:pulumi:Stack\"}"
+#define RES(st, name, extra)                                                                  \
+	"{\"urn\": \"urn:pulumi:" st "::p::t:m:R::" name "\", \"custom\": true, \"id\": \"" name  \
+	"\", \"type\": \"t:m:R\", \"parent\": \"urn:pulumi:" st "::p::pulumi:pulumi:Stack::p-" st \
+	"\"" extra "}"
+
+/* Version 4 (extensionRef is the extensionParameterization feature). */
+#define STATE(st, resources, extensions)                                                      \
+	"{\"version\": 4, \"features\": [\"extensionParameterization\"], \"checkpoint\": "        \
+	"{\"stack\": \"organization/p/" st "\", \"latest\": {\"manifest\": {\"time\": "            \
+	"\"2024-01-01T00:00:00Z\", \"magic\": \"\", \"version\": \"\"}, \"resources\": ["          \
+	resources "]" extensions "}}}"
+
+#define BLOB(v) "{\"name\": \"x\", \"version\": \"1.0.0\", \"value\": \"" v "\"}"
+
+static const char src_text[] = STATE(
+	"dev",
+	ROOT("dev") ", " RES("dev", "a", ", \"extensionRef\": \"ea\"") ", "
+		    RES("dev", "b", ", \"extensionRef\": \"eb\"") ", " RES("dev", "keep", ""),
+	", \"extensions\": {\"ea\": " BLOB("YQ==") ", \"eb\": " BLOB("Yg==") ", \"stale\": "
+	BLOB("cw==") "}");
+static const char dst_text[] = STATE("prod", ROOT("prod") ", " RES("prod", "c", ""),
+				     ", \"extensions\": {\"unused\": " BLOB("dQ==") "}");
+
+/* Blobs go with the resources that refer to them; each stack keeps only its referenced ones. */
+static void test_extension_blobs(void **unused)
+{
+	(void)unused;
+	st_state *src = load_text(src_text), *dst = load_text(dst_text);
+	const char *pat[] = {"urn:pulumi:dev::p::t:m:R::a"};
+	st_move_opts o = ST_MOVE_OPTS_INIT;
+	st_move_report rep;
+	o.patterns = pat;
+	o.npatterns = 1;
+	assert_int_equal(st_move(src, NULL, dst, NULL, &o, &rep, NULL), ST_OK);
+	json_t *de = json_object_get(st_state_deployment(dst), "extensions");
+	json_t *se = json_object_get(st_state_deployment(src), "extensions");
+	assert_int_equal(json_object_size(de), 1);
+	assert_string_equal(st_json_str(json_object_get(de, "ea"), "value"), "YQ==");
+	assert_int_equal(json_object_size(se), 1);
+	assert_non_null(json_object_get(se, "eb"));
+	st_move_report_clear(&rep);
+	st_state_free(src);
+	st_state_free(dst);
+}
+
+/* A blob a moved resource needs is missing: Pulumi's error; both states as they were. */
+static void test_missing_blob_changes_nothing(void **unused)
+{
+	(void)unused;
+	static const char broken[] = STATE(
+		"dev", ROOT("dev") ", " RES("dev", "a", ", \"extensionRef\": \"ea\"") ", "
+			RES("dev", "b", ", \"extensionRef\": \"gone\""), "");
+	st_state *src = load_text(broken), *dst = load_text(dst_text);
+	char *sb = dump(src), *db = dump(dst), *sa, *da;
+	const char *pat[] = {"urn:pulumi:dev::p::t:m:R::*"};
+	st_move_opts o = ST_MOVE_OPTS_INIT;
+	st_move_report rep;
+	st_error err;
+	o.patterns = pat;
+	o.npatterns = 1;
+	st_error_clear(&err);
+	assert_int_equal(st_move(src, NULL, dst, NULL, &o, &rep, &err), ST_EINVAL);
+	assert_string_equal(err.message, "source snapshot is missing extension blob(s) [ea gone] "
+			    "referenced by moved resources");
+	sa = dump(src);
+	da = dump(dst);
+	assert_string_equal(sb, sa);
+	assert_string_equal(db, da);
+	st_move_report_clear(&rep);
+	free(sa);
+	free(da);
+	free(sb);
+	free(db);
+	st_state_free(src);
+	st_state_free(dst);
+}
+
+/* The destination's commit fails after the source's passed: both are rolled back, byte for
+ * byte (the source's envelope too); the same state on both sides is refused. */
+static void test_failed_pair_commit_rolls_back_both(void **unused)
+{
+	(void)unused;
+	st_state *src = load_text(src_text), *dst = load_text(dst_text);
+	char *sb = dump(src), *db = dump(dst), *sa, *da;
+	const char *pat[] = {"urn:pulumi:dev::p::t:m:R::a"};
+	st_move_opts o = ST_MOVE_OPTS_INIT;
+	st_move_report rep;
+	st_edit *se, *de;
+	st_error err;
+	o.patterns = pat;
+	o.npatterns = 1;
+	assert_int_equal(st_edit_begin(&se, src, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_begin(&de, dst, NULL, NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st_edit_move(se, se, &o, &rep, &err), ST_EINVAL);
+	assert_string_equal(err.message, "the source and the destination are the same state");
+	assert_int_equal(st_edit_move(se, de, &o, &rep, NULL), ST_OK);
+	assert_int_equal(rep.nmoved, 1);
+	/* a later operation in the destination's session breaks it: a parent that is missing */
+	json_t *dep = json_deep_copy(st_state_deployment(dst));
+	json_object_set_new(json_array_get(json_object_get(dep, "resources"), 1), "parent",
+			    json_string("urn:pulumi:prod::p::t:m:R::missing"));
+	assert_int_equal(st_edit_replace_deployment(de, dep, NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st_edit_commit_pair("move", se, NULL, de, NULL, NULL, NULL, NULL, &err),
+			 ST_EINTEGRITY);
+	sa = dump(src);
+	da = dump(dst);
+	assert_string_equal(sb, sa);
+	assert_string_equal(db, da);
+	st_move_report_clear(&rep);
+	st_edit_free(se);
+	st_edit_free(de);
+	free(sa);
+	free(da);
+	free(sb);
+	free(db);
+	st_state_free(src);
+	st_state_free(dst);
+}
+
+/* A failed write: both rolled back (the files are as they were too). */
+static void test_failed_pair_write_rolls_back_both(void **unused)
+{
+	(void)unused;
+	st_state *src = load_text(src_text), *dst = load_text(dst_text);
+	char *sb = dump(src), *db = dump(dst), *sa, *da;
+	const char *pat[] = {"urn:pulumi:dev::p::t:m:R::a"};
+	st_move_opts o = ST_MOVE_OPTS_INIT;
+	st_move_report rep;
+	st_edit *se, *de;
+	o.patterns = pat;
+	o.npatterns = 1;
+	assert_int_equal(st_edit_begin(&se, src, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_begin(&de, dst, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_move(se, de, &o, &rep, NULL), ST_OK);
+	assert_int_not_equal(st_edit_commit_pair("move", de, "/nonexistent/dir/d.json", se,
+						 "/nonexistent/dir/s.json", NULL, NULL, NULL, NULL),
+			     ST_OK);
+	sa = dump(src);
+	da = dump(dst);
+	assert_string_equal(sb, sa);
+	assert_string_equal(db, da);
+	st_move_report_clear(&rep);
+	st_edit_free(se);
+	st_edit_free(de);
+	free(sa);
+	free(da);
+	free(sb);
+	free(db);
+	st_state_free(src);
+	st_state_free(dst);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_extension_blobs),
+		cmocka_unit_test(test_missing_blob_changes_nothing),
+		cmocka_unit_test(test_failed_pair_commit_rolls_back_both),
+		cmocka_unit_test(test_failed_pair_write_rolls_back_both),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
