@@ -15,6 +15,14 @@ static const char help_list[] =
 	"`pulumi refresh` afterwards so that Pulumi learns what the interrupted operations\n"
 	"left behind.\n"
 	"\n"
+	"A `creating` operation may have created a resource that the state does not record.\n"
+	"Pulumi's way out, `pulumi refresh --import-pending-creates URN=ID` (or\n"
+	"--clear-pending-creates), needs the operation in the state: `pending clear` says so\n"
+	"when it clears one. What it clears stays recoverable: the cleared operations are\n"
+	"written beside the state as STATE.pending-cleared.json (a stack without a local file:\n"
+	"printed on standard error), and the previous state is kept as STATE.bak\n"
+	"(`statetool restore STATE` puts it back).\n"
+	"\n"
 	"Options:\n"
 	"  --backend DIR --stack NAME   a stack of a DIY backend\n"
 	"  --json             one JSON document\n"
@@ -26,6 +34,10 @@ typedef struct ctx {
 	char **queries;
 	int nq;
 	cli_mutate_opts *mo;
+	cli_target *t;
+	json_t *cleared; /* the operations the clear removes (a copy) */
+	size_t creating; /* how many of them are `creating` */
+	char *saved;     /* where they were written */
 } ctx;
 
 /* Resolves a query among the pending operations' URNs: exact, name, suffix. */
@@ -66,6 +78,30 @@ static const char *resolve(json_t *ops, const char *q)
 	return hit;
 }
 
+/* The operations the clear removes, kept before they go. */
+static int keep_cleared(ctx *c, json_t *ops, const char *const *urns, size_t n)
+{
+	json_t *op;
+	size_t i;
+	if (!(c->cleared = json_array()))
+		return EXIT_FAIL;
+	json_array_foreach(ops, i, op) {
+		const char *u = json_string_value(json_object_get(json_object_get(op, "resource"),
+								  "urn"));
+		const char *ty = json_string_value(json_object_get(op, "type"));
+		int hit = !urns;
+		for (size_t k = 0; !hit && k < n; k++)
+			hit = u && !strcmp(u, urns[k]);
+		if (!hit)
+			continue;
+		if (ty && !strcmp(ty, "creating"))
+			c->creating++;
+		if (json_array_append(c->cleared, op))
+			return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
 static int run_clear(st_edit *e, st_state *s, void *arg, st_error *err)
 {
 	ctx *c = arg;
@@ -85,12 +121,73 @@ static int run_clear(st_edit *e, st_state *s, void *arg, st_error *err)
 			}
 		}
 	}
+	if (keep_cleared(c, ops, urns, (size_t)c->nq) != EXIT_OK) {
+		free(urns);
+		cli_errorf("out of memory");
+		return EXIT_FAIL;
+	}
 	rc = st_edit_pending_clear(e, urns, (size_t)c->nq, &removed, err);
 	free(urns);
 	if (rc == ST_OK)
+		snprintf(c->mo->summary, sizeof(c->mo->summary), "%zu pending operation%s removed%s",
+			 removed, removed == 1 ? "" : "s",
+			 removed > c->creating ? "; run `pulumi refresh` next" : "");
+	return rc;
+}
+
+/* Once the state is written: the cleared operations beside it, and what a `creating` one
+ * means. */
+static int after_clear(void *arg)
+{
+	ctx *c = arg;
+	st_style st;
+	char *text = NULL;
+	size_t len = 0;
+	int rc = EXIT_OK;
+
+	if (!json_array_size(c->cleared))
+		return EXIT_OK;
+	st_style_export(&st);
+	if (st_json_dump(c->cleared, &st, &text, &len, NULL) != ST_OK)
+		return EXIT_FAIL;
+	char *nl = realloc(text, len + 2);
+	if (!nl) {
+		free(text);
+		return EXIT_FAIL;
+	}
+	text = nl;
+	text[len++] = '\n';
+	text[len] = '\0';
+	if (c->t->path && strcmp(c->t->path, "-") &&
+	    asprintf(&c->saved, "%s.pending-cleared.json", c->t->path) >= 0) {
+		st_write_opts wo = ST_WRITE_OPTS_INIT;
+		st_error err;
+		st_error_clear(&err);
+		if (st_file_write_atomic(c->saved, text, len, &wo, &err) != ST_OK) {
+			cli_error(&err);
+			rc = EXIT_FAIL;
+		}
+	} else {
+		fprintf(stderr, "%s: the cleared pending operations:\n%s", cli_prog, text);
+	}
+	free(text);
+	if (c->creating)
+		cli_warnf("%zu cleared operation%s %s `creating`: the resource%s may exist while "
+			  "the state no longer records %s. Pulumi's way out, `pulumi refresh "
+			  "--import-pending-creates URN=ID` or `--clear-pending-creates`, needs the "
+			  "operation in the state: `statetool restore %s` puts the previous state "
+			  "back",
+			  c->creating, c->creating == 1 ? "" : "s", c->creating == 1 ? "was" : "were",
+			  c->creating == 1 ? "" : "s", c->creating == 1 ? "it" : "them",
+			  cli_target_name(c->t));
+	if (c->saved && rc == EXIT_OK) {
+		size_t removed = json_array_size(c->cleared);
 		snprintf(c->mo->summary, sizeof(c->mo->summary),
-			 "%zu pending operation%s removed; run `pulumi refresh` next", removed,
-			 removed == 1 ? "" : "s");
+			 "%zu pending operation%s removed (saved in %s; the previous state is "
+			 "%s.bak)%s",
+			 removed, removed == 1 ? "" : "s", c->saved, c->t->path,
+			 removed > c->creating ? "; run `pulumi refresh` next" : "");
+	}
 	return rc;
 }
 
@@ -166,7 +263,12 @@ int cmd_pending(int argc, char **argv)
 		if (rc != -1)
 			return rc;
 		c.mo = &mo;
-		return cli_mutate(&t, &mo, run_clear, &c);
+		c.t = &t;
+		mo.after_save = after_clear;
+		rc = cli_mutate(&t, &mo, run_clear, &c);
+		json_decref(c.cleared);
+		free(c.saved);
+		return rc;
 	}
 	return list(argc, argv);
 }

@@ -75,6 +75,22 @@ check_rc 0; check_out_has "nothing to change"; check_same "$F/base.json" "$S"; c
 expect_result "pending clear" pending-clear-all.json st pending clear "$S"
 expect_result "pending clear one" pending-clear-logs.json st pending clear "$S" logs
 fresh
+# clearing a `creating` operation: Pulumi's way out named, what was cleared kept
+fresh
+run "pending clear: creating" st pending clear "$S" queue
+check_rc 0
+check_out "removed pending creating operation on urn:pulumi:dev::shop::aws:sqs/queue:Queue::queue
+1 pending operation removed (saved in $S.pending-cleared.json; the previous state is $S.bak)"
+check_err "statetool: warning: 1 cleared operation was \`creating\`: the resource may exist while the state no longer records it. Pulumi's way out, \`pulumi refresh --import-pending-creates URN=ID\` or \`--clear-pending-creates\`, needs the operation in the state: \`statetool restore $S\` puts the previous state back"
+run "the cleared operation kept" st pending --json "$S.bak"
+check_out_has '"type": "creating"'
+run "the cleared file" sh -c "grep -c '\"type\": \"creating\"' '$S.pending-cleared.json'"
+check_out "1"
+run "pending clear: nothing creating" st pending clear "$S"
+check_rc 0; check_err_empty
+check_out_has "1 pending operation removed (saved in $S.pending-cleared.json; the previous state is $S.bak); run \`pulumi refresh\` next"
+rm -f "$S.pending-cleared.json"
+fresh
 run "pending list" st pending "$S"
 check_rc 0
 check_out "updating  urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs
