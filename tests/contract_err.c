@@ -271,7 +271,7 @@ static size_t index_of(st_state *s, const char *q)
 static int c_edit_delete(st_error *err)
 {
 	session x = open_session("edit/base.json");
-	size_t t = index_of(x.s, "assets"); /* protected, and depended on */
+	st_handle t = tu_handle(x.e, index_of(x.s, "assets")); /* protected, depended on */
 	int rc = st_edit_delete(x.e, &t, 1, 0, NULL, err);
 	close_session(&x);
 	return rc;
@@ -280,7 +280,7 @@ static int c_edit_delete(st_error *err)
 static int c_edit_rename(st_error *err)
 {
 	session x = open_session("edit/base.json");
-	int rc = st_edit_rename(x.e, index_of(x.s, "logs"), "", err);
+	int rc = st_edit_rename(x.e, tu_handle(x.e, index_of(x.s, "logs")), "", err);
 	close_session(&x);
 	return rc;
 }
@@ -288,9 +288,68 @@ static int c_edit_rename(st_error *err)
 static int c_edit_set_flag(st_error *err)
 {
 	session x = open_session("edit/base.json");
-	size_t t = 0;
+	st_handle t = tu_handle(x.e, 0);
 	int rc = st_edit_set_flag(x.e, &t, 1, "no-such-flag", 1, NULL, err);
 	close_session(&x);
+	return rc;
+}
+
+static int c_edit_handle_at(st_error *err)
+{
+	session x = open_session("edit/base.json");
+	st_handle h;
+	int rc = st_edit_handle_at(x.e, 1000, &h, err);
+	close_session(&x);
+	return rc;
+}
+
+static int c_edit_handle_of(st_error *err)
+{
+	session x = open_session("edit/base.json");
+	st_handle h;
+	int rc = st_edit_handle_of(x.e, "urn:pulumi:dev::shop::m:i:R::nothing", &h, err);
+	close_session(&x);
+	return rc;
+}
+
+/* The same state on both sides. */
+static int c_edit_commit_pair(st_error *err)
+{
+	session x = open_session("edit/base.json");
+	st_edit *other = NULL;
+	int rc;
+	assert_int_equal(st_edit_begin(&other, x.s, NULL, NULL), ST_OK);
+	rc = st_edit_commit_pair("move", x.e, NULL, other, NULL, NULL, NULL, NULL, err);
+	st_edit_free(other);
+	close_session(&x);
+	return rc;
+}
+
+static int c_edit_import(st_error *err)
+{
+	session x = open_session("edit/base.json");
+	st_import_report r;
+	json_t *doc = tu_json("{\"resources\":[{\"type\":\"m:i:R\",\"name\":\"x\"}]}");
+	int rc = st_edit_import(x.e, doc, NULL, &r, NULL, err);
+	st_import_report_clear(&r);
+	json_decref(doc);
+	close_session(&x);
+	return rc;
+}
+
+static int c_edit_move(st_error *err)
+{
+	session a = open_session("edit/base.json"), b = open_session("edit/base.json");
+	st_move_opts o = ST_MOVE_OPTS_INIT;
+	st_move_report r;
+	const char *pat = "urn:pulumi:nothing::x::m:i:R::y";
+	int rc;
+	o.patterns = &pat;
+	o.npatterns = 1;
+	rc = st_edit_move(a.e, b.e, &o, &r, err);
+	st_move_report_clear(&r);
+	close_session(&a);
+	close_session(&b);
 	return rc;
 }
 
@@ -674,6 +733,8 @@ static const err_case cases[] = {
 	CASE(edit_delete), CASE(edit_rename), CASE(edit_set_flag), CASE(edit_repair),
 	CASE(edit_replace_provider), CASE(edit_replace_deployment),
 	CASE(edit_commit), CASE(edit_commit_save), CASE(edit_commit_save_stack),
+	CASE(edit_handle_at), CASE(edit_handle_of), CASE(edit_commit_pair), CASE(edit_import),
+	CASE(edit_move),
 	CASE(secrets_open), CASE(secrets_custom), CASE(secrets_encrypt), CASE(secrets_decrypt),
 	CASE(secrets_reveal), CASE(edit_secrets_encrypt),
 	CASE(edit_secrets_rekey), CASE(config_rekey), CASE(stack_names), CASE(move),

@@ -425,10 +425,7 @@ static int o_secrets_verify(st_state *s, st_error *er)
 	return rc;
 }
 
-/* Not in the list yet: st_import_check's name resolution (check_and_resolve) does not check
- * its allocations and crashes when one fails; it is being rewritten as a session operation
- * (lib/ops), and is fixed and listed there. */
-ST_UNUSED static int o_import_check(st_state *s, st_error *er)
+static int o_import_check(st_state *s, st_error *er)
 {
 	json_t *doc = json_pack("{s:[{s:s,s:s,s:s}]}", "resources", "type", "m:i:R", "name", "x",
 				"id", "x");
@@ -437,7 +434,7 @@ ST_UNUSED static int o_import_check(st_state *s, st_error *er)
 	(void)s;
 	if (!doc)
 		return ST_OK - 100;
-	rc = st_import_check(doc, "dev", "shop", &p, er);
+	rc = st_import_check(doc, "dev", "shop", NULL, &p, er);
 	st_problems_clear(&p);
 	json_decref(doc);
 	return rc;
@@ -469,7 +466,7 @@ static const oom_case oom_cases[] = {
 	OOM(json_dump), OOM(schema_new), OOM(schema_add), OOM(state_new), OOM(state_dump),
 	OOM(schema_builtin), OOM(integrity_check), OOM(state_migrate), OOM(edit_begin),
 	OOM(edit_pending_clear), OOM(secrets_new_passphrase), OOM(secrets_verify),
-	OOM(backend_list),
+	OOM(backend_list), OOM(import_check),
 };
 
 static void test_err_null_oom(void **unused)
