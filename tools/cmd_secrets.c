@@ -139,9 +139,19 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 		goto out;
 	size_t cts = 0;
 	st_secrets_count(s, &cts, NULL);
-	if ((rc = cli_open_secrets(s, c.passfile, cts > 0, &sec)) != EXIT_OK)
+	/* verify checks a passphrase it is given even when no secret is encrypted (against the
+	 * provider's salt, as Pulumi does when it opens the stack), and says when it checked none */
+	json_t *dep = st_state_deployment(s);
+	const char *ptype = json_string_value(
+		json_object_get(dep ? json_object_get(dep, "secrets_providers") : NULL, "type"));
+	int passphrase = ptype && !strcmp(ptype, "passphrase");
+	int given = getenv("PULUMI_CONFIG_PASSPHRASE") || getenv("PULUMI_CONFIG_PASSPHRASE_FILE") ||
+		    c.passfile;
+	int need = cts > 0 || (verify && passphrase && given);
+	if ((rc = cli_open_secrets(s, c.passfile, need, &sec)) != EXIT_OK)
 		goto out;
 	if (verify) {
+		int checked = passphrase && need;
 		st_problems p = {0};
 		size_t n = 0;
 		st_secrets_verify(s, sec, &p, &n, &err);
@@ -156,6 +166,8 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 								     p.items[i].urn, "message",
 								     p.items[i].message));
 			json_object_set_new(doc, "failures", arr);
+			if (passphrase)
+				json_object_set_new(doc, "passphrase_checked", json_boolean(checked));
 			cli_print_json(doc);
 			json_decref(doc);
 		} else {
@@ -165,6 +177,10 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 					p.items[i].pointer);
 			printf("%zu secret%s, %zu failed to decrypt\n", n, n == 1 ? "" : "s",
 			       p.count);
+			if (passphrase && !checked)
+				printf("the passphrase was not checked: no secret is encrypted and no "
+				       "passphrase was given (PULUMI_CONFIG_PASSPHRASE, "
+				       "PULUMI_CONFIG_PASSPHRASE_FILE or --passphrase-file)\n");
 		}
 		rc = p.count ? EXIT_FAIL : EXIT_OK;
 		st_problems_clear(&p);

@@ -21,6 +21,19 @@ check_out "600"
 rm -f "$T/shown.json"
 run "verify" penv secrets verify "$P/valid-deployment-v3.json"
 check_rc 0; check_out "2 secrets, 0 failed to decrypt"
+# no secret encrypted: a passphrase given is checked against the provider's salt; none given is
+# said to be unchecked
+SALT='v1:AQIDBAUGBwg=:v1:AAECAwQFBgcICQoL:IYoikRHf10peey65kizoQjW7FClwEA=='
+printf '{"version":3,"deployment":{"manifest":{"time":"2024-01-01T00:00:00Z","magic":"","version":""},"secrets_providers":{"type":"passphrase","state":{"salt":"%s"}}}}\n' "$SALT" > "$T/nosecrets.json"
+run "verify, no secret, wrong passphrase" env PULUMI_CONFIG_PASSPHRASE=wrong "$STATETOOL" secrets verify "$T/nosecrets.json"
+check_rc 1; check_out_empty; check_err_has "incorrect passphrase"
+run "verify, no secret, right passphrase" penv secrets verify "$T/nosecrets.json"
+check_rc 0; check_out "0 secrets, 0 failed to decrypt"
+run "verify, no secret, no passphrase" st secrets verify "$T/nosecrets.json" </dev/null
+check_rc 0; check_out "0 secrets, 0 failed to decrypt
+the passphrase was not checked: no secret is encrypted and no passphrase was given (PULUMI_CONFIG_PASSPHRASE, PULUMI_CONFIG_PASSPHRASE_FILE or --passphrase-file)"
+run "verify, no secret, no passphrase, json" st secrets verify --json "$T/nosecrets.json" </dev/null
+check_rc 0; check_out_has '"passphrase_checked": false'
 run "verify b64" st secrets verify "$P/checkpoint-secrets.json"
 check_rc 0; check_out "10 secrets, 0 failed to decrypt"
 
