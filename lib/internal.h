@@ -276,6 +276,12 @@ int st_obj_set_ordered(json_t *obj, st_kind kind, const char *key, json_t *value
 /* Is the value "empty" in Go's omitempty sense? */
 int st_json_is_empty(const json_t *v);
 
+/* json_copy (a shallow copy: the members are shared) that fails whole: jansson's (2.14) keeps
+ * going when adding a member fails and returns a copy without it, which an allocation failure
+ * turned into a resource with members missing. Every json_copy in the library is this one. */
+json_t *st__json_copy(json_t *v);
+#define json_copy(v) st__json_copy(v)
+
 /* Deployment helpers. */
 const char *st_json_str(const json_t *obj, const char *key); /* string member or NULL */
 int st_json_bool(const json_t *obj, const char *key);         /* true member -> 1 */

@@ -176,31 +176,47 @@ static int op_edit(const char *path, const char *out)
 	return rc;
 }
 
-static void sweep(const char *what, op_fn op, int in_place)
+/* Sweeps longer than this are sampled: every N up to SWEEP_ALL, then evenly spaced N up to the
+ * last allocation, about SWEEP_RUNS runs in all (the SQLite index makes thousands of
+ * allocations, and each of its runs syncs the database: failing each of them once would take
+ * minutes). A sweep may ask for fewer runs (the index: 600, each N up to 300). */
+#define SWEEP_ALL 1500
+#define SWEEP_RUNS 2500
+
+/* Runs `op` on a file holding `text` with allocation N failing, for every N (or a sample). A
+ * run that succeeds must leave what the reference run left (src when in_place, else out); one
+ * that fails must say why, leak nothing, leave src as it was and write no output. */
+static void sweep_text(const char *what, const char *text, size_t olen, op_fn op, int in_place,
+		       long max_runs)
 {
+	long all = max_runs ? max_runs / 2 : SWEEP_ALL, most = max_runs ? max_runs : SWEEP_RUNS;
 	const char *only = getenv("ALLOC_ONLY"); /* with ALLOC_TRAP: the sweep to debug */
 	if (only && strcmp(only, what) != 0)
 		return;
-	char *dir = tu_tmpdir(), *src = NULL, *out = NULL, *want = NULL, *orig = NULL;
-	size_t olen = 0, wlen = 0;
-	long total, n, failed_runs = 0;
+	char *dir = tu_tmpdir(), *src = NULL, *out = NULL, *want = NULL;
+	const char *orig = text;
+	size_t wlen = 0;
+	long total, n, step = 1, runs = 0, failed_runs = 0;
 	assert_true(asprintf(&src, "%s/state.json", dir) > 0);
 	assert_true(asprintf(&out, "%s/out.json", dir) > 0);
-	char *fx = tu_fixture("edit/base.json");
-	orig = tu_read(fx, &olen);
-	free(fx);
-	assert_non_null(orig);
 
+	/* a first run, not counted, for what is made once per process (SQLite's caches) */
+	tu_write(src, orig, olen);
+	op(src, out);
 	/* the reference run: how many allocations, and what a success writes */
 	tu_write(src, orig, olen);
 	begin(-1);
-	assert_int_equal(op(src, out), ST_OK);
+	if (op(src, out) != ST_OK)
+		fail_msg("%s: the reference run failed: %s", what, err.message);
 	end();
 	total = calls;
 	assert_int_equal(live, 0);
 	want = tu_read(in_place ? src : out, &wlen);
 
-	for (n = 1; n <= total; n++) {
+	for (n = 1; n <= total; n += step) {
+		if (n > all && total > most)
+			step = (total - all) / (most - all) + 1;
+		runs++;
 		tu_write(src, orig, olen);
 		unlink(out);
 		char *bak = NULL;
@@ -233,16 +249,279 @@ static void sweep(const char *what, op_fn op, int in_place)
 		free(now);
 		free(bak);
 	}
-	if (want == NULL && !in_place && strstr(what, "validate") == NULL)
+	if (want == NULL && !in_place && strstr(what, "validate") == NULL &&
+	    strstr(what, "verify") == NULL)
 		fail_msg("%s wrote nothing", what);
-	printf("alloc: %s: %ld allocations, each failed once: %ld runs failed cleanly, %ld "
+	printf("alloc: %s: %ld allocations, %s %ld failed once: %ld runs failed cleanly, %ld "
 	       "succeeded anyway, no leak, no file changed\n",
-	       what, total, failed_runs, total - failed_runs);
+	       what, total, runs < total ? "a sample of" : "each of", runs, failed_runs,
+	       runs - failed_runs);
 	free(want);
-	free(orig);
 	free(src);
 	free(out);
 	tu_rmdir(dir);
+}
+
+static void sweep_capped(const char *what, op_fn op, int in_place, long max_runs)
+{
+	char *fx = tu_fixture("edit/base.json"), *orig;
+	size_t olen = 0;
+	orig = tu_read(fx, &olen);
+	free(fx);
+	assert_non_null(orig);
+	sweep_text(what, orig, olen, op, in_place, max_runs);
+	free(orig);
+}
+
+static void sweep(const char *what, op_fn op, int in_place)
+{
+	sweep_capped(what, op, in_place, 0);
+}
+
+/* ---- secrets: encrypt, rekey, verify (the b64 provider and callbacks of the test's: the
+ * passphrase provider's key derivation, a million PBKDF2 rounds, would make each run take a
+ * third of a second; its AES-GCM is the same code whichever key) ---- */
+
+/* The state's own secrets manager (b64). */
+static int open_secrets(st_state *s, st_secrets **sec)
+{
+	json_t *sp = json_object_get(st_state_deployment(s), "secrets_providers");
+	return st_secrets_open(sec, sp, NULL, 0, &err);
+}
+
+/* load, encrypt the plaintext secrets in a session, commit, save elsewhere */
+static int op_secrets_encrypt(const char *path, const char *out)
+{
+	st_state *s = NULL;
+	st_secrets *sec = NULL;
+	st_edit *e = NULL;
+	size_t n = 0;
+	st_error_clear(&err);
+	int rc = st_state_load_file(&s, path, NULL, &err);
+	if (rc == ST_OK)
+		rc = open_secrets(s, &sec);
+	if (rc == ST_OK)
+		rc = st_edit_begin(&e, s, NULL, &err);
+	if (rc == ST_OK)
+		rc = st_edit_secrets_encrypt(e, sec, &n, &err);
+	if (rc == ST_OK)
+		rc = st_edit_commit(e, NULL, NULL, &err);
+	if (rc == ST_OK && n != 2)
+		fail_msg("encrypt: %zu secrets encrypted (allocation %ld failed)", n, fail_at);
+	st_edit_free(e);
+	if (rc == ST_OK)
+		rc = st_state_save(s, out, NULL, &err);
+	st_secrets_free(sec);
+	st_state_free(s);
+	return rc;
+}
+
+static int rev_encrypt(void *ctx, const char *pt, size_t len, char **ct, st_error *e)
+{
+	(void)ctx;
+	if (!(*ct = malloc(len + 5)))
+		return st__err(e, ST_ENOMEM, "out of memory");
+	memcpy(*ct, "rev:", 4);
+	for (size_t i = 0; i < len; i++)
+		(*ct)[4 + i] = pt[len - 1 - i];
+	(*ct)[4 + len] = '\0';
+	return ST_OK;
+}
+
+static int rev_decrypt(void *ctx, const char *ct, char **pt, size_t *len, st_error *e)
+{
+	(void)ctx;
+	*len = strlen(ct) - 4;
+	if (!(*pt = malloc(*len + 1)))
+		return st__err(e, ST_ENOMEM, "out of memory");
+	for (size_t i = 0; i < *len; i++)
+		(*pt)[i] = ct[4 + *len - 1 - i];
+	(*pt)[*len] = '\0';
+	return ST_OK;
+}
+
+/* load, rekey every secret from b64 to the test's "rev" provider, commit, save elsewhere */
+static int op_secrets_rekey(const char *path, const char *out)
+{
+	st_state *s = NULL;
+	st_secrets *from = NULL, *to = NULL;
+	st_secrets_callbacks cb = ST_SECRETS_CALLBACKS_INIT;
+	st_edit *e = NULL;
+	size_t n = 0;
+	cb.encrypt = rev_encrypt;
+	cb.decrypt = rev_decrypt;
+	st_error_clear(&err);
+	int rc = st_state_load_file(&s, path, NULL, &err);
+	if (rc == ST_OK)
+		rc = open_secrets(s, &from);
+	if (rc == ST_OK)
+		rc = st_secrets_custom(&to, "rev", &cb, &err);
+	if (rc == ST_OK)
+		rc = st_edit_begin(&e, s, NULL, &err);
+	if (rc == ST_OK)
+		rc = st_edit_secrets_rekey(e, from, to, &n, &err);
+	if (rc == ST_OK)
+		rc = st_edit_commit(e, NULL, NULL, &err);
+	if (rc == ST_OK && n != 2)
+		fail_msg("rekey: %zu secrets re-encrypted (allocation %ld failed)", n, fail_at);
+	st_edit_free(e);
+	if (rc == ST_OK)
+		rc = st_state_save(s, out, NULL, &err);
+	st_secrets_free(from);
+	st_secrets_free(to);
+	st_state_free(s);
+	return rc;
+}
+
+/* load, decrypt every secret without changing anything */
+static int op_secrets_verify(const char *path, const char *out)
+{
+	st_state *s = NULL;
+	st_secrets *sec = NULL;
+	st_problems p = {0};
+	size_t n = 0;
+	(void)out;
+	st_error_clear(&err);
+	int rc = st_state_load_file(&s, path, NULL, &err);
+	if (rc == ST_OK)
+		rc = open_secrets(s, &sec);
+	if (rc == ST_OK)
+		rc = st_secrets_verify(s, sec, &p, &n, &err);
+	if (rc == ST_OK && (p.count != 0 || n != 2))
+		fail_msg("verify: %zu problems for %zu secrets (allocation %ld failed): %s", p.count,
+			 n, fail_at, p.count ? p.items[0].message : "");
+	st_problems_clear(&p);
+	st_secrets_free(sec);
+	st_state_free(s);
+	return rc;
+}
+
+/* A state with two plaintext secrets under the b64 provider, and (encrypted) its encryption. */
+static char *secrets_text(int encrypted, size_t *len)
+{
+	static const char text[] =
+		"{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\","
+		"\"magic\":\"\",\"version\":\"\"},\"secrets_providers\":{\"type\":\"b64\"},"
+		"\"resources\":[{\"urn\":\"urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev\","
+		"\"custom\":false,\"type\":\"pulumi:pulumi:Stack\"},"
+		"{\"urn\":\"urn:pulumi:dev::p::m:i:R::db\",\"custom\":true,\"id\":\"db-1\","
+		"\"type\":\"m:i:R\",\"parent\":\"urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev\","
+		"\"inputs\":{\"user\":\"admin\",\"password\":{\"" ST_SIG_KEY "\":\"" ST_SIG_SECRET
+		"\",\"plaintext\":\"\\\"hunter2\\\"\"}},\"outputs\":{\"user\":\"admin\","
+		"\"tags\":[{\"k\":{\"" ST_SIG_KEY "\":\"" ST_SIG_SECRET "\",\"plaintext\":"
+		"\"\\\"v\\\"\"}}]}}]}}";
+	st_state *s = NULL;
+	char *out = NULL;
+	assert_int_equal(st_state_load_buffer(&s, text, sizeof(text) - 1, "s.json", NULL, NULL),
+			 ST_OK);
+	if (encrypted) {
+		st_secrets *sec = NULL;
+		st_edit *e = NULL;
+		size_t n = 0;
+		assert_int_equal(open_secrets(s, &sec), ST_OK);
+		assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+		assert_int_equal(st_edit_secrets_encrypt(e, sec, &n, NULL), ST_OK);
+		assert_int_equal(n, 2);
+		assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
+		st_edit_free(e);
+		st_secrets_free(sec);
+	}
+	assert_int_equal(st_state_dump(s, NULL, &out, len, NULL), ST_OK);
+	st_state_free(s);
+	return out;
+}
+
+/* ---- the index: a fresh index updated from the file; on success its rows (but the times,
+ * which change with each run) are what the sweep compares ---- */
+
+static int dump_row(void *ctx, int ncols, const char *const *names, const char *const *values)
+{
+	FILE *f = ctx;
+	for (int i = 0; i < ncols; i++)
+		fprintf(f, "%s=%s%s", names[i], values[i] ? values[i] : "NULL",
+			i + 1 < ncols ? "|" : "\n");
+	return 0;
+}
+
+static void dump_index(const char *db, const char *out)
+{
+	static const char *const queries[] = {
+		"SELECT qname, project, stack, path, size, sha256, version, envelope, resources "
+		"FROM stacks ORDER BY qname",
+		"SELECT * FROM resources ORDER BY stack_id, position",
+		"SELECT * FROM edges ORDER BY 1, 2, 3, 4, 5",
+		"SELECT * FROM providers ORDER BY 1, 2",
+		"SELECT * FROM pending ORDER BY 1, 2, 3",
+		"SELECT * FROM secrets ORDER BY 1, 2, 3",
+	};
+	st_index *ix = NULL;
+	FILE *f = fopen(out, "w");
+	assert_non_null(f);
+	assert_int_equal(st_index_open(&ix, db, 1, NULL, NULL), ST_OK);
+	for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++)
+		assert_int_equal(st_index_sql(ix, queries[i], dump_row, f, NULL), ST_OK);
+	st_index_close(ix);
+	fclose(f);
+}
+
+static int op_index_update(const char *path, const char *out)
+{
+	char db[4200], journal[4300];
+	st_index *ix = NULL;
+	st_index_stats stats;
+	st_problems failures = {0};
+	const char *paths[1] = {path};
+	snprintf(db, sizeof(db), "%s.sqlite", out);
+	snprintf(journal, sizeof(journal), "%s-journal", db);
+	unlink(db);
+	unlink(journal);
+	st_error_clear(&err);
+	int rc = st_index_open(&ix, db, 0, NULL, &err);
+	if (rc == ST_OK)
+		rc = st_index_update_files(ix, paths, 1, 1, NULL, NULL, &stats, &failures, &err);
+	if (rc == ST_OK && (failures.count || stats.parsed != 1))
+		fail_msg("index: %zu failures, %zu parsed (allocation %ld failed): %s",
+			 failures.count, stats.parsed, fail_at,
+			 failures.count ? failures.items[0].message : "");
+	st_problems_clear(&failures);
+	st_index_close(ix);
+	end(); /* what follows is the test's */
+	if (rc == ST_OK)
+		dump_index(db, out);
+	return rc;
+}
+
+static void test_secrets_encrypt(void **unused)
+{
+	size_t len;
+	char *text = secrets_text(0, &len);
+	(void)unused;
+	sweep_text("secrets-encrypt", text, len, op_secrets_encrypt, 0, 0);
+	free(text);
+}
+
+static void test_secrets_rekey(void **unused)
+{
+	size_t len;
+	char *text = secrets_text(1, &len);
+	(void)unused;
+	sweep_text("secrets-rekey", text, len, op_secrets_rekey, 0, 0);
+	free(text);
+}
+
+static void test_secrets_verify(void **unused)
+{
+	size_t len;
+	char *text = secrets_text(1, &len);
+	(void)unused;
+	sweep_text("secrets-verify", text, len, op_secrets_verify, 0, 0);
+	free(text);
+}
+
+static void test_index_update(void **unused)
+{
+	(void)unused;
+	sweep_capped("index-update", op_index_update, 0, 600);
 }
 
 static void test_load_save(void **unused)
@@ -472,6 +751,8 @@ static const oom_case oom_cases[] = {
 static void test_err_null_oom(void **unused)
 {
 	(void)unused;
+	if (getenv("ALLOC_ONLY") && strcmp(getenv("ALLOC_ONLY"), "err-null"))
+		return;
 	st_state *s = base_state();
 	char *dir = tu_tmpdir(), *p;
 
@@ -522,6 +803,10 @@ int main(void)
 		cmocka_unit_test(test_validate),
 		cmocka_unit_test(test_validate_schema),
 		cmocka_unit_test(test_edit),
+		cmocka_unit_test(test_secrets_encrypt),
+		cmocka_unit_test(test_secrets_rekey),
+		cmocka_unit_test(test_secrets_verify),
+		cmocka_unit_test(test_index_update),
 		cmocka_unit_test(test_err_null_oom),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

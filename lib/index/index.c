@@ -300,14 +300,14 @@ static int edge_row(void *p, st_ref *ref)
 	bind_text(c->I->edge, 3, kind);
 	sqlite3_bind_text(c->I->edge, 4, ref->value, (int)len, SQLITE_STATIC);
 	bind_text(c->I->edge, 5, ref->key);
-	step_reset(c->I->edge);
-	return ST_REF_NEXT;
+	return step_reset(c->I->edge) ? ST_EIO : ST_REF_NEXT;
 }
 
-static void add_edges(ins *I, sqlite3_int64 sid, const char *from, json_t *r)
+/* 0, or -1 when a row could not be written (sqlite3_errcode tells why). */
+static int add_edges(ins *I, sqlite3_int64 sid, const char *from, json_t *r)
 {
 	edge_rows c = {I, sid, from};
-	st__ref_foreach(r, ST_REF_ALL, edge_row, &c);
+	return st__ref_foreach(r, ST_REF_ALL, edge_row, &c) < 0 ? -1 : 0;
 }
 
 /* Records the paths of secret values (never the values). */
@@ -322,6 +322,8 @@ static int add_secret_paths(ins *I, sqlite3_int64 sid, const char *urn, json_t *
 	if (json_is_object(v)) {
 		const char *sig = st_json_str(v, ST_SIG_KEY);
 		if (sig && !strcmp(sig, ST_SIG_SECRET)) {
+			if (path->oom)
+				return -1;
 			sqlite3_bind_int64(I->sec, 1, sid);
 			bind_text(I->sec, 2, urn);
 			bind_text(I->sec, 3, path->data ? path->data : "");
@@ -384,42 +386,114 @@ static int delete_stack_rows(st_index *ix, sqlite3_int64 sid)
 	return 0;
 }
 
+/* The stack's id, 0 when it has none, -1 when the index cannot be read. */
 static sqlite3_int64 stack_id(st_index *ix, const char *qname)
 {
 	sqlite3_stmt *st;
 	sqlite3_int64 id = 0;
+	int rc;
 	if (sqlite3_prepare_v2(ix->db, "SELECT id FROM stacks WHERE qname=?", -1, &st, NULL))
-		return 0;
+		return -1;
 	bind_text(st, 1, qname);
-	if (sqlite3_step(st) == SQLITE_ROW)
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
 		id = sqlite3_column_int64(st, 0);
+	else if (rc != SQLITE_DONE)
+		id = -1;
 	sqlite3_finalize(st);
 	return id;
 }
 
+/* One resource's rows: the resource, its edges, the provider it is, its secrets' paths. ST_OK,
+ * or ST_ENOMEM, or -1 for SQLite (sqlite3_errcode tells why). */
+static int write_resource(ins *I, sqlite3_int64 sid, size_t i, json_t *r, st_buf *pb)
+{
+	static const char *const pf[] = {"inputs", "outputs"};
+	const char *urn = st_json_str(r, "urn"), *type = st_json_str(r, "type");
+	st_urn pu;
+	char *name = NULL;
+	int bad;
+
+	if (!urn)
+		return ST_OK;
+	if (st_urn_parse(urn, &pu) == ST_OK && !(name = st_strndup(pu.name, pu.name_len)))
+		return ST_ENOMEM;
+	sqlite3_bind_int64(I->res, 1, sid);
+	sqlite3_bind_int64(I->res, 2, (sqlite3_int64)i);
+	bind_text(I->res, 3, urn);
+	bind_text(I->res, 4, type);
+	bind_text(I->res, 5, name);
+	bind_text(I->res, 6, st_json_str(r, "id"));
+	bind_text(I->res, 7, st_json_str(r, "importID"));
+	bind_text(I->res, 8, st_json_str(r, "parent"));
+	bind_text(I->res, 9, st_json_str(r, "provider"));
+	sqlite3_bind_int(I->res, 10, st_json_bool(r, "custom"));
+	sqlite3_bind_int(I->res, 11, st_json_bool(r, "protect"));
+	sqlite3_bind_int(I->res, 12, st_json_bool(r, "delete"));
+	sqlite3_bind_int(I->res, 13, st_json_bool(r, "external"));
+	sqlite3_bind_int(I->res, 14, st_json_bool(r, "taint"));
+	sqlite3_bind_int(I->res, 15, st_json_bool(r, "pendingReplacement"));
+	sqlite3_bind_int(I->res, 16, st_json_bool(r, "retainOnDelete"));
+	bind_text(I->res, 17, st_json_str(r, "created"));
+	bind_text(I->res, 18, st_json_str(r, "modified"));
+	bad = step_reset(I->res);
+	free(name);
+	if (bad || add_edges(I, sid, urn, r))
+		return -1;
+	if (type && st_type_is_provider(type)) {
+		const char *id = st_json_str(r, "id");
+		char *ref = st__provider_ref(urn, id);
+		if (!ref)
+			return ST_ENOMEM;
+		sqlite3_bind_int64(I->prov, 1, sid);
+		bind_text(I->prov, 2, urn);
+		bind_text(I->prov, 3, id);
+		bind_text(I->prov, 4, ref);
+		bind_text(I->prov, 5, type + strlen("pulumi:providers:"));
+		bind_text(I->prov, 6, st_json_str(json_object_get(r, "inputs"), "version"));
+		bad = step_reset(I->prov);
+		free(ref);
+		if (bad)
+			return -1;
+	}
+	for (int f = 0; f < 2; f++) {
+		pb->len = 0;
+		st_buf_printf(pb, "/%s", pf[f]);
+		if (add_secret_paths(I, sid, urn, json_object_get(r, pf[f]), pb, 0))
+			return pb->oom ? ST_ENOMEM : -1;
+	}
+	return ST_OK;
+}
+
+/* Replaces one stack's rows in one transaction: all of them, or (on any error) none. */
 static int write_stack(st_index *ix, const char *qname, const char *path, st_state *s,
 		       long long size, long long mtime_ns, const char *sha, st_error *err)
 {
 	ins I = {0};
 	json_t *res = st_state_resources(s, 0), *r, *dep = st_state_deployment(s);
 	size_t i;
-	int rc = ST_EIO;
+	int rc;
 	char stamp[40];
 	char *stk = NULL, *proj = NULL;
 	sqlite3_stmt *up = NULL;
 	sqlite3_int64 sid;
 	st_buf pb;
+	st_error nerr;
 
 	st_buf_init(&pb);
 	if ((rc = exec(ix, "BEGIN IMMEDIATE", err)) != ST_OK)
 		return rc;
-	rc = ST_EIO;
 	sid = stack_id(ix, qname);
-	if (sid && delete_stack_rows(ix, sid)) {
-		sql_err(ix, err, "cannot clear the stack's rows");
+	if (sid < 0 || (sid && delete_stack_rows(ix, sid))) {
+		rc = sql_err(ix, err, "cannot clear the stack's rows");
 		goto rollback;
 	}
-	st_stack_names(s, NULL, path, &stk, &proj, NULL);
+	/* a state without names is indexed without them */
+	st_error_clear(&nerr);
+	if (st_stack_names(s, NULL, path, &stk, &proj, &nerr) == ST_ENOMEM) {
+		rc = st__err_copy(err, &nerr);
+		goto rollback;
+	}
 	st_now_rfc3339(stamp, sizeof(stamp));
 	if (sqlite3_prepare_v2(ix->db,
 			       "INSERT INTO stacks (qname,project,stack,path,size,mtime_ns,sha256,"
@@ -430,7 +504,7 @@ static int write_stack(st_index *ix, const char *qname, const char *path, st_sta
 			       " version=excluded.version, envelope=excluded.envelope,"
 			       " resources=excluded.resources, indexed_at=excluded.indexed_at",
 			       -1, &up, NULL)) {
-		sql_err(ix, err, "cannot prepare");
+		rc = sql_err(ix, err, "cannot prepare");
 		goto rollback;
 	}
 	bind_text(up, 1, qname);
@@ -445,79 +519,36 @@ static int write_stack(st_index *ix, const char *qname, const char *path, st_sta
 	sqlite3_bind_int64(up, 10, (sqlite3_int64)json_array_size(res));
 	bind_text(up, 11, stamp);
 	if (sqlite3_step(up) != SQLITE_DONE) {
-		sql_err(ix, err, "cannot record the stack");
+		rc = sql_err(ix, err, "cannot record the stack");
 		goto rollback;
 	}
-	sid = stack_id(ix, qname);
-	if (prepare_all(ix, &I)) {
-		sql_err(ix, err, "cannot prepare");
+	if ((sid = stack_id(ix, qname)) <= 0 || prepare_all(ix, &I)) {
+		rc = sql_err(ix, err, "cannot prepare");
 		goto rollback;
 	}
 	json_array_foreach(res, i, r) {
-		const char *urn = st_json_str(r, "urn"), *type = st_json_str(r, "type");
-		st_urn pu;
-		char *name = NULL;
-		if (!urn)
+		if ((rc = write_resource(&I, sid, i, r, &pb)) == ST_OK)
 			continue;
-		if (st_urn_parse(urn, &pu) == ST_OK)
-			name = st_strndup(pu.name, pu.name_len);
-		sqlite3_bind_int64(I.res, 1, sid);
-		sqlite3_bind_int64(I.res, 2, (sqlite3_int64)i);
-		bind_text(I.res, 3, urn);
-		bind_text(I.res, 4, type);
-		bind_text(I.res, 5, name);
-		bind_text(I.res, 6, st_json_str(r, "id"));
-		bind_text(I.res, 7, st_json_str(r, "importID"));
-		bind_text(I.res, 8, st_json_str(r, "parent"));
-		bind_text(I.res, 9, st_json_str(r, "provider"));
-		sqlite3_bind_int(I.res, 10, st_json_bool(r, "custom"));
-		sqlite3_bind_int(I.res, 11, st_json_bool(r, "protect"));
-		sqlite3_bind_int(I.res, 12, st_json_bool(r, "delete"));
-		sqlite3_bind_int(I.res, 13, st_json_bool(r, "external"));
-		sqlite3_bind_int(I.res, 14, st_json_bool(r, "taint"));
-		sqlite3_bind_int(I.res, 15, st_json_bool(r, "pendingReplacement"));
-		sqlite3_bind_int(I.res, 16, st_json_bool(r, "retainOnDelete"));
-		bind_text(I.res, 17, st_json_str(r, "created"));
-		bind_text(I.res, 18, st_json_str(r, "modified"));
-		int bad = step_reset(I.res);
-		free(name);
-		if (bad) {
-			sql_err(ix, err, "cannot record a resource");
-			goto rollback;
-		}
-		add_edges(&I, sid, urn, r);
-		if (type && st_type_is_provider(type)) {
-			const char *id = st_json_str(r, "id");
-			char *ref = st__provider_ref(urn, id);
-			sqlite3_bind_int64(I.prov, 1, sid);
-			bind_text(I.prov, 2, urn);
-			bind_text(I.prov, 3, id);
-			bind_text(I.prov, 4, ref);
-			bind_text(I.prov, 5, type + strlen("pulumi:providers:"));
-			bind_text(I.prov, 6, st_json_str(json_object_get(r, "inputs"), "version"));
-			step_reset(I.prov);
-			free(ref);
-		}
-		static const char *const pf[] = {"inputs", "outputs"};
-		for (int f = 0; f < 2; f++) {
-			pb.len = 0;
-			st_buf_printf(&pb, "/%s", pf[f]);
-			add_secret_paths(&I, sid, urn, json_object_get(r, pf[f]), &pb, 0);
-		}
+		rc = rc == ST_ENOMEM ? st__err(err, rc, "out of memory")
+				     : sql_err(ix, err, "cannot record a resource");
+		goto rollback;
 	}
 	json_array_foreach(dep ? json_object_get(dep, "pending_operations") : NULL, i, r) {
 		sqlite3_bind_int64(I.pend, 1, sid);
 		bind_text(I.pend, 2, st_json_str(json_object_get(r, "resource"), "urn"));
 		bind_text(I.pend, 3, st_json_str(r, "type"));
-		step_reset(I.pend);
+		if (step_reset(I.pend)) {
+			rc = sql_err(ix, err, "cannot record a pending operation");
+			goto rollback;
+		}
 	}
 	finalize_all(&I);
+	memset(&I, 0, sizeof(I)); /* finalized: a failed COMMIT below must not do it again */
 	sqlite3_finalize(up);
 	up = NULL;
 	st__crash_point("index", 1);
-	if (exec(ix, "COMMIT", err))
+	if ((rc = exec(ix, "COMMIT", err)) != ST_OK)
 		goto rollback;
-	rc = ST_OK;
 	goto out;
 rollback:
 	finalize_all(&I);
@@ -551,8 +582,8 @@ static int remove_stack(st_index *ix, const char *qname)
 {
 	sqlite3_int64 sid = stack_id(ix, qname);
 	char sql[96];
-	if (!sid)
-		return 0;
+	if (sid <= 0)
+		return sid < 0 ? -1 : 0;
 	if (exec(ix, "BEGIN IMMEDIATE", NULL))
 		return -1;
 	snprintf(sql, sizeof(sql), "DELETE FROM stacks WHERE id=%lld", (long long)sid);

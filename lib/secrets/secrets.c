@@ -59,13 +59,14 @@ void st__pbkdf2_sha256(const unsigned char *pw, size_t pwlen, const unsigned cha
 	sodium_memzero(&st, sizeof(st));
 }
 
+/* 0, -1 for what is not base64, or ST_ENOMEM. */
 static int b64_decode(const char *in, size_t inlen, unsigned char **out, size_t *outlen)
 {
 	size_t cap = inlen / 4 * 3 + 3;
 	unsigned char *buf = malloc(cap + 1);
 	const char *end;
 	if (!buf)
-		return -1;
+		return ST_ENOMEM;
 	if (sodium_base642bin(buf, cap, in, inlen, NULL, outlen, &end,
 			      sodium_base64_VARIANT_ORIGINAL) != 0 ||
 	    end != in + inlen) {
@@ -108,6 +109,7 @@ static int gcm_decrypt(const unsigned char *key, const char *value, char **pt, s
 	size_t nlen = 0, clen = 0;
 	unsigned long long mlen = 0;
 	char *m;
+	int rc;
 
 	if (strncmp(value, "v1:", 3) != 0) {
 		const char *c = strchr(value, ':');
@@ -119,15 +121,18 @@ static int gcm_decrypt(const unsigned char *key, const char *value, char **pt, s
 	b = strchr(a, ':');
 	if (!b || strchr(b + 1, ':'))
 		return st__err(err, ST_ESECRETS, "bad value");
-	if (b64_decode(a, (size_t)(b - a), &nonce, &nlen) < 0 || nlen != NONCE_BYTES) {
+	if ((rc = b64_decode(a, (size_t)(b - a), &nonce, &nlen)) < 0 || nlen != NONCE_BYTES) {
 		free(nonce);
-		return st__err(err, ST_ESECRETS, "bad value: nonce size is incorrect");
+		return rc == ST_ENOMEM ? st__err(err, rc, "out of memory")
+				       : st__err(err, ST_ESECRETS, "bad value: nonce size is incorrect");
 	}
-	if (b64_decode(b + 1, strlen(b + 1), &ct, &clen) < 0 ||
+	if ((rc = b64_decode(b + 1, strlen(b + 1), &ct, &clen)) < 0 ||
 	    clen < crypto_aead_aes256gcm_ABYTES) {
 		free(nonce);
 		free(ct);
-		return st__err(err, ST_ESECRETS, "bad value: ciphertext is not valid base64");
+		return rc == ST_ENOMEM ? st__err(err, rc, "out of memory")
+				       : st__err(err, ST_ESECRETS,
+						 "bad value: ciphertext is not valid base64");
 	}
 	m = malloc(clen + 1);
 	if (!m) {
@@ -212,9 +217,11 @@ static int unlock(st_secrets *s, const char *pass, size_t len, st_error *err)
 		return st__err(err, ST_EFORMAT, "bad passphrase secrets provider state: salt '%s' "
 			       "is not v1:SALT:v1:NONCE:CIPHERTEXT", p);
 	tail = c1 + 1;
-	if (b64_decode(p + 3, (size_t)(c1 - (p + 3)), &salt, &saltlen) < 0 ||
+	if ((rc = b64_decode(p + 3, (size_t)(c1 - (p + 3)), &salt, &saltlen)) < 0 ||
 	    saltlen != SALT_BYTES) {
 		free(salt);
+		if (rc == ST_ENOMEM)
+			return st__err(err, rc, "out of memory");
 		return st__err(err, ST_EFORMAT, "bad passphrase secrets provider state: the salt "
 			       "is not 8 bytes of base64");
 	}
@@ -421,7 +428,10 @@ int st_secrets_decrypt(st_secrets *s, const char *ct, char **pt, size_t *len, st
 		return gcm_decrypt(s->key, ct, pt, len, err);
 	case K_B64: {
 		unsigned char *b;
-		if (b64_decode(ct, strlen(ct), &b, len) < 0)
+		int rc = b64_decode(ct, strlen(ct), &b, len);
+		if (rc == ST_ENOMEM)
+			return st__err(err, rc, "out of memory");
+		if (rc < 0)
 			return st__err(err, ST_ESECRETS, "bad value: not base64");
 		*pt = (char *)b;
 		return ST_OK;
@@ -701,6 +711,8 @@ typedef struct vctx {
 	size_t count;
 } vctx;
 
+/* A secret that does not decrypt is a problem of the state's; running out of memory ends the
+ * walk (ST_ENOMEM). */
 static int verify_one(void *p, json_t *secret, spath *where, const char *urn)
 {
 	vctx *c = p;
@@ -708,21 +720,27 @@ static int verify_one(void *p, json_t *secret, spath *where, const char *urn)
 	char *pt;
 	size_t len;
 	st_error err;
+	json_t *v = NULL;
+	int rc;
+
 	c->count++;
 	if (!ct)
 		return 0; /* plaintext: nothing to decrypt */
 	st_error_clear(&err);
-	if (st_secrets_decrypt(c->s, ct, &pt, &len, &err) != ST_OK) {
-		st_problems_add(c->out, ST_SEV_ERROR, "secrets/decrypt", spath_str(where), urn,
-				"%s", err.message);
-		return 0;
+	if ((rc = st_secrets_decrypt(c->s, ct, &pt, &len, &err)) != ST_OK) {
+		if (rc == ST_ENOMEM)
+			return rc;
+		return st_problems_add(c->out, ST_SEV_ERROR, "secrets/decrypt", spath_str(where),
+				       urn, "%s", err.message);
 	}
-	json_t *v = NULL;
-	if (st_json_parse(&v, pt, len, NULL, NULL, NULL, NULL, NULL) != ST_OK)
-		st_problems_add(c->out, ST_SEV_ERROR, "secrets/decrypt", spath_str(where), urn,
-				"the secret decrypts, but not to JSON");
-	json_decref(v);
+	rc = st_json_parse(&v, pt, len, NULL, NULL, NULL, NULL, NULL);
 	st_secret_free(pt, len);
+	json_decref(v);
+	if (rc == ST_ENOMEM)
+		return rc;
+	if (rc != ST_OK)
+		return st_problems_add(c->out, ST_SEV_ERROR, "secrets/decrypt", spath_str(where),
+				       urn, "the secret decrypts, but not to JSON");
 	return 0;
 }
 
@@ -736,11 +754,10 @@ int st_secrets_verify(st_state *st, st_secrets *s, st_problems *out, size_t *cou
 	ST_ASSERT_ARG(st);
 	ST_ASSERT_ARG(s);
 	vctx c = {s, out, 0};
-	(void)err;
-	each_resource(st, verify_res, &c);
+	int rc = each_resource(st, verify_res, &c);
 	if (count)
 		*count = c.count;
-	return ST_OK;
+	return rc ? st__err(err, rc, "out of memory") : ST_OK;
 }
 
 /* reveal */
@@ -828,9 +845,11 @@ static int encrypt_one(void *p, json_t *secret, spath *where, const char *urn)
 	st_secret_free(pt, len);
 	if (rc)
 		return rc;
-	json_object_del(secret, "plaintext");
-	json_object_set_new(secret, "ciphertext", json_string(nct));
+	rc = json_object_set_new(secret, "ciphertext", json_string(nct));
 	free(nct);
+	if (rc)
+		return st__err(c->err, ST_ENOMEM, "out of memory");
+	json_object_del(secret, "plaintext");
 	c->count++;
 	(void)urn;
 	return 0;
