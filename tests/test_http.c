@@ -163,6 +163,19 @@ static void test_retries_bounded(void **state)
 	st_error_clear(&err);
 	assert_int_equal(st__http_fail(h, &r, &resp, 0, NULL, &err), ST_EIO);
 	assert_null(strstr(err.message, "attempts"));
+	/* a client's note ends every message */
+	assert_int_equal(st__http_set_note(h, "credentials from TEST_KEY", NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st__http_fail(h, &r, &resp, 0, "E", &err), ST_EIO);
+	want = st_asprintf("test: GetObject 'b/k' on 127.0.0.1:%d failed: HTTP 500 E; credentials "
+			   "from TEST_KEY",
+			   s->port);
+	assert_string_equal(err.message, want);
+	free(want);
+	assert_int_equal(st__http_set_note(h, NULL, NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st__http_fail(h, &r, &resp, 0, "E", &err), ST_EIO);
+	assert_null(strstr(err.message, ";"));
 	st__http_resp_free(&resp);
 	free(u);
 	st__http_free(h);
@@ -308,7 +321,14 @@ static void test_unreachable(void **state)
 	want = st_asprintf("test: cannot reach 127.0.0.1:%d (GetObject 'b/k'): ", port);
 	assert_true(!strncmp(err.message, want, strlen(want)));
 	assert_non_null(strstr(err.message, "(3 attempts)"));
+	assert_null(strstr(err.message, ";"));
 	assert_int_equal(resp.maybe_done, 0); /* never connected: nothing can have happened */
+	st__http_resp_free(&resp);
+	/* with a note: after the attempts */
+	assert_int_equal(st__http_set_note(h, "endpoint from TEST_URL", NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st__http_do(h, &r, &resp, &err), ST_EIO);
+	assert_non_null(strstr(err.message, "(3 attempts); endpoint from TEST_URL"));
 	free(want);
 	st__http_resp_free(&resp);
 	free(u);
@@ -329,8 +349,10 @@ static void test_put_from_spool_retried(void **state)
 {
 	action acts[] = {{A_CLOSE_UPLOAD, 0, NULL, NULL},
 			 {A_REPLY, 500, NULL, ""},
-			 {A_REPLY, 200, "ETag: \"e\"\r\n", ""}};
-	server *s = server_start(acts, 3);
+			 {A_REPLY, 200, "ETag: \"e\"\r\n", ""},
+			 {A_CLOSE_UPLOAD, 0, NULL, NULL},
+			 {A_REPLY, 200, NULL, ""}};
+	server *s = server_start(acts, 5);
 	st_http *h = client(3, 0);
 	st_http_req r = ST_HTTP_REQ_INIT;
 	st_http_resp resp;
@@ -365,6 +387,22 @@ static void test_put_from_spool_retried(void **state)
 		assert_int_equal(s->seen[i].body_len, (size_t)size);
 		assert_true(s->seen[i].body_sum == want_sum);
 	}
+	st__http_resp_free(&resp);
+	/* a part of the spool (a block): from body_off, again from there on a retry */
+	want_sum = 14695981039346656037UL;
+	for (int i = 1000; i < 1500; i++) {
+		snprintf(line, sizeof(line), "line %06d\n", i);
+		want_sum = sum((unsigned char *)line, strlen(line), want_sum);
+	}
+	r.body_off = 1000 * 12;
+	r.body_len = 500 * 12;
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	assert_int_equal(resp.status, 200);
+	/* (curl itself may repeat a request whose reused connection died: 1 or 2 attempts) */
+	assert_int_equal(s->nseen, 5);
+	assert_int_equal(s->seen[3].body_len, 500 * 12 / 2);
+	assert_int_equal(s->seen[4].body_len, 500 * 12);
+	assert_true(s->seen[4].body_sum == want_sum);
 	st__http_resp_free(&resp);
 	st__spool_free(sp);
 	free(u);

@@ -21,6 +21,7 @@
 
 struct st_http {
 	const char *scheme;
+	char *note; /* appended to every message (st__http_set_note), or NULL */
 	CURL *curl;
 	pthread_mutex_t mu;
 	long connect_ms, timeout_ms, stall_ms, backoff_ms, backoff_max_ms;
@@ -159,6 +160,20 @@ static char *url_path(const char *url)
 
 const char *st__http_scheme(const st_http *h) { return h->scheme; }
 
+int st__http_set_note(st_http *h, const char *note, st_error *err)
+{
+	char *n = NULL;
+	if (note && *note && !(n = st_strdup(note)))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	free(h->note);
+	h->note = n;
+	return ST_OK;
+}
+
+/* "; NOTE" when the client has a note, else "" (borrowed). */
+static const char *note_sep(const st_http *h) { return h->note ? "; " : ""; }
+static const char *note_text(const st_http *h) { return h->note ? h->note : ""; }
+
 /* ---- the client ---- */
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -254,6 +269,7 @@ void st__http_free(st_http *h)
 		return;
 	curl_easy_cleanup(h->curl);
 	pthread_mutex_destroy(&h->mu);
+	free(h->note);
 	free(h);
 }
 
@@ -346,7 +362,7 @@ static size_t on_upload(char *buf, size_t size, size_t nitems, void *ctx)
 	if (r->body_fd >= 0) {
 		ssize_t got;
 		do
-			got = pread(r->body_fd, buf, n, (off_t)a->up_off);
+			got = pread(r->body_fd, buf, n, (off_t)(r->body_off + (long long)a->up_off));
 		while (got < 0 && errno == EINTR);
 		if (got <= 0) {
 			a->up_errno = got < 0 ? errno : EIO;
@@ -551,24 +567,24 @@ static int transport_error(st_http *h, const st_http_req *r, CURLcode rc, char *
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:
 	case CURLE_COULDNT_RESOLVE_PROXY:
-		st__err(err, code, "%s: cannot reach %s (%s '%s'): %s%s", h->scheme, host, r->op, t,
-			errbuf, tries);
+		st__err(err, code, "%s: cannot reach %s (%s '%s'): %s%s%s%s", h->scheme, host, r->op,
+			t, errbuf, tries, note_sep(h), note_text(h));
 		break;
 	case CURLE_OPERATION_TIMEDOUT:
-		st__err(err, code, "%s: %s did not answer in time (%s '%s'): %s%s", h->scheme, host,
-			r->op, t, errbuf, tries);
+		st__err(err, code, "%s: %s did not answer in time (%s '%s'): %s%s%s%s", h->scheme,
+			host, r->op, t, errbuf, tries, note_sep(h), note_text(h));
 		break;
 	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CONNECT_ERROR:
 	case CURLE_SSL_CERTPROBLEM:
 	case CURLE_SSL_CIPHER:
 	case CURLE_SSL_CACERT_BADFILE:
-		st__err(err, code, "%s: TLS with %s failed (%s '%s'): %s%s", h->scheme, host, r->op,
-			t, errbuf, tries);
+		st__err(err, code, "%s: TLS with %s failed (%s '%s'): %s%s%s%s", h->scheme, host,
+			r->op, t, errbuf, tries, note_sep(h), note_text(h));
 		break;
 	default:
-		st__err(err, code, "%s: %s '%s' on %s failed: %s%s", h->scheme, r->op, t, host,
-			errbuf, tries);
+		st__err(err, code, "%s: %s '%s' on %s failed: %s%s%s%s", h->scheme, r->op, t, host,
+			errbuf, tries, note_sep(h), note_text(h));
 	}
 	free(host);
 	return code;
@@ -693,9 +709,10 @@ int st__http_fail(st_http *h, const st_http_req *r, const st_http_resp *resp, in
 	}
 	if (resp->attempts > 1)
 		snprintf(tries, sizeof(tries), " (%d attempts)", resp->attempts);
-	st__err(err, code, "%s: %s '%s' on %s failed: HTTP %ld%s%s%s", h->scheme, r->op,
+	st__err(err, code, "%s: %s '%s' on %s failed: HTTP %ld%s%s%s%s%s", h->scheme, r->op,
 		r->target ? r->target : "", host ? host : "?", resp->status,
-		detail && *detail ? " " : "", detail ? detail : "", tries);
+		detail && *detail ? " " : "", detail ? detail : "", tries, note_sep(h),
+		note_text(h));
 	free(host);
 	return code;
 }

@@ -75,8 +75,8 @@ struct st_http_req {
 	const char *op;      /* the operation, for messages ("GetObject") */
 	const char *target;  /* what it acts on, for messages ("bucket/key"); may be NULL */
 	st_http_hdrs headers;
-	/* The body: none, body[0..body_len), or body_fd's first body_len bytes (read with pread
-	 * from offset 0, so every attempt sends the same bytes). */
+	/* The body: none, body[0..body_len), or body_len bytes of body_fd from body_off (read with
+	 * pread, so every attempt sends the same bytes). */
 	const void *body;
 	size_t body_len;
 	int body_fd;         /* -1: none */
@@ -85,9 +85,11 @@ struct st_http_req {
 			      * beyond: ST_ELIMIT */
 	st_http_sign_fn sign; /* may be NULL */
 	void *sign_ctx;
+	long long body_off;  /* with body_fd: where the body starts in the file (a part of a
+			      * spool: a block, a multipart part) */
 };
 
-#define ST_HTTP_REQ_INIT {NULL, NULL, NULL, NULL, {NULL, 0, 0}, NULL, 0, -1, 0, 0, NULL, NULL}
+#define ST_HTTP_REQ_INIT {NULL, NULL, NULL, NULL, {NULL, 0, 0}, NULL, 0, -1, 0, 0, NULL, NULL, 0}
 
 /* The answer to a request. */
 typedef struct st_http_resp {
@@ -139,6 +141,12 @@ char *st__http_host(const char *url);
 
 /* The scheme of a client (borrowed). */
 const char *st__http_scheme(const st_http *h);
+
+/* A note appended to every message of this client after "; " (copied; NULL or "": none): where
+ * the store's endpoint and credentials came from, e.g. "credentials: Shared Key from
+ * AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY". It must be safe to print (names, never values
+ * of secrets). ST_OK or ST_ENOMEM. */
+int st__http_set_note(st_http *h, const char *note, st_error *err);
 
 /* How many attempts all clients made so far (for the tests). */
 unsigned long st__http_attempts(void);

@@ -100,7 +100,9 @@ char *st__xml_unescape(const char *p, size_t n)
 			char *stop;
 			int hex = e[1] == 'x' || e[1] == 'X';
 			unsigned long cp = strtoul(e + 1 + hex, &stop, hex ? 16 : 10);
-			if (stop > e + 1 + hex && stop < p + n && *stop == ';' && cp && cp <= 0x10ffff) {
+			/* a character: not NUL, not a surrogate, at most U+10FFFF */
+			if (stop > e + 1 + hex && stop < p + n && *stop == ';' && cp && cp <= 0x10ffff &&
+			    !(cp >= 0xd800 && cp <= 0xdfff)) {
 				add_utf8(&b, cp);
 				i += (size_t)(stop - e) + 1;
 				done = 1;
