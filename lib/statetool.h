@@ -281,9 +281,11 @@ ST_EXTERN int st_schema_keyword_supported(const char *keyword);
  * A store is a flat set of objects named by keys: relative '/'-separated paths under the store's
  * root ("a/b.json"). A key has no empty, "." or ".." segment, no leading '/', no backslash and
  * no control character, so no key reaches outside the store. `st_store_open` dispatches on the
- * URL's scheme: file://PATH and plain paths today; s3://, azblob://, gs:// and postgres:// are
- * recognised and refused (ST_EUNSUPPORTED) until their implementations land. The DIY backend
- * layout, its locks and the two-stack journal are written on top of these calls only.
+ * URL's scheme: file://PATH and plain paths, s3://BUCKET[/PREFIX][?PARAMS] and
+ * azblob://CONTAINER[/PREFIX][?PARAMS] (read as Pulumi reads them: statetool(1), BACKENDS IN S3
+ * and BACKENDS IN AZURE BLOB STORAGE); gs:// and postgres:// are recognised and refused
+ * (ST_EUNSUPPORTED) until their implementations land. The DIY backend layout, its locks and the
+ * two-stack journal are written on top of these calls only.
  */
 
 typedef struct st_store st_store;
@@ -302,8 +304,10 @@ typedef struct st_store_entry {
 	st_store_info info;
 } st_store_entry;
 
-/* Opens the store at `url` (file://PATH or PATH; a leading ~/ is the home directory). The
- * directory must exist. *out is new: st_store_free. */
+/* Opens the store at `url` (file://PATH or PATH, a leading ~/ being the home directory: the
+ * directory must exist; azblob://...: nothing is requested yet, the URL and the environment are
+ * read, ST_EINVAL for a bad URL, ST_EUNSUPPORTED without usable credentials). *out is new:
+ * st_store_free. */
 ST_EXTERN int st_store_open(st_store **out, const char *url, st_error *err);
 
 /* The store of one plain file: the file store at the file's directory, and the file's key in
@@ -1057,12 +1061,14 @@ ST_EXTERN json_t *st_import_generate(st_state *s, const size_t *idx, size_t n, s
 /* ---------------------------------------------------------------------------------------------
  * The SQLite index of many stacks
  *
- * Schema version 1 (README, "The index"): tables meta, stacks, resources, edges, providers,
+ * Schema version 2 (README, "The index"): tables meta, stacks, resources, edges, providers,
  * pending, secrets (property paths only: never a secret's value). An index of another version
- * is rebuilt; a corrupt file is moved aside and rebuilt, with a note.
+ * is rebuilt; a corrupt file is moved aside and rebuilt, with a note. Version 2 added
+ * stacks.etag (the store's tag of a stack's object, which decides with its size and time
+ * whether a stack in an object store changed, without a download).
  */
 
-#define ST_INDEX_SCHEMA_VERSION 1
+#define ST_INDEX_SCHEMA_VERSION 2
 
 
 typedef struct st_index st_index;
@@ -1133,7 +1139,9 @@ ST_EXTERN int st_index_query_run(st_index *ix, const st_index_query *q, st_index
 ST_EXTERN int st_index_sql(st_index *ix, const char *sql, st_index_row_fn row, void *ctx,
 			   st_error *err);
 
-/* The default index of a backend: <root>/.pulumi/statetool-index.sqlite (new string). */
+/* The default index of a backend: <root>/.pulumi/statetool-index.sqlite (new string); NULL
+ * for a backend that is no local directory (s3://, azblob://...: the index is a local file,
+ * named with --db). */
 ST_EXTERN char *st_index_default_path(const st_backend *b);
 
 /* ---------------------------------------------------------------------------------------------

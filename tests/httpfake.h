@@ -1,10 +1,11 @@
 /*
  * A small HTTP server on a thread on 127.0.0.1 for the tests of the network stores, told what to
  * do with each request it receives: answer, cut the body short, close the connection, hang,
- * close half-way through the upload; or, as a proxy in front of a real server (radosgw),
- * forward the request and relay the answer, lose the answer after the server carried the
- * request out, or cut the relayed answer short. It records each request (method, path, head,
- * body length and checksum). One connection at a time; requests on it in order.
+ * close half-way through the upload; or, as a proxy in front of a real server (radosgw,
+ * Azurite), forward the request and relay the answer, lose the answer after the server carried
+ * the request out, cut the relayed answer short, or change a word of it. It records each
+ * request (method, path, head, body length and checksum). One connection at a time; requests
+ * on it in order.
  */
 #ifndef ST_HTTPFAKE_H
 #define ST_HTTPFAKE_H
@@ -24,7 +25,10 @@ typedef enum act_kind {
 	A_NO_LENGTH,    /* answer without Content-Length, the body ends with the connection */
 	A_FORWARD,      /* proxy: forward to the upstream, relay its answer */
 	A_FORWARD_DROP, /* proxy: forward (the upstream carries it out), close without an answer */
-	A_FORWARD_CUT   /* proxy: forward, relay the answer's head and half its body, close */
+	A_FORWARD_CUT,  /* proxy: forward, relay the answer's head and half its body, close */
+	A_FORWARD_EDIT  /* proxy: forward, relay the answer with its first `headers` text replaced
+			 * by `body` (of the same length: "x-ms-copy-status: success" by "...
+			 * pending", what the upstream never says) */
 } act_kind;
 
 typedef struct action {
@@ -223,12 +227,18 @@ static inline void serve(server *s, int fd)
 		case A_FORWARD:
 		case A_FORWARD_DROP:
 		case A_FORWARD_CUT:
+		case A_FORWARD_EDIT:
 			if (forward(s, head, hl, body, got, &ans, &ans_len) < 0) {
 				keep = 0;
 				break;
 			}
 			sscanf(ans, "HTTP/%*s %d", &rq->upstream_status);
-			if (a.kind == A_FORWARD) {
+			if (a.kind == A_FORWARD_EDIT) {
+				char *at = memmem(ans, ans_len, a.headers, strlen(a.headers));
+				if (at && strlen(a.body) == strlen(a.headers))
+					memcpy(at, a.body, strlen(a.body));
+			}
+			if (a.kind == A_FORWARD || a.kind == A_FORWARD_EDIT) {
 				send_all(fd, ans, ans_len);
 			} else if (a.kind == A_FORWARD_CUT) {
 				char *e = memmem(ans, ans_len, "\r\n\r\n", 4);

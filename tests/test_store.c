@@ -1,16 +1,20 @@
 /*
  * The store conformance suite: every case runs against every store in `stores` (a fresh, empty
- * store each time): the file store, S3 on the test servers' radosgw (skipped when they are not
- * running, a failure then when $CI is set). A new implementation (azblob://, gs://,
- * postgres://) adds one line there, or is run without a rebuild by naming a URL whose store is
- * empty and may be filled:
+ * store each time): the file store, S3 on the test servers' radosgw, Azure Blob Storage on their
+ * Azurite with Shared Key and with a SAS token (skipped when they are not running, a failure then
+ * when $CI is set). A new implementation (gs://, postgres://) adds one line there, or is run
+ * without a rebuild by naming a URL whose store is empty and may be filled:
  *   STATETOOL_TEST_STORE_URL=s3://bucket/prefix?endpoint=... tests/test_store
  * (each case then works under its own random key prefix inside it).
  */
 #include "testutil.h"
 
 #include "servers.h"
+#include "store/azblob.h"
 #include "store/s3.h"
+
+#include <sodium.h>
+#include <time.h>
 
 typedef struct fixture {
 	st_store *s;
@@ -101,11 +105,117 @@ out:
 	return rc;
 }
 
+/* Azure Blob Storage on Azurite (sh tests/servers/ctl start azurite): a container of this run's
+ * own, named by the emulator's path form (a 127.0.0.1 domain), Shared Key from
+ * AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY; each case under its own prefix. Without Azurite:
+ * skipped, except in CI. */
+static char *azurite_container;
+static int azurite_state; /* 0: not tried, 1: there, -1: skipped */
+
+/* A service SAS for a container (version 2021-08-06, all permissions, valid for an hour), as
+ * "Create a service SAS" describes it: URL-encoded query parameters, new. */
+static char *azurite_sas(const char *account, const char *key_b64, const char *container)
+{
+	unsigned char key[64], mac[crypto_auth_hmacsha256_BYTES];
+	char se[32], sig[64], *sts, *out;
+	size_t klen = 0;
+	time_t t = time(NULL) + 3600;
+	struct tm tm;
+	crypto_auth_hmacsha256_state st;
+	st_buf b;
+	assert_int_equal(sodium_base642bin(key, sizeof(key), key_b64, strlen(key_b64), NULL, &klen,
+					   NULL, sodium_base64_VARIANT_ORIGINAL),
+			 0);
+	gmtime_r(&t, &tm);
+	strftime(se, sizeof(se), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	sts = st_asprintf("racwdl\n\n%s\n/blob/%s/%s\n\n\n\n2021-08-06\nc\n\n\n\n\n\n\n", se,
+			  account, container);
+	crypto_auth_hmacsha256_init(&st, key, klen);
+	crypto_auth_hmacsha256_update(&st, (unsigned char *)sts, strlen(sts));
+	crypto_auth_hmacsha256_final(&st, mac);
+	sodium_bin2base64(sig, sizeof(sig), mac, sizeof(mac), sodium_base64_VARIANT_ORIGINAL);
+	st_buf_init(&b);
+	st_buf_adds(&b, "sv=2021-08-06&sr=c&sp=racwdl&se=");
+	st__azblob_url_encode(&b, se, strlen(se), 0);
+	st_buf_adds(&b, "&sig=");
+	st__azblob_url_encode(&b, sig, strlen(sig), 0);
+	out = st_buf_take(&b, NULL);
+	free(sts);
+	return out;
+}
+
+static int open_azurite(fixture *f, int sas)
+{
+	char *ep, *acct, *key, *url = NULL;
+	char rnd[17];
+	int rc;
+	if (azurite_state < 0)
+		return 1;
+	ep = tu_server_var("ST_TEST_AZURE_ENDPOINT");
+	acct = tu_server_var("ST_TEST_AZURE_ACCOUNT");
+	key = tu_server_var("ST_TEST_AZURE_KEY");
+	if (!ep || !acct || !key || strncmp(ep, "http://", 7)) {
+		free(ep);
+		free(acct);
+		free(key);
+		if (tu_servers_required())
+			fail_msg("no Azurite (ST_TEST_AZURE_* in the servers' env file) and $CI is "
+				 "set: a skip is a failure there");
+		print_message("azblob: skipped, no test server (sh tests/servers/ctl start "
+			      "azurite)\n");
+		azurite_state = -1;
+		return 1;
+	}
+	if (!azurite_container) {
+		st_random_hex(rnd, 8);
+		azurite_container = st_asprintf("conformance-%s", rnd);
+	}
+	/* the variables are read when a store opens, and only then */
+	unsetenv("AZURE_STORAGE_CONNECTION_STRING");
+	unsetenv("AZURE_STORAGE_SAS_TOKEN");
+	if (sas && azurite_state > 0) {
+		char *token = azurite_sas(acct, key, azurite_container);
+		unsetenv("AZURE_STORAGE_KEY");
+		setenv("AZURE_STORAGE_ACCOUNT", acct, 1);
+		setenv("AZURE_STORAGE_SAS_TOKEN", token, 1);
+		free(token);
+	} else {
+		setenv("AZURE_STORAGE_ACCOUNT", acct, 1);
+		setenv("AZURE_STORAGE_KEY", key, 1);
+	}
+	/* http://127.0.0.1:PORT/ACCOUNT: the domain is 127.0.0.1:PORT */
+	url = st_asprintf("azblob://%s/base/dir?domain=%.*s&protocol=http", azurite_container,
+			  (int)strcspn(ep + 7, "/"), ep + 7);
+	rc = sas && azurite_state <= 0 ? ST_EIO : st_store_open(&f->s, url, NULL);
+	unsetenv("AZURE_STORAGE_ACCOUNT");
+	unsetenv("AZURE_STORAGE_KEY");
+	unsetenv("AZURE_STORAGE_SAS_TOKEN");
+	if (rc == ST_OK && !azurite_state) {
+		st_error err;
+		st_error_clear(&err);
+		if ((rc = st__azblob_container_create(f->s, &err)) != ST_OK)
+			fprintf(stderr, "cannot create the container: %s\n", err.message);
+		azurite_state = rc == ST_OK ? 1 : 0;
+	}
+	st_random_hex(rnd, 8);
+	snprintf(f->pre, sizeof(f->pre), "run-%s/", rnd);
+	free(url);
+	free(ep);
+	free(acct);
+	free(key);
+	return rc;
+}
+
+static int open_azurite_store(fixture *f) { return open_azurite(f, 0); }
+static int open_azurite_sas_store(fixture *f) { return open_azurite(f, 1); }
+
 static const store_kind stores[] = {
 	{"file (plain path)", open_file_store},
 	{"file:// URL", open_file_url_store},
 	{"s3 (the test servers' radosgw)", open_s3_store},
 	{"$STATETOOL_TEST_STORE_URL", open_env_store},
+	{"azblob:// on Azurite", open_azurite_store},
+	{"azblob:// on Azurite with a SAS token only", open_azurite_sas_store},
 };
 
 static char *K(const fixture *f, const char *key)
@@ -578,6 +688,20 @@ static void test_file_store_links_and_modes(void **state)
 	tu_rmdir(dir);
 }
 
+/* The run's Azurite container goes, with everything in it. */
+static int drop_containers(void **state)
+{
+	fixture f;
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	if (azurite_state > 0 && open_azurite_store(&f) == ST_OK) {
+		st__azblob_container_delete(f.s, NULL);
+		st_store_free(f.s);
+	}
+	free(azurite_container);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -589,5 +713,5 @@ int main(void)
 		cmocka_unit_test(test_odd_keys),
 		cmocka_unit_test(test_open_errors),  cmocka_unit_test(test_file_store_links_and_modes),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, drop_containers);
 }

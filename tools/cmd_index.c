@@ -111,6 +111,11 @@ static int cmd_update(int argc, char **argv)
 		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
 	}
 	dbpath = db ? strdup(db) : st_index_default_path(b);
+	if (!dbpath) {
+		st_backend_free(b);
+		return cli_usage("index update", "the index of a backend that is not a local "
+						 "directory is a local file: give --db PATH");
+	}
 	if (st_index_open(&ix, dbpath, 0, &notes, &err) != ST_OK) {
 		cli_error(&err);
 		rc = EXIT_FAIL;
@@ -272,6 +277,11 @@ int cmd_query(int argc, char **argv)
 			return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
 		}
 		dbpath = st_index_default_path(b);
+		if (!dbpath) {
+			st_backend_free(b);
+			return cli_usage("query", "the index of a backend that is not a local "
+					 "directory is a local file: give --db PATH");
+		}
 	} else {
 		dbpath = strdup(db);
 	}

@@ -109,7 +109,25 @@ static void report(vrun *v, const char *name, st_problems *p, long long nres, co
 }
 
 
-static void validate_one(vrun *v, const char *path, const char *shown)
+/* Parses a stack's object in a store (s3://, azblob://...: no local file), decompressed. */
+static int load_object(json_t **doc, st_store *store, const char *key, size_t max,
+		       const char *shown, st_style *style, st_problems *lp, st_error *err)
+{
+	char *raw = NULL, *plain = NULL;
+	size_t rlen = 0, plen = 0;
+	int rc = st_store_read(store, key, 0, &raw, &rlen, NULL, err);
+	if (rc == ST_OK)
+		rc = st_file_decompress(raw, rlen, max, shown, &plain, &plen, NULL, err);
+	free(raw);
+	if (rc == ST_OK)
+		rc = st_json_parse(doc, plain, plen, shown, NULL, style, lp, err);
+	free(plain);
+	return rc;
+}
+
+/* Validates a file (`path`), or a stack's object `key` in `store` when there is no file. */
+static void validate_one(vrun *v, const char *path, st_store *store, const char *key,
+			 const char *shown)
 {
 	st_problems p = {0};
 	st_error err;
@@ -123,7 +141,11 @@ static void validate_one(vrun *v, const char *path, const char *shown)
 		json_t *doc = NULL;
 		st_style style;
 		st_problems lp = {0};
-		rc = st_json_load_file(&doc, path, v->max_size, NULL, &style, &lp, &err);
+		if (path || !store || !key)
+			rc = st_json_load_file(&doc, path ? path : "", v->max_size, NULL, &style,
+					       &lp, &err);
+		else
+			rc = load_object(&doc, store, key, v->max_size, shown, &style, &lp, &err);
 		if (rc == ST_OK && st_doc_kind_of(doc) == ST_DOC_IMPORT) {
 			/* An import file, as `pulumi import --file` reads and checks it (the
 			 * names of a stack and project only place the URNs it builds) */
@@ -269,11 +291,21 @@ int cmd_validate(int argc, char **argv)
 		v.files = json_array();
 	if (optind < argc) {
 		for (int i = optind; i < argc; i++)
-			validate_one(&v, argv[i], strcmp(argv[i], "-") ? argv[i] : "<stdin>");
+			validate_one(&v, argv[i], NULL, NULL,
+				     strcmp(argv[i], "-") ? argv[i] : "<stdin>");
 	} else if (t.stack) {
+		char *key = NULL;
 		if ((rc = cli_target_resolve(&t, "validate", 1)) != EXIT_OK)
 			goto out;
-		validate_one(&v, t.path, t.stack);
+		if (!t.path && t.backend &&
+		    st_backend_stack_key(t.backend, t.qname, &key, NULL, &err) != ST_OK) {
+			cli_error(&err);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		validate_one(&v, t.path, t.backend ? st_backend_store(t.backend) : NULL, key,
+			     t.stack);
+		free(key);
 	} else {
 		st_backend *b = NULL;
 		st_stack_info *infos = NULL;
@@ -286,7 +318,8 @@ int cmd_validate(int argc, char **argv)
 			goto out;
 		}
 		for (size_t i = 0; i < n; i++)
-			validate_one(&v, infos[i].path, infos[i].qname);
+			validate_one(&v, infos[i].path, st_backend_store(b), infos[i].key,
+				     infos[i].qname);
 		if (!v.json)
 			fprintf(stderr, "%zu stack%s checked: %zu error%s, %zu warning%s\n", n,
 				n == 1 ? "" : "s", v.errors, v.errors == 1 ? "" : "s", v.warnings,

@@ -3,6 +3,7 @@
  * One transaction per stack; WAL mode, so readers never see a half-written stack.
  */
 #include "internal.h"
+#include "store/store_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +28,7 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS stacks ("
 	"  id INTEGER PRIMARY KEY, qname TEXT UNIQUE NOT NULL, project TEXT, stack TEXT,"
 	"  path TEXT, size INTEGER, mtime_ns INTEGER, sha256 TEXT, version INTEGER,"
-	"  envelope TEXT, resources INTEGER, indexed_at TEXT);"
+	"  envelope TEXT, resources INTEGER, indexed_at TEXT, etag TEXT);"
 	"CREATE TABLE IF NOT EXISTS resources ("
 	"  stack_id INTEGER NOT NULL, position INTEGER NOT NULL, urn TEXT NOT NULL, type TEXT,"
 	"  name TEXT, id TEXT, import_id TEXT, parent TEXT, provider TEXT, custom INTEGER,"
@@ -245,6 +246,8 @@ void st_index_close(st_index *ix)
 char *st_index_default_path(const st_backend *b)
 {
 	ST_ASSERT_ARG(b);
+	if (!st_backend_root(b))
+		return NULL;
 	return st_asprintf("%s/.pulumi/statetool-index.sqlite", st_backend_root(b));
 }
 
@@ -467,7 +470,8 @@ static int write_resource(ins *I, sqlite3_int64 sid, size_t i, json_t *r, st_buf
 
 /* Replaces one stack's rows in one transaction: all of them, or (on any error) none. */
 static int write_stack(st_index *ix, const char *qname, const char *path, st_state *s,
-		       long long size, long long mtime_ns, const char *sha, st_error *err)
+		       long long size, long long mtime_ns, const char *sha, const char *etag,
+		       st_error *err)
 {
 	ins I = {0};
 	json_t *res = st_state_resources(s, 0), *r, *dep = st_state_deployment(s);
@@ -497,12 +501,14 @@ static int write_stack(st_index *ix, const char *qname, const char *path, st_sta
 	st_now_rfc3339(stamp, sizeof(stamp));
 	if (sqlite3_prepare_v2(ix->db,
 			       "INSERT INTO stacks (qname,project,stack,path,size,mtime_ns,sha256,"
-			       "version,envelope,resources,indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+			       "version,envelope,resources,indexed_at,etag) VALUES "
+			       "(?,?,?,?,?,?,?,?,?,?,?,?)"
 			       " ON CONFLICT(qname) DO UPDATE SET project=excluded.project,"
 			       " stack=excluded.stack, path=excluded.path, size=excluded.size,"
 			       " mtime_ns=excluded.mtime_ns, sha256=excluded.sha256,"
 			       " version=excluded.version, envelope=excluded.envelope,"
-			       " resources=excluded.resources, indexed_at=excluded.indexed_at",
+			       " resources=excluded.resources, indexed_at=excluded.indexed_at,"
+			       " etag=excluded.etag",
 			       -1, &up, NULL)) {
 		rc = sql_err(ix, err, "cannot prepare");
 		goto rollback;
@@ -518,6 +524,7 @@ static int write_stack(st_index *ix, const char *qname, const char *path, st_sta
 	bind_text(up, 9, st_state_envelope(s) == ST_ENVELOPE_EXPORT ? "export" : "checkpoint");
 	sqlite3_bind_int64(up, 10, (sqlite3_int64)json_array_size(res));
 	bind_text(up, 11, stamp);
+	bind_text(up, 12, etag && *etag ? etag : NULL);
 	if (sqlite3_step(up) != SQLITE_DONE) {
 		rc = sql_err(ix, err, "cannot record the stack");
 		goto rollback;
@@ -575,7 +582,7 @@ int st_index_update_state(st_index *ix, const char *qname, const char *path, st_
 		size = sb.st_size;
 		mt = (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
 	}
-	return write_stack(ix, qname, path, s, size, mt, NULL, err);
+	return write_stack(ix, qname, path, s, size, mt, NULL, NULL, err);
 }
 
 static int remove_stack(st_index *ix, const char *qname)
@@ -684,7 +691,7 @@ static int update_one(st_index *ix, const char *qname, const char *path, st_inde
 			 lerr.message);
 		return stack_failed(ix, qname, stats, failures, "index/unreadable", msg, err);
 	}
-	rc = write_stack(ix, qname, path, s, size, mt, sha[0] ? sha : NULL, &lerr);
+	rc = write_stack(ix, qname, path, s, size, mt, sha[0] ? sha : NULL, NULL, &lerr);
 	if (rc == ST_OK) {
 		stats->parsed++;
 		stats->resources += json_array_size(st_state_resources(s, 0));
@@ -698,6 +705,122 @@ static int update_one(st_index *ix, const char *qname, const char *path, st_inde
 			     : st__err(err, ST_ENOMEM, "out of memory");
 	}
 	st_state_free(s);
+	return rc;
+}
+
+/* What the index holds of a stack: -2 where it has nothing (or the stack was elsewhere). */
+typedef struct known {
+	long long size, mtime_ns;
+	char sha[65], etag[72];
+} known;
+
+static int known_get(st_index *ix, const char *qname, const char *where, known *k, st_error *err)
+{
+	sqlite3_stmt *q;
+	int rc;
+	k->size = k->mtime_ns = -2;
+	k->sha[0] = k->etag[0] = '\0';
+	if (sqlite3_prepare_v2(ix->db, "SELECT size, mtime_ns, sha256, etag, path FROM stacks "
+				"WHERE qname=?", -1, &q, NULL) != SQLITE_OK)
+		return sql_err(ix, err, "cannot read the index");
+	bind_text(q, 1, qname);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		const char *p = (const char *)sqlite3_column_text(q, 4);
+		if (p && !strcmp(p, where)) {
+			k->size = sqlite3_column_int64(q, 0);
+			k->mtime_ns = sqlite3_column_int64(q, 1);
+			if (sqlite3_column_text(q, 2))
+				snprintf(k->sha, sizeof(k->sha), "%s", sqlite3_column_text(q, 2));
+			if (sqlite3_column_text(q, 3))
+				snprintf(k->etag, sizeof(k->etag), "%s", sqlite3_column_text(q, 3));
+		}
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? ST_OK
+						      : sql_err(ix, err, "cannot read the index");
+}
+
+/* The state in data[0..len) (compressed or not), for a stack of a store. */
+static int load_object(st_state **out, const char *data, size_t len, const char *where,
+		       st_error *err)
+{
+	char *plain = NULL;
+	size_t plen = 0;
+	int rc = st_file_decompress(data, len, 0, where, &plain, &plen, NULL, err);
+	if (rc == ST_OK)
+		rc = st_state_load_buffer(out, plain, plen, where, NULL, err);
+	free(plain);
+	return rc;
+}
+
+/* Indexes one stack of a store (s3://, azblob://...) unless unchanged; returns as update_one.
+ * The listing's size, time and tag decide without a download (a time of whole seconds, as
+ * Azure's, cannot tell two writes within one second apart: the tag can); a changed listing
+ * downloads the object, and the same bytes (SHA-256) only update what the index knows of it. */
+static int update_one_store(st_index *ix, st_store *store, const st_stack_info *in,
+			    st_index_stats *stats, st_problems *failures, st_error *err)
+{
+	char *where = st__store_where(store, in->key), *data = NULL, sha[65], msg[2600];
+	size_t len = 0;
+	st_store_info info;
+	st_state *s = NULL;
+	st_error lerr;
+	known k;
+	int rc;
+
+	st_error_clear(&lerr);
+	if (!where)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	if ((rc = known_get(ix, in->qname, where, &k, err)) != ST_OK)
+		goto out;
+	if (k.size == in->size && k.mtime_ns == in->mtime_ns && !strcmp(k.etag, in->etag)) {
+		stats->unchanged++;
+		goto out;
+	}
+	if ((rc = st_store_read(store, in->key, 0, &data, &len, &info, &lerr)) == ST_OK)
+		st_sha256_hex(data, len, sha);
+	if (rc == ST_OK && k.size == (long long)len && !strcmp(k.sha, sha)) {
+		/* the same bytes, written again */
+		char *sql = sqlite3_mprintf("UPDATE stacks SET mtime_ns=%lld, etag=%Q WHERE qname=%Q",
+					    info.mtime_ns, info.etag[0] ? info.etag : NULL,
+					    in->qname);
+		rc = sql ? exec(ix, sql, err) : st__err(err, ST_ENOMEM, "out of memory");
+		sqlite3_free(sql);
+		if (rc == ST_OK)
+			stats->unchanged++;
+		goto out;
+	}
+	if (rc == ST_OK)
+		rc = load_object(&s, data, len, where, &lerr);
+	if (rc == ST_ENOMEM) {
+		rc = st__err_copy(err, &lerr);
+		goto out;
+	}
+	if (rc != ST_OK) {
+		snprintf(msg, sizeof(msg), "%s: %s; its rows were removed from the index", in->qname,
+			 lerr.message);
+		rc = stack_failed(ix, in->qname, stats, failures, "index/unreadable", msg, err);
+		goto out;
+	}
+	rc = write_stack(ix, in->qname, where, s, info.size >= 0 ? info.size : (long long)len,
+			 info.mtime_ns, sha, info.etag, &lerr);
+	if (rc == ST_OK) {
+		stats->parsed++;
+		stats->resources += json_array_size(st_state_resources(s, 0));
+	} else if (rc == ST_ENOMEM) {
+		st__err_copy(err, &lerr);
+	} else {
+		stats->failed++;
+		rc = st_problems_add(failures, ST_SEV_ERROR, "index/write", "", NULL, "%s: %s",
+				     in->qname, lerr.message) == ST_OK
+			     ? ST_OK
+			     : st__err(err, ST_ENOMEM, "out of memory");
+	}
+out:
+	st_state_free(s);
+	free(data);
+	free(where);
 	return rc;
 }
 
@@ -743,9 +866,10 @@ static int prune(st_index *ix, st_strmap *keep, st_index_stats *stats, st_error 
 /* Indexes the stacks of a backend (infos, n) or the files paths[0..n): the work of
  * st_index_update_backend and st_index_update_files. A stack that cannot be read is a failure
  * of its own; running out of memory (or an index that cannot be written) ends the update. */
-static int update_many(st_index *ix, const st_stack_info *infos, const char *const *paths,
-		       size_t n, int do_prune, st_index_progress_fn progress, void *pctx,
-		       st_index_stats *stats, st_problems *failures, st_error *err)
+static int update_many(st_index *ix, const st_stack_info *infos, st_store *store,
+		       const char *const *paths, size_t n, int do_prune,
+		       st_index_progress_fn progress, void *pctx, st_index_stats *stats,
+		       st_problems *failures, st_error *err)
 {
 	st_index_stats local = {0};
 	st_problems nowhere = {0};
@@ -763,8 +887,12 @@ static int update_many(st_index *ix, const st_stack_info *infos, const char *con
 			rc = st__err(err, ST_ENOMEM, "out of memory");
 			break;
 		}
-		rc = update_one(ix, qname, infos ? infos[i].path : paths[i], stats,
-				failures ? failures : &nowhere, err);
+		if (infos && !infos[i].path && infos[i].key && store)
+			rc = update_one_store(ix, store, &infos[i], stats,
+					      failures ? failures : &nowhere, err);
+		else
+			rc = update_one(ix, qname, infos ? infos[i].path : paths[i], stats,
+					failures ? failures : &nowhere, err);
 		if (rc == ST_OK && progress)
 			progress(pctx, i + 1, n, stats->resources);
 	}
@@ -787,7 +915,8 @@ int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn pr
 	if (rc == ST_OK)
 		rc = st_backend_list(b, &infos, &n, err);
 	if (rc == ST_OK)
-		rc = update_many(ix, infos, NULL, n, 1, progress, pctx, stats, failures, err);
+		rc = update_many(ix, infos, st_backend_store(b), NULL, n, 1, progress, pctx, stats,
+				 failures, err);
 	st_stack_infos_free(infos, n);
 	return rc;
 }
@@ -800,7 +929,7 @@ int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int 
 	int rc = writable(ix, err);
 	if (rc != ST_OK)
 		return rc;
-	return update_many(ix, NULL, paths, n, do_prune, progress, pctx, stats, failures, err);
+	return update_many(ix, NULL, NULL, paths, n, do_prune, progress, pctx, stats, failures, err);
 }
 
 /* ---- queries ---- */

@@ -325,9 +325,10 @@ char *st__store_where(const st_store *s, const char *key)
 	char *p = st__store_local_path(s, key);
 	if (p)
 		return p;
+	/* URL/key, the key before the URL's query (azblob://c/KEY?domain=...) */
 	const char *u = st_store_url(s);
-	size_t n = strlen(u);
-	return st_asprintf("%s%s%s", u, n && u[n - 1] == '/' ? "" : "/", key);
+	size_t n = strcspn(u, "?");
+	return st_asprintf("%.*s%s%s%s", (int)n, u, n && u[n - 1] == '/' ? "" : "/", key, u + n);
 }
 
 /* ---- names ---- */

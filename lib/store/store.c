@@ -11,6 +11,7 @@
  */
 #include "store_impl.h"
 
+#include "azblob.h"
 #include "s3.h"
 
 #include <stdlib.h>
@@ -59,7 +60,7 @@ static int has_scheme(const char *url, const char *scheme)
 
 int st_store_open(st_store **out, const char *url, st_error *err)
 {
-	static const char *const later[] = {"azblob", "gs", "postgres", "postgresql"};
+	static const char *const later[] = {"gs", "postgres", "postgresql"};
 	const char *path = url;
 	char *expanded = NULL;
 	int rc;
@@ -69,6 +70,8 @@ int st_store_open(st_store **out, const char *url, st_error *err)
 		return st__err(err, ST_EINVAL, "no store given");
 	if (has_scheme(url, "s3"))
 		return st__store_s3_open(out, url, err);
+	if (has_scheme(url, "azblob"))
+		return st__store_azblob_open(out, url, err);
 	if (has_scheme(url, "file")) {
 		path = url + 7;
 	} else if (strstr(url, "://")) {

@@ -86,7 +86,7 @@ run "sql two statements" st query --backend "$B" --sql "SELECT 1; SELECT 2"
 check_rc 2
 run "schema version" st query --backend "$B" --sql "SELECT value FROM meta WHERE key = 'schema_version'"
 check_out "value
-1"
+2"
 
 # renamed, deleted, corrupted stacks
 mv "$B/.pulumi/stacks/data/eu.json" "$B/.pulumi/stacks/data/europe.json"
@@ -127,7 +127,7 @@ check_rc 1; check_err_has "no index at"
 run "old schema set up" sqlite3 "$T/f.sqlite" "UPDATE meta SET value='0' WHERE key='schema_version'"
 check_rc 0
 run "old schema" st index update --db "$T/f.sqlite" "$T/pt.json"
-check_rc 0; check_err_has "the index had schema version 0; rebuilt as version 1"
+check_rc 0; check_err_has "the index had schema version 0; rebuilt as version 2"
 
 # readers during updates never fail and never see a half-written stack: each round rewrites
 # every stack file (another layout, so another size) and reindexes all of them
