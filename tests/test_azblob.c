@@ -767,6 +767,16 @@ static void test_azurite_faults(void **state)
 	server_plan(p, busy1, 2);
 	assert_int_equal(st_store_copy(s, "s.json", "s.json.bak", NULL), ST_OK);
 	expect_content(direct, "s.json.bak", big, sizeof(big));
+	/* a copy that is pending: its properties are polled until it is done */
+	action pending2[] = {PENDING, PENDING, PASS};
+	assert_int_equal(st_store_write(direct, "s.json.bak", "x", 1, NULL, NULL), ST_OK);
+	server_plan(p, pending2, 3);
+	assert_int_equal(st_store_copy(s, "s.json", "s.json.bak", NULL), ST_OK);
+	assert_int_equal(p->next, 3);
+	assert_string_equal(p->seen[0].method, "PUT");
+	assert_string_equal(p->seen[1].method, "HEAD");
+	assert_string_equal(p->seen[2].method, "HEAD");
+	expect_content(direct, "s.json.bak", big, sizeof(big));
 
 	/* a read without answers: bounded */
 	action closes[] = {CLOSE};
