@@ -95,6 +95,8 @@ static const cfg_case cfg_cases[] = {
 	/* credentials: Shared Key signs with the variable's account, whatever the URL says */
 	{"azblob://c?storage_account=other", E(ACCT, KEY), ST_OK, "c", "",
 	 "https://other.blob.core.windows.net", ST_AZBLOB_SHARED_KEY, "acct", NULL, NULL},
+	{"azblob://c", E(ACCT, {"AZURE_STORAGE_KEY", DEV_KEY "\n"}), ST_OK, "c", "",
+	 "https://acct.blob.core.windows.net", ST_AZBLOB_SHARED_KEY, "acct", NULL, NULL},
 	{"azblob://c", E(ACCT, KEY, SAS), ST_OK, "c", "", "https://acct.blob.core.windows.net",
 	 ST_AZBLOB_SHARED_KEY, "acct", "sv=2021-08-06&sig=SECRETSIG", "(and AZURE_STORAGE_SAS_TOKEN)"},
 	{"azblob://c", E(ACCT, SAS), ST_OK, "c", "", "https://acct.blob.core.windows.net", ST_AZBLOB_SAS,

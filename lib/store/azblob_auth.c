@@ -306,7 +306,8 @@ static int set_key(st_azblob_cfg *cfg, const char *b64, size_t n, const char *wh
 	size_t max = n / 4 * 3 + 3, len = 0;
 	if (!(cfg->key = sodium_malloc(max ? max : 1)))
 		return st__err(err, ST_ENOMEM, "out of memory");
-	if (sodium_base642bin(cfg->key, max, b64, n, NULL, &len, NULL,
+	/* new lines ignored, as Go's base64 decoder ignores them */
+	if (sodium_base642bin(cfg->key, max, b64, n, "\r\n", &len, NULL,
 			      sodium_base64_VARIANT_ORIGINAL) != 0 ||
 	    len == 0)
 		return st__err(err, ST_EINVAL, "azblob: %s is not a base64 account key", what);
