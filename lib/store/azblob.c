@@ -176,7 +176,8 @@ static int sign_cb(void *ctx, const st_http_req *req, st_http_hdrs *extra, st_er
 	st_http_hdr *all = malloc((n + 1) * sizeof(*all));
 	if (!all)
 		return st__err(err, ST_ENOMEM, "out of memory");
-	memcpy(all, req->headers.v, n * sizeof(*all));
+	if (n)
+		memcpy(all, req->headers.v, n * sizeof(*all));
 	all[n] = extra->v[extra->n - 1];
 	const char *path = req->url + strlen(s->origin);
 	size_t pn = strcspn(path, "?");

@@ -691,7 +691,8 @@ static int canon_query(st_buf *b, const char *query)
 			s++;
 	}
 	if (rc == 0) {
-		qsort(v, n, sizeof(*v), cmp_qparam);
+		if (n > 1)
+			qsort(v, n, sizeof(*v), cmp_qparam);
 		for (size_t i = 0; i < n; i++) {
 			if (i && !strcmp(v[i].name, v[i - 1].name))
 				st_buf_printf(b, ",%s", v[i].value);
@@ -765,7 +766,8 @@ static int string_to_sign(const st_azblob_sign_in *in, st_buf *b)
 				*c = (char)(*c - 'A' + 'a');
 		names[n++] = l;
 	}
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n; i++) {
 		st_buf_printf(b, "%s:", names[i]);
 		add_value(b, header(in, names[i]));
