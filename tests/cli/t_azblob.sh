@@ -1,6 +1,7 @@
 #!/bin/sh
 # azblob:// on Azurite (sh tests/servers/ctl start azurite): stacks, validate, an edit with its
-# .bak, a lock held by a Pulumi-format lock object, unlock, restore, index update (no change:
+# .bak, a lock held by a Pulumi-format lock object, unlock, restore, a save killed at each step
+# (STATETOOL_CRASH_AT=write:1..4: old or new object, a stale lock), index update (no change:
 # nothing downloaded, seen in STATETOOL_HTTP_LOG), a SAS token alone (and a read-only one), wrong
 # key, missing container, bad URL, unreachable endpoint. The objects are put and checked with
 # curl and openssl (Shared Key and SAS signed here, independently of statetool's signer).
@@ -138,6 +139,28 @@ run "restore the .bak" st restore --backend "$U" --stack proj/dev
 check_rc 0
 get state/.pulumi/stacks/proj/dev.json "$T/dev.restored"
 check_same "$P/valid-checkpoint-v3-diy.json" "$T/dev.restored"
+
+# ---- killed at each step of a save: the object is the old or the new one, the lock is stale ----
+put state/.pulumi/stacks/proj/dev.json "$P/valid-checkpoint-v3-diy.json"
+st protect --backend "$U" --stack proj/dev --all >/dev/null 2>&1
+get state/.pulumi/stacks/proj/dev.json "$T/want.json"
+for step in 1 2 3 4; do
+	put state/.pulumi/stacks/proj/dev.json "$P/valid-checkpoint-v3-diy.json"
+	run "crash at write:$step" env STATETOOL_CRASH_AT=write:$step "$STATETOOL" protect --backend "$U" --stack proj/dev --all
+	check_rc 137
+	get state/.pulumi/stacks/proj/dev.json "$T/dev.crash"
+	current="crash at write:$step: old or new"
+	if cmp -s "$T/dev.crash" "$P/valid-checkpoint-v3-diy.json" || cmp -s "$T/dev.crash" "$T/want.json"; then ok; else bad "neither the old nor the new state"; fi
+	run "after write:$step, the lock is reported stale" st protect --backend "$U" --stack proj/dev --all
+	check_rc 1; check_err_has "stale: that process is no longer running"
+	run "after write:$step: unlock" st unlock --backend "$U" --stack proj/dev
+	check_rc 0
+	run "after write:$step and unlock, the command proceeds" st protect --backend "$U" --stack proj/dev --all
+	check_rc 0
+	get state/.pulumi/stacks/proj/dev.json "$T/dev.crash"
+	check_same "$T/want.json" "$T/dev.crash"
+done
+put state/.pulumi/stacks/proj/dev.json "$P/valid-checkpoint-v3-diy.json"
 
 # ---- index update: a listing decides, an unchanged stack is not downloaded ----
 run "index needs --db" st index update --backend "$U"
