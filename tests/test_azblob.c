@@ -439,6 +439,83 @@ static void test_key_escaping(void **state)
 	}
 }
 
+/* ---- against a fake server: what Azurite never sends ---- */
+
+/* A listing with a name the service marks Encoded="true" (characters XML cannot hold, percent-
+ * encoded), and an error whose AuthenticationErrorDetail quotes what was signed. */
+static void test_fake_answers(void **state)
+{
+	static const char listing[] =
+		"<?xml version=\"1.0\" encoding=\"utf-8\"?><EnumerationResults><Prefix>base/</Prefix>"
+		"<Blobs><Blob><Name Encoded=\"true\">base%2Fx%20y.json</Name><Properties>"
+		"<Last-Modified>Tue, 10 Nov 2020 00:49:58 GMT</Last-Modified><Etag>0x8D1</Etag>"
+		"<Content-Length>7</Content-Length></Properties></Blob>"
+		"<BlobPrefix><Name>base/dir/</Name></BlobPrefix>"
+		"<Blob><Name>base/a&amp;b</Name><Properties><Content-Length>2</Content-Length>"
+		"</Properties></Blob><Blob><Name>elsewhere</Name></Blob></Blobs><NextMarker />"
+		"</EnumerationResults>";
+	static const char denied[] =
+		"<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>AuthenticationFailed</Code>"
+		"<Message>Server failed to authenticate the request.\nRequestId:1\nTime:2</Message>"
+		"<AuthenticationErrorDetail>The MAC signature found in the HTTP request "
+		"'SIGNATURESECRET=' is not the same as any computed signature</AuthenticationErrorDetail>"
+		"</Error>";
+	action acts[] = {{A_REPLY, 200, "Content-Type: application/xml\r\n", listing},
+			 {A_REPLY, 403, "x-ms-error-code: AuthenticationFailed\r\n", denied}};
+	server *f = server_start(acts, 2);
+	char via[32], *url;
+	st_store *s = NULL;
+	st_store_entry *e = NULL;
+	size_t n = 0;
+	st_error err;
+	(void)state;
+	snprintf(via, sizeof(via), "127.0.0.1:%d", f->port);
+	unsetenv("AZURE_STORAGE_CONNECTION_STRING");
+	unsetenv("AZURE_STORAGE_SAS_TOKEN");
+	setenv("AZURE_STORAGE_ACCOUNT", "devstoreaccount1", 1);
+	setenv("AZURE_STORAGE_KEY", DEV_KEY, 1);
+	url = st_asprintf("azblob://c/base?domain=%s&protocol=http", via);
+	assert_int_equal(st_store_open(&s, url, NULL), ST_OK);
+	unsetenv("AZURE_STORAGE_ACCOUNT");
+	unsetenv("AZURE_STORAGE_KEY");
+	assert_int_equal(st_store_list(s, "", ST_STORE_LIST_DIRS, &e, &n, NULL), ST_OK);
+	assert_int_equal(n, 3);
+	assert_string_equal(e[0].key, "a&b");
+	assert_int_equal(e[0].info.size, 2);
+	assert_string_equal(e[1].key, "dir/");
+	assert_string_equal(e[2].key, "x y.json");
+	assert_int_equal(e[2].info.size, 7);
+	assert_true(e[2].info.mtime_ns == 1604969398LL * 1000000000LL);
+	assert_string_equal(e[2].info.etag, "0x8D1");
+	st_store_entries_free(e, n);
+	/* what was asked, signed */
+	assert_string_equal(f->seen[0].method, "GET");
+	assert_string_equal(f->seen[0].path, "/devstoreaccount1/c?restype=container&comp=list&"
+					     "maxresults=5000&prefix=base%2F&delimiter=%2F");
+	assert_non_null(strstr(f->seen[0].headers, "Authorization: SharedKey devstoreaccount1:"));
+	assert_non_null(strstr(f->seen[0].headers, "x-ms-version: " ST_AZBLOB_VERSION));
+	/* the error: code and first line of the message, never the quoted signature */
+	st_error_clear(&err);
+	assert_int_equal(st_store_stat(s, "k", NULL, &err), ST_EAUTH);
+	st_error_clear(&err);
+	char *data;
+	size_t len;
+	assert_int_equal(st_store_read(s, "k", 0, &data, &len, NULL, &err), ST_EAUTH);
+	char *want = st_asprintf("azblob: GetBlob 'c/base/k' on %s failed: HTTP 403 "
+				 "AuthenticationFailed: Server failed to authenticate the request; "
+				 "credentials: Shared Key of account 'devstoreaccount1' from "
+				 "AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY, service "
+				 "http://%s/devstoreaccount1 from AZURE_STORAGE_ACCOUNT, parameter "
+				 "domain, parameter protocol",
+				 via, via);
+	assert_string_equal(err.message, want);
+	assert_null(strstr(err.message, "SIGNATURESECRET"));
+	free(want);
+	st_store_free(s);
+	free(url);
+	server_stop(f);
+}
+
 /* ---- on Azurite ---- */
 
 typedef struct azurite {
@@ -888,6 +965,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config_table),     cmocka_unit_test(test_signer_microsoft),
 		cmocka_unit_test(test_signer_rules),     cmocka_unit_test(test_key_escaping),
+		cmocka_unit_test(test_fake_answers),
 		cmocka_unit_test(test_azurite_blocks),   cmocka_unit_test(test_azurite_listing),
 		cmocka_unit_test(test_azurite_faults),   cmocka_unit_test(test_azurite_errors),
 	};
