@@ -209,10 +209,41 @@ static int open_azurite(fixture *f, int sas)
 static int open_azurite_store(fixture *f) { return open_azurite(f, 0); }
 static int open_azurite_sas_store(fixture *f) { return open_azurite(f, 1); }
 
+/* PostgreSQL on the test servers' cluster: one table, a fresh key prefix for each case (under
+ * the database name, the prefix Pulumi gives every key). */
+static int open_pg_store(fixture *f)
+{
+	static int said;
+	char *url = tu_server_var("ST_TEST_PG_URL"), *full, rnd[17];
+	st_error err;
+	int rc;
+
+	if (!url) {
+		if (tu_servers_required())
+			fail_msg("no PostgreSQL test server (ST_TEST_PG_URL in the servers' env file) "
+				 "and $CI is set: a skip is a failure there");
+		if (!said++)
+			print_message("postgres: skipped, no test server (sh tests/servers/ctl start "
+				      "postgres)\n");
+		return 1;
+	}
+	st_random_hex(rnd, 8);
+	snprintf(f->pre, sizeof(f->pre), "run-%s/", rnd);
+	full = st_asprintf("%s?sslmode=disable&table=statetool_conformance", url);
+	st_error_clear(&err);
+	rc = st_store_open(&f->s, full, &err);
+	if (rc != ST_OK)
+		fail_msg("postgres: %s", err.message);
+	free(full);
+	free(url);
+	return rc;
+}
+
 static const store_kind stores[] = {
 	{"file (plain path)", open_file_store},
 	{"file:// URL", open_file_url_store},
 	{"s3 (the test servers' radosgw)", open_s3_store},
+	{"postgres (the test servers' PostgreSQL)", open_pg_store},
 	{"$STATETOOL_TEST_STORE_URL", open_env_store},
 	{"azblob:// on Azurite", open_azurite_store},
 	{"azblob:// on Azurite with a SAS token only", open_azurite_sas_store},

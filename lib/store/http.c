@@ -216,6 +216,11 @@ static st_net_opts net_current(void)
 	return o;
 }
 
+void st__net_current(st_net_opts *out)
+{
+	*out = net_current();
+}
+
 int st__http_new(st_http **out, const char *scheme, const st_http_opts *opts, st_error *err)
 {
 	st_http *h;

@@ -171,4 +171,8 @@ void st__spool_free(st_spool *s);
 /* Lowercase hex of n bytes into out (2n + 1 bytes). */
 void st__hex(char *out, const unsigned char *p, size_t n);
 
+/* The process-wide settings of st_set_net (a copy), for the stores that are not HTTP ones
+ * (postgres: its time-outs, retries and request hook). */
+void st__net_current(st_net_opts *out);
+
 #endif

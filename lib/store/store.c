@@ -10,6 +10,7 @@
  *   write:4 the new object visible
  */
 #include "store_impl.h"
+#include "pg.h"
 
 #include "azblob.h"
 #include "s3.h"
@@ -60,7 +61,7 @@ static int has_scheme(const char *url, const char *scheme)
 
 int st_store_open(st_store **out, const char *url, st_error *err)
 {
-	static const char *const later[] = {"gs", "postgres", "postgresql"};
+	static const char *const later[] = {"gs"};
 	const char *path = url;
 	char *expanded = NULL;
 	int rc;
@@ -74,6 +75,13 @@ int st_store_open(st_store **out, const char *url, st_error *err)
 		return st__store_azblob_open(out, url, err);
 	if (has_scheme(url, "file")) {
 		path = url + 7;
+	} else if (has_scheme(url, "postgres")) {
+		return st__store_pg_open(out, url, err);
+	} else if (has_scheme(url, "postgresql")) {
+		/* never the URL itself: it may hold a password */
+		return st__err(err, ST_EUNSUPPORTED,
+			       "postgresql:// is not a scheme Pulumi knows: its PostgreSQL backend "
+			       "is postgres://");
 	} else if (strstr(url, "://")) {
 		for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++)
 			if (has_scheme(url, later[i]))

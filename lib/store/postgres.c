@@ -1,0 +1,876 @@
+/*
+ * The PostgreSQL store: Pulumi's DIY backend on PostgreSQL (pkg/backend/diy/postgres, Pulumi
+ * v3.176+), with libpq. One table (default pulumi_state, URL parameter `table`), created on
+ * open when missing exactly as Pulumi creates it (schema.sql):
+ *   CREATE TABLE IF NOT EXISTS T (key TEXT PRIMARY KEY, data JSON NOT NULL,
+ *       updated_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now());
+ *   CREATE INDEX IF NOT EXISTS T_key_prefix_idx ON T (key text_pattern_ops);
+ * An object is one row: `data` is {"data":"<standard base64 of the bytes>"} (Go's json.Marshal
+ * of Pulumi's blobData, compact), `updated_at` is set by the server on every write.
+ *
+ *   read     SELECT decode(data->>'data', 'base64') (bytes decoded by the server, sent in
+ *            binary), only when the size is within the caller's limit
+ *   write    the bytes base64-encoded as they come; commit: INSERT ... ON CONFLICT (key) DO
+ *            UPDATE (Pulumi's upsert); create-only: ON CONFLICT DO NOTHING, no row -> EEXIST.
+ *            With a backup key, the backup copy and the upsert are one transaction.
+ *   list     key LIKE 'prefix%' (escaped, so the text_pattern_ops index serves it), sorted
+ *            bytewise (COLLATE "C"); size from the base64 length, mtime from updated_at
+ *            (microseconds), etag from the row version (xmin) and updated_at: both change with
+ *            every write of the row, and nothing is read but the keys' rows
+ *   delete   DELETE, no row -> ENOTFOUND
+ *   copy     INSERT ... SELECT ... ON CONFLICT (key) DO UPDATE: one statement
+ * Connections: lost or refused ones are retried (st_net_opts: retries, back-off); statements
+ * that may run twice are repeated on a new connection. Messages name the scheme, the host, the
+ * table and the key, and the PG* variables set; never a password (scrubbed from anything the
+ * server or libpq says, too). The request hook of st_set_net sees each statement as
+ * "READ|STAT|LIST|WRITE|DELETE|COPY host:port /table/key status".
+ */
+#include "pg.h"
+#include "http.h"
+#include "store_impl.h"
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct pg_writer pg_writer;
+
+typedef struct pg_store {
+	st_store base;
+	st_pg_url u;
+	PGconn *conn;
+	char *where;    /* host:port, for messages */
+	st_net_opts net;
+	int retries;
+	long backoff_ms;
+	pthread_mutex_t mu; /* one statement at a time; held from a write's backup copy to its
+			     * commit (one transaction) */
+	pg_writer *w;   /* the write under way that may take its backup in its transaction */
+} pg_store;
+
+struct pg_writer {
+	st_store_writer base;
+	pg_store *pg;
+	char *key;      /* the full key (prefix + key) */
+	unsigned flags;
+	st_buf json;    /* {"data":"<base64 so far> */
+	unsigned char carry[3];
+	size_t ncarry;
+	long long size;
+	int in_tx;      /* a transaction is open (and pg->mu held) */
+};
+
+/* ---- messages ---- */
+
+/* Replaces every occurrence of `secret` in s (in place) with "***" (never longer). */
+static void scrub_one(char *s, const char *secret)
+{
+	size_t n = secret ? strlen(secret) : 0;
+	char *p;
+	if (n < 3)
+		return;
+	while ((p = strstr(s, secret))) {
+		memcpy(p, "***", 3);
+		memmove(p + 3, p + n, strlen(p + n) + 1);
+	}
+}
+
+/* A message of libpq or the server, cleaned and without secrets (new). */
+static char *clean_msg(const pg_store *pg, const char *m)
+{
+	const char *p;
+	char *s;
+	size_t n;
+
+	if (!m || !*m)
+		m = "unknown error";
+	/* "connection to server at "h", port p failed: FATAL:  message": the last attempt's */
+	while ((p = strstr(m, "failed: ")) && strstr(m, "connection to server"))
+		m = p + 8;
+	if (!strncmp(m, "FATAL:  ", 8) || !strncmp(m, "ERROR:  ", 8))
+		m += 8;
+	n = strcspn(m, "\n");
+	while (n && (m[n - 1] == ' ' || m[n - 1] == '\t'))
+		n--;
+	if (!(s = strndup(m, n)))
+		return NULL;
+	scrub_one(s, pg->u.password);
+	scrub_one(s, getenv("PGPASSWORD"));
+	return s;
+}
+
+/* "(PG* variables set: PGHOST, PGPASSWORD)" or "(no PG* variable set)" (static text). */
+static const char *env_note(const pg_store *pg, char *buf, size_t n)
+{
+	if (*pg->u.env_read)
+		snprintf(buf, n, "PG* variables set: %s", pg->u.env_read);
+	else
+		snprintf(buf, n, "no PG* variable set");
+	return buf;
+}
+
+/* ---- connections ---- */
+
+/* The code of a failed connection, from libpq's words (it gives no SQLSTATE there), and
+ * whether another attempt may succeed. */
+static int conn_code(const char *m, int *transient)
+{
+	*transient = 0;
+	if (strstr(m, "password authentication failed") || strstr(m, "no password supplied") ||
+	    strstr(m, "authentication failed") || strstr(m, "pg_hba.conf") ||
+	    strstr(m, "SASL authentication"))
+		return ST_EAUTH;
+	if (strstr(m, "database \"") && strstr(m, "does not exist"))
+		return ST_ENOTFOUND;
+	if (strstr(m, "role \"") && strstr(m, "does not exist"))
+		return ST_EAUTH;
+	if (strstr(m, "Connection refused") || strstr(m, "timeout expired") ||
+	    strstr(m, "server closed the connection unexpectedly") ||
+	    strstr(m, "the database system is starting up") ||
+	    strstr(m, "the database system is shutting down") ||
+	    strstr(m, "too many clients") || strstr(m, "Connection reset") ||
+	    strstr(m, "No route to host") || strstr(m, "Network is unreachable"))
+		*transient = 1;
+	return ST_EIO;
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+static long backoff(const pg_store *pg, int attempt)
+{
+	long ms = pg->backoff_ms;
+	for (int i = 1; i < attempt && ms < 5000; i++)
+		ms *= 2;
+	if (ms > 5000)
+		ms = 5000;
+	return ms / 2 + (long)randombytes_uniform((uint32_t)(ms / 2 + 1));
+}
+
+/* One attempt; the message (without the closing note) goes to err. */
+static int connect_once(pg_store *pg, int *transient, st_error *err)
+{
+	const char *user = st__pg_url_get(&pg->u, "user");
+	const char *db = pg->u.dbname;
+	char *m;
+	int code;
+
+	PQfinish(pg->conn);
+	pg->conn = PQconnectdbParams((const char *const *)pg->u.kw,
+				     (const char *const *)pg->u.val, 0);
+	if (!pg->conn)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	if (PQstatus(pg->conn) == CONNECTION_OK)
+		return ST_OK;
+	if (!(m = clean_msg(pg, PQerrorMessage(pg->conn))))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	code = conn_code(m, transient);
+	if (!user)
+		user = getenv("PGUSER");
+	st__err(err, code, "postgres: cannot connect to %s (database '%s', user '%s'): %s%s",
+		pg->where, db ? db : user ? user : "(default)", user ? user : "(default)", m,
+		strstr(m, "does not support SSL")
+			? "; Pulumi (lib/pq) requires SSL unless sslmode=disable is in the URL or "
+			  "PGSSLMODE"
+			: "");
+	free(m);
+	PQfinish(pg->conn);
+	pg->conn = NULL;
+	return code;
+}
+
+/* A working connection: the one there, or a new one (connection failures that may pass are
+ * tried again, with a back-off). The message ends with the attempts and the PG* variables
+ * that were set. */
+static int ensure_conn(pg_store *pg, st_error *err)
+{
+	char note[512];
+	st_error local;
+	int attempt = 0, rc, transient;
+
+	if (pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
+		return ST_OK;
+	for (;;) {
+		st_error_clear(&local);
+		rc = connect_once(pg, &transient, &local);
+		if (rc == ST_OK || !transient || attempt >= pg->retries)
+			break;
+		pause_ms(backoff(pg, ++attempt));
+	}
+	if (rc == ST_ENOMEM)
+		return st__err_copy(err, &local);
+	if (rc != ST_OK) {
+		env_note(pg, note, sizeof(note));
+		if (attempt)
+			return st__err(err, rc, "%s (%d attempts; %s)", local.message, attempt + 1,
+				       note);
+		return st__err(err, rc, "%s (%s)", local.message, note);
+	}
+	return ST_OK;
+}
+
+/* ---- statements ---- */
+
+typedef struct stmt {
+	const char *op;   /* READ, STAT, LIST, WRITE, DELETE, COPY, for the hook and messages */
+	const char *key;  /* the store's key (without prefix), for messages; may be NULL */
+	const char *sql;
+	int nparams;
+	const char *const *vals;
+	const int *lens;  /* NULL: text parameters */
+	int binary;       /* results in binary */
+	int may_repeat;   /* may run again on a new connection */
+} stmt;
+
+static void hook(pg_store *pg, const stmt *st, long status)
+{
+	char *path;
+	if (!pg->net.request)
+		return;
+	path = st_asprintf("/%s/%s%s", pg->u.table, pg->u.prefix, st->key ? st->key : "");
+	pg->net.request(pg->net.ctx, st->op, pg->where, path ? path : "", status);
+	free(path);
+}
+
+static int sql_code(const char *state)
+{
+	if (!state)
+		return ST_EIO;
+	if (!strcmp(state, "42501") || !strncmp(state, "28", 2))
+		return ST_EAUTH;
+	if (!strcmp(state, "42P01") || !strcmp(state, "3F000") || !strcmp(state, "3D000"))
+		return ST_ENOTFOUND;
+	if (!strcmp(state, "25006"))
+		return ST_EREFUSED;
+	if (!strcmp(state, "22023") || !strcmp(state, "22P02") || !strcmp(state, "22P05") ||
+	    !strcmp(state, "22021"))
+		return ST_EPARSE;
+	if (!strcmp(state, "54000") || !strcmp(state, "53200"))
+		return ST_ELIMIT;
+	return ST_EIO;
+}
+
+/* Runs one statement. *res (new) holds a successful result. *lost (may be NULL) tells that
+ * the connection broke after the statement may have been carried out. */
+static int run(pg_store *pg, const stmt *st, PGresult **res, int *lost, st_error *err)
+{
+	int attempt = 0, rc;
+
+	*res = NULL;
+	if (lost)
+		*lost = 0;
+	for (;;) {
+		ExecStatusType s;
+		if ((rc = ensure_conn(pg, err)) != ST_OK)
+			return rc;
+		*res = PQexecParams(pg->conn, st->sql, st->nparams, NULL, st->vals, st->lens,
+				    NULL, st->binary);
+		s = *res ? PQresultStatus(*res) : PGRES_FATAL_ERROR;
+		if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
+			hook(pg, st, 200);
+			return ST_OK;
+		}
+		if (PQstatus(pg->conn) != CONNECTION_OK) {
+			/* the connection broke: the statement may or may not have run */
+			hook(pg, st, 0);
+			PQclear(*res);
+			*res = NULL;
+			if (lost)
+				*lost = 1;
+			if (st->may_repeat && attempt < pg->retries) {
+				pause_ms(backoff(pg, ++attempt));
+				continue;
+			}
+			char *m = clean_msg(pg, PQerrorMessage(pg->conn));
+			rc = st__err(err, ST_EIO, "postgres: %s%s%s in table '%s' on %s: the connection "
+						  "was lost: %s%s",
+				     st->op, st->key ? " " : "", st->key ? st->key : "", pg->u.table,
+				     pg->where, m ? m : "out of memory", attempt ? " (retried)" : "");
+			free(m);
+			return rc;
+		}
+		hook(pg, st, 500);
+		const char *state = *res ? PQresultErrorField(*res, PG_DIAG_SQLSTATE) : NULL;
+		char *m = clean_msg(pg, *res ? PQresultErrorField(*res, PG_DIAG_MESSAGE_PRIMARY)
+					     : PQerrorMessage(pg->conn));
+		rc = sql_code(state);
+		if (st->key)
+			st__err(err, rc, "postgres: %s '%s' in table '%s' on %s failed: %s", st->op,
+				st->key, pg->u.table, pg->where, m ? m : "out of memory");
+		else
+			st__err(err, rc, "postgres: %s in table '%s' on %s failed: %s", st->op,
+				pg->u.table, pg->where, m ? m : "out of memory");
+		free(m);
+		PQclear(*res);
+		*res = NULL;
+		return rc;
+	}
+}
+
+/* ---- the table ---- */
+
+/* Creates the table and its index when missing, with Pulumi's statements (concurrent
+ * creators: the loser's unique violation is no error once the table is there). */
+static int ensure_table(pg_store *pg, st_error *err)
+{
+	char *sql = st_asprintf(
+		"CREATE TABLE IF NOT EXISTS %s (\n"
+		"    key TEXT PRIMARY KEY,\n"
+		"    data JSON NOT NULL,\n"
+		"    updated_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now()\n"
+		");\n"
+		"CREATE INDEX IF NOT EXISTS %s_key_prefix_idx ON %s (key text_pattern_ops);\n",
+		pg->u.table, pg->u.table, pg->u.table);
+	char *probe = st_asprintf("SELECT to_regclass('%s') IS NOT NULL AND "
+				  "to_regclass('%s_key_prefix_idx') IS NOT NULL",
+				  pg->u.table, pg->u.table);
+	stmt check = {"OPEN", NULL, probe, 0, NULL, NULL, 0, 1};
+	PGresult *r = NULL;
+	int rc;
+
+	if (!sql || !probe) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = run(pg, &check, &r, NULL, err)) != ST_OK)
+		goto out;
+	if (!strcmp(PQgetvalue(r, 0, 0), "t"))
+		goto out; /* there: nothing to create (a read-only role works too) */
+	PQclear(r);
+	r = PQexec(pg->conn, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+		int race = state && (!strcmp(state, "23505") || !strcmp(state, "42P07"));
+		char *m = clean_msg(pg, PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
+		if (race) {
+			PQclear(r);
+			r = NULL;
+			rc = run(pg, &check, &r, NULL, err);
+			if (rc == ST_OK && strcmp(PQgetvalue(r, 0, 0), "t"))
+				race = 0;
+		}
+		if (!race)
+			rc = st__err(err, sql_code(state),
+				     "postgres: cannot create table '%s' on %s (Pulumi creates it on "
+				     "first use; the user needs CREATE on the schema): %s",
+				     pg->u.table, pg->where, m ? m : "out of memory");
+		free(m);
+	}
+out:
+	PQclear(r);
+	free(sql);
+	free(probe);
+	return rc;
+}
+
+/* ---- reading ---- */
+
+static long long be64(const char *p)
+{
+	unsigned long long v = 0;
+	for (int i = 0; i < 8; i++)
+		v = (v << 8) | (unsigned char)p[i];
+	return (long long)v;
+}
+
+/* The columns every listing, stat and read have, from a subquery `s` with b (the base64
+ * text), updated_at and xmin. */
+#define INFO_COLS                                                                             \
+	"(octet_length(b) / 4 * 3 - CASE WHEN b LIKE '%%==' THEN 2 WHEN b LIKE '%%=' THEN 1 "   \
+	"ELSE 0 END)::int8, (extract(epoch FROM updated_at) * 1000000)::int8, "               \
+	"xmin::text || '-' || (extract(epoch FROM updated_at) * 1000000)::int8::text"
+
+static void info_from(st_store_info *info, long long size, long long us, const char *tag)
+{
+	if (!info)
+		return;
+	info->size = size;
+	info->mtime_ns = us * 1000;
+	snprintf(info->etag, sizeof(info->etag), "%s", tag);
+}
+
+static char *full_key(const pg_store *pg, const char *key)
+{
+	return st_asprintf("%s%s", pg->u.prefix, key);
+}
+
+static int pg_read(st_store *s, const char *key, size_t max, char **data, size_t *len,
+		   st_store_info *info, st_error *err)
+{
+	pg_store *pg = (pg_store *)s;
+	char *k = full_key(pg, key), maxs[32];
+	char *sql = st_asprintf("SELECT CASE WHEN b IS NOT NULL AND octet_length(b) / 4 * 3 <= "
+				"$2::int8 + 2 THEN decode(b, 'base64') END, " INFO_COLS
+				" FROM (SELECT data->>'data' AS b, updated_at, xmin FROM %s "
+				"WHERE key = $1) s",
+				pg->u.table);
+	const char *vals[2] = {k, maxs};
+	stmt st = {"READ", key, sql, 2, vals, NULL, 1, 1};
+	PGresult *r = NULL;
+	int rc;
+
+	snprintf(maxs, sizeof(maxs), "%zu", max);
+	if (!k || !sql) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	pthread_mutex_lock(&pg->mu);
+	rc = run(pg, &st, &r, NULL, err);
+	pthread_mutex_unlock(&pg->mu);
+	if (rc != ST_OK)
+		goto out;
+	if (PQntuples(r) == 0) {
+		rc = st__err(err, ST_ENOTFOUND, "postgres: no object '%s' in table '%s' on %s", key,
+			     pg->u.table, pg->where);
+		goto out;
+	}
+	if (PQgetisnull(r, 0, 1)) {
+		rc = st__err(err, ST_EPARSE,
+			     "postgres: object '%s' in table '%s' on %s is not in Pulumi's form "
+			     "{\"data\": \"<base64>\"}",
+			     key, pg->u.table, pg->where);
+		goto out;
+	}
+	if (PQgetisnull(r, 0, 0) || (size_t)PQgetlength(r, 0, 0) > max) {
+		rc = st__err(err, ST_ELIMIT,
+			     "postgres: object '%s' in table '%s' is larger than the limit of %zu "
+			     "bytes",
+			     key, pg->u.table, max);
+		goto out;
+	}
+	*len = (size_t)PQgetlength(r, 0, 0);
+	if (!(*data = malloc(*len + 1))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	memcpy(*data, PQgetvalue(r, 0, 0), *len);
+	(*data)[*len] = '\0';
+	info_from(info, (long long)*len, be64(PQgetvalue(r, 0, 2)), PQgetvalue(r, 0, 3));
+out:
+	PQclear(r);
+	free(k);
+	free(sql);
+	return rc;
+}
+
+/* LIKE's escape of a prefix (backslash, '%' and '_'), then '%'. New. */
+static char *like_prefix(const char *p)
+{
+	st_buf b;
+	st_buf_init(&b);
+	for (; *p; p++) {
+		if (*p == '\\' || *p == '%' || *p == '_')
+			st_buf_addc(&b, '\\');
+		st_buf_addc(&b, *p);
+	}
+	st_buf_addc(&b, '%');
+	return st_buf_take(&b, NULL);
+}
+
+static int pg_list(st_store *s, const char *prefix, unsigned flags, st_store_entry **out,
+		   size_t *count, st_error *err)
+{
+	pg_store *pg = (pg_store *)s;
+	char *full = st_asprintf("%s%s", pg->u.prefix, prefix);
+	char *pat = full ? like_prefix(full) : NULL;
+	char *sql = st_asprintf("SELECT key, " INFO_COLS
+				" FROM (SELECT key, data->>'data' AS b, updated_at, xmin FROM %s "
+				"WHERE key LIKE $1) s ORDER BY key COLLATE \"C\"",
+				pg->u.table);
+	const char *vals[1] = {pat};
+	stmt st = {"LIST", prefix, sql, 1, vals, NULL, 0, 1};
+	size_t plen = strlen(pg->u.prefix), alen = strlen(prefix), n = 0;
+	st_store_entry *e = NULL;
+	PGresult *r = NULL;
+	int rc;
+
+	if (!full || !pat || !sql) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	pthread_mutex_lock(&pg->mu);
+	rc = run(pg, &st, &r, NULL, err);
+	pthread_mutex_unlock(&pg->mu);
+	if (rc != ST_OK)
+		goto out;
+	if (!(e = calloc((size_t)PQntuples(r) + 1, sizeof(*e)))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *k = PQgetvalue(r, i, 0) + plen, *rest = k + alen;
+		const char *slash = (flags & ST_STORE_LIST_DIRS) ? strchr(rest, '/') : NULL;
+		if (strlen(PQgetvalue(r, i, 0)) < plen + alen || !st_store_key_valid(k))
+			continue; /* not a key this store could name */
+		if (slash) {
+			size_t dl = (size_t)(slash + 1 - k);
+			/* each deeper level once, as "dir/"; sorted keys keep a level's rows together */
+			if (n && !strncmp(e[n - 1].key, k, dl) && e[n - 1].key[dl] == '\0')
+				continue;
+			if (!(e[n].key = strndup(k, dl))) {
+				rc = st__err(err, ST_ENOMEM, "out of memory");
+				goto out;
+			}
+			info_from(&e[n].info, 0, 0, "");
+			e[n].info.size = -1;
+			n++;
+			continue;
+		}
+		if (!(e[n].key = strdup(k))) {
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			goto out;
+		}
+		info_from(&e[n].info, atoll(PQgetvalue(r, i, 1)), atoll(PQgetvalue(r, i, 2)),
+			  PQgetvalue(r, i, 3));
+		n++;
+	}
+	/* a "dir/" and a key "dir0" can interleave: keep the bytewise order of the result */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && strcmp(e[j - 1].key, e[j].key) > 0; j--) {
+			st_store_entry t = e[j];
+			e[j] = e[j - 1];
+			e[j - 1] = t;
+		}
+	*out = e;
+	*count = n;
+	e = NULL;
+out:
+	if (e)
+		st_store_entries_free(e, n);
+	PQclear(r);
+	free(full);
+	free(pat);
+	free(sql);
+	return rc;
+}
+
+static int pg_stat(st_store *s, const char *key, st_store_info *info, st_error *err)
+{
+	pg_store *pg = (pg_store *)s;
+	char *k = full_key(pg, key);
+	char *sql = st_asprintf("SELECT " INFO_COLS " FROM (SELECT data->>'data' AS b, updated_at, "
+				"xmin FROM %s WHERE key = $1) s",
+				pg->u.table);
+	const char *vals[1] = {k};
+	stmt st = {"STAT", key, sql, 1, vals, NULL, 0, 1};
+	PGresult *r = NULL;
+	int rc;
+
+	if (!k || !sql) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	pthread_mutex_lock(&pg->mu);
+	rc = run(pg, &st, &r, NULL, err);
+	pthread_mutex_unlock(&pg->mu);
+	if (rc == ST_OK && PQntuples(r) == 0)
+		rc = st__err(err, ST_ENOTFOUND, "postgres: no object '%s' in table '%s' on %s", key,
+			     pg->u.table, pg->where);
+	else if (rc == ST_OK)
+		info_from(info, atoll(PQgetvalue(r, 0, 0)), atoll(PQgetvalue(r, 0, 1)),
+			  PQgetvalue(r, 0, 2));
+out:
+	PQclear(r);
+	free(k);
+	free(sql);
+	return rc;
+}
+
+/* ---- writing ---- */
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Appends the standard base64 of whole 3-byte groups. */
+static void b64_groups(st_buf *b, const unsigned char *p, size_t n)
+{
+	char out[256];
+	size_t o = 0;
+	for (size_t i = 0; i + 3 <= n; i += 3) {
+		unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
+		out[o++] = b64[v >> 18];
+		out[o++] = b64[(v >> 12) & 63];
+		out[o++] = b64[(v >> 6) & 63];
+		out[o++] = b64[v & 63];
+		if (o == sizeof(out)) {
+			st_buf_add(b, out, o);
+			o = 0;
+		}
+	}
+	st_buf_add(b, out, o);
+}
+
+static int pg_write_begin(st_store *s, const char *key, const st_store_write_opts *opts,
+			  st_store_writer **out, st_error *err)
+{
+	pg_store *pg = (pg_store *)s;
+	pg_writer *w = calloc(1, sizeof(*w));
+
+	if (!w || !(w->key = full_key(pg, key))) {
+		free(w);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	w->base.store = s;
+	w->base.fd = -1;
+	w->pg = pg;
+	w->flags = opts->flags;
+	st_buf_init(&w->json);
+	st_buf_adds(&w->json, "{\"data\":\"");
+	pthread_mutex_lock(&pg->mu);
+	if (!pg->w)
+		pg->w = w;
+	pthread_mutex_unlock(&pg->mu);
+	*out = &w->base;
+	return ST_OK;
+}
+
+static int pg_write_chunk(st_store_writer *sw, const void *p, size_t n, st_error *err)
+{
+	pg_writer *w = (pg_writer *)sw;
+	const unsigned char *c = p;
+
+	w->size += (long long)n;
+	while (w->ncarry && n) {
+		w->carry[w->ncarry++] = *c++;
+		n--;
+		if (w->ncarry == 3) {
+			b64_groups(&w->json, w->carry, 3);
+			w->ncarry = 0;
+		}
+	}
+	size_t whole = n / 3 * 3;
+	if (st_buf_reserve(&w->json, whole / 3 * 4 + 4) != 0)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	b64_groups(&w->json, c, whole);
+	memcpy(w->carry, c + whole, n - whole);
+	w->ncarry = n - whole;
+	return w->json.oom ? st__err(err, ST_ENOMEM, "out of memory") : ST_OK;
+}
+
+static int pg_write_finish(st_store_writer *sw, st_error *err)
+{
+	pg_writer *w = (pg_writer *)sw;
+	if (w->ncarry) {
+		unsigned v = (unsigned)w->carry[0] << 16 | (w->ncarry > 1 ? (unsigned)w->carry[1] << 8 : 0);
+		char out[4] = {b64[v >> 18], b64[(v >> 12) & 63],
+			       w->ncarry > 1 ? b64[(v >> 6) & 63] : '=', '='};
+		st_buf_add(&w->json, out, 4);
+		w->ncarry = 0;
+	}
+	st_buf_adds(&w->json, "\"}");
+	return w->json.oom ? st__err(err, ST_ENOMEM, "out of memory") : ST_OK;
+}
+
+/* Frees a writer, pg->mu held: its transaction (if one is still open) rolled back, the lock
+ * released. */
+static void writer_free_locked(pg_writer *w)
+{
+	pg_store *pg = w->pg;
+	if (w->in_tx && pg->conn) {
+		PGresult *r = PQexec(pg->conn, "ROLLBACK");
+		PQclear(r);
+	}
+	if (pg->w == w)
+		pg->w = NULL;
+	pthread_mutex_unlock(&pg->mu);
+	st_buf_free(&w->json);
+	free(w->key);
+	free(w);
+}
+
+static void pg_write_abort(st_store_writer *sw)
+{
+	pg_writer *w = (pg_writer *)sw;
+	if (!w->in_tx)
+		pthread_mutex_lock(&w->pg->mu);
+	writer_free_locked(w);
+}
+
+/* After a lost connection, is the row the bytes we meant to write (our create-only write
+ * went through)? */
+static int row_is(pg_store *pg, const pg_writer *w, const char *key)
+{
+	char *sql = st_asprintf("SELECT data::text = $2 FROM %s WHERE key = $1", pg->u.table);
+	const char *vals[2] = {w->key, w->json.data};
+	stmt st = {"STAT", key, sql, 2, vals, NULL, 0, 1};
+	PGresult *r = NULL;
+	int same = sql && run(pg, &st, &r, NULL, NULL) == ST_OK && PQntuples(r) == 1 &&
+		   !strcmp(PQgetvalue(r, 0, 0), "t");
+	PQclear(r);
+	free(sql);
+	return same;
+}
+
+static int pg_write_commit(st_store_writer *sw, st_error *err)
+{
+	pg_writer *w = (pg_writer *)sw;
+	pg_store *pg = w->pg;
+	const char *key = w->key + strlen(pg->u.prefix);
+	int create_only = (w->flags & ST_STORE_CREATE_ONLY) != 0, lost = 0, rc;
+	char *sql = st_asprintf(create_only ? "INSERT INTO %s (key, data) VALUES ($1, $2) ON "
+					      "CONFLICT (key) DO NOTHING"
+					    : "INSERT INTO %s (key, data) VALUES ($1, $2) ON "
+					      "CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, "
+					      "updated_at = now()",
+				pg->u.table);
+	const char *vals[2] = {w->key, w->json.data};
+	stmt st = {"WRITE", key, sql, 2, vals, NULL, 0, !w->in_tx};
+	PGresult *r = NULL;
+
+	if (!w->in_tx)
+		pthread_mutex_lock(&pg->mu);
+	if (!sql || w->json.oom) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = run(pg, &st, &r, &lost, err)) != ST_OK)
+		goto out;
+	if (create_only && !strcmp(PQcmdTuples(r), "0") && !(lost && row_is(pg, w, key))) {
+		rc = st__err(err, ST_EEXIST, "postgres: object '%s' in table '%s' already exists",
+			     key, pg->u.table);
+		goto out;
+	}
+	if (w->in_tx) {
+		stmt commit = {"WRITE", key, "COMMIT", 0, NULL, NULL, 0, 0};
+		PQclear(r);
+		if ((rc = run(pg, &commit, &r, NULL, err)) == ST_OK)
+			w->in_tx = 0;
+	}
+out:
+	PQclear(r);
+	free(sql);
+	writer_free_locked(w);
+	return rc;
+}
+
+/* ---- copy, delete ---- */
+
+static int pg_copy(st_store *s, const char *src, const char *dst, int for_backup, st_error *err)
+{
+	pg_store *pg = (pg_store *)s;
+	char *ks = full_key(pg, src), *kd = full_key(pg, dst);
+	char *sql = st_asprintf("INSERT INTO %s (key, data) SELECT $2, data FROM %s WHERE key = $1 "
+				"ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, "
+				"updated_at = now()",
+				pg->u.table, pg->u.table);
+	const char *vals[2] = {ks, kd};
+	stmt st = {"COPY", src, sql, 2, vals, NULL, 0, 1};
+	PGresult *r = NULL;
+	pg_writer *w = NULL;
+	int rc;
+
+	if (!ks || !kd || !sql) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	pthread_mutex_lock(&pg->mu);
+	if (for_backup && pg->w && !pg->w->in_tx && !strcmp(pg->w->key, ks)) {
+		/* the backup of a write under way: it and the write's upsert are one transaction,
+		 * and pg->mu stays held until the writer commits or aborts */
+		stmt begin = {"WRITE", src, "BEGIN", 0, NULL, NULL, 0, 1};
+		if ((rc = run(pg, &begin, &r, NULL, err)) != ST_OK) {
+			pthread_mutex_unlock(&pg->mu);
+			goto out;
+		}
+		PQclear(r);
+		r = NULL;
+		w = pg->w;
+		w->in_tx = 1;
+		st.may_repeat = 0;
+	}
+	rc = run(pg, &st, &r, NULL, err);
+	if (!w)
+		pthread_mutex_unlock(&pg->mu);
+	if (rc == ST_OK && !strcmp(PQcmdTuples(r), "0"))
+		rc = st__err(err, ST_ENOTFOUND, "postgres: no object '%s' in table '%s' on %s", src,
+			     pg->u.table, pg->where);
+out:
+	PQclear(r);
+	free(ks);
+	free(kd);
+	free(sql);
+	return rc;
+}
+
+static int pg_remove(st_store *s, const char *key, st_error *err)
+{
+	pg_store *pg = (pg_store *)s;
+	char *k = full_key(pg, key);
+	char *sql = st_asprintf("DELETE FROM %s WHERE key = $1", pg->u.table);
+	const char *vals[1] = {k};
+	stmt st = {"DELETE", key, sql, 1, vals, NULL, 0, 1};
+	PGresult *r = NULL;
+	int rc, lost = 0;
+
+	if (!k || !sql) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	pthread_mutex_lock(&pg->mu);
+	rc = run(pg, &st, &r, &lost, err);
+	pthread_mutex_unlock(&pg->mu);
+	/* no row after a lost answer: the first attempt may have deleted it */
+	if (rc == ST_OK && !strcmp(PQcmdTuples(r), "0") && !lost)
+		rc = st__err(err, ST_ENOTFOUND, "postgres: no object '%s' in table '%s' on %s", key,
+			     pg->u.table, pg->where);
+out:
+	PQclear(r);
+	free(k);
+	free(sql);
+	return rc;
+}
+
+/* ---- the store ---- */
+
+static void pg_free(st_store *s)
+{
+	pg_store *pg = (pg_store *)s;
+	PQfinish(pg->conn);
+	st__pg_url_free(&pg->u);
+	pthread_mutex_destroy(&pg->mu);
+	free(pg->where);
+	free(pg->base.url);
+	free(pg);
+}
+
+static const st_store_ops pg_ops = {
+	"postgres",     pg_read,         pg_stat,        pg_write_begin, pg_write_chunk,
+	pg_write_finish, pg_write_commit, pg_write_abort, pg_list,        pg_remove,
+	pg_copy,        pg_free,
+};
+
+int st__store_pg_open(st_store **out, const char *url, st_error *err)
+{
+	pg_store *pg = calloc(1, sizeof(*pg));
+	int rc;
+
+	*out = NULL;
+	if (!pg)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	pg->base.ops = &pg_ops;
+	pthread_mutex_init(&pg->mu, NULL);
+	if ((rc = st__pg_url_parse(url, &pg->u, err)) != ST_OK)
+		goto fail;
+	st__net_current(&pg->net);
+	pg->retries = pg->net.retries >= 0 ? pg->net.retries : 4;
+	pg->backoff_ms = pg->net.backoff_ms ? pg->net.backoff_ms : 200;
+	pg->where = strchr(pg->u.host, ':') ? st_asprintf("[%s]:%s", pg->u.host, pg->u.port)
+					    : st_asprintf("%s:%s", pg->u.host, pg->u.port);
+	if (!pg->where || !(pg->base.url = strdup(pg->u.redacted))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((rc = ensure_conn(pg, err)) != ST_OK || (rc = ensure_table(pg, err)) != ST_OK)
+		goto fail;
+	*out = &pg->base;
+	return ST_OK;
+fail:
+	pg_free(&pg->base);
+	return rc;
+}
