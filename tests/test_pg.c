@@ -1,0 +1,577 @@
+/*
+ * The postgres:// store's own cases: its URL as Pulumi (lib/pq) reads it, and on the test
+ * servers' PostgreSQL (skipped without it, a failure when $CI is set) what the conformance
+ * suite cannot see: wrong password, missing database, unreachable server, a table created on
+ * first use, rows as Pulumi writes and reads them, a corrupt row, a backup in the write's
+ * transaction, LIKE's special characters in prefixes, the request hook. No message may hold a
+ * password.
+ */
+#include "testutil.h"
+
+#include "servers.h"
+#include "store/pg.h"
+
+#include <ctype.h>
+#include <libpq-fe.h>
+
+static const char *const pg_vars[] = {"PGHOST",     "PGHOSTADDR", "PGPORT",   "PGUSER",
+				      "PGPASSWORD", "PGDATABASE", "PGSSLMODE", "PGREQUIRESSL",
+				      "PGCONNECT_TIMEOUT", "PGSERVICE", "PGOPTIONS", "PGAPPNAME",
+				      "PGPASSFILE"};
+
+static void clear_pg_env(void)
+{
+	for (size_t i = 0; i < sizeof(pg_vars) / sizeof(pg_vars[0]); i++)
+		unsetenv(pg_vars[i]);
+	setenv("PGPASSFILE", "/nonexistent/statetool-test-pgpass", 1);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	clear_pg_env();
+	st_set_net(NULL, NULL);
+	return 0;
+}
+
+/* ---- the URL ---- */
+
+static void check_kw(const st_pg_url *u, const char *kw, const char *want)
+{
+	const char *v = st__pg_url_get(u, kw);
+	if (!want) {
+		if (v)
+			fail_msg("%s: want none, got '%s'", kw, v);
+		return;
+	}
+	if (!v)
+		fail_msg("%s: want '%s', got none", kw, want);
+	assert_string_equal(v, want);
+}
+
+static void test_url_full(void **state)
+{
+	st_pg_url u;
+	(void)state;
+	assert_int_equal(st__pg_url_parse("postgres://ann:p%40ss+w@db.example:5433/state?table=My_T"
+					  "&sslmode=verify-full&search_path=a,b&application_name=a+b"
+					  "&connect_timeout=3",
+					  &u, NULL),
+			 ST_OK);
+	check_kw(&u, "user", "ann");
+	check_kw(&u, "password", "p@ss+w"); /* userinfo: '+' is a plus */
+	check_kw(&u, "host", "db.example");
+	check_kw(&u, "port", "5433");
+	check_kw(&u, "dbname", "state");
+	check_kw(&u, "sslmode", "verify-full");
+	check_kw(&u, "options", "-c search_path=a,b"); /* not a libpq keyword: a server setting */
+	check_kw(&u, "application_name", "a b");     /* query: '+' is a space */
+	check_kw(&u, "connect_timeout", "3");
+	check_kw(&u, "fallback_application_name", "statetool");
+	check_kw(&u, "table", NULL);
+	assert_string_equal(u.table, "My_T");
+	assert_string_equal(u.prefix, "state/");
+	assert_string_equal(u.password, "p@ss+w");
+	assert_string_equal(u.redacted, "postgres://ann@db.example:5433/state?table=My_T&sslmode="
+					"verify-full&search_path=a,b&application_name=a+b&"
+					"connect_timeout=3");
+	assert_string_equal(u.host, "db.example");
+	assert_string_equal(u.port, "5433");
+	assert_string_equal(u.dbname, "state");
+	assert_string_equal(u.env_read, "PGPASSFILE"); /* set by setup() */
+	st__pg_url_free(&u);
+}
+
+static void test_url_defaults_and_env(void **state)
+{
+	st_pg_url u;
+	(void)state;
+	/* lib/pq's defaults: host localhost, sslmode require; the table pulumi_state; no prefix */
+	assert_int_equal(st__pg_url_parse("postgres://", &u, NULL), ST_OK);
+	check_kw(&u, "host", "localhost");
+	check_kw(&u, "sslmode", "require");
+	check_kw(&u, "connect_timeout", "10");
+	check_kw(&u, "user", NULL);
+	check_kw(&u, "password", NULL);
+	check_kw(&u, "dbname", NULL);
+	assert_string_equal(u.table, "pulumi_state");
+	assert_string_equal(u.prefix, "");
+	assert_string_equal(u.redacted, "postgres://");
+	assert_string_equal(u.port, "5432");
+	assert_null(u.dbname);
+	st__pg_url_free(&u);
+	/* PG* variables: libpq reads them, so no default hides them; messages name them */
+	setenv("PGHOST", "pg.internal", 1);
+	setenv("PGSSLMODE", "disable", 1);
+	setenv("PGPORT", "6543", 1);
+	setenv("PGDATABASE", "teamdb", 1);
+	setenv("PGPASSWORD", "env-secret", 1);
+	assert_int_equal(st__pg_url_parse("postgres://", &u, NULL), ST_OK);
+	check_kw(&u, "host", NULL);
+	check_kw(&u, "sslmode", NULL);
+	assert_string_equal(u.host, "pg.internal");
+	assert_string_equal(u.port, "6543");
+	assert_string_equal(u.dbname, "teamdb");
+	assert_string_equal(u.prefix, ""); /* the prefix is the URL's path only, as in Pulumi */
+	assert_string_equal(u.env_read,
+			    "PGHOST, PGPORT, PGDATABASE, PGPASSWORD, PGPASSFILE, PGSSLMODE");
+	st__pg_url_free(&u);
+	clear_pg_env();
+}
+
+static void test_url_forms(void **state)
+{
+	st_pg_url u;
+	(void)state;
+	assert_int_equal(st__pg_url_parse("postgres://[::1]:5432/a%2Fb/?password=qsecret&x=1",
+					  &u, NULL),
+			 ST_OK);
+	check_kw(&u, "host", "::1");
+	check_kw(&u, "dbname", "a/b/");
+	check_kw(&u, "password", "qsecret");
+	check_kw(&u, "options", "-c x=1");
+	assert_string_equal(u.prefix, "a/b/");
+	st__pg_url_free(&u);
+}
+
+static void test_url_errors(void **state)
+{
+	static const struct {
+		const char *url, *msg;
+	} bad[] = {
+		{"postgres://u:hunter22@h/db?table=a-b", "table name 'a-b' is not a plain SQL name"},
+		{"postgres://u:hunter22@h/db?table=1a", "table name '1a'"},
+		{"postgres://u:hunter22@h/db?table=", "table name ''"},
+		{"postgres://u:hunter22%zz@h/db", "the URL's user or password has a malformed"},
+		{"postgres://u:hunter22@h:54x/db", "the URL's port is not a number"},
+		{"postgres://u:hunter22@[::1/db", "'[' without ']'"},
+		{"postgres://u:hunter22@h/a/../b", "cannot be a key prefix"},
+		{"postgres://u:hunter22@h/db?a=%z1", "the URL's query has a malformed"},
+		{"postgres://u:hunter22@h/db?a=1;b=2", "has a ';'"},
+		{"postgres://u:hunter22@h/db#frag", "'#' fragment"},
+		{"postgres://u:hunter22@h/d\tb", "control character"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		st_pg_url u;
+		st_error err;
+		st_error_clear(&err);
+		assert_int_equal(st__pg_url_parse(bad[i].url, &u, &err), ST_EINVAL);
+		if (!strstr(err.message, bad[i].msg))
+			fail_msg("%s: '%s' lacks '%s'", bad[i].url, err.message, bad[i].msg);
+		assert_null(strstr(err.message, "hunter22"));
+		st__pg_url_free(&u);
+	}
+}
+
+static void test_open_scheme(void **state)
+{
+	st_store *s = NULL;
+	st_error err;
+	(void)state;
+	st_error_clear(&err);
+	assert_int_equal(st_store_open(&s, "postgresql://u:hunter22@h/db", &err), ST_EUNSUPPORTED);
+	assert_string_equal(err.message, "postgresql:// is not a scheme Pulumi knows: its "
+					 "PostgreSQL backend is postgres://");
+	assert_null(s);
+}
+
+/* ---- on the test server ---- */
+
+typedef struct server {
+	char *url;   /* the tests' URL, with sslmode=disable (the server has no TLS) */
+	char *host, *port, *user, *password, *db;
+	PGconn *admin; /* a connection of the test's own, to look at rows as Pulumi would */
+} server;
+
+/* The test server, or NULL (skip) when there is none and $CI is not set. */
+static server *server_get(void)
+{
+	static server sv;
+	static int tried;
+	if (tried)
+		return sv.url ? &sv : NULL;
+	tried = 1;
+	char *url = tu_server_var("ST_TEST_PG_URL");
+	if (!url) {
+		if (tu_servers_required())
+			fail_msg("no PostgreSQL test server (ST_TEST_PG_URL) and $CI is set: a skip "
+				 "is a failure there");
+		print_message("postgres: skipped, no test server (sh tests/servers/ctl start "
+			      "postgres)\n");
+		return NULL;
+	}
+	sv.url = st_asprintf("%s?sslmode=disable", url);
+	free(url);
+	sv.host = tu_server_var("ST_TEST_PGHOST");
+	sv.port = tu_server_var("ST_TEST_PGPORT");
+	sv.user = tu_server_var("ST_TEST_PGUSER");
+	sv.password = tu_server_var("ST_TEST_PGPASSWORD");
+	sv.db = tu_server_var("ST_TEST_PGDATABASE");
+	const char *kw[] = {"host", "port", "user", "password", "dbname", "sslmode", NULL};
+	const char *val[] = {sv.host, sv.port, sv.user, sv.password, sv.db, "disable", NULL};
+	sv.admin = PQconnectdbParams(kw, val, 0);
+	if (PQstatus(sv.admin) != CONNECTION_OK)
+		fail_msg("postgres: %s", PQerrorMessage(sv.admin));
+	return &sv;
+}
+
+/* Runs SQL on the test's own connection; the first value of the first row (new), or NULL. */
+static char *sql1(server *sv, const char *sql, const char *p1, const char *p2)
+{
+	const char *vals[2] = {p1, p2};
+	int n = p2 ? 2 : p1 ? 1 : 0;
+	PGresult *r = PQexecParams(sv->admin, sql, n, NULL, vals, NULL, NULL, 0);
+	char *v = NULL;
+	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", sql, PQerrorMessage(sv->admin));
+	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) && !PQgetisnull(r, 0, 0))
+		v = strdup(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return v;
+}
+
+static st_store *open_table(server *sv, const char *table)
+{
+	st_store *s = NULL;
+	st_error err;
+	char *url = st_asprintf("%s&table=%s", sv->url, table);
+	st_error_clear(&err);
+	if (st_store_open(&s, url, &err) != ST_OK)
+		fail_msg("%s", err.message);
+	free(url);
+	return s;
+}
+
+static void test_connect_errors(void **state)
+{
+	server *sv = server_get();
+	st_store *s = NULL;
+	st_error err;
+	char *url;
+	(void)state;
+	if (!sv)
+		return;
+	/* a wrong password in the URL */
+	url = st_asprintf("postgres://%s:hunter22-wrong@%s:%s/%s?sslmode=disable", sv->user,
+			  sv->host, sv->port, sv->db);
+	st_error_clear(&err);
+	assert_int_equal(st_store_open(&s, url, &err), ST_EAUTH);
+	free(url);
+	url = st_asprintf("postgres: cannot connect to %s:%s (database '%s', user '%s'): password "
+			  "authentication failed for user \"%s\" (PG* variables set: PGPASSFILE)",
+			  sv->host, sv->port, sv->db, sv->user, sv->user);
+	assert_string_equal(err.message, url);
+	free(url);
+	/* a wrong one from PGPASSWORD, the rest from PG* too: named, never shown */
+	setenv("PGPASSWORD", "hunter22-env", 1);
+	setenv("PGHOST", sv->host, 1);
+	setenv("PGPORT", sv->port, 1);
+	setenv("PGUSER", sv->user, 1);
+	setenv("PGDATABASE", sv->db, 1);
+	setenv("PGSSLMODE", "disable", 1);
+	st_error_clear(&err);
+	assert_int_equal(st_store_open(&s, "postgres://", &err), ST_EAUTH);
+	assert_non_null(strstr(err.message, "password authentication failed"));
+	assert_non_null(strstr(err.message, "(PG* variables set: PGHOST, PGPORT, PGDATABASE, "
+					    "PGUSER, PGPASSWORD, PGPASSFILE, PGSSLMODE)"));
+	assert_null(strstr(err.message, "hunter22"));
+	/* the right one from PGPASSWORD: `postgres://` is enough, as Pulumi's README says */
+	setenv("PGPASSWORD", sv->password, 1);
+	assert_int_equal(st_store_open(&s, "postgres://?table=statetool_env_only", NULL), ST_OK);
+	assert_string_equal(st_store_url(s), "postgres://?table=statetool_env_only");
+	st_store_free(s);
+	clear_pg_env();
+	/* no such database */
+	url = st_asprintf("postgres://%s:%s@%s:%s/statetool_nodb?sslmode=disable", sv->user,
+			  sv->password, sv->host, sv->port);
+	st_error_clear(&err);
+	assert_int_equal(st_store_open(&s, url, &err), ST_ENOTFOUND);
+	assert_non_null(strstr(err.message, "database \"statetool_nodb\" does not exist"));
+	assert_null(strstr(err.message, sv->password));
+	free(url);
+	/* no server: tried again (bounded), then given up */
+	st_net_opts o = ST_NET_OPTS_INIT;
+	o.retries = 2;
+	o.backoff_ms = 1;
+	assert_int_equal(st_set_net(&o, NULL), ST_OK);
+	url = st_asprintf("postgres://%s:hunter22@127.0.0.1:1/%s?sslmode=disable", sv->user,
+			  sv->db);
+	st_error_clear(&err);
+	assert_int_equal(st_store_open(&s, url, &err), ST_EIO);
+	assert_non_null(strstr(err.message, "postgres: cannot connect to 127.0.0.1:1 ("));
+	assert_non_null(strstr(err.message, "Connection refused (3 attempts; PG* variables set: "
+					    "PGPASSFILE)"));
+	assert_null(strstr(err.message, "hunter22"));
+	free(url);
+	/* no SSL on the server: lib/pq's default (require) refuses, as Pulumi would */
+	url = st_asprintf("postgres://%s:hunter22@%s:%s/%s", sv->user, sv->host, sv->port, sv->db);
+	st_error_clear(&err);
+	assert_int_equal(st_store_open(&s, url, &err), ST_EIO);
+	assert_non_null(strstr(err.message, "Pulumi (lib/pq) requires SSL unless sslmode=disable"));
+	free(url);
+	st_set_net(NULL, NULL);
+}
+
+static void test_table_created(void **state)
+{
+	server *sv = server_get();
+	char name[40], rnd[9], *v;
+	st_store *s;
+	(void)state;
+	if (!sv)
+		return;
+	st_random_hex(rnd, 4);
+	snprintf(name, sizeof(name), "Fresh_%s", rnd);
+	s = open_table(sv, name);
+	/* unquoted, as Pulumi writes it: folded to lower case */
+	for (char *p = name; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	v = sql1(sv, "SELECT string_agg(column_name || ' ' || data_type || ' ' || is_nullable || "
+		     "' ' || coalesce(column_default, '-'), ', ' ORDER BY ordinal_position) FROM "
+		     "information_schema.columns WHERE table_name = $1",
+		 name, NULL);
+	assert_string_equal(v, "key text NO -, data json NO -, updated_at timestamp with time "
+			       "zone NO now()");
+	free(v);
+	char idx[64];
+	snprintf(idx, sizeof(idx), "%s_key_prefix_idx", name);
+	v = sql1(sv, "SELECT indexdef FROM pg_indexes WHERE indexname = $1", idx, NULL);
+	assert_non_null(strstr(v, "USING btree (key text_pattern_ops)"));
+	free(v);
+	st_store_free(s);
+	/* opened again: nothing to do */
+	s = open_table(sv, name);
+	st_store_free(s);
+}
+
+static void test_rows_as_pulumi(void **state)
+{
+	server *sv = server_get();
+	st_store *s;
+	st_store_info info;
+	char *v, *data;
+	size_t len;
+	st_error err;
+	(void)state;
+	if (!sv)
+		return;
+	s = open_table(sv, "statetool_rows");
+	sql1(sv, "DELETE FROM statetool_rows", NULL, NULL);
+	/* ours: Go's json.Marshal of {Data: base64}, compact, under the database's prefix */
+	assert_int_equal(st_store_write(s, "a/hello", "hello", 5, NULL, NULL), ST_OK);
+	v = sql1(sv, "SELECT data::text FROM statetool_rows WHERE key = $1", "statetool/a/hello",
+		 NULL);
+	assert_string_equal(v, "{\"data\":\"aGVsbG8=\"}");
+	free(v);
+	assert_int_equal(st_store_write(s, "a/bin", "\0\xff\x10\x80", 4, NULL, NULL), ST_OK);
+	v = sql1(sv, "SELECT data::text FROM statetool_rows WHERE key = $1", "statetool/a/bin", NULL);
+	assert_string_equal(v, "{\"data\":\"AP8QgA==\"}");
+	free(v);
+	/* theirs, as another JSON writer may space it */
+	sql1(sv, "INSERT INTO statetool_rows (key, data) VALUES ($1, $2)", "statetool/a/theirs",
+	     "{ \"data\" : \"UHVsdW1p\" }");
+	assert_int_equal(st_store_read(s, "a/theirs", 0, &data, &len, &info, NULL), ST_OK);
+	assert_int_equal(len, 6);
+	assert_string_equal(data, "Pulumi");
+	assert_int_equal(info.size, 6);
+	free(data);
+	/* a row not in Pulumi's form, bad base64: refused, named */
+	sql1(sv, "INSERT INTO statetool_rows (key, data) VALUES ($1, $2)", "statetool/a/odd",
+	     "{\"other\": 1}");
+	st_error_clear(&err);
+	assert_int_equal(st_store_read(s, "a/odd", 0, &data, &len, NULL, &err), ST_EPARSE);
+	v = st_asprintf("postgres: object 'a/odd' in table 'statetool_rows' on %s:%s is not in "
+			"Pulumi's form {\"data\": \"<base64>\"}",
+			sv->host, sv->port);
+	assert_string_equal(err.message, v);
+	free(v);
+	sql1(sv, "INSERT INTO statetool_rows (key, data) VALUES ($1, $2)", "statetool/a/badb64",
+	     "{\"data\": \"*not base64*\"}");
+	st_error_clear(&err);
+	assert_int_equal(st_store_read(s, "a/badb64", 0, &data, &len, NULL, &err), ST_EPARSE);
+	assert_non_null(strstr(err.message, "postgres: READ 'a/badb64' in table 'statetool_rows'"));
+	/* a limit: nothing beyond it is read */
+	st_error_clear(&err);
+	assert_int_equal(st_store_read(s, "a/hello", 4, &data, &len, NULL, &err), ST_ELIMIT);
+	assert_null(data);
+	assert_int_equal(st_store_read(s, "a/hello", 5, &data, &len, NULL, NULL), ST_OK);
+	free(data);
+	/* keys outside the URL's prefix are not this store's */
+	sql1(sv, "INSERT INTO statetool_rows (key, data) VALUES ($1, $2)", "elsewhere/a/x",
+	     "{\"data\": \"\"}");
+	st_store_entry *e;
+	size_t n;
+	assert_int_equal(st_store_list(s, "", 0, &e, &n, NULL), ST_OK);
+	assert_int_equal(n, 5);
+	assert_string_equal(e[0].key, "a/badb64");
+	assert_string_equal(e[1].key, "a/bin");
+	assert_int_equal(e[1].info.size, 4);
+	assert_string_equal(e[2].key, "a/hello");
+	assert_int_equal(e[2].info.size, 5);
+	assert_string_equal(e[4].key, "a/theirs");
+	assert_int_equal(e[4].info.size, 6);
+	st_store_entries_free(e, n);
+	/* a rewrite, even of the same bytes, gives a new etag and a later time */
+	st_store_info a, b;
+	assert_int_equal(st_store_stat(s, "a/hello", &a, NULL), ST_OK);
+	assert_int_equal(st_store_write(s, "a/hello", "hello", 5, NULL, NULL), ST_OK);
+	assert_int_equal(st_store_stat(s, "a/hello", &b, NULL), ST_OK);
+	assert_string_not_equal(a.etag, b.etag);
+	assert_true(b.mtime_ns > a.mtime_ns);
+	assert_int_equal(a.mtime_ns % 1000, 0); /* microseconds, as updated_at keeps them */
+	st_store_free(s);
+}
+
+/* LIKE's '_' and '%' in a prefix are characters like any other. */
+static void test_like_prefix(void **state)
+{
+	server *sv = server_get();
+	static const char *const keys[] = {"a_b/1", "aXb/2", "a%b/3", "a_/5", "ab/6"};
+	st_store *s;
+	st_store_entry *e;
+	size_t n;
+	(void)state;
+	if (!sv)
+		return;
+	s = open_table(sv, "statetool_like");
+	sql1(sv, "DELETE FROM statetool_like", NULL, NULL);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		assert_int_equal(st_store_write(s, keys[i], "x", 1, NULL, NULL), ST_OK);
+	assert_int_equal(st_store_list(s, "a_", 0, &e, &n, NULL), ST_OK);
+	assert_int_equal(n, 2);
+	assert_string_equal(e[0].key, "a_/5");
+	assert_string_equal(e[1].key, "a_b/1");
+	st_store_entries_free(e, n);
+	assert_int_equal(st_store_list(s, "a%", 0, &e, &n, NULL), ST_OK);
+	assert_int_equal(n, 1);
+	st_store_entries_free(e, n);
+	/* one level: bytewise order ('%' < 'X' < '_' < 'b'), each level once */
+	assert_int_equal(st_store_list(s, "", ST_STORE_LIST_DIRS, &e, &n, NULL), ST_OK);
+	assert_int_equal(n, 5);
+	assert_string_equal(e[0].key, "a%b/");
+	assert_string_equal(e[1].key, "aXb/");
+	assert_string_equal(e[2].key, "a_/");
+	assert_string_equal(e[3].key, "a_b/");
+	assert_string_equal(e[4].key, "ab/");
+	st_store_entries_free(e, n);
+	st_store_free(s);
+}
+
+static int refuse(void *ctx)
+{
+	(void)ctx;
+	return ST_EREFUSED;
+}
+
+/* The backup copy and the new object are one transaction: a write that fails after the copy
+ * leaves the backup as it was (the file store would have made it). */
+static void test_backup_in_transaction(void **state)
+{
+	server *sv = server_get();
+	st_store_write_opts o = ST_STORE_WRITE_OPTS_INIT;
+	st_store *s;
+	char *data;
+	size_t len;
+	(void)state;
+	if (!sv)
+		return;
+	s = open_table(sv, "statetool_tx");
+	sql1(sv, "DELETE FROM statetool_tx", NULL, NULL);
+	assert_int_equal(st_store_write(s, "k", "old", 3, NULL, NULL), ST_OK);
+	assert_int_equal(st_store_write(s, "k.bak", "older", 5, NULL, NULL), ST_OK);
+	o.backup_key = "k.bak";
+	o.flags = ST_STORE_CREATE_ONLY; /* the copy is made, then the insert finds k: EEXIST */
+	assert_int_equal(st_store_write(s, "k", "new", 3, &o, NULL), ST_EEXIST);
+	assert_int_equal(st_store_read(s, "k.bak", 0, &data, &len, NULL, NULL), ST_OK);
+	assert_string_equal(data, "older");
+	free(data);
+	/* refused before the copy: nothing happens either */
+	o.flags = 0;
+	o.proceed = refuse;
+	assert_int_equal(st_store_write(s, "k", "new", 3, &o, NULL), ST_EREFUSED);
+	/* and a write that goes through: both change */
+	o.proceed = NULL;
+	assert_int_equal(st_store_write(s, "k", "new", 3, &o, NULL), ST_OK);
+	assert_int_equal(st_store_read(s, "k.bak", 0, &data, &len, NULL, NULL), ST_OK);
+	assert_string_equal(data, "old");
+	free(data);
+	assert_int_equal(st_store_read(s, "k", 0, &data, &len, NULL, NULL), ST_OK);
+	assert_string_equal(data, "new");
+	free(data);
+	/* the connection is usable afterwards (no transaction left open) */
+	assert_int_equal(st_store_delete(s, "k.bak", NULL), ST_OK);
+	assert_int_equal(st_store_delete(s, "k.bak", NULL), ST_ENOTFOUND);
+	st_store_free(s);
+	char *v = sql1(sv, "SELECT count(*) FROM statetool_tx", NULL, NULL);
+	assert_string_equal(v, "1");
+	free(v);
+}
+
+typedef struct seen {
+	char lines[16][160];
+	int n;
+} seen;
+
+static void on_request(void *ctx, const char *method, const char *host, const char *path,
+		       long status)
+{
+	seen *s = ctx;
+	(void)host;
+	if (s->n < 16)
+		snprintf(s->lines[s->n++], sizeof(s->lines[0]), "%s %s %ld", method, path, status);
+}
+
+static void test_request_hook(void **state)
+{
+	server *sv = server_get();
+	st_net_opts o = ST_NET_OPTS_INIT;
+	seen log;
+	st_store *s;
+	char *data;
+	size_t len;
+	(void)state;
+	if (!sv)
+		return;
+	memset(&log, 0, sizeof(log));
+	o.request = on_request;
+	o.ctx = &log;
+	st_set_net(&o, NULL);
+	s = open_table(sv, "statetool_hook");
+	assert_int_equal(st_store_write(s, "x/y", "1", 1, NULL, NULL), ST_OK);
+	assert_int_equal(st_store_read(s, "x/y", 0, &data, &len, NULL, NULL), ST_OK);
+	free(data);
+	st_store_entry *e;
+	size_t n;
+	assert_int_equal(st_store_list(s, "x/", 0, &e, &n, NULL), ST_OK);
+	st_store_entries_free(e, n);
+	assert_int_equal(st_store_copy(s, "x/y", "x/z", NULL), ST_OK);
+	assert_int_equal(st_store_delete(s, "x/z", NULL), ST_OK);
+	st_store_free(s);
+	st_set_net(NULL, NULL);
+	assert_int_equal(log.n, 6);
+	assert_string_equal(log.lines[0], "OPEN /statetool_hook/statetool/ 200");
+	assert_string_equal(log.lines[1], "WRITE /statetool_hook/statetool/x/y 200");
+	assert_string_equal(log.lines[2], "READ /statetool_hook/statetool/x/y 200");
+	assert_string_equal(log.lines[3], "LIST /statetool_hook/statetool/x/ 200");
+	assert_string_equal(log.lines[4], "COPY /statetool_hook/statetool/x/y 200");
+	assert_string_equal(log.lines[5], "DELETE /statetool_hook/statetool/x/z 200");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_url_full, setup),
+		cmocka_unit_test_setup(test_url_defaults_and_env, setup),
+		cmocka_unit_test_setup(test_url_forms, setup),
+		cmocka_unit_test_setup(test_url_errors, setup),
+		cmocka_unit_test_setup(test_open_scheme, setup),
+		cmocka_unit_test_setup(test_connect_errors, setup),
+		cmocka_unit_test_setup(test_table_created, setup),
+		cmocka_unit_test_setup(test_rows_as_pulumi, setup),
+		cmocka_unit_test_setup(test_like_prefix, setup),
+		cmocka_unit_test_setup(test_backup_in_transaction, setup),
+		cmocka_unit_test_setup(test_request_hook, setup),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
