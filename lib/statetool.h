@@ -281,11 +281,12 @@ ST_EXTERN int st_schema_keyword_supported(const char *keyword);
  * A store is a flat set of objects named by keys: relative '/'-separated paths under the store's
  * root ("a/b.json"). A key has no empty, "." or ".." segment, no leading '/', no backslash and
  * no control character, so no key reaches outside the store. `st_store_open` dispatches on the
- * URL's scheme: file://PATH and plain paths, s3://BUCKET[/PREFIX][?PARAMS] and
- * azblob://CONTAINER[/PREFIX][?PARAMS] (read as Pulumi reads them: statetool(1), BACKENDS IN S3
- * and BACKENDS IN AZURE BLOB STORAGE); gs:// and postgres:// are recognised and refused
- * (ST_EUNSUPPORTED) until their implementations land. The DIY backend layout, its locks and the
- * two-stack journal are written on top of these calls only.
+ * URL's scheme: file://PATH and plain paths, s3://BUCKET[/PREFIX][?PARAMS],
+ * azblob://CONTAINER[/PREFIX][?PARAMS] and postgres://[USER@]HOST/DB[?PARAMS] (read as Pulumi
+ * reads them: statetool(1), BACKENDS IN S3, BACKENDS IN AZURE BLOB STORAGE and BACKENDS IN
+ * POSTGRESQL); gs:// is recognised and refused (ST_EUNSUPPORTED) until its implementation
+ * lands. The DIY backend layout, its locks and the two-stack journal are written on top of these
+ * calls only.
  */
 
 typedef struct st_store st_store;
@@ -306,7 +307,8 @@ typedef struct st_store_entry {
 
 /* Opens the store at `url` (file://PATH or PATH, a leading ~/ being the home directory: the
  * directory must exist; azblob://...: nothing is requested yet, the URL and the environment are
- * read, ST_EINVAL for a bad URL, ST_EUNSUPPORTED without usable credentials). *out is new:
+ * read, ST_EINVAL for a bad URL, ST_EUNSUPPORTED without usable credentials; postgres://...:
+ * connects, and creates Pulumi's table when it is missing, as Pulumi does). *out is new:
  * st_store_free. */
 ST_EXTERN int st_store_open(st_store **out, const char *url, st_error *err);
 
