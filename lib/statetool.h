@@ -126,7 +126,8 @@ typedef struct st_hooks {
 	void (*phase)(void *ctx, const char *name);
 	/* Step `step` of a durable write `op` is reached: "write" 1 (the new content written),
 	 * 2 (synced), 3 (the previous one kept as backup), 4 (the new one in place); "pair" 1 to
-	 * 7 (st_journal_write_pair); "index" 1 (an index update about to commit). For crash
+	 * 7 (st_journal_write_pair); "index" 1 (an index update about to commit), 2 (a new index made, not yet in
+	 * place). For crash
 	 * tests: the callback may end the process there (the library never does); when it
 	 * returns, the write goes on. */
 	void (*step)(void *ctx, const char *op, int step);

@@ -144,6 +144,62 @@ static void drop_all(st_index *ix)
 	     NULL);
 }
 
+/* WAL mode and the schema of this version (an index of another version is dropped first), in
+ * an index opened for writing. */
+static int init_schema(st_index *ix, st_changes *notes, st_error *err)
+{
+	int rc;
+	exec(ix, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536; "
+		 "PRAGMA wal_autocheckpoint=16384;",
+	     NULL);
+	int v = schema_version(ix);
+	if (v != -1 && v != ST_INDEX_SCHEMA_VERSION) {
+		drop_all(ix);
+		st_changes_add(notes, "the index had schema version %d; rebuilt as version %d", v,
+			       ST_INDEX_SCHEMA_VERSION);
+	}
+	/* tables and version in one transaction: an update killed here leaves no tables */
+	char *sql = st_asprintf("BEGIN IMMEDIATE;%s"
+				"INSERT OR REPLACE INTO meta VALUES ('schema_version', '%d');"
+				"INSERT OR REPLACE INTO meta VALUES ('statetool', '%s');COMMIT;",
+				schema_sql, ST_INDEX_SCHEMA_VERSION, ST_VERSION);
+	rc = sql ? exec(ix, sql, err) : st__err(err, ST_ENOMEM, "out of memory");
+	free(sql);
+	if (rc)
+		exec(ix, "ROLLBACK;", NULL);
+	return rc;
+}
+
+/* A new index is made under a temporary name beside `path` (WAL mode, schema, closed) and
+ * linked into place whole: a reader never meets a half-made file. (Killed while SQLite switched
+ * a new file to WAL, the file was left with a hot rollback journal, which a read-only reader
+ * cannot roll back: it took the index for damaged.) Someone else's index made meanwhile wins. */
+static int create_new(st_index *ix, st_error *err)
+{
+	char rnd[17], *final = ix->path, *tmp;
+	int rc;
+
+	st_random_hex(rnd, 8);
+	if (!(tmp = st_asprintf("%s.new-%s", final, rnd)))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	ix->path = tmp;
+	rc = open_db(ix, err);
+	if (rc == ST_OK)
+		rc = init_schema(ix, NULL, err);
+	sqlite3_close(ix->db); /* the last connection: checkpointed, its -wal removed */
+	ix->db = NULL;
+	ix->path = final;
+	if (rc == ST_OK) {
+		st__crash_point("index", 2);
+		if (link(tmp, final) != 0 && errno != EEXIST)
+			rc = st__err(err, ST_EIO, "cannot create the index '%s': %s", final,
+				     strerror(errno));
+	}
+	unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
 int st_index_open(st_index **out, const char *path, int readonly, st_changes *notes,
 		  st_error *err)
 {
@@ -166,6 +222,8 @@ int st_index_open(st_index **out, const char *path, int readonly, st_changes *no
 			     "link", path);
 		goto fail;
 	}
+	if (!readonly && access(path, F_OK) != 0 && (rc = create_new(ix, err)) != ST_OK)
+		goto fail;
 	if ((rc = open_db(ix, err)) != ST_OK)
 		goto fail;
 	if (!healthy(ix, !readonly)) {
@@ -190,28 +248,12 @@ int st_index_open(st_index **out, const char *path, int readonly, st_changes *no
 			unlink(shm);
 		free(wal);
 		free(shm);
-		if ((rc = open_db(ix, err)) != ST_OK)
+		if ((rc = create_new(ix, err)) != ST_OK || (rc = open_db(ix, err)) != ST_OK)
 			goto fail;
 	}
 	if (!readonly) {
-		exec(ix, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=16384;", NULL);
-		int v = schema_version(ix);
-		if (v != -1 && v != ST_INDEX_SCHEMA_VERSION) {
-			drop_all(ix);
-			st_changes_add(notes, "the index had schema version %d; rebuilt as version %d",
-				       v, ST_INDEX_SCHEMA_VERSION);
-		}
-		/* tables and version in one transaction: an update killed here leaves no tables */
-		char *sql = st_asprintf("BEGIN IMMEDIATE;%s"
-					"INSERT OR REPLACE INTO meta VALUES ('schema_version', '%d');"
-					"INSERT OR REPLACE INTO meta VALUES ('statetool', '%s');COMMIT;",
-					schema_sql, ST_INDEX_SCHEMA_VERSION, ST_VERSION);
-		rc = sql ? exec(ix, sql, err) : st__err(err, ST_ENOMEM, "out of memory");
-		free(sql);
-		if (rc) {
-			exec(ix, "ROLLBACK;", NULL);
+		if ((rc = init_schema(ix, notes, err)) != ST_OK)
 			goto fail;
-		}
 	} else {
 		exec(ix, "PRAGMA query_only=1;", NULL);
 		int v = schema_version(ix);

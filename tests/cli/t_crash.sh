@@ -81,4 +81,14 @@ for delay in 0.05 0.15 0.3 0.5; do
 $((40 * 150 + 40 * 7))"
 done
 echo "t_crash: index update killed $kills times mid-run"
+# a new index appears whole or not at all: killed once it is made but before it is in place,
+# there is no index (its first update was killed while SQLite switched the new file to WAL, a
+# reader found a rollback journal it cannot roll back and called the index damaged)
+rm -f "$B/.pulumi/statetool-index.sqlite"*
+run "index: killed before a new index is in place" env STATETOOL_CRASH_AT=index:2 "$STATETOOL" index update --backend "$B"
+check_rc 137; check_absent "$B/.pulumi/statetool-index.sqlite"
+run "index: none to read" st query --backend "$B" --sql "SELECT 1"
+check_rc 1; check_err "statetool: error: no index at '$B/.pulumi/statetool-index.sqlite' (build it with \`statetool index update\`)"
+run "index: made next time" st index update --backend "$B"
+check_rc 0; check_out_has "40 stacks:"
 finish
