@@ -1,8 +1,8 @@
 /*
  * The store conformance suite: every case runs against every store in `stores` (a fresh, empty
  * store each time): the file store, S3 on the test servers' radosgw, Azure Blob Storage on their
- * Azurite with Shared Key and with a SAS token (skipped when they are not running, a failure then
- * when $CI is set). A new implementation (gs://, postgres://) adds one line there, or is run
+ * Azurite with Shared Key and with a SAS token, PostgreSQL (skipped when they are not running, a
+ * failure then when $CI is set). A new implementation (gs://) adds one line there, or is run
  * without a rebuild by naming a URL whose store is empty and may be filled:
  *   STATETOOL_TEST_STORE_URL=s3://bucket/prefix?endpoint=... tests/test_store
  * (each case then works under its own random key prefix inside it).
