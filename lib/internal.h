@@ -270,7 +270,10 @@ const char *const *st_kind_fields(st_kind kind);
 /* Which fields of a struct kind are written even when empty (not omitempty). */
 int st_kind_field_always(st_kind kind, const char *key);
 
-/* Sets obj[key] = value (stolen) placing a new key at its canonical position for `kind`. */
+/* Sets obj[key] = value (stolen) placing a new key at its canonical position for `kind`.
+ * -1 when out of memory: obj may then have lost members that had to move behind the new key
+ * (jansson cannot insert in the middle without taking them out), so the caller discards it
+ * (an edit session's copy, rolled back). */
 int st_obj_set_ordered(json_t *obj, st_kind kind, const char *key, json_t *value);
 
 /* Is the value "empty" in Go's omitempty sense? */

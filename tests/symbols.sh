@@ -30,14 +30,13 @@ fi
 
 # every fallible function (an st_error argument) has an err == NULL case: a refused input in
 # tests/contract_err.c, or, when only an allocation failure makes it fail, in tests/test_alloc.c
-# (st_import_check: listed once lib/ops's rewrite of its name resolution lands; see there)
 tr '\n' ' ' < "$hdr" | sed 's/;/;\n/g' | grep 'st_error \*err' |
 	sed -n 's/.*ST_EXTERN [^(]*[ *]\(st_[a-z0-9_]*\)(.*/\1/p' | sort > "$T/fallible"
 current="fallible functions"
 if [ "$(wc -l < "$T/fallible")" -gt 60 ]; then ok; else bad "too few fallible functions found"; fi
 for f in $(cat "$T/fallible"); do
 	short=${f#st_}
-	case $f in st_error_clear|st_import_check) continue ;; esac
+	case $f in st_error_clear) continue ;; esac
 	current="err NULL: $f"
 	if grep -q "CASE($short)" "$top_srcdir/tests/contract_err.c" ||
 		grep -q "\"$f\"" "$top_srcdir/tests/contract_err.c" ||

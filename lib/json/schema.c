@@ -463,7 +463,9 @@ static int index_schema(st_schema *s, const json_t *j, const char *base, int dep
 /* ---- patterns ---- */
 
 /* ECMA-262 to POSIX ERE. Returns NULL when the pattern uses what ERE cannot express. */
-static char *ecma_to_ere(const char *p)
+/* The POSIX ERE for an ECMA-262 pattern (new), or NULL: for a feature POSIX lacks, or when out of
+ * memory (*oom set). */
+static char *ecma_to_ere(const char *p, int *oom)
 {
 	st_buf b;
 	int in_class = 0;
@@ -533,6 +535,8 @@ static char *ecma_to_ere(const char *p)
 	}
 	if (in_class)
 		goto bad;
+	if (b.oom)
+		*oom = 1;
 	return st_buf_take(&b, NULL);
 bad:
 	st_buf_free(&b);
@@ -541,8 +545,10 @@ bad:
 
 static int compile_regex(regex_t *re, const char *src, st_error *err, const char *where)
 {
-	char *ere = ecma_to_ere(src);
-	int rc;
+	int oom = 0, rc;
+	char *ere = ecma_to_ere(src, &oom);
+	if (oom)
+		return st__err(err, ST_ENOMEM, "out of memory");
 	if (!ere)
 		return st__err(err, ST_EUNSUPPORTED,
 			       "pattern '%s' at %s uses regular expression features statetool "
@@ -550,6 +556,8 @@ static int compile_regex(regex_t *re, const char *src, st_error *err, const char
 			       src, where);
 	rc = regcomp(re, ere, REG_EXTENDED | REG_NOSUB);
 	free(ere);
+	if (rc == REG_ESPACE)
+		return st__err(err, ST_ENOMEM, "out of memory");
 	if (rc)
 		return st__err(err, ST_EUNSUPPORTED, "pattern '%s' at %s does not compile", src,
 			       where);

@@ -834,21 +834,29 @@ int st_obj_set_ordered(json_t *obj, st_kind kind, const char *key, json_t *value
 		return -1;
 	if (json_object_get(obj, key) || !fields || (rank = field_rank(fields, key)) < 0)
 		return json_object_set_new(obj, key, value);
-	/* Move every known key that ranks after `key` behind it, keeping their order. */
+	/* Move every known key that ranks after `key` behind it, keeping their order: first a
+	 * copy of them (obj is untouched if that fails), then out, the new key in, and back. */
 	tail = json_object();
 	if (!tail) {
 		json_decref(value);
 		return -1;
 	}
-	json_object_foreach_safe(obj, tmp, k, v) {
-		int r = field_rank(fields, k);
-		if (r > rank) {
-			json_object_set(tail, k, v);
-			json_object_del(obj, k);
+	json_object_foreach(obj, k, v) {
+		if (field_rank(fields, k) > rank && json_object_set(tail, k, v)) {
+			json_decref(tail);
+			json_decref(value);
+			return -1;
 		}
 	}
+	json_object_foreach_safe(obj, tmp, k, v) {
+		if (json_object_get(tail, k))
+			json_object_del(obj, k);
+	}
 	rc = json_object_set_new(obj, key, value);
-	json_object_update(obj, tail);
+	json_object_foreach(tail, k, v) {
+		if (json_object_set(obj, k, v))
+			rc = -1; /* obj lost a member: the caller must discard it */
+	}
 	json_decref(tail);
 	return rc;
 }

@@ -84,9 +84,11 @@ static int names(imp *c)
 	return rc ? st__err_copy(c->err, &local) : ST_OK;
 }
 
-/* The file against the state: duplicates, URNs the state has with another ID, parents. */
-static void check_against_state(imp *c)
+/* The file against the state: duplicates, URNs the state has with another ID, parents.
+ * ST_OK, or ST_ENOMEM when a problem could not be recorded. */
+static int check_against_state(imp *c)
 {
+	int oom = 0;
 	for (size_t i = 0; i < c->n; i++) {
 		st__spec *s = &c->s[i];
 		json_t *ex = index_get(&c->ix, s->urn);
@@ -96,22 +98,24 @@ static void check_against_state(imp *c)
 		for (size_t j = 0; j < i; j++)
 			if (s->id && c->s[j].id && *s->id && c->s[j].type &&
 			    !strcmp(s->id, c->s[j].id) && !strcmp(s->type, c->s[j].type))
-				st__import_problem(c->probs, i, "id", "duplicate import '%s' of type '%s'",
-						   s->id, s->type);
+				oom |= st__import_problem(c->probs, i, "id", "duplicate import '%s' "
+							  "of type '%s'", s->id, s->type);
 		if (ex) {
 			const char *eid = st_json_str(ex, "id");
 			if ((eid && s->id && !strcmp(eid, s->id)) || (!eid && s->component))
 				continue;
-			st__import_problem(c->probs, i, NULL, "resource '%s' already exists", s->urn);
+			oom |= st__import_problem(c->probs, i, NULL, "resource '%s' already exists",
+						  s->urn);
 		}
 		if (!s->parent_urn || index_get(&c->ix, s->parent_urn))
 			continue;
 		for (size_t j = 0; j < i; j++)
 			earlier |= c->s[j].urn && !strcmp(c->s[j].urn, s->parent_urn);
 		if (!earlier)
-			st__import_problem(c->probs, i, "parent", "unknown parent '%s' for resource '%s'",
-					   s->parent_urn, s->urn);
+			oom |= st__import_problem(c->probs, i, "parent", "unknown parent '%s' for "
+						  "resource '%s'", s->parent_urn, s->urn);
 	}
+	return oom ? ST_ENOMEM : ST_OK;
 }
 
 /* The state must be valid (Pulumi's engine refuses to import into an invalid snapshot). */
@@ -152,7 +156,8 @@ static int check_all(imp *c)
 	json_array_foreach(res, i, r)
 		if (index_add(&c->ix, r) != ST_OK)
 			return st__err(c->err, ST_ENOMEM, "out of memory");
-	check_against_state(c);
+	if (check_against_state(c) != ST_OK)
+		return st__err(c->err, ST_ENOMEM, "out of memory");
 	size_t conflicts = c->probs->errors - before - file_errors;
 	if (file_errors && conflicts)
 		return st__err(c->err, ST_EINVAL, "the import file has %zu error%s and %zu import%s "

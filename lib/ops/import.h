@@ -30,8 +30,9 @@ int st__import_check_file(json_t *doc, const char *stack, const char *project,
 			  st_schema *schema, st_problems *out, st__spec **specs, size_t *n,
 			  st_error *err);
 
-/* One problem of spec i ((size_t)-1: of the file), at field `field` (may be NULL). */
-void st__import_problem(st_problems *out, size_t i, const char *field, const char *fmt, ...)
+/* One problem of spec i ((size_t)-1: of the file), at field `field` (may be NULL). ST_OK or
+ * ST_ENOMEM (a problem lost: the caller must not go on as if the file had none). */
+int st__import_problem(st_problems *out, size_t i, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 /* semver.ParseTolerant, enough to check a version and to name a default provider: fills the

@@ -21,10 +21,11 @@ static char *describe(size_t i, const st__spec *s)
 	return who ? st_asprintf("resource '%s'", who) : st_asprintf("resource %zu", i);
 }
 
-void st__import_problem(st_problems *out, size_t i, const char *field, const char *fmt, ...)
+int st__import_problem(st_problems *out, size_t i, const char *field, const char *fmt, ...)
 {
 	va_list ap;
 	char *msg = NULL, ptr[128];
+	int rc;
 	if (i == (size_t)-1)
 		snprintf(ptr, sizeof(ptr), "%s", field ? field : "");
 	else if (field)
@@ -35,11 +36,16 @@ void st__import_problem(st_problems *out, size_t i, const char *field, const cha
 	if (vasprintf(&msg, fmt, ap) < 0)
 		msg = NULL;
 	va_end(ap);
-	st_problems_add(out, ST_SEV_ERROR, "import/spec", ptr, NULL, "%s", msg ? msg : "?");
+	if (!msg)
+		return ST_ENOMEM;
+	rc = st_problems_add(out, ST_SEV_ERROR, "import/spec", ptr, NULL, "%s", msg);
 	free(msg);
+	return rc;
 }
 
-#define problem st__import_problem
+/* A problem, in a function with the check's context `c`: one that cannot be recorded makes
+ * the whole check fail (c->oom), never a file that looks clean. */
+#define problem(...) (c->oom |= st__import_problem(__VA_ARGS__) != ST_OK)
 
 int st__import_parse_version(const char *v, char *suffix, size_t size)
 {
@@ -157,6 +163,7 @@ typedef struct chk {
 	st_strmap taken_names; /* names used by more than one spec */
 	st_strmap taken_urns, mapping; /* URNs made; name -> URN (slot p; NULL: not yet) */
 	st_strmap dead; /* names of specs that get no URN (their problems say why) */
+	int oom;        /* a problem could not be recorded */
 } chk;
 
 /* ---- each spec ---- */
@@ -265,6 +272,8 @@ static int resolve_parent(chk *c, size_t i, const char *d)
 	}
 	s->pqt = qtype_of(purn);
 	s->parent_urn = st_strdup(purn);
+	if (!s->parent_urn || (!s->pqt && st_urn_valid(purn)))
+		return ST_ENOMEM;
 	return 1;
 }
 
@@ -278,6 +287,10 @@ static int resolve_one(chk *c, size_t i, int *done)
 	if (!d)
 		return ST_ENOMEM;
 	r = resolve_parent(c, i, d);
+	if (r == ST_ENOMEM) {
+		free(d);
+		return r;
+	}
 	if (r <= 0) {
 		*done = r < 0;
 		free(d);
@@ -431,6 +444,8 @@ int st__import_check_file(json_t *doc, const char *stack, const char *project,
 		rc = resolve_urns(&c);
 	if (rc == ST_OK)
 		rc = check_providers(&c);
+	if (rc == ST_OK && c.oom)
+		rc = ST_ENOMEM;
 	st_strmap_free(&c.taken_names);
 	st_strmap_free(&c.taken_urns);
 	st_strmap_free(&c.mapping);

@@ -108,23 +108,27 @@ static int break_edges(json_t *r, const st_strmap *gone, st_changes *where)
 	return rc < 0 ? rc : ST_OK;
 }
 
-/* A URN in the destination: its stack and project, the (new) parent's type chain. New. */
-static char *new_urn(mv *c, json_t *r, const char *new_parent)
+/* A URN in the destination (*out, new): its stack and project, the (new) parent's type chain.
+ * ST_EINVAL when r has no valid URN, ST_ENOMEM. */
+static int new_urn(mv *c, json_t *r, const char *new_parent, char **out)
 {
 	st_urn u, pu;
-	char *ty, *nm, *pqt = NULL, *res = NULL;
+	char *ty, *nm, *pqt = NULL;
+	int with_parent;
+	*out = NULL;
 	if (st_urn_parse(st_json_str(r, "urn"), &u) != ST_OK)
-		return NULL;
+		return ST_EINVAL;
+	with_parent = new_parent && st_urn_parse(new_parent, &pu) == ST_OK;
 	ty = st_strndup(u.type, u.type_len);
 	nm = st_strndup(u.name, u.name_len);
-	if (new_parent && st_urn_parse(new_parent, &pu) == ST_OK)
+	if (with_parent)
 		pqt = st_strndup(pu.qtype, pu.qtype_len);
-	if (ty && nm)
-		res = st_urn_new(c->dstack, c->dproj, pqt, ty, nm);
+	if (ty && nm && (pqt || !with_parent))
+		*out = st_urn_new(c->dstack, c->dproj, pqt, ty, nm);
 	free(ty);
 	free(nm);
 	free(pqt);
-	return res;
+	return *out ? ST_OK : ST_ENOMEM;
 }
 
 /* ---- before anything changes: names, validity, what moves ---- */
@@ -379,16 +383,16 @@ static int map_provider(mv *c, char *ref, char *to)
 static int copy_provider(mv *c, json_t *r)
 {
 	char *ref = st__provider_ref(st_json_str(r, "urn"), st_json_str(r, "id"));
-	char *nu = new_urn(c, r, NULL), *nref;
+	char *nu, *nref;
+	int rc = new_urn(c, r, NULL, &nu);
 	st_strmap_slot *ex = nu ? st_strmap_get(&c->dst, nu) : NULL;
 	json_t *copy;
-	int rc;
 
 	if (!ref || !nu) {
 		free(ref);
 		free(nu);
-		return nu ? oom(c) : st__err(c->err, ST_EINVAL, "cannot rename provider %s",
-					     st_json_str(r, "urn"));
+		return rc != ST_EINVAL ? oom(c) : st__err(c->err, ST_EINVAL, "cannot rename "
+							  "provider %s", st_json_str(r, "urn"));
 	}
 	if (ex && same_provider(ex->p, r)) {
 		free(nu);
@@ -467,12 +471,15 @@ static int map_urns(mv *c)
 		char *nu;
 		if (!c->moved[i])
 			continue;
-		if (!(nu = new_urn(c, r, ps ? (const char *)ps->p : c->droot)))
+		int rc = new_urn(c, r, ps ? (const char *)ps->p : c->droot, &nu);
+		if (rc == ST_ENOMEM)
+			return oom(c);
+		if (rc)
 			return st__err(c->err, ST_EINVAL, "resource %s has no valid URN",
 				       st_json_str(r, "urn"));
 		if (st_strmap_get(&c->dst, nu) && !st_json_bool(r, "delete")) {
-			int rc = st__err(c->err, ST_ECONFLICT, "resource %s already exists in "
-					 "destination stack", nu);
+			rc = st__err(c->err, ST_ECONFLICT, "resource %s already exists in "
+				     "destination stack", nu);
 			free(nu);
 			return rc;
 		}

@@ -30,64 +30,78 @@ json_t *st__root_stack_new(const char *stack, const char *project)
 	return r;
 }
 
+/* Both names as new strings, or ST_ENOMEM (neither kept). */
+static int both(char **stack, const char *st, size_t stn, char **project, const char *pr,
+		size_t prn)
+{
+	*stack = st_strndup(st, stn);
+	*project = st_strndup(pr, prn);
+	if (*stack && *project)
+		return ST_OK;
+	free(*stack);
+	free(*project);
+	*stack = *project = NULL;
+	return ST_ENOMEM;
+}
+
+/* "project/stack" or "organization/project/stack": ST_OK, -1 when it is neither (or a name is
+ * empty), ST_ENOMEM. */
 static int split_names(const char *s, char **stack, char **project)
 {
 	const char *a = strchr(s, '/');
 	const char *b = a ? strchr(a + 1, '/') : NULL;
-	if (b) { /* organization/project/stack */
-		*project = st_strndup(a + 1, (size_t)(b - a - 1));
-		*stack = st_strdup(b + 1);
-	} else if (a) {
-		*project = st_strndup(s, (size_t)(a - s));
-		*stack = st_strdup(a + 1);
-	} else {
+	int rc;
+	if (b) /* organization/project/stack */
+		rc = both(stack, b + 1, strlen(b + 1), project, a + 1, (size_t)(b - a - 1));
+	else if (a)
+		rc = both(stack, a + 1, strlen(a + 1), project, s, (size_t)(a - s));
+	else
 		return -1;
+	if (rc == ST_OK && (!**stack || !**project)) {
+		free(*stack);
+		free(*project);
+		*stack = *project = NULL;
+		rc = -1;
 	}
-	return *stack && *project && **stack && **project ? 0 : -1;
+	return rc;
 }
 
 int st_stack_names(const st_state *s, const char *override, const char *path, char **stack,
 		   char **project, st_error *err)
 {
 	ST_ASSERT_ARG(s);
-	const char *cp;
+	const char *cp, *found = NULL;
 	json_t *res, *r;
 	size_t i;
+	int rc;
 
 	*stack = *project = NULL;
 	if (override) {
-		if (split_names(override, stack, project) < 0 || !st_stack_name_valid(*stack) ||
-		    !st_project_name_valid(*project)) {
-			free(*stack);
-			free(*project);
-			*stack = *project = NULL;
-			return st__err(err, ST_EINVAL, "'%s' is not PROJECT/STACK", override);
-		}
-		return ST_OK;
+		rc = split_names(override, stack, project);
+		if (rc == ST_OK && st_stack_name_valid(*stack) && st_project_name_valid(*project))
+			return ST_OK;
+		free(*stack);
+		free(*project);
+		*stack = *project = NULL;
+		if (rc == ST_ENOMEM)
+			return st__err(err, rc, "out of memory");
+		return st__err(err, ST_EINVAL, "'%s' is not PROJECT/STACK", override);
 	}
 	cp = st_state_checkpoint_stack(s);
-	if (cp && strchr(cp, '/') && split_names(cp, stack, project) == 0)
-		return ST_OK;
-	free(*stack);
-	free(*project);
-	*stack = *project = NULL;
+	if (cp && strchr(cp, '/') && (rc = split_names(cp, stack, project)) != -1)
+		return rc == ST_OK ? ST_OK : st__err(err, rc, "out of memory");
 	if (path) {
 		const char *m = strstr(path, "/.pulumi/stacks/");
 		if (m) {
 			const char *p = m + 16, *slash = strchr(p, '/'), *dot;
 			if (slash && !strchr(slash + 1, '/') && (dot = strstr(slash + 1, ".json"))) {
-				*project = st_strndup(p, (size_t)(slash - p));
-				*stack = st_strndup(slash + 1, (size_t)(dot - slash - 1));
-				if (*project && *stack)
-					return ST_OK;
-				free(*stack);
-				free(*project);
-				*stack = *project = NULL;
+				rc = both(stack, slash + 1, (size_t)(dot - slash - 1), project, p,
+					  (size_t)(slash - p));
+				return rc == ST_OK ? ST_OK : st__err(err, rc, "out of memory");
 			}
 		}
 	}
 	res = st_state_resources((st_state *)s, 0);
-	const char *found = NULL;
 	json_array_foreach(res, i, r) {
 		const char *u = st_json_str(r, "urn");
 		if (!u || !st_urn_valid(u))
@@ -102,9 +116,8 @@ int st_stack_names(const st_state *s, const char *override, const char *path, ch
 	if (found) {
 		st_urn pu;
 		st_urn_parse(found, &pu);
-		*stack = st_strndup(pu.stack, pu.stack_len);
-		*project = st_strndup(pu.project, pu.project_len);
-		return ST_OK;
+		rc = both(stack, pu.stack, pu.stack_len, project, pu.project, pu.project_len);
+		return rc == ST_OK ? ST_OK : st__err(err, rc, "out of memory");
 	}
 	cp = st_state_checkpoint_stack(s);
 	if (cp && *cp)
