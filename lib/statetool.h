@@ -1204,8 +1204,8 @@ ST_EXTERN int st_provider_ref_parse(const char *ref, char **urn, char **id, st_e
  * $PULUMI_BACKEND_URL). Reads .pulumi/meta.yaml with Pulumi's rules (version 1 = project mode;
  * absent: legacy when .pulumi/stacks/ holds stack files directly, else a new backend in project
  * mode; no version: "corrupt store: missing version in ..."). Setting both
- * PULUMI_DIY_BACKEND_GZIP and PULUMI_DIY_BACKEND_ZSTD is refused, as Pulumi refuses it. *out is
- * new: st_backend_free. */
+ * PULUMI_DIY_BACKEND_GZIP and PULUMI_DIY_BACKEND_ZSTD is refused (ST_EREFUSED: the environment,
+ * not an argument, is wrong), as Pulumi refuses it. *out is new: st_backend_free. */
 ST_EXTERN int st_backend_open(st_backend **out, const char *url, st_error *err);
 ST_EXTERN void st_backend_free(st_backend *b);
 

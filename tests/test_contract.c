@@ -117,6 +117,43 @@ static void test_move_import_err_null(void **unused)
 	st_state_free(b);
 }
 
+static int drain(void *ctx, const char *p, size_t n)
+{
+	(void)ctx;
+	(void)p;
+	(void)n;
+	return 0;
+}
+
+/* st_buf_take always hands back a string: an empty buffer gives "" (its fresh memory was not
+ * terminated), and so does one whose bytes went to its sink. */
+static void test_buf_take_terminated(void **unused)
+{
+	st_buf b;
+	size_t len = 99;
+	char *junk = malloc(256), *d;
+	(void)unused;
+	/* the allocator will likely hand this memory back: make it not look like a string */
+	memset(junk, 'x', 256);
+	free(junk);
+	st_buf_init(&b);
+	d = st_buf_take(&b, &len);
+	assert_non_null(d);
+	assert_int_equal(len, 0);
+	assert_string_equal(d, "");
+	free(d);
+
+	st_buf_init(&b);
+	b.sink = drain;
+	st_buf_add(&b, "abc", 3);
+	assert_int_equal(st_buf_flush(&b), 0);
+	d = st_buf_take(&b, &len);
+	assert_non_null(d);
+	assert_int_equal(len, 0);
+	assert_string_equal(d, "");
+	free(d);
+}
+
 /* The library's version at run time is the header's. */
 static void test_version(void **unused)
 {
@@ -481,6 +518,7 @@ int main(void)
 		cmocka_unit_test(test_options_versions),
 		cmocka_unit_test(test_null_handles_abort),
 		cmocka_unit_test(test_err_null_everywhere),
+		cmocka_unit_test(test_buf_take_terminated),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

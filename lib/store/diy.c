@@ -200,8 +200,9 @@ static int env_compression(st_compression *c, int *set, st_error *err)
 		gz = getenv("PULUMI_SELF_MANAGED_STATE_GZIP");
 	*set = gz || zs;
 	*c = ST_COMPRESS_NONE;
+	/* the environment, not an argument, is at fault: not ST_EINVAL (a usage error) */
 	if (env_true(gz) && env_true(zs))
-		return st__err(err, ST_EINVAL,
+		return st__err(err, ST_EREFUSED,
 			       "DIY_BACKEND_GZIP and DIY_BACKEND_ZSTD cannot both be enabled");
 	if (env_true(zs))
 		*c = ST_COMPRESS_ZSTD;

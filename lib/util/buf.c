@@ -124,6 +124,7 @@ char *st_buf_take(st_buf *b, size_t *len)
 		b->data[0] = '\0'; /* nothing was added: still a string */
 	}
 	d = b->data;
+	d[b->len] = '\0'; /* a string, also when its bytes went to a sink (flush left len 0) */
 	if (len)
 		*len = b->len;
 	memset(b, 0, sizeof(*b));

@@ -106,7 +106,11 @@ check_rc 0; check_same "$T/z-before.zst" "$D/z.json.zst.bak"
 run "the new file is zstd (the zstd tool reads it)" sh -c "zstd -q -d -c '$D/z.json.zst' | jq -r .checkpoint.stack"
 check_rc 0; check_out 'organization/proj/z'
 run "both variables: Pulumi's error" env PULUMI_DIY_BACKEND_GZIP=1 PULUMI_DIY_BACKEND_ZSTD=true "$STATETOOL" unprotect --backend "$B" --stack proj/z --all
-check_rc 2; check_err "statetool: error: DIY_BACKEND_GZIP and DIY_BACKEND_ZSTD cannot both be enabled"
+check_rc 1; check_err "statetool: error: DIY_BACKEND_GZIP and DIY_BACKEND_ZSTD cannot both be enabled"
+for c in "stacks --backend $B" "validate --backend $B" "list --backend $B --stack proj/z" "index update --backend $B"; do
+	run "both variables, $c: exit 1, not a usage error" env PULUMI_DIY_BACKEND_GZIP=true PULUMI_DIY_BACKEND_ZSTD=1 "$STATETOOL" $c
+	check_rc 1; check_err "statetool: error: DIY_BACKEND_GZIP and DIY_BACKEND_ZSTD cannot both be enabled"
+done
 cp "$D/z.json.zst" "$T/z-mid.zst"
 run "switch to gzip" env PULUMI_DIY_BACKEND_GZIP=true "$STATETOOL" unprotect --backend "$B" --stack proj/z --all
 check_rc 0; check_absent "$D/z.json.zst"; check_same "$T/z-mid.zst" "$D/z.json.zst.bak"
