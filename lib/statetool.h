@@ -393,6 +393,9 @@ ST_EXTERN int st_store_list(st_store *s, const char *prefix, unsigned flags, st_
 
 ST_EXTERN void st_store_entries_free(st_store_entry *entries, size_t count);
 
+/* Where a key of a store is, for messages (new): a file store's local path, else URL/key. */
+ST_EXTERN char *st_store_where(const st_store *s, const char *key);
+
 /* Deletes an object. ST_ENOTFOUND when there is none. */
 ST_EXTERN int st_store_delete(st_store *s, const char *key, st_error *err);
 
@@ -801,6 +804,24 @@ ST_EXTERN int st_edit_commit_pair(const char *op, st_edit *a, const char *path_a
 				  const char *path_b, st_diff *diff_a, st_diff *diff_b,
 				  st_problems *problems, st_error *err);
 
+/* One side of a two-stack operation (st_journal_save): where the new version goes and what it
+ * is. */
+typedef struct st_pair_side {
+	st_store *store;     /* borrowed */
+	const char *key;     /* where the new version goes */
+	const char *old_key; /* where the current version is when that is another key (a change
+			      * of compression: the old object is kept as its .bak and removed);
+			      * NULL: `key` */
+	st_state *state;     /* the new version (borrowed), in its own style and compression */
+} st_pair_side;
+
+/* st_edit_commit_pair writing to two objects of stores, in one store or two (st_journal_save:
+ * a stack of a backend is where st_backend_stack_target says): `to_a`, `to_b` (borrowed) name
+ * them, their `state` is ignored (each session's state is written); neither: a check only. */
+ST_EXTERN int st_edit_commit_pair_to(const char *op, st_edit *a, const st_pair_side *to_a,
+				     st_edit *b, const st_pair_side *to_b, st_diff *diff_a,
+				     st_diff *diff_b, st_problems *problems, st_error *err);
+
 /* Undoes every operation of the session, and its commit: the state is as st_edit_begin left
  * it (a migration st_edit_begin made stays; the envelope's version and features are put
  * back). The session can go on. */
@@ -969,28 +990,75 @@ ST_EXTERN int st_edit_move(st_edit *src, st_edit *dst, const st_move_opts *opts,
 ST_EXTERN int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_path,
 		      const st_move_opts *opts, st_move_report *report, st_error *err);
 
-/* Replaces two files as one operation. Both new versions are first written beside their
- * targets and synced; then a journal naming both (with the BLAKE2b-256 hashes of the old and
- * new bytes) is written beside each target; then the first target is replaced, then the second (each old
- * file kept as .bak), and the journals are removed. After a crash at any point,
- * st_journal_recover on either path completes the operation. `op` names it ("move"). */
+/* ---------------------------------------------------------------------------------------------
+ * Two stacks replaced as one operation: the journal (see doc/DESIGN.md, "The two-stack journal")
+ */
+
+/* (st_pair_side, a side of a two-stack operation, is defined beside st_edit_commit_pair_to.) */
+
+/* Replaces two objects, in the same store or in two different ones, as one operation: each
+ * new version is written under <key>.statetool-new in its own store; then a journal (version
+ * 3: both sides by store URL and key, the BLAKE2b-256 of the old and new bytes, the staged
+ * keys) is written as <old key>.statetool-journal in each store, the second being the commit
+ * point; then `a`'s object is replaced, then `b`'s (each current object kept as .bak, by the
+ * store's rename or copy), and the staged objects and journals are removed. After a crash at
+ * any point, st_journal_recover_key (or st_backend_recover) on either side completes the
+ * operation. The same object on both sides is refused (ST_EINVAL). `op` names the operation
+ * ("move") in the journal and in messages. */
+ST_EXTERN int st_journal_save(const char *op, const st_pair_side *a, const st_pair_side *b,
+			      st_error *err);
+
+/* A journal left beside `key` (<key>.statetool-journal)? 1 or 0. */
+ST_EXTERN int st_journal_pending_key(st_store *s, const char *key);
+
+#define ST_JOURNAL_CLEAN_STAGED 1u /* with no journal, remove a staged <key>.statetool-new: an
+				    * operation that crashed before its commit point (only when
+				    * none can be running: the caller holds the locks, or knows) */
+
+/* Completes an interrupted operation whose journal is beside `key` in `s`: each side whose
+ * object still holds its old bytes gets its staged version (its current object kept as .bak);
+ * the journals go. The other side's store is one of `known` (nknown stores the caller has open,
+ * may be NULL) whose URL matches the journal's, else it is opened from the URL in the journal
+ * (credentials come from the environment, never from the journal). A side that matches neither
+ * its old nor its new version (changed by someone else since) is left alone and ST_ECONFLICT
+ * names it. Journals of version 1 and 2 (local files by absolute path) are recovered too; an
+ * unknown version is refused (ST_EINVAL). No journal: ST_OK, nothing done (but see
+ * ST_JOURNAL_CLEAN_STAGED). Lines for `report` (may be NULL) say what was done. */
+ST_EXTERN int st_journal_recover_key(st_store *s, const char *key, st_store *const *known,
+				     size_t nknown, unsigned flags, st_changes *report,
+				     st_error *err);
+
+/* st_journal_save for two stacks of DIY backends (the same or two different ones): each
+ * object chosen as st_backend_save chooses it (st_backend_stack_target). ST_EUNSUPPORTED for
+ * another kind of backend. */
+ST_EXTERN int st_backend_save_pair(const char *op, st_backend *ba, const char *stack_a,
+				   st_state *a, st_backend *bb, const char *stack_b,
+				   st_state *b, st_error *err);
+
+/* Completes every interrupted operation of a DIY stack (a journal beside any of its objects,
+ * found by one listing); with ST_JOURNAL_CLEAN_STAGED, staged objects no journal names are
+ * removed afterwards. `known`, `report`: as st_journal_recover_key. ST_OK when nothing was
+ * pending. */
+ST_EXTERN int st_backend_recover(st_backend *b, const char *stack, st_store *const *known,
+				 size_t nknown, unsigned flags, st_changes *report,
+				 st_error *err);
+
+/* The files of st_journal_save named by their paths (each in the file store of its directory),
+ * with the new bytes given. */
 ST_EXTERN int st_journal_write_pair(const char *op, const char *path_a, const void *data_a,
 				    size_t len_a, const char *path_b, const void *data_b,
 				    size_t len_b, st_error *err);
 
-/* Saves two states as one operation (st_journal_write_pair): each in its own style and
+/* st_journal_save of two states in files named by their paths: each in its own style and
  * compression, magic recomputed; `a` is written first. */
 ST_EXTERN int st_state_save_pair(const char *op, st_state *a, const char *path_a, st_state *b,
 				 const char *path_b, st_error *err);
 
 /* Is an interrupted two-file operation pending on `path` (a journal beside it)? When it is and
- * `other` is not NULL, *other receives the other file's path (new). */
+ * `other` is not NULL, *other receives where the other side is (new): its path, or URL/key. */
 ST_EXTERN int st_journal_pending(const char *path, char **other);
 
-/* Completes an interrupted operation found beside `path`: each file whose bytes are still the
- * old ones gets its staged new version; journals and staged files are then removed. A file that
- * matches neither the old nor the new version (changed by someone else since) is left alone and
- * ST_ECONFLICT is returned with both paths named. Lines for `report` (may be NULL). */
+/* st_journal_recover_key for the file `path` (the file store of its directory). */
 ST_EXTERN int st_journal_recover(const char *path, st_changes *report, st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
@@ -1274,6 +1342,13 @@ ST_EXTERN int st_backend_save(st_backend *b, const char *stack, st_state *state,
  * written and *exists is 0. ST_EUNSUPPORTED for other kinds. */
 ST_EXTERN int st_backend_stack_key(st_backend *b, const char *stack, char **key, int *exists,
 				   st_error *err);
+
+/* For a DIY backend: where a save of `state` to `stack` goes, as st_backend_save decides it:
+ * *key (new) in the compression PULUMI_DIY_BACKEND_GZIP/ZSTD ask for, else the state's own
+ * (which is set on the state), and *old_key (new, or NULL) the stack's current object when it
+ * is another key. ST_EUNSUPPORTED for other kinds. */
+ST_EXTERN int st_backend_stack_target(st_backend *b, const char *stack, st_state *state,
+				      char **key, char **old_key, st_error *err);
 
 /* For a DIY backend on a local directory: the file of a stack (new), as st_backend_resolve
  * resolves it; when the stack has no file yet, *path is where it would be written and *exists

@@ -113,9 +113,19 @@ static int resolve_stack(cli_target *t, const char *url, const char *ref, int mu
 		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
 	}
 	t->exists = exists;
-	if (st_backend_root(t->backend) &&
-	    st_backend_stack_path(t->backend, t->qname, &t->path, NULL, &err) != ST_OK) {
-		cli_error(&err);
+	if (st_backend_store(t->backend)) {
+		char *key = NULL;
+		if (st_backend_stack_key(t->backend, t->qname, &key, NULL, &err) != ST_OK) {
+			cli_error(&err);
+			return EXIT_FAIL;
+		}
+		t->where = st_store_where(st_backend_store(t->backend), key);
+		free(key);
+	} else {
+		t->where = strdup(t->qname);
+	}
+	if (!t->where) {
+		cli_errorf("out of memory");
 		return EXIT_FAIL;
 	}
 	if (must_exist && !t->exists) {
@@ -164,9 +174,47 @@ void cli_target_free(cli_target *t)
 	st_backend_free(t->backend);
 	free(t->path);
 	free(t->qname);
+	free(t->where);
 	t->backend = NULL;
 	t->path = NULL;
 	t->qname = NULL;
+	t->where = NULL;
+}
+
+const char *cli_target_names(const cli_target *t, char *buf, size_t n)
+{
+	const char *q = t->backend ? t->qname : NULL;
+	if (!q || strncmp(q, "organization/", 13) || !strchr(q + 13, '/'))
+		return NULL;
+	snprintf(buf, n, "%s", q + 13);
+	return buf;
+}
+
+const char *cli_target_where(const cli_target *t)
+{
+	return t->backend ? t->where : t->path;
+}
+
+int cli_recover(cli_target *t, st_store *known)
+{
+	st_changes ch = {0};
+	st_error err;
+	int rc = ST_OK;
+
+	st_error_clear(&err);
+	if (t->backend)
+		rc = st_backend_recover(t->backend, t->qname, known ? &known : NULL, known ? 1 : 0,
+					0, &ch, &err);
+	else if (t->path && strcmp(t->path, "-") && st_journal_pending(t->path, NULL))
+		rc = st_journal_recover(t->path, &ch, &err);
+	for (size_t i = 0; i < ch.count; i++)
+		fprintf(stderr, "%s: note: %s\n", cli_prog, ch.lines[i]);
+	st_changes_clear(&ch);
+	if (rc != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
 }
 
 const char *cli_target_name(const cli_target *t)
@@ -186,18 +234,9 @@ int cli_load(cli_target *t, st_state **out)
 	st_error_clear(&err);
 	opts.max_size = t->max_size;
 	opts.threads = cli_threads;
-	/* An interrupted move (or other two-file operation) is completed first. */
-	if (t->path && strcmp(t->path, "-") && st_journal_pending(t->path, NULL)) {
-		st_changes ch = {0};
-		int rc = st_journal_recover(t->path, &ch, &err);
-		for (size_t i = 0; i < ch.count; i++)
-			fprintf(stderr, "%s: note: %s\n", cli_prog, ch.lines[i]);
-		st_changes_clear(&ch);
-		if (rc != ST_OK) {
-			cli_error(&err);
-			return EXIT_FAIL;
-		}
-	}
+	/* An interrupted move (or other two-stack operation) is completed first. */
+	if (cli_recover(t, NULL) != EXIT_OK)
+		return EXIT_FAIL;
 	if (t->backend ? st_backend_load(t->backend, t->qname, &opts, out, &err)
 		       : st_state_load_file(out, t->path, &opts, &err)) {
 		cli_error(&err);

@@ -50,15 +50,16 @@ enum {
 
 /* Where a command's state lives: a plain file (or "-"), or a stack of a backend, named by
  * --backend/--stack or by the path of its file inside a DIY backend (.pulumi/stacks/...). A
- * stack is loaded, saved, locked and unlocked through its backend only; `path` is its file when
- * the backend keeps it in a local directory, else NULL. */
+ * stack is loaded, saved, locked and unlocked through its backend only, never through a local
+ * path (its store may have none); `where` names its object for messages. */
 typedef struct cli_target {
 	const char *arg;         /* STATE argument, or NULL */
 	const char *backend_url; /* --backend, or NULL ($PULUMI_BACKEND_URL is used with --stack) */
 	const char *stack;       /* --stack, or NULL */
 	st_backend *backend;     /* the stack's backend, or NULL for a plain file */
 	char *qname;   /* the stack's full name in its backend */
-	char *path;    /* the plain file, or the stack's local file (NULL when it has none) */
+	char *path;    /* the plain file (NULL for a stack) */
+	char *where;   /* a stack's object as st_store_where names it (else its name), or NULL */
 	int exists;    /* the state exists */
 	size_t max_size;
 } cli_target;
@@ -91,6 +92,14 @@ int cli_target_resolve(cli_target *t, const char *cmd, int must_exist);
 void cli_target_free(cli_target *t);
 /* A short name of the target for messages. */
 const char *cli_target_name(const cli_target *t);
+/* PROJECT/STACK of a stack of a backend in the project layout, from where it lies (in buf);
+ * NULL for a file or a legacy stack. What names a state's stack (st_stack_names) for a stack. */
+const char *cli_target_names(const cli_target *t, char *buf, size_t n);
+/* Where the target's state is, for messages and --json: the file, or the stack's object. */
+const char *cli_target_where(const cli_target *t);
+/* Completes an interrupted two-stack operation on the target, if any (notes on stderr);
+ * `known` (may be NULL) is a store the caller has open for the other side. */
+int cli_recover(cli_target *t, st_store *known);
 
 /* Loads the target's state. Prints errors; returns an exit code. */
 int cli_load(cli_target *t, st_state **out);

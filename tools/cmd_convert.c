@@ -128,7 +128,8 @@ int cmd_convert(int argc, char **argv)
 	 * stack of a DIY backend by its path: hold that stack's lock, as Pulumi would. */
 	{
 		char a[PATH_MAX], b[PATH_MAX];
-		inplace = strcmp(out, "-") && t.path && realpath(t.path, a) && realpath(out, b) &&
+		const char *in = cli_target_where(&t);
+		inplace = strcmp(out, "-") && in && realpath(in, a) && realpath(out, b) &&
 			  !strcmp(a, b);
 		if (inplace && (rc = cli_lock(&t, &lock)) != EXIT_OK)
 			goto done;

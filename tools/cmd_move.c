@@ -12,10 +12,10 @@ static const char help[] =
 	"       statetool move --recover --source SRC --dest DST\n"
 	"\n"
 	"Move resources from SRC to DST with the semantics of `pulumi state move`. SRC and DST\n"
-	"are state files, or stacks of DIY backends: with --backend DIR (both sides) or\n"
-	"--source-backend/--dest-backend (each side), SRC and DST are stack names. DST may\n"
-	"not exist yet. RESOURCE is an exact URN or a glob ('urn:pulumi:dev::app::aws:s3/\n"
-	"bucket:Bucket::*').\n"
+	"are state files, or stacks of DIY backends: with --backend URL (both sides) or\n"
+	"--source-backend/--dest-backend (each side, possibly two different stores), SRC and\n"
+	"DST are stack names. DST may not exist yet. RESOURCE is an exact URN or a glob\n"
+	"('urn:pulumi:dev::app::aws:s3/bucket:Bucket::*').\n"
 	"\n"
 	"  * every descendant moves with its parent; --include-parents adds the ancestors;\n"
 	"    the root stack never moves (selecting it moves its children)\n"
@@ -33,9 +33,13 @@ static const char help[] =
 	"\n"
 	"The plan is printed before anything is written; --dry-run stops there. Both results\n"
 	"must pass the integrity checks. Both stacks are locked for the whole move; the two\n"
-	"writes go through a journal (staged files, then a journal beside each file, then\n"
-	"the destination, then the source), so after a crash at any point `statetool move\n"
-	"--recover` (or any statetool command on either file) completes the move.\n"
+	"writes go through a journal (each new version staged as OBJECT.statetool-new in its\n"
+	"own store, then OBJECT.statetool-journal naming both sides in each store, then the\n"
+	"destination, then the source replaced), so after a crash at any point `statetool\n"
+	"move --recover` (or any statetool command on either side) completes a committed move,\n"
+	"opening the other side's store from the URL in the journal; --recover also removes\n"
+	"what an uncommitted one staged. A stack is written as its backend's saves write it\n"
+	"(PULUMI_DIY_BACKEND_GZIP/ZSTD).\n"
 	"\n"
 	"A stack's name and project come from --source-stack/--dest-stack PROJECT/STACK, else\n"
 	"the checkpoint's `stack`, else the file's place in a DIY backend, else the URNs.\n"
@@ -48,8 +52,8 @@ static const char help[] =
 	"\n"
 	"Options:\n"
 	"  --source SRC, --dest DST     the two sides (files, or stack names with a backend)\n"
-	"  --backend DIR                the backend of both sides\n"
-	"  --source-backend DIR, --dest-backend DIR   the backend of one side\n"
+	"  --backend URL                the backend of both sides\n"
+	"  --source-backend URL, --dest-backend URL   the backend of one side\n"
 	"  --source-stack P/S, --dest-stack P/S       the project and stack a side belongs to\n"
 	"  --include-parents            also move the ancestors of the selected resources\n"
 	"  --source-passphrase-file F, --dest-passphrase-file F\n"
@@ -199,22 +203,64 @@ static int load_side(side *sd, int allow_dups)
 		return EXIT_FAIL;
 	}
 	sd->created = 1;
-	if (sd->backend) {
-		char *qn = NULL;
-		const char *p = strstr(sd->t.path, "/.pulumi/stacks/");
-		if (p) {
-			const char *proj = p + 16, *sl = strchr(proj, '/');
-			if (sl && asprintf(&qn, "organization/%.*s/%.*s", (int)(sl - proj), proj,
-					   (int)(strlen(sl + 1) - 5), sl + 1) < 0)
-				qn = NULL;
-		}
-		if (st_state_set_envelope(sd->s, ST_ENVELOPE_CHECKPOINT, qn ? qn : sd->name, &err)) {
-			free(qn);
-			cli_error(&err);
-			return EXIT_FAIL;
-		}
-		free(qn);
+	/* a new stack of a backend: a checkpoint naming the stack where it is */
+	if (sd->t.backend &&
+	    st_state_set_envelope(sd->s, ST_ENVELOPE_CHECKPOINT, sd->t.qname, &err) != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
 	}
+	return EXIT_OK;
+}
+
+/* A side's plain file as an object of the file store of its directory. */
+static int file_store(side *sd, st_store **store, char **key)
+{
+	st_error err;
+	st_error_clear(&err);
+	if (st_store_open_file(store, key, sd->t.path, &err) != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+/* The store a side's objects are in (borrowed for a stack, new in *owned for a file). */
+static int side_store(side *sd, st_store **owned, char **key, st_store **store)
+{
+	*owned = NULL;
+	*key = NULL;
+	if (sd->t.backend) {
+		*store = st_backend_store(sd->t.backend);
+		return EXIT_OK;
+	}
+	int rc = file_store(sd, owned, key);
+	*store = *owned;
+	return rc;
+}
+
+/* Where a side is written (*to; its store and keys, owned in *owned, *key, *old): a stack as
+ * its backend's saves write it (compression included), a file in place. */
+static int pair_target(side *sd, st_pair_side *to, st_store **owned, char **key, char **old)
+{
+	st_error err;
+	st_error_clear(&err);
+	memset(to, 0, sizeof(*to));
+	*owned = NULL;
+	*key = *old = NULL;
+	if (!sd->t.backend) {
+		if (file_store(sd, owned, key) != EXIT_OK)
+			return EXIT_FAIL;
+		to->store = *owned;
+		to->key = *key;
+		return EXIT_OK;
+	}
+	if (st_backend_stack_target(sd->t.backend, sd->t.qname, sd->s, key, old, &err) != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	to->store = st_backend_store(sd->t.backend);
+	to->key = *key;
+	to->old_key = *old;
 	return EXIT_OK;
 }
 
@@ -264,41 +310,46 @@ static void clear_stale(side *sd)
 	free(lk);
 }
 
+/* Completes (or, when it was never committed, tidies) an interrupted move of the two sides:
+ * first every journal (either side's names both), then staged objects no journal names. */
 static int recover(side *src, side *dst)
 {
+	side *sides[2] = {dst, src};
+	st_store *owned[2] = {NULL, NULL}, *store[2] = {NULL, NULL};
+	char *key[2] = {NULL, NULL};
 	st_changes ch = {0};
 	st_error err;
-	int rc = EXIT_OK, any = 0;
+	int rc = EXIT_OK;
+
 	st_error_clear(&err);
 	clear_stale(src);
 	clear_stale(dst);
-	side *sides[2] = {dst, src};
-	for (int k = 0; k < 2; k++) {
-		if (st_journal_pending(sides[k]->t.path, NULL)) {
-			any = 1;
-			if (st_journal_recover(sides[k]->t.path, &ch, &err) != ST_OK) {
+	for (int k = 0; k < 2 && rc == EXIT_OK; k++)
+		rc = side_store(sides[k], &owned[k], &key[k], &store[k]);
+	for (int pass = 0; rc == EXIT_OK && pass < 2; pass++) {
+		unsigned flags = pass ? ST_JOURNAL_CLEAN_STAGED : 0;
+		for (int k = 0; rc == EXIT_OK && k < 2; k++) {
+			st_store *other = store[1 - k];
+			side *sd = sides[k];
+			int r = sd->t.backend ? st_backend_recover(sd->t.backend, sd->t.qname, &other,
+								   1, flags, &ch, &err)
+					      : st_journal_recover_key(store[k], key[k], &other, 1,
+								       flags, &ch, &err);
+			if (r != ST_OK) {
 				cli_error(&err);
 				rc = EXIT_FAIL;
-				break;
 			}
 		}
-		/* staged leftovers of a move that crashed before its journal: nothing was committed */
-		char *staged = NULL;
-		if (asprintf(&staged, "%s.statetool-new", sides[k]->t.path) < 0)
-			staged = NULL;
-		if (staged && access(staged, F_OK) == 0 && !st_journal_pending(sides[k]->t.path, NULL)) {
-			unlink(staged);
-			st_changes_add(&ch, "removed %s (a move that crashed before it was committed; "
-				       "nothing had changed)", staged);
-			any = 1;
-		}
-		free(staged);
 	}
 	for (size_t i = 0; i < ch.count; i++)
 		printf("%s\n", ch.lines[i]);
-	if (!any)
+	if (rc == EXIT_OK && !ch.count)
 		printf("no interrupted move found\n");
 	st_changes_clear(&ch);
+	for (int k = 0; k < 2; k++) {
+		st_store_free(owned[k]);
+		free(key[k]);
+	}
 	return rc;
 }
 
@@ -364,28 +415,34 @@ static int parse(int argc, char **argv, args *a)
 	return -1;
 }
 
-/* Do the two sides name the same stack or file? */
+/* Do the two sides name the same stack or file? The same backend and stack, or the same
+ * object: where each is (a local file of a file store is compared by its inode). */
 static int same_target(const side *a, const side *b)
 {
+	const char *wa = cli_target_where(&a->t), *wb = cli_target_where(&b->t);
 	struct stat sa, sb;
-	if (a->t.backend && b->t.backend)
-		return !strcmp(a->t.qname, b->t.qname) &&
-		       !strcmp(st_backend_url(a->t.backend), st_backend_url(b->t.backend));
-	if (!a->t.path || !b->t.path)
-		return 0;
-	if (!strcmp(a->t.path, b->t.path))
+	if (a->t.backend && b->t.backend && !strcmp(a->t.qname, b->t.qname) &&
+	    !strcmp(st_backend_url(a->t.backend), st_backend_url(b->t.backend)))
 		return 1;
-	return stat(a->t.path, &sa) == 0 && stat(b->t.path, &sb) == 0 &&
-	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	if (!wa || !wb)
+		return 0;
+	if (!strcmp(wa, wb))
+		return 1;
+	return stat(wa, &sa) == 0 && stat(wb, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
 }
 
-/* The names a side's path gives, when no --*-stack names it (a new stack's file in a DIY
- * backend). New or NULL. */
+/* The names a side's place gives, when no --*-stack names it: a stack of a backend is where
+ * it lies (what its checkpoint says must agree: cli_refuse_misplaced), a file by its path
+ * inside a DIY backend. New or NULL. */
 static char *names_of_path(side *sd)
 {
-	char *stack = NULL, *project = NULL, *names = NULL;
-	if (sd->names || !sd->t.path ||
-	    st_stack_names(sd->s, NULL, sd->t.path, &stack, &project, NULL) != ST_OK)
+	char *stack = NULL, *project = NULL, *names = NULL, buf[256];
+	if (sd->names)
+		return NULL;
+	if (sd->t.backend)
+		return cli_target_names(&sd->t, buf, sizeof(buf)) ? strdup(buf) : NULL;
+	if (!sd->t.path || st_stack_names(sd->s, NULL, sd->t.path, &stack, &project, NULL) != ST_OK)
 		return NULL;
 	if (asprintf(&names, "%s/%s", project, stack) < 0)
 		names = NULL;
@@ -484,16 +541,20 @@ static void print_outcome(args *a, st_move_report *rep)
 static int commit(args *a)
 {
 	st_problems probs = {0};
+	st_pair_side to[2];
+	st_store *owned[2] = {NULL, NULL};
+	char *key[2] = {NULL, NULL}, *old[2] = {NULL, NULL};
 	st_error err;
-	int rc;
+	int rc = ST_OK;
 	st_error_clear(&err);
-	if (!a->dry && (!a->dst.t.path || !a->src.t.path)) {
-		cli_errorf("a move writes both stacks through a journal beside their files: "
-			   "this backend keeps no local files");
-		return EXIT_FAIL;
+	/* each side where it goes: a stack as its backend saves it, in one store or two */
+	if (!a->dry && (pair_target(&a->dst, &to[0], &owned[0], &key[0], &old[0]) != EXIT_OK ||
+			pair_target(&a->src, &to[1], &owned[1], &key[1], &old[1]) != EXIT_OK)) {
+		rc = EXIT_FAIL;
+		goto out;
 	}
-	rc = st_edit_commit_pair("move", a->dst.e, a->dry ? NULL : a->dst.t.path, a->src.e,
-				 a->dry ? NULL : a->src.t.path, NULL, NULL, &probs, &err);
+	rc = st_edit_commit_pair_to("move", a->dst.e, a->dry ? NULL : &to[0], a->src.e,
+				    a->dry ? NULL : &to[1], NULL, NULL, &probs, &err);
 	if (rc != ST_OK) {
 		cli_error(&err);
 		for (size_t i = 0; i < probs.count; i++)
@@ -501,6 +562,12 @@ static int commit(args *a)
 				probs.items[i].message, probs.items[i].pointer);
 	}
 	st_problems_clear(&probs);
+out:
+	for (int k = 0; k < 2; k++) {
+		st_store_free(owned[k]);
+		free(key[k]);
+		free(old[k]);
+	}
 	return rc == ST_OK ? EXIT_OK : EXIT_FAIL;
 }
 

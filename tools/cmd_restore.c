@@ -114,7 +114,7 @@ int cmd_restore(int argc, char **argv)
 	snprintf(bak, strlen(key) + 5, "%s.bak", key);
 	if ((rc = cli_lock(&t, &lock)) != EXIT_OK)
 		goto out;
-	const char *name = t.path ? t.path : t.qname;
+	const char *name = cli_target_where(&t);
 	if ((rc = restore(name, store, key, bak)) != EXIT_OK)
 		goto out;
 	{

@@ -66,6 +66,10 @@ int cmd_stacks(int argc, char **argv)
 		st_state *s = NULL;
 		st_error e;
 		long long count = -1;
+		char *where = infos[i].key && st_backend_store(b)
+				      ? st_store_where(st_backend_store(b), infos[i].key)
+				      : NULL;
+		const char *shown = where ? where : infos[i].key ? infos[i].key : infos[i].qname;
 		st_error_clear(&e);
 		if (st_backend_load(b, infos[i].qname, NULL, &s, &e) == ST_OK) {
 			json_t *res = st_state_resources(s, 0);
@@ -82,8 +86,7 @@ int cmd_stacks(int argc, char **argv)
 							    ? json_string(infos[i].project)
 							    : json_null());
 			json_object_set_new(o, "name", json_string(infos[i].name));
-			json_object_set_new(o, "path", json_string(infos[i].path ? infos[i].path
-										 : infos[i].key));
+			json_object_set_new(o, "path", json_string(shown));
 			json_object_set_new(o, "resources", count >= 0 ? json_integer(count)
 								       : json_null());
 			json_object_set_new(o, "version", s ? json_integer(st_state_version(s))
@@ -93,9 +96,10 @@ int cmd_stacks(int argc, char **argv)
 			json_array_append_new(arr, o);
 		} else if (s) {
 			printf("%-40s %8lld  v%d  %s\n", infos[i].qname, count, st_state_version(s),
-			       infos[i].path ? infos[i].path : infos[i].key);
+			       shown);
 		}
 		st_state_free(s);
+		free(where);
 	}
 	if (json) {
 		json_object_set_new(doc, "stacks", arr);

@@ -109,25 +109,7 @@ static void report(vrun *v, const char *name, st_problems *p, long long nres, co
 }
 
 
-/* Parses a stack's object in a store (s3://, azblob://...: no local file), decompressed. */
-static int load_object(json_t **doc, st_store *store, const char *key, size_t max,
-		       const char *shown, st_style *style, st_problems *lp, st_error *err)
-{
-	char *raw = NULL, *plain = NULL;
-	size_t rlen = 0, plen = 0;
-	int rc = st_store_read(store, key, 0, &raw, &rlen, NULL, err);
-	if (rc == ST_OK)
-		rc = st_file_decompress(raw, rlen, max, shown, &plain, &plen, NULL, err);
-	free(raw);
-	if (rc == ST_OK)
-		rc = st_json_parse(doc, plain, plen, shown, NULL, style, lp, err);
-	free(plain);
-	return rc;
-}
-
-/* Validates a file (`path`), or a stack's object `key` in `store` when there is no file. */
-static void validate_one(vrun *v, const char *path, st_store *store, const char *key,
-			 const char *shown)
+static void validate_one(vrun *v, const char *path, const char *shown)
 {
 	st_problems p = {0};
 	st_error err;
@@ -141,11 +123,7 @@ static void validate_one(vrun *v, const char *path, st_store *store, const char 
 		json_t *doc = NULL;
 		st_style style;
 		st_problems lp = {0};
-		if (path || !store || !key)
-			rc = st_json_load_file(&doc, path ? path : "", v->max_size, NULL, &style,
-					       &lp, &err);
-		else
-			rc = load_object(&doc, store, key, v->max_size, shown, &style, &lp, &err);
+		rc = st_json_load_file(&doc, path, v->max_size, NULL, &style, &lp, &err);
 		if (rc == ST_OK && st_doc_kind_of(doc) == ST_DOC_IMPORT) {
 			/* An import file, as `pulumi import --file` reads and checks it (the
 			 * names of a stack and project only place the URNs it builds) */
@@ -187,6 +165,36 @@ static void validate_one(vrun *v, const char *path, st_store *store, const char 
 				err.message, where);
 	}
 	report(v, shown, &p, nres, kind);
+	st_problems_clear(&p);
+	cli_state_done(s);
+}
+
+/* A stack of a backend, read through the backend (its store may have no local path). */
+static void validate_stack(vrun *v, st_backend *b, const char *stack, const char *shown)
+{
+	st_problems p = {0};
+	st_error err;
+	st_state *s = NULL;
+	st_load_opts lo = ST_LOAD_OPTS_INIT;
+	long long nres = -1;
+	int rc;
+
+	st_error_clear(&err);
+	lo.max_size = v->max_size;
+	lo.threads = cli_threads;
+	rc = st_backend_load(b, stack, &lo, &s, &err);
+	if (rc == ST_OK) {
+		nres = (long long)json_array_size(st_state_resources(s, 0));
+		rc = st_validate(s, &v->vo, &p, &err);
+	}
+	if (rc != ST_OK) {
+		char where[64] = "";
+		if (err.line)
+			snprintf(where, sizeof(where), " (line %d, column %d)", err.line, err.column);
+		st_problems_add(&p, ST_SEV_ERROR, load_rule(rc), err.pointer, NULL, "%s%s",
+				err.message, where);
+	}
+	report(v, shown, &p, nres, "state");
 	st_problems_clear(&p);
 	cli_state_done(s);
 }
@@ -291,21 +299,11 @@ int cmd_validate(int argc, char **argv)
 		v.files = json_array();
 	if (optind < argc) {
 		for (int i = optind; i < argc; i++)
-			validate_one(&v, argv[i], NULL, NULL,
-				     strcmp(argv[i], "-") ? argv[i] : "<stdin>");
+			validate_one(&v, argv[i], strcmp(argv[i], "-") ? argv[i] : "<stdin>");
 	} else if (t.stack) {
-		char *key = NULL;
 		if ((rc = cli_target_resolve(&t, "validate", 1)) != EXIT_OK)
 			goto out;
-		if (!t.path && t.backend &&
-		    st_backend_stack_key(t.backend, t.qname, &key, NULL, &err) != ST_OK) {
-			cli_error(&err);
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		validate_one(&v, t.path, t.backend ? st_backend_store(t.backend) : NULL, key,
-			     t.stack);
-		free(key);
+		validate_stack(&v, t.backend, t.qname, t.stack);
 	} else {
 		st_backend *b = NULL;
 		st_stack_info *infos = NULL;
@@ -318,8 +316,7 @@ int cmd_validate(int argc, char **argv)
 			goto out;
 		}
 		for (size_t i = 0; i < n; i++)
-			validate_one(&v, infos[i].path, st_backend_store(b), infos[i].key,
-				     infos[i].qname);
+			validate_stack(&v, b, infos[i].qname, infos[i].qname);
 		if (!v.json)
 			fprintf(stderr, "%zu stack%s checked: %zu error%s, %zu warning%s\n", n,
 				n == 1 ? "" : "s", v.errors, v.errors == 1 ? "" : "s", v.warnings,

@@ -180,8 +180,7 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 	if (write && mo->after_save && (rc = mo->after_save(arg)) != EXIT_OK)
 		goto out;
 	if (mo->json) {
-		print_json_summary(mo->cmd, mo->dry_run, write, &ch, &d,
-				   t->path ? t->path : t->qname);
+		print_json_summary(mo->cmd, mo->dry_run, write, &ch, &d, cli_target_where(t));
 	} else {
 		if (mo->dry_run && ch.count)
 			printf("Planned changes:\n");

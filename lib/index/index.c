@@ -643,26 +643,6 @@ static int remove_stack(st_index *ix, const char *qname)
 	return exec(ix, "COMMIT", NULL) ? -1 : 0;
 }
 
-static int file_sha(const char *path, char out[65])
-{
-	unsigned char buf[1 << 16], h[crypto_hash_sha256_BYTES];
-	crypto_hash_sha256_state st;
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	crypto_hash_sha256_init(&st);
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		crypto_hash_sha256_update(&st, buf, (unsigned long long)n);
-	close(fd);
-	if (n < 0)
-		return -1;
-	crypto_hash_sha256_final(&st, h);
-	sodium_bin2hex(out, 65, h, sizeof(h));
-	return 0;
-}
-
 /* A stack that cannot be indexed: a failure of its own, its rows dropped. */
 static int stack_failed(st_index *ix, const char *qname, st_index_stats *stats,
 			st_problems *failures, const char *rule, const char *msg, st_error *err)
@@ -673,81 +653,6 @@ static int stack_failed(st_index *ix, const char *qname, st_index_stats *stats,
 	if (remove_stack(ix, qname) != 0)
 		return sql_err(ix, err, "cannot remove a stack");
 	return ST_OK;
-}
-
-/* Indexes one stack file unless unchanged. ST_OK, also when the stack failed (reported in
- * `failures`); another code (err set) when the update cannot go on: out of memory, an index
- * that cannot be written. */
-static int update_one(st_index *ix, const char *qname, const char *path, st_index_stats *stats,
-		      st_problems *failures, st_error *err)
-{
-	struct stat sb;
-	sqlite3_stmt *q;
-	long long size, mt, osize = -2, omt = -2;
-	char sha[65] = "", osha[65] = "", msg[2600];
-	st_state *s = NULL;
-	st_error lerr;
-	int rc;
-
-	st_error_clear(&lerr);
-	if (!path || stat(path, &sb) < 0) {
-		snprintf(msg, sizeof(msg), "%s: cannot read '%s'", qname, path ? path : "(no file)");
-		return stack_failed(ix, qname, stats, failures, "index/unreadable", msg, err);
-	}
-	size = sb.st_size;
-	mt = (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
-	if ((rc = sqlite3_prepare_v2(ix->db, "SELECT size, mtime_ns, sha256, path FROM stacks "
-					 "WHERE qname=?", -1, &q, NULL)) != SQLITE_OK)
-		return sql_err(ix, err, "cannot read the index");
-	bind_text(q, 1, qname);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		const char *p = (const char *)sqlite3_column_text(q, 3);
-		if (p && !strcmp(p, path)) {
-			osize = sqlite3_column_int64(q, 0);
-			omt = sqlite3_column_int64(q, 1);
-			if (sqlite3_column_text(q, 2))
-				snprintf(osha, sizeof(osha), "%s", sqlite3_column_text(q, 2));
-		}
-	}
-	sqlite3_finalize(q);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return sql_err(ix, err, "cannot read the index");
-	if (osize == size && omt == mt) {
-		stats->unchanged++;
-		return ST_OK;
-	}
-	if (file_sha(path, sha) == 0 && osha[0] && !strcmp(sha, osha) && osize == size) {
-		/* touched, not changed */
-		char *sql = sqlite3_mprintf("UPDATE stacks SET mtime_ns=%lld WHERE qname=%Q", mt, qname);
-		rc = sql ? exec(ix, sql, err) : st__err(err, ST_ENOMEM, "out of memory");
-		sqlite3_free(sql);
-		if (rc == ST_OK)
-			stats->unchanged++;
-		return rc;
-	}
-	if ((rc = st_state_load_file(&s, path, NULL, &lerr)) != ST_OK) {
-		if (rc == ST_ENOMEM)
-			return st__err_copy(err, &lerr);
-		snprintf(msg, sizeof(msg), "%s: %s; its rows were removed from the index", qname,
-			 lerr.message);
-		return stack_failed(ix, qname, stats, failures, "index/unreadable", msg, err);
-	}
-	rc = write_stack(ix, qname, path, s, size, mt, sha[0] ? sha : NULL, NULL, &lerr);
-	if (rc == ST_OK) {
-		stats->parsed++;
-		stats->resources += json_array_size(st_state_resources(s, 0));
-	} else if (rc == ST_ENOMEM) {
-		st__err_copy(err, &lerr);
-	} else {
-		stats->failed++;
-		rc = st_problems_add(failures, ST_SEV_ERROR, "index/write", "", NULL, "%s: %s",
-				     qname, lerr.message) == ST_OK
-			     ? ST_OK
-			     : st__err(err, ST_ENOMEM, "out of memory");
-	}
-	st_state_free(s);
-	return rc;
 }
 
 /* What the index holds of a stack: -2 where it has nothing (or the stack was elsewhere). */
@@ -796,10 +701,13 @@ static int load_object(st_state **out, const char *data, size_t len, const char 
 	return rc;
 }
 
-/* Indexes one stack of a store (s3://, azblob://...) unless unchanged; returns as update_one.
- * The listing's size, time and tag decide without a download (a time of whole seconds, as
- * Azure's, cannot tell two writes within one second apart: the tag can); a changed listing
- * downloads the object, and the same bytes (SHA-256) only update what the index knows of it. */
+/* Indexes one stack's object unless unchanged (a backend's stack in any store, the file store
+ * included, or a file named by its path in the file store of its directory). ST_OK, also when
+ * the stack failed (reported in `failures`); another code (err set) when the update cannot go
+ * on: out of memory, an index that cannot be written. The listing's size, time and tag decide
+ * without a read (a time of whole seconds, as Azure's, cannot tell two writes within one
+ * second apart: the tag can); a changed listing reads the object, and the same bytes (SHA-256)
+ * only update what the index knows of it. */
 static int update_one_store(st_index *ix, st_store *store, const st_stack_info *in,
 			    st_index_stats *stats, st_problems *failures, st_error *err)
 {
@@ -866,6 +774,40 @@ out:
 	return rc;
 }
 
+/* A file named by its path: an object of the file store of its directory. */
+static int update_file(st_index *ix, const char *path, st_index_stats *stats,
+		       st_problems *failures, st_error *err)
+{
+	st_stack_info in;
+	st_store_info si;
+	st_store *fs = NULL;
+	char *key = NULL, msg[2600];
+	st_error lerr;
+	int rc;
+
+	memset(&in, 0, sizeof(in));
+	st_error_clear(&lerr);
+	if ((rc = st_store_open_file(&fs, &key, path, &lerr)) == ST_OK)
+		rc = st_store_stat(fs, key, &si, &lerr);
+	if (rc == ST_OK) {
+		in.qname = (char *)path;
+		in.key = key;
+		in.size = si.size;
+		in.mtime_ns = si.mtime_ns;
+		memcpy(in.etag, si.etag, sizeof(in.etag));
+		rc = update_one_store(ix, fs, &in, stats, failures, err);
+	} else if (rc == ST_ENOMEM) {
+		rc = st__err_copy(err, &lerr);
+	} else {
+		snprintf(msg, sizeof(msg), "%s: %s; its rows were removed from the index", path,
+			 lerr.message);
+		rc = stack_failed(ix, path, stats, failures, "index/unreadable", msg, err);
+	}
+	free(key);
+	st_store_free(fs);
+	return rc;
+}
+
 /* Drops stacks not in `keep` (qnames). */
 static int prune(st_index *ix, st_strmap *keep, st_index_stats *stats, st_error *err)
 {
@@ -929,12 +871,13 @@ static int update_many(st_index *ix, const st_stack_info *infos, st_store *store
 			rc = st__err(err, ST_ENOMEM, "out of memory");
 			break;
 		}
-		if (infos && !infos[i].path && infos[i].key && store)
+		/* through the store only: a backend's stack from its listing, a file from the
+		 * file store of its directory */
+		if (infos)
 			rc = update_one_store(ix, store, &infos[i], stats,
 					      failures ? failures : &nowhere, err);
 		else
-			rc = update_one(ix, qname, infos ? infos[i].path : paths[i], stats,
-					failures ? failures : &nowhere, err);
+			rc = update_file(ix, paths[i], stats, failures ? failures : &nowhere, err);
 		if (rc == ST_OK && progress)
 			progress(pctx, i + 1, n, stats->resources);
 	}
@@ -954,6 +897,9 @@ int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn pr
 	size_t n = 0;
 	int rc = writable(ix, err);
 
+	if (rc == ST_OK && !st_backend_store(b))
+		rc = st__err(err, ST_EUNSUPPORTED, "backend '%s' keeps its stacks in no store: "
+						   "nothing to index", st_backend_url(b));
 	if (rc == ST_OK)
 		rc = st_backend_list(b, &infos, &n, err);
 	if (rc == ST_OK)

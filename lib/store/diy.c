@@ -321,16 +321,6 @@ int st_backend_project_mode(const st_backend *b)
 	return d ? d->project_mode : 0;
 }
 
-char *st__store_where(const st_store *s, const char *key)
-{
-	char *p = st__store_local_path(s, key);
-	if (p)
-		return p;
-	/* URL/key, the key before the URL's query (azblob://c/KEY?domain=...) */
-	const char *u = st_store_url(s);
-	size_t n = strcspn(u, "?");
-	return st_asprintf("%.*s%s%s%s", (int)n, u, n && u[n - 1] == '/' ? "" : "/", key, u + n);
-}
 
 /* ---- names ---- */
 
@@ -672,6 +662,10 @@ static int diy_resolve(st_backend *bb, const char *ref, char **qname, int *exist
 		return st__err(err, ST_ENOMEM, "out of memory");
 	}
 	rc = find_object(b, base, &key, NULL, err);
+	/* a stack whose object is a symbolic link in a local backend is refused here, before
+	 * anything (a lock) is written for it */
+	if (rc == ST_OK && key)
+		rc = st__store_file_check(b->store, key, err);
 	if (exists)
 		*exists = key != NULL;
 	free(key);
@@ -741,6 +735,55 @@ int st_backend_stack_path(st_backend *bb, const char *ref, char **path, int *exi
 	free(base);
 	free(k);
 	return *path ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
+}
+
+int st_backend_stack_target(st_backend *bb, const char *ref, st_state *state, char **key,
+			    char **old_key, st_error *err)
+{
+	diy_backend *b = as_diy(bb);
+	char *base = NULL, *old = NULL;
+	st_compression c;
+	int set, rc;
+
+	*key = NULL;
+	*old_key = NULL;
+	if (!b)
+		return st__err(err, ST_EUNSUPPORTED, "backend '%s' is no DIY backend", bb->url);
+	if ((rc = env_compression(&c, &set, err)) != ST_OK ||
+	    (rc = diy_object(b, ref, &base, &old, NULL, err)) != ST_OK)
+		return rc;
+	if (!set)
+		c = state->compression; /* nothing asked: the stack keeps its compression */
+	if (!(*key = st_asprintf("%s.json%s", base, comp_ext(c))))
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+	else
+		state->compression = c;
+	if (rc == ST_OK && old && strcmp(old, *key)) {
+		*old_key = old;
+		old = NULL;
+	}
+	free(base);
+	free(old);
+	return rc;
+}
+
+int st__diy_stack_prefix(st_backend *bb, const char *ref, char **prefix, st_error *err)
+{
+	diy_backend *b = as_diy(bb);
+	char *project = NULL, *stack = NULL, *base;
+	int rc;
+
+	*prefix = NULL;
+	if (!b)
+		return st__err(err, ST_EUNSUPPORTED, "backend '%s' is no DIY backend", bb->url);
+	if ((rc = diy_split(b, ref, &project, &stack, err)) != ST_OK)
+		return rc;
+	base = stack_base(project, stack);
+	free(project);
+	free(stack);
+	*prefix = base ? st_asprintf("%s.json", base) : NULL;
+	free(base);
+	return *prefix ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
 }
 
 /* ---- loading and saving ---- */

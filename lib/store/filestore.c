@@ -534,6 +534,46 @@ static int fs_list(st_store *s, const char *prefix, unsigned flags, st_store_ent
 	return ST_OK;
 }
 
+/* The journal's install: the staged file renamed over the target, which keeps its mode. */
+static int fs_rename(st_store *s, const char *src, const char *dst, st_error *err)
+{
+	file_store *fs = (file_store *)s;
+	char *from = full_path(fs, src), *to = full_path(fs, dst), *dir = NULL;
+	struct stat sb;
+	int rc = ST_OK;
+
+	if (!from || !to || !(dir = st_path_dirname(to))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = check_links(fs, src, 1, err)) != ST_OK ||
+	    (rc = check_links(fs, dst, 0, err)) != ST_OK)
+		goto out;
+	if (st_path_is_symlink(to)) {
+		st__err_file(err, to);
+		rc = st__err(err, ST_EREFUSED,
+			     "refusing to write '%s': it is a symbolic link (statetool never writes "
+			     "through a link; give the link's target instead)",
+			     to);
+		goto out;
+	}
+	if (stat(to, &sb) == 0 && S_ISREG(sb.st_mode))
+		chmod(from, sb.st_mode & 07777);
+	if (rename(from, to) < 0) {
+		int e = errno;
+		st__err_file(err, to);
+		rc = st__err(err, e == ENOENT ? ST_ENOTFOUND : ST_EIO, "cannot replace '%s': %s", to,
+			     strerror(e));
+		goto out;
+	}
+	fsync_dir(dir);
+out:
+	free(from);
+	free(to);
+	free(dir);
+	return rc;
+}
+
 static void fs_free(st_store *s)
 {
 	file_store *fs = (file_store *)s;
@@ -543,8 +583,9 @@ static void fs_free(st_store *s)
 }
 
 static const st_store_ops file_ops = {
-	"file",         fs_read,     fs_stat,  fs_write_begin, fs_write_chunk, fs_write_finish,
-	fs_write_commit, fs_write_abort, fs_list, fs_remove,   fs_copy,        fs_free,
+	"file",          fs_read,        fs_stat, fs_write_begin, fs_write_chunk, fs_write_finish,
+	fs_write_commit, fs_write_abort, fs_list, fs_remove,      fs_copy,        fs_free,
+	fs_rename,
 };
 
 static int make_store(st_store **out, const char *root, const char *url, int strict,
@@ -635,4 +676,24 @@ int st__store_file_check(const st_store *s, const char *key, st_error *err)
 int st_store_open_file(st_store **out, char **key, const char *path, st_error *err)
 {
 	return st__store_for_path(out, key, path, err);
+}
+
+char *st__store_locator(const st_store *s)
+{
+	const file_store *fs = (const file_store *)s;
+	char real[PATH_MAX];
+
+	if (s->ops != &file_ops)
+		return st_strdup(s->url);
+	if (!realpath(*fs->root ? fs->root : ".", real)) {
+		/* gone meanwhile: as it was named (a comparison then simply fails to match) */
+		size_t n = strlen(fs->root);
+		return st_asprintf("file://%.*s", (int)(n > 1 ? n - 1 : n), fs->root);
+	}
+	return st_asprintf("file://%s", real);
+}
+
+int st__store_threadsafe(const st_store *s)
+{
+	return s->ops == &file_ops;
 }

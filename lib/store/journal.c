@@ -1,19 +1,28 @@
 /*
- * Two files replaced as one (for `move`). Steps, each a crash point (st__crash_point("pair", N);
- * the CLI's STATETOOL_CRASH_AT=pair:N kills there):
- *   1. the new bytes of A written beside it as <A>.statetool-new, synced
- *   2. the same for B
- *   3. the journal (both paths, BLAKE2b-256 of old and new bytes) written as <A>.statetool-journal,
- *      synced, directory synced
- *   4. the same journal as <B>.statetool-journal: from here on the operation is committed
- *   5. A replaced (old kept as <A>.bak)
- *   6. B replaced (old kept as <B>.bak)
- *   7. both journals removed
- * Recovery (st_journal_recover) rolls forward: a file still holding its old bytes gets its
- * staged new version. Before step 4 completes, only one journal or none exists and nothing has
- * been replaced, so rolling forward is still exactly the operation that was asked for.
+ * Two stacks (or files) replaced as one operation (`move`), on any stores: doc/DESIGN.md, "The
+ * two-stack journal". Each side is (store, key); its current version may sit under another key
+ * (old_key: a change of compression). Steps, each a crash point
+ * (st__crash_point("pair", N); the CLI's STATETOOL_CRASH_AT=pair:N kills there):
+ *   1, 2. the new version of each side staged under <key>.statetool-new in its own store
+ *         (both points after both are staged: they are written side by side)
+ *   3. the journal written in A's store as <old key>.statetool-journal: version 3 names both
+ *      sides by store URL and key, with the BLAKE2b-256 of the old and new bytes and the staged
+ *      key
+ *   4. the same journal beside B: from here on the operation is committed
+ *   5. A installed: its current object kept as .bak, the staged object renamed over the key (a
+ *      store's rename: the file store's rename(2), else a copy and a delete); an old object
+ *      under another key is kept as its .bak and removed
+ *   6. B installed
+ *   7. A's journal removed; then B's
+ * Recovery (st_journal_recover_key, st_backend_recover) reads a journal beside either side,
+ * opens the other side's store from the URL in it and rolls forward: a side still holding its
+ * old bytes gets its staged version. Before step 4 completes, only one journal or none exists
+ * and nothing has been replaced, so rolling forward is still exactly the operation that was
+ * asked for. Nothing depends on a rename across stores: only on a write (or a copy) replacing
+ * an object whole. Journals of version 2 (BLAKE2b-256) and 1 (SHA-256), which name local files
+ * by absolute path, are still recovered.
  */
-#include "internal.h"
+#include "store_impl.h"
 
 #include <sodium.h>
 
@@ -30,11 +39,38 @@
 
 #define JOURNAL_SUFFIX ".statetool-journal"
 #define STAGED_SUFFIX ".statetool-new"
+#define JOURNAL_VERSION 3
 
-/* Journals of version 2 name files by BLAKE2b-256 (three times faster than SHA-256 here, and
- * the journal hashes every byte of both stacks twice); version 1 journals, SHA-256, are still
- * recovered. */
-#define JOURNAL_VERSION 2
+/* One side of the operation, as the writer and the recovery see it. */
+typedef struct jside {
+	st_store *store; /* borrowed, or owned (opened from the journal's URL) */
+	int owns;
+	char *url;                         /* the store's locator */
+	char *key, *old_key, *staged, *journal; /* old_key: where the current version is */
+	char old_hex[65], new_hex[65];
+	int old_exists;
+	/* the new version while writing: a state streamed, or bytes (a compressed state) */
+	st_state *state;
+	char *data;
+	size_t len;
+	crypto_generichash_state h;
+	st__wcfg cfg; /* the writer's thread choices */
+	int hrc; /* hashing the old object */
+	st_error herr;
+} jside;
+
+static void jside_free(jside *sd)
+{
+	if (sd->owns)
+		st_store_free(sd->store);
+	free(sd->url);
+	free(sd->key);
+	free(sd->old_key);
+	free(sd->staged);
+	free(sd->journal);
+	free(sd->data);
+	memset(sd, 0, sizeof(*sd));
+}
 
 static void hash_hex(int v1, const void *data, size_t len, char out[65])
 {
@@ -47,127 +83,181 @@ static void hash_hex(int v1, const void *data, size_t len, char out[65])
 	sodium_bin2hex(out, 65, h, sizeof(h));
 }
 
-static int hash_of_file(int v1, const char *path, char out[65], int *exists)
+/* A local file hashed where it lies: mapped, not read, so a whole stack is not copied into
+ * fresh memory. 1 when done, 0 when the file store cannot say (then the store reads it). */
+static int hash_local(int v1, const char *path, char out[65], int *exists, int *rc)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	struct stat sb;
 	void *map;
-	*exists = 0;
-	out[0] = '\0';
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -1;
-	if (fstat(fd, &sb) < 0) {
-		close(fd);
-		return -1;
+
+	*rc = ST_OK;
+	if (fd < 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			return 0;
+		*exists = 0;
+		return 1;
 	}
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	*exists = 1;
 	if (sb.st_size == 0) {
 		close(fd);
 		hash_hex(v1, "", 0, out);
-		*exists = 1;
-		return 0;
+		return 1;
 	}
-	/* mapped, not read: a whole stack is hashed without copying it into fresh memory */
 	map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED)
-		return -1;
+		return 0;
 	hash_hex(v1, map, (size_t)sb.st_size, out);
 	munmap(map, (size_t)sb.st_size);
-	*exists = 1;
-	return 0;
+	return 1;
 }
 
-/* What a staged file holds: bytes, or a state written straight to the file (uncompressed),
- * hashed as it goes. */
-typedef struct side {
-	const char *path; /* absolute */
-	const void *data;
-	size_t len;
-	st_state *state; /* instead of data */
-	char old_hex[65], new_hex[65];
-	int exists, rc;
-	crypto_generichash_state h; /* while streaming */
-} side;
-
-static void hash_chunk(void *ctx, const char *p, size_t n)
+/* The hash of an object as stored (*exists 0 and out "" when there is none). */
+static int hash_object(int v1, st_store *s, const char *key, char out[65], int *exists,
+		       st_error *err)
 {
-	crypto_generichash_update(ctx, (const unsigned char *)p, n);
+	char *path = st__store_local_path(s, key), *data = NULL;
+	size_t len = 0;
+	int rc = ST_OK;
+
+	out[0] = '\0';
+	*exists = 0;
+	if (path && (rc = st__store_file_check(s, key, err)) == ST_OK &&
+	    hash_local(v1, path, out, exists, &rc)) {
+		free(path);
+		return rc;
+	}
+	free(path);
+	if (rc != ST_OK)
+		return rc;
+	rc = st_store_read(s, key, 0, &data, &len, NULL, err);
+	if (rc == ST_ENOTFOUND) {
+		if (err)
+			st_error_clear(err);
+		return ST_OK;
+	}
+	if (rc == ST_OK) {
+		*exists = 1;
+		hash_hex(v1, data, len, out);
+	}
+	free(data);
+	return rc;
 }
 
-static void *old_hash_main(void *arg)
+static char *where(const jside *sd, const char *key)
 {
-	side *sd = arg;
-	sd->rc = hash_of_file(0, sd->path, sd->old_hex, &sd->exists);
-	return NULL;
+	char *w = st__store_where(sd->store, key);
+	return w ? w : st_strdup(key);
 }
 
-/* Writes `sd` (or, with sd NULL, the bytes data/len) to path and syncs the file and its
- * directory. A state's text is hashed into sd->new_hex as it is written, by a writer on this
- * thread alone when `one_thread` (the caller keeps the other processor busy). */
-static int write_synced_side(const char *path, side *sd, const void *data, size_t len,
-			     int one_thread, st_error *err)
+/* ---- writing ---- */
+
+static int dump_for_store(st_state *s, char **out, size_t *len, st_error *err)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return st__err(err, ST_EIO, "cannot write '%s': %s", path, strerror(errno));
-	if (sd && sd->state) {
-		unsigned char h[32];
-		int rc;
-		crypto_generichash_init(&sd->h, NULL, 0, sizeof(h));
-		st__wcfg wc = {one_thread ? 1 : 0, NULL, NULL, NULL};
-		rc = st__state_stream(sd->state, fd, hash_chunk, &sd->h, &wc, err);
-		if (rc) {
-			int e = errno;
-			close(fd);
-			unlink(path);
-			if (rc == ST_EIO)
-				return st__err(err, ST_EIO, "cannot write '%s': %s", path, strerror(e));
+	char *data;
+	size_t n;
+	int rc = st_state_dump(s, NULL, &data, &n, err);
+	if (rc)
+		return rc;
+	rc = st__compress_bytes(st_state_compression(s), data, n, out, len, err);
+	free(data);
+	return rc;
+}
+
+/* Names a side's objects and prepares its new bytes (a compressed state is compressed here,
+ * a plain one is streamed later). */
+static int side_prepare(jside *sd, const st_pair_side *in, st_error *err)
+{
+	const char *old = in->old_key ? in->old_key : in->key;
+	int rc;
+
+	memset(sd, 0, sizeof(*sd));
+	sd->store = in->store;
+	if (!in->store || !in->key || !in->state)
+		return st__err(err, ST_EINVAL, "a side of a two-stack operation needs a store, a "
+					       "key and a state");
+	if (!st_store_key_valid(in->key) || !st_store_key_valid(old))
+		return st__err(err, ST_EINVAL, "invalid key '%s'", in->key);
+	if (!(sd->url = st__store_locator(in->store)) || !(sd->key = st_strdup(in->key)) ||
+	    !(sd->old_key = st_strdup(old)) ||
+	    !(sd->staged = st_asprintf("%s" STAGED_SUFFIX, in->key)) ||
+	    !(sd->journal = st_asprintf("%s" JOURNAL_SUFFIX, old)))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	st_state_fix_magic(in->state);
+	if (st_state_compression(in->state) == ST_COMPRESS_NONE) {
+		sd->state = in->state;
+		return ST_OK;
+	}
+	if ((rc = dump_for_store(in->state, &sd->data, &sd->len, err)) != ST_OK)
+		return rc;
+	return ST_OK;
+}
+
+/* Refuses what must not be written before anything is: a symbolic link where a side's file
+ * is (the file store refuses it too, but only when it installs, after the commit point). */
+static int side_check(jside *sd, st_error *err)
+{
+	const char *keys[2] = {sd->key, sd->old_key};
+	int rc;
+
+	for (int i = 0; i < 2; i++) {
+		char *p = st__store_local_path(sd->store, keys[i]);
+		int link = p && st_path_is_symlink(p);
+		free(p);
+		if (link)
+			return st__err(err, ST_EREFUSED, "refusing to write through a symbolic link");
+		if ((rc = st__store_file_check(sd->store, keys[i], err)) != ST_OK)
 			return rc;
-		}
-		crypto_generichash_final(&sd->h, h, sizeof(h));
-		sodium_bin2hex(sd->new_hex, sizeof(sd->new_hex), h, sizeof(h));
-	} else {
-		if (sd) {
-			data = sd->data;
-			len = sd->len;
-			hash_hex(0, data, len, sd->new_hex);
-		}
-		if (st__write_full(fd, data, len) < 0) {
-			int e = errno;
-			close(fd);
-			unlink(path);
-			return st__err(err, ST_EIO, "cannot write '%s': %s", path, strerror(e));
-		}
-	}
-	if (fsync(fd) < 0) {
-		int e = errno;
-		close(fd);
-		unlink(path);
-		return st__err(err, ST_EIO, "cannot sync '%s': %s", path, strerror(e));
-	}
-	close(fd);
-	char *dir = st_path_dirname(path);
-	if (dir) {
-		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0) {
-			fsync(dfd);
-			close(dfd);
-		}
-		free(dir);
 	}
 	return ST_OK;
 }
 
-static int write_synced(const char *path, const void *data, size_t len, st_error *err)
+static void hash_chunk(void *ctx, const void *p, size_t n)
 {
-	return write_synced_side(path, NULL, data, len, 0, err);
+	crypto_generichash_update(ctx, (const unsigned char *)p, n);
 }
 
-/* A staged file written on a thread of its own (its writer on that one thread: the other
- * staged file and the old files' hashes keep the other processor busy). */
+static int fill_side(void *ctx, st_store_writer *w, st_error *err)
+{
+	jside *sd = ctx;
+	if (sd->state)
+		return st__state_stream_to(sd->state, w, &sd->cfg, err);
+	return st_store_writer_write(w, sd->data, sd->len, err);
+}
+
+/* Writes the staged object, hashing its bytes as they go; its writer on this thread alone
+ * when `one_thread` (the caller keeps the other processor busy). */
+static int stage(jside *sd, int one_thread, st_error *err)
+{
+	unsigned char h[32];
+	int rc;
+
+	sd->cfg.threads = one_thread ? 1 : 0;
+	crypto_generichash_init(&sd->h, NULL, 0, sizeof(h));
+	rc = st__store_write_tap(sd->store, sd->staged, fill_side, sd, NULL, NULL, hash_chunk,
+				 &sd->h, err);
+	if (rc)
+		return rc;
+	crypto_generichash_final(&sd->h, h, sizeof(h));
+	sodium_bin2hex(sd->new_hex, sizeof(sd->new_hex), h, sizeof(h));
+	return ST_OK;
+}
+
+static void old_hash(jside *sd)
+{
+	st_error_clear(&sd->herr);
+	sd->hrc = hash_object(0, sd->store, sd->old_key, sd->old_hex, &sd->old_exists, &sd->herr);
+}
+
+/* A staged object written on a thread of its own (its writer on that one thread: the other
+ * staged object and the old objects' hashes keep the other processor busy). */
 typedef struct stage_job {
-	const char *path;
-	side *sd;
+	jside *sd;
 	st_error err;
 	int rc;
 } stage_job;
@@ -175,314 +265,564 @@ typedef struct stage_job {
 static void *stage_main(void *arg)
 {
 	stage_job *j = arg;
-	j->rc = write_synced_side(j->path, j->sd, NULL, 0, 1, &j->err);
+	j->rc = stage(j->sd, 1, &j->err);
 	return NULL;
 }
 
 static void *old_hashes_main(void *arg)
 {
-	side **both = arg;
-	old_hash_main(both[0]);
-	old_hash_main(both[1]);
+	jside **both = arg;
+	old_hash(both[0]);
+	old_hash(both[1]);
 	return NULL;
 }
 
-static char *absolute(const char *path)
+/* Both staged, the old objects hashed. On stores that take several threads (files), the old
+ * objects are hashed on one thread while the two staged objects are written, each on a thread
+ * of its own; else one after the other. */
+static int stage_both(jside *A, jside *B, st_error *err)
 {
-	char buf[4096];
-	if (path[0] == '/')
-		return st_strdup(path);
-	if (!getcwd(buf, sizeof(buf)))
-		return st_strdup(path);
-	return st_asprintf("%s/%s", buf, path);
-}
+	pthread_t hth, sth;
+	jside *both[2] = {A, B};
+	stage_job jb = {B, {0}, ST_OK};
+	int hashing = 0, staging = 0, rc, rc_b = ST_OK;
 
-/* Keeps the current file as .bak (hard link, else copy) and renames the staged file over it. */
-static int install(const char *path, const char *staged, st_error *err)
-{
-	char *bak = st_asprintf("%s.bak", path), *tmp = st_asprintf("%s.statetool-bak", path);
-	struct stat sb;
-	int rc = ST_OK;
-	if (!bak || !tmp) {
-		free(bak);
-		free(tmp);
-		return st__err(err, ST_ENOMEM, "out of memory");
+	st_error_clear(&jb.err);
+	if (st__threads_ok() && st__store_threadsafe(A->store) &&
+	    st__store_threadsafe(B->store)) {
+		hashing = pthread_create(&hth, NULL, old_hashes_main, both) == 0;
+		staging = pthread_create(&sth, NULL, stage_main, &jb) == 0;
 	}
-	if (stat(path, &sb) == 0) {
-		unlink(tmp);
-		if (link(path, tmp) == 0)
-			rename(tmp, bak);
-		chmod(staged, sb.st_mode & 07777);
+	if (!hashing)
+		old_hashes_main(both);
+	rc = stage(A, staging, err);
+	if (staging) {
+		pthread_join(sth, NULL);
+		rc_b = jb.rc;
+	} else if (rc == ST_OK) {
+		rc_b = stage(B, 0, &jb.err);
 	}
-	if (rename(staged, path) < 0)
-		rc = st__err(err, ST_EIO, "cannot replace '%s': %s", path, strerror(errno));
-	free(bak);
-	free(tmp);
+	if (hashing)
+		pthread_join(hth, NULL);
+	if (rc == ST_OK && rc_b != ST_OK) {
+		if (err)
+			*err = jb.err;
+		rc = rc_b;
+	}
+	for (int i = 0; rc == ST_OK && i < 2; i++)
+		if (both[i]->hrc != ST_OK) {
+			if (err)
+				*err = both[i]->herr;
+			rc = both[i]->hrc;
+		}
 	return rc;
 }
 
-/* The pair write: both staged, a journal beside each, then both installed (see statetool.h). */
-static int write_pair(const char *op, const char *path_a, side *A, const char *path_b, side *B,
-		      st_error *err)
+static json_t *side_json(const jside *sd)
 {
-	char *a = absolute(path_a), *b = absolute(path_b);
-	char *sa = NULL, *sb = NULL, *ja = NULL, *jb = NULL, *text = NULL;
-	int rc = ST_OK;
-	json_t *j = NULL;
-	size_t tlen;
-	st_style st;
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "store", sd->url, "key", sd->key,
+			      "old_hash", sd->old_exists ? sd->old_hex : "", "new_hash",
+			      sd->new_hex, "staged", sd->staged, "journal", sd->journal);
+	if (o && strcmp(sd->key, sd->old_key) &&
+	    json_object_set_new(o, "old_key", json_string(sd->old_key))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
 
-	if (!a || !b) {
+static int journal_text(const char *op, const jside *A, const jside *B, char **text,
+			size_t *len, st_error *err)
+{
+	json_t *a = side_json(A), *b = side_json(B), *j;
+	st_style st;
+	int rc;
+
+	j = a && b ? json_pack("{s:i,s:s,s:s,s:[oo]}", "statetool_journal", JOURNAL_VERSION,
+			       "hash", "blake2b-256", "operation", op, "sides", a, b)
+		   : NULL;
+	if (!j) {
+		if (!a || !b) {
+			json_decref(a);
+			json_decref(b);
+		}
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	st_style_checkpoint(&st);
+	rc = st_json_dump(j, &st, text, len, err);
+	json_decref(j);
+	return rc;
+}
+
+/* Keeps the current object(s) as .bak and puts the staged object in place. */
+static int install(jside *sd, st_error *err)
+{
+	int moved = strcmp(sd->key, sd->old_key) != 0;
+	char *bak = st_asprintf("%s.bak", sd->key);
+	char *oldbak = moved ? st_asprintf("%s.bak", sd->old_key) : NULL;
+	int rc = ST_OK;
+
+	if (!bak || (moved && !oldbak))
 		rc = st__err(err, ST_ENOMEM, "out of memory");
-		goto out;
+	if (rc == ST_OK)
+		rc = st__store_backup(sd->store, sd->key, bak, err);
+	if (rc == ST_OK && moved)
+		rc = st__store_backup(sd->store, sd->old_key, oldbak, err);
+	if (rc == ST_OK)
+		rc = st__store_rename(sd->store, sd->staged, sd->key, err);
+	if (rc == ST_OK && moved && (rc = st_store_delete(sd->store, sd->old_key, err)) ==
+					   ST_ENOTFOUND) {
+		rc = ST_OK;
+		if (err)
+			st_error_clear(err);
 	}
-	if (!strcmp(a, b)) {
-		rc = st__err(err, ST_EINVAL, "source and destination are the same file '%s'", a);
-		goto out;
+	free(bak);
+	free(oldbak);
+	return rc;
+}
+
+static void remove_quietly(st_store *s, const char *key)
+{
+	st_store_delete(s, key, NULL);
+}
+
+/* The pair write: both staged, a journal beside each, then both installed (see the top). */
+static int write_pair(const char *op, jside *A, jside *B, st_error *err)
+{
+	char *text = NULL, *wa = NULL;
+	size_t tlen;
+	int rc;
+
+	if (!strcmp(A->url, B->url) && !strcmp(A->key, B->key)) {
+		wa = where(A, A->key);
+		rc = st__err(err, ST_EINVAL, "source and destination are the same file '%s'",
+			     wa ? wa : A->key);
+		free(wa);
+		return rc;
 	}
-	if (st_path_is_symlink(a) || st_path_is_symlink(b)) {
-		rc = st__err(err, ST_EREFUSED, "refusing to write through a symbolic link");
-		goto out;
-	}
-	sa = st_asprintf("%s" STAGED_SUFFIX, a);
-	sb = st_asprintf("%s" STAGED_SUFFIX, b);
-	ja = st_asprintf("%s" JOURNAL_SUFFIX, a);
-	jb = st_asprintf("%s" JOURNAL_SUFFIX, b);
-	if (!sa || !sb || !ja || !jb) {
-		rc = st__err(err, ST_ENOMEM, "out of memory");
-		goto out;
-	}
-	A->path = a;
-	B->path = b;
-	{
-		/* The old files hashed on one thread while the two staged files are written, each
-		 * on a thread of its own (one after the other without threads). */
-		pthread_t hth, sth;
-		side *both[2] = {A, B};
-		stage_job job_b = {sb, B, {0}, ST_OK};
-		int hashing = 0, staging = 0, rc_b = ST_OK;
-		st_error_clear(&job_b.err);
-		if (st__threads_ok()) {
-			hashing = pthread_create(&hth, NULL, old_hashes_main, both) == 0;
-			staging = pthread_create(&sth, NULL, stage_main, &job_b) == 0;
-		}
-		if (!hashing)
-			old_hashes_main(both);
-		rc = write_synced_side(sa, A, NULL, 0, staging, err);
-		if (staging) {
-			pthread_join(sth, NULL);
-			rc_b = job_b.rc;
-		} else if (rc == ST_OK) {
-			rc_b = write_synced_side(sb, B, NULL, 0, 0, &job_b.err);
-		}
-		if (hashing)
-			pthread_join(hth, NULL);
-		if (rc == ST_OK && rc_b != ST_OK) {
-			if (err)
-				*err = job_b.err;
-			rc = rc_b;
-		}
-		if (rc == ST_OK && (A->rc < 0 || B->rc < 0))
-			rc = st__err(err, ST_EIO, "cannot read '%s' or '%s'", a, b);
-		if (rc != ST_OK)
-			goto out_unstage; /* (a failed write removed its own file already) */
-	}
-	st__phase("pair: old files hashed, both staged");
+	if ((rc = side_check(A, err)) != ST_OK || (rc = side_check(B, err)) != ST_OK)
+		return rc;
+	if ((rc = stage_both(A, B, err)) != ST_OK)
+		goto out_unstage;
+	st__phase("pair: old objects hashed, both staged");
 	st__crash_point("pair", 1);
 	st__crash_point("pair", 2);
-	j = json_pack("{s:i,s:s,s:s,s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s}]}",
-		      "statetool_journal", JOURNAL_VERSION, "hash", "blake2b-256", "operation", op,
-		      "files", "path", a, "old_hash", A->exists ? A->old_hex : "", "new_hash",
-		      A->new_hex, "staged", sa, "path", b, "old_hash", B->exists ? B->old_hex : "",
-		      "new_hash", B->new_hex, "staged", sb);
-	st_style_checkpoint(&st);
-	if (!j || st_json_dump(j, &st, &text, &tlen, err) != ST_OK) {
-		rc = err && err->code ? err->code : ST_ENOMEM;
-		goto out_unstage;
-	}
-	if ((rc = write_synced(ja, text, tlen, err)) != ST_OK)
+	if ((rc = journal_text(op, A, B, &text, &tlen, err)) != ST_OK ||
+	    (rc = st_store_write(A->store, A->journal, text, tlen, NULL, err)) != ST_OK)
 		goto out_unstage;
 	st__crash_point("pair", 3);
-	if ((rc = write_synced(jb, text, tlen, err)) != ST_OK) {
-		unlink(ja);
+	if ((rc = st_store_write(B->store, B->journal, text, tlen, NULL, err)) != ST_OK) {
+		remove_quietly(A->store, A->journal);
 		goto out_unstage;
 	}
 	st__crash_point("pair", 4);
 	/* Committed: from here on, recovery finishes the job. */
-	if ((rc = install(a, sa, err)) != ST_OK)
+	if ((rc = install(A, err)) != ST_OK)
 		goto out;
 	st__crash_point("pair", 5);
-	if ((rc = install(b, sb, err)) != ST_OK)
+	if ((rc = install(B, err)) != ST_OK)
 		goto out;
 	st__crash_point("pair", 6);
-	unlink(ja);
+	remove_quietly(A->store, A->journal);
 	st__crash_point("pair", 7);
-	unlink(jb);
-	st__phase("pair: journals written, files installed");
+	remove_quietly(B->store, B->journal);
+	st__phase("pair: journals written, objects installed");
 	goto out;
 out_unstage:
-	unlink(sa);
-	unlink(sb);
+	remove_quietly(A->store, A->staged);
+	remove_quietly(B->store, B->staged);
 out:
-	json_decref(j);
 	free(text);
-	free(a);
-	free(b);
-	free(sa);
-	free(sb);
-	free(ja);
-	free(jb);
 	return rc;
 }
 
-int st_journal_write_pair(const char *op, const char *path_a, const void *data_a, size_t len_a,
-			  const char *path_b, const void *data_b, size_t len_b, st_error *err)
+int st_journal_save(const char *op, const st_pair_side *a, const st_pair_side *b,
+		    st_error *err)
 {
-	side A, B;
-	memset(&A, 0, sizeof(A));
-	memset(&B, 0, sizeof(B));
-	A.data = data_a;
-	A.len = len_a;
-	B.data = data_b;
-	B.len = len_b;
-	return write_pair(op, path_a, &A, path_b, &B, err);
+	jside A, B;
+	int rc = side_prepare(&A, a, err);
+
+	if (rc == ST_OK)
+		rc = side_prepare(&B, b, err);
+	else
+		memset(&B, 0, sizeof(B));
+	if (rc == ST_OK)
+		rc = write_pair(op, &A, &B, err);
+	jside_free(&A);
+	jside_free(&B);
+	return rc;
 }
 
-static json_t *read_journal(const char *path)
+/* ---- reading a journal ---- */
+
+typedef struct journal {
+	json_t *doc;
+	char *where; /* of the journal read, for messages */
+	const char *op;
+	int v1; /* SHA-256 (version 1) */
+	jside side[2];
+} journal;
+
+static void journal_free(journal *j)
 {
-	char *jp = st_asprintf("%s" JOURNAL_SUFFIX, path), *text = NULL;
-	size_t len;
-	json_t *j = NULL;
-	if (jp && st_file_read(jp, 1 << 20, &text, &len, NULL, NULL) == ST_OK)
-		st_json_parse(&j, text, len, jp, NULL, NULL, NULL, NULL);
-	free(text);
-	free(jp);
-	if (j && !json_is_array(json_object_get(j, "files"))) {
-		json_decref(j);
-		j = NULL;
-	}
-	return j;
+	json_decref(j->doc);
+	free(j->where);
+	jside_free(&j->side[0]);
+	jside_free(&j->side[1]);
 }
+
+/* The store of a side: one the caller has open when its locator matches, else opened. */
+static int side_store(jside *sd, st_store *const *known, size_t nknown, st_error *err)
+{
+	for (size_t i = 0; i < nknown; i++) {
+		char *loc = known[i] ? st__store_locator(known[i]) : NULL;
+		int same = loc && !strcmp(loc, sd->url);
+		free(loc);
+		if (same) {
+			sd->store = known[i];
+			return ST_OK;
+		}
+	}
+	sd->owns = 1;
+	return st_store_open(&sd->store, sd->url, err);
+}
+
+static int sibling(const char *key, const char *of, const char *suffix)
+{
+	size_t n = strlen(of);
+	return key && !strncmp(key, of, n) && !strcmp(key + n, suffix);
+}
+
+/* A side of a version-3 journal. */
+static int parse_v3(jside *sd, json_t *f, st_error *err)
+{
+	const char *url = st_json_str(f, "store"), *key = st_json_str(f, "key");
+	const char *old = st_json_str(f, "old_key"), *staged = st_json_str(f, "staged");
+	const char *jn = st_json_str(f, "journal");
+	const char *oh = st_json_str(f, "old_hash"), *nh = st_json_str(f, "new_hash");
+
+	if (!old)
+		old = key;
+	if (!url || !key || !oh || !nh || strlen(oh) > 64 || strlen(nh) > 64 ||
+	    !st_store_key_valid(key) || !st_store_key_valid(old) ||
+	    !sibling(staged, key, STAGED_SUFFIX) || (jn && !sibling(jn, old, JOURNAL_SUFFIX)))
+		return st__err(err, ST_EFORMAT, "the journal names a side it cannot describe (a "
+						"store, a key, its staged object beside it, hashes)");
+	if (!(sd->url = st_strdup(url)) || !(sd->key = st_strdup(key)) ||
+	    !(sd->old_key = st_strdup(old)) || !(sd->staged = st_strdup(staged)) ||
+	    !(sd->journal = st_asprintf("%s" JOURNAL_SUFFIX, old)))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	snprintf(sd->old_hex, sizeof(sd->old_hex), "%s", oh);
+	snprintf(sd->new_hex, sizeof(sd->new_hex), "%s", nh);
+	sd->old_exists = *oh != '\0';
+	return ST_OK;
+}
+
+/* A file of a version 1 or 2 journal (absolute paths): the file store of its directory. */
+static int parse_v12(jside *sd, json_t *f, int v1, st_error *err)
+{
+	const char *path = st_json_str(f, "path"), *staged = st_json_str(f, "staged");
+	const char *oh = st_json_str(f, v1 ? "old_sha256" : "old_hash");
+	const char *nh = st_json_str(f, v1 ? "new_sha256" : "new_hash");
+	int rc;
+
+	if (!path || path[0] != '/' || !oh || !nh || strlen(oh) > 64 || strlen(nh) > 64 ||
+	    !sibling(staged, path, STAGED_SUFFIX))
+		return st__err(err, ST_EFORMAT, "the journal names a file it cannot describe (a "
+						"path, its staged file beside it, hashes)");
+	if ((rc = st__store_for_path(&sd->store, &sd->key, path, err)) != ST_OK)
+		return rc;
+	sd->owns = 1;
+	if (!(sd->url = st__store_locator(sd->store)) || !(sd->old_key = st_strdup(sd->key)) ||
+	    !(sd->staged = st_asprintf("%s" STAGED_SUFFIX, sd->key)) ||
+	    !(sd->journal = st_asprintf("%s" JOURNAL_SUFFIX, sd->key)))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	snprintf(sd->old_hex, sizeof(sd->old_hex), "%s", oh);
+	snprintf(sd->new_hex, sizeof(sd->new_hex), "%s", nh);
+	sd->old_exists = *oh != '\0';
+	return ST_OK;
+}
+
+/* Reads the journal `jkey` of store `s` (ST_ENOTFOUND when there is none) and opens the
+ * stores of both sides. */
+static int journal_read(journal *j, st_store *s, const char *jkey, st_store *const *known,
+			size_t nknown, st_error *err)
+{
+	char *text = NULL, *w;
+	size_t len = 0, i;
+	json_t *arr, *f;
+	double v;
+	int rc;
+
+	memset(j, 0, sizeof(*j));
+	if ((rc = st_store_read(s, jkey, 1 << 20, &text, &len, NULL, err)) != ST_OK)
+		return rc;
+	rc = st_json_parse(&j->doc, text, len, jkey, NULL, NULL, NULL, err);
+	free(text);
+	if (rc)
+		return rc;
+	w = j->where = st__store_where(s, jkey);
+	v = json_number_value(json_object_get(j->doc, "statetool_journal"));
+	j->op = st_json_str(j->doc, "operation");
+	if (v != 1 && v != 2 && v != JOURNAL_VERSION)
+		rc = st__err(err, ST_EINVAL, "the journal '%s' is of a version this statetool does "
+					     "not know (%g); a newer statetool wrote it",
+			     w ? w : jkey, v);
+	j->v1 = v == 1;
+	arr = json_object_get(j->doc, v == JOURNAL_VERSION ? "sides" : "files");
+	if (rc == ST_OK && (!j->op || json_array_size(arr) != 2))
+		rc = st__err(err, ST_EFORMAT, "the journal '%s' names no operation or not two "
+					      "sides", w ? w : jkey);
+	json_array_foreach(arr, i, f) {
+		if (rc != ST_OK || i > 1)
+			break;
+		rc = v == JOURNAL_VERSION ? parse_v3(&j->side[i], f, err)
+					  : parse_v12(&j->side[i], f, j->v1, err);
+		if (rc == ST_OK && !j->side[i].store)
+			rc = side_store(&j->side[i], known, nknown, err);
+	}
+	return rc;
+}
+
+/* ---- recovery ---- */
+
+/* Where a side stands: *installed (its key holds the new bytes) or *untouched (its old
+ * version is still in place). */
+static int side_state(const journal *j, jside *sd, int *installed, int *untouched,
+		      st_error *err)
+{
+	char cur[65];
+	int ex, rc;
+
+	*installed = *untouched = 0;
+	if ((rc = hash_object(j->v1, sd->store, sd->key, cur, &ex, err)) != ST_OK)
+		return rc;
+	if (ex && !strcmp(cur, sd->new_hex)) {
+		*installed = 1;
+		return ST_OK;
+	}
+	if (strcmp(sd->key, sd->old_key) &&
+	    (rc = hash_object(j->v1, sd->store, sd->old_key, cur, &ex, err)) != ST_OK)
+		return rc;
+	*untouched = sd->old_exists ? ex && !strcmp(cur, sd->old_hex) : !ex;
+	return ST_OK;
+}
+
+/* Every side either done or still old with an intact staged object. */
+static int recover_check(const journal *j, int installed[2], st_error *err)
+{
+	for (int i = 0; i < 2; i++) {
+		jside *sd = (jside *)&j->side[i];
+		char st[65], *wk = NULL, *ws = NULL;
+		const char *wj = j->where;
+		int untouched, sx, rc;
+		if ((rc = side_state(j, sd, &installed[i], &untouched, err)) != ST_OK)
+			return rc;
+		if (installed[i])
+			continue;
+		wk = where(sd, sd->old_key);
+		ws = where(sd, sd->staged);
+		if (!untouched)
+			rc = st__err(err, ST_ECONFLICT,
+				     "an interrupted %s left the journal '%s', but '%s' has "
+				     "changed since (it is neither the version before nor the "
+				     "version after); resolve it by hand: the staged new version is "
+				     "'%s', then remove '%s' and its twin",
+				     j->op, wj ? wj : "?", wk ? wk : "?", ws ? ws : "?", wj ? wj : "?");
+		else if ((rc = hash_object(j->v1, sd->store, sd->staged, st, &sx, err)) == ST_OK &&
+			 (!sx || strcmp(st, sd->new_hex)))
+			rc = st__err(err, ST_ECONFLICT,
+				     "an interrupted %s cannot be completed: the staged new version "
+				     "of '%s' is missing or damaged; the old version is intact",
+				     j->op, wk ? wk : "?");
+		free(wk);
+		free(ws);
+		if (rc)
+			return rc;
+	}
+	return ST_OK;
+}
+
+/* A side already installed: what a crash left behind (the staged object of a copy, the old
+ * object of a change of key, when it still holds the old bytes). */
+static int tidy_installed(const journal *j, jside *sd, st_error *err)
+{
+	char cur[65];
+	int ex, rc;
+
+	remove_quietly(sd->store, sd->staged);
+	if (!strcmp(sd->key, sd->old_key))
+		return ST_OK;
+	if ((rc = hash_object(j->v1, sd->store, sd->old_key, cur, &ex, err)) != ST_OK)
+		return rc;
+	if (ex && sd->old_exists && !strcmp(cur, sd->old_hex)) {
+		char *bak = st_asprintf("%s.bak", sd->old_key);
+		rc = bak ? st__store_backup(sd->store, sd->old_key, bak, err)
+			 : st__err(err, ST_ENOMEM, "out of memory");
+		free(bak);
+		if (rc == ST_OK)
+			remove_quietly(sd->store, sd->old_key);
+	}
+	return rc;
+}
+
+static int recover_journal(journal *j, st_changes *report, st_error *err)
+{
+	int installed[2], rc;
+
+	if ((rc = recover_check(j, installed, err)) != ST_OK)
+		return rc;
+	for (int i = 0; i < 2; i++) {
+		jside *sd = &j->side[i];
+		if (installed[i]) {
+			if ((rc = tidy_installed(j, sd, err)) != ST_OK)
+				return rc;
+			continue;
+		}
+		if ((rc = install(sd, err)) != ST_OK)
+			return rc;
+		char *w = where(sd, sd->key);
+		st_changes_add(report, "completed the interrupted %s: wrote %s", j->op,
+			       w ? w : sd->key);
+		free(w);
+	}
+	for (int i = 0; i < 2; i++)
+		remove_quietly(j->side[i].store, j->side[i].journal);
+	st_changes_add(report, "the interrupted %s is complete; its journal is removed", j->op);
+	return ST_OK;
+}
+
+int st_journal_recover_key(st_store *s, const char *key, st_store *const *known, size_t nknown,
+			   unsigned flags, st_changes *report, st_error *err)
+{
+	char *jkey = st_asprintf("%s" JOURNAL_SUFFIX, key), *staged = NULL;
+	st_store **all = calloc(nknown + 1, sizeof(*all));
+	journal j;
+	int rc, none;
+
+	if (!jkey || !all) {
+		free(jkey);
+		free(all);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	all[0] = s;
+	for (size_t i = 0; i < nknown; i++)
+		all[i + 1] = known[i];
+	rc = journal_read(&j, s, jkey, all, nknown + 1, err);
+	if (rc == ST_OK)
+		rc = recover_journal(&j, report, err);
+	none = rc == ST_ENOTFOUND && !j.doc;
+	journal_free(&j);
+	if (none) {
+		/* no journal: nothing was committed */
+		rc = ST_OK;
+		if (err)
+			st_error_clear(err);
+		if ((flags & ST_JOURNAL_CLEAN_STAGED) &&
+		    (staged = st_asprintf("%s" STAGED_SUFFIX, key)) &&
+		    st_store_delete(s, staged, NULL) == ST_OK) {
+			char *w = st__store_where(s, staged);
+			st_changes_add(report, "removed %s (a move that crashed before it was "
+					       "committed; nothing had changed)",
+				       w ? w : staged);
+			free(w);
+		}
+	}
+	free(staged);
+	free(jkey);
+	free(all);
+	return rc;
+}
+
+int st_journal_pending_key(st_store *s, const char *key)
+{
+	char *jkey = st_asprintf("%s" JOURNAL_SUFFIX, key);
+	int found = jkey && st_store_stat(s, jkey, NULL, NULL) == ST_OK;
+	free(jkey);
+	return found;
+}
+
+/* ---- plain files ---- */
 
 int st_journal_pending(const char *path, char **other)
 {
-	char *abs = absolute(path);
-	json_t *j = abs ? read_journal(abs) : NULL, *f;
+	st_store *s = NULL;
+	char *key = NULL, *jkey = NULL, *me = NULL;
+	json_t *doc = NULL, *arr, *f;
 	size_t i;
+	int found = 0;
+
 	if (other)
 		*other = NULL;
-	if (!j) {
-		free(abs);
+	if (st__store_for_path(&s, &key, path, NULL) != ST_OK)
 		return 0;
+	found = st_journal_pending_key(s, key);
+	if (found && other && (jkey = st_asprintf("%s" JOURNAL_SUFFIX, key))) {
+		char *text = NULL;
+		size_t len;
+		if (st_store_read(s, jkey, 1 << 20, &text, &len, NULL, NULL) == ST_OK)
+			st_json_parse(&doc, text, len, NULL, NULL, NULL, NULL, NULL);
+		free(text);
+		me = st__store_local_path(s, key);
 	}
-	json_array_foreach(json_object_get(j, "files"), i, f) {
-		const char *p = st_json_str(f, "path");
-		if (other && p && strcmp(p, abs) && !*other)
-			*other = st_strdup(p);
+	arr = json_object_get(doc, "sides") ? json_object_get(doc, "sides")
+					    : json_object_get(doc, "files");
+	json_array_foreach(arr, i, f) {
+		const char *p = st_json_str(f, "path"), *u = st_json_str(f, "store");
+		const char *k = st_json_str(f, "key");
+		char *w = p ? st_strdup(p)
+		      : u && k && !strncmp(u, "file://", 7) ? st_asprintf("%s/%s", u + 7, k)
+		      : u && k ? st_asprintf("%s/%s", u, k) : NULL;
+		char real[4096];
+		if (w && me && realpath(me, real) && !strcmp(real, w)) {
+			free(w);
+			continue;
+		}
+		if (other && !*other)
+			*other = w;
+		else
+			free(w);
 	}
-	json_decref(j);
-	free(abs);
-	return 1;
+	json_decref(doc);
+	free(me);
+	free(jkey);
+	free(key);
+	st_store_free(s);
+	return found;
 }
 
 int st_journal_recover(const char *path, st_changes *report, st_error *err)
 {
-	char *abs = absolute(path);
-	json_t *j = abs ? read_journal(abs) : NULL, *f;
-	const char *okey, *nkey;
-	size_t i;
-	int rc = ST_OK, v1;
+	st_store *s = NULL;
+	char *key = NULL;
+	int rc = st__store_for_path(&s, &key, path, err);
 
-	if (!j) {
-		free(abs);
-		return ST_OK;
-	}
-	/* version 1: SHA-256 in old_sha256/new_sha256; 2: BLAKE2b-256 in old_hash/new_hash */
-	v1 = json_number_value(json_object_get(j, "statetool_journal")) == 1;
-	if (!v1 && json_number_value(json_object_get(j, "statetool_journal")) != JOURNAL_VERSION) {
-		rc = st__err(err, ST_EINVAL, "the journal beside '%s' is of a version this statetool "
-			     "does not know (%g); a newer statetool wrote it", abs,
-			     json_number_value(json_object_get(j, "statetool_journal")));
-		goto out;
-	}
-	okey = v1 ? "old_sha256" : "old_hash";
-	nkey = v1 ? "new_sha256" : "new_hash";
-	/* First check every file: old or new bytes, and a staged copy where it is needed. */
-	json_array_foreach(json_object_get(j, "files"), i, f) {
-		const char *p = st_json_str(f, "path"), *old = st_json_str(f, okey);
-		const char *neu = st_json_str(f, nkey), *staged = st_json_str(f, "staged");
-		char cur[65], st[65];
-		int ex, sx;
-		if (!p || !old || !neu || !staged || hash_of_file(v1, p, cur, &ex) < 0) {
-			rc = st__err(err, ST_EIO, "cannot read '%s' named by the journal", p ? p : "?");
-			goto out;
-		}
-		if (ex && !strcmp(cur, neu))
-			continue;
-		if ((ex ? strcmp(cur, old) : old[0]) != 0) {
-			rc = st__err(err, ST_ECONFLICT,
-				     "an interrupted %s left a journal beside '%s', but '%s' has "
-				     "changed since (it is neither the version before nor the version "
-				     "after); resolve it by hand: the staged new version is '%s', "
-				     "then remove '%s" JOURNAL_SUFFIX "' and its twin",
-				     st_json_str(j, "operation"), abs, p, staged, p);
-			goto out;
-		}
-		if (hash_of_file(v1, staged, st, &sx) < 0 || !sx || strcmp(st, neu)) {
-			rc = st__err(err, ST_ECONFLICT,
-				     "an interrupted %s cannot be completed: the staged new version "
-				     "of '%s' is missing or damaged; the old version is intact",
-				     st_json_str(j, "operation"), p);
-			goto out;
-		}
-	}
-	/* Then roll forward. */
-	json_array_foreach(json_object_get(j, "files"), i, f) {
-		const char *p = st_json_str(f, "path"), *neu = st_json_str(f, nkey);
-		const char *staged = st_json_str(f, "staged");
-		char cur[65];
-		int ex;
-		hash_of_file(v1, p, cur, &ex);
-		if (ex && !strcmp(cur, neu)) {
-			unlink(staged);
-			continue;
-		}
-		if ((rc = install(p, staged, err)) != ST_OK)
-			goto out;
-		st_changes_add(report, "completed the interrupted %s: wrote %s",
-			       st_json_str(j, "operation"), p);
-	}
-	json_array_foreach(json_object_get(j, "files"), i, f) {
-		char *jp = st_asprintf("%s" JOURNAL_SUFFIX, st_json_str(f, "path"));
-		if (jp)
-			unlink(jp);
-		free(jp);
-	}
-	st_changes_add(report, "the interrupted %s is complete; its journal is removed",
-		       st_json_str(j, "operation"));
-out:
-	json_decref(j);
-	free(abs);
+	if (rc == ST_OK)
+		rc = st_journal_recover_key(s, key, NULL, 0, 0, report, err);
+	free(key);
+	st_store_free(s);
 	return rc;
 }
 
-static int dump_for_disk(st_state *s, char **out, size_t *len, st_error *err)
+/* Two plain files as one operation: each written by the store of its directory. */
+static int pair_paths(const char *op, st_state *a, const char *path_a, st_state *b,
+		      const char *path_b, st_error *err)
 {
-	char *data;
-	size_t n;
-	int rc;
-	st_state_fix_magic(s);
-	rc = st_state_dump(s, NULL, &data, &n, err);
-	if (rc)
-		return rc;
-	if (st_state_compression(s) != ST_COMPRESS_NONE) {
-		rc = st__compress_bytes(st_state_compression(s), data, n, out, len, err);
-		free(data);
-		return rc;
+	st_store *sa = NULL, *sb = NULL;
+	char *ka = NULL, *kb = NULL;
+	int rc = st__store_for_path(&sa, &ka, path_a, err);
+
+	if (rc == ST_OK)
+		rc = st__store_for_path(&sb, &kb, path_b, err);
+	if (rc == ST_OK) {
+		st_pair_side A = {sa, ka, NULL, a}, B = {sb, kb, NULL, b};
+		rc = st_journal_save(op, &A, &B, err);
 	}
-	*out = data;
-	*len = n;
-	return ST_OK;
+	free(ka);
+	free(kb);
+	st_store_free(sa);
+	st_store_free(sb);
+	return rc;
 }
 
 int st_state_save_pair(const char *op, st_state *a, const char *path_a, st_state *b,
@@ -490,32 +830,105 @@ int st_state_save_pair(const char *op, st_state *a, const char *path_a, st_state
 {
 	ST_ASSERT_ARG(a);
 	ST_ASSERT_ARG(b);
-	/* An uncompressed state is written straight into its staged file and hashed as it goes;
-	 * a compressed one is compressed in memory first. */
-	char *da = NULL, *db = NULL;
-	size_t la = 0, lb = 0;
-	side A, B;
-	int rc = ST_OK;
+	return pair_paths(op, a, path_a, b, path_b, err);
+}
+
+int st_journal_write_pair(const char *op, const char *path_a, const void *data_a, size_t len_a,
+			  const char *path_b, const void *data_b, size_t len_b, st_error *err)
+{
+	st_store *sa = NULL, *sb = NULL;
+	char *ka = NULL, *kb = NULL;
+	jside A, B;
+	int rc;
 
 	memset(&A, 0, sizeof(A));
 	memset(&B, 0, sizeof(B));
-	st_state_fix_magic(a);
-	st_state_fix_magic(b);
-	if (st_state_compression(a) != ST_COMPRESS_NONE)
-		rc = dump_for_disk(a, &da, &la, err);
-	else
-		A.state = a;
-	if (rc == ST_OK && st_state_compression(b) != ST_COMPRESS_NONE)
-		rc = dump_for_disk(b, &db, &lb, err);
-	else
-		B.state = b;
-	A.data = da;
-	A.len = la;
-	B.data = db;
-	B.len = lb;
+	rc = st__store_for_path(&sa, &ka, path_a, err);
 	if (rc == ST_OK)
-		rc = write_pair(op, path_a, &A, path_b, &B, err);
-	free(da);
-	free(db);
+		rc = st__store_for_path(&sb, &kb, path_b, err);
+	if (rc == ST_OK && (!(A.url = st__store_locator(sa)) || !(B.url = st__store_locator(sb)) ||
+			    !(A.staged = st_asprintf("%s" STAGED_SUFFIX, ka)) ||
+			    !(B.staged = st_asprintf("%s" STAGED_SUFFIX, kb)) ||
+			    !(A.journal = st_asprintf("%s" JOURNAL_SUFFIX, ka)) ||
+			    !(B.journal = st_asprintf("%s" JOURNAL_SUFFIX, kb)) ||
+			    !(A.old_key = st_strdup(ka)) || !(B.old_key = st_strdup(kb)) ||
+			    !(A.data = malloc(len_a + 1)) || !(B.data = malloc(len_b + 1))))
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+	if (rc == ST_OK) {
+		A.store = sa;
+		B.store = sb;
+		A.key = ka;
+		B.key = kb;
+		ka = kb = NULL;
+		memcpy(A.data, data_a, len_a);
+		memcpy(B.data, data_b, len_b);
+		A.len = len_a;
+		B.len = len_b;
+		rc = write_pair(op, &A, &B, err);
+	}
+	jside_free(&A);
+	jside_free(&B);
+	free(ka);
+	free(kb);
+	st_store_free(sa);
+	st_store_free(sb);
+	return rc;
+}
+
+/* ---- stacks of backends ---- */
+
+int st_backend_save_pair(const char *op, st_backend *ba, const char *stack_a, st_state *a,
+			 st_backend *bb, const char *stack_b, st_state *b, st_error *err)
+{
+	char *ka = NULL, *oa = NULL, *kb = NULL, *ob = NULL;
+	int rc = st_backend_stack_target(ba, stack_a, a, &ka, &oa, err);
+
+	if (rc == ST_OK)
+		rc = st_backend_stack_target(bb, stack_b, b, &kb, &ob, err);
+	if (rc == ST_OK) {
+		st_pair_side A = {st_backend_store(ba), ka, oa, a};
+		st_pair_side B = {st_backend_store(bb), kb, ob, b};
+		rc = st_journal_save(op, &A, &B, err);
+	}
+	free(ka);
+	free(oa);
+	free(kb);
+	free(ob);
+	return rc;
+}
+
+int st_backend_recover(st_backend *b, const char *stack, st_store *const *known, size_t nknown,
+		       unsigned flags, st_changes *report, st_error *err)
+{
+	st_store *s = st_backend_store(b);
+	st_store_entry *e = NULL;
+	char *prefix = NULL;
+	size_t n = 0, js = strlen(JOURNAL_SUFFIX), ss = strlen(STAGED_SUFFIX);
+	int rc;
+
+	if (!s)
+		return ST_OK; /* a backend without a store writes no journal */
+	if ((rc = st__diy_stack_prefix(b, stack, &prefix, err)) != ST_OK)
+		return rc;
+	rc = st_store_list(s, prefix, 0, &e, &n, err);
+	/* journals first (they may name the staged objects), then staged leftovers */
+	for (int pass = 0; rc == ST_OK && pass < 2; pass++) {
+		for (size_t i = 0; rc == ST_OK && i < n; i++) {
+			size_t kl = strlen(e[i].key), sl = pass ? ss : js;
+			if (kl <= sl || strcmp(e[i].key + kl - sl, pass ? STAGED_SUFFIX
+									 : JOURNAL_SUFFIX))
+				continue;
+			e[i].key[kl - sl] = '\0';
+			if (pass == 0)
+				rc = st_journal_recover_key(s, e[i].key, known, nknown, 0, report,
+							    err);
+			else if (flags & ST_JOURNAL_CLEAN_STAGED)
+				rc = st_journal_recover_key(s, e[i].key, known, nknown,
+							    ST_JOURNAL_CLEAN_STAGED, report, err);
+			e[i].key[kl - sl] = pass ? STAGED_SUFFIX[0] : JOURNAL_SUFFIX[0];
+		}
+	}
+	st_store_entries_free(e, n);
+	free(prefix);
 	return rc;
 }

@@ -796,6 +796,7 @@ static const st_store_ops s3_ops = {
 	"s3",          s3_read,        s3_stat,   s3_write_begin, s3_write_chunk,
 	s3_write_finish, s3_write_commit, s3_write_abort, s3_list, s3_remove,
 	s3_copy,       s3_free,
+	NULL, /* rename: the generic one, a server-side copy then a delete */
 };
 
 /* origin, Host and base path from the endpoint and the addressing style. */

@@ -167,9 +167,14 @@ int st_store_stat(st_store *s, const char *key, st_store_info *info, st_error *e
 
 int st_store_writer_write(st_store_writer *w, const void *data, size_t len, st_error *err)
 {
+	int rc;
+
 	if (!len)
 		return ST_OK;
-	return w->store->ops->write_chunk(w, data, len, err);
+	rc = w->store->ops->write_chunk(w, data, len, err);
+	if (rc == ST_OK && w->tap)
+		w->tap(w->tap_ctx, data, len);
+	return rc;
 }
 
 typedef struct bytes_ctx {
@@ -213,6 +218,14 @@ static void mark(const char *op, int step, const char *phase)
 int st__store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, void *ctx,
 			 const st_store_write_opts *opts, const char *op, st_error *err)
 {
+	return st__store_write_tap(s, key, fill, ctx, opts, op, NULL, NULL, err);
+}
+
+int st__store_write_tap(st_store *s, const char *key, st_store_fill_fn fill, void *ctx,
+			const st_store_write_opts *opts, const char *op,
+			void (*tap)(void *ctx, const void *p, size_t n), void *tap_ctx,
+			st_error *err)
+{
 	static const st_store_write_opts def = ST_STORE_WRITE_OPTS_INIT;
 	st_store_writer *w = NULL;
 	int rc;
@@ -228,6 +241,8 @@ int st__store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, vo
 		return rc;
 	if ((rc = s->ops->write_begin(s, key, opts, &w, err)) != ST_OK)
 		return rc;
+	w->tap = tap;
+	w->tap_ctx = tap_ctx;
 	if ((rc = fill(ctx, w, err)) != ST_OK)
 		goto abort;
 	mark(op, 1, "write: file written");
@@ -237,17 +252,8 @@ int st__store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, vo
 	if (opts->proceed && (rc = opts->proceed(opts->proceed_ctx)) != ST_OK)
 		goto abort; /* the caller decided against it: the old object stays */
 	mark(op, 2, NULL);
-	if (opts->backup_key) {
-		rc = s->ops->copy ? s->ops->copy(s, key, opts->backup_key, 1, err)
-				  : st_store_copy(s, key, opts->backup_key, err);
-		if (rc == ST_ENOTFOUND) {
-			rc = ST_OK; /* nothing to keep: a new object */
-			if (err)
-				st_error_clear(err);
-		}
-		if (rc != ST_OK)
-			goto abort;
-	}
+	if (opts->backup_key && (rc = st__store_backup(s, key, opts->backup_key, err)) != ST_OK)
+		goto abort;
 	mark(op, 3, NULL);
 	rc = s->ops->write_commit(w, err);
 	if (rc != ST_OK)
@@ -314,4 +320,51 @@ int st_store_copy(st_store *s, const char *src, const char *dst, st_error *err)
 		rc = st_store_write(s, dst, data, len, NULL, err);
 	free(data);
 	return rc;
+}
+
+int st__store_backup(st_store *s, const char *key, const char *bak, st_error *err)
+{
+	int rc = s->ops->copy ? s->ops->copy(s, key, bak, 1, err) : st_store_copy(s, key, bak, err);
+	if (rc == ST_ENOTFOUND) {
+		rc = ST_OK; /* nothing to keep: a new object */
+		if (err)
+			st_error_clear(err);
+	}
+	return rc;
+}
+
+int st__store_rename(st_store *s, const char *src, const char *dst, st_error *err)
+{
+	int rc;
+
+	if ((rc = check_key(src, "key", err)) != ST_OK ||
+	    (rc = check_key(dst, "key", err)) != ST_OK)
+		return rc;
+	if (s->ops->rename)
+		return s->ops->rename(s, src, dst, err);
+	if ((rc = st_store_copy(s, src, dst, err)) != ST_OK)
+		return rc;
+	rc = st_store_delete(s, src, err);
+	if (rc == ST_ENOTFOUND) {
+		rc = ST_OK;
+		if (err)
+			st_error_clear(err);
+	}
+	return rc;
+}
+
+char *st__store_where(const st_store *s, const char *key)
+{
+	char *p = st__store_local_path(s, key);
+	if (p)
+		return p;
+	/* URL/key, the key before the URL's query (azblob://c/KEY?domain=...) */
+	const char *u = st_store_url(s);
+	size_t n = strcspn(u, "?");
+	return st_asprintf("%.*s%s%s%s", (int)n, u, n && u[n - 1] == '/' ? "" : "/", key, u + n);
+}
+
+char *st_store_where(const st_store *s, const char *key)
+{
+	return st__store_where(s, key);
 }

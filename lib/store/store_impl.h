@@ -34,6 +34,10 @@ typedef struct st_store_ops {
 	 * replaced whole. */
 	int (*copy)(st_store *s, const char *src, const char *dst, int for_backup, st_error *err);
 	void (*free)(st_store *s);
+	/* Replaces `dst` by `src` and removes `src` in one atomic step, `dst` keeping its mode
+	 * where the store has modes (may be NULL: a copy, then a delete of `src`). The two-stack
+	 * journal installs its staged objects with it. */
+	int (*rename)(st_store *s, const char *src, const char *dst, st_error *err);
 } st_store_ops;
 
 /* The common head of every store (an implementation's struct begins with it). */
@@ -48,12 +52,40 @@ struct st_store_writer {
 	/* an implementation whose bytes go to a local file descriptor says so here (else -1):
 	 * the state writer then hands its chunks to the disk as it goes */
 	int fd;
+	/* set by the generic layer after write_begin (an implementation leaves them alone): sees
+	 * every chunk written (the journal hashes a staged object as it is written) */
+	void (*tap)(void *ctx, const void *p, size_t n);
+	void *tap_ctx;
 };
+
+/* A store is used by one thread at a time, unless its implementation says otherwise (the file
+ * store: any number of threads, each on its own keys). */
 
 /* st_store_write_fill with the crash points and timing marks of operation `op` ("write" for a
  * state's save; NULL: none, as st_store_write_fill). */
 int st__store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, void *ctx,
 			 const st_store_write_opts *opts, const char *op, st_error *err);
+
+/* st__store_write_fill with `tap` (may be NULL) called on every chunk as it is written. */
+int st__store_write_tap(st_store *s, const char *key, st_store_fill_fn fill, void *ctx,
+			const st_store_write_opts *opts, const char *op,
+			void (*tap)(void *ctx, const void *p, size_t n), void *tap_ctx,
+			st_error *err);
+
+/* The store's `rename` (see st_store_ops), or a copy then a delete. */
+int st__store_rename(st_store *s, const char *src, const char *dst, st_error *err);
+
+/* Keeps the current object at `key` under `bak` (a hard link where the store can); nothing when
+ * there is none. */
+int st__store_backup(st_store *s, const char *key, const char *bak, st_error *err);
+
+/* A URL that opens this store again from any process and directory (new): the file store's
+ * is file:// and the real path of its root; any other store's is st_store_url. Two stores over
+ * the same objects have the same locator. */
+char *st__store_locator(const st_store *s);
+
+/* Is this store one whose calls may run on several threads at once (the file store)? */
+int st__store_threadsafe(const st_store *s);
 
 /* The file store: file://PATH and plain paths. */
 int st__store_file_open(st_store **out, const char *root, const char *url, st_error *err);
@@ -107,6 +139,10 @@ int st__diy_open(st_backend **out, st_store *store, const char *url, st_error *e
 char *st__diy_lock_dir(const char *project, const char *stack);
 /* Where a key of a store is, for messages: the local path of a file store, else URL/key. New. */
 char *st__store_where(const st_store *s, const char *key);
+/* The key prefix of a DIY stack's objects: <stacks>/[<project>/]<stack>.json (new), so a
+ * listing of it shows every variant, staged object and journal of the stack. */
+int st__diy_stack_prefix(st_backend *b, const char *stack, char **prefix, st_error *err);
+
 /* The store of a DIY backend (borrowed), NULL for another kind. */
 st_store *st__backend_diy_store(const st_backend *b);
 

@@ -1,0 +1,211 @@
+#!/bin/sh
+# Backends named by URL, used through the store calls only: every command that takes --backend
+# on a backend, and `move` between two different stores, with a kill (SIGKILL, through the crash
+# hook) at each step of the two-stack journal and recovery from either side.
+#
+# The two stores are two file:// directories unless the environment names others:
+#   STATETOOL_TEST_STORE_A=s3://bucket/x?endpoint=...  STATETOOL_TEST_STORE_B=azblob://c/y ...
+# runs the same test between those (each round works under a fresh random prefix in each, so
+# the stores need not be empty). The test looks at the stores with tests/storetool, which
+# reads them through the library's store calls, whatever the scheme.
+. "$(dirname "$0")/lib.sh"
+: "${STORETOOL:?set STORETOOL to tests/storetool}"
+M=$FIXTURES/move
+P=$FIXTURES/pulumi
+SRC=organization/test/sourceStack
+DST=organization/test/destStack
+S=sourceStack
+SK=.pulumi/stacks/test/sourceStack.json
+DK=.pulumi/stacks/test/destStack.json
+run_id=$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
+
+# sub URL NAME: URL with /NAME added to its path (before a query string)
+sub() {
+	case "$1" in
+	*\?*) printf '%s/%s?%s' "${1%%\?*}" "$2" "${1#*\?}" ;;
+	*) printf '%s/%s' "${1%/}" "$2" ;;
+	esac
+}
+# store NAME LETTER: a fresh, empty backend URL for one round
+store() {
+	eval "base=\${STATETOOL_TEST_STORE_$2:-}"
+	if [ -z "$base" ]; then
+		mkdir -p "$T/$2/$1"
+		printf 'file://%s/%s/%s' "$T" "$2" "$1"
+		return
+	fi
+	u=$(sub "$base" "t-$run_id-$1")
+	case "$u" in
+	file://*) p=${u#file://}; mkdir -p "${p%%\?*}" ;;
+	*://*) ;;
+	*) mkdir -p "$u" ;;
+	esac
+	printf '%s' "$u"
+}
+put() { "$STORETOOL" put "$1" "$2"; }              # put URL KEY < data
+keys() { "$STORETOOL" ls "$1" "${2:-}"; }            # keys URL [PREFIX]
+leftovers() { keys "$1" | grep -c 'statetool-'; }    # staged objects and journals
+setup() { # setup ROUND: $A holds the source stack, $B is empty
+	A=$(store "$1" A)
+	B=$(store "$1" B)
+	printf 'version: 1\n' | put "$A" .pulumi/meta.yaml
+	printf 'version: 1\n' | put "$B" .pulumi/meta.yaml
+	put "$A" "$SK" < "$M/children.json"
+}
+urns() { "$STATETOOL" list --json --backend "$1" --stack "$2" | sed -n 's/^ *"urn": "\(.*\)",$/\1/p'; }
+mv_() { "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "$@"; }
+
+# ---- every command that takes --backend, on a backend named by URL ----
+setup cmds
+run "stacks" st stacks --backend "$A"
+check_rc 0; check_out_has "organization/test/sourceStack"
+run "stacks --json names the object" st stacks --backend "$A" --json
+check_rc 0; check_out_has "$SK\""
+run "validate --backend" st validate --backend "$A"
+check_rc 0; check_err_has "1 stack checked: 0 errors, 0 warnings"
+run "validate --stack" st validate --backend "$A" --stack test/sourceStack
+check_rc 0; check_err_has "test/sourceStack: valid, 0 errors, 0 warnings (3 resources)"
+run "list" urns "$A" test/sourceStack
+check_out "urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0
+urn:pulumi:sourceStack::test::a:b:c::name
+urn:pulumi:sourceStack::test::a:b:c\$a:b:c::name2"
+run "show" st show --backend "$A" --stack test/sourceStack name2
+check_rc 0; check_out_has '"parent": "urn:pulumi:sourceStack::test::a:b:c::name"'
+run "an edit" st protect --backend "$A" --stack test/sourceStack name
+check_rc 0
+run "the edit's backup" keys "$A" .pulumi/stacks/
+check_out ".pulumi/stacks/test/sourceStack.json
+.pulumi/stacks/test/sourceStack.json.bak"
+run "the backup is the version before" "$STORETOOL" cat "$A" "$SK.bak"
+check_same "$M/children.json" "$T/out"
+run "the edit is there" st show --backend "$A" --stack test/sourceStack name
+check_out_has '"protect": true'
+printf '{"pid":4242,"username":"alice","hostname":"ci-runner","timestamp":"2024-05-01T10:00:00Z"}' |
+	put "$A" .pulumi/locks/organization/test/sourceStack/6a1f0e2c-0000-4000-8000-000000000001.json
+"$STORETOOL" cat "$A" "$SK" > "$T/locked.before"
+run "a Pulumi lock object blocks" st unprotect --backend "$A" --stack test/sourceStack name
+check_rc 1; check_err_has "the stack is currently locked by 1 lock(s)"
+check_err_has "created by alice@ci-runner (pid 4242) at 2024-05-01T10:00:00Z"
+run "nothing written under the lock" "$STORETOOL" cat "$A" "$SK"
+check_same "$T/locked.before" "$T/out"
+run "unlock" st unlock --backend "$A" --stack test/sourceStack
+check_rc 0; check_out "removed 1 lock of test/sourceStack"
+run "no lock left" keys "$A" .pulumi/locks/
+check_out_empty
+run "index update" st index update --backend "$A" --db "$T/cmds.sqlite"
+check_rc 0; check_out_has "1 stack: 1 indexed (3 resources), 0 unchanged"
+run "index update, nothing changed" st index update --backend "$A" --db "$T/cmds.sqlite"
+check_rc 0; check_out_has "1 stack: 0 indexed (0 resources), 1 unchanged"
+run "query" st query --db "$T/cmds.sqlite" --sql "SELECT urn FROM resources WHERE protect = 1"
+check_out "urn
+urn:pulumi:sourceStack::test::a:b:c::name"
+run "pending" st pending --backend "$A" --stack test/sourceStack
+check_rc 0; check_out_empty
+
+# ---- move between two stores ----
+setup move
+run "move to a new stack of another store" mv_ "urn:pulumi:$S::test::a:b:c::name"
+check_rc 0; check_out_has "Successfully moved resources from $SRC to $DST"
+run "moved: source" urns "$A" test/sourceStack
+check_out "urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0"
+run "moved: destination" urns "$B" test/destStack
+check_out "urn:pulumi:destStack::test::pulumi:pulumi:Stack::test-destStack
+urn:pulumi:destStack::test::pulumi:providers:a::default_1_0_0
+urn:pulumi:destStack::test::a:b:c::name
+urn:pulumi:destStack::test::a:b:c\$a:b:c::name2"
+run "the destination is a checkpoint of its stack" "$STORETOOL" cat "$B" "$DK"
+check_out_has '{"version":3,"checkpoint":{"stack":"organization/test/destStack","latest":'
+run "both valid" st validate --backend "$B"
+check_rc 0
+run "no leftovers in the source's store" leftovers "$A"
+check_out "0"
+run "no leftovers in the destination's store" leftovers "$B"
+check_out "0"
+run "the source's backup" "$STORETOOL" cat "$A" "$SK.bak"
+check_same "$M/children.json" "$T/out"
+run "and back, into an existing stack" "$STATETOOL" move --source-backend "$B" --dest-backend "$A" --source $DST --dest $SRC "urn:pulumi:destStack::test::a:b:c::name"
+check_rc 0
+run "back: source" urns "$A" test/sourceStack
+check_out "urn:pulumi:sourceStack::test::pulumi:pulumi:Stack::test-sourceStack
+urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0
+urn:pulumi:sourceStack::test::a:b:c::name
+urn:pulumi:sourceStack::test::a:b:c\$a:b:c::name2"
+run "nothing to recover" mv_ --recover
+check_rc 0; check_out "no interrupted move found"
+run "the same stack on both sides" "$STATETOOL" move --backend "$A" --source test/sourceStack --dest test/sourceStack x
+check_rc 2; check_err_has "the source and the destination are the same stack (test/sourceStack): a move needs two different stacks"
+
+# ---- a kill at each step of the journal, then recovery ----
+# invariant: every selected resource in exactly one stack; before the commit point (the second
+# journal, step 4) nothing moved, from it on the move completed; nothing left behind
+crash_round() { # STEP [ENV...]: one kill and its recovery
+	step=$1; shift
+	setup "crash$step$*"
+	run "crash at pair:$step $*" env STATETOOL_CRASH_AT=pair:$step "$@" "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
+	check_rc 137
+	run "recover after pair:$step $*" env "$@" "$STATETOOL" move --recover --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST
+	check_rc 0
+	src_names=$(urns "$A" test/sourceStack | tr '\n' ' ')
+	dst_names=$(urns "$B" test/destStack 2>/dev/null | tr '\n' ' ')
+	case "$src_names" in *"::name "*|*"::name2 "*) in_src=1 ;; *) in_src=0 ;; esac
+	case "$dst_names" in *"::name "*) in_dst=1 ;; *) in_dst=0 ;; esac
+	current="invariant after pair:$step $*"
+	if [ $((in_src + in_dst)) -eq 1 ]; then ok; else bad "src: $src_names / dst: $dst_names"; fi
+	if [ "$step" -le 2 ] && [ $in_src -ne 1 ]; then bad "moved although not committed"; fi
+	if [ "$step" -ge 4 ] && [ $in_dst -ne 1 ]; then bad "committed but not completed"; fi
+	run "valid after pair:$step $*" st validate -q --backend "$A"
+	check_rc 0
+	run "no leftovers in A after pair:$step $*" leftovers "$A"
+	check_out "0"
+	run "no leftovers in B after pair:$step $*" leftovers "$B"
+	check_out "0"
+}
+for step in 1 2 3 4 5 6 7; do
+	crash_round $step
+done
+# a change of compression on the way (the old object kept as its .bak, then removed)
+for step in 2 4 5 6 7; do
+	crash_round $step PULUMI_DIY_BACKEND_GZIP=true
+	run "gzip after pair:$step" keys "$A" .pulumi/stacks/
+	if [ "$step" -le 2 ]; then
+		check_out "$SK"
+	else
+		check_out "$SK.bak
+$SK.gz"
+	fi
+done
+
+# any command on either side completes a committed move, opening the other side's store
+# from the URL in the journal
+setup other
+run "crash at pair:5" env STATETOOL_CRASH_AT=pair:5 "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
+check_rc 137
+run "the journal, version 3" "$STORETOOL" cat "$B" "$DK.statetool-journal"
+check_out_has '"statetool_journal":3,"hash":"blake2b-256","operation":"move","sides":[{"store":"'
+check_out_has '","key":".pulumi/stacks/test/destStack.json","old_hash":"","new_hash":"'
+check_out_has '","key":".pulumi/stacks/test/sourceStack.json","old_hash":"'
+check_out_has '"staged":".pulumi/stacks/test/sourceStack.json.statetool-new","journal":".pulumi/stacks/test/sourceStack.json.statetool-journal"}]}'
+run "list on the source side completes it" st list --backend "$A" --stack test/sourceStack
+check_rc 0; check_err_has "note: completed the interrupted move: wrote "
+check_err_has "note: the interrupted move is complete; its journal is removed"
+check_out_has "urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0"
+run "the source after the move" urns "$A" test/sourceStack
+check_out "urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0"
+run "destination complete" urns "$B" test/destStack
+check_out_has "urn:pulumi:destStack::test::a:b:c::name"
+run "no leftovers (A)" leftovers "$A"
+check_out "0"
+run "no leftovers (B)" leftovers "$B"
+check_out "0"
+
+# a journal this statetool does not know is refused, and nothing is touched
+setup unknown
+run "crash at pair:4" env STATETOOL_CRASH_AT=pair:4 "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
+check_rc 137
+"$STORETOOL" cat "$A" "$SK.statetool-journal" | sed 's/"statetool_journal":3/"statetool_journal":4/' > "$T/j4"
+put "$A" "$SK.statetool-journal" < "$T/j4"
+run "unknown journal version" st list --backend "$A" --stack test/sourceStack
+check_rc 1; check_err_has "is of a version this statetool does not know (4); a newer statetool wrote it"
+run "the source untouched" "$STORETOOL" cat "$A" "$SK"
+check_same "$M/children.json" "$T/out"
+finish
