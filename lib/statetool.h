@@ -618,6 +618,21 @@ ST_EXTERN int st_integrity_check(st_state *state, st_problems *out, st_error *er
 typedef enum st_doc_kind { ST_DOC_NEITHER = 0, ST_DOC_STATE, ST_DOC_IMPORT } st_doc_kind;
 ST_EXTERN st_doc_kind st_doc_kind_of(const json_t *doc);
 
+#define ST_PLACE_ALL 1u /* compare the URNs even where the checkpoint agrees with the place
+			 * (and with no place, with the checkpoint's own stack): what a mutation
+			 * asks before it changes a state */
+
+/* Is a state (borrowed) where it claims to be? `place` names the stack where it lies in a DIY
+ * backend (organization/PROJECT/STACK, PROJECT/STACK or, legacy, STACK), NULL when it lies in
+ * none. Appends to `out`: place/export-in-backend (error: a backend's object is an export,
+ * which Pulumi cannot load), place/stack-mismatch (warning: the checkpoint's `stack` names
+ * another stack; Pulumi goes by the place and rewrites it), place/urn-mismatch (warning, one
+ * for all: URNs naming another stack or project than the place; without ST_PLACE_ALL only
+ * when the checkpoint does not name the place, since the integrity check's urn/stack-mismatch
+ * compares them with the checkpoint). ST_OK when the check ran (whatever it found). */
+ST_EXTERN int st_check_place(st_state *state, const char *place, unsigned flags,
+			     st_problems *out, st_error *err);
+
 /* Validates a `pulumi import --file` document (borrowed) as Pulumi decodes it (rules
  * decode/...; the keys of its structs, matched in any case as Go does, are respelt in `doc`)
  * and by schemas/import.json. `schema` may be NULL (built-in schemas loaded per call). */
@@ -1316,6 +1331,14 @@ ST_EXTERN int st_backend_resolve(st_backend *b, const char *stack, char **qname,
  * st_state_path is its local file, or URL/key. *out is new. */
 ST_EXTERN int st_backend_load(st_backend *b, const char *stack, const st_load_opts *opts,
 			      st_state **out, st_error *err);
+
+/* The document of a stack's object as st_json_parse reads it (decompressed; `style` and
+ * `problems` as st_json_parse fills them), for a caller that reports on what cannot even be
+ * loaded as a state (validate). *where (may be NULL; new) names the object. ST_EUNSUPPORTED
+ * for a backend that is not DIY. *out is new. */
+ST_EXTERN int st_backend_load_json(st_backend *b, const char *stack, size_t max_size,
+				   json_t **out, st_style *style, st_problems *problems,
+				   char **where, st_error *err);
 
 #define ST_BACKEND_SAVE_OPTS_VERSION 1
 

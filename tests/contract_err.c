@@ -325,6 +325,18 @@ static int c_edit_commit_pair(st_error *err)
 	return rc;
 }
 
+static int c_edit_commit_pair_to(st_error *err)
+{
+	session x = open_session("edit/base.json");
+	st_edit *other = NULL;
+	int rc;
+	assert_int_equal(st_edit_begin(&other, x.s, NULL, NULL), ST_OK);
+	rc = st_edit_commit_pair_to("move", x.e, NULL, other, NULL, NULL, NULL, NULL, err);
+	st_edit_free(other);
+	close_session(&x);
+	return rc;
+}
+
 static int c_edit_import(st_error *err)
 {
 	session x = open_session("edit/base.json");
@@ -659,6 +671,66 @@ static int c_backend_stack_path(st_error *err)
 	return st_backend_stack_path(F.b, bad_stack, &p, &ex, err);
 }
 
+/* The same object on both sides. */
+static int c_journal_save(st_error *err)
+{
+	st_state *a = text_state(empty_v3);
+	st_pair_side A = {F.store, "same.json", NULL, a};
+	int rc = st_journal_save("move", &A, &A, err);
+	st_state_free(a);
+	return rc;
+}
+
+static int c_journal_recover_key(st_error *err)
+{
+	char *j = scratch("rk.json.statetool-journal");
+	int rc;
+	tu_write(j, "{\"statetool_journal\":99,\"sides\":[]}", 35);
+	assert_int_equal(st_journal_pending_key(F.store, "rk.json"), 1);
+	rc = st_journal_recover_key(F.store, "rk.json", NULL, 0, 0, NULL, err);
+	unlink(j);
+	free(j);
+	return rc;
+}
+
+static int c_backend_save_pair(st_error *err)
+{
+	st_state *a = text_state(empty_v3), *b = text_state(empty_v3);
+	int rc = st_backend_save_pair("move", F.b, bad_stack, a, F.b, "proj/other", b, err);
+	st_state_free(a);
+	st_state_free(b);
+	return rc;
+}
+
+static int c_backend_recover(st_error *err)
+{
+	return st_backend_recover(F.b, bad_stack, NULL, 0, 0, NULL, err);
+}
+
+static int c_backend_stack_target(st_error *err)
+{
+	st_state *s = text_state(empty_v3);
+	char *k = NULL, *o = NULL;
+	int rc = st_backend_stack_target(F.b, bad_stack, s, &k, &o, err);
+	st_state_free(s);
+	return rc;
+}
+
+static int c_backend_load_json(st_error *err)
+{
+	json_t *doc = NULL;
+	st_style st;
+	return st_backend_load_json(F.b, "proj/missing", 0, &doc, &st, NULL, NULL, err);
+}
+
+static int c_check_place(st_error *err)
+{
+	st_state *s = text_state(empty_v3);
+	int rc = st_check_place(s, bad_stack, 0, NULL, err);
+	st_state_free(s);
+	return rc;
+}
+
 static int c_lock_stack(st_error *err)
 {
 	st_lock *l = NULL;
@@ -733,12 +805,16 @@ static const err_case cases[] = {
 	CASE(edit_delete), CASE(edit_rename), CASE(edit_set_flag), CASE(edit_repair),
 	CASE(edit_replace_provider), CASE(edit_replace_deployment),
 	CASE(edit_commit), CASE(edit_commit_save), CASE(edit_commit_save_stack),
-	CASE(edit_handle_at), CASE(edit_handle_of), CASE(edit_commit_pair), CASE(edit_import),
+	CASE(edit_handle_at), CASE(edit_handle_of), CASE(edit_commit_pair), CASE(edit_commit_pair_to),
+	CASE(edit_import),
 	CASE(edit_move),
 	CASE(secrets_open), CASE(secrets_custom), CASE(secrets_encrypt), CASE(secrets_decrypt),
 	CASE(secrets_reveal), CASE(edit_secrets_encrypt),
 	CASE(edit_secrets_rekey), CASE(config_rekey), CASE(stack_names), CASE(move),
 	CASE(journal_write_pair), CASE(state_save_pair), CASE(journal_recover),
+	CASE(journal_save), CASE(journal_recover_key), CASE(backend_save_pair),
+	CASE(backend_recover), CASE(backend_stack_target), CASE(backend_load_json),
+	CASE(check_place),
 	CASE(import), CASE(import_generate), CASE(index_open),
 	CASE(index_update_state), CASE(index_update_backend), CASE(index_update_files),
 	CASE(index_query_run), CASE(index_sql), CASE(provider_ref_parse), CASE(backend_open),

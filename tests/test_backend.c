@@ -217,6 +217,70 @@ static void test_file_locks(void **state)
 	tu_rmdir(dir);
 }
 
+/* A state against its place: each rule, the forms of a place, an error for a bad one. */
+static void test_check_place(void **unused)
+{
+	const char *text =
+		"{\"version\":3,\"checkpoint\":{\"stack\":\"organization/p/s\",\"latest\":{"
+		"\"resources\":[{\"urn\":\"urn:pulumi:s::p::pulumi:pulumi:Stack::p-s\","
+		"\"type\":\"pulumi:pulumi:Stack\",\"custom\":false},"
+		"{\"urn\":\"urn:pulumi:x::p::a:b:C::c\",\"type\":\"a:b:C\",\"custom\":false}]}}}";
+	st_state *s = NULL;
+	st_problems p = {0};
+	st_error err;
+	(void)unused;
+
+	assert_int_equal(st_state_load_buffer(&s, text, strlen(text), "t", NULL, NULL), ST_OK);
+	/* in its place: the checkpoint agrees, the stray URN is the integrity check's to report */
+	assert_int_equal(st_check_place(s, "organization/p/s", 0, &p, NULL), ST_OK);
+	assert_int_equal(p.count, 0);
+	assert_int_equal(st_check_place(s, "p/s", 0, &p, NULL), ST_OK);
+	assert_int_equal(p.count, 0);
+	/* ... unless every URN is asked for */
+	assert_int_equal(st_check_place(s, "p/s", ST_PLACE_ALL, &p, NULL), ST_OK);
+	assert_int_equal(p.count, 1);
+	assert_string_equal(p.items[0].rule, "place/urn-mismatch");
+	assert_string_equal(p.items[0].pointer, "/checkpoint/latest/resources/1/urn");
+	assert_int_equal(p.items[0].severity, ST_SEV_WARNING);
+	st_problems_clear(&p);
+	/* no place: the URNs against the checkpoint's name, only when asked */
+	assert_int_equal(st_check_place(s, NULL, 0, &p, NULL), ST_OK);
+	assert_int_equal(p.count, 0);
+	assert_int_equal(st_check_place(s, NULL, ST_PLACE_ALL, &p, NULL), ST_OK);
+	assert_int_equal(p.count, 1);
+	assert_non_null(strstr(p.items[0].message, "1 resource URN names stack 'x' of project 'p'"));
+	st_problems_clear(&p);
+	/* another place: the checkpoint and both URNs disagree */
+	assert_int_equal(st_check_place(s, "organization/p/t", 0, &p, NULL), ST_OK);
+	assert_int_equal(p.count, 2);
+	assert_string_equal(p.items[0].rule, "place/stack-mismatch");
+	assert_string_equal(p.items[0].pointer, "/checkpoint/stack");
+	assert_string_equal(p.items[1].rule, "place/urn-mismatch");
+	assert_non_null(strstr(p.items[1].message, "2 resource URNs name stack 's' of project 'p'"));
+	st_problems_clear(&p);
+	/* a legacy place names no project */
+	assert_int_equal(st_check_place(s, "s", ST_PLACE_ALL, &p, NULL), ST_OK);
+	assert_int_equal(p.count, 1);
+	st_problems_clear(&p);
+	st_error_clear(&err);
+	assert_int_equal(st_check_place(s, "a/b/c/d", 0, &p, &err), ST_EINVAL);
+	assert_string_equal(err.message, "'a/b/c/d' is no stack name");
+	assert_int_equal(st_check_place(s, "", 0, &p, NULL), ST_EINVAL);
+	st_state_free(s);
+
+	/* an export in a backend */
+	text = "{\"version\":3,\"deployment\":{}}";
+	assert_int_equal(st_state_load_buffer(&s, text, strlen(text), "e", NULL, NULL), ST_OK);
+	assert_int_equal(st_check_place(s, "p/s", 0, &p, NULL), ST_OK);
+	assert_int_equal(p.count, 1);
+	assert_string_equal(p.items[0].rule, "place/export-in-backend");
+	assert_int_equal(p.items[0].severity, ST_SEV_ERROR);
+	st_problems_clear(&p);
+	assert_int_equal(st_check_place(s, NULL, ST_PLACE_ALL, &p, NULL), ST_OK);
+	assert_int_equal(p.count, 0);
+	st_state_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -225,6 +289,7 @@ int main(void)
 		cmocka_unit_test(test_legacy_layout_and_errors),
 		cmocka_unit_test(test_stack_locks),
 		cmocka_unit_test(test_file_locks),
+		cmocka_unit_test(test_check_place),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

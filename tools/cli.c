@@ -348,6 +348,28 @@ int cli_refuse_lossy(const st_state *s, const char *name, int allow)
 	return EXIT_FAIL;
 }
 
+int cli_refuse_misplaced(st_state *s, const char *place, const char *name)
+{
+	st_problems p = {0};
+	st_error err;
+
+	st_error_clear(&err);
+	if (st_check_place(s, place, ST_PLACE_ALL, &p, &err) != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	if (!p.count)
+		return EXIT_OK;
+	cli_errorf("refusing to change '%s': it is not where it claims to be (nothing written; "
+		   "`statetool validate` lists the mismatches):",
+		   name);
+	for (size_t i = 0; i < p.count; i++)
+		fprintf(stderr, "  [%s] %s\n    at %s\n", p.items[i].rule, p.items[i].message,
+			p.items[i].pointer);
+	st_problems_clear(&p);
+	return EXIT_FAIL;
+}
+
 /* The states cli_state_done kept (a move has two); reachable, so leak checkers do not
  * count them. */
 static st_state *kept[2];

@@ -113,6 +113,11 @@ int cli_save(cli_target *t, st_state *s);
  * only the last value of each, so the others would be lost silently. Returns an exit code. */
 int cli_refuse_lossy(const st_state *s, const char *name, int allow);
 
+/* Refuses (printing why) to change a state that is not where it claims to be (st_check_place
+ * with ST_PLACE_ALL: the place `place`, a stack's name, or NULL for a file outside a backend;
+ * the checkpoint's `stack`; the URNs). Returns an exit code. */
+int cli_refuse_misplaced(st_state *s, const char *place, const char *name);
+
 /* Writes a JSON value to stdout, 4-space indented, with a newline. */
 int cli_print_json(const json_t *v);
 /* Writes bytes to a file ("-" = stdout). */
@@ -143,6 +148,8 @@ typedef struct cli_mutate_opts {
 	int json;
 	int allow_dups;
 	int show_diff; /* list the changed resources even when writing */
+	int any_place; /* the operation replaces the deployment (edit): no check of the place
+			* before it (cli_refuse_misplaced); the operation checks its result */
 	int (*after_save)(void *arg); /* runs once the state is written (not on a dry run) */
 	char summary[256]; /* printed after a successful write; the operation may fill it */
 } cli_mutate_opts;

@@ -153,6 +153,9 @@ int cmd_convert(int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto done;
 	}
+	/* written into a stack of a backend: it must be that stack's state */
+	if (ot.backend && (rc = cli_refuse_misplaced(s, ot.qname, out)) != EXIT_OK)
+		goto done;
 	if (canonical)
 		st_state_canonicalize(s);
 	st_style *st = st_state_style(s);

@@ -18,14 +18,27 @@ static const char help[] =
 	"listed and written. An invalid result is never written: on a terminal you may edit\n"
 	"it again or discard it; otherwise the command fails.\n"
 	"\n"
+	"\n"
+	"The new deployment must belong to the stack: a resource whose URN names another stack\n"
+	"(or project) is refused, as `pulumi stack import` refuses it, and so is a result with\n"
+	"warnings the state did not have (validate's warnings: a state with none gains none\n"
+	"unnoticed); --force writes either anyway, each printed as a warning. The stack is the\n"
+	"one the state is in a DIY backend, else the one it names (its checkpoint's `stack`, its\n"
+	"root stack resource).\n"
+	"\n"
 	"Options:\n"
 	"  --from FILE        take the new deployment from FILE instead of an editor: a\n"
 	"                     deployment object, a stack export or a checkpoint ('-' reads\n"
-	"                     standard input)\n" CLI_MUTATE_HELP;
+	"                     standard input)\n"
+	"  --force            write resources of another stack, and new warnings\n" CLI_MUTATE_HELP;
 
 typedef struct ctx {
 	const char *from;
+	int force;
 	cli_mutate_opts *mo;
+	const cli_target *t;   /* resolved by the time the operation runs */
+	char *stack, *project; /* the stack the deployment must belong to (NULL: unknown) */
+	st_problems before;    /* the state's warnings before the edit */
 } ctx;
 
 static int extra(int opt, const char *arg, void *p)
@@ -34,7 +47,127 @@ static int extra(int opt, const char *arg, void *p)
 		((ctx *)p)->from = arg;
 		return 0;
 	}
+	if (opt == OPT_FORCE) {
+		((ctx *)p)->force = 1;
+		return 0;
+	}
 	return -1;
+}
+
+/* The stack the deployment belongs to: where it lies in a backend, else what it names. */
+static void target_names(ctx *c, st_state *s)
+{
+	const char *q = c->t->backend ? c->t->qname : NULL;
+	if (q) {
+		const char *s1 = strchr(q, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+		c->stack = strdup(s2 ? s2 + 1 : q);
+		c->project = s2 ? strndup(s1 + 1, (size_t)(s2 - s1 - 1)) : NULL;
+		return;
+	}
+	st_stack_names(s, NULL, NULL, &c->stack, &c->project, NULL);
+}
+
+/* Pulumi's `stack import` rule (SaveSnapshot): every resource of the new deployment belongs
+ * to the stack. Refused unless --force, which prints each as a warning. */
+static int other_stack(ctx *c, st_state *s)
+{
+	json_t *res = st_state_resources(s, 0), *r;
+	size_t i, bad = 0;
+	st_urn u;
+
+	if (!c->stack)
+		return EXIT_OK;
+	json_array_foreach(res, i, r) {
+		const char *urn = json_string_value(json_object_get(r, "urn"));
+		const char *what = NULL, *want = NULL;
+		int len = 0;
+		const char *got = NULL;
+		if (!urn || st_urn_parse(urn, &u) != ST_OK)
+			continue;
+		if (u.stack_len != strlen(c->stack) || strncmp(u.stack, c->stack, u.stack_len)) {
+			what = "stack";
+			got = u.stack;
+			len = (int)u.stack_len;
+			want = c->stack;
+		} else if (c->project && (u.project_len != strlen(c->project) ||
+					  strncmp(u.project, c->project, u.project_len))) {
+			what = "project";
+			got = u.project;
+			len = (int)u.project_len;
+			want = c->project;
+		}
+		if (!what)
+			continue;
+		bad++;
+		if (c->force)
+			cli_warnf("resource '%s' is from a different %s (%.*s != %s)", urn, what, len,
+				  got, want);
+		else
+			cli_errorf("resource '%s' is from a different %s (%.*s != %s)", urn, what, len,
+				   got, want);
+	}
+	if (bad && !c->force) {
+		cli_errorf("importing this file could be dangerous; rerun with --force to proceed "
+			   "anyway");
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+/* Warnings of `after` that `before` did not have (each counted as often as it appears). */
+static size_t new_warnings(const st_problems *before, const st_problems *after, int *isnew)
+{
+	char *used = calloc(before->count + 1, 1);
+	size_t n = 0;
+
+	for (size_t i = 0; i < after->count; i++) {
+		const st_problem *a = &after->items[i];
+		isnew[i] = 0;
+		if (a->severity != ST_SEV_WARNING)
+			continue;
+		isnew[i] = 1;
+		for (size_t k = 0; used && k < before->count; k++) {
+			const st_problem *b = &before->items[k];
+			if (!used[k] && b->severity == ST_SEV_WARNING && !strcmp(a->rule, b->rule) &&
+			    !strcmp(a->message, b->message)) {
+				used[k] = 1;
+				isnew[i] = 0;
+				break;
+			}
+		}
+		n += (size_t)isnew[i];
+	}
+	free(used);
+	return n;
+}
+
+/* The "valid stays valid" guard, counting warnings: a result with warnings the state did not
+ * have is refused unless --force (then each is printed as a warning). */
+static int gained_warnings(ctx *c, const st_problems *after)
+{
+	int *isnew = calloc(after->count + 1, sizeof(*isnew));
+	size_t n;
+
+	if (!isnew) {
+		cli_errorf("out of memory");
+		return EXIT_FAIL;
+	}
+	n = new_warnings(&c->before, after, isnew);
+	if (n && !c->force)
+		cli_errorf("the edited deployment has %zu warning%s the state did not have; nothing "
+			   "written (rerun with --force to write it anyway):",
+			   n, n == 1 ? "" : "s");
+	for (size_t i = 0; n && i < after->count; i++) {
+		const st_problem *q = &after->items[i];
+		if (!isnew[i])
+			continue;
+		if (c->force)
+			cli_warnf("[%s] %s (at %s)", q->rule, q->message, q->pointer);
+		else
+			fprintf(stderr, "  [%s] %s\n    at %s\n", q->rule, q->message, q->pointer);
+	}
+	free(isnew);
+	return n && !c->force ? EXIT_FAIL : EXIT_OK;
 }
 
 /* The deployment inside a parsed document: itself, or that of an envelope. */
@@ -86,8 +219,8 @@ static int run_editor(const char *path)
 }
 
 /* Parses, checks and applies one candidate; returns ST_OK, or EXIT_FAIL after printing. */
-static int apply(st_edit *e, st_state *s, const char *text, size_t len, const char *name,
-		 st_error *err)
+static int apply(ctx *c, st_edit *e, st_state *s, const char *text, size_t len,
+		 const char *name, st_error *err)
 {
 	json_t *doc = NULL, *dep;
 	st_problems p = {0};
@@ -103,6 +236,10 @@ static int apply(st_edit *e, st_state *s, const char *text, size_t len, const ch
 	if (rc) {
 		cli_error(err);
 		st_error_clear(err);
+		return EXIT_FAIL;
+	}
+	if (other_stack(c, s) != EXIT_OK) {
+		st_edit_rollback(e);
 		return EXIT_FAIL;
 	}
 	if (st_validate(s, NULL, &p, err) != ST_OK) {
@@ -122,7 +259,12 @@ static int apply(st_edit *e, st_state *s, const char *text, size_t len, const ch
 		st_edit_rollback(e);
 		return EXIT_FAIL;
 	}
+	rc = gained_warnings(c, &p);
 	st_problems_clear(&p);
+	if (rc != EXIT_OK) {
+		st_edit_rollback(e);
+		return EXIT_FAIL;
+	}
 	return ST_OK;
 }
 
@@ -134,10 +276,14 @@ static int run(st_edit *e, st_state *s, void *arg, st_error *err)
 	int rc = EXIT_FAIL, fd;
 	st_style st;
 
+	/* what the new deployment is checked against: the stack, the state's warnings */
+	target_names(c, s);
+	if (st_validate(s, NULL, &c->before, err) != ST_OK)
+		return err->code;
 	if (c->from) {
 		if (st_file_read(c->from, 0, &text, &len, NULL, err) != ST_OK)
 			return err->code;
-		rc = apply(e, s, text, len, strcmp(c->from, "-") ? c->from : "<stdin>", err);
+		rc = apply(c, e, s, text, len, strcmp(c->from, "-") ? c->from : "<stdin>", err);
 		free(text);
 		return rc;
 	}
@@ -176,7 +322,7 @@ static int run(st_edit *e, st_state *s, void *arg, st_error *err)
 			rc = EXIT_FAIL;
 			break;
 		}
-		rc = apply(e, s, text, len, tmpl, err);
+		rc = apply(c, e, s, text, len, tmpl, err);
 		if (rc == ST_OK || !ask_again())
 			break;
 	}
@@ -188,6 +334,7 @@ static int run(st_edit *e, st_state *s, void *arg, st_error *err)
 int cmd_edit(int argc, char **argv)
 {
 	static const struct option extra_opts[] = {{"from", required_argument, NULL, OPT_FROM},
+						   {"force", no_argument, NULL, OPT_FORCE},
 						   {NULL, 0, NULL, 0}};
 	cli_target t = {0};
 	cli_mutate_opts mo = {.cmd = "edit", .show_diff = 1};
@@ -200,6 +347,12 @@ int cmd_edit(int argc, char **argv)
 	if (npos)
 		return cli_usage("edit", "unexpected argument '%s'", pos[0]);
 	c.mo = &mo;
+	mo.any_place = 1; /* the result is checked instead (other_stack) */
 	snprintf(mo.summary, sizeof(mo.summary), "State updated");
-	return cli_mutate(&t, &mo, run, &c);
+	c.t = &t;
+	rc = cli_mutate(&t, &mo, run, &c);
+	free(c.stack);
+	free(c.project);
+	st_problems_clear(&c.before);
+	return rc;
 }

@@ -444,7 +444,9 @@ static int run_import(args *a, cli_target *t)
 	if ((rc = cli_target_resolve(t, "import", 1)) != EXIT_OK || (rc = read_doc(a, &doc)))
 		goto out;
 	if ((!a->dry && (rc = cli_lock(t, &lock)) != EXIT_OK) || (rc = cli_load(t, &s)) ||
-	    (rc = cli_refuse_lossy(s, cli_target_name(t), a->dups)) != EXIT_OK)
+	    (rc = cli_refuse_lossy(s, cli_target_name(t), a->dups)) != EXIT_OK ||
+	    (!a->dry && (rc = cli_refuse_misplaced(s, t->backend ? t->qname : NULL,
+						   cli_target_name(t))) != EXIT_OK))
 		goto out;
 	if (a->rd.cmd) {
 		a->io.read = run_reader;

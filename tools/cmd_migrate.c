@@ -68,7 +68,10 @@ int cmd_migrate(int argc, char **argv)
 	if (!out && !dry && (rc = cli_lock(&t, &lock)) != EXIT_OK)
 		goto done;
 	if ((rc = cli_load(&t, &s)) != EXIT_OK ||
-	    (rc = cli_refuse_lossy(s, cli_target_name(&t), allow_dups)) != EXIT_OK)
+	    (rc = cli_refuse_lossy(s, cli_target_name(&t), allow_dups)) != EXIT_OK ||
+	    (!out && !dry &&
+	     (rc = cli_refuse_misplaced(s, t.backend ? t.qname : NULL, cli_target_name(&t))) !=
+		     EXIT_OK))
 		goto done;
 	from = st_state_version(s);
 	if (st_state_migrate(s, &ch, &err) != ST_OK) {

@@ -195,7 +195,12 @@ static int load_side(side *sd, int allow_dups)
 	st_error_clear(&err);
 	if (sd->t.exists) {
 		int rc = cli_load(&sd->t, &sd->s);
-		return rc ? rc : cli_refuse_lossy(sd->s, side_label(sd), allow_dups);
+		if (rc == EXIT_OK)
+			rc = cli_refuse_lossy(sd->s, side_label(sd), allow_dups);
+		if (rc == EXIT_OK)
+			rc = cli_refuse_misplaced(sd->s, sd->t.backend ? sd->t.qname : NULL,
+						  side_label(sd));
+		return rc;
 	}
 	/* a new destination */
 	if (st_state_new(&sd->s, &err) != ST_OK) {

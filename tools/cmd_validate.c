@@ -109,94 +109,97 @@ static void report(vrun *v, const char *name, st_problems *p, long long nres, co
 }
 
 
-static void validate_one(vrun *v, const char *path, const char *shown)
+/* Checks one parsed document (rc: how its reading went, err why not; doc stolen) named
+ * `shown`; `place` is the stack it is in a backend, or NULL (see st_check_place). */
+static void validate_doc(vrun *v, int rc, st_error *err, json_t *doc, st_style *style,
+			 st_problems *lp, const char *shown, const char *place)
 {
 	st_problems p = {0};
-	st_error err;
 	st_state *s = NULL;
 	long long nres = -1;
 	const char *kind = "state";
-	int rc;
 
-	st_error_clear(&err);
-	{
-		json_t *doc = NULL;
-		st_style style;
-		st_problems lp = {0};
-		rc = st_json_load_file(&doc, path, v->max_size, NULL, &style, &lp, &err);
-		if (rc == ST_OK && st_doc_kind_of(doc) == ST_DOC_IMPORT) {
-			/* An import file, as `pulumi import --file` reads and checks it (the
-			 * names of a stack and project only place the URNs it builds) */
-			kind = "import";
-			for (size_t i = 0; i < lp.count; i++)
-				st_problems_add(&p, lp.items[i].severity, lp.items[i].rule,
-						lp.items[i].pointer, NULL, "%s", lp.items[i].message);
-			rc = st_import_check(doc, NULL, NULL, v->vo.schema, &p, &err);
-			nres = (long long)json_array_size(json_object_get(doc, "resources"));
-			json_decref(doc);
-		} else if (rc == ST_OK && st_doc_kind_of(doc) == ST_DOC_NEITHER) {
-			kind = "unknown";
-			st_problems_add(&p, ST_SEV_ERROR, "file/not-pulumi", "", NULL,
-					"neither a Pulumi deployment state (no 'deployment', "
-					"'checkpoint' or 'latest' member) nor a `pulumi import --file` "
-					"document (no 'resources' or 'nameTable' member)");
-			json_decref(doc);
-		} else if (rc == ST_OK) {
-			rc = st_state_from_json(&s, doc, &style, &lp, shown, &err);
-			if (rc == ST_OK) {
-				nres = (long long)json_array_size(st_state_resources(s, 0));
-				rc = st_validate(s, &v->vo, &p, &err);
-			} else if (lp.errors) {
-				/* Pulumi cannot decode it: each reason, with its rule and place */
-				for (size_t i = 0; i < lp.count; i++)
-					st_problems_add(&p, lp.items[i].severity, lp.items[i].rule,
-							lp.items[i].pointer, lp.items[i].urn, "%s",
-							lp.items[i].message);
-				rc = ST_OK;
-			}
+	if (rc == ST_OK && st_doc_kind_of(doc) == ST_DOC_IMPORT) {
+		/* An import file, as `pulumi import --file` reads and checks it (the names of a
+		 * stack and project only place the URNs it builds) */
+		kind = "import";
+		for (size_t i = 0; i < lp->count; i++)
+			st_problems_add(&p, lp->items[i].severity, lp->items[i].rule,
+					lp->items[i].pointer, NULL, "%s", lp->items[i].message);
+		rc = st_import_check(doc, NULL, NULL, v->vo.schema, &p, err);
+		nres = (long long)json_array_size(json_object_get(doc, "resources"));
+		json_decref(doc);
+	} else if (rc == ST_OK && st_doc_kind_of(doc) == ST_DOC_NEITHER) {
+		kind = "unknown";
+		st_problems_add(&p, ST_SEV_ERROR, "file/not-pulumi", "", NULL,
+				"neither a Pulumi deployment state (no 'deployment', 'checkpoint' or "
+				"'latest' member) nor a `pulumi import --file` document (no "
+				"'resources' or 'nameTable' member)");
+		json_decref(doc);
+	} else if (rc == ST_OK) {
+		rc = st_state_from_json(&s, doc, style, lp, shown, err);
+		if (rc == ST_OK) {
+			nres = (long long)json_array_size(st_state_resources(s, 0));
+			rc = st_validate(s, &v->vo, &p, err);
+			/* where it lies in a backend, what it says, and its URNs agree */
+			if (rc == ST_OK && place)
+				rc = st_check_place(s, place, 0, &p, err);
+		} else if (lp->errors) {
+			/* Pulumi cannot decode it: each reason, with its rule and place */
+			for (size_t i = 0; i < lp->count; i++)
+				st_problems_add(&p, lp->items[i].severity, lp->items[i].rule,
+						lp->items[i].pointer, lp->items[i].urn, "%s",
+						lp->items[i].message);
+			rc = ST_OK;
 		}
-		st_problems_clear(&lp);
 	}
 	if (rc != ST_OK) {
 		char where[64] = "";
-		if (err.line)
-			snprintf(where, sizeof(where), " (line %d, column %d)", err.line, err.column);
-		st_problems_add(&p, ST_SEV_ERROR, load_rule(rc), err.pointer, NULL, "%s%s",
-				err.message, where);
+		if (err->line)
+			snprintf(where, sizeof(where), " (line %d, column %d)", err->line,
+				 err->column);
+		st_problems_add(&p, ST_SEV_ERROR, load_rule(rc), err->pointer, NULL, "%s%s",
+				err->message, where);
 	}
 	report(v, shown, &p, nres, kind);
 	st_problems_clear(&p);
 	cli_state_done(s);
 }
 
-/* A stack of a backend, read through the backend (its store may have no local path). */
-static void validate_stack(vrun *v, st_backend *b, const char *stack, const char *shown)
+/* A file named on the command line ("-": standard input); one inside a DIY backend is checked
+ * against its place there too. */
+static void validate_one(vrun *v, const char *path, const char *shown)
 {
-	st_problems p = {0};
+	json_t *doc = NULL;
+	st_style style;
+	st_problems lp = {0};
 	st_error err;
-	st_state *s = NULL;
-	st_load_opts lo = ST_LOAD_OPTS_INIT;
-	long long nres = -1;
+	char *root = NULL, *stack = NULL;
 	int rc;
 
 	st_error_clear(&err);
-	lo.max_size = v->max_size;
-	lo.threads = cli_threads;
-	rc = st_backend_load(b, stack, &lo, &s, &err);
-	if (rc == ST_OK) {
-		nres = (long long)json_array_size(st_state_resources(s, 0));
-		rc = st_validate(s, &v->vo, &p, &err);
-	}
-	if (rc != ST_OK) {
-		char where[64] = "";
-		if (err.line)
-			snprintf(where, sizeof(where), " (line %d, column %d)", err.line, err.column);
-		st_problems_add(&p, ST_SEV_ERROR, load_rule(rc), err.pointer, NULL, "%s%s",
-				err.message, where);
-	}
-	report(v, shown, &p, nres, "state");
-	st_problems_clear(&p);
-	cli_state_done(s);
+	rc = st_json_load_file(&doc, path, v->max_size, NULL, &style, &lp, &err);
+	if (strcmp(path, "-"))
+		st_backend_locate(path, &root, &stack);
+	validate_doc(v, rc, &err, doc, &style, &lp, shown, stack);
+	st_problems_clear(&lp);
+	free(root);
+	free(stack);
+}
+
+/* A stack of a backend, read through the backend (its store may have no local path). */
+static void validate_stack(vrun *v, st_backend *b, const char *stack, const char *shown)
+{
+	json_t *doc = NULL;
+	st_style style;
+	st_problems lp = {0};
+	st_error err;
+	int rc;
+
+	st_error_clear(&err);
+	rc = st_backend_load_json(b, stack, v->max_size, &doc, &style, &lp, NULL, &err);
+	validate_doc(v, rc, &err, doc, &style, &lp, shown, stack);
+	st_problems_clear(&lp);
 }
 
 static int load_user_schema(const char *path, st_schema ***list, size_t *n)

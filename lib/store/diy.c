@@ -745,6 +745,8 @@ int st_backend_stack_target(st_backend *bb, const char *ref, st_state *state, ch
 	st_compression c;
 	int set, rc;
 
+	ST_ASSERT_ARG(bb);
+	ST_ASSERT_ARG(state);
 	*key = NULL;
 	*old_key = NULL;
 	if (!b)
@@ -828,6 +830,57 @@ static int diy_load(st_backend *bb, const char *ref, const st_load_opts *opts, s
 	if (rc == ST_OK)
 		(*out)->compression = comp;
 out:
+	free(local);
+	free(plain);
+	free(where);
+	free(base);
+	free(key);
+	return rc;
+}
+
+int st_backend_load_json(st_backend *bb, const char *ref, size_t max_size, json_t **out,
+			 st_style *style, st_problems *problems, char **where_out, st_error *err)
+{
+	diy_backend *b = as_diy(bb);
+	char *base = NULL, *key = NULL, *where = NULL, *data = NULL, *plain = NULL, *local = NULL;
+	size_t len = 0, plen = 0;
+	int rc;
+
+	ST_ASSERT_ARG(bb);
+	*out = NULL;
+	if (where_out)
+		*where_out = NULL;
+	if (!b)
+		return st__err(err, ST_EUNSUPPORTED, "backend '%s' is no DIY backend", bb->url);
+	if ((rc = diy_object(b, ref, &base, &key, NULL, err)) != ST_OK)
+		return rc;
+	if (!key) {
+		rc = st__err(err, ST_ENOTFOUND, "stack '%s' has no state in backend '%s'", ref,
+			     bb->url);
+		goto out;
+	}
+	if ((rc = st__store_file_check(b->store, key, err)) != ST_OK)
+		goto out;
+	if (!(where = st__store_where(b->store, key))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((local = st__store_local_path(b->store, key))) {
+		/* a local file: mapped as the parser goes, not read whole */
+		rc = st_json_load_file(out, local, max_size, NULL, style, problems, err);
+		goto out;
+	}
+	rc = st_store_read(b->store, key, max_size, &data, &len, NULL, err);
+	if (rc == ST_OK)
+		rc = st__decompress(data, len, max_size, where, &plain, &plen, NULL, err);
+	data = NULL;
+	if (rc == ST_OK)
+		rc = st_json_parse(out, plain, plen, where, NULL, style, problems, err);
+out:
+	if (rc == ST_OK && where_out) {
+		*where_out = where;
+		where = NULL;
+	}
 	free(local);
 	free(plain);
 	free(where);

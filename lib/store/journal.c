@@ -440,7 +440,11 @@ int st_journal_save(const char *op, const st_pair_side *a, const st_pair_side *b
 		    st_error *err)
 {
 	jside A, B;
-	int rc = side_prepare(&A, a, err);
+	int rc;
+
+	ST_ASSERT_ARG(a);
+	ST_ASSERT_ARG(b);
+	rc = side_prepare(&A, a, err);
 
 	if (rc == ST_OK)
 		rc = side_prepare(&B, b, err);
@@ -700,6 +704,8 @@ int st_journal_recover_key(st_store *s, const char *key, st_store *const *known,
 	journal j;
 	int rc, none;
 
+	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(key);
 	if (!jkey || !all) {
 		free(jkey);
 		free(all);
@@ -736,8 +742,13 @@ int st_journal_recover_key(st_store *s, const char *key, st_store *const *known,
 
 int st_journal_pending_key(st_store *s, const char *key)
 {
-	char *jkey = st_asprintf("%s" JOURNAL_SUFFIX, key);
-	int found = jkey && st_store_stat(s, jkey, NULL, NULL) == ST_OK;
+	char *jkey;
+	int found;
+
+	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(key);
+	jkey = st_asprintf("%s" JOURNAL_SUFFIX, key);
+	found = jkey && st_store_stat(s, jkey, NULL, NULL) == ST_OK;
 	free(jkey);
 	return found;
 }
@@ -881,7 +892,11 @@ int st_backend_save_pair(const char *op, st_backend *ba, const char *stack_a, st
 			 st_backend *bb, const char *stack_b, st_state *b, st_error *err)
 {
 	char *ka = NULL, *oa = NULL, *kb = NULL, *ob = NULL;
-	int rc = st_backend_stack_target(ba, stack_a, a, &ka, &oa, err);
+	int rc;
+
+	ST_ASSERT_ARG(ba);
+	ST_ASSERT_ARG(bb);
+	rc = st_backend_stack_target(ba, stack_a, a, &ka, &oa, err);
 
 	if (rc == ST_OK)
 		rc = st_backend_stack_target(bb, stack_b, b, &kb, &ob, err);
@@ -900,12 +915,14 @@ int st_backend_save_pair(const char *op, st_backend *ba, const char *stack_a, st
 int st_backend_recover(st_backend *b, const char *stack, st_store *const *known, size_t nknown,
 		       unsigned flags, st_changes *report, st_error *err)
 {
-	st_store *s = st_backend_store(b);
+	st_store *s;
 	st_store_entry *e = NULL;
 	char *prefix = NULL;
 	size_t n = 0, js = strlen(JOURNAL_SUFFIX), ss = strlen(STAGED_SUFFIX);
 	int rc;
 
+	ST_ASSERT_ARG(b);
+	s = st_backend_store(b);
 	if (!s)
 		return ST_OK; /* a backend without a store writes no journal */
 	if ((rc = st__diy_stack_prefix(b, stack, &prefix, err)) != ST_OK)

@@ -366,5 +366,7 @@ char *st__store_where(const st_store *s, const char *key)
 
 char *st_store_where(const st_store *s, const char *key)
 {
+	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(key);
 	return st__store_where(s, key);
 }

@@ -97,7 +97,7 @@ rm -f "$D"/tie.json*
 
 # ---- zstd: written by the zstd tool, read, edited in place, switched by the environment ----
 zstd -q -c "$P/valid-checkpoint-v3-diy.json" > "$D/z.json.zst"
-sed 's/organization\/proj\/dev/organization\/proj\/z/' "$P/valid-checkpoint-v3-diy.json" | zstd -q -c > "$D/z.json.zst"
+sed -e 's/organization\/proj\/dev/organization\/proj\/z/' -e 's/urn:pulumi:dev::/urn:pulumi:z::/g' "$P/valid-checkpoint-v3-diy.json" | zstd -q -c > "$D/z.json.zst"
 cp "$D/z.json.zst" "$T/z-before.zst"
 run "zstd stack listed" st list --backend "$B" --stack proj/z
 check_rc 0; check_out_has "my:index:Comp::c"
