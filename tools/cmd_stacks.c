@@ -66,10 +66,9 @@ int cmd_stacks(int argc, char **argv)
 		st_state *s = NULL;
 		st_error e;
 		long long count = -1;
-		char *where = infos[i].key && st_backend_store(b)
-				      ? st_store_where(st_backend_store(b), infos[i].key)
-				      : NULL;
-		const char *shown = where ? where : infos[i].key ? infos[i].key : infos[i].qname;
+		/* a local file by its path, an object by its key under the backend's URL */
+		const char *shown = infos[i].path ? infos[i].path
+				    : infos[i].key ? infos[i].key : infos[i].qname;
 		st_error_clear(&e);
 		if (st_backend_load(b, infos[i].qname, NULL, &s, &e) == ST_OK) {
 			json_t *res = st_state_resources(s, 0);
@@ -99,7 +98,6 @@ int cmd_stacks(int argc, char **argv)
 			       shown);
 		}
 		st_state_free(s);
-		free(where);
 	}
 	if (json) {
 		json_object_set_new(doc, "stacks", arr);
