@@ -1159,11 +1159,17 @@ ST_EXTERN json_t *st_import_generate(st_state *s, const size_t *idx, size_t n, s
 
 typedef struct st_index st_index;
 
-/* Opens (creating when needed, unless read-only) the index at `path`. Notes on what was done
+/* Opens (creating when needed, unless read-only) the index at `path`: an SQLite file, or a
+ * PostgreSQL database named by a postgres:// URL (read as the postgres:// store reads it; the
+ * same tables, made when missing; a read-only index runs everything in READ ONLY
+ * transactions). Notes on what was done
  * (rebuilt, moved aside) go to `notes` (may be NULL). *out is new: st_index_close. */
 ST_EXTERN int st_index_open(st_index **out, const char *path, int readonly, st_changes *notes,
 			    st_error *err);
 ST_EXTERN void st_index_close(st_index *ix);
+
+/* What the index is, for messages (borrowed): its path, or its URL without a password. */
+ST_EXTERN const char *st_index_name(const st_index *ix);
 
 /* Replaces one stack's rows from an already-loaded state (borrowed), in one transaction, so a
  * backend can keep the index current after every save. `qname` names the stack

@@ -22,9 +22,13 @@ static const char help_index[] =
 	"\n"
 	"Options:\n"
 	"  --backend URL   the backend (file://PATH or PATH; default $PULUMI_BACKEND_URL)\n"
-	"  --db PATH       the database (default DIR/.pulumi/statetool-index.sqlite for a\n"
+	"  --db PATH|URL   the database (default DIR/.pulumi/statetool-index.sqlite for a\n"
 	"                  backend in a local directory DIR; required for any other backend\n"
-	"                  and with STATE files)\n"
+	"                  and with STATE files), or a PostgreSQL database shared by a team:\n"
+	"                  --db 'postgres://USER@HOST/DB?sslmode=...' (the PG* variables and\n"
+	"                  parameters as for a postgres:// backend; the same tables, made when\n"
+	"                  missing; one transaction per stack, so updaters on several\n"
+	"                  machines at once never lose or half-write a stack)\n"
 	"  --json          the summary as one JSON document\n"
 	"  -h, --help      show this help\n"
 	"On a terminal a progress line shows stacks done and resources per second.\n";
@@ -56,7 +60,8 @@ static const char help_query[] =
 	"\n"
 	"Options:\n"
 	"  --backend URL        use that backend's index (see `index update --help`)\n"
-	"  --db PATH            use this index\n"
+	"  --db PATH|URL        use this index (an SQLite file, or postgres://...: queries\n"
+	"                       and --sql run in a READ ONLY transaction there)\n"
 	"  --json | --csv       output format (default: a table)\n"
 	"  -h, --help           show this help\n"
 	"Tables: meta, stacks, resources, edges, providers, pending, secrets (see the README).\n";
@@ -143,7 +148,7 @@ static int cmd_update(int argc, char **argv)
 		cli_errorf("%s", fails.items[i].message);
 	if (json) {
 		json_t *o = json_pack("{s:i,s:s,s:I,s:I,s:I,s:I,s:I,s:I}", "format_version",
-				      CLI_JSON_FORMAT, "index", dbpath, "stacks",
+				      CLI_JSON_FORMAT, "index", st_index_name(ix), "stacks",
 				      (json_int_t)stats.stacks, "parsed", (json_int_t)stats.parsed,
 				      "unchanged", (json_int_t)stats.unchanged, "removed",
 				      (json_int_t)stats.removed, "failed", (json_int_t)stats.failed,
@@ -153,7 +158,7 @@ static int cmd_update(int argc, char **argv)
 	} else {
 		printf("%s: %zu stack%s: %zu indexed (%zu resources), %zu unchanged, %zu removed, "
 		       "%zu failed\n",
-		       dbpath, stats.stacks, stats.stacks == 1 ? "" : "s", stats.parsed,
+		       st_index_name(ix), stats.stacks, stats.stacks == 1 ? "" : "s", stats.parsed,
 		       stats.resources, stats.unchanged, stats.removed, stats.failed);
 	}
 	rc = fails.count ? EXIT_FAIL : EXIT_OK;

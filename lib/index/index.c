@@ -2,7 +2,7 @@
  * The SQLite index: every stack of a backend, queryable without parsing anything.
  * One transaction per stack; WAL mode, so readers never see a half-written stack.
  */
-#include "internal.h"
+#include "ix.h"
 #include "store/store_impl.h"
 
 #include <errno.h>
@@ -21,40 +21,8 @@ struct st_index {
 	sqlite3 *db;
 	int readonly;
 	char *path;
+	st_ixpg *pg; /* a PostgreSQL index (pg.c): every call goes there */
 };
-
-static const char schema_sql[] =
-	"CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
-	"CREATE TABLE IF NOT EXISTS stacks ("
-	"  id INTEGER PRIMARY KEY, qname TEXT UNIQUE NOT NULL, project TEXT, stack TEXT,"
-	"  path TEXT, size INTEGER, mtime_ns INTEGER, sha256 TEXT, version INTEGER,"
-	"  envelope TEXT, resources INTEGER, indexed_at TEXT, etag TEXT);"
-	"CREATE TABLE IF NOT EXISTS resources ("
-	"  stack_id INTEGER NOT NULL, position INTEGER NOT NULL, urn TEXT NOT NULL, type TEXT,"
-	"  name TEXT, id TEXT, import_id TEXT, parent TEXT, provider TEXT, custom INTEGER,"
-	"  protect INTEGER, \"delete\" INTEGER, external INTEGER, taint INTEGER,"
-	"  pending_replacement INTEGER, retain_on_delete INTEGER, created TEXT, modified TEXT,"
-	"  PRIMARY KEY (stack_id, position));"
-	"CREATE INDEX IF NOT EXISTS resources_urn ON resources(urn);"
-	"CREATE INDEX IF NOT EXISTS resources_type ON resources(type);"
-	"CREATE INDEX IF NOT EXISTS resources_type_id ON resources(type, id);"
-	"CREATE INDEX IF NOT EXISTS resources_id ON resources(id);"
-	"CREATE INDEX IF NOT EXISTS resources_import_id ON resources(import_id);"
-	"CREATE INDEX IF NOT EXISTS resources_provider ON resources(provider);"
-	"CREATE TABLE IF NOT EXISTS edges ("
-	"  stack_id INTEGER NOT NULL, from_urn TEXT NOT NULL, kind TEXT NOT NULL,"
-	"  to_urn TEXT NOT NULL, property TEXT);"
-	"CREATE INDEX IF NOT EXISTS edges_to ON edges(to_urn, kind);"
-	"CREATE INDEX IF NOT EXISTS edges_stack ON edges(stack_id);"
-	"CREATE TABLE IF NOT EXISTS providers ("
-	"  stack_id INTEGER NOT NULL, urn TEXT NOT NULL, id TEXT, ref TEXT, package TEXT,"
-	"  version TEXT);"
-	"CREATE INDEX IF NOT EXISTS providers_ref ON providers(ref);"
-	"CREATE INDEX IF NOT EXISTS providers_pkg ON providers(package, version);"
-	"CREATE TABLE IF NOT EXISTS pending (stack_id INTEGER NOT NULL, urn TEXT, type TEXT);"
-	"CREATE INDEX IF NOT EXISTS pending_urn ON pending(urn);"
-	"CREATE TABLE IF NOT EXISTS secrets (stack_id INTEGER NOT NULL, urn TEXT, path TEXT);"
-	"CREATE INDEX IF NOT EXISTS secrets_urn ON secrets(urn);";
 
 /* SQLite's failures: out of memory as such, anything else an I/O error. */
 static int sql_code(int sqlite_rc)
@@ -159,11 +127,14 @@ static int init_schema(st_index *ix, st_changes *notes, st_error *err)
 			       ST_INDEX_SCHEMA_VERSION);
 	}
 	/* tables and version in one transaction: an update killed here leaves no tables */
-	char *sql = st_asprintf("BEGIN IMMEDIATE;%s"
-				"INSERT OR REPLACE INTO meta VALUES ('schema_version', '%d');"
-				"INSERT OR REPLACE INTO meta VALUES ('statetool', '%s');COMMIT;",
-				schema_sql, ST_INDEX_SCHEMA_VERSION, ST_VERSION);
+	char *schema = st__ix_schema_sql(0);
+	char *sql = schema ? st_asprintf("BEGIN IMMEDIATE;%s"
+					 "INSERT OR REPLACE INTO meta VALUES ('schema_version', '%d');"
+					 "INSERT OR REPLACE INTO meta VALUES ('statetool', '%s');COMMIT;",
+					 schema, ST_INDEX_SCHEMA_VERSION, ST_VERSION)
+			   : NULL;
 	rc = sql ? exec(ix, sql, err) : st__err(err, ST_ENOMEM, "out of memory");
+	free(schema);
 	free(sql);
 	if (rc)
 		exec(ix, "ROLLBACK;", NULL);
@@ -212,6 +183,12 @@ int st_index_open(st_index **out, const char *path, int readonly, st_changes *no
 		return st__err(err, ST_ENOMEM, "out of memory");
 	}
 	ix->readonly = readonly;
+	if (!strncmp(path, "postgres://", 11)) {
+		if ((rc = st__ixpg_open(&ix->pg, path, readonly, notes, err)) != ST_OK)
+			goto fail;
+		*out = ix;
+		return ST_OK;
+	}
 	if (readonly && access(path, F_OK) != 0) {
 		rc = st__err(err, ST_ENOTFOUND, "no index at '%s' (build it with `statetool index "
 			     "update`)", path);
@@ -280,6 +257,7 @@ void st_index_close(st_index *ix)
 {
 	if (!ix)
 		return;
+	st__ixpg_close(ix->pg);
 	sqlite3_close(ix->db);
 	free(ix->path);
 	free(ix);
@@ -296,7 +274,7 @@ char *st_index_default_path(const st_backend *b)
 /* ---- writing one stack ---- */
 
 typedef struct ins {
-	sqlite3_stmt *res, *edge, *prov, *pend, *sec;
+	sqlite3_stmt *st[IX_NTABLES];
 } ins;
 
 static void bind_text(sqlite3_stmt *s, int i, const char *v)
@@ -315,108 +293,39 @@ static int step_reset(sqlite3_stmt *s)
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* The edges of one resource, as the reference walk gives them: one row each, named by the
- * index's kinds; a provider edge goes to the provider's URN. */
-typedef struct edge_rows {
-	ins *I;
-	sqlite3_int64 sid;
-	const char *from;
-} edge_rows;
-
-static int edge_row(void *p, st_ref *ref)
+/* One row of a stack (st__ix_rows) into its table. */
+static int sqlite_row(void *ctx, ix_table t, const ix_val *v)
 {
-	edge_rows *c = p;
-	const char *kind;
-	size_t len = ref->len;
-	switch (ref->kind) {
-	case ST_REF_PARENT: kind = "parent"; break;
-	case ST_REF_DEPENDENCY: kind = "dependency"; break;
-	case ST_REF_PROPERTY_DEPENDENCY: kind = "property"; break;
-	case ST_REF_DELETED_WITH: kind = "deletedWith"; break;
-	case ST_REF_REPLACE_WITH: kind = "replaceWith"; break;
-	default:
-		kind = "provider";
-		if (!(len = st__provider_ref_urn_len(ref->value, len)))
-			return ST_REF_NEXT;
-		break;
+	sqlite3_stmt *st = ((ins *)ctx)->st[t];
+	for (int c = 0; c < st__ix_table_ncols[t]; c++) {
+		if (v[c].is_int)
+			sqlite3_bind_int64(st, c + 1, v[c].i);
+		else if (v[c].s)
+			sqlite3_bind_text(st, c + 1, v[c].s, (int)v[c].len, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, c + 1);
 	}
-	sqlite3_bind_int64(c->I->edge, 1, c->sid);
-	bind_text(c->I->edge, 2, c->from);
-	bind_text(c->I->edge, 3, kind);
-	sqlite3_bind_text(c->I->edge, 4, ref->value, (int)len, SQLITE_STATIC);
-	bind_text(c->I->edge, 5, ref->key);
-	return step_reset(c->I->edge) ? ST_EIO : ST_REF_NEXT;
-}
-
-/* 0, or -1 when a row could not be written (sqlite3_errcode tells why). */
-static int add_edges(ins *I, sqlite3_int64 sid, const char *from, json_t *r)
-{
-	edge_rows c = {I, sid, from};
-	return st__ref_foreach(r, ST_REF_ALL, edge_row, &c) < 0 ? -1 : 0;
-}
-
-/* Records the paths of secret values (never the values). */
-static int add_secret_paths(ins *I, sqlite3_int64 sid, const char *urn, json_t *v, st_buf *path,
-			    int depth)
-{
-	size_t mark = path->len, i;
-	int rc = 0;
-	json_t *c;
-	if (depth > 64)
-		return 0;
-	if (json_is_object(v)) {
-		const char *sig = st_json_str(v, ST_SIG_KEY);
-		if (sig && !strcmp(sig, ST_SIG_SECRET)) {
-			if (path->oom)
-				return -1;
-			sqlite3_bind_int64(I->sec, 1, sid);
-			bind_text(I->sec, 2, urn);
-			bind_text(I->sec, 3, path->data ? path->data : "");
-			return step_reset(I->sec);
-		}
-		const char *k;
-		size_t kl;
-		json_object_keylen_foreach(v, k, kl, c) {
-			path->len = mark;
-			st_pointer_add_key(path, k, kl);
-			if ((rc = add_secret_paths(I, sid, urn, c, path, depth + 1)) != 0)
-				break;
-		}
-	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, c) {
-			path->len = mark;
-			st_pointer_add_index(path, i);
-			if ((rc = add_secret_paths(I, sid, urn, c, path, depth + 1)) != 0)
-				break;
-		}
-	}
-	path->len = mark;
-	if (path->data)
-		path->data[mark] = '\0';
-	return rc;
+	return step_reset(st) ? ST_EIO : 0;
 }
 
 static int prepare_all(st_index *ix, ins *I)
 {
-	return sqlite3_prepare_v2(ix->db,
-				  "INSERT INTO resources VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-				  -1, &I->res, NULL) ||
-	       sqlite3_prepare_v2(ix->db, "INSERT INTO edges VALUES (?,?,?,?,?)", -1, &I->edge,
-				  NULL) ||
-	       sqlite3_prepare_v2(ix->db, "INSERT INTO providers VALUES (?,?,?,?,?,?)", -1, &I->prov,
-				  NULL) ||
-	       sqlite3_prepare_v2(ix->db, "INSERT INTO pending VALUES (?,?,?)", -1, &I->pend,
-				  NULL) ||
-	       sqlite3_prepare_v2(ix->db, "INSERT INTO secrets VALUES (?,?,?)", -1, &I->sec, NULL);
+	for (int t = 0; t < IX_NTABLES; t++) {
+		char sql[200];
+		int n = snprintf(sql, sizeof(sql), "INSERT INTO %s VALUES (", st__ix_table_names[t]);
+		for (int c = 0; c < st__ix_table_ncols[t]; c++)
+			n += snprintf(sql + n, sizeof(sql) - (size_t)n, "%s?", c ? "," : "");
+		snprintf(sql + n, sizeof(sql) - (size_t)n, ")");
+		if (sqlite3_prepare_v2(ix->db, sql, -1, &I->st[t], NULL) != SQLITE_OK)
+			return -1;
+	}
+	return 0;
 }
 
 static void finalize_all(ins *I)
 {
-	sqlite3_finalize(I->res);
-	sqlite3_finalize(I->edge);
-	sqlite3_finalize(I->prov);
-	sqlite3_finalize(I->pend);
-	sqlite3_finalize(I->sec);
+	for (int t = 0; t < IX_NTABLES; t++)
+		sqlite3_finalize(I->st[t]);
 }
 
 static int delete_stack_rows(st_index *ix, sqlite3_int64 sid)
@@ -449,84 +358,19 @@ static sqlite3_int64 stack_id(st_index *ix, const char *qname)
 	return id;
 }
 
-/* One resource's rows: the resource, its edges, the provider it is, its secrets' paths. ST_OK,
- * or ST_ENOMEM, or -1 for SQLite (sqlite3_errcode tells why). */
-static int write_resource(ins *I, sqlite3_int64 sid, size_t i, json_t *r, st_buf *pb)
-{
-	static const char *const pf[] = {"inputs", "outputs"};
-	const char *urn = st_json_str(r, "urn"), *type = st_json_str(r, "type");
-	st_urn pu;
-	char *name = NULL;
-	int bad;
-
-	if (!urn)
-		return ST_OK;
-	if (st_urn_parse(urn, &pu) == ST_OK && !(name = st_strndup(pu.name, pu.name_len)))
-		return ST_ENOMEM;
-	sqlite3_bind_int64(I->res, 1, sid);
-	sqlite3_bind_int64(I->res, 2, (sqlite3_int64)i);
-	bind_text(I->res, 3, urn);
-	bind_text(I->res, 4, type);
-	bind_text(I->res, 5, name);
-	bind_text(I->res, 6, st_json_str(r, "id"));
-	bind_text(I->res, 7, st_json_str(r, "importID"));
-	bind_text(I->res, 8, st_json_str(r, "parent"));
-	bind_text(I->res, 9, st_json_str(r, "provider"));
-	sqlite3_bind_int(I->res, 10, st_json_bool(r, "custom"));
-	sqlite3_bind_int(I->res, 11, st_json_bool(r, "protect"));
-	sqlite3_bind_int(I->res, 12, st_json_bool(r, "delete"));
-	sqlite3_bind_int(I->res, 13, st_json_bool(r, "external"));
-	sqlite3_bind_int(I->res, 14, st_json_bool(r, "taint"));
-	sqlite3_bind_int(I->res, 15, st_json_bool(r, "pendingReplacement"));
-	sqlite3_bind_int(I->res, 16, st_json_bool(r, "retainOnDelete"));
-	bind_text(I->res, 17, st_json_str(r, "created"));
-	bind_text(I->res, 18, st_json_str(r, "modified"));
-	bad = step_reset(I->res);
-	free(name);
-	if (bad || add_edges(I, sid, urn, r))
-		return -1;
-	if (type && st_type_is_provider(type)) {
-		const char *id = st_json_str(r, "id");
-		char *ref = st__provider_ref(urn, id);
-		if (!ref)
-			return ST_ENOMEM;
-		sqlite3_bind_int64(I->prov, 1, sid);
-		bind_text(I->prov, 2, urn);
-		bind_text(I->prov, 3, id);
-		bind_text(I->prov, 4, ref);
-		bind_text(I->prov, 5, type + strlen("pulumi:providers:"));
-		bind_text(I->prov, 6, st_json_str(json_object_get(r, "inputs"), "version"));
-		bad = step_reset(I->prov);
-		free(ref);
-		if (bad)
-			return -1;
-	}
-	for (int f = 0; f < 2; f++) {
-		pb->len = 0;
-		st_buf_printf(pb, "/%s", pf[f]);
-		if (add_secret_paths(I, sid, urn, json_object_get(r, pf[f]), pb, 0))
-			return pb->oom ? ST_ENOMEM : -1;
-	}
-	return ST_OK;
-}
-
-/* Replaces one stack's rows in one transaction: all of them, or (on any error) none. */
 static int write_stack(st_index *ix, const char *qname, const char *path, st_state *s,
 		       long long size, long long mtime_ns, const char *sha, const char *etag,
 		       st_error *err)
 {
 	ins I = {0};
-	json_t *res = st_state_resources(s, 0), *r, *dep = st_state_deployment(s);
-	size_t i;
-	int rc;
+	json_t *res = st_state_resources(s, 0);
+	int rc = ST_EIO;
 	char stamp[40];
 	char *stk = NULL, *proj = NULL;
 	sqlite3_stmt *up = NULL;
 	sqlite3_int64 sid;
-	st_buf pb;
 	st_error nerr;
 
-	st_buf_init(&pb);
 	if ((rc = exec(ix, "BEGIN IMMEDIATE", err)) != ST_OK)
 		return rc;
 	sid = stack_id(ix, qname);
@@ -575,21 +419,10 @@ static int write_stack(st_index *ix, const char *qname, const char *path, st_sta
 		rc = sql_err(ix, err, "cannot prepare");
 		goto rollback;
 	}
-	json_array_foreach(res, i, r) {
-		if ((rc = write_resource(&I, sid, i, r, &pb)) == ST_OK)
-			continue;
-		rc = rc == ST_ENOMEM ? st__err(err, rc, "out of memory")
+	if ((rc = st__ix_rows(s, (long long)sid, sqlite_row, &I)) != 0) {
+		rc = rc == ST_ENOMEM ? st__err(err, ST_ENOMEM, "out of memory")
 				     : sql_err(ix, err, "cannot record a resource");
 		goto rollback;
-	}
-	json_array_foreach(dep ? json_object_get(dep, "pending_operations") : NULL, i, r) {
-		sqlite3_bind_int64(I.pend, 1, sid);
-		bind_text(I.pend, 2, st_json_str(json_object_get(r, "resource"), "urn"));
-		bind_text(I.pend, 3, st_json_str(r, "type"));
-		if (step_reset(I.pend)) {
-			rc = sql_err(ix, err, "cannot record a pending operation");
-			goto rollback;
-		}
 	}
 	finalize_all(&I);
 	memset(&I, 0, sizeof(I)); /* finalized: a failed COMMIT below must not do it again */
@@ -604,7 +437,6 @@ rollback:
 	sqlite3_finalize(up);
 	exec(ix, "ROLLBACK", NULL);
 out:
-	st_buf_free(&pb);
 	free(stk);
 	free(proj);
 	return rc;
@@ -618,6 +450,8 @@ int st_index_update_state(st_index *ix, const char *qname, const char *path, st_
 	struct stat sb;
 	long long size = -1, mt = 0;
 	int rc = writable(ix, err);
+	if (ix->pg)
+		return st__ixpg_update_state(ix->pg, qname, path, s, err);
 	if (rc != ST_OK)
 		return rc;
 	if (path && stat(path, &sb) == 0) {
@@ -897,6 +731,8 @@ int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn pr
 	size_t n = 0;
 	int rc = writable(ix, err);
 
+	if (ix->pg)
+		return st__ixpg_update_backend(ix->pg, b, progress, pctx, stats, failures, err);
 	if (rc == ST_OK && !st_backend_store(b))
 		rc = st__err(err, ST_EUNSUPPORTED, "backend '%s' keeps its stacks in no store: "
 						   "nothing to index", st_backend_url(b));
@@ -915,6 +751,9 @@ int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int 
 {
 	ST_ASSERT_ARG(ix);
 	int rc = writable(ix, err);
+	if (ix->pg)
+		return st__ixpg_update_files(ix->pg, paths, n, do_prune, progress, pctx, stats,
+					     failures, err);
 	if (rc != ST_OK)
 		return rc;
 	return update_many(ix, NULL, NULL, paths, n, do_prune, progress, pctx, stats, failures, err);
@@ -960,6 +799,8 @@ int st_index_sql(st_index *ix, const char *sql, st_index_row_fn row, void *ctx, 
 	sqlite3_stmt *st;
 	const char *tail;
 	int rc;
+	if (ix->pg)
+		return st__ixpg_sql(ix->pg, sql, row, ctx, err);
 	if (sqlite3_prepare_v2(ix->db, sql, -1, &st, &tail) != SQLITE_OK)
 		return st__err(err, ST_EINVAL, "SQL error: %s", sqlite3_errmsg(ix->db));
 	if (!st)
@@ -980,13 +821,6 @@ int st_index_sql(st_index *ix, const char *sql, st_index_row_fn row, void *ctx, 
 	return rc;
 }
 
-#define FLAGS_SQL                                                                             \
-	"trim((CASE WHEN r.custom THEN 'custom' ELSE 'component' END) ||"                     \
-	" (CASE WHEN r.protect THEN ',protect' ELSE '' END) ||"                               \
-	" (CASE WHEN r.\"delete\" THEN ',delete' ELSE '' END) ||"                             \
-	" (CASE WHEN r.taint THEN ',taint' ELSE '' END) ||"                                   \
-	" (CASE WHEN r.external THEN ',external' ELSE '' END))"
-
 int st_index_query_run(st_index *ix, const st_index_query *q, st_index_row_fn row, void *ctx,
 		       st_error *err)
 {
@@ -994,84 +828,17 @@ int st_index_query_run(st_index *ix, const st_index_query *q, st_index_row_fn ro
 	st_buf sql;
 	sqlite3_stmt *st;
 	const char *binds[16];
-	int nb = 0, rc;
-	char *pkg = NULL, *ver = NULL;
+	char *owned[16];
+	int nb = 0, no = 0, rc;
 
 	if ((rc = st__opts_version(q->version, ST_INDEX_QUERY_VERSION, "st_index_query", err)))
 		return rc;
+	if (ix->pg)
+		return st__ixpg_query(ix->pg, q, row, ctx, err);
 	st_buf_init(&sql);
-	if (q->dependents_of) {
-		st_buf_adds(&sql, "WITH RECURSIVE deps(urn) AS (SELECT ? UNION SELECT e.from_urn FROM "
-				  "edges e JOIN deps d ON e.to_urn = d.urn WHERE e.kind IN "
-				  "('parent','dependency','property','deletedWith','replaceWith',"
-				  "'provider')) ");
-		binds[nb++] = q->dependents_of;
-	}
-	st_buf_adds(&sql, "SELECT s.qname AS stack, r.urn, r.type, r.id, r.import_id, r.parent, "
-			  "r.provider, " FLAGS_SQL " AS flags FROM resources r JOIN stacks s ON "
-			  "s.id = r.stack_id");
-	if (q->provider && !strstr(q->provider, "::")) {
-		const char *at = strchr(q->provider, '@');
-		pkg = at ? st_strndup(q->provider, (size_t)(at - q->provider)) : st_strdup(q->provider);
-		ver = at ? st_strdup(at + 1) : NULL;
-		st_buf_adds(&sql, " JOIN providers p ON p.stack_id = r.stack_id AND p.ref = r.provider");
-	}
-	st_buf_adds(&sql, " WHERE 1");
-	if (q->urn_glob) {
-		st_buf_adds(&sql, " AND r.urn GLOB ?");
-		binds[nb++] = q->urn_glob;
-	}
-	if (q->type) {
-		st_buf_adds(&sql, " AND r.type = ?");
-		binds[nb++] = q->type;
-	}
-	if (q->id) {
-		st_buf_adds(&sql, " AND r.id = ?");
-		binds[nb++] = q->id;
-	}
-	if (q->import_id) {
-		st_buf_adds(&sql, " AND r.import_id = ?");
-		binds[nb++] = q->import_id;
-	}
-	if (q->stack) {
-		st_buf_adds(&sql, " AND s.qname GLOB ?");
-		binds[nb++] = q->stack;
-	}
-	if (q->provider) {
-		if (pkg) {
-			st_buf_adds(&sql, " AND p.package = ?");
-			binds[nb++] = pkg;
-			if (ver) {
-				st_buf_adds(&sql, " AND p.version = ?");
-				binds[nb++] = ver;
-			}
-		} else {
-			/* a provider URN (any ID) or a full reference */
-			st_buf_adds(&sql, " AND (r.provider = ? OR r.provider GLOB ? || '::*')");
-			binds[nb++] = q->provider;
-			binds[nb++] = q->provider;
-		}
-	}
-	if (q->protected_only)
-		st_buf_adds(&sql, " AND r.protect");
-	if (q->pending_only)
-		st_buf_adds(&sql, " AND EXISTS (SELECT 1 FROM pending pd WHERE pd.stack_id = "
-				  "r.stack_id AND pd.urn = r.urn)");
-	if (q->dependents_of) {
-		st_buf_adds(&sql, " AND r.urn IN (SELECT urn FROM deps) AND r.urn != ?");
-		binds[nb++] = q->dependents_of;
-	}
-	if (q->duplicate_ids)
-		st_buf_adds(&sql, " AND r.custom AND r.id IS NOT NULL AND r.id != '' AND NOT "
-				  "r.\"delete\" AND (r.type, r.id) IN (SELECT type, id FROM resources "
-				  "WHERE custom AND id IS NOT NULL AND id != '' AND NOT \"delete\" "
-				  "GROUP BY type, id HAVING count(*) > 1)");
-	st_buf_adds(&sql, q->duplicate_ids ? " ORDER BY r.type, r.id, s.qname, r.position"
-					   : " ORDER BY s.qname, r.position");
-	if (sql.oom) {
-		free(pkg);
-		free(ver);
-		return st__err(err, ST_ENOMEM, "out of memory");
+	if (st__ix_query_sql(q, 0, &sql, binds, &nb, owned, &no) != ST_OK) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
 	}
 	if (sqlite3_prepare_v2(ix->db, sql.data, -1, &st, NULL) != SQLITE_OK) {
 		rc = sql_err(ix, err, "cannot prepare the query");
@@ -1082,8 +849,14 @@ int st_index_query_run(st_index *ix, const st_index_query *q, st_index_row_fn ro
 	rc = run_stmt(ix, st, row, ctx, err);
 	sqlite3_finalize(st);
 out:
+	for (int i = 0; i < no; i++)
+		free(owned[i]);
 	st_buf_free(&sql);
-	free(pkg);
-	free(ver);
 	return rc;
+}
+
+const char *st_index_name(const st_index *ix)
+{
+	ST_ASSERT_ARG(ix);
+	return ix->pg ? st__ixpg_name(ix->pg) : ix->path;
 }

@@ -268,7 +268,8 @@ int st_backend_open(st_backend **out, const char *url, st_error *err)
 			       "PULUMI_BACKEND_URL");
 	if ((rc = st_store_open(&s, url, err)) != ST_OK)
 		return rc;
-	return st__diy_open(out, s, url, err);
+	/* the store's URL: as given, but without a password (postgres://) */
+	return st__diy_open(out, s, st_store_url(s), err);
 }
 
 void st_backend_free(st_backend *b)

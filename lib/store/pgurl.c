@@ -22,6 +22,7 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The PG* variables libpq reads, for messages ("which variables were read"). */
 static const char *const pg_env[] = {
@@ -439,4 +440,186 @@ int st__pg_url_parse(const char *url, st_pg_url *u, st_error *err)
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 	st_buf_free(&red);
 	return rc;
+}
+
+/* ---- connections ---- */
+
+/* ---- messages ---- */
+
+/* Replaces every occurrence of `secret` in s (in place) with "***" (never longer). */
+static void scrub_one(char *s, const char *secret)
+{
+	size_t n = secret ? strlen(secret) : 0;
+	char *p;
+	if (n < 3)
+		return;
+	while ((p = strstr(s, secret))) {
+		memcpy(p, "***", 3);
+		memmove(p + 3, p + n, strlen(p + n) + 1);
+	}
+}
+
+/* A message of libpq or the server, cleaned and without secrets (new). */
+char *st__pgc_msg(const st_pgc *pg, const char *m)
+{
+	const char *p;
+	char *s;
+	size_t n;
+
+	if (!m || !*m)
+		m = "unknown error";
+	/* "connection to server at "h", port p failed: FATAL:  message": the last attempt's */
+	while ((p = strstr(m, "failed: ")) && strstr(m, "connection to server"))
+		m = p + 8;
+	if (!strncmp(m, "FATAL:  ", 8) || !strncmp(m, "ERROR:  ", 8))
+		m += 8;
+	n = strcspn(m, "\n");
+	while (n && (m[n - 1] == ' ' || m[n - 1] == '\t'))
+		n--;
+	if (!(s = strndup(m, n)))
+		return NULL;
+	scrub_one(s, pg->u.password);
+	scrub_one(s, getenv("PGPASSWORD"));
+	return s;
+}
+
+/* "(PG* variables set: PGHOST, PGPASSWORD)" or "(no PG* variable set)" (static text). */
+static const char *env_note(const st_pgc *pg, char *buf, size_t n)
+{
+	if (*pg->u.env_read)
+		snprintf(buf, n, "PG* variables set: %s", pg->u.env_read);
+	else
+		snprintf(buf, n, "no PG* variable set");
+	return buf;
+}
+
+/* ---- connections ---- */
+
+/* The code of a failed connection, from libpq's words (it gives no SQLSTATE there), and
+ * whether another attempt may succeed. */
+static int conn_code(const char *m, int *transient)
+{
+	*transient = 0;
+	if (strstr(m, "password authentication failed") || strstr(m, "no password supplied") ||
+	    strstr(m, "authentication failed") || strstr(m, "pg_hba.conf") ||
+	    strstr(m, "SASL authentication"))
+		return ST_EAUTH;
+	if (strstr(m, "database \"") && strstr(m, "does not exist"))
+		return ST_ENOTFOUND;
+	if (strstr(m, "role \"") && strstr(m, "does not exist"))
+		return ST_EAUTH;
+	if (strstr(m, "Connection refused") || strstr(m, "timeout expired") ||
+	    strstr(m, "server closed the connection unexpectedly") ||
+	    strstr(m, "the database system is starting up") ||
+	    strstr(m, "the database system is shutting down") ||
+	    strstr(m, "too many clients") || strstr(m, "Connection reset") ||
+	    strstr(m, "No route to host") || strstr(m, "Network is unreachable"))
+		*transient = 1;
+	return ST_EIO;
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+static long backoff(const st_pgc *pg, int attempt)
+{
+	long ms = pg->backoff_ms;
+	for (int i = 1; i < attempt && ms < 5000; i++)
+		ms *= 2;
+	if (ms > 5000)
+		ms = 5000;
+	return ms / 2 + (long)randombytes_uniform((uint32_t)(ms / 2 + 1));
+}
+
+/* One attempt; the message (without the closing note) goes to err. */
+static int connect_once(st_pgc *pg, int *transient, st_error *err)
+{
+	const char *user = st__pg_url_get(&pg->u, "user");
+	const char *db = pg->u.dbname;
+	char *m;
+	int code;
+
+	PQfinish(pg->conn);
+	pg->conn = PQconnectdbParams((const char *const *)pg->u.kw,
+				     (const char *const *)pg->u.val, 0);
+	if (!pg->conn)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	if (PQstatus(pg->conn) == CONNECTION_OK)
+		return ST_OK;
+	if (!(m = st__pgc_msg(pg, PQerrorMessage(pg->conn))))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	code = conn_code(m, transient);
+	if (!user)
+		user = getenv("PGUSER");
+	st__err(err, code, "postgres: cannot connect to %s (database '%s', user '%s'): %s%s",
+		pg->where, db ? db : user ? user : "(default)", user ? user : "(default)", m,
+		strstr(m, "does not support SSL")
+			? "; Pulumi (lib/pq) requires SSL unless sslmode=disable is in the URL or "
+			  "PGSSLMODE"
+			: "");
+	free(m);
+	PQfinish(pg->conn);
+	pg->conn = NULL;
+	return code;
+}
+
+/* A working connection: the one there, or a new one (connection failures that may pass are
+ * tried again, with a back-off). The message ends with the attempts and the PG* variables
+ * that were set. */
+int st__pgc_connect(st_pgc *pg, st_error *err)
+{
+	char note[512];
+	st_error local;
+	int attempt = 0, rc, transient;
+
+	if (pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
+		return ST_OK;
+	for (;;) {
+		st_error_clear(&local);
+		rc = connect_once(pg, &transient, &local);
+		if (rc == ST_OK || !transient || attempt >= pg->retries)
+			break;
+		st__pgc_pause(pg, ++attempt);
+	}
+	if (rc == ST_ENOMEM)
+		return st__err_copy(err, &local);
+	if (rc != ST_OK) {
+		env_note(pg, note, sizeof(note));
+		if (attempt)
+			return st__err(err, rc, "%s (%d attempts; %s)", local.message, attempt + 1,
+				       note);
+		return st__err(err, rc, "%s (%s)", local.message, note);
+	}
+	return ST_OK;
+}
+
+void st__pgc_pause(const st_pgc *pg, int attempt)
+{
+	pause_ms(backoff(pg, attempt));
+}
+
+int st__pgc_init(st_pgc *pg, const char *url, st_error *err)
+{
+	int rc;
+	memset(pg, 0, sizeof(*pg));
+	if ((rc = st__pg_url_parse(url, &pg->u, err)) != ST_OK)
+		return rc;
+	st__net_current(&pg->net);
+	pg->retries = pg->net.retries >= 0 ? pg->net.retries : 4;
+	pg->backoff_ms = pg->net.backoff_ms ? pg->net.backoff_ms : 200;
+	pg->where = strchr(pg->u.host, ':') ? st_asprintf("[%s]:%s", pg->u.host, pg->u.port)
+					    : st_asprintf("%s:%s", pg->u.host, pg->u.port);
+	return pg->where ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
+}
+
+void st__pgc_free(st_pgc *pg)
+{
+	PQfinish(pg->conn);
+	st__pg_url_free(&pg->u);
+	free(pg->where);
+	memset(pg, 0, sizeof(*pg));
 }

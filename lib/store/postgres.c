@@ -40,12 +40,7 @@ typedef struct pg_writer pg_writer;
 
 typedef struct pg_store {
 	st_store base;
-	st_pg_url u;
-	PGconn *conn;
-	char *where;    /* host:port, for messages */
-	st_net_opts net;
-	int retries;
-	long backoff_ms;
+	st_pgc c;           /* the connection */
 	pthread_mutex_t mu; /* one statement at a time; held from a write's backup copy to its
 			     * commit (one transaction) */
 	pg_writer *w;   /* the write under way that may take its backup in its transaction */
@@ -63,159 +58,6 @@ struct pg_writer {
 	int in_tx;      /* a transaction is open (and pg->mu held) */
 };
 
-/* ---- messages ---- */
-
-/* Replaces every occurrence of `secret` in s (in place) with "***" (never longer). */
-static void scrub_one(char *s, const char *secret)
-{
-	size_t n = secret ? strlen(secret) : 0;
-	char *p;
-	if (n < 3)
-		return;
-	while ((p = strstr(s, secret))) {
-		memcpy(p, "***", 3);
-		memmove(p + 3, p + n, strlen(p + n) + 1);
-	}
-}
-
-/* A message of libpq or the server, cleaned and without secrets (new). */
-static char *clean_msg(const pg_store *pg, const char *m)
-{
-	const char *p;
-	char *s;
-	size_t n;
-
-	if (!m || !*m)
-		m = "unknown error";
-	/* "connection to server at "h", port p failed: FATAL:  message": the last attempt's */
-	while ((p = strstr(m, "failed: ")) && strstr(m, "connection to server"))
-		m = p + 8;
-	if (!strncmp(m, "FATAL:  ", 8) || !strncmp(m, "ERROR:  ", 8))
-		m += 8;
-	n = strcspn(m, "\n");
-	while (n && (m[n - 1] == ' ' || m[n - 1] == '\t'))
-		n--;
-	if (!(s = strndup(m, n)))
-		return NULL;
-	scrub_one(s, pg->u.password);
-	scrub_one(s, getenv("PGPASSWORD"));
-	return s;
-}
-
-/* "(PG* variables set: PGHOST, PGPASSWORD)" or "(no PG* variable set)" (static text). */
-static const char *env_note(const pg_store *pg, char *buf, size_t n)
-{
-	if (*pg->u.env_read)
-		snprintf(buf, n, "PG* variables set: %s", pg->u.env_read);
-	else
-		snprintf(buf, n, "no PG* variable set");
-	return buf;
-}
-
-/* ---- connections ---- */
-
-/* The code of a failed connection, from libpq's words (it gives no SQLSTATE there), and
- * whether another attempt may succeed. */
-static int conn_code(const char *m, int *transient)
-{
-	*transient = 0;
-	if (strstr(m, "password authentication failed") || strstr(m, "no password supplied") ||
-	    strstr(m, "authentication failed") || strstr(m, "pg_hba.conf") ||
-	    strstr(m, "SASL authentication"))
-		return ST_EAUTH;
-	if (strstr(m, "database \"") && strstr(m, "does not exist"))
-		return ST_ENOTFOUND;
-	if (strstr(m, "role \"") && strstr(m, "does not exist"))
-		return ST_EAUTH;
-	if (strstr(m, "Connection refused") || strstr(m, "timeout expired") ||
-	    strstr(m, "server closed the connection unexpectedly") ||
-	    strstr(m, "the database system is starting up") ||
-	    strstr(m, "the database system is shutting down") ||
-	    strstr(m, "too many clients") || strstr(m, "Connection reset") ||
-	    strstr(m, "No route to host") || strstr(m, "Network is unreachable"))
-		*transient = 1;
-	return ST_EIO;
-}
-
-static void pause_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
-
-static long backoff(const pg_store *pg, int attempt)
-{
-	long ms = pg->backoff_ms;
-	for (int i = 1; i < attempt && ms < 5000; i++)
-		ms *= 2;
-	if (ms > 5000)
-		ms = 5000;
-	return ms / 2 + (long)randombytes_uniform((uint32_t)(ms / 2 + 1));
-}
-
-/* One attempt; the message (without the closing note) goes to err. */
-static int connect_once(pg_store *pg, int *transient, st_error *err)
-{
-	const char *user = st__pg_url_get(&pg->u, "user");
-	const char *db = pg->u.dbname;
-	char *m;
-	int code;
-
-	PQfinish(pg->conn);
-	pg->conn = PQconnectdbParams((const char *const *)pg->u.kw,
-				     (const char *const *)pg->u.val, 0);
-	if (!pg->conn)
-		return st__err(err, ST_ENOMEM, "out of memory");
-	if (PQstatus(pg->conn) == CONNECTION_OK)
-		return ST_OK;
-	if (!(m = clean_msg(pg, PQerrorMessage(pg->conn))))
-		return st__err(err, ST_ENOMEM, "out of memory");
-	code = conn_code(m, transient);
-	if (!user)
-		user = getenv("PGUSER");
-	st__err(err, code, "postgres: cannot connect to %s (database '%s', user '%s'): %s%s",
-		pg->where, db ? db : user ? user : "(default)", user ? user : "(default)", m,
-		strstr(m, "does not support SSL")
-			? "; Pulumi (lib/pq) requires SSL unless sslmode=disable is in the URL or "
-			  "PGSSLMODE"
-			: "");
-	free(m);
-	PQfinish(pg->conn);
-	pg->conn = NULL;
-	return code;
-}
-
-/* A working connection: the one there, or a new one (connection failures that may pass are
- * tried again, with a back-off). The message ends with the attempts and the PG* variables
- * that were set. */
-static int ensure_conn(pg_store *pg, st_error *err)
-{
-	char note[512];
-	st_error local;
-	int attempt = 0, rc, transient;
-
-	if (pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
-		return ST_OK;
-	for (;;) {
-		st_error_clear(&local);
-		rc = connect_once(pg, &transient, &local);
-		if (rc == ST_OK || !transient || attempt >= pg->retries)
-			break;
-		pause_ms(backoff(pg, ++attempt));
-	}
-	if (rc == ST_ENOMEM)
-		return st__err_copy(err, &local);
-	if (rc != ST_OK) {
-		env_note(pg, note, sizeof(note));
-		if (attempt)
-			return st__err(err, rc, "%s (%d attempts; %s)", local.message, attempt + 1,
-				       note);
-		return st__err(err, rc, "%s (%s)", local.message, note);
-	}
-	return ST_OK;
-}
-
 /* ---- statements ---- */
 
 typedef struct stmt {
@@ -232,10 +74,10 @@ typedef struct stmt {
 static void hook(pg_store *pg, const stmt *st, long status)
 {
 	char *path;
-	if (!pg->net.request)
+	if (!pg->c.net.request)
 		return;
-	path = st_asprintf("/%s/%s%s", pg->u.table, pg->u.prefix, st->key ? st->key : "");
-	pg->net.request(pg->net.ctx, st->op, pg->where, path ? path : "", status);
+	path = st_asprintf("/%s/%s%s", pg->c.u.table, pg->c.u.prefix, st->key ? st->key : "");
+	pg->c.net.request(pg->c.net.ctx, st->op, pg->c.where, path ? path : "", status);
 	free(path);
 }
 
@@ -268,45 +110,45 @@ static int run(pg_store *pg, const stmt *st, PGresult **res, int *lost, st_error
 		*lost = 0;
 	for (;;) {
 		ExecStatusType s;
-		if ((rc = ensure_conn(pg, err)) != ST_OK)
+		if ((rc = st__pgc_connect(&pg->c, err)) != ST_OK)
 			return rc;
-		*res = PQexecParams(pg->conn, st->sql, st->nparams, NULL, st->vals, st->lens,
+		*res = PQexecParams(pg->c.conn, st->sql, st->nparams, NULL, st->vals, st->lens,
 				    NULL, st->binary);
 		s = *res ? PQresultStatus(*res) : PGRES_FATAL_ERROR;
 		if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
 			hook(pg, st, 200);
 			return ST_OK;
 		}
-		if (PQstatus(pg->conn) != CONNECTION_OK) {
+		if (PQstatus(pg->c.conn) != CONNECTION_OK) {
 			/* the connection broke: the statement may or may not have run */
 			hook(pg, st, 0);
 			PQclear(*res);
 			*res = NULL;
 			if (lost)
 				*lost = 1;
-			if (st->may_repeat && attempt < pg->retries) {
-				pause_ms(backoff(pg, ++attempt));
+			if (st->may_repeat && attempt < pg->c.retries) {
+				st__pgc_pause(&pg->c, ++attempt);
 				continue;
 			}
-			char *m = clean_msg(pg, PQerrorMessage(pg->conn));
+			char *m = st__pgc_msg(&pg->c, PQerrorMessage(pg->c.conn));
 			rc = st__err(err, ST_EIO, "postgres: %s%s%s in table '%s' on %s: the connection "
 						  "was lost: %s%s",
-				     st->op, st->key ? " " : "", st->key ? st->key : "", pg->u.table,
-				     pg->where, m ? m : "out of memory", attempt ? " (retried)" : "");
+				     st->op, st->key ? " " : "", st->key ? st->key : "", pg->c.u.table,
+				     pg->c.where, m ? m : "out of memory", attempt ? " (retried)" : "");
 			free(m);
 			return rc;
 		}
 		hook(pg, st, 500);
 		const char *state = *res ? PQresultErrorField(*res, PG_DIAG_SQLSTATE) : NULL;
-		char *m = clean_msg(pg, *res ? PQresultErrorField(*res, PG_DIAG_MESSAGE_PRIMARY)
-					     : PQerrorMessage(pg->conn));
+		char *m = st__pgc_msg(&pg->c, *res ? PQresultErrorField(*res, PG_DIAG_MESSAGE_PRIMARY)
+					     : PQerrorMessage(pg->c.conn));
 		rc = sql_code(state);
 		if (st->key)
 			st__err(err, rc, "postgres: %s '%s' in table '%s' on %s failed: %s", st->op,
-				st->key, pg->u.table, pg->where, m ? m : "out of memory");
+				st->key, pg->c.u.table, pg->c.where, m ? m : "out of memory");
 		else
 			st__err(err, rc, "postgres: %s in table '%s' on %s failed: %s", st->op,
-				pg->u.table, pg->where, m ? m : "out of memory");
+				pg->c.u.table, pg->c.where, m ? m : "out of memory");
 		free(m);
 		PQclear(*res);
 		*res = NULL;
@@ -327,10 +169,10 @@ static int ensure_table(pg_store *pg, st_error *err)
 		"    updated_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now()\n"
 		");\n"
 		"CREATE INDEX IF NOT EXISTS %s_key_prefix_idx ON %s (key text_pattern_ops);\n",
-		pg->u.table, pg->u.table, pg->u.table);
+		pg->c.u.table, pg->c.u.table, pg->c.u.table);
 	char *probe = st_asprintf("SELECT to_regclass('%s') IS NOT NULL AND "
 				  "to_regclass('%s_key_prefix_idx') IS NOT NULL",
-				  pg->u.table, pg->u.table);
+				  pg->c.u.table, pg->c.u.table);
 	stmt check = {"OPEN", NULL, probe, 0, NULL, NULL, 0, 1};
 	PGresult *r = NULL;
 	int rc;
@@ -344,11 +186,11 @@ static int ensure_table(pg_store *pg, st_error *err)
 	if (!strcmp(PQgetvalue(r, 0, 0), "t"))
 		goto out; /* there: nothing to create (a read-only role works too) */
 	PQclear(r);
-	r = PQexec(pg->conn, sql);
+	r = PQexec(pg->c.conn, sql);
 	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 		const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
 		int race = state && (!strcmp(state, "23505") || !strcmp(state, "42P07"));
-		char *m = clean_msg(pg, PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
+		char *m = st__pgc_msg(&pg->c, PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
 		if (race) {
 			PQclear(r);
 			r = NULL;
@@ -360,7 +202,7 @@ static int ensure_table(pg_store *pg, st_error *err)
 			rc = st__err(err, sql_code(state),
 				     "postgres: cannot create table '%s' on %s (Pulumi creates it on "
 				     "first use; the user needs CREATE on the schema): %s",
-				     pg->u.table, pg->where, m ? m : "out of memory");
+				     pg->c.u.table, pg->c.where, m ? m : "out of memory");
 		free(m);
 	}
 out:
@@ -398,7 +240,7 @@ static void info_from(st_store_info *info, long long size, long long us, const c
 
 static char *full_key(const pg_store *pg, const char *key)
 {
-	return st_asprintf("%s%s", pg->u.prefix, key);
+	return st_asprintf("%s%s", pg->c.u.prefix, key);
 }
 
 static int pg_read(st_store *s, const char *key, size_t max, char **data, size_t *len,
@@ -410,7 +252,7 @@ static int pg_read(st_store *s, const char *key, size_t max, char **data, size_t
 				"$2::int8 + 2 THEN decode(b, 'base64') END, " INFO_COLS
 				" FROM (SELECT data->>'data' AS b, updated_at, xmin FROM %s "
 				"WHERE key = $1) s",
-				pg->u.table);
+				pg->c.u.table);
 	const char *vals[2] = {k, maxs};
 	stmt st = {"READ", key, sql, 2, vals, NULL, 1, 1};
 	PGresult *r = NULL;
@@ -428,21 +270,21 @@ static int pg_read(st_store *s, const char *key, size_t max, char **data, size_t
 		goto out;
 	if (PQntuples(r) == 0) {
 		rc = st__err(err, ST_ENOTFOUND, "postgres: no object '%s' in table '%s' on %s", key,
-			     pg->u.table, pg->where);
+			     pg->c.u.table, pg->c.where);
 		goto out;
 	}
 	if (PQgetisnull(r, 0, 1)) {
 		rc = st__err(err, ST_EPARSE,
 			     "postgres: object '%s' in table '%s' on %s is not in Pulumi's form "
 			     "{\"data\": \"<base64>\"}",
-			     key, pg->u.table, pg->where);
+			     key, pg->c.u.table, pg->c.where);
 		goto out;
 	}
 	if (PQgetisnull(r, 0, 0) || (size_t)PQgetlength(r, 0, 0) > max) {
 		rc = st__err(err, ST_ELIMIT,
 			     "postgres: object '%s' in table '%s' is larger than the limit of %zu "
 			     "bytes",
-			     key, pg->u.table, max);
+			     key, pg->c.u.table, max);
 		goto out;
 	}
 	*len = (size_t)PQgetlength(r, 0, 0);
@@ -478,15 +320,15 @@ static int pg_list(st_store *s, const char *prefix, unsigned flags, st_store_ent
 		   size_t *count, st_error *err)
 {
 	pg_store *pg = (pg_store *)s;
-	char *full = st_asprintf("%s%s", pg->u.prefix, prefix);
+	char *full = st_asprintf("%s%s", pg->c.u.prefix, prefix);
 	char *pat = full ? like_prefix(full) : NULL;
 	char *sql = st_asprintf("SELECT key, " INFO_COLS
 				" FROM (SELECT key, data->>'data' AS b, updated_at, xmin FROM %s "
 				"WHERE key LIKE $1) s ORDER BY key COLLATE \"C\"",
-				pg->u.table);
+				pg->c.u.table);
 	const char *vals[1] = {pat};
 	stmt st = {"LIST", prefix, sql, 1, vals, NULL, 0, 1};
-	size_t plen = strlen(pg->u.prefix), alen = strlen(prefix), n = 0;
+	size_t plen = strlen(pg->c.u.prefix), alen = strlen(prefix), n = 0;
 	st_store_entry *e = NULL;
 	PGresult *r = NULL;
 	int rc;
@@ -557,7 +399,7 @@ static int pg_stat(st_store *s, const char *key, st_store_info *info, st_error *
 	char *k = full_key(pg, key);
 	char *sql = st_asprintf("SELECT " INFO_COLS " FROM (SELECT data->>'data' AS b, updated_at, "
 				"xmin FROM %s WHERE key = $1) s",
-				pg->u.table);
+				pg->c.u.table);
 	const char *vals[1] = {k};
 	stmt st = {"STAT", key, sql, 1, vals, NULL, 0, 1};
 	PGresult *r = NULL;
@@ -572,7 +414,7 @@ static int pg_stat(st_store *s, const char *key, st_store_info *info, st_error *
 	pthread_mutex_unlock(&pg->mu);
 	if (rc == ST_OK && PQntuples(r) == 0)
 		rc = st__err(err, ST_ENOTFOUND, "postgres: no object '%s' in table '%s' on %s", key,
-			     pg->u.table, pg->where);
+			     pg->c.u.table, pg->c.where);
 	else if (rc == ST_OK)
 		info_from(info, atoll(PQgetvalue(r, 0, 0)), atoll(PQgetvalue(r, 0, 1)),
 			  PQgetvalue(r, 0, 2));
@@ -672,8 +514,8 @@ static int pg_write_finish(st_store_writer *sw, st_error *err)
 static void writer_free_locked(pg_writer *w)
 {
 	pg_store *pg = w->pg;
-	if (w->in_tx && pg->conn) {
-		PGresult *r = PQexec(pg->conn, "ROLLBACK");
+	if (w->in_tx && pg->c.conn) {
+		PGresult *r = PQexec(pg->c.conn, "ROLLBACK");
 		PQclear(r);
 	}
 	if (pg->w == w)
@@ -696,7 +538,7 @@ static void pg_write_abort(st_store_writer *sw)
  * went through)? */
 static int row_is(pg_store *pg, const pg_writer *w, const char *key)
 {
-	char *sql = st_asprintf("SELECT data::text = $2 FROM %s WHERE key = $1", pg->u.table);
+	char *sql = st_asprintf("SELECT data::text = $2 FROM %s WHERE key = $1", pg->c.u.table);
 	const char *vals[2] = {w->key, w->json.data};
 	stmt st = {"STAT", key, sql, 2, vals, NULL, 0, 1};
 	PGresult *r = NULL;
@@ -711,14 +553,14 @@ static int pg_write_commit(st_store_writer *sw, st_error *err)
 {
 	pg_writer *w = (pg_writer *)sw;
 	pg_store *pg = w->pg;
-	const char *key = w->key + strlen(pg->u.prefix);
+	const char *key = w->key + strlen(pg->c.u.prefix);
 	int create_only = (w->flags & ST_STORE_CREATE_ONLY) != 0, lost = 0, rc;
 	char *sql = st_asprintf(create_only ? "INSERT INTO %s (key, data) VALUES ($1, $2) ON "
 					      "CONFLICT (key) DO NOTHING"
 					    : "INSERT INTO %s (key, data) VALUES ($1, $2) ON "
 					      "CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, "
 					      "updated_at = now()",
-				pg->u.table);
+				pg->c.u.table);
 	const char *vals[2] = {w->key, w->json.data};
 	stmt st = {"WRITE", key, sql, 2, vals, NULL, 0, !w->in_tx};
 	PGresult *r = NULL;
@@ -733,7 +575,7 @@ static int pg_write_commit(st_store_writer *sw, st_error *err)
 		goto out;
 	if (create_only && !strcmp(PQcmdTuples(r), "0") && !(lost && row_is(pg, w, key))) {
 		rc = st__err(err, ST_EEXIST, "postgres: object '%s' in table '%s' already exists",
-			     key, pg->u.table);
+			     key, pg->c.u.table);
 		goto out;
 	}
 	if (w->in_tx) {
@@ -758,7 +600,7 @@ static int pg_copy(st_store *s, const char *src, const char *dst, int for_backup
 	char *sql = st_asprintf("INSERT INTO %s (key, data) SELECT $2, data FROM %s WHERE key = $1 "
 				"ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, "
 				"updated_at = now()",
-				pg->u.table, pg->u.table);
+				pg->c.u.table, pg->c.u.table);
 	const char *vals[2] = {ks, kd};
 	stmt st = {"COPY", src, sql, 2, vals, NULL, 0, 1};
 	PGresult *r = NULL;
@@ -789,7 +631,7 @@ static int pg_copy(st_store *s, const char *src, const char *dst, int for_backup
 		pthread_mutex_unlock(&pg->mu);
 	if (rc == ST_OK && !strcmp(PQcmdTuples(r), "0"))
 		rc = st__err(err, ST_ENOTFOUND, "postgres: no object '%s' in table '%s' on %s", src,
-			     pg->u.table, pg->where);
+			     pg->c.u.table, pg->c.where);
 out:
 	PQclear(r);
 	free(ks);
@@ -802,7 +644,7 @@ static int pg_remove(st_store *s, const char *key, st_error *err)
 {
 	pg_store *pg = (pg_store *)s;
 	char *k = full_key(pg, key);
-	char *sql = st_asprintf("DELETE FROM %s WHERE key = $1", pg->u.table);
+	char *sql = st_asprintf("DELETE FROM %s WHERE key = $1", pg->c.u.table);
 	const char *vals[1] = {k};
 	stmt st = {"DELETE", key, sql, 1, vals, NULL, 0, 1};
 	PGresult *r = NULL;
@@ -818,7 +660,7 @@ static int pg_remove(st_store *s, const char *key, st_error *err)
 	/* no row after a lost answer: the first attempt may have deleted it */
 	if (rc == ST_OK && !strcmp(PQcmdTuples(r), "0") && !lost)
 		rc = st__err(err, ST_ENOTFOUND, "postgres: no object '%s' in table '%s' on %s", key,
-			     pg->u.table, pg->where);
+			     pg->c.u.table, pg->c.where);
 out:
 	PQclear(r);
 	free(k);
@@ -831,10 +673,8 @@ out:
 static void pg_free(st_store *s)
 {
 	pg_store *pg = (pg_store *)s;
-	PQfinish(pg->conn);
-	st__pg_url_free(&pg->u);
+	st__pgc_free(&pg->c);
 	pthread_mutex_destroy(&pg->mu);
-	free(pg->where);
 	free(pg->base.url);
 	free(pg);
 }
@@ -856,18 +696,13 @@ int st__store_pg_open(st_store **out, const char *url, st_error *err)
 		return st__err(err, ST_ENOMEM, "out of memory");
 	pg->base.ops = &pg_ops;
 	pthread_mutex_init(&pg->mu, NULL);
-	if ((rc = st__pg_url_parse(url, &pg->u, err)) != ST_OK)
+	if ((rc = st__pgc_init(&pg->c, url, err)) != ST_OK)
 		goto fail;
-	st__net_current(&pg->net);
-	pg->retries = pg->net.retries >= 0 ? pg->net.retries : 4;
-	pg->backoff_ms = pg->net.backoff_ms ? pg->net.backoff_ms : 200;
-	pg->where = strchr(pg->u.host, ':') ? st_asprintf("[%s]:%s", pg->u.host, pg->u.port)
-					    : st_asprintf("%s:%s", pg->u.host, pg->u.port);
-	if (!pg->where || !(pg->base.url = strdup(pg->u.redacted))) {
+	if (!(pg->base.url = strdup(pg->c.u.redacted))) {
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if ((rc = ensure_conn(pg, err)) != ST_OK || (rc = ensure_table(pg, err)) != ST_OK)
+	if ((rc = st__pgc_connect(&pg->c, err)) != ST_OK || (rc = ensure_table(pg, err)) != ST_OK)
 		goto fail;
 	*out = &pg->base;
 	return ST_OK;

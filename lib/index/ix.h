@@ -1,0 +1,77 @@
+/*
+ * The index's one description, shared by its two engines (private to lib/index): SQLite
+ * (index.c, the embedded default) and PostgreSQL (pg.c, `--db postgres://...`, an index a team
+ * shares). The schema, the rows of a stack and the queries are written once here; an engine
+ * supplies only its types, its placeholders, its GLOB and how rows reach the database.
+ */
+#ifndef ST_INDEX_IX_H
+#define ST_INDEX_IX_H
+
+#include "internal.h"
+
+/* The tables of a stack's rows, in the order of their columns in the schema. */
+typedef enum ix_table {
+	IX_RESOURCES, /* stack_id, position, urn, type, name, id, import_id, parent, provider,
+		       * custom, protect, delete, external, taint, pending_replacement,
+		       * retain_on_delete, created, modified */
+	IX_EDGES,     /* stack_id, from_urn, kind, to_urn, property */
+	IX_PROVIDERS, /* stack_id, urn, id, ref, package, version */
+	IX_PENDING,   /* stack_id, urn, type */
+	IX_SECRETS,   /* stack_id, urn, path */
+	IX_NTABLES
+} ix_table;
+
+extern const char *const st__ix_table_names[IX_NTABLES];
+extern const int st__ix_table_ncols[IX_NTABLES];
+
+/* One value of a row: text (s, len; s NULL: SQL NULL) or, with is_int, an integer. */
+typedef struct ix_val {
+	const char *s;
+	size_t len;
+	long long i;
+	int is_int;
+} ix_val;
+
+/* Receives one row of `t` (st__ix_table_ncols[t] values, the stack's id first). Non-zero
+ * stops the walk and is returned. */
+typedef int (*ix_row_fn)(void *ctx, ix_table t, const ix_val *v);
+
+/* Every row a stack's state gives (resources, their edges, providers, pending operations,
+ * secret paths: never a secret's value), for the stack whose id is `sid`. */
+int st__ix_rows(st_state *s, long long sid, ix_row_fn row, void *ctx);
+
+/* The schema for an engine: pg 0 (SQLite) or 1 (PostgreSQL). New string. */
+char *st__ix_schema_sql(int pg);
+
+/* The SQL of st_index_query_run for an engine: placeholders '?' (SQLite) or '$N'
+ * (PostgreSQL), GLOB as SQLite has it or as a POSIX regular expression (`~`), bytewise order
+ * (COLLATE "C" on PostgreSQL). binds[0..*nb) are the values (borrowed from q, or new strings
+ * kept in owned[0..*nowned), to free). */
+int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *binds[16],
+		     int *nb, char *owned[16], int *nowned);
+
+/* A GLOB pattern (SQLite's: '*', '?', '[...]' with '^' to negate) as an anchored POSIX regular
+ * expression. New string. */
+char *st__ix_glob_regex(const char *glob);
+
+/* ---- the PostgreSQL engine (pg.c) ---- */
+
+typedef struct st_ixpg st_ixpg;
+
+int st__ixpg_open(st_ixpg **out, const char *url, int readonly, st_changes *notes,
+		  st_error *err);
+void st__ixpg_close(st_ixpg *p);
+const char *st__ixpg_name(const st_ixpg *p);
+int st__ixpg_update_state(st_ixpg *p, const char *qname, const char *path, st_state *s,
+			  st_error *err);
+int st__ixpg_update_backend(st_ixpg *p, st_backend *b, st_index_progress_fn progress,
+			    void *pctx, st_index_stats *stats, st_problems *failures,
+			    st_error *err);
+int st__ixpg_update_files(st_ixpg *p, const char *const *paths, size_t n, int prune,
+			  st_index_progress_fn progress, void *pctx, st_index_stats *stats,
+			  st_problems *failures, st_error *err);
+int st__ixpg_query(st_ixpg *p, const st_index_query *q, st_index_row_fn row, void *ctx,
+		   st_error *err);
+int st__ixpg_sql(st_ixpg *p, const char *sql, st_index_row_fn row, void *ctx, st_error *err);
+
+#endif
