@@ -171,6 +171,7 @@ int cli_target_resolve(cli_target *t, const char *cmd, int must_exist)
 
 void cli_target_free(cli_target *t)
 {
+	cli_filter_end(t);
 	st_backend_free(t->backend);
 	free(t->path);
 	free(t->qname);
@@ -268,19 +269,19 @@ int cli_save(cli_target *t, st_state *s)
 	int rc;
 
 	st_error_clear(&err);
-	if (t->backend) {
+	if (t->backend && !t->filter) {
 		rc = st_backend_save(t->backend, t->qname, s, NULL, &err);
 	} else {
 		st_write_opts wo = ST_WRITE_OPTS_INIT;
-		wo.backup = 1;
+		wo.backup = !t->filter;
 		wo.threads = cli_threads;
-		rc = st_state_save(s, t->path, &wo, &err);
+		rc = st_state_save(s, cli_save_path(t), &wo, &err);
 	}
 	if (rc) {
 		cli_error(&err);
 		return EXIT_FAIL;
 	}
-	return EXIT_OK;
+	return cli_filter_emit(t);
 }
 
 int cli_print_json(const json_t *v)
@@ -301,13 +302,8 @@ int cli_print_json(const json_t *v)
 
 int cli_write_output(const char *path, const char *data, size_t len)
 {
-	if (!strcmp(path, "-")) {
-		if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
-			cli_errorf("cannot write to standard output: %s", strerror(errno));
-			return EXIT_FAIL;
-		}
-		return EXIT_OK;
-	}
+	if (!strcmp(path, "-"))
+		return cli_stdout_write(data, len);
 	st_error err;
 	st_write_opts wo = ST_WRITE_OPTS_INIT;
 	st_error_clear(&err);

@@ -62,6 +62,10 @@ typedef struct cli_target {
 	char *where;   /* a stack's object as st_store_where names it (else its name), or NULL */
 	int exists;    /* the state exists */
 	size_t max_size;
+	const char *out; /* -o OUT as given ("-": standard output), or NULL */
+	int filter;      /* filter mode (cli_filter_begin): the result goes to standard output */
+	char *tmpdir;    /* filter mode: the private directory the result is made in */
+	char *tmp;       /* filter mode: the result's file in it, copied to stdout when checked */
 } cli_target;
 
 extern const char *cli_prog;
@@ -101,6 +105,26 @@ const char *cli_target_where(const cli_target *t);
  * `known` (may be NULL) is a store the caller has open for the other side. */
 int cli_recover(cli_target *t, st_store *known);
 
+/* Filter mode (man page, FILTER MODE): with `-o -`, or a STATE of `-` and no -o, the result
+ * goes to standard output and nothing is written back, locked or backed up. Decided from
+ * t->arg and t->out before cli_target_resolve. In filter mode stdout is set aside for the
+ * state's bytes (everything the command prints goes to stderr from then on), SIGPIPE is
+ * ignored, and the result is saved as a file would be (same bytes, format, envelope,
+ * compression) into a private temporary file (cli_save_path), which cli_filter_emit copies to
+ * stdout once every check passed: a refused or failed command writes nothing there. Returns an
+ * exit code (EXIT_FAIL when stdout is not open). */
+int cli_filter_begin(cli_target *t);
+/* Where a save goes: the filter's temporary file, else the target's file (NULL for a stack). */
+const char *cli_save_path(const cli_target *t);
+/* Filter mode: copies the saved result to standard output; a failed write (a closed pipe)
+ * prints why and returns EXIT_FAIL. Not in filter mode: EXIT_OK. */
+int cli_filter_emit(cli_target *t);
+/* Writes bytes to the filter's standard output (the real stdout when not in filter mode).
+ * Prints why and returns EXIT_FAIL on a failed write. */
+int cli_stdout_write(const void *data, size_t len);
+/* Removes the filter's temporary files (cli_target_free calls it). */
+void cli_filter_end(cli_target *t);
+
 /* Loads the target's state. Prints errors; returns an exit code. */
 int cli_load(cli_target *t, st_state **out);
 /* Takes the target's lock (Pulumi's for a stack, <file>.lock for a file). */
@@ -137,7 +161,8 @@ int cli_find_handles(st_edit *e, st_state *s, char *const *queries, int n, int a
 		     int allow_copies, st_handle **out, size_t *count);
 
 /* Commits the session and writes the target's state (a file with its .bak, or a stack of its
- * backend) when it changed (or `always`), as st_edit_commit_save does. */
+ * backend) when it changed (or `always`), as st_edit_commit_save does; in filter mode always,
+ * to the filter's file (the caller then calls cli_filter_emit). */
 int cli_commit_save(cli_target *t, st_edit *e, int always, st_diff *d, st_problems *probs,
 		    int *written, st_error *err);
 
@@ -174,6 +199,8 @@ int cli_mutate_parse(int argc, char **argv, const char *help, const struct optio
 /* The option lines every mutating command's help ends with. */
 #define CLI_MUTATE_HELP                                                                       \
 	"  --backend DIR --stack NAME   a stack of a DIY backend instead of a STATE file\n"     \
+	"  -o -               write the result to standard output, not back to STATE\n"        \
+	"                     (a STATE of '-', standard input, is always written there)\n"     \
 	"  --dry-run          print what would change (resources added, removed, changed,\n"   \
 	"                     with the fields) and write nothing\n"                              \
 	"  --json             the summary as one JSON document\n"                               \
@@ -183,6 +210,8 @@ int cli_mutate_parse(int argc, char **argv, const char *help, const struct optio
 	"The state is locked, checked before and after (a valid state never becomes\n"          \
 	"invalid: the edit is refused and nothing is written), and written atomically;\n"       \
 	"the previous file is kept as STATE.bak (`statetool restore STATE` puts it back).\n"    \
+	"Filter mode (STATE '-' or -o -): no lock, no .bak; the result reaches stdout only\n"   \
+	"when every check passed (else stdout gets nothing, exit 1); messages go to stderr.\n"  \
 	"A state older than version 3 is migrated first, as Pulumi's state commands do.\n"      \
 	"Format, compression and secrets (ciphertexts stay byte-identical) are kept.\n"
 

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -18,6 +19,9 @@ static const char help[] =
 	"listed and written. An invalid result is never written: on a terminal you may edit\n"
 	"it again or discard it; otherwise the command fails.\n"
 	"\n"
+	"Filter mode (STATE '-', standard input, or -o -): the result goes to standard\n"
+	"output; the editor runs on the terminal (/dev/tty), and without one the command\n"
+	"is refused (exit 2): give --from FILE (not '-': standard input is the state).\n"
 	"\n"
 	"The new deployment must belong to the stack: a resource whose URN names another stack\n"
 	"(or project) is refused, as `pulumi stack import` refuses it, and so is a result with\n"
@@ -197,22 +201,33 @@ static int ask_again(void)
 	return again;
 }
 
-static int run_editor(const char *path)
+/* In filter mode the editor's standard input and output are the terminal (/dev/tty): the
+ * command's own carry the state. */
+static int run_editor(const char *path, int on_tty)
 {
 	const char *ed = getenv("VISUAL");
 	pid_t pid;
-	int status;
+	int status, tty = -1;
 	if (!ed || !*ed)
 		ed = getenv("EDITOR");
 	if (!ed || !*ed)
 		ed = "vi";
-	pid = fork();
-	if (pid < 0)
+	if (on_tty && (tty = open("/dev/tty", O_RDWR | O_CLOEXEC)) < 0)
 		return -1;
+	pid = fork();
+	if (pid < 0) {
+		if (tty >= 0)
+			close(tty);
+		return -1;
+	}
 	if (pid == 0) {
+		if (tty >= 0 && (dup2(tty, STDIN_FILENO) < 0 || dup2(tty, STDOUT_FILENO) < 0))
+			_exit(127);
 		execl("/bin/sh", "sh", "-c", "exec $0 \"$1\"", ed, path, (char *)NULL);
 		_exit(127);
 	}
+	if (tty >= 0)
+		close(tty);
 	if (waitpid(pid, &status, 0) < 0)
 		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -309,7 +324,7 @@ static int run(st_edit *e, st_state *s, void *arg, st_error *err)
 	close(fd);
 	free(out);
 	for (;;) {
-		int ec = run_editor(tmpl);
+		int ec = run_editor(tmpl, c->t->filter);
 		if (ec != 0) {
 			cli_errorf("the editor failed (exit status %d); nothing written", ec);
 			rc = EXIT_FAIL;
@@ -346,6 +361,18 @@ int cmd_edit(int argc, char **argv)
 		return rc;
 	if (npos)
 		return cli_usage("edit", "unexpected argument '%s'", pos[0]);
+	if (c.from && !strcmp(c.from, "-") && t.arg && !strcmp(t.arg, "-"))
+		return cli_usage("edit", "STATE and --from cannot both be standard input");
+	if (!c.from && ((t.arg && !strcmp(t.arg, "-") && !t.stack) || (t.out && !strcmp(t.out, "-")))) {
+		/* filter mode: stdin and stdout carry the state, the editor gets the terminal */
+		int tty = open("/dev/tty", O_RDWR | O_CLOEXEC);
+		if (tty < 0)
+			return cli_usage("edit", "in filter mode (STATE '-' or -o -) the editor needs "
+						 "a terminal, and /dev/tty cannot be opened (%s): give "
+						 "the new deployment with --from FILE",
+					 strerror(errno));
+		close(tty);
+	}
 	c.mo = &mo;
 	mo.any_place = 1; /* the result is checked instead (other_stack) */
 	snprintf(mo.summary, sizeof(mo.summary), "State updated");

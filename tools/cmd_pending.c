@@ -158,7 +158,8 @@ static int after_clear(void *arg)
 	text = nl;
 	text[len++] = '\n';
 	text[len] = '\0';
-	if (c->t->path && strcmp(c->t->path, "-") &&
+	/* (filter mode: no file written beside the input, which is not changed) */
+	if (c->t->path && !c->t->filter &&
 	    asprintf(&c->saved, "%s.pending-cleared.json", c->t->path) >= 0) {
 		st_write_opts wo = ST_WRITE_OPTS_INIT;
 		st_error err;

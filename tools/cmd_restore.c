@@ -102,7 +102,8 @@ int cmd_restore(int argc, char **argv)
 	if ((rc = cli_target_resolve(&t, "restore", 0)) != EXIT_OK)
 		goto out;
 	if (!t.backend && !strcmp(t.path, "-")) {
-		rc = cli_usage("restore", "standard input has no backup");
+		rc = cli_usage("restore", "standard input has no backup (filter mode keeps none): "
+					       "restore works on a file or a stack");
 		goto out;
 	}
 	if ((rc = locate(&t, &store, &owned, &key)) != EXIT_OK)

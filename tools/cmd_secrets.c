@@ -33,7 +33,8 @@ static const char help[] =
 	"  --passphrase-file FILE       the stack's passphrase\n"
 	"  --new-passphrase-file FILE   rekey: the new passphrase\n"
 	"  --stack-config FILE          rekey: the stack's Pulumi.<stack>.yaml to rewrite\n"
-	"  -o, --output FILE            show: write to FILE (mode 0600) instead of stdout\n"
+	"  -o, --output FILE            show: write to FILE (mode 0600) instead of stdout;\n"
+	"                               encrypt, rekey: only '-' (the result to stdout)\n"
 	"  --json                       verify and the mutating ones: one JSON document\n"
 	"encrypt and rekey take the options of every mutating command:\n" CLI_MUTATE_HELP;
 
@@ -252,8 +253,7 @@ int cmd_secrets(int argc, char **argv)
 		return rc;
 	if (npos)
 		return cli_usage(mo.cmd, "unexpected argument '%s'", pos[0]);
-	if (c.output)
-		return cli_usage(mo.cmd, "-o goes with `secrets show`");
+	t.out = c.output; /* -o -: the result to standard output (filter mode) */
 	if (!rekey && c.config)
 		return cli_usage(mo.cmd, "--stack-config goes with `secrets rekey`");
 	c.mo = &mo;

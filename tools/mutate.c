@@ -124,14 +124,15 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 	int rc;
 
 	st_error_clear(&err);
-	if ((rc = cli_target_resolve(t, mo->cmd, 1)) != EXIT_OK)
-		goto out;
-	if (!mo->dry_run && !t->backend && !strcmp(t->path, "-")) {
-		rc = cli_usage(mo->cmd, "standard input cannot be written back: use --dry-run, or "
-					"give a file");
+	if (t->out && strcmp(t->out, "-")) {
+		rc = cli_usage(mo->cmd, "-o takes '-' (standard output) only: without it the state "
+					"is written back to STATE");
 		goto out;
 	}
-	if (!mo->dry_run && (rc = cli_lock(t, &lock)) != EXIT_OK)
+	if ((rc = cli_filter_begin(t)) != EXIT_OK ||
+	    (rc = cli_target_resolve(t, mo->cmd, 1)) != EXIT_OK)
+		goto out;
+	if (!mo->dry_run && !t->filter && (rc = cli_lock(t, &lock)) != EXIT_OK)
 		goto out;
 	if ((rc = cli_load(t, &s)) != EXIT_OK ||
 	    (rc = cli_refuse_lossy(s, cli_target_name(t), mo->allow_dups)) != EXIT_OK ||
@@ -157,18 +158,10 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 	}
 	/* Written as it is checked (st_edit_commit_save); a dry run only checks. */
 	int write = 0, nothing;
-	if (mo->dry_run) {
+	if (mo->dry_run)
 		rc = st_edit_commit(e, &d, &probs, &err);
-	} else {
-		st_write_opts wo = ST_WRITE_OPTS_INIT;
-		wo.backup = 1;
-		wo.threads = cli_threads;
-		rc = t->backend ? st_edit_commit_save_stack(e, t->backend, t->qname,
-							    ch.count != base, &d, &probs, &write,
-							    &err)
-				: st_edit_commit_save(e, t->path, &wo, ch.count != base, &d, &probs,
-						      &write, &err);
-	}
+	else
+		rc = cli_commit_save(t, e, ch.count != base, &d, &probs, &write, &err);
 	if (rc != ST_OK) {
 		cli_error(&err);
 		for (size_t i = 0; i < probs.count; i++)
@@ -177,13 +170,17 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	nothing = mo->dry_run ? d.count == 0 && d.pending_before == d.pending_after &&
-					!d.other_changed && ch.count == base
-			      : !write;
+	/* (in filter mode the state is written even when nothing changed) */
+	nothing = mo->dry_run || t->filter ? d.count == 0 && d.pending_before == d.pending_after &&
+						     !d.other_changed && ch.count == base
+					   : !write;
+	if (write && (rc = cli_filter_emit(t)) != EXIT_OK)
+		goto out;
 	if (write && mo->after_save && (rc = mo->after_save(arg)) != EXIT_OK)
 		goto out;
 	if (mo->json) {
-		print_json_summary(mo->cmd, mo->dry_run, write, &ch, &d, cli_target_where(t));
+		print_json_summary(mo->cmd, mo->dry_run, write, &ch, &d,
+				   t->filter ? "-" : cli_target_where(t));
 	} else {
 		if (mo->dry_run && ch.count)
 			printf("Planned changes:\n");
@@ -210,10 +207,13 @@ out:
 		st_lock_release(lock, NULL);
 	cli_state_done(s);
 	cli_target_free(t);
+	if (rc == EXIT_OK)
+		fflush(stdout); /* (in filter mode stdout is stderr: its lines before the exit) */
 	return rc;
 }
 
 static const struct option shared_opts[] = {
+	{"output", required_argument, NULL, 'o'},
 	{"backend", required_argument, NULL, OPT_BACKEND},
 	{"stack", required_argument, NULL, OPT_STACK},
 	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
@@ -248,6 +248,11 @@ int cli_mutate_parse(int argc, char **argv, const char *help, const struct optio
 		case OPT_JSON: mo->json = 1; break;
 		case OPT_ALLOW_DUPLICATE_KEYS: mo->allow_dups = 1; break;
 		case 'h': rc = cli_help(help); goto out;
+		case 'o':
+			/* a command's own -o first (secrets show: a file) */
+			if (!on_extra || on_extra(c, optarg, ctx) != 0)
+				t->out = optarg;
+			break;
 		default:
 			if (c != '?' && on_extra && on_extra(c, optarg, ctx) == 0)
 				break;

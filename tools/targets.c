@@ -42,9 +42,12 @@ int cli_commit_save(cli_target *t, st_edit *e, int always, st_diff *d, st_proble
 		    int *written, st_error *err)
 {
 	st_write_opts wo = ST_WRITE_OPTS_INIT;
-	wo.backup = 1;
-	if (t->backend)
+	wo.backup = !t->filter;
+	wo.threads = cli_threads;
+	if (t->backend && !t->filter)
 		return st_edit_commit_save_stack(e, t->backend, t->qname, always, d, probs, written,
 						 err);
-	return st_edit_commit_save(e, t->path, &wo, always, d, probs, written, err);
+	/* filter mode: always written (the pipe gets the state even when nothing changed) */
+	return st_edit_commit_save(e, cli_save_path(t), &wo, always || t->filter, d, probs,
+				   written, err);
 }

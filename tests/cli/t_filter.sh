@@ -1,0 +1,141 @@
+#!/bin/sh
+# Filter mode (issue 22): a STATE of '-' read from standard input and the result written to
+# standard output (-o -, or a '-' STATE with no -o), through real pipes. For each command that
+# changes a state: the bytes a pipeline writes are exactly those the same command writes to a
+# file. A refused or failed command writes zero bytes and exits 1; a dry run writes nothing; a
+# reader that closes early (EPIPE) makes the command exit 1. No lock, no .bak, no temporary file
+# left behind. (/bin/sh is dash: no pipefail; a command's status goes through a file.)
+. "$(dirname "$0")/lib.sh"
+F=$FIXTURES/edit
+V=$FIXTURES/validate
+PW="correct horse battery staple"
+unset PULUMI_CONFIG_PASSPHRASE PULUMI_CONFIG_PASSPHRASE_FILE PULUMI_CONFIG_PASSPHRASE_NEW PULUMI_CONFIG_PASSPHRASE_NEW_FILE
+mkdir "$T/tmp"
+TMPDIR=$T/tmp
+export TMPDIR
+
+# pipe IN OUT CMD...: `cat IN | CMD | cat > OUT`; $rc is CMD's status, its stderr in $T/err
+pipe() {
+	in=$1; out=$2; shift 2
+	{ cat "$in" | "$@" 2>"$T/err"; echo $? >"$T/rc"; } | cat >"$out"
+	rc=$(cat "$T/rc")
+}
+bytes() { wc -c <"$1" | tr -d ' '; }
+check_empty() { if [ "$(bytes "$1")" = 0 ]; then ok; else bad "$1 has $(bytes "$1") bytes, expected 0"; fi; }
+check_no_tmp() { if [ -z "$(ls -A "$T/tmp")" ]; then ok; else bad "temporary files left: $(ls -A "$T/tmp")"; fi; }
+
+# same NAME IN CMD ARGS...: CMD run on a copy of IN as a file, and as a filter in a pipeline
+# (`cat IN | statetool CMD - ARGS -o -`): status 0, the same bytes, nothing else on stdout.
+same() {
+	name=$1; in=$2; cmd=$3; shift 3
+	cp "$in" "$T/file.json"
+	run "$name (file)" st $cmd "$T/file.json" "$@"
+	check_rc 0
+	current="$name (pipe)"
+	pipe "$in" "$T/piped.json" "$STATETOOL" $cmd - "$@" -o -
+	check_rc 0; check_same "$T/file.json" "$T/piped.json"; check_no_tmp
+}
+
+same "delete" "$F/base.json" delete logs
+check_err_has "Resource deleted"
+check_same "$F/delete-logs.json" "$T/piped.json"
+same "delete dependents" "$F/base.json" delete --target-dependents assets-policy
+same "rename" "$F/base.json" rename web frontend
+same "protect" "$F/base.json" protect logs
+same "unprotect" "$F/base.json" unprotect assets
+same "taint" "$F/base.json" taint server
+same "untaint" "$F/taint-server.json" untaint server
+check_same "$F/base.json" "$T/piped.json"
+same "repair" "$F/broken.json" repair
+check_same "$F/repaired.json" "$T/piped.json"
+same "pending clear" "$F/base.json" "pending clear" logs
+check_same "$F/pending-clear-logs.json" "$T/piped.json"
+check_err_has "the cleared pending operations:"
+same "replace-provider" "$F/base.json" replace-provider default_6_0_0 eu
+same "edit --from" "$F/base.json" edit --from "$F/protect-logs.json"
+check_same "$F/protect-logs.json" "$T/piped.json"
+
+# nothing to change: the state still goes through (an empty stdin would fail the import)
+same "nothing to change" "$F/repaired.json" repair
+check_same "$F/repaired.json" "$T/piped.json"
+
+# the one rule: a '-' STATE with no -o is written to stdout, as with -o -
+pipe "$F/base.json" "$T/implicit.json" "$STATETOOL" delete - logs
+check_rc 0; check_same "$F/delete-logs.json" "$T/implicit.json"
+# the summary on stderr, stdout only the state; --json too
+pipe "$F/base.json" "$T/j.json" "$STATETOOL" delete --json - logs
+check_rc 0; check_same "$F/delete-logs.json" "$T/j.json"; check_err_has '"written": true'
+check_err_has '"file": "-"'
+
+# a file STATE with -o -: the result to stdout, the file untouched, no lock, no .bak
+cp "$F/base.json" "$T/src.json"
+{ st delete "$T/src.json" logs -o - 2>"$T/err"; echo $? >"$T/rc"; } | cat >"$T/out.json"
+rc=$(cat "$T/rc"); current="file -o -"
+check_rc 0; check_same "$F/delete-logs.json" "$T/out.json"; check_same "$F/base.json" "$T/src.json"
+check_absent "$T/src.json.bak"; check_absent "$T/src.json.lock"
+run "-o FILE refused" st delete "$T/src.json" logs -o "$T/other.json"
+check_rc 2; check_err_has "-o takes '-' (standard output) only"; check_absent "$T/other.json"
+
+# dry run: the plan on stderr, nothing on stdout
+pipe "$F/base.json" "$T/dry.json" "$STATETOOL" delete --dry-run - logs -o -
+check_rc 0; check_empty "$T/dry.json"; check_err_has "dry run: nothing written"
+check_err_has "  - urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs"
+
+# refusals: zero bytes, exit 1
+pipe "$F/base.json" "$T/r.json" "$STATETOOL" delete - assets-policy -o -
+check_rc 1; check_empty "$T/r.json"; check_err_has "can't be safely deleted"; check_no_tmp
+pipe "$F/base.json" "$T/r.json" "$STATETOOL" delete - no-such-resource -o -
+check_rc 1; check_empty "$T/r.json"
+printf '{"version": 3, "deployment": {' >"$T/bad.json"
+pipe "$T/bad.json" "$T/r.json" "$STATETOOL" delete - logs -o -
+check_rc 1; check_empty "$T/r.json"
+gzip -c "$F/base.json" | head -c 300 >"$T/cut.json.gz"
+pipe "$T/cut.json.gz" "$T/r.json" "$STATETOOL" delete - logs -o -
+check_rc 1; check_empty "$T/r.json"
+pipe "$F/base.json" "$T/r.json" "$STATETOOL" edit - --from "$F/broken.json" -o -
+check_rc 1; check_empty "$T/r.json"; check_err_has "nothing written"
+cp "$V/secrets-plaintext.json" "$T/pt.json"
+pipe "$T/pt.json" "$T/r.json" env PULUMI_CONFIG_PASSPHRASE=wrong "$STATETOOL" secrets encrypt - -o -
+check_rc 1; check_empty "$T/r.json"; check_err_has "incorrect passphrase"
+check_no_tmp
+
+# secrets: new ciphertexts (random nonces, a new salt), so checked by what they decrypt to
+pipe "$T/pt.json" "$T/enc.json" env PULUMI_CONFIG_PASSPHRASE="$PW" "$STATETOOL" secrets encrypt - -o -
+check_rc 0; check_err_has "1 secret encrypted"
+if grep -q hunter2 "$T/enc.json"; then bad "plaintext left"; else ok; fi
+run "encrypted verify" env PULUMI_CONFIG_PASSPHRASE="$PW" "$STATETOOL" secrets verify "$T/enc.json"
+check_rc 0; check_out "2 secrets, 0 failed to decrypt"
+printf 'the new one\n' >"$T/newpw"
+pipe "$T/enc.json" "$T/rk.json" env PULUMI_CONFIG_PASSPHRASE="$PW" "$STATETOOL" secrets rekey --new-passphrase-file "$T/newpw" - -o -
+check_rc 0; check_err_has "2 secrets re-encrypted"
+run "rekeyed verify" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets verify "$T/rk.json"
+check_rc 0; check_out "2 secrets, 0 failed to decrypt"
+
+# edit without --from: the editor needs a terminal; standard input cannot be both
+run "edit - without a terminal" sh -c "setsid -w '$STATETOOL' edit - -o - < '$F/base.json'"
+check_rc 2; check_out_empty; check_err_has "the editor needs a terminal"
+run "edit - --from -" st edit - --from - <"$F/base.json"
+check_rc 2; check_out_empty; check_err_has "STATE and --from cannot both be standard input"
+
+# gzip in, gzip out: the bytes a file write makes (decompress with `convert --no-gzip`)
+gzip -c "$F/base.json" >"$T/base.json.gz"
+cp "$T/base.json.gz" "$T/g.json.gz"
+run "gzip file" st delete "$T/g.json.gz" logs
+check_rc 0
+pipe "$T/base.json.gz" "$T/g.out" "$STATETOOL" delete - logs
+check_rc 0; check_same "$T/g.json.gz" "$T/g.out"
+
+# a reader that closes early (EPIPE), a closed stdout: exit 1, a clear message
+awk -v n=4000 'BEGIN {
+	printf "{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"2026-01-01T00:00:00Z\",\"magic\":\"\",\"version\":\"\"},\"resources\":[{\"urn\":\"urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev\",\"custom\":false,\"type\":\"pulumi:pulumi:Stack\"}"
+	for (i = 1; i <= n; i++)
+		printf ",{\"urn\":\"urn:pulumi:dev::p::my:index:Thing::thing-%d\",\"custom\":false,\"type\":\"my:index:Thing\",\"parent\":\"urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev\"}", i
+	printf "]}}\n" }' >"$T/big.json"
+current="EPIPE"
+{ cat "$T/big.json" | "$STATETOOL" delete - thing-1 -o - 2>"$T/err"; echo $? >"$T/rc"; } | head -c 1 >/dev/null
+rc=$(cat "$T/rc")
+check_rc 1; check_err_has "cannot write to standard output: Broken pipe"; check_no_tmp
+run "closed stdout" sh -c "'$STATETOOL' delete - logs -o - < '$F/base.json' >&-"
+check_rc 1; check_err_has "cannot write to standard output: Bad file descriptor"
+
+finish
