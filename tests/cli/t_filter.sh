@@ -117,6 +117,10 @@ check_rc 2; check_out_empty; check_err_has "the editor needs a terminal"
 run "edit - --from -" st edit - --from - <"$F/base.json"
 check_rc 2; check_out_empty; check_err_has "STATE and --from cannot both be standard input"
 
+# restore does not apply to standard input
+run "restore -" st restore - <"$F/base.json"
+check_rc 2; check_out_empty; check_err_has "standard input has no backup"
+
 # gzip in, gzip out: the bytes a file write makes (decompress with `convert --no-gzip`)
 gzip -c "$F/base.json" >"$T/base.json.gz"
 cp "$T/base.json.gz" "$T/g.json.gz"
