@@ -642,20 +642,27 @@ static int update_file(st_index *ix, const char *path, st_index_stats *stats,
 	return rc;
 }
 
-/* Drops stacks not in `keep` (qnames). */
-static int prune(st_index *ix, st_strmap *keep, st_index_stats *stats, st_error *err)
+/* Drops the stacks of `store` (NULL: any stack) not in `keep` (qnames). */
+static int prune(st_index *ix, const st_store *store, st_strmap *keep, st_index_stats *stats,
+		 st_error *err)
 {
 	sqlite3_stmt *q;
 	char **gone = NULL;
 	size_t n = 0;
+	ix_scope sc;
 	int rc = ST_OK, src;
 
-	if ((src = sqlite3_prepare_v2(ix->db, "SELECT qname FROM stacks", -1, &q, NULL)))
+	if (st__ix_scope_init(&sc, store) != ST_OK)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	if ((src = sqlite3_prepare_v2(ix->db, "SELECT qname, path FROM stacks", -1, &q, NULL))) {
+		st__ix_scope_free(&sc);
 		return sql_err(ix, err, "cannot list the stacks");
+	}
 	while (rc == ST_OK && (src = sqlite3_step(q)) == SQLITE_ROW) {
 		const char *qn = (const char *)sqlite3_column_text(q, 0);
 		char **g;
-		if (!qn || st_strmap_get(keep, qn))
+		if (!qn || st_strmap_get(keep, qn) ||
+		    !st__ix_in_scope(&sc, (const char *)sqlite3_column_text(q, 1)))
 			continue;
 		if (!(g = realloc(gone, (n + 1) * sizeof(*g))) || !(g[n] = st_strdup(qn))) {
 			gone = g ? g : gone;
@@ -668,6 +675,7 @@ static int prune(st_index *ix, st_strmap *keep, st_index_stats *stats, st_error 
 	if (rc == ST_OK && src != SQLITE_DONE)
 		rc = sql_err(ix, err, "cannot list the stacks");
 	sqlite3_finalize(q);
+	st__ix_scope_free(&sc);
 	for (size_t i = 0; i < n; i++) {
 		if (rc == ST_OK) {
 			if (remove_stack(ix, gone[i]) == 0)
@@ -716,7 +724,7 @@ static int update_many(st_index *ix, const st_stack_info *infos, st_store *store
 			progress(pctx, i + 1, n, stats->resources);
 	}
 	if (rc == ST_OK && do_prune)
-		rc = prune(ix, &keep, stats, err);
+		rc = prune(ix, infos ? store : NULL, &keep, stats, err);
 	st_strmap_free(&keep);
 	st_problems_clear(&nowhere);
 	return rc;

@@ -54,6 +54,17 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
  * expression. New string. */
 char *st__ix_glob_regex(const char *glob);
 
+/* The stacks a backend's update may drop when they are gone from its listing: those whose
+ * recorded place (`path`) is in the backend's store, so that backends sharing one index (a
+ * team's, in PostgreSQL) never drop each other's stacks. A NULL store (and a stack with no
+ * place) is in every scope. */
+typedef struct ix_scope {
+	char *head, *tail; /* a place in the store: head + key + tail */
+} ix_scope;
+int st__ix_scope_init(ix_scope *sc, const st_store *store); /* ST_OK or ST_ENOMEM */
+int st__ix_in_scope(const ix_scope *sc, const char *path);
+void st__ix_scope_free(ix_scope *sc);
+
 /* ---- the PostgreSQL engine (pg.c) ---- */
 
 typedef struct st_ixpg st_ixpg;

@@ -7,7 +7,8 @@
  *     COMMIT. Readers run at READ COMMITTED or better and never see a half-written stack.
  *   - Several updaters at once: creating the schema takes a transaction-scoped advisory lock;
  *     a stack gone from the backend is removed only if its row is still the one this updater
- *     read (same indexed_at), so a stack another updater has just indexed is never lost.
+ *     read (same xmin), so a stack another updater has just indexed is never lost, and only
+ *     if its place is in this backend (ix_scope), so backends sharing the index keep theirs.
  *   - Queries and --sql run in a READ ONLY transaction that is always rolled back, one
  *     statement (the extended protocol refuses several); a read-only index also sets the
  *     session read-only. A statement that writes fails with the server's "cannot execute ... in
@@ -344,22 +345,23 @@ int st__ixpg_update_state(st_ixpg *p, const char *qname, const char *path, st_st
 
 /* ---- updating from a backend or files ---- */
 
-/* Removes a stack and its rows; with `indexed_at`, only if its row is still that one (someone
- * else may have indexed it again meanwhile). *gone (may be NULL) tells whether it was there. */
-static int remove_stack(st_ixpg *p, const char *qname, const char *indexed_at, int *gone,
+/* Removes a stack and its rows; with `xmin` (its row's version, as text), only if its row is
+ * still that one (someone else may have indexed it again meanwhile). *gone (may be NULL) tells
+ * whether it was there. */
+static int remove_stack(st_ixpg *p, const char *qname, const char *xmin, int *gone,
 			st_error *err)
 {
-	const char *vals[2] = {qname, indexed_at};
+	const char *vals[2] = {qname, xmin};
 	PGresult *r = NULL;
 	int rc = q(p, "BEGIN", 0, NULL, NULL, "cannot begin", err);
 
 	if (gone)
 		*gone = 0;
 	if (rc == ST_OK)
-		rc = q(p, indexed_at ? "DELETE FROM stacks WHERE qname = $1 AND indexed_at = $2 "
-				       "RETURNING id"
-				     : "DELETE FROM stacks WHERE qname = $1 RETURNING id",
-		       indexed_at ? 2 : 1, vals, &r, "cannot remove a stack", err);
+		rc = q(p, xmin ? "DELETE FROM stacks WHERE qname = $1 AND xmin::text = $2 "
+				 "RETURNING id"
+			       : "DELETE FROM stacks WHERE qname = $1 RETURNING id",
+		       xmin ? 2 : 1, vals, &r, "cannot remove a stack", err);
 	for (int t = 0; rc == ST_OK && PQntuples(r) && t < IX_NTABLES; t++) {
 		char sql[80];
 		const char *sv[1] = {PQgetvalue(r, 0, 0)};
@@ -528,21 +530,30 @@ static int update_entry(st_ixpg *p, st_backend *b, const st_stack_info *info, co
 	return rc;
 }
 
-/* Drops the stacks not in `keep`, each only if no one indexed it since it was listed here. */
-static int prune(st_ixpg *p, st_strmap *keep, st_index_stats *stats, st_error *err)
+/* Drops the stacks of `store` (NULL: any stack) not in `keep`, each only if no one indexed
+ * it since it was listed here (its row's version, xmin, is the one listed). */
+static int prune(st_ixpg *p, const st_store *store, st_strmap *keep, st_index_stats *stats,
+		 st_error *err)
 {
 	PGresult *r;
-	int rc = q(p, "SELECT qname, indexed_at FROM stacks", 0, NULL, &r, "cannot list the stacks",
-		   err);
+	ix_scope sc;
+	int rc;
+
+	if (st__ix_scope_init(&sc, store) != ST_OK)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	rc = q(p, "SELECT qname, xmin::text, path FROM stacks", 0, NULL, &r,
+	       "cannot list the stacks", err);
 	for (int i = 0; rc == ST_OK && i < PQntuples(r); i++) {
 		int gone = 0;
-		if (st_strmap_get(keep, PQgetvalue(r, i, 0)))
+		if (st_strmap_get(keep, PQgetvalue(r, i, 0)) ||
+		    !st__ix_in_scope(&sc, PQgetisnull(r, i, 2) ? NULL : PQgetvalue(r, i, 2)))
 			continue;
 		rc = remove_stack(p, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), &gone, err);
 		stats->removed += (size_t)gone;
 	}
 	if (rc == ST_OK || r)
 		PQclear(r);
+	st__ix_scope_free(&sc);
 	return rc;
 }
 
@@ -573,7 +584,7 @@ static int update_many(st_ixpg *p, st_backend *b, const st_stack_info *infos,
 			progress(pctx, i + 1, n, stats->resources);
 	}
 	if (rc == ST_OK && do_prune)
-		rc = prune(p, &keep, stats, err);
+		rc = prune(p, b ? st_backend_store(b) : NULL, &keep, stats, err);
 	st_strmap_free(&keep);
 	st_problems_clear(&nowhere);
 	return rc;

@@ -2,6 +2,7 @@
  * What both index engines share (ix.h): the schema, the rows of a stack, the queries.
  */
 #include "ix.h"
+#include "store/store_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -406,4 +407,46 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
 	else
 		st_buf_printf(sql, " ORDER BY s.qname%s, r.position", C);
 	return sql->oom ? ST_ENOMEM : ST_OK;
+}
+
+int st__ix_scope_init(ix_scope *sc, const st_store *store)
+{
+	char *w, *mark;
+
+	sc->head = sc->tail = NULL;
+	if (!store)
+		return ST_OK;
+	/* a key no stack has, to find where a key goes in the store's place */
+	if (!(w = st__store_where(store, ".pulumi/\001")))
+		return ST_ENOMEM;
+	if (!(mark = strchr(w, '\001'))) { /* cannot happen: every place names its key */
+		free(w);
+		return ST_ENOMEM;
+	}
+	*mark = '\0';
+	sc->head = w;
+	if (!(sc->tail = st_strdup(mark + 1))) {
+		st__ix_scope_free(sc);
+		return ST_ENOMEM;
+	}
+	return ST_OK;
+}
+
+int st__ix_in_scope(const ix_scope *sc, const char *path)
+{
+	size_t n, h, t;
+
+	if (!sc->head || !path)
+		return 1;
+	n = strlen(path);
+	h = strlen(sc->head);
+	t = strlen(sc->tail);
+	return n > h + t && !strncmp(path, sc->head, h) && !strcmp(path + n - t, sc->tail);
+}
+
+void st__ix_scope_free(ix_scope *sc)
+{
+	free(sc->head);
+	free(sc->tail);
+	sc->head = sc->tail = NULL;
 }

@@ -1,0 +1,272 @@
+#!/bin/sh
+# The index in PostgreSQL (`--db postgres://...`), on the test servers' PostgreSQL
+# (tests/servers/ctl start postgres): every query option, output format and --sql statement gives
+# the same bytes as on SQLite for the same backend; a statement that writes is refused on both;
+# several updaters at once over overlapping backends (and one killed mid-run) never corrupt the
+# index or lose a stack; a reader never sees a half-written stack; a no-change update reads no
+# stack. Each run works in a schema of its own (search_path), dropped at the end. Without the
+# server the script skips with a message; with $CI set that is a failure.
+. "$(dirname "$0")/lib.sh"
+envfile=${ST_SERVERS_DIR:-/tmp/statetool-servers-$(id -u)}/env
+# shellcheck source=/dev/null
+[ -r "$envfile" ] && . "$envfile"
+need=""
+command -v psql >/dev/null 2>&1 || need="psql"
+command -v jq >/dev/null 2>&1 || need="$need jq"
+command -v cc >/dev/null 2>&1 || need="$need cc"
+if [ -z "${ST_TEST_PG_URL:-}" ] || [ -n "$need" ]; then
+	: >"$T/out"
+	: >"$T/err"
+	why="no PostgreSQL test server in $envfile (sh tests/servers/ctl start postgres)"
+	[ -n "$need" ] && why="needs$need"
+	if [ -n "${CI:-}" ]; then
+		current="postgres test server"
+		bad "$why and \$CI is set (a skip is a failure in CI)"
+	else
+		echo "t_index_pg.sh: skipped: $why"
+	fi
+	finish
+	exit
+fi
+unset PGHOST PGHOSTADDR PGPORT PGDATABASE PGUSER PGPASSWORD PGPASSFILE PGSERVICE PGOPTIONS \
+	PGSSLMODE PGREQUIRESSL
+export HOME=$T
+SCHEMA=ix_t$$_$(date +%s)
+psqlx() {
+	PGPASSWORD=$ST_TEST_PGPASSWORD psql -X -q -v ON_ERROR_STOP=1 -h "$ST_TEST_PGHOST" \
+		-p "$ST_TEST_PGPORT" -U "$ST_TEST_PGUSER" -d "$ST_TEST_PGDATABASE" "$@"
+}
+cleanup() {
+	psqlx -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE; DROP SCHEMA IF EXISTS ${SCHEMA}_c CASCADE" >/dev/null 2>&1
+	rm -rf "$T"
+}
+trap cleanup EXIT
+psqlx -c "CREATE SCHEMA $SCHEMA; CREATE SCHEMA ${SCHEMA}_c" || { echo "t_index_pg.sh: cannot create a schema"; exit 1; }
+PG="$ST_TEST_PG_URL?sslmode=disable&search_path=$SCHEMA"
+PGC="$ST_TEST_PG_URL?sslmode=disable&search_path=${SCHEMA}_c"
+SQ=$T/ix.sqlite
+
+cc -O2 -o "$T/gen" "$top_srcdir/bench/gen.c"
+# mkbackend DIR SEED PROJECT... : four stacks of 40 resources per project
+mkbackend() {
+	d=$1 seed=$2
+	shift 2
+	mkdir -p "$d/.pulumi/stacks"
+	printf 'version: 1\n' >"$d/.pulumi/meta.yaml"
+	for p in "$@"; do
+		mkdir -p "$d/.pulumi/stacks/$p"
+		for s in dev stage prod eu; do
+			seed=$((seed + 1))
+			"$T/gen" 40 $seed --checkpoint --stack $s --project $p >"$d/.pulumi/stacks/$p/$s.json"
+		done
+	done
+}
+B=$T/b
+mkbackend "$B" 0 shop web data
+cp "$B/.pulumi/stacks/web/eu.json" "$B/.pulumi/stacks/web/eu-copy.json"
+st convert "$FIXTURES/edit/base.json" --envelope checkpoint --checkpoint-stack organization/edit/main -o "$T/main.json" >/dev/null
+mkdir -p "$B/.pulumi/stacks/edit" && cp "$T/main.json" "$B/.pulumi/stacks/edit/main.json"
+
+# ---- the same index on both engines ----
+run "build on sqlite" st index update --backend "$B" --db "$SQ"
+check_rc 0; check_out_has "14 stacks: 14 indexed"
+run "build on postgres" st index update --backend "$B" --db "$PG"
+check_rc 0
+total=$(sed -n 's/.*14 indexed (\([0-9]*\) resources).*/\1/p' "$T/out")
+redacted=$(printf '%s' "$PG" | sed 's|://\([^:@/]*\):[^@]*@|://\1@|')
+check_out "$redacted: 14 stacks: 14 indexed ($total resources), 0 unchanged, 0 removed, 0 failed"
+check_err_lacks "$ST_TEST_PGPASSWORD"
+run "no change on postgres" st index update --backend "$B" --db "$PG" --json
+check_rc 0
+check_out_has '"unchanged": 14,'; check_out_has '"parsed": 0,'; check_out_has "\"index\": \"$redacted\","
+# a no-change update reads no stack: unreadable stacks with the same listing are not opened
+chmod 000 "$B/.pulumi/stacks/shop/dev.json" "$B/.pulumi/stacks/web/prod.json"
+if [ -r "$B/.pulumi/stacks/shop/dev.json" ]; then
+	current="no-change reads nothing (skipped: running as a user who reads mode 000)"; ok
+else
+	run "no change reads no stack" st index update --backend "$B" --db "$PG"
+	check_rc 0; check_out_has "0 indexed (0 resources), 14 unchanged"
+fi
+chmod 644 "$B/.pulumi/stacks/shop/dev.json" "$B/.pulumi/stacks/web/prod.json"
+touch "$B/.pulumi/stacks/shop/dev.json"
+run "touched, not changed (hash) on postgres" st index update --backend "$B" --db "$PG"
+check_rc 0; check_out_has "0 indexed (0 resources), 14 unchanged"
+
+# same SQL-ish answer, byte for byte: stdout, exit code and (for queries) an empty stderr
+same() { # NAME ARGS...
+	name=$1; shift
+	"$STATETOOL" query --db "$SQ" "$@" >"$T/sq.out" 2>"$T/sq.err"; src=$?
+	"$STATETOOL" query --db "$PG" "$@" >"$T/pg.out" 2>"$T/pg.err"; prc=$?
+	current="same on both: $name"
+	cp "$T/pg.out" "$T/out"; cp "$T/pg.err" "$T/err"
+	if [ $src -ne 0 ] || [ $prc -ne 0 ]; then bad "exit codes $src (sqlite) and $prc (postgres)"
+	elif [ -s "$T/sq.err" ] || [ -s "$T/pg.err" ]; then bad "stderr: $(cat "$T/sq.err")"
+	elif ! cmp -s "$T/sq.out" "$T/pg.out"; then bad "$(diff "$T/sq.out" "$T/pg.out" | head -6)"
+	elif [ "${empty_ok:-}" != 1 ] && [ "$(wc -l <"$T/pg.out")" -lt 2 ]; then bad "no rows: the comparison proves nothing"
+	else ok; fi
+}
+same3() { # NAME ARGS...: table, --json and --csv
+	n=$1; shift
+	same "$n (table)" "$@"; same "$n (json)" --json "$@"; same "$n (csv)" --csv "$@"
+}
+someid=$(jq -r '.checkpoint.latest.resources[12].id' "$B/.pulumi/stacks/shop/dev.json")
+same3 "type" --type aws:rds/instance:Instance
+same3 "id" --id "$someid"
+same3 "urn glob" --urn '*::svc-1'
+same3 "urn glob, ? and a class" --urn 'urn:pulumi:?ev::shop::*::svc-[1-3]'
+same3 "urn glob, a negated class" --urn '*::r-[^0-8]*'
+same3 "urn glob with regex specials" --urn '*$my:index:Web$*'
+same3 "stack" --stack 'organization/web/*'
+same3 "stack exact" --stack organization/edit/main
+same3 "provider package@version" --provider aws@6.0.0
+same3 "provider package" --provider gcp
+same3 "provider urn" --provider 'urn:pulumi:dev::shop::pulumi:providers:gcp::default_7_2_0'
+same3 "protected" --protected
+same3 "pending" --pending
+same3 "dependents-of" --dependents-of 'urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucket:Bucket::assets'
+same3 "dependents-of a component" --dependents-of 'urn:pulumi:dev::shop::my:index:App::app'
+same3 "duplicate ids" --duplicate-ids
+same3 "type and stack" --type aws:s3/bucket:Bucket --stack 'organization/shop/*'
+same3 "everything" --urn '*'
+impid=$("$STATETOOL" query --db "$SQ" --csv --sql "SELECT import_id FROM resources WHERE import_id IS NOT NULL AND import_id != '' LIMIT 1" | tail -n +2)
+if [ -n "$impid" ]; then same3 "import id" --import-id "$impid"; fi
+empty_ok=1
+same3 "nothing matches" --type no:such:Type
+empty_ok=
+for sql in \
+	"SELECT count(*) AS n FROM stacks" \
+	"SELECT qname, project, stack, path, size, sha256, version, envelope, resources FROM stacks ORDER BY qname" \
+	"SELECT s.qname, r.position, r.urn, r.type, r.name, r.id, r.import_id, r.parent, r.provider, r.custom, r.protect, r.\"delete\", r.external, r.taint, r.pending_replacement, r.retain_on_delete, r.created, r.modified FROM resources r JOIN stacks s ON s.id = r.stack_id ORDER BY s.qname, r.position" \
+	"SELECT s.qname, e.from_urn, e.kind, e.to_urn, e.property FROM edges e JOIN stacks s ON s.id = e.stack_id ORDER BY 1, 2, 3, 4, 5" \
+	"SELECT s.qname, p.urn, p.id, p.ref, p.package, p.version FROM providers p JOIN stacks s ON s.id = p.stack_id ORDER BY 1, 2" \
+	"SELECT s.qname, p.urn, p.type FROM pending p JOIN stacks s ON s.id = p.stack_id ORDER BY 1, 2, 3" \
+	"SELECT s.qname, x.urn, x.path FROM secrets x JOIN stacks s ON s.id = x.stack_id ORDER BY 1, 2, 3" \
+	"SELECT type, count(*) AS n FROM resources GROUP BY type ORDER BY n DESC, type" \
+	"SELECT value FROM meta WHERE key = 'schema_version'"; do
+	same3 "--sql $sql" --sql "$sql"
+done
+# a statement that writes (or more than one) is refused on both, the index unchanged
+for sql in "DELETE FROM resources" "UPDATE stacks SET resources = 0" \
+	"INSERT INTO meta VALUES ('x', 'y')" "DROP TABLE edges" "CREATE TABLE t (a INT)" \
+	"SELECT 1; DELETE FROM resources"; do
+	for db in "$SQ" "$PG"; do
+		run "--sql refused on $db: $sql" st query --db "$db" --sql "$sql"
+		check_rc 2; check_out_empty; check_err_lacks "$ST_TEST_PGPASSWORD"
+		case $sql in "SELECT 1;"*) ;; *) check_err_has "only read-only statements are allowed" ;; esac
+	done
+done
+same "after refused writes" --sql "SELECT count(*) AS n FROM resources"
+check_out "n
+$total"
+
+# the URL's forms: credentials from the PG* variables (no password in the URL), a wrong password
+base="postgres://$ST_TEST_PGHOST:$ST_TEST_PGPORT/$ST_TEST_PGDATABASE?sslmode=disable&search_path=$SCHEMA"
+run "credentials from PGUSER and PGPASSWORD" env PGUSER="$ST_TEST_PGUSER" PGPASSWORD="$ST_TEST_PGPASSWORD" \
+	"$STATETOOL" query --db "$base" --sql "SELECT count(*) AS n FROM stacks"
+check_rc 0; check_out "n
+14"
+run "everything from the PG* variables" env PGHOST="$ST_TEST_PGHOST" PGPORT="$ST_TEST_PGPORT" \
+	PGDATABASE="$ST_TEST_PGDATABASE" PGUSER="$ST_TEST_PGUSER" PGPASSWORD="$ST_TEST_PGPASSWORD" \
+	PGSSLMODE=disable PGOPTIONS="-c search_path=$SCHEMA" \
+	"$STATETOOL" query --db "postgres://" --sql "SELECT count(*) AS n FROM stacks"
+check_rc 0; check_out "n
+14"
+wrong=$(printf '%s' "$ST_TEST_PG_URL" | sed 's|:[^:@/]*@|:not-the-password-4711@|')
+run "wrong password" st index update --backend "$B" --db "$wrong?sslmode=disable&search_path=$SCHEMA"
+check_rc 1; check_err_lacks "not-the-password-4711"; check_err_has "password authentication failed"
+run "wrong password in PGPASSWORD" env PGPASSWORD=not-the-password-4711 "$STATETOOL" query \
+	--db "postgres://$ST_TEST_PGUSER@$ST_TEST_PGHOST:$ST_TEST_PGPORT/$ST_TEST_PGDATABASE?sslmode=disable" --type x
+check_rc 1; check_err_lacks "not-the-password-4711"; check_err_has "PGPASSWORD"
+
+# ---- several updaters at once, over overlapping backends, into an empty database ----
+# B1 and B2 share project `core` (other contents: different resource counts), so each update of
+# one takes core's stacks over from the other; B1 also has shop, B2 data.
+B1=$T/b1
+B2=$T/b2
+mkbackend "$B1" 100 shop core
+mkbackend "$B2" 200 data core
+for s in dev stage prod eu; do "$T/gen" 55 $((300 + ${#s})) --checkpoint --stack $s --project core >"$B2/.pulumi/stacks/core/$s.json"; done
+# consistent: every stack's rows are whole (as many resources as its row says and as its file
+# at its recorded place holds); prints the stacks that are not
+consistent() { # DB
+	"$STATETOOL" query --db "$1" --csv --sql "SELECT s.qname, s.path, s.resources, count(r.urn) AS n FROM stacks s LEFT JOIN resources r ON r.stack_id = s.id GROUP BY s.id, s.qname, s.path, s.resources ORDER BY s.qname" >"$T/cons" 2>&1 || { cat "$T/cons"; return; }
+	tail -n +2 "$T/cons" | while IFS=, read -r qn path nres n; do
+		want=$(jq '.checkpoint.latest.resources | length' "$path" 2>/dev/null)
+		[ "$nres" = "$n" ] && [ "$n" = "$want" ] || echo "$qn: row says $nres, $n rows, file $path has $want"
+	done
+}
+stacks_of() { "$STATETOOL" query --db "$1" --csv --sql "SELECT qname FROM stacks ORDER BY qname" | tail -n +2; }
+all_qnames="$( (cd "$B1/.pulumi/stacks" && ls */*.json; cd "$B2/.pulumi/stacks" && ls */*.json) | sed 's|^|organization/|; s|\.json$||' | LC_ALL=C sort -u)"
+
+# a reader in a loop: a stack whose rows do not match its row's count is half-written
+reader() { # DB FLAGFILE -> prints bad reads; stops when FLAGFILE goes
+	fails=0 reads=0
+	while [ -e "$2" ]; do
+		if out=$("$STATETOOL" query --db "$1" --csv --sql "SELECT s.qname, s.resources, count(r.urn) AS n FROM stacks s LEFT JOIN resources r ON r.stack_id = s.id GROUP BY s.id, s.qname, s.resources HAVING s.resources != count(r.urn)" 2>&1); then
+			[ -z "$(printf '%s' "$out" | tail -n +2)" ] || { fails=$((fails + 1)); echo "partial: $out"; }
+		else
+			case $out in *"no index"*|*"does not exist"*) ;; *) fails=$((fails + 1)); echo "failed: $out" ;; esac
+		fi
+		reads=$((reads + 1))
+	done
+	echo "reads $reads"
+}
+: >"$T/flag"
+reader "$PGC" "$T/flag" >"$T/reads" 2>&1 &
+rd=$!
+pids=""
+for i in 1 2 3 4; do
+	case $i in 1|3) bk=$B1 ;; *) bk=$B2 ;; esac
+	( for round in 1 2 3; do "$STATETOOL" index update --backend "$bk" --db "$PGC" || echo "updater $i round $round: exit $?"; done ) >"$T/upd$i" 2>&1 &
+	pids="$pids $!"
+done
+# and a fifth, killed mid-run
+sleep 1
+"$STATETOOL" index update --backend "$B1" --db "$PGC" >/dev/null 2>&1 &
+victim=$!
+sleep 0.3
+kill -9 $victim 2>/dev/null
+wait $victim 2>/dev/null
+for p in $pids; do wait "$p"; done
+rm -f "$T/flag"
+wait $rd
+current="4 concurrent updaters never fail"
+cat "$T/upd1" "$T/upd2" "$T/upd3" "$T/upd4" >"$T/err"; : >"$T/out"
+if grep -q "exit" "$T/err"; then bad "an updater failed"; else ok; fi
+current="a reader never sees a half-written stack ($(grep '^reads' "$T/reads"))"
+cp "$T/reads" "$T/out"
+if [ "$(grep -vc '^reads' "$T/reads")" = 0 ] && grep -q '^reads' "$T/reads"; then ok; else bad "$(head -3 "$T/reads")"; fi
+current="no stack lost"
+stacks_of "$PGC" >"$T/out"
+if [ "$(cat "$T/out")" = "$all_qnames" ]; then ok; else bad "$(printf '%s\n' "$all_qnames" | diff - "$T/out" | head -5)"; fi
+current="no stack corrupted"
+consistent "$PGC" >"$T/out"
+if [ ! -s "$T/out" ]; then ok; else bad "inconsistent stacks"; fi
+
+# then one more update of each, in turn, on both engines: the same index
+for bk in "$B1" "$B2"; do
+	run "final update on postgres" st index update --backend "$bk" --db "$PGC"
+	check_rc 0
+	run "final update on sqlite" st index update --backend "$bk" --db "$T/c.sqlite"
+	check_rc 0
+done
+for sql in "SELECT qname, path, size, sha256, resources FROM stacks ORDER BY qname" \
+	"SELECT s.qname, r.position, r.urn, r.type, r.id, r.parent, r.provider, r.protect FROM resources r JOIN stacks s ON s.id = r.stack_id ORDER BY s.qname, r.position" \
+	"SELECT s.qname, count(*) AS n FROM edges e JOIN stacks s ON s.id = e.stack_id GROUP BY s.qname ORDER BY s.qname"; do
+	"$STATETOOL" query --db "$T/c.sqlite" --csv --sql "$sql" >"$T/want" 2>&1
+	run "after the concurrent updates: $sql" st query --db "$PGC" --csv --sql "$sql"
+	check_rc 0; check_same "$T/want" "$T/out"
+done
+# a stack gone from B1 is dropped by B1's update; B2's stacks stay
+rm "$B1/.pulumi/stacks/shop/eu.json"
+run "a stack gone from one backend" st index update --backend "$B1" --db "$PGC"
+check_rc 0; check_out_has "1 removed"
+run "the other backend's stacks stay" st query --db "$PGC" --csv --sql "SELECT count(*) AS n FROM stacks WHERE project = 'data'"
+check_out "n
+4"
+run "the same on sqlite" st index update --backend "$B1" --db "$T/c.sqlite"
+check_rc 0; check_out_has "1 removed"
+run "the other backend's stacks stay on sqlite" st query --db "$T/c.sqlite" --csv --sql "SELECT count(*) AS n FROM stacks WHERE project = 'data'"
+check_out "n
+4"
+finish
