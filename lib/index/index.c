@@ -818,6 +818,10 @@ int st_index_sql(st_index *ix, const char *sql, st_index_row_fn row, void *ctx, 
 		return st__err(err, ST_EREFUSED, "only read-only statements are allowed (the index is "
 			       "opened read-only)");
 	}
+	if (!sqlite3_column_count(st)) { /* BEGIN, COMMIT, PRAGMA x = y... */
+		sqlite3_finalize(st);
+		return st__err(err, ST_EREFUSED, IX_ONLY_QUERIES);
+	}
 	while (tail && (*tail == ' ' || *tail == '\n' || *tail == '\t' || *tail == ';'))
 		tail++;
 	if (tail && *tail) {

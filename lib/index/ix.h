@@ -65,6 +65,13 @@ int st__ix_scope_init(ix_scope *sc, const st_store *store); /* ST_OK or ST_ENOME
 int st__ix_in_scope(const ix_scope *sc, const char *path);
 void st__ix_scope_free(ix_scope *sc);
 
+/* What --sql says, on both engines, of a statement that returns no rows (BEGIN, COMMIT, SET,
+ * PRAGMA x = y, ...) or copies (COPY): they change a session or a transaction, not data, but
+ * only queries are run. */
+#define IX_ONLY_QUERIES                                                                        \
+	"only queries are allowed (the index is opened read-only): a statement that returns no " \
+	"rows is refused"
+
 /* ---- the PostgreSQL engine (pg.c) ---- */
 
 typedef struct st_ixpg st_ixpg;

@@ -630,12 +630,25 @@ static int read_only(st_ixpg *p, const char *sql, int n, const char *const *vals
 	if (rc != ST_OK)
 		return rc;
 	r = PQexecParams(p->c.conn, sql, n, NULL, vals, NULL, NULL, 0);
+	if (PQresultStatus(r) == PGRES_COPY_OUT || PQresultStatus(r) == PGRES_COPY_IN ||
+	    PQresultStatus(r) == PGRES_COPY_BOTH) {
+		/* a connection in the middle of a COPY: dropped (made again when needed), which
+		 * ends the transaction */
+		PQclear(r);
+		PQfinish(p->c.conn);
+		p->c.conn = NULL;
+		return st__err(err, ST_EREFUSED, IX_ONLY_QUERIES);
+	}
 	rollback(p);
 	if (PQresultStatus(r) == PGRES_EMPTY_QUERY) {
 		PQclear(r);
 		return st__err(err, ST_EINVAL, "no SQL statement");
 	}
-	if (PQresultStatus(r) != PGRES_TUPLES_OK && PQresultStatus(r) != PGRES_COMMAND_OK) {
+	if (PQresultStatus(r) == PGRES_COMMAND_OK) { /* BEGIN, COMMIT, SET, NOTIFY, PREPARE... */
+		PQclear(r);
+		return st__err(err, ST_EREFUSED, IX_ONLY_QUERIES);
+	}
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
 		if (m && strstr(m, "multiple commands"))
 			rc = st__err(err, ST_EINVAL, "one SQL statement at a time");

@@ -535,6 +535,12 @@ static long backoff(const st_pgc *pg, int attempt)
 	return ms / 2 + (long)randombytes_uniform((uint32_t)(ms / 2 + 1));
 }
 
+static void no_notices(void *ctx, const char *message)
+{
+	(void)ctx;
+	(void)message;
+}
+
 /* One attempt; the message (without the closing note) goes to err. */
 static int connect_once(st_pgc *pg, int *transient, st_error *err)
 {
@@ -548,8 +554,12 @@ static int connect_once(st_pgc *pg, int *transient, st_error *err)
 				     (const char *const *)pg->u.val, 0);
 	if (!pg->conn)
 		return st__err(err, ST_ENOMEM, "out of memory");
-	if (PQstatus(pg->conn) == CONNECTION_OK)
+	if (PQstatus(pg->conn) == CONNECTION_OK) {
+		/* the library never prints: libpq's default prints the server's notices
+		 * ("WARNING: there is no transaction in progress") on stderr */
+		PQsetNoticeProcessor(pg->conn, no_notices, NULL);
 		return ST_OK;
+	}
 	if (!(m = st__pgc_msg(pg, PQerrorMessage(pg->conn))))
 		return st__err(err, ST_ENOMEM, "out of memory");
 	code = conn_code(m, transient);

@@ -155,6 +155,20 @@ for sql in "DELETE FROM resources" "UPDATE stacks SET resources = 0" \
 		case $sql in "SELECT 1;"*) ;; *) check_err_has "only read-only statements are allowed" ;; esac
 	done
 done
+# a statement that returns no rows (transaction control, settings) or copies is refused too,
+# and nothing of the server's notices reaches stderr
+for sql in "BEGIN" "COMMIT" "ROLLBACK" "SAVEPOINT a"; do
+	for db in "$SQ" "$PG"; do
+		run "--sql refused on $db: $sql" st query --db "$db" --sql "$sql"
+		check_rc 2; check_out_empty
+		check_err "statetool: error: only queries are allowed (the index is opened read-only): a statement that returns no rows is refused"
+	done
+done
+for sql in "SET TRANSACTION READ WRITE" "NOTIFY x" "COPY stacks TO STDOUT" "PREPARE p AS DELETE FROM meta"; do
+	run "--sql refused on postgres: $sql" st query --db "$PG" --sql "$sql"
+	check_rc 2; check_out_empty
+	check_err "statetool: error: only queries are allowed (the index is opened read-only): a statement that returns no rows is refused"
+done
 same "after refused writes" --sql "SELECT count(*) AS n FROM resources"
 check_out "n
 $total"
