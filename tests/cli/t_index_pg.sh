@@ -191,6 +191,11 @@ check_rc 1; check_err_lacks "not-the-password-4711"; check_err_has "password aut
 run "wrong password in PGPASSWORD" env PGPASSWORD=not-the-password-4711 "$STATETOOL" query \
 	--db "postgres://$ST_TEST_PGUSER@$ST_TEST_PGHOST:$ST_TEST_PGPORT/$ST_TEST_PGDATABASE?sslmode=disable" --type x
 check_rc 1; check_err_lacks "not-the-password-4711"; check_err_has "PGPASSWORD"
+run "index --help names the URL's forms" st index update --help
+check_rc 0; check_out_has "postgres://[USER[:PASSWORD]@][HOST][:PORT][/DATABASE][?PARAMS]"
+check_out_has "PGPASSWORD"; check_out_has "Messages never show the password"
+run "query --help" st query --help
+check_rc 0; check_out_has "--db PATH|URL"; check_out_has "returns no rows (BEGIN, COMMIT, SET, COPY...)"
 
 # ---- several updaters at once, over overlapping backends, into an empty database ----
 # B1 and B2 share project `core` (other contents: different resource counts), so each update of
