@@ -401,12 +401,16 @@ static void case_list(fixture *f)
 	k = keys_of(f, "nothing/", 0);
 	assert_string_equal(k, "");
 	free(k);
-	/* sizes come with the listing */
+	/* sizes come with the listing, but for postgres:// (-1: unknown; its listing reads no
+	 * object's data) */
 	st_store_entry *e;
 	size_t n;
+	char *where = st_store_where(f->s, "");
+	int sizes = where && strncmp(where, "postgres://", 11) != 0;
+	free(where);
 	assert_int_equal(st_store_list(f->s, K(f, "stacks/top"), 0, &e, &n, NULL), ST_OK);
 	assert_int_equal(n, 1);
-	assert_int_equal(e[0].info.size, 1);
+	assert_int_equal(e[0].info.size, sizes ? 1 : -1);
 	assert_true(e[0].info.mtime_ns > 0);
 	assert_true(e[0].info.etag[0] != '\0');
 	st_store_entries_free(e, n);

@@ -558,7 +558,9 @@ static int update_one_store(st_index *ix, st_store *store, const st_stack_info *
 		return st__err(err, ST_ENOMEM, "out of memory");
 	if ((rc = known_get(ix, in->qname, where, &k, err)) != ST_OK)
 		goto out;
-	if (k.size == in->size && k.mtime_ns == in->mtime_ns && !strcmp(k.etag, in->etag)) {
+	/* a listing without sizes (postgres://) relies on the etag */
+	if ((in->size >= 0 ? k.size == in->size : in->etag[0] != '\0') &&
+	    k.mtime_ns == in->mtime_ns && !strcmp(k.etag, in->etag)) {
 		stats->unchanged++;
 		goto out;
 	}

@@ -406,8 +406,10 @@ static int known_unchanged(st_ixpg *p, const char *qname, const objinfo *oi, cha
 		const char *et = PQgetisnull(r, 0, 4) ? NULL : PQgetvalue(r, 0, 4);
 		*osize = atoll(PQgetvalue(r, 0, 0));
 		snprintf(osha, 65, "%s", PQgetvalue(r, 0, 2));
-		*same = *osize == oi->size && (*oi->etag ? et && !strcmp(et, oi->etag)
-							 : atoll(PQgetvalue(r, 0, 1)) == oi->mtime_ns);
+		/* a listing without sizes (postgres://) relies on the etag */
+		*same = (oi->size >= 0 ? *osize == oi->size : *oi->etag != '\0') &&
+			(*oi->etag ? et && !strcmp(et, oi->etag)
+				   : atoll(PQgetvalue(r, 0, 1)) == oi->mtime_ns);
 	}
 	PQclear(r);
 	return ST_OK;

@@ -8,15 +8,16 @@
  * An object is one row: `data` is {"data":"<standard base64 of the bytes>"} (Go's json.Marshal
  * of Pulumi's blobData, compact), `updated_at` is set by the server on every write.
  *
- *   read     SELECT decode(data->>'data', 'base64') (bytes decoded by the server, sent in
- *            binary), only when the size is within the caller's limit
+ *   read     SELECT data::text: the row as stored, decoded here (the server neither parses
+ *            the JSON nor decodes the base64: a big row is detoasted once and sent as is)
  *   write    the bytes base64-encoded as they come; commit: INSERT ... ON CONFLICT (key) DO
  *            UPDATE (Pulumi's upsert); create-only: ON CONFLICT DO NOTHING, no row -> EEXIST.
  *            With a backup key, the backup copy and the upsert are one transaction.
  *   list     key LIKE 'prefix%' (escaped, so the text_pattern_ops index serves it), sorted
- *            bytewise (COLLATE "C"); size from the base64 length, mtime from updated_at
- *            (microseconds), etag from the row version (xmin) and updated_at: both change with
- *            every write of the row, and nothing is read but the keys' rows
+ *            bytewise (COLLATE "C"); mtime from updated_at (microseconds), etag from the row
+ *            version (xmin) and updated_at: both change with every write of the row. The size
+ *            is not listed (-1, unknown): it would take reading every row's data (detoasting
+ *            and parsing each object in full, as Pulumi's driver does); stat and read give it
  *   delete   DELETE, no row -> ENOTFOUND
  *   copy     INSERT ... SELECT ... ON CONFLICT (key) DO UPDATE: one statement
  * Connections: lost or refused ones are retried (st_net_opts: retries, back-off); statements
@@ -29,6 +30,7 @@
 #include "http.h"
 #include "store_impl.h"
 
+#include <jansson.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <sodium.h>
@@ -224,10 +226,13 @@ static long long be64(const char *p)
 
 /* The columns every listing, stat and read have, from a subquery `s` with b (the base64
  * text), updated_at and xmin. */
-#define INFO_COLS                                                                             \
+#define SIZE_COL                                                                              \
 	"(octet_length(b) / 4 * 3 - CASE WHEN b LIKE '%%==' THEN 2 WHEN b LIKE '%%=' THEN 1 "   \
-	"ELSE 0 END)::int8, (extract(epoch FROM updated_at) * 1000000)::int8, "               \
+	"ELSE 0 END)::int8"
+#define TIME_TAG_COLS                                                                         \
+	"(extract(epoch FROM updated_at) * 1000000)::int8, "                                    \
 	"xmin::text || '-' || (extract(epoch FROM updated_at) * 1000000)::int8::text"
+#define INFO_COLS SIZE_COL ", " TIME_TAG_COLS
 
 static void info_from(st_store_info *info, long long size, long long us, const char *tag)
 {
@@ -243,22 +248,46 @@ static char *full_key(const pg_store *pg, const char *key)
 	return st_asprintf("%s%s", pg->c.u.prefix, key);
 }
 
+/* The base64 text of a row's data {"data":"<base64>"}: *b points into j (Go's compact form, no
+ * escapes) or into *owned (new, any other JSON spelling of the same). 0 when the row is not in
+ * that form. */
+static int row_base64(const char *j, size_t n, const char **b, size_t *bn, json_t **owned)
+{
+	static const char head[] = "{\"data\":\"";
+	*owned = NULL;
+	if (n >= sizeof(head) + 1 && !memcmp(j, head, sizeof(head) - 1) && !memcmp(j + n - 2, "\"}", 2) &&
+	    !memchr(j + sizeof(head) - 1, '\\', n - sizeof(head) - 1) &&
+	    !memchr(j + sizeof(head) - 1, '"', n - sizeof(head) - 1)) {
+		*b = j + sizeof(head) - 1;
+		*bn = n - sizeof(head) - 1;
+		return 1;
+	}
+	json_t *v = json_loadb(j, n, 0, NULL), *d = json_object_get(v, "data");
+	if (!json_is_string(d)) {
+		json_decref(v);
+		return 0;
+	}
+	*owned = v;
+	*b = json_string_value(d);
+	*bn = json_string_length(d);
+	return 1;
+}
+
 static int pg_read(st_store *s, const char *key, size_t max, char **data, size_t *len,
 		   st_store_info *info, st_error *err)
 {
 	pg_store *pg = (pg_store *)s;
-	char *k = full_key(pg, key), maxs[32];
-	char *sql = st_asprintf("SELECT CASE WHEN b IS NOT NULL AND octet_length(b) / 4 * 3 <= "
-				"$2::int8 + 2 THEN decode(b, 'base64') END, " INFO_COLS
-				" FROM (SELECT data->>'data' AS b, updated_at, xmin FROM %s "
-				"WHERE key = $1) s",
+	char *k = full_key(pg, key);
+	char *sql = st_asprintf("SELECT data::text, " TIME_TAG_COLS " FROM %s WHERE key = $1",
 				pg->c.u.table);
-	const char *vals[2] = {k, maxs};
-	stmt st = {"READ", key, sql, 2, vals, NULL, 1, 1};
+	const char *vals[1] = {k};
+	stmt st = {"READ", key, sql, 1, vals, NULL, 1, 1};
 	PGresult *r = NULL;
+	json_t *owned = NULL;
+	const char *b;
+	size_t bn, cap;
 	int rc;
 
-	snprintf(maxs, sizeof(maxs), "%zu", max);
 	if (!k || !sql) {
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
@@ -273,29 +302,41 @@ static int pg_read(st_store *s, const char *key, size_t max, char **data, size_t
 			     pg->c.u.table, pg->c.where);
 		goto out;
 	}
-	if (PQgetisnull(r, 0, 1)) {
+	if (!row_base64(PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0), &b, &bn, &owned)) {
 		rc = st__err(err, ST_EPARSE,
 			     "postgres: object '%s' in table '%s' on %s is not in Pulumi's form "
 			     "{\"data\": \"<base64>\"}",
 			     key, pg->c.u.table, pg->c.where);
 		goto out;
 	}
-	if (PQgetisnull(r, 0, 0) || (size_t)PQgetlength(r, 0, 0) > max) {
+	/* (new lines are ignored, as Go's and PostgreSQL's decoders ignore them) */
+	if (!(*data = malloc((cap = bn / 4 * 3 + 3) + 1))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (sodium_base642bin((unsigned char *)*data, cap, b, bn, "\r\n", len, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) != 0) {
+		rc = st__err(err, ST_EPARSE,
+			     "postgres: object '%s' in table '%s' on %s is not in Pulumi's form "
+			     "{\"data\": \"<base64>\"}: its data is not base64",
+			     key, pg->c.u.table, pg->c.where);
+		goto fail;
+	}
+	if (*len > max) {
 		rc = st__err(err, ST_ELIMIT,
 			     "postgres: object '%s' in table '%s' is larger than the limit of %zu "
 			     "bytes",
 			     key, pg->c.u.table, max);
-		goto out;
+		goto fail;
 	}
-	*len = (size_t)PQgetlength(r, 0, 0);
-	if (!(*data = malloc(*len + 1))) {
-		rc = st__err(err, ST_ENOMEM, "out of memory");
-		goto out;
-	}
-	memcpy(*data, PQgetvalue(r, 0, 0), *len);
 	(*data)[*len] = '\0';
-	info_from(info, (long long)*len, be64(PQgetvalue(r, 0, 2)), PQgetvalue(r, 0, 3));
+	info_from(info, (long long)*len, be64(PQgetvalue(r, 0, 1)), PQgetvalue(r, 0, 2));
+	goto out;
+fail:
+	free(*data);
+	*data = NULL;
 out:
+	json_decref(owned);
 	PQclear(r);
 	free(k);
 	free(sql);
@@ -322,9 +363,8 @@ static int pg_list(st_store *s, const char *prefix, unsigned flags, st_store_ent
 	pg_store *pg = (pg_store *)s;
 	char *full = st_asprintf("%s%s", pg->c.u.prefix, prefix);
 	char *pat = full ? like_prefix(full) : NULL;
-	char *sql = st_asprintf("SELECT key, " INFO_COLS
-				" FROM (SELECT key, data->>'data' AS b, updated_at, xmin FROM %s "
-				"WHERE key LIKE $1) s ORDER BY key COLLATE \"C\"",
+	char *sql = st_asprintf("SELECT key, -1::int8, " TIME_TAG_COLS
+				" FROM %s WHERE key LIKE $1 ORDER BY key COLLATE \"C\"",
 				pg->c.u.table);
 	const char *vals[1] = {pat};
 	stmt st = {"LIST", prefix, sql, 1, vals, NULL, 0, 1};

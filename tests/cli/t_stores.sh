@@ -19,9 +19,12 @@ SK=.pulumi/stacks/test/sourceStack.json
 DK=.pulumi/stacks/test/destStack.json
 run_id=$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
 
-# sub URL NAME: URL with /NAME added to its path (before a query string)
+# sub URL NAME: URL with /NAME added to its path (before a query string); postgres:// (whose
+# path is the database, and the key prefix too, as Pulumi reads it): a table of its own instead
 sub() {
 	case "$1" in
+	postgres://*\?*) printf '%s&table=%s' "$1" "$(echo "$2" | tr -c 'a-z0-9\n' _)" ;;
+	postgres://*) printf '%s?table=%s' "$1" "$(echo "$2" | tr -c 'a-z0-9\n' _)" ;;
 	*\?*) printf '%s/%s?%s' "${1%%\?*}" "$2" "${1#*\?}" ;;
 	*) printf '%s/%s' "${1%/}" "$2" ;;
 	esac
@@ -94,8 +97,15 @@ run "no lock left" keys "$A" .pulumi/locks/
 check_out_empty
 run "index update" st index update --backend "$A" --db "$T/cmds.sqlite"
 check_rc 0; check_out_has "1 stack: 1 indexed (3 resources), 0 unchanged"
+: >"$T/ixlog"
+STATETOOL_HTTP_LOG=$T/ixlog
+export STATETOOL_HTTP_LOG
 run "index update, nothing changed" st index update --backend "$A" --db "$T/cmds.sqlite"
 check_rc 0; check_out_has "1 stack: 0 indexed (0 resources), 1 unchanged"
+unset STATETOOL_HTTP_LOG
+# the listing told: no stack object was read (requests logged by stores on the network)
+run "index update, nothing changed, reads no stack" grep -E '^(GET|READ) .*stacks/' "$T/ixlog"
+check_rc 1
 run "query" st query --db "$T/cmds.sqlite" --sql "SELECT urn FROM resources WHERE protect = 1"
 check_out "urn
 urn:pulumi:sourceStack::test::a:b:c::name"

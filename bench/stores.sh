@@ -1,0 +1,92 @@
+#!/bin/sh
+# The storage figures of bench/run (issue 19): `validate` of the 100,000-resource bench state read
+# from each store on loopback beside the same file on disk, and `index update` with no change over
+# 300 stacks in an object store. Needs the test servers (sh tests/servers/ctl start); a store whose
+# server is not up is left out with a line saying so. Sourced by bench/run, which defines st, out,
+# T, runs, line, ratio and report.
+top=${top:?}
+envfile=${ST_SERVERS_DIR:-/tmp/statetool-servers-$(id -u)}/env
+[ -r "$envfile" ] && . "$envfile"
+stool=$top/tests/storetool
+[ -x "$stool" ] || make -C "$top" tests/storetool >/dev/null
+export no_proxy=127.0.0.1,localhost
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy
+
+echo | tee -a "$report"
+sn=${BENCH_STORE_SIZE:-100000}
+echo "== stores: a $sn-resource state (checkpoint, 4-space) read from each store on loopback" | tee -a "$report"
+line "measurement" "median s" "peak MiB" "ratio"
+cf=$out/store-$sn.json
+[ -s "$cf" ] || "$out/gen" "$sn" 1 --checkpoint --stack dev --project bench > "$cf"
+set -- $($T "$runs" "$st" validate -q "$cf"); disk=$1
+line "validate, file on disk" "$1" "$(($2 / 1024))" "-"
+
+tag=bench-$(date +%s)-$$
+urls=""
+if [ -n "${ST_TEST_S3_ENDPOINT:-}" ]; then
+	export AWS_ACCESS_KEY_ID="$ST_TEST_S3_ACCESS_KEY" AWS_SECRET_ACCESS_KEY="$ST_TEST_S3_SECRET_KEY"
+	r=${ST_TEST_S3_REGION:-us-east-1}
+	curl -s -o /dev/null -X PUT -H "x-amz-content-sha256: $(printf '' | sha256sum | cut -d' ' -f1)" \
+		--aws-sigv4 "aws:amz:$r:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+		"$ST_TEST_S3_ENDPOINT/$tag"
+	S3="s3://$tag/b?endpoint=$ST_TEST_S3_ENDPOINT&use_path_style=true&region=$r"
+	urls="$urls s3|$S3"
+else
+	echo "  s3: no test server (sh tests/servers/ctl start)" | tee -a "$report"
+fi
+if [ -n "${ST_TEST_AZURE_ENDPOINT:-}" ]; then
+	# the container, made by one Shared Key request (openssl's HMAC)
+	d=$(LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S GMT')
+	a=$ST_TEST_AZURE_ACCOUNT
+	sts=$(printf 'PUT\n\n\n\n\n\n\n\n\n\n\n\nx-ms-date:%s\nx-ms-version:2021-08-06\n/%s/%s/%s\nrestype:container' \
+		"$d" "$a" "$a" "$tag")
+	k=$(printf '%s' "$ST_TEST_AZURE_KEY" | base64 -d | od -An -v -tx1 | tr -d ' \n')
+	sig=$(printf '%s' "$sts" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$k" -binary | base64 | tr -d '\n')
+	curl -s -o /dev/null -X PUT -H "x-ms-date: $d" -H "x-ms-version: 2021-08-06" \
+		-H "Authorization: SharedKey $a:$sig" "$ST_TEST_AZURE_ENDPOINT/$tag?restype=container"
+	export AZURE_STORAGE_CONNECTION_STRING="$ST_TEST_AZURE_CONNECTION_STRING"
+	urls="$urls azblob|azblob://$tag/b"
+else
+	echo "  azblob: no test server" | tee -a "$report"
+fi
+if [ -n "${ST_TEST_PG_URL:-}" ]; then
+	t=$(echo "$tag" | tr -- - _)
+	urls="$urls postgres|$ST_TEST_PG_URL?sslmode=disable&table=$t"
+else
+	echo "  postgres: no test server" | tee -a "$report"
+fi
+
+printf 'version: 1\n' > "$out/meta.yaml"
+for u in $urls; do
+	name=${u%%|*}; url=${u#*|}
+	"$stool" put "$url" .pulumi/meta.yaml < "$out/meta.yaml" &&
+		"$stool" put "$url" .pulumi/stacks/bench/dev.json < "$cf" ||
+		{ echo "  $name: could not upload the state" | tee -a "$report"; continue; }
+	set -- $($T "$runs" "$st" validate -q --backend "$url" --stack bench/dev)
+	line "validate, $name" "$1" "$(($2 / 1024))" "$(ratio "$1" "$disk") x disk"
+done
+
+# index update with no change, 300 stacks of 100 resources in the first object store
+first=$(echo "$urls" | tr ' ' '\n' | grep -E '^(s3|azblob)\|' | head -n 1)
+if [ -n "$first" ]; then
+	name=${first%%|*}; url=${first#*|}
+	url=$(echo "$url" | sed 's#/b?#/idx?#; s#/b$#/idx#')
+	echo | tee -a "$report"
+	echo "== stores: index update over ${BENCH_STORE_STACKS:-300} stacks of 100 resources in $name" | tee -a "$report"
+	line "measurement" "median s" "peak MiB" "ratio"
+	"$stool" put "$url" .pulumi/meta.yaml < "$out/meta.yaml"
+	i=1
+	while [ $i -le "${BENCH_STORE_STACKS:-300}" ]; do
+		"$out/gen" 100 $((2000 + i)) --checkpoint --stack "s$i" --project bench > "$out/one-stack.json"
+		"$stool" put "$url" ".pulumi/stacks/bench/s$i.json" < "$out/one-stack.json"
+		i=$((i + 1))
+	done
+	db=$out/store-index.sqlite
+	ir=${BENCH_INDEX_RUNS:-3}
+	set -- $($T "$ir" sh -c "rm -f '$db' '$db-wal' '$db-shm'; '$st' index update --backend '$url' --db '$db'"); full=$1
+	line "index update, full build" "$1" "$(($2 / 1024))" "-"
+	set -- $($T "$runs" "$st" index update --backend "$url" --db "$db")
+	line "index update, nothing changed" "$1" "$(($2 / 1024))" "$(ratio "$1" "$full") x full"
+	rm -f "$db" "$db-wal" "$db-shm" "$out/one-stack.json"
+fi
+rm -f "$out/meta.yaml"
