@@ -945,6 +945,41 @@ ST_EXTERN int st_config_rekey(const char *path, st_secrets *from, st_secrets *to
 			      st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
+ * One resource, as `pulumi state get` finds and prints it
+ */
+
+/* Pulumi's auto-assigned reference identifiers (pkg/cmd/pulumi/autonames: what `pulumi state
+ * get` and `pulumi do` accept): for each resource not marked delete: true, neither the root
+ * stack nor a provider, in URN order, its snippet's name when that is unique, else its name
+ * sanitized (letters, digits, '_') + "_" + the first 6 (or more, on a collision) hex digits of
+ * the SHA-256 of its URN. *out is new: an object identifier -> URN, in URN order. */
+ST_EXTERN int st_state_autonames(st_state *state, json_t **out, st_error *err);
+
+/* Resolves `ref` (borrowed) as `pulumi state get` does: a valid URN (a miss is ST_ENOTFOUND with
+ * suggestions); "urn:..." that is not one (ST_EINVAL); a reference identifier
+ * (st_state_autonames; also the name of another resource: ST_EAMBIGUOUS); the name of one
+ * resource (several: ST_EAMBIGUOUS listing them); then statetool's own forms (#INDEX, TYPE::NAME
+ * tails: st_state_find). Of several copies of a URN the live one (not delete: true) is taken,
+ * and a line saying how many copies are pending deletion is appended to `warnings` (may be
+ * NULL). *index is the resource's index in st_state_resources. */
+ST_EXTERN int st_state_get(st_state *state, const char *ref, size_t *index,
+			   st_changes *warnings, st_error *err);
+
+#define ST_TEXT_SHOW_SECRETS 1u /* secrets' values instead of [secret] */
+
+/* A resource (borrowed) as `pulumi state get` prints it on a terminal: "Type:", "URN:", "ID:"
+ * (when not empty), "Pending deletion: yes" (delete: true), then "Inputs:" and "Outputs:" (when
+ * not empty) as Pulumi's display prints a property map (keys sorted, aligned, "__" keys hidden,
+ * nested values indented by four spaces, unknowns "[unknown]", secrets "[secret]", a string
+ * holding a JSON object or array shown decoded after "(json) ", assets, archives and resource
+ * references in Pulumi's forms), without colours. With ST_TEXT_SHOW_SECRETS, secrets are
+ * shown: plaintexts as they are, ciphertexts decrypted with `secrets` (borrowed; NULL: a
+ * ciphertext is ST_EPASSPHRASE). *out is new (free()), NUL-terminated; *len (may be NULL) its
+ * length. Plaintext secrets end up in *out only with ST_TEXT_SHOW_SECRETS. */
+ST_EXTERN int st_resource_text(const json_t *resource, unsigned flags, st_secrets *secrets,
+			       char **out, size_t *len, st_error *err);
+
+/* ---------------------------------------------------------------------------------------------
  * Moving resources between stacks, and writing two files as one
  */
 

@@ -239,6 +239,25 @@ static int c_state_find(st_error *err)
 	return rc;
 }
 
+static int c_state_get(st_error *err)
+{
+	st_state *s = text_state(empty_v3);
+	size_t idx = 0;
+	int rc = st_state_get(s, "urn:nothing", &idx, NULL, err);
+	st_state_free(s);
+	return rc;
+}
+
+static int c_resource_text(st_error *err)
+{
+	char *out = NULL;
+	json_t *v = json_string("x");
+	int rc = st_resource_text(v, 0, NULL, &out, NULL, err);
+	json_decref(v);
+	free(out);
+	return rc;
+}
+
 /* A session on a copy of edit/base.json, for the edit cases. */
 typedef struct session {
 	st_state *s;
@@ -801,7 +820,7 @@ static const err_case cases[] = {
 	CASE(store_copy), CASE(file_read), CASE(file_decompress), CASE(file_write_atomic),
 	CASE(state_load_file), CASE(state_load_buffer),
 	CASE(state_from_json), CASE(state_set_envelope), CASE(state_save), CASE(validate),
-	CASE(validate_import_file), CASE(state_find),
+	CASE(validate_import_file), CASE(state_find), CASE(state_get), CASE(resource_text),
 	CASE(edit_delete), CASE(edit_rename), CASE(edit_set_flag), CASE(edit_repair),
 	CASE(edit_replace_provider), CASE(edit_replace_deployment),
 	CASE(edit_commit), CASE(edit_commit_save), CASE(edit_commit_save_stack),

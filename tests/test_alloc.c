@@ -963,6 +963,14 @@ static int o_backend_list(st_state *s, st_error *er)
 	return rc;
 }
 
+static int o_state_autonames(st_state *s, st_error *er)
+{
+	json_t *m = NULL;
+	int rc = st_state_autonames(s, &m, er);
+	json_decref(m);
+	return rc;
+}
+
 typedef struct oom_case {
 	const char *name;
 	int (*call)(st_state *s, st_error *er);
@@ -973,7 +981,7 @@ static const oom_case oom_cases[] = {
 	OOM(json_dump), OOM(schema_new), OOM(schema_add), OOM(state_new), OOM(state_dump),
 	OOM(schema_builtin), OOM(integrity_check), OOM(state_migrate), OOM(edit_begin),
 	OOM(edit_pending_clear), OOM(secrets_new_passphrase), OOM(secrets_verify),
-	OOM(backend_list), OOM(import_check),
+	OOM(backend_list), OOM(import_check), OOM(state_autonames),
 };
 
 static void test_err_null_oom(void **unused)

@@ -1,66 +1,68 @@
-/* statetool show: one resource as JSON. */
+/* statetool show: one resource, as `pulumi state get` shows it, or as JSON. */
 #include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+enum { OPT_SHOW_SECRETS = 3000, OPT_PASSFILE, OPT_NAMES };
+
 static const char help[] =
 	"usage: statetool show [options] STATE RESOURCE\n"
+	"       statetool show [options] --backend URL --stack NAME RESOURCE\n"
+	"       statetool show --names STATE\n"
 	"\n"
-	"Print one resource of a state as JSON (4-space indented, as in the state).\n"
-	"RESOURCE is an exact URN, the resource's name, TYPE::NAME (a tail of whole URN\n"
-	"segments, never a raw character suffix), or #INDEX. A name or\n"
-	"suffix must match exactly one resource; otherwise the candidates are listed. An\n"
-	"exact URN shared by several copies (delete: true) prints them all as an array.\n"
+	"Show one resource of a state as `pulumi state get` does: its type, URN, ID, and\n"
+	"its inputs and outputs (keys sorted and aligned, nested values indented, secrets\n"
+	"as [secret], unknown values as [unknown]). RESOURCE is, as for `pulumi state get`,\n"
+	"a URN, Pulumi's reference identifier of the resource (its name sanitized, '_' and\n"
+	"six hex digits of its URN's SHA-256, as `pulumi do show-resources` lists them;\n"
+	"--names lists them), or its name when no other resource has it; then statetool's\n"
+	"own forms: TYPE::NAME (a tail of whole URN segments) or #INDEX. Several copies of\n"
+	"a URN (delete: true): the live one is shown, with a warning.\n"
 	"\n"
 	"Options:\n"
-	"  --backend URL      a DIY backend (PATH, file://PATH or s3://BUCKET[/PREFIX]),\n"
+	"  --backend URL      a DIY backend (PATH, file://PATH, s3://..., azblob://...),\n"
 	"                     with --stack\n"
 	"  --stack NAME       a stack of the backend\n"
-	"  --json             accepted for symmetry: the output is always JSON\n"
+	"  --json             the resource as it is in the state (4-space indented JSON,\n"
+	"                     secrets as stored); several copies of an exact URN as an array\n"
+	"  --show-secrets     secrets' values instead of [secret]: plaintexts as they are,\n"
+	"                     ciphertexts decrypted (passphrase from PULUMI_CONFIG_PASSPHRASE,\n"
+	"                     PULUMI_CONFIG_PASSPHRASE_FILE, --passphrase-file, or a prompt;\n"
+	"                     an error when none is available)\n"
+	"  --passphrase-file FILE   the stack's passphrase\n"
+	"  --names            list Pulumi's reference identifiers: IDENTIFIER URN\n"
 	"  -h, --help         show this help\n";
 
-int cmd_show(int argc, char **argv)
+/* --json: the resource as stored (an array for several copies of an exact URN). */
+static int show_json(st_state *s, const char *query, int reveal, const char *passfile)
 {
-	static const struct option opts[] = {
-		{"backend", required_argument, NULL, OPT_BACKEND},
-		{"stack", required_argument, NULL, OPT_STACK},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"max-size", required_argument, NULL, OPT_MAX_SIZE},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0}};
-	cli_target t = {0};
-	int c, rc;
-	st_state *s = NULL;
-	const char *query;
 	size_t *hits = NULL, n = 0;
 	st_error err;
+	int rc;
 
 	st_error_clear(&err);
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (cli_target_option(&t, c, optarg))
-			continue;
-		switch (c) {
-		case OPT_JSON: break;
-		case 'h': return cli_help(help);
-		default: return cli_usage("show", "bad option");
-		}
-	}
-	int nargs = argc - optind;
-	if (nargs == 2 && !t.stack) {
-		t.arg = argv[optind];
-		query = argv[optind + 1];
-	} else if (nargs == 1 && t.stack) {
-		query = argv[optind];
-	} else {
-		return cli_usage("show", "expected STATE and RESOURCE");
-	}
-	if ((rc = cli_target_resolve(&t, "show", 1)) != EXIT_OK || (rc = cli_load(&t, &s)))
-		goto out;
 	if (st_state_find(s, query, &hits, &n, &err) != ST_OK) {
 		cli_error(&err);
-		rc = EXIT_FAIL;
-		goto out;
+		return EXIT_FAIL;
+	}
+	if (reveal) {
+		size_t cts = 0, pts = 0;
+		st_secrets *sec = NULL;
+		st_secrets_count(s, &cts, &pts);
+		if (cts) {
+			if ((rc = cli_open_secrets(s, passfile, 1, &sec)) != EXIT_OK) {
+				free(hits);
+				return rc;
+			}
+			rc = st_secrets_reveal(s, sec, &err);
+			st_secrets_free(sec);
+			if (rc != ST_OK) {
+				cli_error(&err);
+				free(hits);
+				return EXIT_FAIL;
+			}
+		}
 	}
 	json_t *res = st_state_resources(s, 0);
 	if (n == 1) {
@@ -72,8 +74,115 @@ int cmd_show(int argc, char **argv)
 		rc = cli_print_json(arr);
 		json_decref(arr);
 	}
-out:
 	free(hits);
+	return rc;
+}
+
+static int show_text(st_state *s, const char *query, int reveal, const char *passfile)
+{
+	st_changes warn = {0};
+	st_secrets *sec = NULL;
+	size_t idx = 0, len = 0;
+	char *text = NULL;
+	st_error err;
+	int rc;
+
+	st_error_clear(&err);
+	rc = st_state_get(s, query, &idx, &warn, &err);
+	for (size_t i = 0; i < warn.count; i++)
+		cli_warnf("%s", warn.lines[i]);
+	st_changes_clear(&warn);
+	if (rc != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	json_t *r = json_array_get(st_state_resources(s, 0), idx);
+	unsigned flags = reveal ? ST_TEXT_SHOW_SECRETS : 0;
+	rc = st_resource_text(r, flags, NULL, &text, &len, &err);
+	if (rc == ST_EPASSPHRASE) {
+		/* encrypted secrets: only now is the passphrase asked for */
+		if ((rc = cli_open_secrets(s, passfile, 1, &sec)) != EXIT_OK)
+			return rc;
+		st_error_clear(&err);
+		rc = st_resource_text(r, flags, sec, &text, &len, &err);
+		st_secrets_free(sec);
+	}
+	if (rc != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	rc = cli_write_output("-", text, len);
+	free(text);
+	return rc;
+}
+
+static int show_names(st_state *s)
+{
+	json_t *names = NULL, *v;
+	const char *k;
+	size_t w = 0;
+	st_error err;
+
+	st_error_clear(&err);
+	if (st_state_autonames(s, &names, &err) != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	json_object_foreach(names, k, v)
+		if (strlen(k) > w)
+			w = strlen(k);
+	json_object_foreach(names, k, v)
+		printf("%-*s  %s\n", (int)w, k, json_string_value(v));
+	json_decref(names);
+	return EXIT_OK;
+}
+
+int cmd_show(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"stack", required_argument, NULL, OPT_STACK},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"max-size", required_argument, NULL, OPT_MAX_SIZE},
+		{"show-secrets", no_argument, NULL, OPT_SHOW_SECRETS},
+		{"passphrase-file", required_argument, NULL, OPT_PASSFILE},
+		{"names", no_argument, NULL, OPT_NAMES},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	cli_target t = {0};
+	int c, rc, json = 0, reveal = 0, names = 0;
+	const char *passfile = NULL;
+	st_state *s = NULL;
+	const char *query = NULL;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (cli_target_option(&t, c, optarg))
+			continue;
+		switch (c) {
+		case OPT_JSON: json = 1; break;
+		case OPT_SHOW_SECRETS: reveal = 1; break;
+		case OPT_PASSFILE: passfile = optarg; break;
+		case OPT_NAMES: names = 1; break;
+		case 'h': return cli_help(help);
+		default: return cli_usage("show", "bad option");
+		}
+	}
+	int nargs = argc - optind, want = (t.stack ? 0 : 1) + (names ? 0 : 1);
+	if (nargs != want)
+		return cli_usage("show", names ? "expected STATE" : "expected STATE and RESOURCE");
+	if (!t.stack)
+		t.arg = argv[optind];
+	if (!names)
+		query = argv[argc - 1];
+	if ((rc = cli_target_resolve(&t, "show", 1)) != EXIT_OK || (rc = cli_load(&t, &s)))
+		goto out;
+	if (names)
+		rc = show_names(s);
+	else if (json)
+		rc = show_json(s, query, reveal, passfile);
+	else
+		rc = show_text(s, query, reveal, passfile);
+out:
 	st_state_free(s);
 	cli_target_free(&t);
 	return rc;

@@ -9,7 +9,7 @@
 static const cli_command commands[] = {
 	{"validate", cmd_validate, "check states and import files: schemas and Pulumi's integrity rules"},
 	{"list", cmd_list, "list the resources of a state (URN, type, ID, flags)"},
-	{"show", cmd_show, "print one resource of a state as JSON"},
+	{"show", cmd_show, "show one resource (as `pulumi state get`), or as JSON"},
 	{"convert", cmd_convert, "rewrite a state in another envelope, layout or compression"},
 	{"migrate", cmd_migrate, "upgrade a version 0, 1 or 2 state to version 3 (or 4)"},
 	{"delete", cmd_delete, "delete resources (dependents-first; --target-dependents, --force)"},

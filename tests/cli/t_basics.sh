@@ -38,7 +38,7 @@ check_rc 0; check_out_has '"format_version": 1'; check_out_has '"flags": [
 run "list stdin" sh -c "gzip -c '$P/todo.json' | '$STATETOOL' list - | wc -l"
 check_rc 0; check_out "$(grep -c '"urn"' "$P/todo.json")"
 
-run "show by name" st show "$P/valid-deployment-v3.json" c
+run "show by name" st show --json "$P/valid-deployment-v3.json" c
 check_rc 0
 check_out '{
     "urn": "urn:pulumi:dev::proj::my:index:Comp::c",

@@ -203,7 +203,7 @@ ED
 chmod +x "$T/ed.sh"
 run "edit with EDITOR" env EDITOR="$T/ed.sh" VISUAL= "$STATETOOL" edit "$S"
 check_rc 0; check_out_has "State updated"
-run "edited value" st show "$S" assets
+run "edited value" st show --json "$S" assets
 check_out_has '"protect": false,'
 cat > "$T/ed-bad.sh" <<'ED'
 #!/bin/sh

@@ -55,7 +55,7 @@ check_rc 0; check_err "$T/specs.json: valid, 0 errors, 0 warnings (1 resource)"
 run "import file keys in any case" st import --dest "$T/imp.json" --file "$T/specs.json"
 check_rc 0
 check_out_has "added urn:pulumi:dev::shop::random:index/randomId:RandomId::r (ID r-1)"
-run "imported outputs kept as written" st show "$T/imp.json" r
+run "imported outputs kept as written" st show --json "$T/imp.json" r
 check_out_has '"Hex": "ab"'
 
 # A deployment given to edit is decoded as Pulumi will: keys in any case, nothing Go refuses.

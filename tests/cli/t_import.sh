@@ -31,7 +31,7 @@ check_out_has "7 resources imported"
 check_same "$E/base.json" "$D.bak"
 run "import valid" st validate "$D"
 check_rc 0; check_err_has "valid, 0 errors, 0 warnings (20 resources)"
-run "imported bucket" st show "$D" imported
+run "imported bucket" st show --json "$D" imported
 check_rc 0
 check_out_has '"inputs": {
         "bucket": "imp-1"
@@ -40,9 +40,9 @@ check_out_has '"parent": "urn:pulumi:dev::shop::my:index:App::app",'
 check_out_has '"protect": true,'
 check_out_has '"provider": "urn:pulumi:dev::shop::pulumi:providers:aws::default_6_0_0::a1a1a1a1-0000-4000-8000-000000000001",'
 if grep -q importID "$T/out"; then bad "importID set without --keep-import-id"; else ok; fi
-run "explicit provider" st show "$D" t
+run "explicit provider" st show --json "$D" t
 check_out_has '"provider": "urn:pulumi:dev::shop::pulumi:providers:aws::eu::a1a1a1a1-0000-4000-8000-000000000002",'
-run "default provider inputs" st show "$D" default_6_12_1
+run "default provider inputs" st show --json "$D" default_6_12_1
 check_out_has '"version": "6.12.1"'
 run "provider before its user" sh -c "'$STATETOOL' list '$D' | grep -n 'default_6_12_1\|Queue::q' | cut -d: -f1 | tr '\n' ' '; echo"
 check_out "16 17 "
@@ -168,7 +168,7 @@ printf '{"resources":[{"type":"aws:s3/bucket:Bucket","name":"read-me","id":"rb-1
 fresh
 run "reader" st import --dest "$D" --file "$T/toread.json" --reader "sh $T/reader.sh"
 check_rc 0; check_out_has "1 resource imported"
-run "reader outputs" st show "$D" read-me
+run "reader outputs" st show --json "$D" read-me
 check_out_has '"arn": "arn:rb-1",'
 for r in "exit 3|the reader failed on urn:pulumi:dev::shop::aws:s3/bucket:Bucket::read-me (exit status 3)" \
          "echo not json|with something that is not a JSON object" \
@@ -185,7 +185,7 @@ run "no way to read" st import --dest "$D" --file "$T/toread.json"
 check_rc 1; check_err_has "has no outputs in the import file: give them, or a --reader program, or --no-read"
 run "no-read" st import --dest "$D" --file "$T/toread.json" --no-read --protect=false --keep-import-id
 check_rc 0; check_out_has "note: urn:pulumi:dev::shop::aws:s3/bucket:Bucket::read-me: no outputs read; the next \`pulumi refresh\` will fill them in"
-run "no-read state" st show "$D" read-me
+run "no-read state" st show --json "$D" read-me
 check_out_has '"importID": "rb-1",'
 if grep -q '"protect"' "$T/out"; then bad "protected despite --protect=false"; else ok; fi
 

@@ -40,7 +40,7 @@ run "leaf dest" urns test/destStack
 check_out "urn:pulumi:destStack::test::pulumi:pulumi:Stack::test-destStack
 urn:pulumi:destStack::test::pulumi:providers:a::default_1_0_0
 urn:pulumi:destStack::test::a:b:c::name"
-run "leaf provider ref" st show --backend "$B" --stack test/destStack name
+run "leaf provider ref" st show --json --backend "$B" --stack test/destStack name
 check_out_has '"provider": "urn:pulumi:destStack::test::pulumi:providers:a::default_1_0_0::provider_id"'
 check_out_has '"parent": "urn:pulumi:destStack::test::pulumi:pulumi:Stack::test-destStack"'
 both_valid
@@ -92,11 +92,11 @@ The following resources being moved to $DST have dependencies on resources in $S
 If you go ahead with moving these dependencies, it will be necessary to create the appropriate inputs and outputs in the program for the stack the resources are moved to.
 
 Successfully moved resources from $SRC to $DST"
-run "deps kept" st show --backend "$B" --stack test/sourceStack deps
+run "deps kept" st show --json --backend "$B" --stack test/sourceStack deps
 check_out_has '"dependencies": [
         "urn:pulumi:sourceStack::test::a:b:c::remainingDep"
     ]'
-run "moved child keeps its dependency" st show --backend "$B" --stack test/destStack dependsOnMovedChildURN
+run "moved child keeps its dependency" st show --json --backend "$B" --stack test/destStack dependsOnMovedChildURN
 check_out_has '"urn:pulumi:destStack::test::a:b:c$a:b:c::movedChildURN"'
 both_valid
 
@@ -182,7 +182,7 @@ refused "empty source" "source stack has no resources" x
 setup replacewith.json
 run "replaceWith" mv_ "urn:pulumi:$S::test::a:b:c::*"
 check_rc 0
-run "replaceWith dest" st show --backend "$B" --stack test/destStack other
+run "replaceWith dest" st show --json --backend "$B" --stack test/destStack other
 check_out_has '"replaceWith": [
         "urn:pulumi:destStack::test::a:b:c::name"
     ],'

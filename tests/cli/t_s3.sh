@@ -76,7 +76,7 @@ check_rc 0; check_out_has "urn:pulumi:dev::proj::pulumi:pulumi:Stack::proj-dev"
 run "edit" st protect --backend "$B" --stack proj/dev --all
 check_rc 0; check_out_has "All resources protected"
 check_object "$K/stacks/proj/dev.json.bak" "$T/dev.json"
-run "the edit is there" st show --backend "$B" --stack proj/dev 'urn:pulumi:dev::proj::my:index:Comp::c'
+run "the edit is there" st show --json --backend "$B" --stack proj/dev 'urn:pulumi:dev::proj::my:index:Comp::c'
 check_rc 0; check_out_has '"protect": true'
 s3 GET "/$bucket/$K/stacks/proj/dev.json" >/dev/null
 cp "$T/got" "$T/edited.json"

@@ -72,7 +72,7 @@ run "list" urns "$A" test/sourceStack
 check_out "urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0
 urn:pulumi:sourceStack::test::a:b:c::name
 urn:pulumi:sourceStack::test::a:b:c\$a:b:c::name2"
-run "show" st show --backend "$A" --stack test/sourceStack name2
+run "show" st show --json --backend "$A" --stack test/sourceStack name2
 check_rc 0; check_out_has '"parent": "urn:pulumi:sourceStack::test::a:b:c::name"'
 run "an edit" st protect --backend "$A" --stack test/sourceStack name
 check_rc 0
@@ -81,7 +81,7 @@ check_out ".pulumi/stacks/test/sourceStack.json
 .pulumi/stacks/test/sourceStack.json.bak"
 run "the backup is the version before" "$STORETOOL" cat "$A" "$SK.bak"
 check_same "$M/children.json" "$T/out"
-run "the edit is there" st show --backend "$A" --stack test/sourceStack name
+run "the edit is there" st show --json --backend "$A" --stack test/sourceStack name
 check_out_has '"protect": true'
 printf '{"pid":4242,"username":"alice","hostname":"ci-runner","timestamp":"2024-05-01T10:00:00Z"}' |
 	put "$A" .pulumi/locks/organization/test/sourceStack/6a1f0e2c-0000-4000-8000-000000000001.json
