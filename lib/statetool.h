@@ -621,6 +621,8 @@ ST_EXTERN st_doc_kind st_doc_kind_of(const json_t *doc);
 #define ST_PLACE_ALL 1u /* compare the URNs even where the checkpoint agrees with the place
 			 * (and with no place, with the checkpoint's own stack): what a mutation
 			 * asks before it changes a state */
+#define ST_PLACE_EXPORTS 2u /* the place holds exports, not checkpoints: a Pulumi Cloud stack
+			     * (no place/export-in-backend) */
 
 /* Is a state (borrowed) where it claims to be? `place` names the stack where it lies in a DIY
  * backend (organization/PROJECT/STACK, PROJECT/STACK or, legacy, STACK), NULL when it lies in

@@ -182,9 +182,18 @@ void cli_target_free(cli_target *t)
 	t->where = NULL;
 }
 
+int cli_target_is_cloud(const cli_target *t)
+{
+	return t && t->backend && !strcmp(st_backend_kind(t->backend), "cloud");
+}
+
 const char *cli_target_names(const cli_target *t, char *buf, size_t n)
 {
 	const char *q = t->backend ? t->qname : NULL;
+	if (q && cli_target_is_cloud(t)) { /* ORG/PROJECT/STACK */
+		snprintf(buf, n, "%s", strchr(q, '/') + 1);
+		return buf;
+	}
 	if (!q || strncmp(q, "organization/", 13) || !strchr(q + 13, '/'))
 		return NULL;
 	snprintf(buf, n, "%s", q + 13);
@@ -344,13 +353,17 @@ int cli_refuse_lossy(const st_state *s, const char *name, int allow)
 	return EXIT_FAIL;
 }
 
-int cli_refuse_misplaced(st_state *s, const char *place, const char *name)
+int cli_refuse_misplaced(st_state *s, const cli_target *t, const char *name)
 {
+	const char *place = t && t->backend ? t->qname : NULL;
+	unsigned flags = ST_PLACE_ALL;
 	st_problems p = {0};
 	st_error err;
 
+	if (cli_target_is_cloud(t))
+		flags |= ST_PLACE_EXPORTS;
 	st_error_clear(&err);
-	if (st_check_place(s, place, ST_PLACE_ALL, &p, &err) != ST_OK) {
+	if (st_check_place(s, place, flags, &p, &err) != ST_OK) {
 		cli_error(&err);
 		return EXIT_FAIL;
 	}

@@ -138,9 +138,12 @@ int cli_save(cli_target *t, st_state *s);
 int cli_refuse_lossy(const st_state *s, const char *name, int allow);
 
 /* Refuses (printing why) to change a state that is not where it claims to be (st_check_place
- * with ST_PLACE_ALL: the place `place`, a stack's name, or NULL for a file outside a backend;
+ * with ST_PLACE_ALL: the place of target `t` (may be NULL), a stack's name, or none for a file
+ * outside a backend;
  * the checkpoint's `stack`; the URNs). Returns an exit code. */
-int cli_refuse_misplaced(st_state *s, const char *place, const char *name);
+int cli_refuse_misplaced(st_state *s, const cli_target *t, const char *name);
+/* Is the target a stack of Pulumi Cloud? */
+int cli_target_is_cloud(const cli_target *t);
 
 /* Writes a JSON value to stdout, 4-space indented, with a newline. */
 int cli_print_json(const json_t *v);
@@ -198,7 +201,9 @@ int cli_mutate_parse(int argc, char **argv, const char *help, const struct optio
 
 /* The option lines every mutating command's help ends with. */
 #define CLI_MUTATE_HELP                                                                       \
-	"  --backend DIR --stack NAME   a stack of a DIY backend instead of a STATE file\n"     \
+	"  --backend URL --stack NAME   a stack of a backend instead of a STATE file (a DIY\n"  \
+	"                     backend: DIR, s3://, azblob://, postgres://; Pulumi Cloud:\n"    \
+	"                     https://api.pulumi.com and ORG/PROJECT/STACK, see statetool(1))\n" \
 	"  -o -               write the result to standard output, not back to STATE\n"        \
 	"                     (a STATE of '-', standard input, is always written there)\n"     \
 	"  --dry-run          print what would change (resources added, removed, changed,\n"   \

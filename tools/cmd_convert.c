@@ -154,7 +154,7 @@ int cmd_convert(int argc, char **argv)
 		goto done;
 	}
 	/* written into a stack of a backend: it must be that stack's state */
-	if (ot.backend && (rc = cli_refuse_misplaced(s, ot.qname, out)) != EXIT_OK)
+	if (ot.backend && (rc = cli_refuse_misplaced(s, &ot, out)) != EXIT_OK)
 		goto done;
 	if (canonical)
 		st_state_canonicalize(s);

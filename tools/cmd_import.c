@@ -445,8 +445,7 @@ static int run_import(args *a, cli_target *t)
 		goto out;
 	if ((!a->dry && (rc = cli_lock(t, &lock)) != EXIT_OK) || (rc = cli_load(t, &s)) ||
 	    (rc = cli_refuse_lossy(s, cli_target_name(t), a->dups)) != EXIT_OK ||
-	    (!a->dry && (rc = cli_refuse_misplaced(s, t->backend ? t->qname : NULL,
-						   cli_target_name(t))) != EXIT_OK))
+	    (!a->dry && (rc = cli_refuse_misplaced(s, t, cli_target_name(t))) != EXIT_OK))
 		goto out;
 	if (a->rd.cmd) {
 		a->io.read = run_reader;

@@ -70,7 +70,7 @@ int cmd_migrate(int argc, char **argv)
 	if ((rc = cli_load(&t, &s)) != EXIT_OK ||
 	    (rc = cli_refuse_lossy(s, cli_target_name(&t), allow_dups)) != EXIT_OK ||
 	    (!out && !dry &&
-	     (rc = cli_refuse_misplaced(s, t.backend ? t.qname : NULL, cli_target_name(&t))) !=
+	     (rc = cli_refuse_misplaced(s, &t, cli_target_name(&t))) !=
 		     EXIT_OK))
 		goto done;
 	from = st_state_version(s);

@@ -198,8 +198,7 @@ static int load_side(side *sd, int allow_dups)
 		if (rc == EXIT_OK)
 			rc = cli_refuse_lossy(sd->s, side_label(sd), allow_dups);
 		if (rc == EXIT_OK)
-			rc = cli_refuse_misplaced(sd->s, sd->t.backend ? sd->t.qname : NULL,
-						  side_label(sd));
+			rc = cli_refuse_misplaced(sd->s, &sd->t, side_label(sd));
 		return rc;
 	}
 	/* a new destination */

@@ -10,10 +10,13 @@ static const char help[] =
 	"List every stack of a DIY backend (project layout or legacy layout) with its\n"
 	"resource count, version and file. Each stack's file is the newest by modification\n"
 	"time among STACK.json, STACK.json.gz and STACK.json.zst, as Pulumi picks it (with\n"
-	"equal times: .json.zst, then .json.gz, then .json).\n"
+	"equal times: .json.zst, then .json.gz, then .json). In Pulumi Cloud\n"
+	"(--backend https://api.pulumi.com): every stack the token's user can see, each\n"
+	"exported once to count its resources.\n"
 	"\n"
 	"Options:\n"
-	"  --backend URL      the backend (PATH, file://PATH, s3://BUCKET[/PREFIX]; default\n"
+	"  --backend URL      the backend (PATH, file://PATH, s3://BUCKET[/PREFIX], a Pulumi\n"
+	"                     Cloud https:// URL; default\n"
 	"                     $PULUMI_BACKEND_URL)\n"
 	"  --json             one JSON document: {\"format_version\":1,\"stacks\":[...]}\n"
 	"  -h, --help         show this help\n"
@@ -59,8 +62,9 @@ int cmd_stacks(int argc, char **argv)
 		json_object_set_new(doc, "backend", json_string(st_backend_root(b)
 								       ? st_backend_root(b)
 								       : st_backend_url(b)));
-		json_object_set_new(doc, "layout", json_string(st_backend_project_mode(b)
-								      ? "project" : "legacy"));
+		json_object_set_new(doc, "layout",
+				    json_string(!strcmp(st_backend_kind(b), "cloud") ? "cloud"
+						: st_backend_project_mode(b) ? "project" : "legacy"));
 	}
 	for (size_t i = 0; i < n; i++) {
 		st_state *s = NULL;

@@ -42,6 +42,7 @@ typedef struct vrun {
 	st_validate_opts vo;
 	json_t *files; /* --json output */
 	size_t errors, warnings;
+	unsigned place_flags; /* ST_PLACE_EXPORTS for a Pulumi Cloud stack */
 } vrun;
 
 static const char *load_rule(int code)
@@ -143,7 +144,7 @@ static void validate_doc(vrun *v, int rc, st_error *err, json_t *doc, st_style *
 			rc = st_validate(s, &v->vo, &p, err);
 			/* where it lies in a backend, what it says, and its URNs agree */
 			if (rc == ST_OK && place)
-				rc = st_check_place(s, place, 0, &p, err);
+				rc = st_check_place(s, place, v->place_flags, &p, err);
 		} else if (lp->errors) {
 			/* Pulumi cannot decode it: each reason, with its rule and place */
 			for (size_t i = 0; i < lp->count; i++)
@@ -198,7 +199,9 @@ static void validate_stack(vrun *v, st_backend *b, const char *stack, const char
 
 	st_error_clear(&err);
 	rc = st_backend_load_json(b, stack, v->max_size, &doc, &style, &lp, NULL, &err);
+	v->place_flags = strcmp(st_backend_kind(b), "cloud") ? 0 : ST_PLACE_EXPORTS;
 	validate_doc(v, rc, &err, doc, &style, &lp, shown, stack);
+	v->place_flags = 0;
 	st_problems_clear(&lp);
 }
 

@@ -137,7 +137,7 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 	if ((rc = cli_load(t, &s)) != EXIT_OK ||
 	    (rc = cli_refuse_lossy(s, cli_target_name(t), mo->allow_dups)) != EXIT_OK ||
 	    (!mo->any_place &&
-	     (rc = cli_refuse_misplaced(s, t->backend ? t->qname : NULL, cli_target_name(t))) !=
+	     (rc = cli_refuse_misplaced(s, t, cli_target_name(t))) !=
 		     EXIT_OK))
 		goto out;
 	if (st_edit_begin(&e, s, &ch, &err) != ST_OK) {

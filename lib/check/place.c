@@ -115,7 +115,7 @@ int st_check_place(st_state *s, const char *place, unsigned flags, st_problems *
 	}
 	if (cs && *cs)
 		split_name(cs, &cp, &cn);
-	if (place && st_state_envelope(s) == ST_ENVELOPE_EXPORT) {
+	if (place && !(flags & ST_PLACE_EXPORTS) && st_state_envelope(s) == ST_ENVELOPE_EXPORT) {
 		rc = st_problems_add(out, ST_SEV_ERROR, "place/export-in-backend", "/deployment", NULL,
 				     "a DIY backend holds checkpoints ({\"version\", \"checkpoint\"}) "
 				     "and this is a stack export ({\"version\", \"deployment\"}): "

@@ -388,6 +388,13 @@ json_t *st_secrets_provider_json(const st_secrets *s)
 
 static int cannot(const st_secrets *s, const char *what, st_error *err)
 {
+	if (!strcmp(s->type, "service"))
+		return st__err(err, ST_EUNSUPPORTED,
+			       "cannot %s secrets of the 'service' secrets provider offline: Pulumi "
+			       "Cloud holds its keys and statetool does not call it for them (its "
+			       "ciphertexts pass through unchanged); `pulumi stack export "
+			       "--show-secrets` decrypts them",
+			       what);
 	return st__err(err, ST_EUNSUPPORTED,
 		       "cannot %s secrets of the '%s' secrets provider here: statetool has no "
 		       "access to its keys (its ciphertexts pass through unchanged); plug the "

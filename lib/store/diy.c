@@ -266,6 +266,8 @@ int st_backend_open(st_backend **out, const char *url, st_error *err)
 		return st__err(err, ST_EINVAL,
 			       "no backend given: use --backend file://PATH or set "
 			       "PULUMI_BACKEND_URL");
+	if (st__backend_is_cloud_url(url))
+		return st__cloud_open(out, url, err);
 	if ((rc = st_store_open(&s, url, err)) != ST_OK)
 		return rc;
 	/* the store's URL: as given, but without a password (postgres://) */
@@ -851,6 +853,8 @@ int st_backend_load_json(st_backend *bb, const char *ref, size_t max_size, json_
 	*out = NULL;
 	if (where_out)
 		*where_out = NULL;
+	if (st__backend_is_cloud(bb))
+		return st__cloud_load_json(bb, ref, max_size, out, style, problems, where_out, err);
 	if (!b)
 		return st__err(err, ST_EUNSUPPORTED, "backend '%s' is no DIY backend", bb->url);
 	if ((rc = diy_object(b, ref, &base, &key, NULL, err)) != ST_OK)

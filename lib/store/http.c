@@ -662,7 +662,8 @@ static int attempt_once(st_http *h, const st_http_req *r, st_http_resp *resp, ch
 int st__http_do(st_http *h, const st_http_req *r, st_http_resp *resp, st_error *err)
 {
 	char errbuf[CURL_ERROR_SIZE];
-	int max_attempts = (r->flags & ST_HTTP_RETRY) ? 1 + h->retries : 1;
+	int max_attempts = (r->flags & (ST_HTTP_RETRY | ST_HTTP_RETRY_REFUSED)) ? 1 + h->retries : 1;
+	int any = (r->flags & ST_HTTP_RETRY) != 0;
 	int rc = ST_OK;
 	CURLcode crc = CURLE_OK;
 
@@ -673,12 +674,13 @@ int st__http_do(st_http *h, const st_http_req *r, st_http_resp *resp, st_error *
 		rc = attempt_once(h, r, resp, errbuf, &crc, err);
 		int again = n < max_attempts;
 		if (rc == ST_OK) {
-			if (!retryable_status(resp->status) || !again)
+			if (!retryable_status(resp->status) || !again ||
+			    (!any && resp->status != 429))
 				break;
 			if (resp->status != 429 && resp->status != 503)
 				resp->maybe_done = 1;
 		} else if (rc == NO_ANSWER) {
-			if (!retryable_code(crc) || !again) {
+			if (!retryable_code(crc) || !again || (!any && crc != CURLE_COULDNT_CONNECT)) {
 				rc = transport_error(h, r, crc, errbuf, n, err);
 				break;
 			}

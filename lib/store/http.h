@@ -67,6 +67,9 @@ typedef int (*st_http_sign_fn)(void *ctx, const st_http_req *req, st_http_hdrs *
 			       st_error *err);
 
 #define ST_HTTP_RETRY 1u /* the request may be repeated (see above) */
+/* a request that must not happen twice, repeated only when the server said it did not act on
+ * it (429) or it was never sent (connection refused) */
+#define ST_HTTP_RETRY_REFUSED 2u
 
 struct st_http_req {
 	const char *method;  /* "GET", "HEAD", "PUT", "POST", "DELETE", ... */

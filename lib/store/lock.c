@@ -288,6 +288,12 @@ int st_lock_file(st_lock **out, const char *path, st_error *err)
 	return new_lock(out, s, 1, lkey, err);
 }
 
+int st__lock_none(st_lock **out, st_error *err)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
+}
+
 int st_lock_release(st_lock *lk, st_error *err)
 {
 	int rc = ST_OK;
@@ -295,6 +301,10 @@ int st_lock_release(st_lock *lk, st_error *err)
 
 	if (!lk)
 		return ST_OK;
+	if (!lk->store) { /* st__lock_none */
+		free(lk);
+		return ST_OK;
+	}
 	st_error_clear(&derr);
 	if (st_store_delete(lk->store, lk->key, &derr) != ST_OK && derr.code != ST_ENOTFOUND) {
 		char *where = st__store_where(lk->store, lk->key);

@@ -143,6 +143,17 @@ char *st__store_where(const st_store *s, const char *key);
  * listing of it shows every variant, staged object and journal of the stack. */
 int st__diy_stack_prefix(st_backend *b, const char *stack, char **prefix, st_error *err);
 
+/* The Pulumi Cloud backend (cloud.c): is `url` one (http:// or https://)? Opens it (the
+ * access token from PULUMI_ACCESS_TOKEN or the Pulumi CLI's credentials file). */
+int st__backend_is_cloud_url(const char *url);
+int st__cloud_open(st_backend **out, const char *url, st_error *err);
+int st__backend_is_cloud(const st_backend *b);
+/* st_backend_load_json for a cloud stack (its export). */
+int st__cloud_load_json(st_backend *b, const char *ref, size_t max_size, json_t **out,
+			st_style *style, st_problems *problems, char **where, st_error *err);
+/* A lock that holds nothing (a backend whose service serialises updates itself). */
+int st__lock_none(st_lock **out, st_error *err);
+
 /* The store of a DIY backend (borrowed), NULL for another kind. */
 st_store *st__backend_diy_store(const st_backend *b);
 

@@ -1,0 +1,183 @@
+#!/bin/sh
+# Stacks in Pulumi Cloud (--backend https://... or http://...), against the fake service of
+# tests/cloudfake.h (no real Pulumi Cloud can be reached from here): the read-only commands, an
+# edit through export and import (the exact deployment the service receives), the access token
+# from PULUMI_ACCESS_TOKEN or the Pulumi CLI's credentials file, and the faults (no token, a
+# wrong one, an unknown stack, a conflicting update, server errors, rate limits), each with a
+# clear message that never shows the token, and nothing changed.
+. "$(dirname "$0")/lib.sh"
+export HOME=$T/home
+mkdir -p "$HOME"
+unset PULUMI_ACCESS_TOKEN PULUMI_BACKEND_URL PULUMI_HOME PULUMI_CREDENTIALS_PATH http_proxy \
+	https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy
+export no_proxy=127.0.0.1,localhost STATETOOL_HTTP_BACKOFF_MS=1 STATETOOL_HTTP_RETRIES=3
+
+FAKE=${top_builddir:-.}/tests/cloudfake
+S=$T/svc
+mkdir -p "$S/stacks/acme/shop" "$S/stacks/acme/web" "$S/stacks/other/shop"
+printf 'sekret-token-42\n' >"$S/token"
+printf 'acme\n' >"$S/user"
+cp "$FIXTURES/cloud/shop-dev.json" "$S/stacks/acme/shop/dev.json"
+cp "$FIXTURES/cloud/shop-dev.json" "$S/stacks/other/shop/dev.json"
+sed 's/dev::shop/prod::web/g; s/shop-dev/web-prod/g' "$FIXTURES/cloud/shop-dev.json" \
+	>"$S/stacks/acme/web/prod.json"
+# the fake is part of the test: it must start (a missing one fails, never skips)
+"$FAKE" "$S" 2>"$T/fake.err" &
+fake=$!
+trap 'touch "$S/stop"; kill $fake 2>/dev/null; wait $fake 2>/dev/null; rm -rf "$T"' EXIT
+for _i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25; do
+	[ -s "$S/port" ] && break
+	sleep 0.2
+done
+current="the fake service starts"
+if [ -s "$S/port" ]; then ok; else bad "$FAKE did not start: $(cat "$T/fake.err")"; finish; exit 1; fi
+U=http://127.0.0.1:$(cat "$S/port")
+export PULUMI_ACCESS_TOKEN=sekret-token-42
+ORIG=$T/orig.json
+cp "$S/stacks/acme/shop/dev.json" "$ORIG"
+
+# ---- read-only commands ----
+run "stacks: every stack the user sees, over pages" st stacks --backend "$U"
+check_rc 0
+check_out "acme/shop/dev                                  13  v3  acme/shop/dev
+acme/web/prod                                  13  v3  acme/web/prod
+other/shop/dev                                 13  v3  other/shop/dev"
+grep -c 'GET /api/user/stacks' "$S/requests.log" >"$T/n"
+check_file_is "$T/n" "2
+"
+run "stacks --json: the layout is cloud" st stacks --backend "$U" --json
+check_rc 0
+check_out_has '"layout": "cloud"'
+check_out_has '"stack": "acme/web/prod"'
+run "PULUMI_BACKEND_URL names the service" env PULUMI_BACKEND_URL="$U" "$STATETOOL" stacks
+check_rc 0
+check_out_has "other/shop/dev"
+run "validate" st validate --backend "$U" --stack acme/shop/dev
+check_rc 0
+check_err "acme/shop/dev: valid, 0 errors, 0 warnings (13 resources)"
+run "list, the organization from the user" st list --backend "$U" --stack shop/dev
+check_rc 0
+check_out_has "urn:pulumi:dev::shop::my:index:App::app"
+grep -c 'GET /api/user ' "$S/requests.log" >"$T/n"
+check_file_is "$T/n" "1
+"
+run "show" st show --backend "$U" --stack acme/shop/dev app
+check_rc 0
+check_out_has '"urn": "urn:pulumi:dev::shop::my:index:App::app"'
+run "pending list" st pending --backend "$U" --stack acme/shop/dev
+check_rc 0
+run "show keeps the service's ciphertexts" st show --backend "$U" --stack acme/shop/dev backup
+check_rc 0
+check_out_has '"ciphertext": "v1:ZGVmZ2hpamtsbW5v:LudbcPrKaMQk1R3NNyum5aNq3uSzkG2zCA=="'
+run "secrets show: the service's keys are not here" st secrets show --backend "$U" \
+	--stack acme/shop/dev
+check_rc 1
+check_err_has "cannot decrypt secrets of the 'service' secrets provider offline: Pulumi Cloud holds its keys"
+check_out_empty
+run "a stack name without a project" st list --backend "$U" --stack dev
+check_rc 2
+check_err "statetool: error: pulumi cloud: a stack is named ORGANIZATION/PROJECT/STACK (or PROJECT/STACK in your default organization), not 'dev'"
+run "unlock: no lock to remove" st unlock --backend "$U" --stack acme/shop/dev
+check_rc 1
+check_err_has "has no lock statetool could remove"
+check_same "$ORIG" "$S/stacks/acme/shop/dev.json"
+
+# ---- edits: export, change, import ----
+cp "$ORIG" "$T/local.json"
+st protect "$T/local.json" app >/dev/null 2>&1
+: >"$S/requests.log"
+run "protect through export and import" st protect --backend "$U" --stack acme/shop/dev app
+check_rc 0
+check_out "protected urn:pulumi:dev::shop::my:index:App::app
+1 resource protected"
+check_same "$T/local.json" "$S/stacks/acme/shop/dev.json"
+sed 's/ [0-9]*$//' "$S/requests.log" >"$T/reqs"
+check_file_is "$T/reqs" "GET /api/stacks/acme/shop/dev
+GET /api/stacks/acme/shop/dev/export
+GET /api/stacks/acme/shop/dev
+POST /api/stacks/acme/shop/dev/import
+GET /api/stacks/acme/shop/dev/update/u1
+GET /api/stacks/acme/shop/dev/update/u1?continuationToken=1
+"
+st delete "$T/local.json" audit >/dev/null 2>&1
+run "delete through export and import" st delete --backend "$U" --stack shop/dev audit
+check_rc 0
+check_same "$T/local.json" "$S/stacks/acme/shop/dev.json"
+cp "$S/stacks/acme/shop/dev.json" "$T/before.json"
+run "a dry run imports nothing" st protect --dry-run --backend "$U" --stack acme/shop/dev \
+	pulumi:providers:aws::eu
+check_rc 0
+check_same "$T/before.json" "$S/stacks/acme/shop/dev.json"
+
+# ---- the access token ----
+mkdir -p "$HOME/.pulumi"
+printf '{"current":"%s","accessTokens":{"%s":"sekret-token-42","https://api.pulumi.com":"x"}}\n' \
+	"$U" "$U" >"$HOME/.pulumi/credentials.json"
+run "the token from ~/.pulumi/credentials.json" env -u PULUMI_ACCESS_TOKEN "$STATETOOL" \
+	validate --backend "$U" --stack acme/shop/dev
+check_rc 0
+mkdir -p "$T/pc"
+printf '{"accessTokens":{"https://api.pulumi.com":"x"}}\n' >"$T/pc/credentials.json"
+run "no token: none set, none stored for this URL" env -u PULUMI_ACCESS_TOKEN \
+	PULUMI_CREDENTIALS_PATH="$T/pc" "$STATETOOL" list --backend "$U" --stack acme/shop/dev
+check_rc 1
+check_err "statetool: error: pulumi cloud: no access token for $U: set PULUMI_ACCESS_TOKEN or run \`pulumi login $U\` ($T/pc/credentials.json has none for it)"
+run "a wrong token: 401, named by where it came from, never shown" \
+	env PULUMI_ACCESS_TOKEN=wrong-token-7 "$STATETOOL" list --backend "$U" --stack acme/shop/dev
+check_rc 1
+check_err "statetool: error: pulumi cloud: GetStack 'acme/shop/dev' on 127.0.0.1:${U##*:} failed: HTTP 401 [401] Unauthorized: No credentials provided or are invalid.; backend $U, token from PULUMI_ACCESS_TOKEN"
+check_err_lacks "wrong-token-7"
+run "a wrong token from the credentials file" env -u PULUMI_ACCESS_TOKEN \
+	PULUMI_HOME="$T/ph" sh -c 'mkdir -p "$PULUMI_HOME"; printf "{\"accessTokens\":{\"%s\":\"bad-9\"}}" "$1" >"$PULUMI_HOME/credentials.json"; "$STATETOOL" stacks --backend "$1"' sh "$U"
+check_rc 1
+check_err_has "HTTP 401 [401] Unauthorized: No credentials provided or are invalid.; backend $U, token from $T/ph/credentials.json"
+check_err_lacks "bad-9"
+
+# ---- faults ----
+cp "$S/stacks/acme/shop/dev.json" "$T/before.json"
+run "an unknown stack" st list --backend "$U" --stack acme/shop/nope
+check_rc 1
+check_err "statetool: error: stack 'acme/shop/nope' has no state file in backend '$U'"
+touch "$S/stacks/acme/shop/dev.busy"
+run "an update in progress: the import is refused (409)" st protect --backend "$U" \
+	--stack acme/shop/dev pulumi:providers:aws::eu
+check_rc 1
+check_err_has "statetool: error: pulumi cloud: ImportStack 'acme/shop/dev' on 127.0.0.1:${U##*:} failed: HTTP 409 [409] Conflict: Another update is currently in progress.; backend $U, token from PULUMI_ACCESS_TOKEN"
+check_same "$T/before.json" "$S/stacks/acme/shop/dev.json"
+rm -f "$S/stacks/acme/shop/dev.busy"
+printf 'GET /api/stacks/acme/shop/dev/export 500 2\n' >"$S/faults"
+run "500 twice, then success: retried" st list --backend "$U" --stack acme/shop/dev
+check_rc 0
+check_out_has "urn:pulumi:dev::shop::pulumi:pulumi:Stack::shop-dev"
+printf 'GET /api/stacks/acme/shop/dev/export 500 -1\n' >"$S/faults"
+run "500 forever: bounded retries" st protect --backend "$U" --stack acme/shop/dev \
+	pulumi:providers:aws::eu
+check_rc 1
+check_err "statetool: error: pulumi cloud: ExportStack 'acme/shop/dev' on 127.0.0.1:${U##*:} failed: HTTP 500 [500] Internal Server Error (4 attempts); backend $U, token from PULUMI_ACCESS_TOKEN"
+check_same "$T/before.json" "$S/stacks/acme/shop/dev.json"
+printf 'POST /api/stacks/acme/shop/dev/import 500 1\n' >"$S/faults"
+run "500 on the import: not repeated (it must not happen twice), nothing changed" \
+	st protect --backend "$U" --stack acme/shop/dev pulumi:providers:aws::eu
+check_rc 1
+check_err_has "ImportStack 'acme/shop/dev' on 127.0.0.1:${U##*:} failed: HTTP 500 [500] Internal Server Error; backend"
+check_same "$T/before.json" "$S/stacks/acme/shop/dev.json"
+printf 'POST /api/stacks/acme/shop/dev/import 429 1\n' >"$S/faults"
+: >"$S/requests.log"
+run "429 on the import: repeated after Retry-After" st protect --backend "$U" \
+	--stack acme/shop/dev pulumi:providers:aws::eu
+check_rc 0
+grep -c 'POST /api/stacks/acme/shop/dev/import' "$S/requests.log" >"$T/n"
+check_file_is "$T/n" "2
+"
+cp "$S/stacks/acme/shop/dev.json" "$T/before.json"
+printf 'GET /api/stacks/acme/shop/dev 429 -1\n' >"$S/faults"
+run "429 forever: a clear message" st unprotect --backend "$U" --stack acme/shop/dev \
+	pulumi:providers:aws::eu
+check_rc 1
+check_err "statetool: error: pulumi cloud: GetStack 'acme/shop/dev' on 127.0.0.1:${U##*:} failed: HTTP 429 (pulumi service: request rate-limit exceeded) (4 attempts); backend $U, token from PULUMI_ACCESS_TOKEN"
+check_same "$T/before.json" "$S/stacks/acme/shop/dev.json"
+: >"$S/faults"
+grep -c "sekret-token-42" "$S/requests.log" "$T/err" | grep -v ':0$' >"$T/n"
+check_file_is "$T/n" ""
+
+finish
