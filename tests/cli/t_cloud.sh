@@ -63,10 +63,15 @@ check_file_is "$T/n" "1
 "
 run "show" st show --backend "$U" --stack acme/shop/dev app
 check_rc 0
-check_out_has '"urn": "urn:pulumi:dev::shop::my:index:App::app"'
+check_out_has 'URN:  urn:pulumi:dev::shop::my:index:App::app'
+run "show --show-secrets: the service's keys are not here" st show --show-secrets \
+	--backend "$U" --stack acme/shop/dev backup
+check_rc 1
+check_err_has "cannot decrypt secrets of the 'service' secrets provider offline"
 run "pending list" st pending --backend "$U" --stack acme/shop/dev
 check_rc 0
-run "show keeps the service's ciphertexts" st show --backend "$U" --stack acme/shop/dev backup
+run "show keeps the service's ciphertexts" st show --json --backend "$U" --stack acme/shop/dev \
+	backup
 check_rc 0
 check_out_has '"ciphertext": "v1:ZGVmZ2hpamtsbW5v:LudbcPrKaMQk1R3NNyum5aNq3uSzkG2zCA=="'
 run "secrets show: the service's keys are not here" st secrets show --backend "$U" \
