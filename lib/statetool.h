@@ -1326,8 +1326,18 @@ ST_EXTERN int st_provider_ref_parse(const char *ref, char **urn, char **id, st_e
  * Names are checked as Pulumi checks them, so no name can reach outside the backend.
  */
 
-/* Opens a backend: file://PATH or PATH for a DIY backend in a directory (NULL:
- * $PULUMI_BACKEND_URL). Reads .pulumi/meta.yaml with Pulumi's rules (version 1 = project mode;
+/* The backend to use when none is named, with Pulumi's precedence (after an explicit URL, which
+ * the caller handles): $PULUMI_BACKEND_URL when set and not empty, else `backend.url` of the
+ * current Pulumi project: the first of Pulumi.json, Pulumi.yaml, Pulumi.yml in the working
+ * directory or the nearest directory above it that has one (a project file without
+ * backend.url ends the search). A relative file:// path is relative to the working directory,
+ * as Pulumi takes it. *url is new; *source (new, may be NULL) names where it came from:
+ * "PULUMI_BACKEND_URL" or the project file's path. ST_ENOTFOUND when neither gives one,
+ * ST_EFORMAT for a project file that is not YAML. */
+ST_EXTERN int st_backend_default_url(char **url, char **source, st_error *err);
+
+/* Opens a backend: file://PATH or PATH for a DIY backend in a directory (NULL: the default,
+ * st_backend_default_url). Reads .pulumi/meta.yaml with Pulumi's rules (version 1 = project mode;
  * absent: legacy when .pulumi/stacks/ holds stack files directly, else a new backend in project
  * mode; no version: "corrupt store: missing version in ..."). Setting both
  * PULUMI_DIY_BACKEND_GZIP and PULUMI_DIY_BACKEND_ZSTD is refused (ST_EREFUSED: the environment,
@@ -1338,6 +1348,12 @@ ST_EXTERN void st_backend_free(st_backend *b);
 /* The URL it was opened with, and its kind ("diy") (borrowed). */
 ST_EXTERN const char *st_backend_url(const st_backend *b);
 ST_EXTERN const char *st_backend_kind(const st_backend *b);
+
+/* Whether the backend holds Pulumi's layout at all: a DIY backend has .pulumi/ (meta.yaml or
+ * anything below .pulumi/), which Pulumi writes when it first uses a store. A store without
+ * one is not a backend yet (a mistyped path, prefix or bucket): listing its stacks finds none.
+ * Known when the backend is opened. */
+ST_EXTERN int st_backend_present(const st_backend *b);
 
 /* A DIY backend's store (borrowed), NULL for other kinds. */
 ST_EXTERN st_store *st_backend_store(const st_backend *b);

@@ -128,6 +128,12 @@ static int resolve_stack(cli_target *t, const char *url, const char *ref, int mu
 		cli_errorf("out of memory");
 		return EXIT_FAIL;
 	}
+	if (must_exist && !t->exists && !st_backend_present(t->backend)) {
+		cli_errorf("no Pulumi backend at '%s': it has no .pulumi directory (a mistyped "
+			   "path?)",
+			   st_backend_url(t->backend));
+		return EXIT_FAIL;
+	}
 	if (must_exist && !t->exists) {
 		cli_errorf("stack '%s' has no state file in backend '%s'", ref,
 			   st_backend_url(t->backend));
@@ -396,4 +402,78 @@ void cli_state_done(st_state *s)
 	st_state_free(kept[0]);
 	kept[0] = kept[1];
 	kept[1] = s;
+}
+
+/* ---- options every command shares (cli_getopt) ---- */
+
+int cli_json_mode;
+
+#define MAX_OPTS 64
+
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+	static const struct option *src;
+	static struct option all[MAX_OPTS + 2];
+	static char shorts[64];
+	static int stack_val, yes_val, json_val;
+	int c, li;
+
+	if (src != longopts || optind <= 1) {
+		size_t n = 0, k;
+		src = longopts;
+		stack_val = yes_val = json_val = 0;
+		for (; longopts && longopts[n].name; n++) {
+			if (n >= MAX_OPTS)
+				abort(); /* a command with more options than this table holds */
+			all[n] = longopts[n];
+			if (!strcmp(longopts[n].name, "stack"))
+				stack_val = longopts[n].val;
+			else if (!strcmp(longopts[n].name, "yes"))
+				yes_val = longopts[n].val;
+			else if (!strcmp(longopts[n].name, "json"))
+				json_val = longopts[n].val;
+		}
+		if (!yes_val)
+			all[n++] = (struct option){"yes", no_argument, NULL, 'y'};
+		memset(&all[n], 0, sizeof(all[n]));
+		k = (size_t)snprintf(shorts, sizeof(shorts), "%s%s%s", shortopts,
+				     stack_val && !strchr(shortopts, 's') ? "s:" : "",
+				     strchr(shortopts, 'y') ? "" : "y");
+		if (k >= sizeof(shorts))
+			abort();
+	}
+	for (;;) {
+		li = -1;
+		c = getopt_long(argc, argv, shorts, all, &li);
+		if (c == 's' && stack_val && !strchr(shortopts, 's'))
+			return stack_val;
+		if (c == 'y' && !strchr(shortopts, 'y')) {
+			if (yes_val)
+				return yes_val;
+			continue; /* --yes: statetool never asks, so there is nothing to skip */
+		}
+		if (c == json_val && json_val && li >= 0)
+			cli_json_mode = 1;
+		return c;
+	}
+}
+
+int cli_backend_open(st_backend **out, const char *url)
+{
+	st_error err;
+
+	st_error_clear(&err);
+	*out = NULL;
+	if (st_backend_open(out, url, &err) != ST_OK) {
+		cli_error(&err);
+		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+	}
+	if (!st_backend_present(*out)) {
+		cli_errorf("no Pulumi backend at '%s': it has no .pulumi directory (a mistyped path?)",
+			   st_backend_url(*out));
+		st_backend_free(*out);
+		*out = NULL;
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
 }

@@ -89,6 +89,20 @@ int cli_help(const char *text);
  * exit instead: freeing millions of values takes longer than the process's exit. */
 void cli_state_done(st_state *s);
 
+/* getopt_long with the options every command shares, so each command gets them from its own
+ * option table: -s for the table's "stack" option (Pulumi's -s/--stack), and --yes/-y
+ * (accepted and ignored unless the table has its own "yes": statetool never asks for a
+ * confirmation, so a script written for Pulumi's commands runs unchanged). A "json" option
+ * seen sets cli_json_mode (errors then also go to stdout as one JSON document). */
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+extern int cli_json_mode;
+
+/* Opens a backend (url NULL: $PULUMI_BACKEND_URL, else the current project's Pulumi.yaml
+ * backend.url) and refuses one that holds no Pulumi backend (no .pulumi: a mistyped path,
+ * prefix or bucket), so a command over a whole backend never reports "0 stacks" for a typo.
+ * Prints errors; returns an exit code. */
+int cli_backend_open(st_backend **out, const char *url);
+
 /* Handles the options every STATE command takes. Returns 1 when `opt` was one of them. */
 int cli_target_option(cli_target *t, int opt, const char *arg);
 /* Resolves the target: exactly one of STATE or --stack. Prints errors; returns an exit code. */
@@ -201,15 +215,18 @@ int cli_mutate_parse(int argc, char **argv, const char *help, const struct optio
 
 /* The option lines every mutating command's help ends with. */
 #define CLI_MUTATE_HELP                                                                       \
-	"  --backend URL --stack NAME   a stack of a backend instead of a STATE file (a DIY\n"  \
-	"                     backend: DIR, s3://, azblob://, postgres://; Pulumi Cloud:\n"    \
-	"                     https://api.pulumi.com and ORG/PROJECT/STACK, see statetool(1))\n" \
+	"  --backend URL -s, --stack NAME   a stack of a backend instead of a STATE file (a\n" \
+	"                     DIY backend: DIR, s3://, azblob://, postgres://; Pulumi Cloud:\n"  \
+	"                     https://api.pulumi.com and ORG/PROJECT/STACK, see statetool(1));\n" \
+	"                     without --backend: $PULUMI_BACKEND_URL, else the backend.url of\n"  \
+	"                     the project's Pulumi.yaml\n"                                       \
 	"  -o -               write the result to standard output, not back to STATE\n"        \
 	"                     (a STATE of '-', standard input, is always written there)\n"     \
 	"  --dry-run          print what would change (resources added, removed, changed,\n"   \
 	"                     with the fields) and write nothing\n"                              \
 	"  --json             the summary as one JSON document\n"                               \
 	"  --allow-duplicate-keys   write a state whose file repeats object keys\n"             \
+	"  -y, --yes          accepted and ignored (statetool never asks for a confirmation)\n" \
 	"  -h, --help         show this help\n"                                                 \
 	"\n"                                                                                     \
 	"The state is locked, checked before and after (a valid state never becomes\n"          \

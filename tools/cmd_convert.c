@@ -31,7 +31,7 @@ static const char help[] =
 	"                          writes (their zero value when missing), empty omitempty\n"
 	"                          fields dropped, Pulumi's keys, the features recomputed;\n"
 	"                          members no Pulumi type has are kept, after the others\n"
-	"  --backend DIR --stack NAME   read IN from a DIY backend stack instead\n"
+	"  --backend DIR -s, --stack NAME   read IN from a DIY backend stack instead\n"
 	"  --max-size SIZE         refuse input that inflates beyond SIZE (default 4G)\n"
 	"  --allow-duplicate-keys  write a state whose file repeats object keys, keeping\n"
 	"                          the last value of each (as Pulumi does); refused\n"
@@ -90,7 +90,7 @@ int cmd_convert(int argc, char **argv)
 	size_t len;
 
 	st_error_clear(&err);
-	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "ho:", opts)) != -1) {
 		if (cli_target_option(&t, c, optarg))
 			continue;
 		switch (c) {

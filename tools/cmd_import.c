@@ -51,6 +51,8 @@ static const char help[] =
 	"\n"
 	"Options:\n"
 	"  --dest STATE           the destination file (or a stack, with --backend DIR)\n"
+	"  -s, --stack NAME       the destination is this stack of the backend (--backend,\n"
+	"                         else $PULUMI_BACKEND_URL, else Pulumi.yaml backend.url)\n"
 	"  --file SPECS.json      the import file ('-' = standard input)\n"
 	"  --dest-stack P/S       the destination's project and stack\n"
 	"  --protect=false        do not protect the imported resources\n"
@@ -238,7 +240,7 @@ out:
 
 /* What the command line asks for. */
 typedef struct args {
-	const char *dest, *file, *passfile, *output, *backend;
+	const char *dest, *file, *passfile, *output, *backend, *stack;
 	int gen, dry, json, dups;
 	st_import_opts io;
 	reader rd;
@@ -261,13 +263,14 @@ static int parse(int argc, char **argv, args *a)
 		{"generate-specs", no_argument, NULL, I_GEN},
 		{"output", required_argument, NULL, 'o'},
 		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"stack", required_argument, NULL, OPT_STACK},
 		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"allow-duplicate-keys", no_argument, NULL, OPT_ALLOW_DUPLICATE_KEYS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	int c;
-	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "ho:", opts)) != -1) {
 		switch (c) {
 		case I_DEST: a->dest = optarg; break;
 		case I_FILE: a->file = optarg; break;
@@ -290,6 +293,7 @@ static int parse(int argc, char **argv, args *a)
 		case I_GEN: a->gen = 1; break;
 		case 'o': a->output = optarg; break;
 		case OPT_BACKEND: a->backend = optarg; break;
+		case OPT_STACK: a->stack = optarg; break;
 		case OPT_DRY_RUN: a->dry = 1; break;
 		case OPT_JSON: a->json = 1; break;
 		case OPT_ALLOW_DUPLICATE_KEYS: a->dups = 1; break;
@@ -299,10 +303,12 @@ static int parse(int argc, char **argv, args *a)
 	}
 	a->pos = argv + optind;
 	a->npos = argc - optind;
+	if (a->stack && a->dest)
+		return cli_usage("import", "give --dest or --stack, not both");
 	if (a->gen)
 		return -1;
-	if (!a->dest)
-		return cli_usage("import", "missing --dest STATE");
+	if (!a->dest && !a->stack)
+		return cli_usage("import", "missing --dest STATE (or --stack NAME)");
 	if (a->file && a->npos)
 		return cli_usage("import", "an inline resource may not be specified in conjunction "
 					   "with an import file");
@@ -488,9 +494,11 @@ int cmd_import(int argc, char **argv)
 		return rc;
 	t.backend_url = a.backend;
 	if (a.gen) {
-		if (!a.npos && !a.dest)
+		if (!a.npos && !a.dest && !a.stack)
 			return cli_usage("import", "--generate-specs needs STATE");
-		if (a.dest) {
+		if (a.stack) {
+			t.stack = a.stack;
+		} else if (a.dest) {
 			t.arg = a.backend ? NULL : a.dest;
 			t.stack = a.backend ? a.dest : NULL;
 		} else {
@@ -500,7 +508,9 @@ int cmd_import(int argc, char **argv)
 		}
 		return generate(&t, a.pos, a.npos, a.output);
 	}
-	if (a.backend)
+	if (a.stack)
+		t.stack = a.stack;
+	else if (a.backend)
 		t.stack = a.dest;
 	else
 		t.arg = a.dest;

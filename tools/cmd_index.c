@@ -107,7 +107,7 @@ static int cmd_update(int argc, char **argv)
 
 	st_error_clear(&err);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case OPT_BACKEND: backend = optarg; break;
 		case X_DB: db = optarg; break;
@@ -121,10 +121,8 @@ static int cmd_update(int argc, char **argv)
 		return cli_usage("index update", "give --backend or STATE files, not both");
 	if (files && !db)
 		return cli_usage("index update", "indexing STATE files needs --db PATH");
-	if (!files && st_backend_open(&b, backend, &err) != ST_OK) {
-		cli_error(&err);
-		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
-	}
+	if (!files && (rc = cli_backend_open(&b, backend)) != EXIT_OK)
+		return rc;
 	dbpath = db ? strdup(db) : st_index_default_path(b);
 	if (!dbpath) {
 		st_backend_free(b);
@@ -263,7 +261,7 @@ int cmd_query(int argc, char **argv)
 	st_error err;
 
 	st_error_clear(&err);
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case OPT_BACKEND: backend = optarg; break;
 		case X_DB: db = optarg; break;
@@ -287,10 +285,8 @@ int cmd_query(int argc, char **argv)
 	if (optind < argc)
 		return cli_usage("query", "unexpected argument '%s'", argv[optind]);
 	if (!db) {
-		if (st_backend_open(&b, backend, &err) != ST_OK) {
-			cli_error(&err);
-			return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
-		}
+		if ((rc = cli_backend_open(&b, backend)) != EXIT_OK)
+			return rc;
 		dbpath = st_index_default_path(b);
 		if (!dbpath) {
 			st_backend_free(b);

@@ -14,7 +14,7 @@ static const char help[] =
 	"Options:\n"
 	"  --backend URL      a DIY backend (PATH, file://PATH or s3://BUCKET[/PREFIX]),\n"
 	"                     with --stack\n"
-	"  --stack NAME       a stack of the backend: project/stack or organization/project/stack\n"
+	"  -s, --stack NAME   a stack of the backend: project/stack or organization/project/stack\n"
 	"  --json             one JSON document: {\"format_version\":1,\"resources\":[...]}\n"
 	"  --max-size SIZE    refuse files that inflate beyond SIZE (default 4G)\n"
 	"  -h, --help         show this help\n";
@@ -58,7 +58,7 @@ int cmd_list(int argc, char **argv)
 	int json = 0, c, rc;
 	st_state *s = NULL;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
 		if (cli_target_option(&t, c, optarg))
 			continue;
 		switch (c) {

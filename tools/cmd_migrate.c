@@ -18,7 +18,7 @@ static const char help[] =
 	"  -o, --output OUT   write the result to OUT ('-' = standard output) instead\n"
 	"  --dry-run          report what would change; write nothing\n"
 	"  --json             the report as one JSON document\n"
-	"  --backend DIR --stack NAME   migrate a stack of a DIY backend\n"
+	"  --backend DIR -s, --stack NAME   migrate a stack of a DIY backend\n"
 	"  --allow-duplicate-keys\n"
 	"                     write a state whose file repeats object keys, keeping the\n"
 	"                     last value of each (as Pulumi does); refused otherwise\n"
@@ -46,7 +46,7 @@ int cmd_migrate(int argc, char **argv)
 	st_error err;
 
 	st_error_clear(&err);
-	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "ho:", opts)) != -1) {
 		if (cli_target_option(&t, c, optarg))
 			continue;
 		switch (c) {

@@ -386,7 +386,7 @@ static int parse(int argc, char **argv, args *a)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case O_SOURCE: a->src.name = optarg; break;
 		case O_DEST: a->dst.name = optarg; break;

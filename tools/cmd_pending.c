@@ -24,7 +24,7 @@ static const char help_list[] =
 	"(`statetool restore STATE` puts it back).\n"
 	"\n"
 	"Options:\n"
-	"  --backend DIR --stack NAME   a stack of a DIY backend\n"
+	"  --backend DIR -s, --stack NAME   a stack of a DIY backend\n"
 	"  --json             one JSON document\n"
 	"  -h, --help         show this help\n"
 	"The options of `clear` are those of every mutating command (see below).\n"
@@ -205,7 +205,7 @@ static int list(int argc, char **argv)
 	int c, json = 0, rc;
 	st_state *s = NULL;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
 		if (cli_target_option(&t, c, optarg))
 			continue;
 		if (c == OPT_JSON)

@@ -15,7 +15,7 @@ static const char help[] =
 	"Pulumi's lock, in its backend's store.\n"
 	"\n"
 	"Options:\n"
-	"  --backend URL --stack NAME   a stack of a DIY backend\n"
+	"  --backend URL -s, --stack NAME   a stack of a DIY backend\n"
 	"  -h, --help         show this help\n";
 
 /* The store and key of the target's object (store borrowed from the backend, or new). */
@@ -89,7 +89,7 @@ int cmd_restore(int argc, char **argv)
 	st_store *store = NULL;
 	st_lock *lock = NULL;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
 		if (cli_target_option(&t, c, optarg))
 			continue;
 		if (c == 'h')

@@ -23,7 +23,7 @@ static const char help[] =
 	"Options:\n"
 	"  --backend URL      a DIY backend (PATH, file://PATH, s3://..., azblob://...),\n"
 	"                     with --stack\n"
-	"  --stack NAME       a stack of the backend\n"
+	"  -s, --stack NAME   a stack of the backend\n"
 	"  --json             the resource as it is in the state (4-space indented JSON,\n"
 	"                     secrets as stored); several copies of an exact URN as an array\n"
 	"  --show-secrets     secrets' values instead of [secret]: plaintexts as they are,\n"
@@ -155,7 +155,7 @@ int cmd_show(int argc, char **argv)
 	st_state *s = NULL;
 	const char *query = NULL;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
 		if (cli_target_option(&t, c, optarg))
 			continue;
 		switch (c) {

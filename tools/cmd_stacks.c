@@ -39,7 +39,7 @@ int cmd_stacks(int argc, char **argv)
 	json_t *doc = NULL, *arr = NULL;
 
 	st_error_clear(&err);
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case OPT_BACKEND: url = optarg; break;
 		case OPT_JSON: json = 1; break;
@@ -49,8 +49,9 @@ int cmd_stacks(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage("stacks", "unexpected argument '%s'", argv[optind]);
-	if (st_backend_open(&b, url, &err) != ST_OK ||
-	    st_backend_list(b, &infos, &n, &err) != ST_OK) {
+	if ((rc = cli_backend_open(&b, url)) != EXIT_OK)
+		return rc;
+	if (st_backend_list(b, &infos, &n, &err) != ST_OK) {
 		cli_error(&err);
 		st_backend_free(b);
 		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;

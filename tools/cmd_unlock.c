@@ -17,7 +17,7 @@ static const char help[] =
 	"stale when that process is no longer running on this host.\n"
 	"\n"
 	"Options:\n"
-	"  --backend URL --stack NAME   the stack whose locks to remove (URL: PATH, file://PATH,\n"
+	"  --backend URL -s, --stack NAME   the stack whose locks to remove (URL: PATH, file://PATH,\n"
 	"                               s3://BUCKET[/PREFIX])\n"
 	"  -h, --help         show this help\n";
 
@@ -33,7 +33,7 @@ int cmd_unlock(int argc, char **argv)
 	st_error err;
 
 	st_error_clear(&err);
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
 		if (cli_target_option(&t, c, optarg))
 			continue;
 		if (c == 'h')

@@ -14,12 +14,13 @@ static const char help[] =
 	"statetool's JSON Schemas and Pulumi's integrity rules, and report every problem in\n"
 	"one run: severity, rule, message, JSON Pointer and URN. A document is taken for what\n"
 	"Pulumi would decode it as: a state, an import file, or neither (an error). With\n"
-	"--backend and no --stack, every stack of the backend is checked. The rules are\n"
-	"listed in statetool(1).\n"
+	"--backend and no --stack, every stack of the backend is checked; with no FILE and\n"
+	"no --backend, the backend of $PULUMI_BACKEND_URL or of the project's Pulumi.yaml.\n"
+	"The rules are listed in statetool(1).\n"
 	"\n"
 	"Options:\n"
 	"  --backend DIR          a DIY backend (file://PATH or PATH)\n"
-	"  --stack NAME           one stack of the backend\n"
+	"  -s, --stack NAME       one stack of the backend\n"
 	"  --json                 print one JSON document with every file's problems\n"
 	"  --strict               count warnings as errors\n"
 	"  --schema FILE          also check each document against FILE (JSON Schema\n"
@@ -257,11 +258,12 @@ int cmd_validate(int argc, char **argv)
 	int c, rc = EXIT_OK;
 	st_error err;
 	st_schema *builtin = NULL;
+	char *dflt = NULL;
 
 	memset(&v, 0, sizeof(v));
 	v.vo = (st_validate_opts)ST_VALIDATE_OPTS_INIT;
 	st_error_clear(&err);
-	while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "hq", opts)) != -1) {
 		if (cli_target_option(&t, c, optarg))
 			continue;
 		switch (c) {
@@ -287,6 +289,9 @@ int cmd_validate(int argc, char **argv)
 		}
 	}
 	v.max_size = t.max_size;
+	if (optind == argc && !t.backend_url && !t.stack &&
+	    st_backend_default_url(&dflt, NULL, NULL) == ST_OK)
+		t.backend_url = dflt; /* the whole backend a Pulumi command would use */
 	if (optind == argc && !t.backend_url && !t.stack) {
 		rc = cli_usage("validate", "nothing to validate: give FILE... or --backend DIR");
 		goto out;
@@ -314,8 +319,9 @@ int cmd_validate(int argc, char **argv)
 		st_backend *b = NULL;
 		st_stack_info *infos = NULL;
 		size_t n = 0;
-		if (st_backend_open(&b, t.backend_url, &err) != ST_OK ||
-		    st_backend_list(b, &infos, &n, &err) != ST_OK) {
+		if ((rc = cli_backend_open(&b, t.backend_url)) != EXIT_OK)
+			goto out;
+		if (st_backend_list(b, &infos, &n, &err) != ST_OK) {
 			cli_error(&err);
 			st_backend_free(b);
 			rc = err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
@@ -352,5 +358,6 @@ out:
 	json_decref(v.files);
 	st_schema_free(builtin);
 	cli_target_free(&t);
+	free(dflt);
 	return rc;
 }

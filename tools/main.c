@@ -43,9 +43,11 @@ static void usage(FILE *f)
 		fprintf(f, "  %-17s %s\n", c->name, c->summary);
 	fprintf(f,
 		"\nA STATE is a file (plain or gzip, either envelope; '-' reads standard input)\n"
-		"or a stack of a DIY backend given as --backend URL --stack NAME (URL: a\n"
+		"or a stack of a DIY backend given as --backend URL -s/--stack NAME (URL: a\n"
 		"directory, file://PATH, or s3://BUCKET[/PREFIX][?region=...&endpoint=...]; without\n"
-		"--backend, PULUMI_BACKEND_URL is used). See BACKENDS IN S3 in statetool(1).\n\n"
+		"--backend, PULUMI_BACKEND_URL, else backend.url of the project's Pulumi.yaml found\n"
+		"upwards from the working directory). See BACKENDS IN S3 in statetool(1).\n"
+		"Every command accepts -y/--yes and ignores it: statetool never asks to confirm.\n\n"
 		"STATETOOL_THREADS=1 keeps big work on one thread (the results are the same);\n"
 		"STATETOOL_TIMINGS=1 prints how long each step of a command took.\n"
 		"\n"

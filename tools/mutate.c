@@ -240,7 +240,7 @@ int cli_mutate_parse(int argc, char **argv, const char *help, const struct optio
 	if (ne)
 		memcpy(all + ns, extra, ne * sizeof(*all));
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:", all, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "ho:", all)) != -1) {
 		if (cli_target_option(t, c, optarg))
 			continue;
 		switch (c) {

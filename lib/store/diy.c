@@ -23,6 +23,7 @@ typedef struct diy_backend {
 	st_store *store;
 	char *root; /* the local directory of a file store, else NULL */
 	int project_mode;
+	int present; /* .pulumi/ holds something (st_backend_present) */
 } diy_backend;
 
 #define META_KEY ".pulumi/meta.yaml"
@@ -160,6 +161,13 @@ static int read_meta(diy_backend *b, st_error *err)
 		st_store_entry *e = NULL;
 		size_t n = 0;
 		st_error_clear(err);
+		if ((rc = st_store_list(b->store, ".pulumi/", ST_STORE_LIST_DIRS, &e, &n, err)) !=
+		    ST_OK)
+			return rc;
+		b->present = n > 0;
+		st_store_entries_free(e, n);
+		e = NULL;
+		n = 0;
 		if ((rc = st_store_list(b->store, STACKS, ST_STORE_LIST_DIRS, &e, &n, err)) != ST_OK)
 			return rc;
 		b->project_mode = 1;
@@ -173,6 +181,7 @@ static int read_meta(diy_backend *b, st_error *err)
 	}
 	if (rc)
 		return rc;
+	b->present = 1;
 	rc = parse_meta(data, len, &version, err);
 	free(data);
 	if (rc)
@@ -257,21 +266,32 @@ int st__diy_open(st_backend **out, st_store *store, const char *url, st_error *e
 int st_backend_open(st_backend **out, const char *url, st_error *err)
 {
 	st_store *s = NULL;
+	char *dflt = NULL;
 	int rc;
 
 	*out = NULL;
-	if (!url || !*url)
-		url = getenv("PULUMI_BACKEND_URL");
-	if (!url || !*url)
-		return st__err(err, ST_EINVAL,
-			       "no backend given: use --backend file://PATH or set "
-			       "PULUMI_BACKEND_URL");
-	if (st__backend_is_cloud_url(url))
-		return st__cloud_open(out, url, err);
-	if ((rc = st_store_open(&s, url, err)) != ST_OK)
+	if (!url || !*url) {
+		st_error e;
+		st_error_clear(&e);
+		rc = st_backend_default_url(&dflt, NULL, &e);
+		if (rc == ST_ENOTFOUND)
+			return st__err(err, ST_EINVAL, "%s: use --backend URL, set PULUMI_BACKEND_URL, "
+				       "or run in a project whose Pulumi.yaml sets backend.url",
+				       e.message);
+		if (rc != ST_OK)
+			return st__err_copy(err, &e);
+		url = dflt;
+	}
+	if (st__backend_is_cloud_url(url)) {
+		rc = st__cloud_open(out, url, err);
+		free(dflt);
 		return rc;
+	}
 	/* the store's URL: as given, but without a password (postgres://) */
-	return st__diy_open(out, s, st_store_url(s), err);
+	if ((rc = st_store_open(&s, url, err)) == ST_OK)
+		rc = st__diy_open(out, s, st_store_url(s), err);
+	free(dflt);
+	return rc;
 }
 
 void st_backend_free(st_backend *b)
@@ -315,6 +335,13 @@ const char *st_backend_root(const st_backend *b)
 	ST_ASSERT_ARG(b);
 	diy_backend *d = as_diy(b);
 	return d ? d->root : NULL;
+}
+
+int st_backend_present(const st_backend *b)
+{
+	ST_ASSERT_ARG(b);
+	diy_backend *d = as_diy(b);
+	return d ? d->present : 1;
 }
 
 int st_backend_project_mode(const st_backend *b)
