@@ -1229,6 +1229,27 @@ ST_EXTERN int st_index_update_backend(st_index *ix, st_backend *b, st_index_prog
 				      void *pctx, st_index_stats *stats, st_problems *failures,
 				      st_error *err);
 
+/* Indexes one stack of a backend, with the change detection of st_index_update_backend (the
+ * object's size, time and tag, then its SHA-256), so it costs one stat when the stack did not
+ * change; a stack the backend no longer has is dropped from the index. What statetool runs
+ * after its own changes to a stack whose backend has an index. A stack that cannot be read is
+ * reported in `failures` (may be NULL). */
+ST_EXTERN int st_index_update_stack(st_index *ix, st_backend *b, const char *qname,
+				    st_index_stats *stats, st_problems *failures, st_error *err);
+
+/* A stack whose index rows may not be what its backend holds now. */
+typedef struct st_index_stale_stack {
+	char *qname;
+	char kind; /* '~' changed since it was indexed, '+' not indexed, '-' gone from the backend */
+} st_index_stale_stack;
+
+/* The stacks of `b` whose rows in the index are out of date, told from one listing of the
+ * backend (size, time and tag of each stack's object, as st_index_update_backend tells a
+ * change; nothing is read). *out is new (st_index_stale_free), sorted by name. */
+ST_EXTERN int st_index_stale(st_index *ix, st_backend *b, st_index_stale_stack **out,
+			     size_t *count, st_error *err);
+ST_EXTERN void st_index_stale_free(st_index_stale_stack *s, size_t count);
+
 /* The same for plain files (each named by its path). `prune` drops files indexed before that
  * are not in the list. */
 ST_EXTERN int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int prune,
@@ -1236,7 +1257,7 @@ ST_EXTERN int st_index_update_files(st_index *ix, const char *const *paths, size
 				    st_index_stats *stats, st_problems *failures, st_error *err);
 
 /* Filters of st_index_query; NULL or 0 means no filter. */
-#define ST_INDEX_QUERY_VERSION 1
+#define ST_INDEX_QUERY_VERSION 2
 
 typedef struct st_index_query {
 	unsigned version;          /* ST_INDEX_QUERY_VERSION */
@@ -1244,16 +1265,21 @@ typedef struct st_index_query {
 	const char *type;
 	const char *id;
 	const char *import_id;
-	const char *stack;         /* GLOB on the stack's name */
+	const char *stack;         /* the stack as commands name it, GLOB allowed: project/stack
+				    * (organization/ implied), organization/project/stack, or a
+				    * bare name (that stack of any project, or a legacy stack) */
 	const char *provider;      /* a provider URN or reference, or PACKAGE[@VERSION] */
 	int protected_only;
 	int pending_only;
 	const char *dependents_of; /* URN: everything depending on it, transitively */
-	int duplicate_ids;         /* resources whose (type, ID) appears more than once */
+	int duplicate_ids;         /* resources whose (type, ID) appears more than once;
+				    * provider resources left out (their IDs are UUIDs each stack
+				    * makes, and a copied stack repeats them) unless: */
+	int include_providers;     /* (version 2) */
 } st_index_query;
 
 #define ST_INDEX_QUERY_INIT \
-	{ST_INDEX_QUERY_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0}
+	{ST_INDEX_QUERY_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0}
 
 /* A result row: ncols columns, their names and values (values may be NULL). */
 typedef int (*st_index_row_fn)(void *ctx, int ncols, const char *const *names,

@@ -623,6 +623,11 @@ static int c_index_update_files(st_error *err)
 	return st_index_update_files(F.ro, paths, 1, 1, NULL, NULL, NULL, NULL, err);
 }
 
+static int c_index_update_stack(st_error *err)
+{
+	return st_index_update_stack(F.ro, F.b, "proj/dev", NULL, NULL, err);
+}
+
 static int c_index_query_run(st_error *err)
 {
 	st_index_query q = ST_INDEX_QUERY_INIT;
@@ -639,6 +644,32 @@ static int c_provider_ref_parse(st_error *err)
 {
 	char *urn = NULL, *id = NULL;
 	return st_provider_ref_parse("no reference", &urn, &id, err);
+}
+
+static int c_backend_default_url(st_error *err)
+{
+	char *dir = scratch("project"), *yaml = scratch("project/Pulumi.yaml"), *url = NULL;
+	char cwd[4096];
+	const char *env = getenv("PULUMI_BACKEND_URL");
+	char *saved = env ? strdup(env) : NULL;
+	int rc;
+
+	mkdir(dir, 0700);
+	tu_write(yaml, "backend: [\n", 11); /* not YAML */
+	unsetenv("PULUMI_BACKEND_URL");
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(dir), 0);
+	rc = st_backend_default_url(&url, NULL, err);
+	assert_int_equal(chdir(cwd), 0);
+	if (saved)
+		setenv("PULUMI_BACKEND_URL", saved, 1);
+	free(saved);
+	free(url);
+	unlink(yaml);
+	rmdir(dir);
+	free(yaml);
+	free(dir);
+	return rc;
 }
 
 static int c_backend_open(st_error *err)
@@ -835,8 +866,8 @@ static const err_case cases[] = {
 	CASE(backend_recover), CASE(backend_stack_target), CASE(backend_load_json),
 	CASE(check_place),
 	CASE(import), CASE(import_generate), CASE(index_open),
-	CASE(index_update_state), CASE(index_update_backend), CASE(index_update_files),
-	CASE(index_query_run), CASE(index_sql), CASE(provider_ref_parse), CASE(backend_open),
+	CASE(index_update_state), CASE(index_update_backend), CASE(index_update_files), CASE(index_update_stack),
+	CASE(index_query_run), CASE(index_sql), CASE(provider_ref_parse), CASE(backend_open), CASE(backend_default_url),
 	CASE(backend_resolve), CASE(backend_load), CASE(backend_save),
 	CASE(backend_stack_key), CASE(backend_stack_path), CASE(lock_stack), CASE(lock_file),
 	CASE(lock_release), CASE(unlock_stack), CASE(unlock_file),

@@ -971,6 +971,28 @@ static int o_state_autonames(st_state *s, st_error *er)
 	return rc;
 }
 
+static char *index_file;
+static int o_index_stale(st_state *s, st_error *er)
+{
+	st_backend *b = NULL;
+	st_index *ix = NULL;
+	st_index_stale_stack *st = NULL;
+	size_t n = 0;
+	int rc;
+	(void)s;
+	if (st_backend_open(&b, backend_dir, NULL) != ST_OK)
+		return ST_OK - 100;
+	if (st_index_open(&ix, index_file, 1, NULL, NULL) != ST_OK) {
+		st_backend_free(b);
+		return ST_OK - 100;
+	}
+	rc = st_index_stale(ix, b, &st, &n, er);
+	st_index_stale_free(st, n);
+	st_index_close(ix);
+	st_backend_free(b);
+	return rc;
+}
+
 typedef struct oom_case {
 	const char *name;
 	int (*call)(st_state *s, st_error *er);
@@ -981,7 +1003,7 @@ static const oom_case oom_cases[] = {
 	OOM(json_dump), OOM(schema_new), OOM(schema_add), OOM(state_new), OOM(state_dump),
 	OOM(schema_builtin), OOM(integrity_check), OOM(state_migrate), OOM(edit_begin),
 	OOM(edit_pending_clear), OOM(secrets_new_passphrase), OOM(secrets_verify),
-	OOM(backend_list), OOM(import_check), OOM(state_autonames),
+	OOM(backend_list), OOM(import_check), OOM(state_autonames), OOM(index_stale),
 };
 
 static void test_err_null_oom(void **unused)
@@ -1003,6 +1025,13 @@ static void test_err_null_oom(void **unused)
 	assert_true(asprintf(&p, "%s/.pulumi/stacks/shop/dev.json", dir) > 0);
 	tu_write(p, "{}", 2);
 	free(p);
+	/* an empty index, for st_index_stale (the stack is not in it) */
+	{
+		st_index *ix = NULL;
+		assert_true(asprintf(&index_file, "%s/index.sqlite", dir) > 0);
+		assert_int_equal(st_index_open(&ix, index_file, 0, NULL, NULL), ST_OK);
+		st_index_close(ix);
+	}
 	for (size_t i = 0; i < sizeof(oom_cases) / sizeof(oom_cases[0]); i++) {
 		long n, failures = 0, runs = 0, step = 1;
 		/* beyond 200 (the schema compilers make thousands), every seventh N */
@@ -1031,6 +1060,8 @@ static void test_err_null_oom(void **unused)
 		       failures);
 	}
 	st_state_free(s);
+	free(index_file);
+	index_file = NULL;
 	tu_rmdir(dir);
 }
 

@@ -100,6 +100,60 @@ int cli_target_option(cli_target *t, int opt, const char *arg)
 	}
 }
 
+/* The stack's object now (size -1: none). */
+static void stack_info(cli_target *t, st_store_info *si)
+{
+	char *key = NULL;
+	int exists = 0;
+
+	memset(si, 0, sizeof(*si));
+	si->size = -1;
+	if (st_backend_stack_key(t->backend, t->qname, &key, &exists, NULL) == ST_OK && exists &&
+	    st_store_stat(st_backend_store(t->backend), key, si, NULL) != ST_OK) {
+		memset(si, 0, sizeof(*si));
+		si->size = -1;
+	}
+	free(key);
+}
+
+/* Notes the stack's object when its backend has an index (a local file that exists). */
+static void index_watch(cli_target *t)
+{
+	char *p = st_backend_store(t->backend) ? st_index_default_path(t->backend) : NULL;
+	if (!p || access(p, F_OK) != 0) {
+		free(p);
+		return;
+	}
+	t->index_path = p;
+	stack_info(t, &t->seen);
+}
+
+/* Brings the index up to date for a stack statetool changed. Never fails the command: the
+ * index is a cache, and a failure only makes it stale (query says so). */
+static void index_touch(cli_target *t)
+{
+	st_store_info now;
+	st_index *ix = NULL;
+	st_changes notes = {0};
+	st_problems fails = {0};
+	st_error err;
+
+	stack_info(t, &now);
+	if (now.size == t->seen.size && now.mtime_ns == t->seen.mtime_ns &&
+	    !strcmp(now.etag, t->seen.etag))
+		return;
+	st_error_clear(&err);
+	if (st_index_open(&ix, t->index_path, 0, &notes, &err) != ST_OK ||
+	    st_index_update_stack(ix, t->backend, t->qname, NULL, &fails, &err) != ST_OK)
+		cli_warnf("the index '%s' was not updated for '%s': %s", t->index_path, t->qname,
+			  err.message);
+	for (size_t i = 0; i < fails.count; i++)
+		cli_warnf("the index '%s': %s", t->index_path, fails.items[i].message);
+	st_problems_clear(&fails);
+	st_changes_clear(&notes);
+	st_index_close(ix);
+}
+
 /* Opens the backend and resolves the stack; `ref` names it. */
 static int resolve_stack(cli_target *t, const char *url, const char *ref, int must_exist)
 {
@@ -128,6 +182,7 @@ static int resolve_stack(cli_target *t, const char *url, const char *ref, int mu
 		cli_errorf("out of memory");
 		return EXIT_FAIL;
 	}
+	index_watch(t);
 	if (must_exist && !t->exists && !st_backend_present(t->backend)) {
 		cli_errorf("no Pulumi backend at '%s': it has no .pulumi directory (a mistyped "
 			   "path?)",
@@ -178,6 +233,10 @@ int cli_target_resolve(cli_target *t, const char *cmd, int must_exist)
 void cli_target_free(cli_target *t)
 {
 	cli_filter_end(t);
+	if (t->index_path && t->backend)
+		index_touch(t);
+	free(t->index_path);
+	t->index_path = NULL;
 	st_backend_free(t->backend);
 	free(t->path);
 	free(t->qname);
@@ -476,4 +535,43 @@ int cli_backend_open(st_backend **out, const char *url)
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;
+}
+
+/* Display width of UTF-8 text: one column per character (no wide-character tables). */
+static size_t text_width(const char *s)
+{
+	size_t w = 0;
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xC0) != 0x80;
+	return w;
+}
+
+void cli_print_table(const json_t *rows)
+{
+	size_t ncols = 0, *width;
+	const json_t *row, *cell;
+	size_t i, k;
+
+	json_array_foreach(rows, i, row)
+		if (json_array_size(row) > ncols)
+			ncols = json_array_size(row);
+	if (!ncols || !(width = calloc(ncols, sizeof(*width))))
+		return;
+	json_array_foreach(rows, i, row)
+		json_array_foreach(row, k, cell) {
+			size_t w = text_width(json_string_value(cell) ? json_string_value(cell) : "");
+			if (w > width[k])
+				width[k] = w;
+		}
+	json_array_foreach(rows, i, row) {
+		size_t n = json_array_size(row);
+		json_array_foreach(row, k, cell) {
+			const char *v = json_string_value(cell) ? json_string_value(cell) : "";
+			fputs(v, stdout);
+			if (k + 1 < n)
+				printf("%*s", (int)(width[k] - text_width(v) + 2), "");
+		}
+		putchar('\n');
+	}
+	free(width);
 }

@@ -66,6 +66,11 @@ typedef struct cli_target {
 	int filter;      /* filter mode (cli_filter_begin): the result goes to standard output */
 	char *tmpdir;    /* filter mode: the private directory the result is made in */
 	char *tmp;       /* filter mode: the result's file in it, copied to stdout when checked */
+	/* The stack's backend has an index (index_path): the object as it was when resolved.
+	 * cli_target_free updates the index for the stack when it changed (statetool's own
+	 * change), so the index never answers from what statetool itself replaced. */
+	char *index_path;
+	st_store_info seen;
 } cli_target;
 
 extern const char *cli_prog;
@@ -158,6 +163,11 @@ int cli_refuse_lossy(const st_state *s, const char *name, int allow);
 int cli_refuse_misplaced(st_state *s, const cli_target *t, const char *name);
 /* Is the target a stack of Pulumi Cloud? */
 int cli_target_is_cloud(const cli_target *t);
+
+/* Prints rows (an array of arrays of strings; the first is the header when there is one) as a
+ * table whose columns are aligned, two spaces apart: what a command prints on a terminal
+ * (piped, the query table stays tab-separated for scripts). */
+void cli_print_table(const json_t *rows);
 
 /* Writes a JSON value to stdout, 4-space indented, with a newline. */
 int cli_print_json(const json_t *v);

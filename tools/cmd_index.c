@@ -50,7 +50,9 @@ static const char help_query[] =
 	"  --type TYPE          resource type\n"
 	"  --id ID              cloud ID\n"
 	"  --import-id ID       importID\n"
-	"  --stack GLOB         stack name glob (organization/project/stack)\n"
+	"  -s, --stack NAME     a stack as every command names it: project/stack,\n"
+	"                       organization/project/stack or a bare name (that stack of\n"
+	"                       every project); GLOB patterns allowed (e.g. 'app/*')\n"
 	"  --provider P         PACKAGE or PACKAGE@VERSION (e.g. aws@6.0.0), or a provider URN\n"
 	"                       or reference\n"
 	"  --protected          protected resources only\n"
@@ -59,7 +61,10 @@ static const char help_query[] =
 	"                       dependencies, property dependencies, deletedWith, replaceWith,\n"
 	"                       provider references)\n"
 	"  --duplicate-ids      resources whose type and ID appear more than once (in two\n"
-	"                       stacks, or twice in one): one cloud resource managed twice\n"
+	"                       stacks, or twice in one): one cloud resource managed twice;\n"
+	"                       provider resources are left out (their IDs are UUIDs each\n"
+	"                       stack makes, which a copied stack repeats) unless\n"
+	"  --include-providers  (with --duplicate-ids) counts them too\n"
 	"  --sql 'SELECT ...'   raw SQL over the tables, one query: the connection is opened\n"
 	"                       read-only; a statement that writes is refused, so is one that\n"
 	"                       returns no rows (BEGIN, COMMIT, SET, COPY...)\n"
@@ -69,12 +74,21 @@ static const char help_query[] =
 	"  --db PATH|URL        use this index: an SQLite file, or postgres://... (see\n"
 	"                       `index update --help`); the same rows, bytes and order on\n"
 	"                       both; there queries and --sql run in a READ ONLY transaction\n"
-	"  --json | --csv       output format (default: a table)\n"
+	"  --refresh            first re-index the stacks that changed since they were\n"
+	"                       indexed (as `index update` does: unchanged ones are not read)\n"
+	"  --json | --csv       output format (default: a table; aligned on a terminal,\n"
+	"                       tab-separated otherwise; 'no resources' when none match)\n"
 	"  -h, --help           show this help\n"
-	"Tables: meta, stacks, resources, edges, providers, pending, secrets (see the README).\n";
+	"Tables: meta, stacks, resources, edges, providers, pending, secrets (see statetool(1)).\n"
+	"\n"
+	"The index never answers from stale data silently: each stack of the backend is\n"
+	"compared with what was indexed (from one listing: size, time and tag of its object,\n"
+	"nothing read), and a stack changed, added or gone since is named on standard error\n"
+	"(--refresh re-indexes them first). statetool's own changes to a stack update an\n"
+	"existing index for that stack as they are written.\n";
 
 enum { X_DB = 7000, X_URN, X_TYPE, X_ID, X_IMPORT, X_STACK, X_PROV, X_PROT, X_PEND, X_DEPS,
-       X_DUPS, X_SQL, X_CSV };
+       X_DUPS, X_SQL, X_CSV, X_INCPROV, X_REFRESH };
 
 static void progress(void *ctx, size_t done, size_t total, size_t resources)
 {
@@ -180,6 +194,7 @@ typedef struct out {
 	int mode; /* 0 table, 1 json, 2 csv */
 	int header;
 	json_t *rows;
+	json_t *align; /* a table on a terminal: rows kept to align their columns */
 	size_t n;
 } out;
 
@@ -211,6 +226,20 @@ static int on_row(void *ctx, int ncols, const char *const *names, const char *co
 		json_array_append_new(o->rows, r);
 		return 0;
 	}
+	if (o->align) {
+		json_t *r = json_array();
+		if (!o->header) {
+			o->header = 1;
+			for (int i = 0; i < ncols; i++)
+				json_array_append_new(r, json_string(names[i]));
+			json_array_append_new(o->align, r);
+			r = json_array();
+		}
+		for (int i = 0; i < ncols; i++)
+			json_array_append_new(r, json_string(vals[i] ? vals[i] : "-"));
+		json_array_append_new(o->align, r);
+		return 0;
+	}
 	if (!o->header) {
 		o->header = 1;
 		for (int i = 0; i < ncols; i++) {
@@ -231,6 +260,54 @@ static int on_row(void *ctx, int ncols, const char *const *names, const char *co
 	return 0;
 }
 
+/* Says on stderr which stacks of `b` the index holds out of date (st_index_stale). */
+static int warn_stale(st_index *ix, st_backend *b)
+{
+	st_index_stale_stack *st = NULL;
+	size_t n = 0;
+	st_error err;
+
+	st_error_clear(&err);
+	if (st_index_stale(ix, b, &st, &n, &err) != ST_OK) {
+		cli_warnf("cannot tell whether the index is up to date: %s", err.message);
+		return 0;
+	}
+	for (size_t i = 0; i < n && i < 10; i++)
+		cli_warnf(st[i].kind == '~'   ? "stack '%s' changed since it was indexed"
+			  : st[i].kind == '+' ? "stack '%s' is not in the index"
+					      : "stack '%s' is in the index but gone from the backend",
+			  st[i].qname);
+	if (n > 10)
+		cli_warnf("and %zu more stacks", n - 10);
+	if (n)
+		cli_warnf("the answer may be out of date: rerun with --refresh (or run `statetool "
+			  "index update`)");
+	st_index_stale_free(st, n);
+	return (int)n;
+}
+
+/* --refresh: the backend's index brought up to date first (only changed stacks are read). */
+static int refresh(st_index *ix, st_backend *b)
+{
+	st_index_stats stats;
+	st_problems fails = {0};
+	st_error err;
+	int rc = EXIT_OK;
+
+	st_error_clear(&err);
+	if (st_index_update_backend(ix, b, NULL, NULL, &stats, &fails, &err) != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+	}
+	for (size_t i = 0; i < fails.count; i++)
+		cli_warnf("%s", fails.items[i].message);
+	if (rc == EXIT_OK && (stats.parsed || stats.removed))
+		fprintf(stderr, "%s: refreshed the index: %zu stack%s indexed, %zu removed\n",
+			cli_prog, stats.parsed, stats.parsed == 1 ? "" : "s", stats.removed);
+	st_problems_clear(&fails);
+	return rc;
+}
+
 int cmd_query(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -246,6 +323,8 @@ int cmd_query(int argc, char **argv)
 		{"pending", no_argument, NULL, X_PEND},
 		{"dependents-of", required_argument, NULL, X_DEPS},
 		{"duplicate-ids", no_argument, NULL, X_DUPS},
+		{"include-providers", no_argument, NULL, X_INCPROV},
+		{"refresh", no_argument, NULL, X_REFRESH},
 		{"sql", required_argument, NULL, X_SQL},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"csv", no_argument, NULL, X_CSV},
@@ -254,7 +333,7 @@ int cmd_query(int argc, char **argv)
 	const char *backend = NULL, *db = NULL, *sql = NULL;
 	st_index_query q = ST_INDEX_QUERY_INIT;
 	out o = {0};
-	int c, rc;
+	int c, rc, fresh = 0;
 	st_backend *b = NULL;
 	st_index *ix = NULL;
 	char *dbpath = NULL;
@@ -275,6 +354,8 @@ int cmd_query(int argc, char **argv)
 		case X_PEND: q.pending_only = 1; break;
 		case X_DEPS: q.dependents_of = optarg; break;
 		case X_DUPS: q.duplicate_ids = 1; break;
+		case X_INCPROV: q.include_providers = 1; break;
+		case X_REFRESH: fresh = 1; break;
 		case X_SQL: sql = optarg; break;
 		case OPT_JSON: o.mode = 1; break;
 		case X_CSV: o.mode = 2; break;
@@ -284,25 +365,36 @@ int cmd_query(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage("query", "unexpected argument '%s'", argv[optind]);
-	if (!db) {
-		if ((rc = cli_backend_open(&b, backend)) != EXIT_OK)
-			return rc;
-		dbpath = st_index_default_path(b);
-		if (!dbpath) {
-			st_backend_free(b);
-			return cli_usage("query", "the index of a backend that is not a local "
-					 "directory is a local file: give --db PATH");
-		}
-	} else {
-		dbpath = strdup(db);
+	if (q.include_providers && !q.duplicate_ids)
+		return cli_usage("query", "--include-providers goes with --duplicate-ids");
+	if (fresh && db && !backend)
+		return cli_usage("query", "--refresh needs the backend (--backend URL)");
+	/* the backend: its index, and what tells whether the index is out of date */
+	if ((!db || backend) && (rc = cli_backend_open(&b, backend)) != EXIT_OK)
+		return rc;
+	dbpath = db ? strdup(db) : st_index_default_path(b);
+	if (!dbpath) {
+		st_backend_free(b);
+		return cli_usage("query", "the index of a backend that is not a local "
+				 "directory is a local file: give --db PATH");
 	}
-	if (st_index_open(&ix, dbpath, 1, NULL, &err) != ST_OK) {
+	if (st_index_open(&ix, dbpath, !fresh, NULL, &err) != ST_OK) {
 		cli_error(&err);
 		rc = EXIT_FAIL;
 		goto done;
 	}
+	if (b && fresh) {
+		if (refresh(ix, b) != EXIT_OK) {
+			rc = EXIT_FAIL;
+			goto done;
+		}
+	} else if (b) {
+		warn_stale(ix, b);
+	}
 	if (o.mode == 1)
 		o.rows = json_array();
+	else if (o.mode == 0 && isatty(STDOUT_FILENO))
+		o.align = json_array();
 	rc = sql ? st_index_sql(ix, sql, on_row, &o, &err) : st_index_query_run(ix, &q, on_row, &o, &err);
 	if (rc != ST_OK) {
 		cli_error(&err);
@@ -316,10 +408,15 @@ int cmd_query(int argc, char **argv)
 		o.rows = NULL;
 		cli_print_json(d);
 		json_decref(d);
+	} else if (o.align) {
+		cli_print_table(o.align);
 	}
+	if (o.mode == 0 && !o.n)
+		printf(sql ? "no rows\n" : "no resources\n");
 	rc = EXIT_OK;
 done:
 	json_decref(o.rows);
+	json_decref(o.align);
 	st_index_close(ix);
 	st_backend_free(b);
 	free(dbpath);

@@ -755,6 +755,59 @@ int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn pr
 	return rc;
 }
 
+int st_index_update_stack(st_index *ix, st_backend *b, const char *qname,
+			  st_index_stats *stats, st_problems *failures, st_error *err)
+{
+	ST_ASSERT_ARG(ix);
+	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(qname);
+	st_index_stats local = {0};
+	st_stack_info in;
+	st_store_info si;
+	st_store *store = st_backend_store(b);
+	st_error lerr;
+	char *key = NULL;
+	int exists = 0, rc = ix->pg ? ST_OK : writable(ix, err);
+
+	if (!stats)
+		stats = &local;
+	memset(stats, 0, sizeof(*stats));
+	memset(&in, 0, sizeof(in));
+	st_error_clear(&lerr);
+	if (rc == ST_OK && !store)
+		rc = st__err(err, ST_EUNSUPPORTED, "backend '%s' keeps its stacks in no store: "
+						   "nothing to index", st_backend_url(b));
+	if (rc == ST_OK)
+		rc = st_backend_stack_key(b, qname, &key, &exists, err);
+	/* the object as a listing would give it; gone since: its rows go */
+	if (rc == ST_OK && exists && (rc = st_store_stat(store, key, &si, &lerr)) != ST_OK) {
+		if (rc == ST_ENOTFOUND)
+			exists = 0, rc = ST_OK;
+		else
+			st__err_copy(err, &lerr);
+	}
+	if (rc == ST_OK && exists) {
+		in.qname = (char *)qname;
+		in.key = key;
+		in.size = si.size;
+		in.mtime_ns = si.mtime_ns;
+		memcpy(in.etag, si.etag, sizeof(in.etag));
+	}
+	if (rc == ST_OK && ix->pg)
+		rc = st__ixpg_update_one(ix->pg, b, qname, exists ? &in : NULL, stats, failures, err);
+	else if (rc == ST_OK && exists)
+		rc = update_many(ix, &in, store, NULL, 1, 0, NULL, NULL, stats, failures, err);
+	else if (rc == ST_OK) {
+		stats->stacks = 1;
+		if (remove_stack(ix, qname) != 0)
+			rc = sql_err(ix, err, "cannot remove a stack");
+		else
+			stats->removed++;
+	}
+	free(key);
+	return rc;
+}
+
 int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int do_prune,
 			  st_index_progress_fn progress, void *pctx, st_index_stats *stats,
 			  st_problems *failures, st_error *err)

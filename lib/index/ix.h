@@ -88,6 +88,10 @@ int st__ixpg_update_backend(st_ixpg *p, st_backend *b, st_index_progress_fn prog
 int st__ixpg_update_files(st_ixpg *p, const char *const *paths, size_t n, int prune,
 			  st_index_progress_fn progress, void *pctx, st_index_stats *stats,
 			  st_problems *failures, st_error *err);
+/* st_index_update_stack's engine part: the stack from `info` (its object as stat gave it), or
+ * its rows removed when info is NULL (the backend no longer has it). */
+int st__ixpg_update_one(st_ixpg *p, st_backend *b, const char *qname, const st_stack_info *info,
+			st_index_stats *stats, st_problems *failures, st_error *err);
 int st__ixpg_query(st_ixpg *p, const st_index_query *q, st_index_row_fn row, void *ctx,
 		   st_error *err);
 int st__ixpg_sql(st_ixpg *p, const char *sql, st_index_row_fn row, void *ctx, st_error *err);

@@ -611,6 +611,19 @@ int st__ixpg_update_backend(st_ixpg *p, st_backend *b, st_index_progress_fn prog
 	return rc;
 }
 
+int st__ixpg_update_one(st_ixpg *p, st_backend *b, const char *qname, const st_stack_info *info,
+			st_index_stats *stats, st_problems *failures, st_error *err)
+{
+	int gone = 0, rc;
+
+	if (info)
+		return update_many(p, b, info, NULL, 1, 0, NULL, NULL, stats, failures, err);
+	if ((rc = writable(p, err)) == ST_OK &&
+	    (rc = remove_stack(p, qname, NULL, &gone, err)) == ST_OK && stats)
+		stats->removed += (size_t)gone;
+	return rc;
+}
+
 int st__ixpg_update_files(st_ixpg *p, const char *const *paths, size_t n, int do_prune,
 			  st_index_progress_fn progress, void *pctx, st_index_stats *stats,
 			  st_problems *failures, st_error *err)

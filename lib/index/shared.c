@@ -317,6 +317,31 @@ static int glob(qb *b, const char *col, const char *pattern)
 	return 0;
 }
 
+/* The stack filter: a stack named as every command names it, GLOB allowed. project/stack
+ * implies organization/; a bare name is that stack of any project, or a legacy stack. */
+static int stack_filter(qb *b, const char *v)
+{
+	size_t slashes = 0;
+	char *p;
+	for (const char *c = v; *c; c++)
+		slashes += *c == '/';
+	if (slashes >= 2)
+		return glob(b, "s.qname", v);
+	if (!(p = st_asprintf(slashes ? "organization/%s" : "organization/*/%s", v)))
+		return -1;
+	keep(b, p);
+	if (slashes)
+		return glob(b, "s.qname", p);
+	st_buf_adds(b->sql, " AND ((1 = 1");
+	if (glob(b, "s.qname", p))
+		return -1;
+	st_buf_adds(b->sql, ") OR (1 = 1");
+	if (glob(b, "s.qname", v))
+		return -1;
+	st_buf_adds(b->sql, "))");
+	return 0;
+}
+
 int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *binds[16],
 		     int *nb, char *owned[16], int *nowned)
 {
@@ -364,7 +389,7 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
 		st_buf_adds(sql, " AND r.import_id = ");
 		ph(&b, q->import_id);
 	}
-	if (q->stack && glob(&b, "s.qname", q->stack))
+	if (q->stack && stack_filter(&b, q->stack))
 		return ST_ENOMEM;
 	if (q->provider) {
 		if (pkg) {
@@ -397,6 +422,8 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
 		st_buf_adds(sql, " AND r.urn IN (SELECT urn FROM deps) AND r.urn != ");
 		ph(&b, q->dependents_of);
 	}
+	if (q->duplicate_ids && !(q->version >= 2 && q->include_providers))
+		st_buf_adds(sql, " AND r.type NOT LIKE 'pulumi:providers:%'");
 	if (q->duplicate_ids)
 		st_buf_adds(sql, " AND r.custom <> 0 AND r.id IS NOT NULL AND r.id != '' AND "
 				 "r.\"delete\" = 0 AND (r.type, r.id) IN (SELECT type, id FROM "

@@ -101,4 +101,68 @@ check_rc 1; check_err "statetool: error: no Pulumi backend at 'file://$T/empty':
 run "nothing created" find "$T/empty" "$T/nope"
 check_out "$T/empty"
 
+# The index never answers from stale data silently.
+I=$T/ib
+mkdir -p "$I/.pulumi/stacks/proj" "$I/.pulumi/stacks/app"
+printf 'version: 1\n' > "$I/.pulumi/meta.yaml"
+cp "$P/valid-checkpoint-v3-diy.json" "$I/.pulumi/stacks/proj/dev.json"
+sed 's/dev::proj::/prod::app::/g; s/organization\/proj\/dev/organization\/app\/prod/g; s/proj-dev/app-prod/' \
+	"$P/valid-checkpoint-v3-diy.json" > "$I/.pulumi/stacks/app/prod.json"
+run "index" st index update --backend "$I"
+check_rc 0
+COMP='urn:pulumi:dev::proj::my:index:Comp::c'
+run "query -s project/stack" st query --backend "$I" -s proj/dev --type my:index:Comp --csv
+check_rc 0; check_err_empty
+check_out "stack,urn,type,id,import_id,parent,provider,flags
+organization/proj/dev,$COMP,my:index:Comp,,,urn:pulumi:dev::proj::pulumi:pulumi:Stack::proj-dev,,component"
+run "query --stack org/project/stack" st query --backend "$I" --stack organization/app/prod --type my:index:Comp --csv
+check_rc 0; check_out_has "organization/app/prod,urn:pulumi:prod::app::my:index:Comp::c"
+run "query --stack bare name" st query --backend "$I" --stack prod --type my:index:Comp --csv
+check_rc 0; check_out_has "organization/app/prod,"
+run "query --stack glob" st query --backend "$I" --stack 'proj/*' --type my:index:Comp --csv
+check_rc 0; check_out_has "organization/proj/dev,"
+run "query no match" st query --backend "$I" --stack nope/dev
+check_rc 0; check_out "no resources"; check_err_empty
+# statetool's own change updates the index (only that stack)
+run "protect" st protect --backend "$I" -s proj/dev "$COMP"
+check_rc 0
+run "own change seen" st query --backend "$I" --protected --type my:index:Comp --csv
+check_rc 0; check_err_empty
+check_out "stack,urn,type,id,import_id,parent,provider,flags
+organization/proj/dev,$COMP,my:index:Comp,,,urn:pulumi:dev::proj::pulumi:pulumi:Stack::proj-dev,,\"component,protect\""
+# a change by someone else (Pulumi) is noticed from the listing, and --refresh re-indexes
+sleep 1
+cp "$I/.pulumi/stacks/proj/dev.json.bak" "$I/.pulumi/stacks/proj/dev.json"
+mkdir -p "$I/.pulumi/stacks/new"
+sed 's/dev::proj::/s::new::/g; s/organization\/proj\/dev/organization\/new\/s/g; s/proj-dev/new-s/' \
+	"$P/valid-checkpoint-v3-diy.json" > "$I/.pulumi/stacks/new/s.json"
+rm "$I/.pulumi/stacks/app/prod.json"
+run "stale" st query --backend "$I" --protected --type my:index:Comp --csv
+check_rc 0
+check_err "statetool: warning: stack 'organization/app/prod' is in the index but gone from the backend
+statetool: warning: stack 'organization/new/s' is not in the index
+statetool: warning: stack 'organization/proj/dev' changed since it was indexed
+statetool: warning: the answer may be out of date: rerun with --refresh (or run \`statetool index update\`)"
+check_out_has "organization/proj/dev,$COMP"
+run "refresh" st query --backend "$I" --protected --type my:index:Comp --refresh
+check_rc 0
+check_err "statetool: refreshed the index: 2 stacks indexed, 1 removed"
+check_out "no resources"
+run "fresh" st query --backend "$I" --type my:index:Comp --csv
+check_rc 0; check_err_empty
+check_out "stack,urn,type,id,import_id,parent,provider,flags
+organization/new/s,urn:pulumi:s::new::my:index:Comp::c,my:index:Comp,,,urn:pulumi:s::new::pulumi:pulumi:Stack::new-s,,component
+organization/proj/dev,$COMP,my:index:Comp,,,urn:pulumi:dev::proj::pulumi:pulumi:Stack::proj-dev,,component"
+# --duplicate-ids: the same bucket in two stacks; the shared provider ID only when asked
+run "duplicate ids" st query --backend "$I" --duplicate-ids --csv
+check_rc 0; check_err_empty
+check_out "stack,urn,type,id,import_id,parent,provider,flags
+organization/new/s,urn:pulumi:s::new::my:index:Comp\$aws:s3/bucket:Bucket::b,aws:s3/bucket:Bucket,b-123,,urn:pulumi:s::new::my:index:Comp::c,urn:pulumi:s::new::pulumi:providers:aws::default_6_0_0::11111111-2222-3333-4444-555555555555,\"custom,protect\"
+organization/proj/dev,urn:pulumi:dev::proj::my:index:Comp\$aws:s3/bucket:Bucket::b,aws:s3/bucket:Bucket,b-123,,urn:pulumi:dev::proj::my:index:Comp::c,urn:pulumi:dev::proj::pulumi:providers:aws::default_6_0_0::11111111-2222-3333-4444-555555555555,\"custom,protect\""
+run "duplicate ids with providers" st query --backend "$I" --duplicate-ids --include-providers --csv
+check_rc 0
+check_out_has "organization/new/s,urn:pulumi:s::new::pulumi:providers:aws::default_6_0_0,pulumi:providers:aws,11111111-2222-3333-4444-555555555555"
+run "include-providers alone" st query --backend "$I" --include-providers
+check_rc 2; check_err_has "--include-providers goes with --duplicate-ids"
+
 finish
