@@ -9,9 +9,77 @@
 
 const char *cli_prog = "statetool";
 
+/* The first error the command reported, for the --json document of a failure (cli_json_fail). */
+static struct {
+	int set;
+	const char *code;
+	char message[2048], file[512], pointer[512];
+	int line, column;
+} first_err;
+
+/* A JSON document was written to stdout (cli_print_json). */
+static int json_printed;
+
+static const char *code_name(int code)
+{
+	static const char *const names[] = {"io",	   "parse",	 "format",   "version",
+					    "feature",	   "integrity",	 "not-found", "ambiguous",
+					    "locked",	   "invalid",	 "no-memory", "secrets",
+					    "passphrase",  "conflict",	 "limit",    "unsupported",
+					    "refused",	   "exists",	 "auth"};
+	if (code <= -1 && code >= -(int)(sizeof(names) / sizeof(names[0])))
+		return names[-code - 1];
+	return "error";
+}
+
+static void record(const char *code, const char *msg, const st_error *err)
+{
+	if (first_err.set)
+		return;
+	first_err.set = 1;
+	first_err.code = code;
+	snprintf(first_err.message, sizeof(first_err.message), "%s", msg);
+	if (err) {
+		snprintf(first_err.file, sizeof(first_err.file), "%s", err->file);
+		snprintf(first_err.pointer, sizeof(first_err.pointer), "%s", err->pointer);
+		first_err.line = err->line;
+		first_err.column = err->column;
+	}
+}
+
+void cli_json_fail(const char *cmd, int rc)
+{
+	json_t *doc, *e;
+
+	if (!cli_json_mode || rc == EXIT_OK || json_printed)
+		return;
+	doc = json_object();
+	e = json_object();
+	json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
+	json_object_set_new(doc, "command", json_string(cmd));
+	json_object_set_new(doc, "ok", json_false());
+	json_object_set_new(doc, "exit_code", json_integer(rc));
+	json_object_set_new(e, "code", json_string(first_err.set ? first_err.code
+							      : rc == EXIT_USAGE ? "usage" : "error"));
+	json_object_set_new(e, "message", json_string(first_err.set ? first_err.message
+								 : "the command failed"));
+	if (first_err.file[0])
+		json_object_set_new(e, "file", json_string(first_err.file));
+	if (first_err.pointer[0])
+		json_object_set_new(e, "pointer", json_string(first_err.pointer));
+	if (first_err.line > 0) {
+		json_object_set_new(e, "line", json_integer(first_err.line));
+		json_object_set_new(e, "column", json_integer(first_err.column));
+	}
+	json_object_set_new(doc, "error", e);
+	cli_print_json(doc);
+	json_decref(doc);
+}
+
 void cli_error(const st_error *err)
 {
 	const char *msg = err->message[0] ? err->message : st_strerror(err->code);
+	record(code_name(err->code), msg, err);
 	fprintf(stderr, "%s: error: ", cli_prog);
 	if (err->file[0] && err->line > 0)
 		fprintf(stderr, "%s:%d:%d: ", err->file, err->line, err->column);
@@ -26,6 +94,11 @@ void cli_error(const st_error *err)
 void cli_errorf(const char *fmt, ...)
 {
 	va_list ap;
+	char msg[1024];
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	record("error", msg, NULL);
 	fprintf(stderr, "%s: error: ", cli_prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -46,6 +119,11 @@ void cli_warnf(const char *fmt, ...)
 int cli_usage(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
+	char msg[1024];
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	record("usage", msg, NULL);
 	fprintf(stderr, "%s: error: ", cli_prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -309,7 +387,7 @@ int cli_load(cli_target *t, st_state **out)
 	st_error_clear(&err);
 	opts.max_size = t->max_size;
 	opts.threads = cli_threads;
-	/* An interrupted move (or other two-stack operation) is completed first. */
+	/* An interrupted move (or other two-stack operation) is completed first_err. */
 	if (cli_recover(t, NULL) != EXIT_OK)
 		return EXIT_FAIL;
 	if (t->backend ? st_backend_load(t->backend, t->qname, &opts, out, &err)
@@ -371,6 +449,7 @@ int cli_print_json(const json_t *v)
 	}
 	fwrite(out, 1, len, stdout);
 	free(out);
+	json_printed = 1;
 	return EXIT_OK;
 }
 

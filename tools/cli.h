@@ -85,6 +85,12 @@ void cli_env_apply(void);
 void cli_error(const st_error *err);
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* With --json (cli_json_mode), a command that fails without having printed its JSON document
+ * prints one now: {"format_version", "command", "ok": false, "exit_code", "error": {"code",
+ * "message", and where known "file", "pointer", "line", "column"}}, from the first error it
+ * reported (cli_error, cli_errorf, cli_usage). Called by main once the command returned. */
+void cli_json_fail(const char *cmd, int rc);
+
 /* Prints a usage error and the hint to run --help; returns EXIT_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints help text to stdout and returns EXIT_OK. */

@@ -429,7 +429,9 @@ static void print_report(const args *a, const st_import_report *rep, int written
 		printf("unchanged: %s\n", rep->noops.lines[i]);
 	for (size_t i = 0; i < rep->notes.count; i++)
 		printf("note: %s\n", rep->notes.lines[i]);
-	if (a->dry)
+	if (!rep->added.count && !written)
+		printf(a->dry ? "no change\n" : "no change: nothing written\n");
+	else if (a->dry)
 		printf("dry run: nothing written\n");
 	else
 		printf("%zu resource%s imported\n", rep->nadded, rep->nadded == 1 ? "" : "s");

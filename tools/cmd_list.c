@@ -108,6 +108,8 @@ int cmd_list(int argc, char **argv)
 		}
 		if (wid == 0)
 			wid = 1;
+		if (!json_array_size(res))
+			printf("no resources\n");
 		json_array_foreach(res, i, r) {
 			const char *u = json_string_value(json_object_get(r, "urn"));
 			const char *ty = json_string_value(json_object_get(r, "type"));

@@ -239,6 +239,8 @@ static int list(int argc, char **argv)
 		cli_print_json(doc);
 		json_decref(doc);
 	} else {
+		if (!json_array_size(ops))
+			printf("no pending operations\n");
 		json_array_foreach(ops, i, op) {
 			const char *ty = json_string_value(json_object_get(op, "type"));
 			const char *u = json_string_value(

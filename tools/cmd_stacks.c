@@ -104,6 +104,8 @@ int cmd_stacks(int argc, char **argv)
 		}
 		st_state_free(s);
 	}
+	if (!json && !n)
+		printf("no stacks\n");
 	if (json) {
 		json_object_set_new(doc, "stacks", arr);
 		cli_print_json(doc);

@@ -32,7 +32,8 @@ static const char help[] =
 	"  --max-size SIZE        refuse files that inflate beyond SIZE (default 4G)\n"
 	"  -h, --help             show this help\n"
 	"\n"
-	"Human output goes to standard error. Exit status: 0 no errors (warnings allowed\n"
+	"The report goes to standard output (--json: one document), diagnostics to standard\n"
+	"error. Exit status: 0 no errors (warnings allowed\n"
 	"unless --strict), 1 errors found, 2 usage error.\n";
 
 enum { OPT_RESOURCE_SCHEMA = 3000, OPT_NO_SCHEMA };
@@ -97,17 +98,17 @@ static void report(vrun *v, const char *name, st_problems *p, long long nres, co
 		for (size_t i = 0; i < p->count; i++) {
 			st_problem *q = &p->items[i];
 			int err = q->severity == ST_SEV_ERROR || v->strict;
-			fprintf(stderr, "%s: %s: [%s] %s\n", name, err ? "error" : "warning", q->rule,
+			printf("%s: %s: [%s] %s\n", name, err ? "error" : "warning", q->rule,
 				q->message);
 			if (q->pointer[0])
-				fprintf(stderr, "    at %s\n", q->pointer);
+				printf("    at %s\n", q->pointer);
 		}
 	}
-	fprintf(stderr, "%s: %s, %zu error%s, %zu warning%s", name, errors ? "invalid" : "valid",
+	printf("%s: %s, %zu error%s, %zu warning%s", name, errors ? "invalid" : "valid",
 		errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
 	if (nres >= 0)
-		fprintf(stderr, " (%lld resource%s)", nres, nres == 1 ? "" : "s");
-	fputc('\n', stderr);
+		printf(" (%lld resource%s)", nres, nres == 1 ? "" : "s");
+	putchar('\n');
 }
 
 
@@ -330,7 +331,7 @@ int cmd_validate(int argc, char **argv)
 		for (size_t i = 0; i < n; i++)
 			validate_stack(&v, b, infos[i].qname, infos[i].qname);
 		if (!v.json)
-			fprintf(stderr, "%zu stack%s checked: %zu error%s, %zu warning%s\n", n,
+			printf("%zu stack%s checked: %zu error%s, %zu warning%s\n", n,
 				n == 1 ? "" : "s", v.errors, v.errors == 1 ? "" : "s", v.warnings,
 				v.warnings == 1 ? "" : "s");
 		st_stack_infos_free(infos, n);

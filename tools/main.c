@@ -47,7 +47,9 @@ static void usage(FILE *f)
 		"directory, file://PATH, or s3://BUCKET[/PREFIX][?region=...&endpoint=...]; without\n"
 		"--backend, PULUMI_BACKEND_URL, else backend.url of the project's Pulumi.yaml found\n"
 		"upwards from the working directory). See BACKENDS IN S3 in statetool(1).\n"
-		"Every command accepts -y/--yes and ignores it: statetool never asks to confirm.\n\n"
+		"Every command accepts -y/--yes and ignores it: statetool never asks to confirm.\n"
+		"Results go to stdout, diagnostics to stderr; with --json, stdout is one JSON\n"
+		"document, also on failure (its \"error\": code, message, position). See OUTPUT.\n\n"
 		"STATETOOL_THREADS=1 keeps big work on one thread (the results are the same);\n"
 		"STATETOOL_TIMINGS=1 prints how long each step of a command took.\n"
 		"\n"
@@ -89,9 +91,17 @@ int main(int argc, char **argv)
 		}
 		return cli_usage(NULL, "unknown command '%s'", argv[2]);
 	}
+	/* --json anywhere among the options: a failure too prints one JSON document */
+	for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			cli_json_mode = 1;
 	for (const cli_command *c = commands; c->name; c++) {
-		if (!strcmp(c->name, argv[1]))
-			return c->run(argc - 1, argv + 1);
+		if (!strcmp(c->name, argv[1])) {
+			int rc = c->run(argc - 1, argv + 1);
+			fflush(stdout);
+			cli_json_fail(c->name, rc);
+			return rc;
+		}
 	}
 	cli_errorf("unknown command '%s'", argv[1]);
 	usage(stderr);

@@ -191,7 +191,7 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 			print_diff(&d);
 		}
 		if (nothing)
-			printf("nothing to change\n");
+			printf(mo->dry_run ? "no change\n" : "no change: nothing written\n");
 		else if (mo->dry_run)
 			printf("dry run: nothing written\n");
 		else if (mo->summary[0])

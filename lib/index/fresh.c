@@ -90,7 +90,7 @@ static int compare(held_list *l, st_store *store, const st_stack_info *infos, si
 		   st_index_stale_stack **res, size_t *nr)
 {
 	for (size_t i = 0; i < n; i++) {
-		char *where = st__store_where(store, infos[i].key);
+		char *where = st_store_where(store, infos[i].key);
 		held *h = find(l, infos[i].qname);
 		char kind = 0;
 		if (!where)
@@ -128,7 +128,7 @@ int st_index_stale(st_index *ix, st_backend *b, st_index_stale_stack **out, size
 	ST_ASSERT_ARG(b);
 	st_stack_info *infos = NULL;
 	st_index_stale_stack *res = NULL;
-	held_list held = {0};
+	held_list hl = {0};
 	size_t n = 0, nr = 0;
 	int rc;
 
@@ -138,15 +138,15 @@ int st_index_stale(st_index *ix, st_backend *b, st_index_stale_stack **out, size
 		return st__err(err, ST_EUNSUPPORTED, "backend '%s' keeps its stacks in no store",
 			       st_backend_url(b));
 	rc = st_index_sql(ix, "SELECT qname, path, size, mtime_ns, etag FROM stacks", on_stack,
-			  &held, err);
-	if (held.oom)
+			  &hl, err);
+	if (hl.oom)
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 	if (rc == ST_OK)
 		rc = st_backend_list(b, &infos, &n, err);
-	if (rc == ST_OK && compare(&held, st_backend_store(b), infos, n, &res, &nr))
+	if (rc == ST_OK && compare(&hl, st_backend_store(b), infos, n, &res, &nr))
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 	st_stack_infos_free(infos, n);
-	held_free(&held);
+	held_free(&hl);
 	if (rc != ST_OK) {
 		st_index_stale_free(res, nr);
 		return rc;

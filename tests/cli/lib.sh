@@ -31,6 +31,7 @@ check_out() { if printf '%s\n' "$1" | cmp -s - "$T/out"; then ok; else bad "stdo
 check_out_has() { if grep -qF -- "$1" "$T/out"; then ok; else bad "stdout lacks: $1"; fi; }
 check_err_has() { if grep -qF -- "$1" "$T/err"; then ok; else bad "stderr lacks: $1"; fi; }
 check_err_lacks() { if grep -qF -- "$1" "$T/err"; then bad "stderr has: $1"; else ok; fi; }
+check_out_lacks() { if grep -qF -- "$1" "$T/out"; then bad "stdout has: $1"; else ok; fi; }
 check_err() { if printf '%s\n' "$1" | cmp -s - "$T/err"; then ok; else bad "stderr differs from: $1"; fi; }
 check_out_empty() { if [ ! -s "$T/out" ]; then ok; else bad "stdout is not empty"; fi; }
 check_err_empty() { if [ ! -s "$T/err" ]; then ok; else bad "stderr is not empty"; fi; }

@@ -102,11 +102,11 @@ run "stacks --json" st stacks --backend "$U" --json
 check_rc 0; check_out_has '"layout": "project"'; check_out_has '"stack": "organization/proj/prod"'
 run "validate every stack" st validate --backend "$U"
 check_rc 0
-check_err "organization/proj/dev: valid, 0 errors, 0 warnings (4 resources)
+check_out "organization/proj/dev: valid, 0 errors, 0 warnings (4 resources)
 organization/proj/prod: valid, 0 errors, 0 warnings (4 resources)
 2 stacks checked: 0 errors, 0 warnings"
 run "validate one stack" st validate --backend "$U" --stack proj/prod
-check_rc 0; check_err "proj/prod: valid, 0 errors, 0 warnings (4 resources)"
+check_rc 0; check_out "proj/prod: valid, 0 errors, 0 warnings (4 resources)"
 
 # ---- an edit keeps the previous object as .bak, and leaves no lock ----
 run "protect" st protect --backend "$U" --stack proj/dev --all
@@ -192,7 +192,7 @@ rm -f "$T/http.log"
 run "SAS: stacks" env STATETOOL_HTTP_LOG="$T/http.log" "$STATETOOL" stacks --backend "$SU"
 check_rc 0; check_out_has "organization/proj/dev"; check_out_has "organization/proj/prod"
 run "SAS: validate" st validate --backend "$SU"
-check_rc 0; check_err_has "2 stacks checked: 0 errors, 0 warnings"
+check_rc 0; check_out_has "2 stacks checked: 0 errors, 0 warnings"
 run "SAS: an edit (the .bak is a server-side copy of a SAS-signed source)" env STATETOOL_HTTP_LOG="$T/http.log" "$STATETOOL" taint --backend "$SU" --stack proj/dev 'urn:pulumi:dev::proj::my:index:Comp$aws:s3/bucket:Bucket::b'
 check_rc 0
 get state/.pulumi/stacks/proj/dev.json.bak "$T/dev.bak2"
@@ -230,7 +230,7 @@ check_err_lacks "c2VjcmV0"
 export AZURE_STORAGE_CONNECTION_STRING="$ST_TEST_AZURE_CONNECTION_STRING"
 run "missing container" st validate --backend "azblob://no-such-container-$C"
 check_rc 1
-check_err_has "azblob: GetBlob 'no-such-container-$C/.pulumi/meta.yaml' on $HOSTPORT failed: HTTP 404 ContainerNotFound: The specified container does not exist; credentials: Shared Key"
+check_out_has "azblob: GetBlob 'no-such-container-$C/.pulumi/meta.yaml' on $HOSTPORT failed: HTTP 404 ContainerNotFound: The specified container does not exist; credentials: Shared Key"
 run "unknown parameter" st stacks --backend "$U?region=eu"
 check_rc 2
 check_err "statetool: error: azblob: unknown query parameter \"region\" (azblob:// takes storage_account, domain, protocol, cdn and localemu)"

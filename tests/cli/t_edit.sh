@@ -70,7 +70,7 @@ expect_result "taint live copy only" taint-server.json st taint "$S" server
 check_out_has "1 resource tainted"
 fresh
 run "protect again: nothing" st protect "$S" assets
-check_rc 0; check_out_has "nothing to change"; check_same "$F/base.json" "$S"; check_file_is "$S.bak" "previous backup"
+check_rc 0; check_out "no change: nothing written"; check_same "$F/base.json" "$S"; check_file_is "$S.bak" "previous backup"
 
 expect_result "pending clear" pending-clear-all.json st pending clear "$S"
 expect_result "pending clear one" pending-clear-logs.json st pending clear "$S" logs

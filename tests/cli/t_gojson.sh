@@ -9,7 +9,7 @@ CAPS=$R/18-azenv-dev-capitalkeys.json
 # `pulumi stack init` wrote {"checkpoint": {"Stack", "Latest"}}: Pulumi reads stack and latest.
 run "capital keys: valid, nothing unknown" st validate "$CAPS"
 check_rc 0
-check_err "$CAPS: valid, 0 errors, 0 warnings (0 resources)"
+check_out "$CAPS: valid, 0 errors, 0 warnings (0 resources)"
 run "capital keys: unchanged bytes" st convert "$CAPS" -o "$T/caps.json"
 check_rc 0; check_same "$CAPS" "$T/caps.json"
 run "capital keys: the deployment is found" st convert --envelope export "$CAPS" -o -
@@ -32,7 +32,7 @@ check_out '{
     }
 }'
 run "capital keys: list" st list "$CAPS"
-check_rc 0; check_out_empty
+check_rc 0; check_out "no resources"
 # A move into it keeps its secrets provider; the file written has Pulumi's keys.
 cp "$FIXTURES/move/leaf.json" "$T/src.json"
 cp "$CAPS" "$T/dst.json"
@@ -51,7 +51,7 @@ cat > "$T/specs.json" <<'J'
 {"Resources": [{"Type": "random:index/randomId:RandomId", "NAME": "r", "Id": "r-1", "Outputs": {"Hex": "ab"}}]}
 J
 run "import file keys in any case: valid" st validate "$T/specs.json"
-check_rc 0; check_err "$T/specs.json: valid, 0 errors, 0 warnings (1 resource)"
+check_rc 0; check_out "$T/specs.json: valid, 0 errors, 0 warnings (1 resource)"
 run "import file keys in any case" st import --dest "$T/imp.json" --file "$T/specs.json"
 check_rc 0
 check_out_has "added urn:pulumi:dev::shop::random:index/randomId:RandomId::r (ID r-1)"
@@ -63,7 +63,7 @@ cp "$R/27-tfmigrate-diy-testupsert.json" "$T/e.json"
 st convert --envelope export "$T/e.json" -o "$T/x.json"
 sed 's/"custom":/"CUSTOM":/' "$T/x.json" > "$T/caps.json"
 run "edit --from with keys in any case" st edit --from "$T/caps.json" "$T/e.json"
-check_rc 0; check_out "nothing to change"
+check_rc 0; check_out "no change: nothing written"
 check_same "$R/27-tfmigrate-diy-testupsert.json" "$T/e.json"
 sed '0,/"created": "2025-12-03T20:58:41.349537Z"/s//"created": "yesterday"/' "$T/x.json" > "$T/bad.json"
 run "edit --from what Pulumi cannot decode" st edit --from "$T/bad.json" "$T/e.json"
@@ -75,16 +75,16 @@ check_same "$R/27-tfmigrate-diy-testupsert.json" "$T/e.json"
 printf '{"apiVersion":"kustomize.config.k8s.io/v1beta1","kind":"Kustomization","resources":["deployment.yaml"]}' > "$T/k1.json"
 run "kustomization: not an import file" st validate "$T/k1.json"
 check_rc 1
-check_err "$T/k1.json: error: [decode/type] json: cannot unmarshal string into Go struct field importFile.resources of type operations.importSpec
+check_out "$T/k1.json: error: [decode/type] json: cannot unmarshal string into Go struct field importFile.resources of type operations.importSpec
     at /resources/0
 $T/k1.json: invalid, 1 error, 0 warnings (1 resource)"
 printf '{"apiVersion":"v1","kind":"List","resources":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}]}' > "$T/k2.json"
 run "kubernetes list: import checks" st validate -q "$T/k2.json"
 check_rc 1
-check_err "$T/k2.json: invalid, 3 errors, 5 warnings (1 resource)"
+check_out "$T/k2.json: invalid, 3 errors, 5 warnings (1 resource)"
 run "kubernetes list: the reasons" st validate "$T/k2.json"
-check_err_has "error: [import/spec] resource 0 has no type"
-check_err_has "error: [import/spec] resource 0 has no ID"
+check_out_has "error: [import/spec] resource 0 has no type"
+check_out_has "error: [import/spec] resource 0 has no ID"
 printf '{"apiVersion":"v1","kind":"Pod","spec":{}}' > "$T/k3.json"
 run "neither" st validate --json "$T/k3.json"
 check_rc 1

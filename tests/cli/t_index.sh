@@ -72,8 +72,8 @@ run "dependents-of a component (children, transitively)" sh -c "'$STATETOOL' que
 # web, assets, assets-policy and server twice (live and delete: true)
 check_out "5"
 # duplicate IDs: every custom live resource of web/eu appears twice (its copy), plus the
-# policy that shares its bucket's ID in the edit stack
-for f in $(files); do jq -r '.checkpoint.latest.resources[]? | select(.custom and (.id // "") != "" and (.delete|not)) | "\(.type) \(.id)"' "$f"; done | sort | uniq -d > "$T/dups"
+# policy that shares its bucket's ID in the edit stack; providers left out
+for f in $(files); do jq -r '.checkpoint.latest.resources[]? | select(.custom and (.id // "") != "" and (.delete|not) and (.type|startswith("pulumi:providers:")|not)) | "\(.type) \(.id)"' "$f"; done | sort | uniq -d > "$T/dups"
 run "duplicate ids" sh -c "'$STATETOOL' query --backend '$B' --json --duplicate-ids | jq -r '.rows[] | \"\\(.type) \\(.id)\"' | sort -u"
 if cmp -s "$T/dups" "$T/out" && [ -s "$T/dups" ]; then ok; else bad "duplicate ids differ"; fi
 run "json" st query --backend "$B" --json --id "$someid"
@@ -143,10 +143,11 @@ check_rc 0; check_err_has "the index had schema version 0; rebuilt as version 2"
 upd=$!
 fails=0; reads=0
 while kill -0 $upd 2>/dev/null; do
-	if out=$("$STATETOOL" query --backend "$B" --sql "SELECT s.qname, s.resources, count(r.urn) AS n FROM stacks s LEFT JOIN resources r ON r.stack_id = s.id GROUP BY s.id HAVING s.resources != n" 2>&1); then
+	if out=$("$STATETOOL" query --backend "$B" --sql "SELECT s.qname, s.resources, count(r.urn) AS n FROM stacks s LEFT JOIN resources r ON r.stack_id = s.id GROUP BY s.id HAVING s.resources != n" 2>"$T/qerr"); then
+		# (stderr names the stacks rewritten since they were indexed: expected here)
 		[ -z "$(printf '%s' "$out" | tail -n +2)" ] || { fails=$((fails + 1)); echo "partial: $out" >&2; }
 	else
-		fails=$((fails + 1)); echo "failed: $out" >&2
+		fails=$((fails + 1)); echo "failed: $out $(cat "$T/qerr")" >&2
 	fi
 	reads=$((reads + 1))
 done

@@ -117,7 +117,7 @@ urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0"
 run "pending moved" st pending --backend "$B" --stack test/destStack
 check_out "updating  urn:pulumi:destStack::test::a:b:c::name2"
 run "pending gone from source" st pending --backend "$B" --stack test/sourceStack
-check_out_empty
+check_out "no pending operations"
 both_valid
 
 setup rooted.json

@@ -17,11 +17,11 @@ NRES=13
 
 # ---- validate ----
 run "in its place" st validate --backend "$B" --stack shop/dev
-check_rc 0; check_err "shop/dev: valid, 0 errors, 0 warnings ($NRES resources)"
+check_rc 0; check_out "shop/dev: valid, 0 errors, 0 warnings ($NRES resources)"
 cp "$D/dev.json" "$D/copy.json"
 run "a copy of another stack's object" st validate --backend "$B" --stack shop/copy
 check_rc 0
-check_err "shop/copy: warning: [place/stack-mismatch] the checkpoint names stack 'organization/shop/dev', but it is the state of stack 'organization/shop/copy' (where it lies in its backend; Pulumi goes by that, and writes 'organization/shop/copy' at its next save)
+check_out "shop/copy: warning: [place/stack-mismatch] the checkpoint names stack 'organization/shop/dev', but it is the state of stack 'organization/shop/copy' (where it lies in its backend; Pulumi goes by that, and writes 'organization/shop/copy' at its next save)
     at /checkpoint/stack
 shop/copy: warning: [place/urn-mismatch] $NRES resource URNs name stack 'dev' of project 'shop' (the first: urn:pulumi:dev::shop::pulumi:pulumi:Stack::shop-dev), but it is the state of stack 'copy' of project 'shop': Pulumi would see none of them in the program's stack
     at /checkpoint/latest/resources/0/urn
@@ -29,26 +29,26 @@ shop/copy: valid, 0 errors, 2 warnings ($NRES resources)"
 run "--strict: errors" st validate --strict --backend "$B" --stack shop/copy
 check_rc 1
 run "the whole backend" st validate -q --backend "$B"
-check_rc 0; check_err_has "2 stacks checked: 0 errors, 2 warnings"
+check_rc 0; check_out_has "2 stacks checked: 0 errors, 2 warnings"
 run "a file named by its path in the backend" st validate "$D/copy.json"
-check_rc 0; check_err_has "$D/copy.json: warning: [place/stack-mismatch] the checkpoint names stack 'organization/shop/dev', but it is the state of stack 'organization/shop/copy'"
-check_err_has "$D/copy.json: valid, 0 errors, 2 warnings ($NRES resources)"
+check_rc 0; check_out_has "$D/copy.json: warning: [place/stack-mismatch] the checkpoint names stack 'organization/shop/dev', but it is the state of stack 'organization/shop/copy'"
+check_out_has "$D/copy.json: valid, 0 errors, 2 warnings ($NRES resources)"
 run "the same file elsewhere: no place" sh -c "cp '$D/copy.json' '$T/copy.json' && '$STATETOOL' validate '$T/copy.json'"
-check_rc 0; check_err "$T/copy.json: valid, 0 errors, 0 warnings ($NRES resources)"
+check_rc 0; check_out "$T/copy.json: valid, 0 errors, 0 warnings ($NRES resources)"
 # the checkpoint names its place, the URNs another stack: the integrity rule says it once per
 # resource, against the checkpoint, and place/urn-mismatch adds nothing
 sed 's/organization\/shop\/dev/organization\/shop\/copy/' "$D/dev.json" > "$D/copy.json"
 run "URNs of another stack, checkpoint right" st validate --backend "$B" --stack shop/copy
-check_rc 0; check_err_has "shop/copy: valid, 0 errors, $NRES warnings ($NRES resources)"
-check_err_has "warning: [urn/stack-mismatch] the URN names stack 'dev' of project 'shop', but the state belongs to stack 'copy' of project 'shop'"
-check_err_lacks "place/"
+check_rc 0; check_out_has "shop/copy: valid, 0 errors, $NRES warnings ($NRES resources)"
+check_out_has "warning: [urn/stack-mismatch] the URN names stack 'dev' of project 'shop', but the state belongs to stack 'copy' of project 'shop'"
+check_out_lacks "place/"
 # an export in a backend: Pulumi cannot load it
 cp "$F/base.json" "$D/export.json"
 run "an export in a backend" st validate --backend "$B" --stack shop/export
 check_rc 1
-check_err_has "shop/export: error: [place/export-in-backend] a DIY backend holds checkpoints ({\"version\", \"checkpoint\"}) and this is a stack export ({\"version\", \"deployment\"}): Pulumi cannot load it (failed to load checkpoint: unexpected end of JSON input); write it as a checkpoint (statetool convert --envelope checkpoint)
+check_out_has "shop/export: error: [place/export-in-backend] a DIY backend holds checkpoints ({\"version\", \"checkpoint\"}) and this is a stack export ({\"version\", \"deployment\"}): Pulumi cannot load it (failed to load checkpoint: unexpected end of JSON input); write it as a checkpoint (statetool convert --envelope checkpoint)
     at /deployment"
-check_err_has "shop/export: invalid, 1 error, 0 warnings ($NRES resources)"
+check_out_has "shop/export: invalid, 1 error, 0 warnings ($NRES resources)"
 run "--json" st validate --json --backend "$B" --stack shop/export
 check_rc 1; check_out_has '"rule": "place/export-in-backend",'
 rm -f "$D/export.json"

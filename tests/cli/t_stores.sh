@@ -65,9 +65,9 @@ check_rc 0; check_out_has "organization/test/sourceStack"
 run "stacks --json names the object" st stacks --backend "$A" --json
 check_rc 0; check_out_has "$SK\""
 run "validate --backend" st validate --backend "$A"
-check_rc 0; check_err_has "1 stack checked: 0 errors, 0 warnings"
+check_rc 0; check_out_has "1 stack checked: 0 errors, 0 warnings"
 run "validate --stack" st validate --backend "$A" --stack test/sourceStack
-check_rc 0; check_err_has "test/sourceStack: valid, 0 errors, 0 warnings (3 resources)"
+check_rc 0; check_out_has "test/sourceStack: valid, 0 errors, 0 warnings (3 resources)"
 run "list" urns "$A" test/sourceStack
 check_out "urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0
 urn:pulumi:sourceStack::test::a:b:c::name
@@ -110,7 +110,7 @@ run "query" st query --db "$T/cmds.sqlite" --sql "SELECT urn FROM resources WHER
 check_out "urn
 urn:pulumi:sourceStack::test::a:b:c::name"
 run "pending" st pending --backend "$A" --stack test/sourceStack
-check_rc 0; check_out_empty
+check_rc 0; check_out "no pending operations"
 
 # ---- move between two stores ----
 setup move

@@ -6,23 +6,23 @@ V=$FIXTURES/validate
 
 run "valid" st validate "$P/valid-deployment-v3.json"
 check_rc 0
-check_err "$P/valid-deployment-v3.json: valid, 0 errors, 0 warnings (4 resources)"
-run "valid stdout empty" st validate "$P/valid-deployment-v3.json"
-if [ ! -s "$T/out" ]; then ok; else bad "stdout not empty"; fi
+check_out "$P/valid-deployment-v3.json: valid, 0 errors, 0 warnings (4 resources)"
+run "valid: stderr empty (the report is the result)" st validate "$P/valid-deployment-v3.json"
+check_err_empty
 
 run "parent order" st validate "$V/parent-order.json"
 check_rc 1
-check_err "$V/parent-order.json: error: [integrity/parent-order] child resource urn:pulumi:dev::proj::my:index:Comp\$aws:s3/bucket:Bucket::b's parent urn:pulumi:dev::proj::my:index:Comp::c comes after it
+check_out "$V/parent-order.json: error: [integrity/parent-order] child resource urn:pulumi:dev::proj::my:index:Comp\$aws:s3/bucket:Bucket::b's parent urn:pulumi:dev::proj::my:index:Comp::c comes after it
     at /deployment/resources/2/parent
 $V/parent-order.json: invalid, 1 error, 0 warnings (4 resources)"
 
 run "warnings pass" st validate "$V/urn-stack-mismatch.json"
-check_rc 0; check_err_has "warning: [urn/stack-mismatch]"
+check_rc 0; check_out_has "warning: [urn/stack-mismatch]"
 run "strict" st validate --strict "$V/urn-stack-mismatch.json"
-check_rc 1; check_err_has "error: [urn/stack-mismatch]"; check_err_has "invalid, 1 error, 0 warnings"
+check_rc 1; check_out_has "error: [urn/stack-mismatch]"; check_out_has "invalid, 1 error, 0 warnings"
 
 run "quiet" st validate -q "$P/checkpoint-v3.json"
-check_rc 1; check_err "$P/checkpoint-v3.json: invalid, 23 errors, 23 warnings (30 resources)"
+check_rc 1; check_out "$P/checkpoint-v3.json: invalid, 23 errors, 23 warnings (30 resources)"
 
 run "json" st validate --json "$V/dependency-missing.json" "$P/valid-deployment-v3.json"
 check_rc 1
@@ -63,22 +63,22 @@ check_out '{
 check_err_empty
 
 run "stdin gzip" sh -c "gzip -c '$P/valid-checkpoint-v3-diy.json' | '$STATETOOL' validate -"
-check_rc 0; check_err "<stdin>: valid, 0 errors, 0 warnings (4 resources)"
+check_rc 0; check_out "<stdin>: valid, 0 errors, 0 warnings (4 resources)"
 
 # Load failures are problems too, with position, and the run goes on to the next file.
 run "broken and good" st validate "$FIXTURES/hostile/malformed.json" "$P/valid-deployment-v3.json"
 check_rc 1
-check_err_has "malformed.json: error: [json/syntax] invalid character '}' looking for beginning of object key string (line 1, column 52)"
-check_err_has "valid-deployment-v3.json: valid, 0 errors"
+check_out_has "malformed.json: error: [json/syntax] invalid character '}' looking for beginning of object key string (line 1, column 52)"
+check_out_has "valid-deployment-v3.json: valid, 0 errors"
 run "unknown feature" st validate "$FIXTURES/hostile/unknown-feature.json"
-check_rc 1; check_err_has "[state/feature] this stack's deployment needs support for the following features: warp-drive"
-check_err_has "    at /features"
+check_rc 1; check_out_has "[state/feature] this stack's deployment needs support for the following features: warp-drive"
+check_out_has "    at /features"
 
 # Import files are recognised and checked as `pulumi import` decodes and checks them.
 printf '{"resources":[{"type":"aws:s3/bucket:Bucket","name":"b","id":"x","component":"yes"}]}' > "$T/import.json"
 run "import file" st validate "$T/import.json"
-check_rc 1; check_err_has "error: [decode/type] json: cannot unmarshal string into Go struct field importSpec.resources.component of type bool"
-check_err_has "    at /resources/0/component"
+check_rc 1; check_out_has "error: [decode/type] json: cannot unmarshal string into Go struct field importSpec.resources.component of type bool"
+check_out_has "    at /resources/0/component"
 
 # User schemas.
 cat > "$T/tags.json" <<'S'
@@ -88,19 +88,19 @@ S
 run "resource schema ok" st validate --resource-schema "$T/tags.json" "$P/valid-deployment-v3.json"
 check_rc 0
 run "resource schema fails" st validate --resource-schema "$T/tags.json" "$V/secrets-no-provider.json" "$P/checkpoint-v3.json"
-check_rc 1; check_err_has "error: [resource-schema/required] missing required field 'inputs'"
+check_rc 1; check_out_has "error: [resource-schema/required] missing required field 'inputs'"
 printf '{"required": ["nothing-has-this"]}' > "$T/doc.json"
 run "document schema" st validate --schema "$T/doc.json" "$P/valid-deployment-v3.json"
-check_rc 1; check_err_has "[user-schema/required] missing required field 'nothing-has-this'"
+check_rc 1; check_out_has "[user-schema/required] missing required field 'nothing-has-this'"
 printf '{"$dynamicRef": "#x"}' > "$T/unsup.json"
 run "unsupported user schema" st validate --schema "$T/unsup.json" "$P/valid-deployment-v3.json"
 check_rc 2; check_err_has "uses '\$dynamicRef', which statetool does not implement"
 run "no schema" st validate --no-schema "$V/schema-unknown-field.json"
-check_rc 0; check_err_lacks "schema/"
+check_rc 0; check_out_lacks "schema/"
 # What Pulumi cannot decode is reported with or without the schemas.
 run "no schema, decode error" st validate --no-schema "$V/schema-type.json"
 check_rc 1
-check_err "$V/schema-type.json: error: [decode/type] json: cannot unmarshal string into Go struct field ResourceV3.resources.protect of type bool
+check_out "$V/schema-type.json: error: [decode/type] json: cannot unmarshal string into Go struct field ResourceV3.resources.protect of type bool
     at /deployment/resources/2/protect
 $V/schema-type.json: invalid, 1 error, 0 warnings"
 
@@ -113,11 +113,11 @@ cp "$P/checkpoint-v3.json" "$B/.pulumi/stacks/proj/old.json"
 # (old.json's URNs are of stack foo of project countdown: one place/urn-mismatch warning more)
 run "backend" st validate -q --backend "$B"
 check_rc 1
-check_err "organization/proj/dev: valid, 0 errors, 0 warnings (4 resources)
+check_out "organization/proj/dev: valid, 0 errors, 0 warnings (4 resources)
 organization/proj/old: invalid, 23 errors, 24 warnings (30 resources)
 2 stacks checked: 23 errors, 24 warnings"
 run "backend stack" st validate --backend "$B" --stack proj/dev
-check_rc 0; check_err "proj/dev: valid, 0 errors, 0 warnings (4 resources)"
+check_rc 0; check_out "proj/dev: valid, 0 errors, 0 warnings (4 resources)"
 
 run "usage: nothing" st validate
 check_rc 2

@@ -1,0 +1,166 @@
+#!/bin/sh
+# Output conventions, for every command: the primary result on stdout (a validation report
+# included), diagnostics on stderr; --json prints one JSON document on failure too (the error's
+# code, message and position); an empty result says so; a dry run with no change says
+# "no change"; tables are aligned on a terminal.
+. "$(dirname "$0")/lib.sh"
+: "${JSONGET:?set JSONGET to tests/jsonget}"
+P=$FIXTURES/pulumi
+unset PULUMI_BACKEND_URL
+# a state cut short: a parse error with a line and column
+printf '{\n  "version": 3,\n  "deployment": {\n    "resources": [\n' > "$T/bad.json"
+cp "$P/valid-checkpoint-v3-diy.json" "$T/good.json"
+printf '{"resources": [{"type": "aws:s3/bucket:Bucket", "name": "x", "id": "x-1"}]}' > "$T/specs.json"
+printf 'version: 1\n' > "$T/meta.yaml"
+
+# doc FIELD...: stdout is exactly one JSON document; prints the fields (jsonget)
+doc() { "$JSONGET" "$@" < "$T/out"; }
+
+# 1. --json on a bad input: one JSON document on stdout with the error's code and message
+#    (and its position), the diagnostic on stderr; for every command that has --json.
+B=$T/bad.json
+while IFS='|' read -r name args; do
+	[ -n "$name" ] || continue
+	# shellcheck disable=SC2086
+	run "$name --json, bad input" st $args
+	if [ "$rc" = 1 ] || [ "$rc" = 2 ]; then ok; else bad "exit code $rc"; fi
+	case $name in
+	validate | "index update")
+		# the command's own report is the document: here it names the problem
+		if doc format_version > /dev/null; then ok; else bad "stdout is not one JSON document"; fi
+		;;
+	*)
+		if doc error.code error.message > "$T/fields"; then ok; else bad "stdout is not one JSON document with error.code and error.message"; fi
+		if [ "$(sed -n 1p "$T/fields")" != "" ] && [ "$(sed -n 2p "$T/fields")" != "" ]; then ok; else bad "empty code or message"; fi
+		check_err_has "statetool: error: "
+		;;
+	esac
+done <<EOF
+validate|validate --json $B
+list|list --json $B
+show|show --json $B x
+migrate|migrate --json --dry-run $B
+delete|delete --json $B x
+rename|rename --json $B x y
+protect|protect --json $B x
+unprotect|unprotect --json $B x
+taint|taint --json $B x
+untaint|untaint --json $B x
+repair|repair --json $B
+pending|pending --json $B
+pending clear|pending clear --json $B
+replace-provider|replace-provider --json $B a b
+edit|edit --json --from $T/good.json $B
+move|move --json --source $B --dest $T/good.json x
+import|import --json --dest $B --file $T/specs.json --no-read
+secrets show|secrets show --json $B
+secrets verify|secrets verify --json $B
+index update|index update --json --db $T/ix.sqlite $B
+query|query --json --db $T/no-such-index.sqlite
+stacks|stacks --json --backend $T/no-such-dir
+EOF
+
+# the position: file, line and column of a parse error; the code names its kind
+run "list --json: position" st list --json "$B"
+check_rc 1
+doc format_version command ok exit_code error.code error.file error.line error.column > "$T/fields"
+check_file_is "$T/fields" "1
+list
+false
+1
+parse
+$B
+5
+1
+"
+check_err "statetool: error: $B:5:1: unexpected end of JSON input"
+# a usage error, wherever --json is among the options
+run "usage error with --json" st list --bogus --json "$B"
+check_rc 2
+doc error.code error.message > "$T/fields"
+check_file_is "$T/fields" "usage
+bad option
+"
+check_err_has "Try 'statetool list --help' for more information."
+# a stack that is not there: the message, no position
+run "missing stack" st list --json --backend "$T/nowhere" -s a/b
+check_rc 1; doc error.code error.message > "$T/fields"
+check_file_is "$T/fields" "not-found
+backend directory '$T/nowhere' does not exist
+"
+# a failure after the command printed its own document: still one document
+run "validate --json: its report only" st validate --json "$B"
+check_rc 1
+doc valid errors > "$T/fields"
+check_file_is "$T/fields" "false
+1
+"
+check_err_empty
+
+# 2. the validation report is the primary result: stdout
+run "validate report on stdout" st validate "$B"
+check_rc 1; check_err_empty
+check_out "$B: error: [json/syntax] unexpected end of JSON input (line 5, column 1)
+$B: invalid, 1 error, 0 warnings"
+run "validate ok on stdout" st validate "$T/good.json"
+check_rc 0; check_err_empty
+check_out "$T/good.json: valid, 0 errors, 0 warnings (4 resources)"
+
+# 3. an empty result says so
+printf '{"version": 3, "deployment": {"manifest": {"time": "2024-01-01T00:00:00Z", "magic": "", "version": ""}}}' > "$T/empty.json"
+run "list: none" st list "$T/empty.json"
+check_rc 0; check_out "no resources"; check_err_empty
+run "list --json: none" st list --json "$T/empty.json"
+check_rc 0; doc resources > "$T/fields"; check_file_is "$T/fields" "[]
+"
+run "pending: none" st pending "$T/good.json"
+check_rc 0; check_out "no pending operations"
+E=$T/emptybackend
+mkdir -p "$E/.pulumi"
+cp "$T/meta.yaml" "$E/.pulumi/meta.yaml"
+run "stacks: none" st stacks --backend "$E"
+check_rc 0; check_out "no stacks"; check_err_empty
+run "stacks --json: none" st stacks --json --backend "$E"
+check_rc 0; doc stacks > "$T/fields"; check_file_is "$T/fields" "[]
+"
+run "index of no stacks" st index update --backend "$E"
+check_rc 0
+run "query: none" st query --backend "$E"
+check_rc 0; check_out "no resources"
+run "query --sql: none" st query --backend "$E" --sql "SELECT qname FROM stacks"
+check_rc 0; check_out "no rows"
+
+# 4. a dry run with no change says "no change"; a run with none writes nothing and says so
+BUCKET='urn:pulumi:dev::proj::my:index:Comp$aws:s3/bucket:Bucket::b'
+cp "$T/good.json" "$T/g.json"
+run "protect --dry-run: already" st protect --dry-run "$T/g.json" "$BUCKET"
+check_rc 0; check_out "no change"
+run "protect: already" st protect "$T/g.json" "$BUCKET"
+check_rc 0; check_out "no change: nothing written"; check_same "$T/good.json" "$T/g.json"; check_absent "$T/g.json.bak"
+run "repair --dry-run: nothing" st repair --dry-run "$T/g.json"
+check_rc 0; check_out "The snapshot is already valid; skipping repair
+no change"
+run "protect --dry-run --json: no change" st protect --dry-run --json "$T/g.json" "$BUCKET"
+check_rc 0; doc written resources > "$T/fields"
+check_file_is "$T/fields" 'false
+{"added":[],"removed":[],"changed":[]}
+'
+
+# 5. tables aligned on a terminal (script(1) gives the command one); tab-separated in a pipe
+st index update --backend "$E" > /dev/null 2>&1
+mkdir -p "$E/.pulumi/stacks/proj"
+cp "$T/good.json" "$E/.pulumi/stacks/proj/dev.json"
+st index update --backend "$E" > /dev/null 2>&1
+if command -v script > /dev/null 2>&1; then
+	run "query on a terminal" script -qec "'$STATETOOL' query --backend '$E' --type my:index:Comp" /dev/null
+	check_rc 0
+	tr -d '\r' < "$T/out" > "$T/tty"
+	check_file_is "$T/tty" "stack                  urn                                     type           id  import_id  parent                                               provider  flags
+organization/proj/dev  urn:pulumi:dev::proj::my:index:Comp::c  my:index:Comp  -   -          urn:pulumi:dev::proj::pulumi:pulumi:Stack::proj-dev  -         component
+"
+fi
+run "query in a pipe" st query --backend "$E" --type my:index:Comp
+check_rc 0
+check_out "$(printf 'stack\turn\ttype\tid\timport_id\tparent\tprovider\tflags\norganization/proj/dev\turn:pulumi:dev::proj::my:index:Comp::c\tmy:index:Comp\t-\t-\turn:pulumi:dev::proj::pulumi:pulumi:Stack::proj-dev\t-\tcomponent')"
+
+finish
