@@ -112,7 +112,7 @@ static int compare(held_list *l, st_store *store, const st_stack_info *infos, si
 	if (st__ix_scope_init(&sc, store) != ST_OK)
 		return -1;
 	for (size_t i = 0; i < l->n; i++)
-		if (!l->v[i].listed && st__ix_in_scope(&sc, l->v[i].path) &&
+		if (!l->v[i].listed && st__ix_in_scope(&sc, l->v[i].path[0] ? l->v[i].path : NULL) &&
 		    stale_add(res, nr, l->v[i].qname, '-')) {
 			st__ix_scope_free(&sc);
 			return -1;
