@@ -230,7 +230,7 @@ check_err_lacks "c2VjcmV0"
 export AZURE_STORAGE_CONNECTION_STRING="$ST_TEST_AZURE_CONNECTION_STRING"
 run "missing container" st validate --backend "azblob://no-such-container-$C"
 check_rc 1
-check_out_has "azblob: GetBlob 'no-such-container-$C/.pulumi/meta.yaml' on $HOSTPORT failed: HTTP 404 ContainerNotFound: The specified container does not exist; credentials: Shared Key"
+check_err_has "azblob: GetBlob 'no-such-container-$C/.pulumi/meta.yaml' on $HOSTPORT failed: HTTP 404 ContainerNotFound: The specified container does not exist; credentials: Shared Key"
 run "unknown parameter" st stacks --backend "$U?region=eu"
 check_rc 2
 check_err "statetool: error: azblob: unknown query parameter \"region\" (azblob:// takes storage_account, domain, protocol, cdn and localemu)"

@@ -29,9 +29,9 @@ while IFS="$TAB" read -r file loads rt verdict errors warnings note; do
 	esac
 	run "$file: validate" st validate "$f"
 	if [ "$verdict" = valid ]; then check_rc 0; else check_rc 1; fi
-	got=$(awk '/: error: \[/ {r = $0; sub(/.*: error: \[/, "", r); sub(/\].*/, "", r); getline; sub(/^ *at /, ""); printf "%s%s@%s", sep, r, $0; sep = ","} END {if (!sep) printf "-"}' "$T/err")
+	got=$(awk '/: error: \[/ {r = $0; sub(/.*: error: \[/, "", r); sub(/\].*/, "", r); getline; sub(/^ *at /, ""); printf "%s%s@%s", sep, r, $0; sep = ","} END {if (!sep) printf "-"}' "$T/out")
 	if [ "$got" = "$errors" ]; then ok; else bad "errors: $got, expected $errors"; fi
-	w=$(sed -n 's/.*: [a-z]*valid, [0-9]* errors\{0,1\}, \([0-9]*\) warnings\{0,1\}.*/\1/p' "$T/err")
+	w=$(sed -n 's/.*: [a-z]*valid, [0-9]* errors\{0,1\}, \([0-9]*\) warnings\{0,1\}.*/\1/p' "$T/out")
 	if [ "$w" = "$warnings" ]; then ok; else bad "$w warnings, expected $warnings ($note)"; fi
 done < "$R/expect.tsv"
 current="every file has a verdict"
