@@ -54,7 +54,7 @@ check_rc 0
 check_out_has "other/shop/dev"
 run "validate" st validate --backend "$U" --stack acme/shop/dev
 check_rc 0
-check_err "acme/shop/dev: valid, 0 errors, 0 warnings (13 resources)"
+check_out "acme/shop/dev: valid, 0 errors, 0 warnings (13 resources)"
 run "list, the organization from the user" st list --backend "$U" --stack shop/dev
 check_rc 0
 check_out_has "urn:pulumi:dev::shop::my:index:App::app"
