@@ -1498,6 +1498,64 @@ ST_EXTERN int st_lock_release(st_lock *lock, st_error *err);
 ST_EXTERN int st_unlock_stack(st_backend *b, const char *stack, int *removed, st_error *err);
 ST_EXTERN int st_unlock_file(const char *path, int *removed, st_error *err);
 
+/* ---------------------------------------------------------------------------------------------
+ * Upgrading a legacy DIY backend to the project layout (`pulumi state upgrade`)
+ *
+ * Each stack of the legacy layout (.pulumi/stacks/<stack>.json[.gz|.zst]) goes to
+ * .pulumi/stacks/<project>/<stack>.json..., its project taken from its first resource's URN as
+ * Pulumi guesses it. The object's bytes are copied unchanged (its URNs already name the
+ * project), the old object is kept as <old>.bak (Pulumi's backupTarget), its history files
+ * (<stack>-<time>.*) move to .pulumi/history/<project>/<stack>/ as Pulumi moves them, and, where
+ * Pulumi leaves them behind (nothing would find them again), its backups and tags file move too.
+ * Each stack is moved under its (legacy) lock, its own object deleted last; .pulumi/meta.yaml
+ * ("version: 1") is written last of all, so an interrupted upgrade leaves a legacy backend that
+ * Pulumi still reads and the next upgrade completes. A stack none of whose resources names a
+ * project (an empty stack) takes the project `project_for` gives, or is skipped with Pulumi's
+ * warning. Refused (ST_ELOCKED, Pulumi's lock message) while any legacy stack is locked, before
+ * anything changes.
+ */
+
+/* One step of an upgrade, planned (dry run) or done. Every string is borrowed for the call. */
+typedef struct st_upgrade_event {
+	const char *kind;    /* "move" (an object to its new key), "stack" (a stack's object: to
+			      * its new key, the old one kept as <from>.bak), "skip" (a stack not
+			      * upgraded: `reason`), "meta" (meta.yaml written: `to`) */
+	const char *stack;   /* the legacy stack, or NULL for "meta" */
+	const char *project; /* its project, or NULL */
+	const char *from;    /* the key moved, or NULL */
+	const char *to;      /* where it goes, or NULL */
+	const char *reason;  /* "skip": why, in Pulumi's words; else NULL */
+} st_upgrade_event;
+
+#define ST_UPGRADE_OPTS_VERSION 1
+
+typedef struct st_upgrade_opts {
+	unsigned version; /* ST_UPGRADE_OPTS_VERSION */
+	int dry_run;      /* only plan: events for every step, nothing written */
+	/* The project of a stack whose resources name none (Pulumi's ProjectsForDetachedStacks):
+	 * a name (borrowed until the next call), or NULL/"" to skip the stack. May be NULL. */
+	const char *(*project_for)(void *ctx, const char *stack);
+	void (*event)(void *ctx, const st_upgrade_event *ev); /* may be NULL */
+	void (*progress)(void *ctx, size_t done, size_t total); /* stacks done; may be NULL */
+	void *ctx;
+} st_upgrade_opts;
+
+#define ST_UPGRADE_OPTS_INIT {ST_UPGRADE_OPTS_VERSION, 0, NULL, NULL, NULL, NULL}
+
+typedef struct st_upgrade_report {
+	size_t stacks;   /* legacy stacks found */
+	size_t upgraded; /* moved (or, in a dry run, to be moved) */
+	size_t skipped;  /* left where they are */
+	int meta;        /* meta.yaml written (or to be written) */
+} st_upgrade_report;
+
+/* Upgrades the DIY backend `b` (any store) to the project layout; afterwards `b` is in project
+ * mode. `opts` and `report` may be NULL. A stack that cannot be read stops the upgrade before
+ * anything is written ("guess stack S project: ..."), as in Pulumi; ST_EUNSUPPORTED for a
+ * backend of another kind. */
+ST_EXTERN int st_backend_upgrade(st_backend *b, const st_upgrade_opts *opts,
+				 st_upgrade_report *report, st_error *err);
+
 #ifdef __cplusplus
 }
 #endif

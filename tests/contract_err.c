@@ -835,6 +835,13 @@ static int c_unlock_file(st_error *err)
 	return rc;
 }
 
+static int c_backend_upgrade(st_error *err)
+{
+	st_upgrade_opts o = ST_UPGRADE_OPTS_INIT;
+	o.version = 99; /* refused before anything is read */
+	return st_backend_upgrade(F.b, &o, NULL, err);
+}
+
 /* ---- the table and its driver ---- */
 
 typedef struct err_case {
@@ -870,7 +877,7 @@ static const err_case cases[] = {
 	CASE(index_query_run), CASE(index_sql), CASE(provider_ref_parse), CASE(backend_open), CASE(backend_default_url),
 	CASE(backend_resolve), CASE(backend_load), CASE(backend_save),
 	CASE(backend_stack_key), CASE(backend_stack_path), CASE(lock_stack), CASE(lock_file),
-	CASE(lock_release), CASE(unlock_stack), CASE(unlock_file),
+	CASE(lock_release), CASE(unlock_stack), CASE(unlock_file), CASE(backend_upgrade),
 };
 
 static void fixture_up(void)

@@ -30,6 +30,7 @@ static const cli_command commands[] = {
 	{"query", cmd_query, "questions across every indexed stack (filters or read-only SQL)"},
 	{"stacks", cmd_stacks, "list the stacks of a DIY backend with resource counts"},
 	{"unlock", cmd_unlock, "remove the lock of a stack or a state file"},
+	{"upgrade", cmd_upgrade, "move a legacy DIY backend to the project layout (pulumi state upgrade)"},
 	{NULL, NULL, NULL},
 };
 

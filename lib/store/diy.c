@@ -344,6 +344,13 @@ int st_backend_present(const st_backend *b)
 	return d ? d->present : 1;
 }
 
+void st__diy_set_project_mode(st_backend *b, int on)
+{
+	diy_backend *d = as_diy(b);
+	if (d)
+		d->project_mode = on;
+}
+
 int st_backend_project_mode(const st_backend *b)
 {
 	ST_ASSERT_ARG(b);
@@ -1060,7 +1067,7 @@ int st_backend_save(st_backend *b, const char *stack, st_state *state,
 
 /* `s` as one shell word: as it is when it holds nothing a shell treats specially, else in single
  * quotes (an s3:// URL's "&" and "?", a path's spaces). New. */
-static char *shell_word(const char *s)
+char *st__shell_word(const char *s)
 {
 	st_buf b;
 	int plain = *s != '\0';
@@ -1092,7 +1099,7 @@ static int diy_lock(st_backend *bb, const char *ref, st_lock **out, st_error *er
 	if (rc)
 		return rc;
 	dir = st__diy_lock_dir(project, stack);
-	url = shell_word(bb->url);
+	url = st__shell_word(bb->url);
 	hint = !url	? NULL
 	       : project ? st_asprintf("statetool unlock --backend %s --stack %s/%s", url, project,
 				       stack)
@@ -1117,11 +1124,21 @@ static int diy_unlock(st_backend *bb, const char *ref, int *removed, st_error *e
 	if (rc)
 		return rc;
 	dir = st__diy_lock_dir(project, stack);
-	free(project);
-	free(stack);
 	rc = dir ? st__unlock_store(b->store, dir, removed, err)
 		 : st__err(err, ST_ENOMEM, "out of memory");
 	free(dir);
+	if (rc == ST_OK && project) {
+		/* a lock of the legacy layout left behind (an upgrade killed while it held the
+		 * stack's lock): Pulumi looks there no more, but it is this stack's */
+		int more = 0;
+		dir = st__diy_lock_dir(NULL, stack);
+		rc = dir ? st__unlock_store(b->store, dir, &more, err)
+			 : st__err(err, ST_ENOMEM, "out of memory");
+		*removed += more;
+		free(dir);
+	}
+	free(project);
+	free(stack);
 	return rc;
 }
 

@@ -204,6 +204,11 @@ int st__lock_store(st_lock **out, st_store *s, const char *dir, const char *hint
 	return new_lock(out, s, 0, key, err);
 }
 
+int st__locks_check(st_store *s, const char *dir, const char *hint, st_error *err)
+{
+	return foreign_locks(s, dir, NULL, hint, err);
+}
+
 int st__unlock_store(st_store *s, const char *dir, int *removed, st_error *err)
 {
 	st_store_entry *e = NULL;

@@ -162,5 +162,12 @@ st_store *st__backend_diy_store(const st_backend *b);
 int st__lock_store(st_lock **out, st_store *s, const char *dir, const char *hint,
 		   st_error *err);
 int st__unlock_store(st_store *s, const char *dir, int *removed, st_error *err);
+/* ST_ELOCKED with Pulumi's message (each holder described) when the lock folder `dir` holds
+ * anything; nothing is written. */
+int st__locks_check(st_store *s, const char *dir, const char *hint, st_error *err);
+/* Sets a DIY backend's layout (after an upgrade). */
+void st__diy_set_project_mode(st_backend *b, int on);
+/* `s` as one shell word (quoted when it holds anything a shell treats specially). New. */
+char *st__shell_word(const char *s);
 
 #endif
