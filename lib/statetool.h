@@ -779,6 +779,17 @@ ST_EXTERN int st_edit_repair(st_edit *e, st_error *err);
 
 /* Removes pending operations: all of them (urns NULL), or those on the given URNs
  * (borrowed). */
+/* Turns pending `creating` operations into resources, given each one's physical ID: urns[i]
+ * (an exact URN) gets ids[i] (both borrowed), as `pulumi refresh --import-pending-creates URN
+ * ID` does before its refresh reads the resource; the resource keeps what the operation
+ * recorded (type, parent, provider, inputs, dependencies...), with `id` set and `custom` true,
+ * and goes after the resources it refers to. `pulumi refresh` reads its outputs next.
+ * ST_ENOTFOUND ("\"URN\" did not correspond to a pending create", Pulumi's words) when no
+ * such operation is pending; ST_ECONFLICT when a resource has the URN already; ST_EINVAL for
+ * an empty ID. All or nothing. */
+ST_EXTERN int st_edit_pending_import(st_edit *e, const char *const *urns, const char *const *ids,
+				     size_t n, st_error *err);
+
 ST_EXTERN int st_edit_pending_clear(st_edit *e, const char *const *urns, size_t n, size_t *removed,
 				    st_error *err);
 
@@ -1555,6 +1566,57 @@ typedef struct st_upgrade_report {
  * backend of another kind. */
 ST_EXTERN int st_backend_upgrade(st_backend *b, const st_upgrade_opts *opts,
 				 st_upgrade_report *report, st_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Doctor: every problem of a whole DIY backend, each with the command that fixes it
+ */
+
+/* One problem. Every string is new (st_doctor_report_free). */
+typedef struct st_doctor_finding {
+	char *kind;    /* "unreadable", "integrity", "place", "pending", "lock",
+			* "legacy-layout", "legacy-stack", "legacy-lock", "stray-variant", "journal",
+			* "duplicate-id", "index-stale" */
+	char *stack;   /* the stack concerned (as --stack takes it), or NULL: the backend */
+	char *where;   /* the object concerned (st_store_where), or NULL */
+	char *message;
+	char *fix;     /* the statetool (or pulumi) command that fixes it */
+} st_doctor_finding;
+
+typedef struct st_doctor_report {
+	st_doctor_finding *items;
+	size_t count, capacity;
+	size_t stacks;     /* stacks looked at */
+	int index_checked; /* an index of the backend was compared with it */
+} st_doctor_report;
+
+#define ST_DOCTOR_OPTS_VERSION 1
+
+typedef struct st_doctor_opts {
+	unsigned version;       /* ST_DOCTOR_OPTS_VERSION */
+	const char *index_path; /* the index to compare with the backend; NULL: the backend's
+				 * default index (st_index_default_path) when it exists */
+	long long lock_max_age; /* seconds after which a lock is stale; 0: 24 hours; < 0: never
+				 * by age (a lock whose process is gone from this host, or that
+				 * cannot be parsed, is stale anyway) */
+	void (*progress)(void *ctx, size_t done, size_t total); /* stacks read; may be NULL */
+	void *ctx;
+} st_doctor_opts;
+
+#define ST_DOCTOR_OPTS_INIT {ST_DOCTOR_OPTS_VERSION, NULL, 0, NULL, NULL}
+
+/* Looks at every stack and object of the DIY backend `b` (read-only) and fills `out` (caller
+ * storage, emptied first; st_doctor_report_free): a stack that cannot be read, integrity
+ * errors (st_validate, no schemas), a state in the wrong place or envelope (st_check_place),
+ * pending operations, stale locks, the legacy layout and its leftovers (legacy stack files and
+ * lock folders in the project layout, a .json beside the .json.gz Pulumi reads, journals and
+ * staged objects of interrupted statetool operations), a physical ID held by resources of
+ * two stacks (providers, external reads and pending deletes excluded), an index that is out of
+ * date. ST_OK when the look ran, whatever it found; ST_EUNSUPPORTED for another kind. */
+ST_EXTERN int st_backend_doctor(st_backend *b, const st_doctor_opts *opts, st_doctor_report *out,
+				st_error *err);
+
+/* Frees the findings; the report is reset to empty. Accepts NULL. */
+ST_EXTERN void st_doctor_report_free(st_doctor_report *r);
 
 #ifdef __cplusplus
 }

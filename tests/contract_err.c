@@ -304,6 +304,23 @@ static int c_edit_rename(st_error *err)
 	return rc;
 }
 
+static int c_edit_pending_import(st_error *err)
+{
+	session x = open_session("edit/base.json");
+	const char *urn = "urn:pulumi:dev::shop::aws:sqs/queue:Queue::nothing-pending", *id = "x";
+	int rc = st_edit_pending_import(x.e, &urn, &id, 1, err);
+	close_session(&x);
+	return rc;
+}
+
+static int c_backend_doctor(st_error *err)
+{
+	st_doctor_opts o = ST_DOCTOR_OPTS_INIT;
+	st_doctor_report r;
+	o.version = 99; /* refused before anything is read */
+	return st_backend_doctor(F.b, &o, &r, err);
+}
+
 static int c_edit_set_flag(st_error *err)
 {
 	session x = open_session("edit/base.json");
@@ -878,6 +895,7 @@ static const err_case cases[] = {
 	CASE(backend_resolve), CASE(backend_load), CASE(backend_save),
 	CASE(backend_stack_key), CASE(backend_stack_path), CASE(lock_stack), CASE(lock_file),
 	CASE(lock_release), CASE(unlock_stack), CASE(unlock_file), CASE(backend_upgrade),
+	CASE(backend_doctor), CASE(edit_pending_import),
 };
 
 static void fixture_up(void)

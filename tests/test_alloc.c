@@ -892,6 +892,19 @@ static int o_edit_begin(st_state *unused, st_error *er)
 	return rc;
 }
 
+static int o_edit_pending_import(st_state *s, st_error *er)
+{
+	st_edit *e = NULL;
+	const char *urn = "urn:pulumi:dev::shop::aws:sqs/queue:Queue::queue", *id = "q-1";
+	int rc;
+	if (st_edit_begin(&e, s, NULL, NULL) != ST_OK)
+		return ST_OK - 100;
+	rc = st_edit_pending_import(e, &urn, &id, 1, er);
+	st_edit_rollback(e);
+	st_edit_free(e);
+	return rc;
+}
+
 static int o_edit_pending_clear(st_state *s, st_error *er)
 {
 	st_edit *e = NULL;
@@ -1002,8 +1015,9 @@ typedef struct oom_case {
 static const oom_case oom_cases[] = {
 	OOM(json_dump), OOM(schema_new), OOM(schema_add), OOM(state_new), OOM(state_dump),
 	OOM(schema_builtin), OOM(integrity_check), OOM(state_migrate), OOM(edit_begin),
-	OOM(edit_pending_clear), OOM(secrets_new_passphrase), OOM(secrets_verify),
-	OOM(backend_list), OOM(import_check), OOM(state_autonames), OOM(index_stale),
+	OOM(edit_pending_clear), OOM(edit_pending_import), OOM(secrets_new_passphrase),
+	OOM(secrets_verify), OOM(backend_list), OOM(import_check), OOM(state_autonames),
+	OOM(index_stale),
 };
 
 static void test_err_null_oom(void **unused)

@@ -292,6 +292,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_migrate(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 int cmd_unlock(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 int cmd_upgrade(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 

@@ -7,6 +7,7 @@
 static const char help_list[] =
 	"usage: statetool pending [options] STATE\n"
 	"       statetool pending clear [options] STATE [RESOURCE...]\n"
+	"       statetool pending import [options] STATE URN ID [URN ID...]\n"
 	"\n"
 	"List the pending operations an interrupted update left in a state (one line each:\n"
 	"type and URN), or with `clear` remove them: all of them, or those on the given\n"
@@ -16,9 +17,14 @@ static const char help_list[] =
 	"left behind.\n"
 	"\n"
 	"A `creating` operation may have created a resource that the state does not record.\n"
-	"Pulumi's way out, `pulumi refresh --import-pending-creates URN=ID` (or\n"
-	"--clear-pending-creates), needs the operation in the state: `pending clear` says so\n"
-	"when it clears one. What it clears stays recoverable: the cleared operations are\n"
+	"`pending import` records it by its physical ID instead, as `pulumi refresh\n"
+	"--import-pending-creates URN ID` does: each URN (exact URN, name or URN suffix of a\n"
+	"pending `creating` operation) becomes a resource with what the operation recorded\n"
+	"(type, parent, provider, inputs, dependencies) and the ID given; run `pulumi\n"
+	"refresh` next so that Pulumi reads its outputs. A URN with no pending create is an\n"
+	"error (\"URN\" did not correspond to a pending create), and so is a resource that\n"
+	"is in the state already. `pending clear` names this way out when it clears a\n"
+	"`creating` operation. What it clears stays recoverable: the cleared operations are\n"
 	"written beside the state as STATE.pending-cleared.json (a stack without a local file:\n"
 	"printed on standard error), and the previous state is kept as STATE.bak\n"
 	"(`statetool restore STATE` puts it back).\n"
@@ -174,13 +180,15 @@ static int after_clear(void *arg)
 	free(text);
 	if (c->creating)
 		cli_warnf("%zu cleared operation%s %s `creating`: the resource%s may exist while "
-			  "the state no longer records %s. Pulumi's way out, `pulumi refresh "
-			  "--import-pending-creates URN=ID` or `--clear-pending-creates`, needs the "
-			  "operation in the state: `statetool restore %s` puts the previous state "
-			  "back",
+			  "the state no longer records %s. To record %s by %s ID instead, "
+			  "`statetool restore %s` puts the previous state back and `statetool "
+			  "pending import %s URN ID` (or Pulumi's `pulumi refresh "
+			  "--import-pending-creates URN ID`) records %s",
 			  c->creating, c->creating == 1 ? "" : "s", c->creating == 1 ? "was" : "were",
 			  c->creating == 1 ? "" : "s", c->creating == 1 ? "it" : "them",
-			  cli_target_name(c->t));
+			  c->creating == 1 ? "it" : "them", c->creating == 1 ? "its" : "their",
+			  cli_target_name(c->t), cli_target_name(c->t),
+			  c->creating == 1 ? "it" : "them");
 	if (c->saved && rc == EXIT_OK) {
 		size_t removed = json_array_size(c->cleared);
 		snprintf(c->mo->summary, sizeof(c->mo->summary),
@@ -255,8 +263,54 @@ out:
 	return rc;
 }
 
+static int run_import(st_edit *e, st_state *s, void *arg, st_error *err)
+{
+	ctx *c = arg;
+	json_t *dep = st_state_deployment(s);
+	json_t *ops = dep ? json_object_get(dep, "pending_operations") : NULL;
+	size_t n = (size_t)c->nq / 2;
+	const char **urns = calloc(n ? n : 1, sizeof(*urns)), **ids = calloc(n ? n : 1, sizeof(*ids));
+	int rc = EXIT_FAIL;
+
+	if (!urns || !ids) {
+		cli_errorf("out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!(urns[i] = resolve(ops, c->queries[2 * i])))
+			goto out;
+		ids[i] = c->queries[2 * i + 1];
+	}
+	rc = st_edit_pending_import(e, urns, ids, n, err);
+	if (rc == ST_OK)
+		snprintf(c->mo->summary, sizeof(c->mo->summary),
+			 "%zu pending create%s imported; run `pulumi refresh` next to read %s "
+			 "outputs",
+			 n, n == 1 ? "" : "s", n == 1 ? "its" : "their");
+out:
+	free(urns);
+	free(ids);
+	return rc;
+}
+
 int cmd_pending(int argc, char **argv)
 {
+	if (argc >= 2 && !strcmp(argv[1], "import")) {
+		cli_target t = {0};
+		cli_mutate_opts mo = {.cmd = "pending import"};
+		ctx c = {0};
+		int rc = cli_mutate_parse(argc - 1, argv + 1, help_list, NULL, NULL, NULL, &t, &mo,
+					  &c.queries, &c.nq);
+		if (rc != -1)
+			return rc;
+		if (c.nq < 2 || c.nq % 2) {
+			cli_target_free(&t);
+			return cli_usage("pending import", "expected URN ID pairs after the state");
+		}
+		c.mo = &mo;
+		c.t = &t;
+		return cli_mutate(&t, &mo, run_import, &c);
+	}
 	if (argc >= 2 && !strcmp(argv[1], "clear")) {
 		cli_target t = {0};
 		cli_mutate_opts mo = {.cmd = "pending clear"};

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <pwd.h>
 #include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,43 @@ static int describe_lock(st_buf *b, st_store *s, const char *key)
 		st_buf_printf(b, "a lock that cannot be parsed (%s); it counts as held", why);
 	json_decref(o);
 	return why == NULL;
+}
+
+int st__lock_stale(st_store *s, const char *key, long long max_age_s, char **desc, int *stale)
+{
+	st_buf b;
+	char *data = NULL;
+	size_t len;
+	json_t *o = NULL;
+	const char *t;
+	int parsed, y, mo, d, h, mi, se;
+
+	st_buf_init(&b);
+	parsed = describe_lock(&b, s, key);
+	*stale = !parsed || (b.data && strstr(b.data, "[stale: ") != NULL);
+	if (!*stale && max_age_s > 0 &&
+	    st_store_read(s, key, 1 << 16, &data, &len, NULL, NULL) == ST_OK &&
+	    st_json_parse(&o, data, len, NULL, NULL, NULL, NULL, NULL) == ST_OK &&
+	    (t = st_json_str(o, "timestamp")) &&
+	    sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo, &d, &h, &mi, &se) == 6) {
+		struct tm tm = {0};
+		tm.tm_year = y - 1900;
+		tm.tm_mon = mo - 1;
+		tm.tm_mday = d;
+		tm.tm_hour = h;
+		tm.tm_min = mi;
+		tm.tm_sec = se;
+		if ((long long)time(NULL) - (long long)timegm(&tm) > max_age_s) {
+			*stale = 1;
+			st_buf_printf(&b, " [stale: older than %lld hours]", max_age_s / 3600);
+		}
+	}
+	json_decref(o);
+	free(data);
+	/* without the leading "\n  " */
+	*desc = st_strdup(b.data && b.len > 3 ? b.data + 3 : "");
+	st_buf_free(&b);
+	return *desc ? ST_OK : ST_ENOMEM;
 }
 
 static int locked_error(st_error *err, size_t count, st_buf *desc, const char *unlock_hint)

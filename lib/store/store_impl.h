@@ -165,6 +165,10 @@ int st__unlock_store(st_store *s, const char *dir, int *removed, st_error *err);
 /* ST_ELOCKED with Pulumi's message (each holder described) when the lock folder `dir` holds
  * anything; nothing is written. */
 int st__locks_check(st_store *s, const char *dir, const char *hint, st_error *err);
+/* A lock object described as a lock error describes it ("<where>: created by ..."; *desc new)
+ * and whether it is stale: it cannot be parsed, its process is gone from this host, or it is
+ * older than max_age_s seconds (0: never by age). ST_OK or ST_ENOMEM. */
+int st__lock_stale(st_store *s, const char *key, long long max_age_s, char **desc, int *stale);
 /* Sets a DIY backend's layout (after an upgrade). */
 void st__diy_set_project_mode(st_backend *b, int on);
 /* `s` as one shell word (quoted when it holds anything a shell treats specially). New. */

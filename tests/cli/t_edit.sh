@@ -81,7 +81,7 @@ run "pending clear: creating" st pending clear "$S" queue
 check_rc 0
 check_out "removed pending creating operation on urn:pulumi:dev::shop::aws:sqs/queue:Queue::queue
 1 pending operation removed (saved in $S.pending-cleared.json; the previous state is $S.bak)"
-check_err "statetool: warning: 1 cleared operation was \`creating\`: the resource may exist while the state no longer records it. Pulumi's way out, \`pulumi refresh --import-pending-creates URN=ID\` or \`--clear-pending-creates\`, needs the operation in the state: \`statetool restore $S\` puts the previous state back"
+check_err "statetool: warning: 1 cleared operation was \`creating\`: the resource may exist while the state no longer records it. To record it by its ID instead, \`statetool restore $S\` puts the previous state back and \`statetool pending import $S URN ID\` (or Pulumi's \`pulumi refresh --import-pending-creates URN ID\`) records it"
 run "the cleared operation kept" st pending --json "$S.bak"
 check_out_has '"type": "creating"'
 run "the cleared file" sh -c "grep -c '\"type\": \"creating\"' '$S.pending-cleared.json'"
@@ -90,6 +90,41 @@ run "pending clear: nothing creating" st pending clear "$S"
 check_rc 0; check_err_empty
 check_out_has "1 pending operation removed (saved in $S.pending-cleared.json; the previous state is $S.bak); run \`pulumi refresh\` next"
 rm -f "$S.pending-cleared.json"
+# a pending create recorded by its ID (pulumi refresh --import-pending-creates URN ID)
+fresh
+run "pending import" st pending import "$S" queue sqs-queue-77
+check_rc 0
+check_out "imported pending create of urn:pulumi:dev::shop::aws:sqs/queue:Queue::queue as ID 'sqs-queue-77'
+1 pending create imported; run \`pulumi refresh\` next to read its outputs"
+run "pending import: the operation is gone" st pending "$S"
+check_out "updating  urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs"
+run "pending import: the resource" st show "$S" queue
+check_rc 0
+check_out '{
+    "urn": "urn:pulumi:dev::shop::aws:sqs/queue:Queue::queue",
+    "custom": true,
+    "id": "sqs-queue-77",
+    "type": "aws:sqs/queue:Queue",
+    "parent": "urn:pulumi:dev::shop::pulumi:pulumi:Stack::shop-dev",
+    "provider": "urn:pulumi:dev::shop::pulumi:providers:aws::default_6_0_0::a1a1a1a1-0000-4000-8000-000000000001"
+}'
+run "pending import: valid" st validate -q "$S"
+check_rc 0
+cp "$S" "$T/imported.json"
+run "pending import: again, no pending create left" st pending import "$S" 'urn:pulumi:dev::shop::aws:sqs/queue:Queue::queue' other
+check_rc 1; check_err "statetool: error: no pending operation on \"urn:pulumi:dev::shop::aws:sqs/queue:Queue::queue\""
+check_same "$T/imported.json" "$S"
+fresh
+run "pending import: not a create" st pending import "$S" logs logs-id
+check_rc 1; check_err "statetool: error: \"urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs\" did not correspond to a pending create"
+check_same "$F/base.json" "$S"
+run "pending import: an ID for each URN" st pending import "$S" queue
+check_rc 2; check_err_has "expected URN ID pairs after the state"
+run "pending import: an empty ID" st pending import "$S" queue ''
+check_rc 1; check_err_has "an empty ID"
+check_same "$F/base.json" "$S"
+run "pending import --dry-run" st pending import --dry-run "$S" queue q-1
+check_rc 0; check_same "$F/base.json" "$S"
 fresh
 run "pending list" st pending "$S"
 check_rc 0

@@ -1,0 +1,604 @@
+/*
+ * `statetool doctor`: every problem of a whole DIY backend in one report, each with the command
+ * that fixes it. Read-only, through store calls only (so on every store): one listing of
+ * .pulumi/, each stack loaded once (integrity, place, pending operations, physical IDs), the
+ * locks described as a lock error describes them, the leftovers found in the listing, and the
+ * index (when there is one) compared with the listing as `index update` compares them.
+ */
+#include "store_impl.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct doctor {
+	st_backend *b;
+	st_store *s;
+	st_doctor_report *r;
+	char *url;       /* the backend's URL as one shell word */
+	char *unreadable; /* per listed stack: it could not be loaded */
+	st_strmap ids;   /* "type\nid" (a key of `owners`) -> its index there */
+	struct owner {
+		char *key; /* "type\nid" */
+		char *who; /* "stack\nurn" of the first holder */
+	} *owners;
+	size_t nowners, capowners;
+} doctor;
+
+static int add(doctor *d, const char *kind, const char *stack, const char *where,
+	       const char *fix, const char *fmt, ...) ST_ATTRS((format(printf, 6, 7)));
+
+static int add(doctor *d, const char *kind, const char *stack, const char *where,
+	       const char *fix, const char *fmt, ...)
+{
+	st_doctor_report *r = d->r;
+	st_doctor_finding *f;
+	va_list ap;
+	char *msg;
+
+	if (r->count == r->capacity) {
+		size_t nc = r->capacity ? r->capacity * 2 : 16;
+		st_doctor_finding *na = realloc(r->items, nc * sizeof(*na));
+		if (!na)
+			return ST_ENOMEM;
+		r->items = na;
+		r->capacity = nc;
+	}
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	f = &r->items[r->count];
+	f->kind = st_strdup(kind);
+	f->stack = stack ? st_strdup(stack) : NULL;
+	f->where = where ? st_strdup(where) : NULL;
+	f->fix = st_strdup(fix);
+	f->message = msg;
+	r->count++;
+	if (!f->kind || (stack && !f->stack) || (where && !f->where) || !f->fix || !msg)
+		return ST_ENOMEM;
+	return ST_OK;
+}
+
+/* A fix command: "statetool CMD --backend URL ARGS" (new). */
+static char *fix_cmd(doctor *d, const char *cmd, const char *args)
+{
+	return st_asprintf("statetool %s --backend %s%s%s", cmd, d->url, *args ? " " : "", args);
+}
+
+static int add_fix(doctor *d, const char *kind, const char *stack, const char *where,
+		   const char *cmd, const char *args, const char *msg)
+{
+	char *fix = fix_cmd(d, cmd, args);
+	int rc = fix ? add(d, kind, stack, where, fix, "%s", msg) : ST_ENOMEM;
+	free(fix);
+	return rc;
+}
+
+/* The stack as --stack takes it: PROJECT/STACK, or STACK (legacy). */
+static const char *short_name(const st_stack_info *si, char *buf, size_t n)
+{
+	if (si->project)
+		snprintf(buf, n, "%s/%s", si->project, si->name);
+	else
+		snprintf(buf, n, "%s", si->name);
+	return buf;
+}
+
+/* ---- one stack's state ---- */
+
+static int check_problems(doctor *d, st_state *s, const char *qname, const char *name,
+			  const char *where)
+{
+	st_validate_opts vo = ST_VALIDATE_OPTS_INIT;
+	st_problems p = {0}, pl = {0};
+	char args[512], first[1200] = "";
+	int rc;
+
+	vo.skip_schema = 1;
+	snprintf(args, sizeof(args), "--stack %s", name);
+	if ((rc = st_validate(s, &vo, &p, NULL)) != ST_OK ||
+	    (rc = st_check_place(s, qname, 0, &pl, NULL)) != ST_OK)
+		goto out;
+	for (size_t i = 0; i < p.count && !first[0]; i++)
+		if (p.items[i].severity == ST_SEV_ERROR)
+			snprintf(first, sizeof(first), "[%s] %s", p.items[i].rule,
+				 p.items[i].message);
+	if (p.errors) {
+		char *msg = st_asprintf("%zu integrity error%s, the first: %s", p.errors,
+					p.errors == 1 ? "" : "s", first);
+		rc = msg ? add_fix(d, "integrity", name, where, "repair", args, msg) : ST_ENOMEM;
+		free(msg);
+	}
+	for (size_t i = 0; rc == ST_OK && i < pl.count; i++) {
+		char *msg = st_asprintf("[%s] %s", pl.items[i].rule, pl.items[i].message);
+		rc = msg ? add_fix(d, "place", name, where, "edit", args, msg) : ST_ENOMEM;
+		free(msg);
+	}
+out:
+	st_problems_clear(&p);
+	st_problems_clear(&pl);
+	return rc;
+}
+
+static int check_pending(doctor *d, st_state *s, const char *name, const char *where)
+{
+	json_t *ops = json_object_get(st_state_deployment(s), "pending_operations"), *op;
+	size_t i, creating = 0, n = json_array_size(ops);
+	char args[1200];
+
+	if (!n)
+		return ST_OK;
+	json_array_foreach(ops, i, op) {
+		const char *t = st_json_str(op, "type");
+		if (t && !strcmp(t, "creating"))
+			creating++;
+	}
+	char *msg = st_asprintf(
+		"%zu pending operation%s left by an interrupted update%s", n, n == 1 ? "" : "s",
+		creating ? " (a `creating` one may have made a resource the state does not "
+			   "record: record it by its ID, or clear it)"
+			 : "");
+	if (creating) {
+		const char *urn = NULL;
+		json_array_foreach(ops, i, op) {
+			const char *t = st_json_str(op, "type");
+			if (!urn && t && !strcmp(t, "creating"))
+				urn = st_json_str(json_object_get(op, "resource"), "urn");
+		}
+		snprintf(args, sizeof(args), "--stack %s '%s' ID", name, urn ? urn : "URN");
+	} else {
+		snprintf(args, sizeof(args), "--stack %s", name);
+	}
+	int rc = msg ? add_fix(d, "pending", name, where,
+			       creating ? "pending import" : "pending clear", args, msg)
+		     : ST_ENOMEM;
+	free(msg);
+	return rc;
+}
+
+/* A physical ID held by a resource of another stack: both manage one cloud resource. */
+static int check_ids(doctor *d, st_state *s, const char *name, const char *where)
+{
+	json_t *res = st_state_resources(s, 0), *r;
+	size_t i;
+	int rc = ST_OK;
+
+	json_array_foreach(res, i, r) {
+		const char *type = st_json_str(r, "type"), *id = st_json_str(r, "id"),
+			   *urn = st_json_str(r, "urn");
+		st_strmap_slot *sl;
+		char *key;
+		int created;
+		if (!type || !id || !*id || !urn || st_type_is_provider(type) ||
+		    json_is_true(json_object_get(r, "external")) ||
+		    json_is_true(json_object_get(r, "delete")))
+			continue;
+		if (!(key = st_asprintf("%s\n%s", type, id)))
+			return ST_ENOMEM;
+		if ((sl = st_strmap_get(&d->ids, key)) != NULL) {
+			free(key);
+		} else {
+			if (d->nowners == d->capowners) {
+				size_t nc = d->capowners ? d->capowners * 2 : 64;
+				struct owner *na = realloc(d->owners, nc * sizeof(*na));
+				if (!na) {
+					free(key);
+					return ST_ENOMEM;
+				}
+				d->owners = na;
+				d->capowners = nc;
+			}
+			d->owners[d->nowners].key = key;
+			d->owners[d->nowners].who = st_asprintf("%s\n%s", name, urn);
+			if (!d->owners[d->nowners++].who ||
+			    !(sl = st_strmap_put(&d->ids, key, &created)))
+				return ST_ENOMEM;
+			sl->a = d->nowners - 1;
+			continue;
+		}
+		const char *first = d->owners[sl->a].who, *nl = strchr(first, '\n');
+		if ((size_t)(nl - first) == strlen(name) && !strncmp(first, name, strlen(name)))
+			continue; /* within one stack: the integrity check's business */
+		char *args = st_asprintf("--stack %s '%s'", name, urn);
+		char *msg = st_asprintf("%s has ID '%s', as %.*s in stack %.*s: two stacks manage "
+					"one %s; keep it in one of them",
+					urn, id, (int)strlen(nl + 1), nl + 1, (int)(nl - first),
+					first, type);
+		rc = args && msg ? add_fix(d, "duplicate-id", name, where, "delete", args, msg)
+				 : ST_ENOMEM;
+		free(args);
+		free(msg);
+		if (rc)
+			return rc;
+	}
+	return rc;
+}
+
+static int check_stack(doctor *d, const st_stack_info *si, char *unreadable)
+{
+	char name[256], *where = st__store_where(d->s, si->key), args[300];
+	st_state *s = NULL;
+	st_error e;
+	int rc;
+
+	if (!where)
+		return ST_ENOMEM;
+	short_name(si, name, sizeof(name));
+	st_error_clear(&e);
+	if ((rc = st_backend_load(d->b, si->qname, NULL, &s, &e)) != ST_OK) {
+		snprintf(args, sizeof(args), "--stack %s", name);
+		*unreadable = 1;
+		rc = rc == ST_ENOMEM ? ST_ENOMEM
+				     : add_fix(d, "unreadable", name, where, "validate", args,
+					       e.message);
+		free(where);
+		return rc;
+	}
+	if ((rc = check_problems(d, s, si->qname, name, where)) == ST_OK &&
+	    (rc = check_pending(d, s, name, where)) == ST_OK)
+		rc = check_ids(d, s, name, where);
+	st_state_free(s);
+	free(where);
+	return rc;
+}
+
+/* ---- what the listing shows ---- */
+
+#define STACKS ".pulumi/stacks/"
+#define LOCKS ".pulumi/locks/"
+
+/* The stem of a stack file name (without .json[.gz|.zst]), or 0. */
+static size_t stack_stem(const char *name)
+{
+	static const char *const sfx[] = {".json", ".json.gz", ".json.zst"};
+	size_t n = strlen(name);
+	for (size_t i = 0; i < 3; i++) {
+		size_t l = strlen(sfx[i]);
+		if (n > l && !strcmp(name + n - l, sfx[i]))
+			return n - l;
+	}
+	return 0;
+}
+
+/* The stack a key under .pulumi/stacks/ belongs to (PROJECT/STACK or STACK, new), by its path:
+ * the part before .json, checked as names are. NULL when it is no stack's. */
+static char *stack_of_key(const char *rel, size_t stem)
+{
+	char *name = st_strndup(rel, stem), *sl;
+	if (!name)
+		return NULL;
+	sl = strchr(name, '/');
+	if (sl ? strchr(sl + 1, '/') || (*sl = '\0', !st_project_name_valid(name)) ||
+			 !st_stack_name_valid(sl + 1)
+	       : !st_stack_name_valid(name)) {
+		free(name);
+		return NULL;
+	}
+	if (sl)
+		*sl = '/';
+	return name;
+}
+
+static int check_stack_key(doctor *d, const st_store_entry *e, const st_stack_info *infos,
+			   size_t n)
+{
+	const char *rel = e->key + strlen(STACKS);
+	char *where = st__store_where(d->s, e->key), *stack = NULL, *msg = NULL, args[300];
+	size_t stem;
+	int rc = ST_OK, pm = st_backend_project_mode(d->b);
+	static const char *const jsfx[] = {".statetool-journal", ".statetool-new"};
+
+	if (!where)
+		return ST_ENOMEM;
+	for (size_t j = 0; j < 2; j++) {
+		size_t l = strlen(jsfx[j]), kl = strlen(rel);
+		if (kl > l && !strcmp(rel + kl - l, jsfx[j])) {
+			char *base = st_strndup(rel, kl - l);
+			stem = base ? stack_stem(base) : 0;
+			stack = stem ? stack_of_key(base, stem) : NULL;
+			free(base);
+			snprintf(args, sizeof(args), "--stack %s", stack ? stack : "STACK");
+			rc = add_fix(d, "journal", stack, where, "list", args,
+				     j == 0 ? "an interrupted statetool operation left its journal: "
+					      "any statetool command on the stack completes it"
+					    : "an interrupted statetool operation left a staged "
+					      "object: any statetool command on the stack completes "
+					      "or removes it");
+			goto out;
+		}
+	}
+	if (!(stem = stack_stem(rel)) || !(stack = stack_of_key(rel, stem)))
+		goto out;
+	if (pm && !strchr(stack, '/')) {
+		rc = add_fix(d, "legacy-stack", stack, where, "upgrade", "",
+			     "a stack file of the legacy layout, which Pulumi does not see in the "
+			     "project layout (Pulumi: Found legacy stack files in state store)");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char nm[256];
+		if (strcmp(short_name(&infos[i], nm, sizeof(nm)), stack) || !infos[i].key ||
+		    !strcmp(infos[i].key, e->key))
+			continue;
+		char *other = st__store_where(d->s, infos[i].key);
+		msg = other ? st_asprintf("an older variant beside %s, the object Pulumi reads: "
+					  "never read, it is the stack's state of some time ago",
+					  other)
+			    : NULL;
+		free(other);
+		if (!msg) {
+			rc = ST_ENOMEM;
+			goto out;
+		}
+		char *fix = st_asprintf("statetool stacks --backend %s (then delete %s)", d->url,
+					where);
+		rc = fix ? add(d, "stray-variant", stack, where, fix, "%s", msg) : ST_ENOMEM;
+		free(fix);
+		break;
+	}
+out:
+	free(msg);
+	free(stack);
+	free(where);
+	return rc;
+}
+
+static int check_lock_key(doctor *d, const st_store_entry *e, long long max_age)
+{
+	const char *rel = e->key + strlen(LOCKS);
+	const char *s1 = strchr(rel, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL,
+		   *s3 = s2 ? strchr(s2 + 1, '/') : NULL;
+	int pm = st_backend_project_mode(d->b), stale = 0, rc;
+	char *stack = NULL, *desc = NULL, *where = st__store_where(d->s, e->key), args[300];
+
+	if (!where)
+		return ST_ENOMEM;
+	if (s1 && !s2 && (!pm || strncmp(rel, "organization/", 13))) {
+		stack = st_strndup(rel, (size_t)(s1 - rel)); /* a legacy lock folder */
+	} else if (pm && s3 && !strchr(s3 + 1, '/') && !strncmp(rel, "organization/", 13)) {
+		stack = st_strndup(s1 + 1, (size_t)(s3 - s1 - 1));
+	} else {
+		free(where);
+		return ST_OK;
+	}
+	if (!stack || (rc = st__lock_stale(d->s, e->key, max_age, &desc, &stale)) != ST_OK) {
+		rc = ST_ENOMEM;
+		goto out;
+	}
+	snprintf(args, sizeof(args), "--stack %s", stack);
+	if (pm && s1 && !s2)
+		rc = add_fix(d, "legacy-lock", stack, where, "unlock", args,
+			     "a lock of the legacy layout, which Pulumi no longer looks at (left by "
+			     "a tool killed while it held it)");
+	else if (stale) {
+		char *msg = st_asprintf("a stale lock: %s", desc);
+		rc = msg ? add_fix(d, "lock", stack, where, "unlock", args, msg) : ST_ENOMEM;
+		free(msg);
+	}
+out:
+	free(desc);
+	free(stack);
+	free(where);
+	return rc;
+}
+
+/* ---- the index ---- */
+
+typedef struct ix_row {
+	char *qname;
+	long long size, mtime;
+	char *etag;
+	int seen;
+} ix_row;
+
+typedef struct ix_rows {
+	ix_row *r;
+	size_t n, cap;
+	int oom;
+} ix_rows;
+
+static int ix_collect(void *ctx, int ncols, const char *const *names, const char *const *v)
+{
+	ix_rows *x = ctx;
+	(void)names;
+	if (ncols < 4)
+		return 0;
+	if (x->n == x->cap) {
+		size_t nc = x->cap ? x->cap * 2 : 32;
+		ix_row *na = realloc(x->r, nc * sizeof(*na));
+		if (!na) {
+			x->oom = 1;
+			return 1;
+		}
+		x->r = na;
+		x->cap = nc;
+	}
+	ix_row *r = &x->r[x->n++];
+	r->qname = st_strdup(v[0] ? v[0] : "");
+	r->size = v[1] ? strtoll(v[1], NULL, 10) : -1;
+	r->mtime = v[2] ? strtoll(v[2], NULL, 10) : 0;
+	r->etag = st_strdup(v[3] ? v[3] : "");
+	r->seen = 0;
+	if (!r->qname || !r->etag)
+		x->oom = 1;
+	return x->oom;
+}
+
+/* The index against the listing, as `index update` compares them: one finding naming the
+ * stacks changed, added or removed since they were indexed. */
+static int check_index(doctor *d, const char *path, const st_stack_info *infos, size_t n)
+{
+	st_index *ix = NULL;
+	ix_rows x = {0};
+	st_buf names;
+	size_t stale = 0;
+	int rc;
+	st_error e;
+
+	st_error_clear(&e);
+	if (!path || access(path, F_OK) != 0)
+		return ST_OK;
+	d->r->index_checked = 1;
+	st_buf_init(&names);
+	if ((rc = st_index_open(&ix, path, 1, NULL, &e)) == ST_OK)
+		rc = st_index_sql(ix, "SELECT qname, size, mtime_ns, etag FROM stacks", ix_collect,
+				  &x, &e);
+	st_index_close(ix);
+	if (x.oom || rc == ST_ENOMEM) {
+		rc = ST_ENOMEM;
+		goto out;
+	}
+	if (rc) {
+		char *fix = st_asprintf("statetool index update --backend %s --db %s", d->url, path);
+		rc = fix ? add(d, "index-stale", NULL, path, fix, "the index cannot be read: %s",
+			       e.message)
+			 : ST_ENOMEM;
+		free(fix);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ix_row *hit = NULL;
+		for (size_t j = 0; j < x.n && !hit; j++)
+			if (!strcmp(x.r[j].qname, infos[i].qname))
+				hit = &x.r[j];
+		if (hit)
+			hit->seen = 1;
+		if (d->unreadable[i])
+			continue; /* reported as such; the index cannot hold it */
+		if (hit && hit->size == infos[i].size && hit->mtime == infos[i].mtime_ns &&
+		    !strcmp(hit->etag, infos[i].etag))
+			continue;
+		st_buf_printf(&names, "%s%s (%s)", stale++ ? ", " : "", infos[i].qname,
+			      hit ? "changed" : "not indexed");
+	}
+	for (size_t j = 0; j < x.n; j++)
+		if (!x.r[j].seen)
+			st_buf_printf(&names, "%s%s (removed)", stale++ ? ", " : "", x.r[j].qname);
+	if (names.oom) {
+		rc = ST_ENOMEM;
+		goto out;
+	}
+	if (stale) {
+		char *fix = st_asprintf("statetool index update --backend %s --db %s", d->url, path);
+		rc = fix ? add(d, "index-stale", NULL, path, fix,
+			       "the index is out of date: %zu stack%s changed since it was indexed: "
+			       "%s",
+			       stale, stale == 1 ? "" : "s", names.data)
+			 : ST_ENOMEM;
+		free(fix);
+	}
+out:
+	for (size_t j = 0; j < x.n; j++) {
+		free(x.r[j].qname);
+		free(x.r[j].etag);
+	}
+	free(x.r);
+	st_buf_free(&names);
+	return rc;
+}
+
+/* ---- the whole backend ---- */
+
+static int doctor_run(doctor *d, const st_doctor_opts *o, st_error *err)
+{
+	st_stack_info *infos = NULL;
+	st_store_entry *e = NULL;
+	size_t n = 0, ne = 0;
+	long long max_age = !o || !o->lock_max_age ? 24 * 3600 : o->lock_max_age;
+	char *ixpath = NULL;
+	int rc;
+
+	if ((rc = st_backend_list(d->b, &infos, &n, err)) != ST_OK)
+		return rc;
+	d->r->stacks = n;
+	if (!(d->unreadable = calloc(n ? n : 1, 1))) {
+		st_stack_infos_free(infos, n);
+		return ST_ENOMEM;
+	}
+	if (!st_backend_project_mode(d->b) && n &&
+	    (rc = add_fix(d, "legacy-layout", NULL, NULL, "upgrade", "",
+			  "the backend is in the legacy layout (no .pulumi/meta.yaml): Pulumi "
+			  "refuses it (Legacy DIY state is deprecated, please upgrade your state to "
+			  "project mode)")) != ST_OK)
+		goto out;
+	for (size_t i = 0; i < n && rc == ST_OK; i++) {
+		rc = check_stack(d, &infos[i], &d->unreadable[i]);
+		if (o && o->progress)
+			o->progress(o->ctx, i + 1, n);
+	}
+	if (rc == ST_OK)
+		rc = st_store_list(d->s, ".pulumi/", 0, &e, &ne, err);
+	for (size_t i = 0; i < ne && rc == ST_OK; i++) {
+		if (!strncmp(e[i].key, STACKS, strlen(STACKS)))
+			rc = check_stack_key(d, &e[i], infos, n);
+		else if (!strncmp(e[i].key, LOCKS, strlen(LOCKS)))
+			rc = check_lock_key(d, &e[i], max_age);
+	}
+	if (rc == ST_OK) {
+		ixpath = o && o->index_path ? st_strdup(o->index_path)
+					    : st_index_default_path(d->b);
+		if (!(o && o->index_path) || ixpath)
+			rc = check_index(d, ixpath, infos, n);
+		else
+			rc = ST_ENOMEM;
+	}
+out:
+	free(ixpath);
+	st_store_entries_free(e, ne);
+	st_stack_infos_free(infos, n);
+	return rc;
+}
+
+int st_backend_doctor(st_backend *b, const st_doctor_opts *opts, st_doctor_report *out,
+		      st_error *err)
+{
+	doctor d = {0};
+	int rc;
+
+	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(out);
+	memset(out, 0, sizeof(*out));
+	if (opts && (rc = st__opts_version(opts->version, ST_DOCTOR_OPTS_VERSION,
+					   "st_doctor_opts", err)) != ST_OK)
+		return rc;
+	if (!(d.s = st_backend_store(b)))
+		return st__err(err, ST_EUNSUPPORTED, "backend '%s' is no DIY backend",
+			       st_backend_url(b));
+	d.b = b;
+	d.r = out;
+	st_strmap_init(&d.ids);
+	if (!(d.url = st__shell_word(st_backend_url(b))))
+		rc = ST_ENOMEM;
+	else
+		rc = doctor_run(&d, opts, err);
+	if (rc == ST_ENOMEM)
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+	if (rc)
+		st_doctor_report_free(out);
+	st_strmap_free(&d.ids);
+	for (size_t i = 0; i < d.nowners; i++) {
+		free(d.owners[i].key);
+		free(d.owners[i].who);
+	}
+	free(d.owners);
+	free(d.unreadable);
+	free(d.url);
+	return rc;
+}
+
+void st_doctor_report_free(st_doctor_report *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->count; i++) {
+		free(r->items[i].kind);
+		free(r->items[i].stack);
+		free(r->items[i].where);
+		free(r->items[i].message);
+		free(r->items[i].fix);
+	}
+	free(r->items);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,133 @@
+#!/bin/sh
+# statetool doctor: a backend seeded with one problem of each kind gives one report with the
+# command that fixes each (exact text and --json), exit 1; a clean backend says "no problems
+# found", exit 0; a legacy backend is named as such; the fixes named do fix.
+. "$(dirname "$0")/lib.sh"
+MAGIC=3ff53efef69f38d19e364655131bbb113e416d3bf64bfb819065fa12acb29250
+B=$T/b
+D=$B/.pulumi/stacks/shop
+mkdir -p "$D"
+printf 'version: 1\n' >"$B/.pulumi/meta.yaml"
+# ck PROJECT STACK RESOURCES [PENDING]: a checkpoint of organization/PROJECT/STACK
+ck() {
+	printf '{"version":3,"checkpoint":{"stack":"organization/%s/%s","latest":{"manifest":{"time":"2024-01-02T03:04:05Z","magic":"%s","version":"v3.100.0"},"resources":[%s]%s}}}\n' \
+		"$1" "$2" "$MAGIC" "$3" "${4:+,\"pending_operations\":[$4]}"
+}
+# root PROJECT STACK, bucket PROJECT STACK NAME ID: resources
+root() { printf '{"urn":"urn:pulumi:%s::%s::pulumi:pulumi:Stack::%s-%s","custom":false,"type":"pulumi:pulumi:Stack"}' "$2" "$1" "$1" "$2"; }
+bucket() { printf '{"urn":"urn:pulumi:%s::%s::aws:s3/bucket:Bucket::%s","custom":true,"id":"%s","type":"aws:s3/bucket:Bucket"}' "$2" "$1" "$3" "$4"; }
+
+ck shop good "$(root shop good),$(bucket shop good b b-1)" >"$D/good.json"
+run "a clean backend" st doctor --backend "$B"
+check_rc 0; check_out "no problems found (1 stack checked)"; check_err_empty
+run "a clean backend, --json" st doctor --backend "$B" --json
+check_rc 0; check_out "{
+    \"format_version\": 1,
+    \"backend\": \"$B\",
+    \"stacks\": 1,
+    \"problems\": []
+}"
+
+# one of each
+ck shop twin "$(root shop twin),$(bucket shop twin b2 b-1)" >"$D/twin.json"
+ck shop pend "$(root shop pend)" '{"resource":{"urn":"urn:pulumi:pend::shop::aws:sqs/queue:Queue::q","custom":true,"type":"aws:sqs/queue:Queue"},"type":"creating"}' >"$D/pend.json"
+ck shop broken "$(root shop broken),{\"urn\":\"urn:pulumi:broken::shop::aws:s3/bucket:Bucket::c\",\"custom\":true,\"id\":\"c-1\",\"type\":\"aws:s3/bucket:Bucket\",\"parent\":\"urn:pulumi:broken::shop::my:C::gone\"}" >"$D/broken.json"
+printf '{"version":3,"deployment":{"manifest":{"time":"2024-01-02T03:04:05Z","magic":"%s","version":"v3.100.0"},"resources":[%s]}}\n' "$MAGIC" "$(root shop export)" >"$D/export.json"
+printf '{' >"$D/junk.json"
+ck shop old "$(root shop old)" >"$B/.pulumi/stacks/old.json"
+ck shop good "$(root shop good)" | gzip -n >"$D/good.json.gz"
+touch -d '2020-01-01' "$D/good.json.gz"
+printf '{}' >"$D/good.json.statetool-journal"
+mkdir -p "$B/.pulumi/locks/organization/shop/good" "$B/.pulumi/locks/old"
+printf '{"pid":4242,"username":"alice","hostname":"ci-runner","timestamp":"2024-05-01T10:00:00Z"}' \
+	>"$B/.pulumi/locks/organization/shop/good/6a1f0e2c-0000-4000-8000-000000000001.json"
+printf '{"pid":4242,"username":"alice","hostname":"ci-runner","timestamp":"2024-05-01T10:00:00Z"}' \
+	>"$B/.pulumi/locks/old/6a1f0e2c-0000-4000-8000-000000000002.json"
+st index update --backend "$B" >/dev/null 2>&1
+ck shop twin "$(root shop twin),$(bucket shop twin b2 b-1),$(bucket shop twin b3 b-3)" >"$D/twin.json"
+# what a look may not change (SQLite's own -shm/-wal files aside: a reader maps them)
+snap() { (cd "$B" && find . -type f ! -name '*.sqlite-shm' ! -name '*.sqlite-wal' | sort | xargs sha256sum); }
+snap >"$T/before"
+
+S=$D
+run "one of each" st doctor --backend "$B"
+check_rc 1
+check_out "shop/broken: integrity: 1 integrity error, the first: [integrity/parent-missing] child resource urn:pulumi:broken::shop::aws:s3/bucket:Bucket::c refers to missing parent urn:pulumi:broken::shop::my:C::gone
+  at: $S/broken.json
+  fix: statetool repair --backend $B --stack shop/broken
+shop/export: place: [place/export-in-backend] a DIY backend holds checkpoints ({\"version\", \"checkpoint\"}) and this is a stack export ({\"version\", \"deployment\"}): Pulumi cannot load it (failed to load checkpoint: unexpected end of JSON input); write it as a checkpoint (statetool convert --envelope checkpoint)
+  at: $S/export.json
+  fix: statetool edit --backend $B --stack shop/export
+shop/junk: unreadable: unexpected end of JSON input
+  at: $S/junk.json
+  fix: statetool validate --backend $B --stack shop/junk
+shop/pend: pending: 1 pending operation left by an interrupted update (a \`creating\` one may have made a resource the state does not record: record it by its ID, or clear it)
+  at: $S/pend.json
+  fix: statetool pending import --backend $B --stack shop/pend 'urn:pulumi:pend::shop::aws:sqs/queue:Queue::q' ID
+shop/twin: duplicate-id: urn:pulumi:twin::shop::aws:s3/bucket:Bucket::b2 has ID 'b-1', as urn:pulumi:good::shop::aws:s3/bucket:Bucket::b in stack shop/good: two stacks manage one aws:s3/bucket:Bucket; keep it in one of them
+  at: $S/twin.json
+  fix: statetool delete --backend $B --stack shop/twin 'urn:pulumi:twin::shop::aws:s3/bucket:Bucket::b2'
+old: legacy-lock: a lock of the legacy layout, which Pulumi no longer looks at (left by a tool killed while it held it)
+  at: $B/.pulumi/locks/old/6a1f0e2c-0000-4000-8000-000000000002.json
+  fix: statetool unlock --backend $B --stack old
+shop/good: lock: a stale lock: $B/.pulumi/locks/organization/shop/good/6a1f0e2c-0000-4000-8000-000000000001.json: created by alice@ci-runner (pid 4242) at 2024-05-01T10:00:00Z [stale: older than 24 hours]
+  at: $B/.pulumi/locks/organization/shop/good/6a1f0e2c-0000-4000-8000-000000000001.json
+  fix: statetool unlock --backend $B --stack shop/good
+old: legacy-stack: a stack file of the legacy layout, which Pulumi does not see in the project layout (Pulumi: Found legacy stack files in state store)
+  at: $B/.pulumi/stacks/old.json
+  fix: statetool upgrade --backend $B
+shop/good: stray-variant: an older variant beside $S/good.json, the object Pulumi reads: never read, it is the stack's state of some time ago
+  at: $S/good.json.gz
+  fix: statetool stacks --backend $B (then delete $S/good.json.gz)
+shop/good: journal: an interrupted statetool operation left its journal: any statetool command on the stack completes it
+  at: $S/good.json.statetool-journal
+  fix: statetool list --backend $B --stack shop/good
+backend: index-stale: the index is out of date: 1 stack changed since it was indexed: organization/shop/twin (changed)
+  at: $B/.pulumi/statetool-index.sqlite
+  fix: statetool index update --backend $B --db $B/.pulumi/statetool-index.sqlite
+11 problems found (6 stacks checked)"
+run "read-only" snap
+check_same "$T/before" "$T/out"
+
+run "one of each, --json" st doctor --backend "$B" --json
+check_rc 1
+check_out_has '"stacks": 6,'
+check_out_has '"kind": "duplicate-id",'
+check_out_has "\"fix\": \"statetool unlock --backend $B --stack shop/good\""
+cp "$T/out" "$T/doctor.json"
+run "--json: one finding per problem" grep -c '"kind":' "$T/doctor.json"
+check_out 11
+
+# the fixes named do fix what they name
+st unlock --backend "$B" --stack shop/good >/dev/null
+st unlock --backend "$B" --stack old >/dev/null 2>&1
+st index update --backend "$B" >/dev/null 2>&1
+run "after unlock and index update" st doctor --backend "$B"
+check_rc 1
+check_out_lacks() { if grep -qF -- "$1" "$T/out"; then bad "stdout has: $1"; else ok; fi; }
+check_out_lacks ": lock: "; check_out_lacks "index-stale"
+check_out_has "9 problems found (6 stacks checked)"
+
+# a legacy backend, and a lock younger than --lock-age whose process may live
+L=$T/legacy
+mkdir -p "$L/.pulumi/stacks" "$L/.pulumi/locks/dev"
+ck shop dev "$(root shop dev)" | sed 's/organization\/shop\/dev/dev/' >"$L/.pulumi/stacks/dev.json"
+printf '{"pid":4242,"username":"alice","hostname":"ci-runner","timestamp":"2024-05-01T10:00:00Z"}' \
+	>"$L/.pulumi/locks/dev/6a1f0e2c-0000-4000-8000-000000000003.json"
+run "legacy layout" st doctor --backend "$L" --lock-age 0
+check_rc 1
+check_out "backend: legacy-layout: the backend is in the legacy layout (no .pulumi/meta.yaml): Pulumi refuses it (Legacy DIY state is deprecated, please upgrade your state to project mode)
+  fix: statetool upgrade --backend $L
+1 problem found (1 stack checked)"
+run "legacy layout, upgraded" st upgrade --backend "$L"
+check_rc 1; check_err_has "the stack is currently locked by 1 lock(s)"
+st unlock --backend "$L" --stack dev >/dev/null
+st upgrade --backend "$L" >/dev/null
+run "legacy layout, after the fix" st doctor --backend "$L"
+check_rc 0; check_out "no problems found (1 stack checked)"
+
+run "usage: --lock-age" st doctor --backend "$L" --lock-age soon
+check_rc 2; check_err_has "invalid --lock-age 'soon'"
+run "a missing backend" st doctor --backend "$T/nowhere"
+check_rc 1; check_err_has "statetool: error: "
+finish

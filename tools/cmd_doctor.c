@@ -1,0 +1,139 @@
+/* statetool doctor: every problem of a whole DIY backend, each with the command that fixes it. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char help[] =
+	"usage: statetool doctor --backend URL [options]\n"
+	"\n"
+	"Look at every stack and object of a DIY backend (read-only, on any store) and report\n"
+	"every problem in one report, each with the command that fixes it:\n"
+	"  unreadable     a stack that cannot be read\n"
+	"  integrity      integrity errors (statetool validate's rules, no schemas)\n"
+	"  place          a state in the wrong place or the wrong envelope\n"
+	"  pending        pending operations left by an interrupted update\n"
+	"  lock           a stale lock: its process is gone from this host, it cannot be\n"
+	"                 parsed, or it is older than --lock-age\n"
+	"  legacy-layout  the legacy layout, which Pulumi refuses\n"
+	"  legacy-stack   a legacy stack file in the project layout (Pulumi does not see it)\n"
+	"  legacy-lock    a lock folder of the legacy layout in the project layout\n"
+	"  stray-variant  a .json beside the .json.gz (or .zst) Pulumi reads\n"
+	"  journal        what an interrupted statetool operation left (journal, staged object)\n"
+	"  duplicate-id   one physical ID in two stacks (providers, external reads and pending\n"
+	"                 deletes left out): both manage the same cloud resource\n"
+	"  index-stale    the backend's index (or --db) is out of date\n"
+	"\n"
+	"Options:\n"
+	"  --backend URL      the backend (default $PULUMI_BACKEND_URL)\n"
+	"  --db PATH          the index to compare (default: the backend's own index, when\n"
+	"                     there is one)\n"
+	"  --lock-age HOURS   a lock older than this is stale (default 24; 0: never by age)\n"
+	"  --json             one JSON document: {\"format_version\":1,\"backend\",\"stacks\",\n"
+	"                     \"problems\":[{\"kind\",\"stack\",\"where\",\"message\",\"fix\"}]}\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"Exit status 0 when nothing is wrong (\"no problems found\"), 1 when something is,\n"
+	"2 on a usage error.\n";
+
+static void on_progress(void *ctx, size_t done, size_t total)
+{
+	(void)ctx;
+	fprintf(stderr, "\rdoctor: %zu/%zu stacks", done, total);
+	if (done == total)
+		fputs("\r\033[K", stderr);
+	fflush(stderr);
+}
+
+static void print_json(st_backend *b, const st_doctor_report *r)
+{
+	json_t *doc = json_object(), *arr = json_array();
+	json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
+	json_object_set_new(doc, "backend", json_string(st_backend_url(b)));
+	json_object_set_new(doc, "stacks", json_integer((json_int_t)r->stacks));
+	for (size_t i = 0; i < r->count; i++) {
+		const st_doctor_finding *f = &r->items[i];
+		json_t *o = json_object();
+		json_object_set_new(o, "kind", json_string(f->kind));
+		json_object_set_new(o, "stack", f->stack ? json_string(f->stack) : json_null());
+		json_object_set_new(o, "where", f->where ? json_string(f->where) : json_null());
+		json_object_set_new(o, "message", json_string(f->message));
+		json_object_set_new(o, "fix", json_string(f->fix));
+		json_array_append_new(arr, o);
+	}
+	json_object_set_new(doc, "problems", arr);
+	cli_print_json(doc);
+	json_decref(doc);
+}
+
+static void print_text(const st_doctor_report *r)
+{
+	for (size_t i = 0; i < r->count; i++) {
+		const st_doctor_finding *f = &r->items[i];
+		printf("%s: %s: %s\n", f->stack ? f->stack : "backend", f->kind, f->message);
+		if (f->where)
+			printf("  at: %s\n", f->where);
+		printf("  fix: %s\n", f->fix);
+	}
+	if (!r->count)
+		printf("no problems found (%zu stack%s checked)\n", r->stacks,
+		       r->stacks == 1 ? "" : "s");
+	else
+		printf("%zu problem%s found (%zu stack%s checked)\n", r->count,
+		       r->count == 1 ? "" : "s", r->stacks, r->stacks == 1 ? "" : "s");
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"db", required_argument, NULL, 'd'},
+		{"lock-age", required_argument, NULL, 'a'},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	st_doctor_opts o = ST_DOCTOR_OPTS_INIT;
+	st_doctor_report r = {0};
+	const char *url = NULL;
+	st_backend *b = NULL;
+	int json = 0, c, rc;
+	st_error err;
+	char *end;
+	double hours;
+
+	st_error_clear(&err);
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_BACKEND: url = optarg; break;
+		case OPT_JSON: json = 1; break;
+		case 'd': o.index_path = optarg; break;
+		case 'a':
+			hours = strtod(optarg, &end);
+			if (end == optarg || *end || hours < 0 || hours > 1e6)
+				return cli_usage("doctor", "invalid --lock-age '%s': hours", optarg);
+			o.lock_max_age = hours == 0 ? -1 : (long long)(hours * 3600);
+			break;
+		case 'h': return cli_help(help);
+		default: return cli_usage("doctor", "bad option");
+		}
+	}
+	if (optind < argc)
+		return cli_usage("doctor", "unexpected argument '%s'", argv[optind]);
+	if (isatty(STDERR_FILENO))
+		o.progress = on_progress;
+	if (st_backend_open(&b, url, &err) != ST_OK ||
+	    st_backend_doctor(b, &o, &r, &err) != ST_OK) {
+		cli_error(&err);
+		st_backend_free(b);
+		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+	}
+	if (json)
+		print_json(b, &r);
+	else
+		print_text(&r);
+	rc = r.count ? EXIT_FAIL : EXIT_OK;
+	st_doctor_report_free(&r);
+	st_backend_free(b);
+	return rc;
+}
