@@ -98,7 +98,7 @@ check_out "imported pending create of urn:pulumi:dev::shop::aws:sqs/queue:Queue:
 1 pending create imported; run \`pulumi refresh\` next to read its outputs"
 run "pending import: the operation is gone" st pending "$S"
 check_out "updating  urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs"
-run "pending import: the resource" st show "$S" queue
+run "pending import: the resource" st show --json "$S" queue
 check_rc 0
 check_out '{
     "urn": "urn:pulumi:dev::shop::aws:sqs/queue:Queue::queue",
