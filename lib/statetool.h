@@ -993,6 +993,32 @@ ST_EXTERN int st_resource_text(const json_t *resource, unsigned flags, st_secret
 			       char **out, size_t *len, st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
+ * Comparing two states
+ */
+
+/* Compares two states (borrowed, unchanged): *out (new) is a document
+ *   {"same": bool,
+ *    "added": [R...], "removed": [R...], "changed": [R + {"changes": [C...]}...],
+ *    "deployment": [C...]}
+ * where R is {"urn", "type"?, "id"? (when not empty), "delete": true?} (a changed resource as
+ * it is in `b`) and C is {"path", "op": "add"|"remove"|"change", "old"?, "new"?}: `path` is a
+ * JSON Pointer into the resource (or into the deployment, for its members other than
+ * `resources` and `manifest`), objects without a signature key compared member by member
+ * (sorted keys) and arrays of equal length element by element, anything else whole. Resources
+ * are matched by URN; copies marked delete: true by URN, ID and rank. Removed and changed
+ * resources come in `a`'s order, added ones in `b`'s. Every secret in "old" and "new" is the
+ * string "[secret]": neither plaintext nor ciphertext is ever copied into the document (two
+ * different ciphertexts are a change, even of one value). */
+ST_EXTERN int st_state_compare(st_state *a, st_state *b, json_t **out, st_error *err);
+
+/* The text of a comparison (borrowed, from st_state_compare): "- URN", "+ URN", then "~ URN"
+ * with one line per change ("    ~ PATH: OLD => NEW", "    + PATH: NEW", "    - PATH: OLD",
+ * values as compact JSON), "~ deployment" likewise, and a last line: "no differences" or
+ * "N added, N removed, N changed[, deployment changed]". *out is new (free()), NUL-terminated;
+ * *len (may be NULL) its length. ST_EINVAL for a document of another shape. */
+ST_EXTERN int st_compare_text(const json_t *doc, char **out, size_t *len, st_error *err);
+
+/* ---------------------------------------------------------------------------------------------
  * Moving resources between stacks, and writing two files as one
  */
 
@@ -1484,6 +1510,56 @@ ST_EXTERN int st_backend_locate(const char *path, char **root, char **stack);
  * Return 1 when valid. */
 ST_EXTERN int st_stack_name_valid(const char *name);
 ST_EXTERN int st_project_name_valid(const char *name);
+
+/* ---------------------------------------------------------------------------------------------
+ * Generations: a DIY stack's history, as Pulumi's DIY backend keeps it
+ *
+ * Pulumi copies the state after each update to .pulumi/backups/<project>/<stack>/
+ * <stack>.<UnixNano>.json[.gz|.zst] (legacy layout: .pulumi/backups/<stack>/; not when
+ * PULUMI_DIY_BACKEND_DISABLE_CHECKPOINT_BACKUPS, alias PULUMI_DISABLE_CHECKPOINT_BACKUPS, is
+ * "1" or "true"), and writes an update record <stack>-<UnixNano>.history.json with a copy of
+ * the state beside it (<stack>-<UnixNano>.checkpoint.json) in .pulumi/history/<project>/
+ * <stack>/. st_backend_save does as Pulumi's updates do: after writing, the new state is
+ * copied to the backups; before, the state it replaces is copied there too (timed by its
+ * modification time) unless the newest backup already holds its bytes. So each statetool
+ * change leaves the state before and after it as generations.
+ */
+
+typedef enum st_generation_kind {
+	ST_GEN_CURRENT = 1, /* the stack's object itself, id "current" */
+	ST_GEN_BAK,         /* its .bak, id "bak" */
+	ST_GEN_BACKUP,      /* a copy in backups/, id its file name */
+	ST_GEN_HISTORY      /* a history checkpoint, id its file name */
+} st_generation_kind;
+
+typedef struct st_generation {
+	char *id;                /* what names it (above) */
+	char *key;               /* its object in st_backend_store */
+	st_generation_kind kind;
+	long long time_ns;       /* the UnixNano of its name; current and bak: modification time */
+	long long size;          /* bytes stored, -1 if unknown */
+	json_t *update;          /* ST_GEN_HISTORY: the update record beside it (kind, result,
+				  * message, startTime, endTime, resourceChanges...), else NULL */
+} st_generation;
+
+/* Lists a DIY stack's generations: current first, then newest first (by time, then id).
+ * Objects in the backups and history folders not named as Pulumi names them are left out.
+ * *out is new: st_generations_free. ST_EUNSUPPORTED for a backend of another kind. */
+ST_EXTERN int st_backend_generations(st_backend *b, const char *stack, st_generation **out,
+				     size_t *count, st_error *err);
+ST_EXTERN void st_generations_free(st_generation *gens, size_t count);
+
+/* Loads the generation `id` (borrowed; an id of st_backend_generations) of a stack. The state
+ * keeps the generation's compression. ST_ENOTFOUND when there is none. *out is new. */
+ST_EXTERN int st_backend_generation_load(st_backend *b, const char *stack, const char *id,
+					 const st_load_opts *opts, st_state **out,
+					 st_error *err);
+
+/* Copies a stack's current object to its backups as Pulumi's backupStack does, named by its
+ * modification time, unless the newest backup holds the same bytes (for a change made without
+ * st_backend_save, such as putting a .bak back: before it and after it). Nothing when backups
+ * are disabled (above). ST_ENOTFOUND when the stack has no state. */
+ST_EXTERN int st_backend_keep_generation(st_backend *b, const char *stack, st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Locks

@@ -738,6 +738,36 @@ static int c_backend_stack_path(st_error *err)
 	return st_backend_stack_path(F.b, bad_stack, &p, &ex, err);
 }
 
+static int c_backend_generations(st_error *err)
+{
+	st_generation *g = NULL;
+	size_t n = 0;
+	int rc = st_backend_generations(F.b, bad_stack, &g, &n, err);
+	st_generations_free(g, n);
+	return rc;
+}
+
+static int c_backend_generation_load(st_error *err)
+{
+	st_state *s = NULL;
+	return st_backend_generation_load(F.b, bad_stack, "bak", NULL, &s, err);
+}
+
+static int c_backend_keep_generation(st_error *err)
+{
+	return st_backend_keep_generation(F.b, bad_stack, err);
+}
+
+static int c_compare_text(st_error *err)
+{
+	char *out = NULL;
+	json_t *v = json_object();
+	int rc = st_compare_text(v, &out, NULL, err);
+	json_decref(v);
+	free(out);
+	return rc;
+}
+
 /* The same object on both sides. */
 static int c_journal_save(st_error *err)
 {
@@ -895,7 +925,8 @@ static const err_case cases[] = {
 	CASE(backend_resolve), CASE(backend_load), CASE(backend_save),
 	CASE(backend_stack_key), CASE(backend_stack_path), CASE(lock_stack), CASE(lock_file),
 	CASE(lock_release), CASE(unlock_stack), CASE(unlock_file), CASE(backend_upgrade),
-	CASE(backend_doctor), CASE(edit_pending_import),
+	CASE(backend_doctor), CASE(edit_pending_import), CASE(backend_generations),
+	CASE(backend_generation_load), CASE(backend_keep_generation), CASE(compare_text),
 };
 
 static void fixture_up(void)

@@ -1014,6 +1014,14 @@ static int o_index_stale(st_state *s, st_error *er)
 	return rc;
 }
 
+static int o_state_compare(st_state *s, st_error *er)
+{
+	json_t *d = NULL;
+	int rc = st_state_compare(s, s, &d, er);
+	json_decref(d);
+	return rc;
+}
+
 typedef struct oom_case {
 	const char *name;
 	int (*call)(st_state *s, st_error *er);
@@ -1025,7 +1033,7 @@ static const oom_case oom_cases[] = {
 	OOM(schema_builtin), OOM(integrity_check), OOM(state_migrate), OOM(edit_begin),
 	OOM(edit_pending_clear), OOM(edit_pending_import), OOM(secrets_new_passphrase),
 	OOM(secrets_verify), OOM(backend_list), OOM(import_check), OOM(state_autonames),
-	OOM(index_stale),
+	OOM(index_stale), OOM(state_compare),
 };
 
 static void test_err_null_oom(void **unused)

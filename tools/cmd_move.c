@@ -557,8 +557,24 @@ static int commit(args *a)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	rc = st_edit_commit_pair_to("move", a->dst.e, a->dry ? NULL : &to[0], a->src.e,
-				    a->dry ? NULL : &to[1], NULL, NULL, &probs, &err);
+	/* a stack's state before and after the move stays a generation (statetool(1),
+	 * GENERATIONS); what is there before is kept unless the newest backup holds it */
+	for (int k = 0; !a->dry && rc == ST_OK && k < 2; k++) {
+		side *sd = k ? &a->src : &a->dst;
+		if (sd->t.backend && st_backend_store(sd->t.backend) && sd->t.exists &&
+		    (rc = st_backend_keep_generation(sd->t.backend, sd->t.qname, &err)) == ST_ENOTFOUND) {
+			rc = ST_OK;
+			st_error_clear(&err);
+		}
+	}
+	if (rc == ST_OK)
+		rc = st_edit_commit_pair_to("move", a->dst.e, a->dry ? NULL : &to[0], a->src.e,
+					    a->dry ? NULL : &to[1], NULL, NULL, &probs, &err);
+	for (int k = 0; !a->dry && rc == ST_OK && k < 2; k++) {
+		side *sd = k ? &a->src : &a->dst;
+		if (sd->t.backend && st_backend_store(sd->t.backend))
+			rc = st_backend_keep_generation(sd->t.backend, sd->t.qname, &err);
+	}
 	if (rc != ST_OK) {
 		cli_error(&err);
 		for (size_t i = 0; i < probs.count; i++)

@@ -3,10 +3,12 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char help[] =
 	"usage: statetool restore [options] STATE\n"
 	"       statetool restore --backend URL --stack NAME\n"
+	"       statetool restore --backend URL --stack NAME --generation ID [--dry-run]\n"
 	"\n"
 	"Put the backup STATE.bak (written by every statetool change, and by Pulumi's DIY\n"
 	"backend) back in place, byte for byte. The current file becomes STATE.bak, so a\n"
@@ -14,8 +16,19 @@ static const char help[] =
 	"(named by --stack or by its file's path inside a DIY backend) is restored under\n"
 	"Pulumi's lock, in its backend's store.\n"
 	"\n"
+	"\n"
+	"With --generation ID (an ID `statetool history` lists: a copy in the stack's\n"
+	"backups or history, or bak), the stack is put back to that generation: what\n"
+	"changes is printed first as `statetool diff` prints it (current => generation,\n"
+	"secrets masked), then the generation is saved as any change is (the replaced\n"
+	"state kept as .bak, both states kept as generations in the backups), so a restore\n"
+	"is undone by another. A stack's generations are Pulumi's DIY backups: each\n"
+	"statetool change leaves the state before and after it there.\n"
+	"\n"
 	"Options:\n"
 	"  --backend URL -s, --stack NAME   a stack of a DIY backend\n"
+	"  --generation ID    the generation to put back (stacks only)\n"
+	"  --dry-run          print what would change and write nothing\n"
 	"  -h, --help         show this help\n";
 
 /* The store and key of the target's object (store borrowed from the backend, or new). */
@@ -76,15 +89,118 @@ static int restore(const char *name, st_store *store, const char *key, const cha
 	return EXIT_OK;
 }
 
+/* restore --dry-run STATE: what putting STATE.bak back would change. */
+static int dry_run_bak(cli_target *t)
+{
+	st_load_opts lo = ST_LOAD_OPTS_INIT;
+	st_state *cur = NULL, *old = NULL;
+	json_t *doc = NULL;
+	char *bak = NULL, *text = NULL;
+	size_t len = 0;
+	st_error err;
+	int rc = EXIT_FAIL;
+
+	st_error_clear(&err);
+	lo.max_size = t->max_size;
+	if (asprintf(&bak, "%s.bak", t->path) < 0) {
+		bak = NULL;
+		goto out;
+	}
+	if (access(bak, F_OK) != 0) {
+		cli_errorf("no backup '%s' to restore", bak);
+		goto out;
+	}
+	if (st_state_load_file(&old, bak, &lo, &err) != ST_OK ||
+	    st_state_load_file(&cur, t->path, &lo, &err) != ST_OK ||
+	    st_state_compare(cur, old, &doc, &err) != ST_OK ||
+	    st_compare_text(doc, &text, &len, &err) != ST_OK) {
+		cli_error(&err);
+		goto out;
+	}
+	fwrite(text, 1, len, stdout);
+	printf("dry run: nothing written\n");
+	rc = EXIT_OK;
+out:
+	free(bak);
+	free(text);
+	json_decref(doc);
+	st_state_free(cur);
+	st_state_free(old);
+	return rc;
+}
+
+/* Puts generation `gen` of the stack back: the diff first, then a save as any change. */
+static int restore_generation(cli_target *t, const char *gen, int dry_run)
+{
+	st_load_opts lo = ST_LOAD_OPTS_INIT;
+	st_state *cur = NULL, *old = NULL;
+	json_t *doc = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	st_lock *lock = NULL;
+	st_error err;
+	int rc;
+
+	st_error_clear(&err);
+	lo.max_size = t->max_size;
+	if (!dry_run && (rc = cli_lock(t, &lock)) != EXIT_OK)
+		return rc;
+	rc = st_backend_generation_load(t->backend, t->qname, gen, &lo, &old, &err);
+	if (rc == ST_OK) {
+		rc = st_backend_load(t->backend, t->qname, &lo, &cur, &err);
+		if (rc == ST_ENOTFOUND) { /* the stack has no state: compare with an empty one */
+			st_error_clear(&err);
+			rc = st_state_new(&cur, &err);
+		}
+	}
+	if (rc == ST_OK)
+		rc = st_state_compare(cur, old, &doc, &err);
+	if (rc == ST_OK)
+		rc = st_compare_text(doc, &text, &len, &err);
+	if (rc != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	fwrite(text, 1, len, stdout);
+	if (dry_run) {
+		printf("dry run: nothing written\n");
+		goto out;
+	}
+	if (json_is_true(json_object_get(doc, "same"))) {
+		printf("no change: %s is generation %s already\n", cli_target_where(t), gen);
+		goto out;
+	}
+	if ((rc = st_backend_save(t->backend, t->qname, old, NULL, &err)) != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	printf("restored %s from generation %s (the replaced version is now its .bak and a "
+	       "generation)\n", cli_target_where(t), gen);
+	rc = EXIT_OK;
+out:
+	free(text);
+	json_decref(doc);
+	st_state_free(cur);
+	st_state_free(old);
+	if (lock)
+		st_lock_release(lock, NULL);
+	return rc;
+}
+
 int cmd_restore(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"backend", required_argument, NULL, OPT_BACKEND},
 		{"stack", required_argument, NULL, OPT_STACK},
+		{"generation", required_argument, NULL, OPT_FROM},
+		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	cli_target t = {0};
-	int c, rc, owned = 0;
+	const char *gen = NULL;
+	int c, rc, owned = 0, dry_run = 0;
 	char *key = NULL, *bak = NULL;
 	st_store *store = NULL;
 	st_lock *lock = NULL;
@@ -92,6 +208,14 @@ int cmd_restore(int argc, char **argv)
 	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
 		if (cli_target_option(&t, c, optarg))
 			continue;
+		if (c == OPT_FROM) {
+			gen = optarg;
+			continue;
+		}
+		if (c == OPT_DRY_RUN) {
+			dry_run = 1;
+			continue;
+		}
 		if (c == 'h')
 			return cli_help(help);
 		return cli_usage("restore", "bad option");
@@ -106,6 +230,20 @@ int cmd_restore(int argc, char **argv)
 					       "restore works on a file or a stack");
 		goto out;
 	}
+	if (gen && !t.backend) {
+		cli_errorf("--generation: '%s' is not a stack of a DIY backend; a file has only "
+			   "its .bak (`statetool restore %s`)", t.path, t.path);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	if (gen || (dry_run && t.backend)) {
+		rc = restore_generation(&t, gen ? gen : "bak", dry_run);
+		goto out;
+	}
+	if (dry_run) {
+		rc = dry_run_bak(&t);
+		goto out;
+	}
 	if ((rc = locate(&t, &store, &owned, &key)) != EXIT_OK)
 		goto out;
 	if (!(bak = malloc(strlen(key) + 5))) {
@@ -116,8 +254,28 @@ int cmd_restore(int argc, char **argv)
 	if ((rc = cli_lock(&t, &lock)) != EXIT_OK)
 		goto out;
 	const char *name = cli_target_where(&t);
+	if (t.backend && st_backend_store(t.backend)) { /* the state replaced stays a generation */
+		st_error gerr;
+		st_error_clear(&gerr);
+		if (st_backend_keep_generation(t.backend, t.qname, &gerr) != ST_OK &&
+		    gerr.code != ST_ENOTFOUND) {
+			cli_error(&gerr);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+	}
 	if ((rc = restore(name, store, key, bak)) != EXIT_OK)
 		goto out;
+	if (t.backend && st_backend_store(t.backend)) { /* a change like any other: the restored
+							  * state is a generation */
+		st_error gerr;
+		st_error_clear(&gerr);
+		if (st_backend_keep_generation(t.backend, t.qname, &gerr) != ST_OK) {
+			cli_error(&gerr);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+	}
 	{
 		printf("restored %s from %s.bak (the replaced version is now %s.bak)\n", name, name,
 		       name);

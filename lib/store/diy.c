@@ -423,19 +423,7 @@ char *st__diy_lock_dir(const char *project, const char *stack)
 		       : st_asprintf(".pulumi/locks/%s/", stack);
 }
 
-/* The key helpers of the layout, for what comes next (history, backups, tags). */
-ST_UNUSED static char *backup_dir(const char *project, const char *stack)
-{
-	return project ? st_asprintf(".pulumi/backups/%s/%s/", project, stack)
-		       : st_asprintf(".pulumi/backups/%s/", stack);
-}
-
-ST_UNUSED static char *history_dir(const char *project, const char *stack)
-{
-	return project ? st_asprintf(".pulumi/history/%s/%s/", project, stack)
-		       : st_asprintf(".pulumi/history/%s/", stack);
-}
-
+/* The key helpers of the layout, for what comes next (tags); history.c has backups and history. */
 ST_UNUSED static char *tags_key(const char *project, const char *stack)
 {
 	char *base = stack_base(project, stack), *k = base ? st_asprintf("%s.pulumi-tags", base)
@@ -651,6 +639,12 @@ static int diy_split(diy_backend *b, const char *ref, char **project, char **sta
 		*stack = NULL;
 	}
 	return rc;
+}
+
+int st__diy_names(st_backend *bb, const char *ref, char **project, char **name,
+		  st_error *err)
+{
+	return diy_split((diy_backend *)bb, ref, project, name, err);
 }
 
 /* The stack's base key and current object (*key NULL when none). */
@@ -987,17 +981,6 @@ int st__state_write_store(st_state *s, st_store *store, const char *key,
 	return rc;
 }
 
-/* Where issue 20's history goes: after each save, a generation of the stack in
- * .pulumi/backups/<project>/<stack>/<stack>.<unixnano>.json[.gz|.zst] (Pulumi's backupStack).
- * Not written yet: statetool keeps one .bak, as before. */
-static int after_save(diy_backend *b, const char *key, st_error *err)
-{
-	(void)b;
-	(void)key;
-	(void)err;
-	return ST_OK;
-}
-
 static int diy_save(st_backend *bb, const char *ref, st_state *s,
 		    const st_backend_save_opts *opts, const st__wcfg *cfg, st_error *err)
 {
@@ -1018,6 +1001,9 @@ static int diy_save(st_backend *bb, const char *ref, st_state *s,
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
 	}
+	/* the state about to be replaced stays a generation (Pulumi's backups) */
+	if (old && (rc = st__diy_generation(bb, ref, old, 1, err)) != ST_OK)
+		goto out;
 	wo.backup_key = opts && opts->no_backup ? NULL : bak;
 	wo.proceed = opts ? opts->proceed : NULL;
 	wo.proceed_ctx = opts ? opts->proceed_ctx : NULL;
@@ -1035,7 +1021,8 @@ static int diy_save(st_backend *bb, const char *ref, st_state *s,
 		    (rc = st_store_delete(b->store, old, err)) != ST_OK)
 			goto out;
 	}
-	rc = after_save(b, key, err);
+	/* and the new one becomes one, as Pulumi's backupStack does after an update */
+	rc = st__diy_generation(bb, ref, key, 0, err);
 out:
 	free(base);
 	free(old);

@@ -900,11 +900,22 @@ int st_backend_save_pair(const char *op, st_backend *ba, const char *stack_a, st
 
 	if (rc == ST_OK)
 		rc = st_backend_stack_target(bb, stack_b, b, &kb, &ob, err);
+	/* each stack's state before and after is a generation (st__diy_generation) */
+	if (rc == ST_OK && st_backend_store(ba) &&
+	    (oa || st_store_stat(st_backend_store(ba), ka, NULL, NULL) == ST_OK))
+		rc = st__diy_generation(ba, stack_a, oa ? oa : ka, 1, err);
+	if (rc == ST_OK && st_backend_store(bb) &&
+	    (ob || st_store_stat(st_backend_store(bb), kb, NULL, NULL) == ST_OK))
+		rc = st__diy_generation(bb, stack_b, ob ? ob : kb, 1, err);
 	if (rc == ST_OK) {
 		st_pair_side A = {st_backend_store(ba), ka, oa, a};
 		st_pair_side B = {st_backend_store(bb), kb, ob, b};
 		rc = st_journal_save(op, &A, &B, err);
 	}
+	if (rc == ST_OK)
+		rc = st__diy_generation(ba, stack_a, ka, 0, err);
+	if (rc == ST_OK)
+		rc = st__diy_generation(bb, stack_b, kb, 0, err);
 	free(ka);
 	free(oa);
 	free(kb);

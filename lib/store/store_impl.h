@@ -154,6 +154,16 @@ int st__cloud_load_json(st_backend *b, const char *ref, size_t max_size, json_t 
 /* A lock that holds nothing (a backend whose service serialises updates itself). */
 int st__lock_none(st_lock **out, st_error *err);
 
+/* A DIY stack's project (NULL in the legacy layout) and name, as the backend resolves a
+ * reference to them (both new). */
+int st__diy_names(st_backend *b, const char *stack, char **project, char **name,
+		  st_error *err);
+/* Copies the object `key` of a DIY stack to its backups as a generation (history.c): with
+ * `before`, only when the newest backup does not hold the same bytes, named by the object's
+ * modification time. Nothing when backups are disabled. */
+int st__diy_generation(st_backend *b, const char *stack, const char *key, int before,
+		       st_error *err);
+
 /* The store of a DIY backend (borrowed), NULL for another kind. */
 st_store *st__backend_diy_store(const st_backend *b);
 

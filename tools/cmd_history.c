@@ -1,0 +1,171 @@
+/* statetool history: a stack's generations (Pulumi's backups and update history, the .bak). */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char help[] =
+	"usage: statetool history [options] --backend URL --stack NAME\n"
+	"       statetool history [options] STACKFILE\n"
+	"\n"
+	"List the generations of a stack of a DIY backend, newest first: the current\n"
+	"state (current), its .bak (bak), the copies Pulumi's DIY backend keeps after each\n"
+	"update and statetool after each change (.pulumi/backups/PROJECT/STACK/\n"
+	"STACK.UNIXNANO.json[.gz|.zst]), and the states Pulumi keeps beside its update\n"
+	"records (.pulumi/history/PROJECT/STACK/STACK-UNIXNANO.checkpoint.json, with the\n"
+	"update's kind, result and message from the .history.json beside it). Each with\n"
+	"its ID (what `restore --generation` and `diff #STACK@ID` take), time (UTC; from\n"
+	"the name, else the object's modification time), size in bytes and resource\n"
+	"count (- when it cannot be read as a state).\n"
+	"\n"
+	"Options:\n"
+	"  --backend URL --stack NAME   the stack\n"
+	"  --json             one JSON document\n"
+	"  -h, --help         show this help\n";
+
+static const char *kind_name(st_generation_kind k)
+{
+	switch (k) {
+	case ST_GEN_CURRENT: return "current";
+	case ST_GEN_BAK: return "bak";
+	case ST_GEN_BACKUP: return "backup";
+	default: return "update";
+	}
+}
+
+static void fmt_time(long long ns, char *buf, size_t n)
+{
+	time_t t = (time_t)(ns / 1000000000LL);
+	struct tm tm;
+	if (ns <= 0 || !gmtime_r(&t, &tm)) {
+		snprintf(buf, n, "-");
+		return;
+	}
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The update's "kind, result: message" (new), or NULL. */
+static char *update_note(const json_t *u)
+{
+	const char *kind = json_string_value(json_object_get(u, "kind"));
+	const char *result = json_string_value(json_object_get(u, "result"));
+	const char *msg = json_string_value(json_object_get(u, "message"));
+	char *s = NULL;
+	if (!u)
+		return NULL;
+	if (asprintf(&s, "%s%s%s%s%s", kind ? kind : "update", result ? ", " : "",
+		     result ? result : "", msg && *msg ? ": " : "", msg && *msg ? msg : "") < 0)
+		return NULL;
+	return s;
+}
+
+int cmd_history(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"stack", required_argument, NULL, OPT_STACK},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"max-size", required_argument, NULL, OPT_MAX_SIZE},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	cli_target t = {0};
+	int c, rc, json = 0;
+	st_generation *g = NULL;
+	size_t n = 0, i;
+	long long *counts = NULL;
+	st_error err;
+
+	st_error_clear(&err);
+	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
+		if (cli_target_option(&t, c, optarg))
+			continue;
+		switch (c) {
+		case OPT_JSON: json = 1; break;
+		case 'h': return cli_help(help);
+		default: return cli_usage("history", "bad option");
+		}
+	}
+	if (argc - optind > 1 || (argc - optind == 1) == !!t.stack)
+		return cli_usage("history", t.stack ? "too many arguments" : "missing --stack");
+	t.arg = optind < argc ? argv[optind] : NULL;
+	if ((rc = cli_target_resolve(&t, "history", 0)) != EXIT_OK)
+		goto out;
+	if (!t.backend) {
+		cli_errorf("'%s' is not a stack of a DIY backend: a file has no generations "
+			   "(only %s.bak)", t.path, t.path);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	if (st_backend_generations(t.backend, t.qname, &g, &n, &err) != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	counts = calloc(n + 1, sizeof(*counts));
+	if (!counts) {
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		st_load_opts lo = ST_LOAD_OPTS_INIT;
+		st_state *s = NULL;
+		lo.max_size = t.max_size;
+		counts[i] = -1;
+		if (st_backend_generation_load(t.backend, t.qname, g[i].id, &lo, &s, NULL) == ST_OK)
+			counts[i] = (long long)json_array_size(st_state_resources(s, 0));
+		st_state_free(s);
+	}
+	if (json) {
+		json_t *arr = json_array();
+		for (i = 0; i < n; i++) {
+			char tb[32], tn[48];
+			fmt_time(g[i].time_ns, tb, sizeof(tb));
+			if (g[i].time_ns > 0 && strlen(tb) == 20)
+				snprintf(tn, sizeof(tn), "%.19s.%09lldZ", tb, g[i].time_ns % 1000000000LL);
+			else
+				snprintf(tn, sizeof(tn), "%s", tb);
+			json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I}", "id", g[i].id, "kind",
+					      kind_name(g[i].kind), "key", g[i].key, "time", tn,
+					      "size", (json_int_t)g[i].size);
+			if (o && counts[i] >= 0)
+				json_object_set_new(o, "resources", json_integer(counts[i]));
+			else if (o)
+				json_object_set_new(o, "resources", json_null());
+			if (o && g[i].update)
+				json_object_set(o, "update", g[i].update);
+			json_array_append_new(arr, o);
+		}
+		json_t *doc = json_pack("{s:i, s:s, s:o}", "format_version", CLI_JSON_FORMAT,
+					"stack", t.qname, "generations", arr);
+		rc = cli_print_json(doc);
+		json_decref(doc);
+		goto out;
+	}
+	if (!n) {
+		printf("no generations of %s\n", t.qname);
+		goto out;
+	}
+	size_t wid = 2;
+	for (i = 0; i < n; i++)
+		if (strlen(g[i].id) > wid)
+			wid = strlen(g[i].id);
+	printf("%-*s  %-20s  %10s  %9s  %s\n", (int)wid, "ID", "TIME", "SIZE", "RESOURCES", "KIND");
+	for (i = 0; i < n; i++) {
+		char tb[32], cb[24];
+		char *note = update_note(g[i].update);
+		fmt_time(g[i].time_ns, tb, sizeof(tb));
+		if (counts[i] >= 0)
+			snprintf(cb, sizeof(cb), "%lld", counts[i]);
+		else
+			snprintf(cb, sizeof(cb), "-");
+		printf("%-*s  %-20s  %10lld  %9s  %s%s%s%s\n", (int)wid, g[i].id, tb, g[i].size, cb,
+		       kind_name(g[i].kind), note ? " (" : "", note ? note : "", note ? ")" : "");
+		free(note);
+	}
+out:
+	free(counts);
+	st_generations_free(g, n);
+	cli_target_free(&t);
+	return rc;
+}
