@@ -213,6 +213,10 @@ int st__state_save_checked(st_state *s, const char *path, const st_write_opts *o
 int st__state_dump_cfg(const st_state *s, const st__wcfg *cfg, char **out, size_t *len,
 		       st_error *err);
 /* st_backend_save with the writer's thread choices (may be NULL). */
+/* A Pulumi Cloud stack's export: its bytes (*data, new) and its name for messages (*where,
+ * new). ST_EUNSUPPORTED for another kind of backend (lib/store/cloud.c). */
+int st__backend_export(st_backend *b, const char *stack, size_t max, char **data, size_t *len,
+		       char **where, st_error *err);
 int st__backend_save(st_backend *b, const char *stack, st_state *state,
 		     const st_backend_save_opts *opts, const st__wcfg *cfg, st_error *err);
 /* The checks of a public call's options: a version the library knows, `threads` 0 to 2. */

@@ -44,6 +44,7 @@ typedef struct cloudfake {
 	pthread_t th;
 	volatile int stop;
 	int updates;
+	char last_headers[4096]; /* the head of the last request (for the unit tests) */
 } cloudfake;
 
 static char *cf_read(const char *dir, const char *name, size_t *len)
@@ -342,6 +343,7 @@ static int cf_serve(cloudfake *cf, int fd, const char *method, const char *targe
 	path[pl] = '\0';
 	if (q)
 		snprintf(query, sizeof(query), "%s", q + 1);
+	snprintf(cf->last_headers, sizeof(cf->last_headers), "%s", headers);
 
 	char *tok = cf_read(cf->dir, "token", NULL), want[600];
 	cf_trim(tok);

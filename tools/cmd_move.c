@@ -41,6 +41,12 @@ static const char help[] =
 	"what an uncommitted one staged. A stack is written as its backend's saves write it\n"
 	"(PULUMI_DIY_BACKEND_GZIP/ZSTD).\n"
 	"\n"
+	"A side in Pulumi Cloud (--source-backend/--dest-backend https://api.pulumi.com,\n"
+	"ORG/PROJECT/STACK) is exported and written by the service's import, which has no\n"
+	"journal: the destination is written first, then the source, so an interruption\n"
+	"between them leaves the resources in both, never in neither (statetool(1),\n"
+	"PULUMI CLOUD).\n"
+	"\n"
 	"A stack's name and project come from --source-stack/--dest-stack PROJECT/STACK, else\n"
 	"the checkpoint's `stack`, else the file's place in a DIY backend, else the URNs.\n"
 	"\n"
@@ -540,6 +546,48 @@ static void print_outcome(args *a, st_move_report *rep)
 	}
 }
 
+/* A move with a side in Pulumi Cloud: both sessions checked as one, then the destination
+ * (which gains the resources) written, then the source (which loses them); the service's
+ * import has no staging a journal could use, so an interruption between the two writes leaves
+ * the resources in both states, never in neither. A failure of the first write changes
+ * nothing; of the second, says what is where. */
+static int commit_cloud(args *a)
+{
+	st_problems probs = {0};
+	st_error err;
+	int rc;
+
+	st_error_clear(&err);
+	rc = st_edit_commit_pair_to("move", a->dst.e, NULL, a->src.e, NULL, NULL, NULL, &probs,
+				    &err);
+	if (rc != ST_OK) {
+		cli_error(&err);
+		for (size_t i = 0; i < probs.count; i++)
+			fprintf(stderr, "  [%s] %s\n    at %s\n", probs.items[i].rule,
+				probs.items[i].message, probs.items[i].pointer);
+		st_problems_clear(&probs);
+		return EXIT_FAIL;
+	}
+	st_problems_clear(&probs);
+	if (a->dry)
+		return EXIT_OK;
+	if (cli_save(&a->dst.t, a->dst.s) != EXIT_OK) {
+		st_edit_rollback(a->dst.e);
+		st_edit_rollback(a->src.e);
+		cli_errorf("nothing was moved: '%s' and '%s' are as they were", side_label(&a->dst),
+			   side_label(&a->src));
+		return EXIT_FAIL;
+	}
+	if (cli_save(&a->src.t, a->src.s) != EXIT_OK) {
+		cli_errorf("the resources were written to '%s' but could not be removed from '%s': "
+			   "they are in both now; remove them from '%s' (statetool delete) once it "
+			   "can be written",
+			   side_label(&a->dst), side_label(&a->src), side_label(&a->src));
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
 /* Both sessions committed as one: checked, then (not on a dry run) the destination and the
  * source written through the journal; a failure rolls both back. */
 static int commit(args *a)
@@ -551,6 +599,8 @@ static int commit(args *a)
 	st_error err;
 	int rc = ST_OK;
 	st_error_clear(&err);
+	if (cli_target_is_cloud(&a->src.t) || cli_target_is_cloud(&a->dst.t))
+		return commit_cloud(a);
 	/* each side where it goes: a stack as its backend saves it, in one store or two */
 	if (!a->dry && (pair_target(&a->dst, &to[0], &owned[0], &key[0], &old[0]) != EXIT_OK ||
 			pair_target(&a->src, &to[1], &owned[1], &key[1], &old[1]) != EXIT_OK)) {

@@ -610,6 +610,60 @@ out:
 	return rc;
 }
 
+/* A stack of Pulumi Cloud: its listing has no size or tag, so its export is read every time,
+ * and the same bytes (SHA-256) only update what the index knows of it. */
+static int update_one_cloud(st_index *ix, st_backend *b, const st_stack_info *in,
+			    st_index_stats *stats, st_problems *failures, st_error *err)
+{
+	char *where = NULL, *data = NULL, sha[65], msg[2600];
+	size_t len = 0;
+	st_state *s = NULL;
+	st_error lerr;
+	known k;
+	int rc;
+
+	st_error_clear(&lerr);
+	rc = st__backend_export(b, in->qname, 0, &data, &len, &where, &lerr);
+	if (rc == ST_OK) {
+		st_sha256_hex(data, len, sha);
+		if ((rc = known_get(ix, in->qname, where, &k, err)) != ST_OK)
+			goto out;
+		if (k.size == (long long)len && !strcmp(k.sha, sha)) {
+			stats->unchanged++;
+			goto out;
+		}
+		rc = st_state_load_buffer(&s, data, len, where, NULL, &lerr);
+	}
+	if (rc == ST_ENOMEM) {
+		rc = st__err_copy(err, &lerr);
+		goto out;
+	}
+	if (rc != ST_OK) {
+		snprintf(msg, sizeof(msg), "%s: %s; its rows were removed from the index", in->qname,
+			 lerr.message);
+		rc = stack_failed(ix, in->qname, stats, failures, "index/unreadable", msg, err);
+		goto out;
+	}
+	rc = write_stack(ix, in->qname, where, s, (long long)len, in->mtime_ns, sha, "", &lerr);
+	if (rc == ST_OK) {
+		stats->parsed++;
+		stats->resources += json_array_size(st_state_resources(s, 0));
+	} else if (rc == ST_ENOMEM) {
+		st__err_copy(err, &lerr);
+	} else {
+		stats->failed++;
+		rc = st_problems_add(failures, ST_SEV_ERROR, "index/write", "", NULL, "%s: %s",
+				     in->qname, lerr.message) == ST_OK
+			     ? ST_OK
+			     : st__err(err, ST_ENOMEM, "out of memory");
+	}
+out:
+	st_state_free(s);
+	free(data);
+	free(where);
+	return rc;
+}
+
 /* A file named by its path: an object of the file store of its directory. */
 static int update_file(st_index *ix, const char *path, st_index_stats *stats,
 		       st_problems *failures, st_error *err)
@@ -695,7 +749,7 @@ static int prune(st_index *ix, const st_store *store, st_strmap *keep, st_index_
  * st_index_update_backend and st_index_update_files. A stack that cannot be read is a failure
  * of its own; running out of memory (or an index that cannot be written) ends the update. */
 static int update_many(st_index *ix, const st_stack_info *infos, st_store *store,
-		       const char *const *paths, size_t n, int do_prune,
+		       st_backend *cloud, const char *const *paths, size_t n, int do_prune,
 		       st_index_progress_fn progress, void *pctx, st_index_stats *stats,
 		       st_problems *failures, st_error *err)
 {
@@ -717,7 +771,10 @@ static int update_many(st_index *ix, const st_stack_info *infos, st_store *store
 		}
 		/* through the store only: a backend's stack from its listing, a file from the
 		 * file store of its directory */
-		if (infos)
+		if (infos && cloud)
+			rc = update_one_cloud(ix, cloud, &infos[i], stats,
+					      failures ? failures : &nowhere, err);
+		else if (infos)
 			rc = update_one_store(ix, store, &infos[i], stats,
 					      failures ? failures : &nowhere, err);
 		else
@@ -743,14 +800,15 @@ int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn pr
 
 	if (ix->pg)
 		return st__ixpg_update_backend(ix->pg, b, progress, pctx, stats, failures, err);
-	if (rc == ST_OK && !st_backend_store(b))
+	int cloud = !strcmp(st_backend_kind(b), "cloud");
+	if (rc == ST_OK && !cloud && !st_backend_store(b))
 		rc = st__err(err, ST_EUNSUPPORTED, "backend '%s' keeps its stacks in no store: "
 						   "nothing to index", st_backend_url(b));
 	if (rc == ST_OK)
 		rc = st_backend_list(b, &infos, &n, err);
 	if (rc == ST_OK)
-		rc = update_many(ix, infos, st_backend_store(b), NULL, n, 1, progress, pctx, stats,
-				 failures, err);
+		rc = update_many(ix, infos, st_backend_store(b), cloud ? b : NULL, NULL, n, 1,
+				 progress, pctx, stats, failures, err);
 	st_stack_infos_free(infos, n);
 	return rc;
 }
@@ -796,7 +854,7 @@ int st_index_update_stack(st_index *ix, st_backend *b, const char *qname,
 	if (rc == ST_OK && ix->pg)
 		rc = st__ixpg_update_one(ix->pg, b, qname, exists ? &in : NULL, stats, failures, err);
 	else if (rc == ST_OK && exists)
-		rc = update_many(ix, &in, store, NULL, 1, 0, NULL, NULL, stats, failures, err);
+		rc = update_many(ix, &in, store, NULL, NULL, 1, 0, NULL, NULL, stats, failures, err);
 	else if (rc == ST_OK) {
 		stats->stacks = 1;
 		if (remove_stack(ix, qname) != 0)
@@ -819,7 +877,8 @@ int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int 
 					     failures, err);
 	if (rc != ST_OK)
 		return rc;
-	return update_many(ix, NULL, NULL, paths, n, do_prune, progress, pctx, stats, failures, err);
+	return update_many(ix, NULL, NULL, NULL, paths, n, do_prune, progress, pctx, stats,
+			   failures, err);
 }
 
 /* ---- queries ---- */

@@ -509,6 +509,16 @@ static int export_bytes(cloud_backend *b, const char *ref, size_t max, char **da
 	return rc;
 }
 
+int st__backend_export(st_backend *b, const char *stack, size_t max, char **data, size_t *len,
+		       char **where, st_error *err)
+{
+	*data = *where = NULL;
+	*len = 0;
+	if (!as_cloud(b))
+		return st__err(err, ST_EUNSUPPORTED, "backend '%s' is no Pulumi Cloud", b->url);
+	return export_bytes((cloud_backend *)b, stack, max, data, len, where, err);
+}
+
 static int cloud_load(st_backend *bb, const char *ref, const st_load_opts *opts, st_state **out,
 		      st_error *err)
 {

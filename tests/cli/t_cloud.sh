@@ -185,4 +185,77 @@ check_same "$T/before.json" "$S/stacks/acme/shop/dev.json"
 grep -c "sekret-token-42" "$S/requests.log" "$T/err" | grep -v ':0$' >"$T/n"
 check_file_is "$T/n" ""
 
+# ---- move between a cloud stack and another backend ----
+M=urn:pulumi:dev::shop::gcp:storage/bucket:Bucket::backup
+B=$T/diy
+mkdir -p "$B/.pulumi/stacks/shop"
+printf 'version: 1\n' >"$B/.pulumi/meta.yaml"
+cp "$S/stacks/acme/shop/dev.json" "$T/cloud-before.json"
+cp "$T/cloud-before.json" "$T/a.json"
+# what a move between two files gives: the reference for the bytes the service gets
+run "move between two files (the reference)" st move --source "$T/a.json" --dest "$T/b.json" \
+	--dest-stack shop/dev "$M"
+check_rc 0
+run "move cloud -> DIY backend" st move --source-backend "$U" --source acme/shop/dev \
+	--dest-backend "$B" --dest shop/dev "$M"
+check_rc 0
+check_same "$T/a.json" "$S/stacks/acme/shop/dev.json"
+run "the DIY side has the resource" st list --backend "$B" --stack shop/dev
+check_rc 0
+check_out_has "$M"
+current="the service's ciphertext reached the DIY side unchanged"
+if grep -qF '"ciphertext":"v1:ZGVmZ2hpamtsbW5v:LudbcPrKaMQk1R3NNyum5aNq3uSzkG2zCA=="' \
+	"$B/.pulumi/stacks/shop/dev.json"; then ok; else bad "ciphertext changed or missing"; fi
+run "move DIY backend -> cloud" st move --source-backend "$B" --source shop/dev \
+	--dest-backend "$U" --dest acme/shop/dev "$M"
+check_rc 0
+run "the cloud side has it again" st list --backend "$U" --stack acme/shop/dev
+check_out_has "$M"
+run "the DIY side lost it" st list --backend "$B" --stack shop/dev
+check_rc 0
+current="the DIY side lost it: $M"
+if grep -qF "$M" "$T/out"; then bad "still there"; else ok; fi
+cp "$S/stacks/acme/shop/dev.json" "$T/cloud-before.json"
+cp "$B/.pulumi/stacks/shop/dev.json" "$T/diy-before.json"
+touch "$S/stacks/acme/shop/dev.busy"
+run "move to the cloud during an update: refused, nothing changed" st move \
+	--source-backend "$B" --source shop/dev --dest-backend "$U" --dest acme/shop/dev "$M"
+check_rc 1
+rm -f "$S/stacks/acme/shop/dev.busy"
+check_same "$T/cloud-before.json" "$S/stacks/acme/shop/dev.json"
+check_same "$T/diy-before.json" "$B/.pulumi/stacks/shop/dev.json"
+cp "$S/stacks/acme/shop/dev.json" "$T/cloud-before.json"
+printf 'POST /api/stacks/acme/shop/dev/import 500 1\n' >"$S/faults"
+run "move cloud -> DIY, the source's import fails: in both, and said so" st move \
+	--source-backend "$U" --source acme/shop/dev --dest-backend "$B" --dest shop/dev "$M"
+check_rc 1
+check_err_has "ImportStack 'acme/shop/dev' on 127.0.0.1:${U##*:} failed: HTTP 500 [500] Internal Server Error; backend"
+check_err_has "statetool: error: the resources were written to 'shop/dev' but could not be removed from 'acme/shop/dev': they are in both now; remove them from 'acme/shop/dev' (statetool delete) once it can be written"
+check_same "$T/cloud-before.json" "$S/stacks/acme/shop/dev.json"
+run "the DIY side has them" st list --backend "$B" --stack shop/dev
+check_out_has "$M"
+: >"$S/faults"
+
+# ---- index update over the organisation's stacks ----
+run "index update over every cloud stack" st index update --backend "$U" --db "$T/ix.sqlite"
+check_rc 0
+check_out "$T/ix.sqlite: 3 stacks: 3 indexed (38 resources), 0 unchanged, 0 removed, 0 failed"
+run "index query finds a resource of a cloud stack" st query --db "$T/ix.sqlite" --type \
+	aws:cloudwatch/logGroup:LogGroup
+check_rc 0
+check_out_has "acme/web/prod"
+run "index update again: nothing changed" st index update --backend "$U" --db "$T/ix.sqlite"
+check_rc 0
+check_out "$T/ix.sqlite: 3 stacks: 0 indexed (0 resources), 3 unchanged, 0 removed, 0 failed"
+rm "$S/stacks/other/shop/dev.json"
+st protect --backend "$U" --stack acme/web/prod web-prod >/dev/null 2>&1
+run "index update after a change and a removal" st index update --backend "$U" --db "$T/ix.sqlite"
+check_rc 0
+check_out "$T/ix.sqlite: 2 stacks: 1 indexed (13 resources), 1 unchanged, 1 removed, 0 failed"
+printf 'GET /api/stacks/acme/web/prod/export 500 -1\n' >"$S/faults"
+run "index update: a stack the service fails on" st index update --backend "$U" --db "$T/ix.sqlite"
+check_rc 1
+check_err_has "acme/web/prod: pulumi cloud: ExportStack 'acme/web/prod' on 127.0.0.1:${U##*:} failed: HTTP 500 [500] Internal Server Error (4 attempts)"
+: >"$S/faults"
+
 finish
