@@ -173,6 +173,43 @@ static void test_load_save(void **st)
 	st_backend_free(b);
 }
 
+static int refuse(void *ctx)
+{
+	(*(int *)ctx)++;
+	return ST_EINTEGRITY;
+}
+
+/* The caller's `proceed` (an edit's check of its result) is asked before the import: a no
+ * sends nothing. */
+static void test_proceed(void **st)
+{
+	(void)st;
+	st_backend *b = open_ok();
+	st_backend_save_opts o = ST_BACKEND_SAVE_OPTS_INIT;
+	st_state *s = NULL;
+	st_error err;
+	size_t n0, n1;
+	int asked = 0;
+	st_error_clear(&err);
+	assert_int_equal(st_backend_load(b, "acme/shop/dev", NULL, &s, &err), ST_OK);
+	char *before = tu_read(stackfile, &n0);
+	json_array_clear(st_state_resources(s, 0));
+	st_state_touch(s);
+	o.proceed = refuse;
+	o.proceed_ctx = &asked;
+	int updates = cf.updates;
+	assert_int_equal(st_backend_save(b, "acme/shop/dev", s, &o, &err), ST_EINTEGRITY);
+	assert_int_equal(asked, 1);
+	assert_int_equal(cf.updates, updates);
+	char *after = tu_read(stackfile, &n1);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(before, after, n0);
+	free(before);
+	free(after);
+	st_state_free(s);
+	st_backend_free(b);
+}
+
 static void test_refusals(void **st)
 {
 	(void)st;
@@ -281,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_list_pages),
 		cmocka_unit_test(test_resolve),
 		cmocka_unit_test(test_load_save),
+		cmocka_unit_test(test_proceed),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_tokens),
 	};

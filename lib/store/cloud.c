@@ -10,6 +10,7 @@
  *   load     GET  /api/stacks/ORG/PROJECT/STACK/export      {"version", "deployment"}
  *   save     POST /api/stacks/ORG/PROJECT                   {"stackName"} when the stack is new
  *            POST /api/stacks/ORG/PROJECT/STACK/import      the deployment, gzip; {"updateId"}
+ *                 (sent only once the caller's `proceed` said yes)
  *            GET  /api/stacks/ORG/PROJECT/STACK/update/ID[?continuationToken=T]
  *                 polled until no continuationToken; the status must be "succeeded"
  * Every request: Authorization: token TOKEN, Accept: application/vnd.pulumi+8, User-Agent,
@@ -663,7 +664,7 @@ static int cloud_save(st_backend *bb, const char *ref, st_state *s,
 	json_t *doc = NULL;
 	int exists = 0, rc;
 
-	(void)opts; /* no .bak: the service keeps every version of the stack */
+	/* no .bak (opts->no_backup does not matter): the service keeps every version */
 	if ((rc = qualify(b, ref, &qname, err)) != ST_OK)
 		return rc;
 	if (st_state_envelope(s) != ST_ENVELOPE_EXPORT &&
@@ -675,6 +676,10 @@ static int cloud_save(st_backend *bb, const char *ref, st_state *s,
 	    (rc = stack_exists(b, qname, &exists, err)) != ST_OK)
 		goto out;
 	if (!exists && (rc = create_stack(b, qname, err)) != ST_OK)
+		goto out;
+	/* the caller's last word (the check of an edit's result, run while the bytes were
+	 * made): anything but ST_OK and nothing is sent */
+	if (opts && opts->proceed && (rc = opts->proceed(opts->proceed_ctx)) != ST_OK)
 		goto out;
 	if (!(path = st_asprintf("/api/stacks/%s/import", qname))) {
 		rc = st__err(err, ST_ENOMEM, "out of memory");
