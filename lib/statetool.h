@@ -1694,6 +1694,34 @@ ST_EXTERN int st_backend_doctor(st_backend *b, const st_doctor_opts *opts, st_do
 /* Frees the findings; the report is reset to empty. Accepts NULL. */
 ST_EXTERN void st_doctor_report_free(st_doctor_report *r);
 
+/* ---------------------------------------------------------------------------------------------
+ * Renaming a stack (`pulumi stack rename`)
+ */
+
+/* Gives the stack of a state a new name (and project, when `new_project` is not NULL), with
+ * Pulumi's edit.RenameStack rules: every URN naming stack `old_stack` (and, when `old_project`
+ * is not NULL, project `old_project`) is rewritten: resources' and pending operations' urn,
+ * parent, dependencies, propertyDependencies, deletedWith, replaceWith, aliases, viewOf, the
+ * provider reference's URN, and inside inputs, outputs and replacementTrigger the URNs of
+ * resource references, output values and plaintext secrets (their JSON written again as Go's
+ * json.Marshal writes it, when something in it changed); the root stack resource's name
+ * becomes <project>-<stack>; the checkpoint's `stack` the new full name. Strings borrowed.
+ * *count (may be NULL): how many URNs changed. */
+ST_EXTERN int st_state_rename_stack(st_state *state, const char *new_stack,
+				    const char *new_project, const char *old_stack,
+				    const char *old_project, size_t *count, st_error *err);
+
+/* Renames stack `from` of the DIY backend `b` (any store) to `to` (NAME: the same project;
+ * PROJECT/NAME or organization/PROJECT/NAME: another; the legacy layout has no projects), as
+ * Pulumi's DIY backend does: under the stack's lock; ST_EEXIST ("a stack named ... already
+ * exists") when `to` is taken; the state renamed (st_state_rename_stack) and written as the new
+ * stack, the history files moved and renamed, the tags file and the backups moved (where Pulumi
+ * leaves them), the old object kept as its .bak and deleted last. After an interruption the
+ * same call finishes the rename (a new stack holding exactly the renamed state is its own
+ * earlier write). *new_qname (may be NULL) is the new full name (new). */
+ST_EXTERN int st_backend_rename_stack(st_backend *b, const char *from, const char *to,
+				      char **new_qname, st_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -321,6 +321,19 @@ static int c_backend_doctor(st_error *err)
 	return st_backend_doctor(F.b, &o, &r, err);
 }
 
+static int c_state_rename_stack(st_error *err)
+{
+	session x = open_session("edit/base.json");
+	int rc = st_state_rename_stack(x.s, "a b", NULL, "dev", NULL, NULL, err);
+	close_session(&x);
+	return rc;
+}
+
+static int c_backend_rename_stack(st_error *err)
+{
+	return st_backend_rename_stack(F.b, bad_stack, "x", NULL, err);
+}
+
 static int c_edit_set_flag(st_error *err)
 {
 	session x = open_session("edit/base.json");
@@ -927,6 +940,7 @@ static const err_case cases[] = {
 	CASE(lock_release), CASE(unlock_stack), CASE(unlock_file), CASE(backend_upgrade),
 	CASE(backend_doctor), CASE(edit_pending_import), CASE(backend_generations),
 	CASE(backend_generation_load), CASE(backend_keep_generation), CASE(compare_text),
+	CASE(state_rename_stack), CASE(backend_rename_stack),
 };
 
 static void fixture_up(void)

@@ -293,6 +293,7 @@ int cmd_graph(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_migrate(int argc, char **argv);
+int cmd_stack(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 int cmd_unlock(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

@@ -31,6 +31,7 @@ static const cli_command commands[] = {
 	{"secrets", cmd_secrets, "show, verify, encrypt or rekey secrets (Pulumi's passphrase provider)"},
 	{"index", cmd_index, "`index update`: index every stack of a backend into SQLite"},
 	{"query", cmd_query, "questions across every indexed stack (filters or read-only SQL)"},
+	{"stack", cmd_stack, "`stack rename`: a stack under a new name (pulumi stack rename)"},
 	{"stacks", cmd_stacks, "list the stacks of a DIY backend with resource counts"},
 	{"doctor", cmd_doctor, "every problem of a whole backend, each with the command that fixes it"},
 	{"unlock", cmd_unlock, "remove the lock of a stack or a state file"},

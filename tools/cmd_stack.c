@@ -1,0 +1,81 @@
+/* statetool stack rename: a stack of a DIY backend under a new name (pulumi stack rename). */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+	"usage: statetool stack rename [--backend URL] --stack NAME NEW_NAME\n"
+	"\n"
+	"Rename a stack of a DIY backend (any store), as `pulumi stack rename` does: NEW_NAME is\n"
+	"a stack name (the same project), PROJECT/NAME or organization/PROJECT/NAME (another\n"
+	"project; the legacy layout has no projects). Every URN of the state that names the\n"
+	"stack (and its project) is rewritten with Pulumi's rules: resources and pending\n"
+	"operations, parents, dependencies, property dependencies, deletedWith, replaceWith,\n"
+	"aliases, viewOf, provider references, and inside inputs and outputs the resource\n"
+	"references, output values and plaintext secrets; the root stack resource becomes\n"
+	"PROJECT-NAME; the checkpoint names the new stack. The history files move and are\n"
+	"renamed as Pulumi renames them; the tags file and the backups follow the stack too\n"
+	"(Pulumi leaves them behind). The old object is kept as its .bak.\n"
+	"\n"
+	"The stack is locked; a NEW_NAME that is taken is refused (\"a stack named ... already\n"
+	"exists\"). The new object is written before the old one is removed: after an\n"
+	"interruption, running the same command again finishes the rename.\n"
+	"\n"
+	"Options:\n"
+	"  --backend URL        the backend (default $PULUMI_BACKEND_URL)\n"
+	"  -s, --stack NAME     the stack to rename (NAME, PROJECT/NAME or\n"
+	"                       organization/PROJECT/NAME)\n"
+	"  -h, --help           show this help\n"
+	"\n"
+	"Prints \"Renamed OLD to NEW\" (Pulumi's words). Exit status 0, 1 when the rename\n"
+	"failed, 2 on a usage error.\n";
+
+static int stack_rename(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"backend", required_argument, NULL, OPT_BACKEND},
+		{"stack", required_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	const char *url = NULL, *stack = NULL;
+	st_backend *b = NULL;
+	char *oq = NULL, *nq = NULL;
+	st_error err;
+	int c, rc = EXIT_OK;
+
+	st_error_clear(&err);
+	while ((c = getopt_long(argc, argv, "hs:", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_BACKEND: url = optarg; break;
+		case 's': stack = optarg; break;
+		case 'h': return cli_help(help);
+		default: return cli_usage("stack rename", "bad option");
+		}
+	}
+	if (argc - optind != 1)
+		return cli_usage("stack rename", "expected the new name (and --stack NAME)");
+	if (!stack)
+		return cli_usage("stack rename", "--stack NAME names the stack to rename");
+	if (st_backend_open(&b, url, &err) != ST_OK ||
+	    st_backend_resolve(b, stack, &oq, NULL, &err) != ST_OK ||
+	    st_backend_rename_stack(b, stack, argv[optind], &nq, &err) != ST_OK) {
+		cli_error(&err);
+		rc = err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+	} else {
+		printf("Renamed %s to %s\n", oq, nq);
+	}
+	free(oq);
+	free(nq);
+	st_backend_free(b);
+	return rc;
+}
+
+int cmd_stack(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "rename"))
+		return stack_rename(argc - 1, argv + 1);
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+		return cli_help(help);
+	return cli_usage("stack", "expected `stack rename`");
+}
