@@ -331,7 +331,7 @@ static int c_state_rename_stack(st_error *err)
 
 static int c_backend_rename_stack(st_error *err)
 {
-	return st_backend_rename_stack(F.b, bad_stack, "x", NULL, err);
+	return st_backend_rename_stack(F.b, "a/b/c/d", "x", NULL, err); /* no such name */
 }
 
 static int c_edit_set_flag(st_error *err)

@@ -49,7 +49,7 @@ check_out ".pulumi/backups/shop/prod/prod.1700000000000000000.json
 .pulumi/stacks/shop/prod.json
 .pulumi/stacks/shop/prod.pulumi-tags"
 run "valid, in its place" st validate --backend "$B" --stack shop/prod
-check_rc 0; check_err "shop/prod: warning: [secrets/plaintext] secret stored as plaintext (as \`pulumi stack export --show-secrets\` writes it); \`statetool secrets encrypt\` encrypts it
+check_rc 0; check_out "shop/prod: warning: [secrets/plaintext] secret stored as plaintext (as \`pulumi stack export --show-secrets\` writes it); \`statetool secrets encrypt\` encrypts it
     at /checkpoint/latest/resources/3/outputs/hidden
 shop/prod: valid, 0 errors, 1 warning (5 resources)"
 
