@@ -103,7 +103,7 @@ int cmd_doctor(int argc, char **argv)
 	double hours;
 
 	st_error_clear(&err);
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case OPT_BACKEND: url = optarg; break;
 		case OPT_JSON: json = 1; break;
@@ -122,8 +122,9 @@ int cmd_doctor(int argc, char **argv)
 		return cli_usage("doctor", "unexpected argument '%s'", argv[optind]);
 	if (isatty(STDERR_FILENO))
 		o.progress = on_progress;
-	if (st_backend_open(&b, url, &err) != ST_OK ||
-	    st_backend_doctor(b, &o, &r, &err) != ST_OK) {
+	if ((rc = cli_backend_open(&b, url)) != EXIT_OK)
+		return rc;
+	if (st_backend_doctor(b, &o, &r, &err) != ST_OK) {
 		cli_error(&err);
 		st_backend_free(b);
 		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;

@@ -45,7 +45,7 @@ static int stack_rename(int argc, char **argv)
 	int c, rc = EXIT_OK;
 
 	st_error_clear(&err);
-	while ((c = getopt_long(argc, argv, "hs:", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "hs:", opts)) != -1) {
 		switch (c) {
 		case OPT_BACKEND: url = optarg; break;
 		case 's': stack = optarg; break;
@@ -57,8 +57,9 @@ static int stack_rename(int argc, char **argv)
 		return cli_usage("stack rename", "expected the new name (and --stack NAME)");
 	if (!stack)
 		return cli_usage("stack rename", "--stack NAME names the stack to rename");
-	if (st_backend_open(&b, url, &err) != ST_OK ||
-	    st_backend_resolve(b, stack, &oq, NULL, &err) != ST_OK ||
+	if ((rc = cli_backend_open(&b, url)) != EXIT_OK)
+		return rc;
+	if (st_backend_resolve(b, stack, &oq, NULL, &err) != ST_OK ||
 	    st_backend_rename_stack(b, stack, argv[optind], &nq, &err) != ST_OK) {
 		cli_error(&err);
 		rc = err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
@@ -75,7 +76,8 @@ int cmd_stack(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "rename"))
 		return stack_rename(argc - 1, argv + 1);
-	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
-		return cli_help(help);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return cli_help(help);
 	return cli_usage("stack", "expected `stack rename`");
 }

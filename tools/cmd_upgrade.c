@@ -125,7 +125,7 @@ int cmd_upgrade(int argc, char **argv)
 	int c, rc = EXIT_OK;
 
 	st_error_clear(&err);
-	while ((c = getopt_long(argc, argv, "hy", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "hy", opts)) != -1) {
 		switch (c) {
 		case OPT_BACKEND: url = optarg; break;
 		case OPT_DRY_RUN: u.dry_run = 1; break;
@@ -148,8 +148,9 @@ int cmd_upgrade(int argc, char **argv)
 	o.event = on_event;
 	o.progress = on_progress;
 	o.ctx = &u;
-	if (st_backend_open(&b, url, &err) != ST_OK ||
-	    st_backend_upgrade(b, &o, &rep, &err) != ST_OK) {
+	if ((rc = cli_backend_open(&b, url)) != EXIT_OK)
+		goto out;
+	if (st_backend_upgrade(b, &o, &rep, &err) != ST_OK) {
 		cli_error(&err);
 		rc = err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
 		goto out;
