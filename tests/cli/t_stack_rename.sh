@@ -29,6 +29,7 @@ echo h >"$B/.pulumi/history/shop/dev/dev-1700000000000000000.history.json"
 echo c >"$B/.pulumi/history/shop/dev/dev-1700000000000000000.checkpoint.json"
 echo b >"$B/.pulumi/backups/shop/dev/dev.1700000000000000000.json"
 cp -r "$B" "$T/b0"
+# (the new stack's first save leaves its generation in backups/, as every statetool save does)
 # the expected new object: every URN of stack dev of project shop renamed, nothing else
 sed 's/urn:pulumi:dev::shop::/urn:pulumi:prod::shop::/g; s/Stack::shop-dev/Stack::shop-prod/g; s/"stack":"organization\/shop\/dev"/"stack":"organization\/shop\/prod"/' "$T/dev.json" >"$T/want-prod.json"
 
@@ -40,8 +41,9 @@ run "another stack's and another project's URNs left alone" grep -c 'urn:pulumi:
 check_out 1
 run "the old object is its .bak" cat "$D/dev.json.bak"
 check_same "$T/dev.json" "$T/out"
-run "the layout" sh -c "cd '$B' && find .pulumi -type f | sort"
+run "the layout" sh -c "cd '$B' && find .pulumi -type f | sed 's/prod\.17[1-9][0-9]\{16\}\.json/prod.<time>.json/' | sort"
 check_out ".pulumi/backups/shop/prod/prod.1700000000000000000.json
+.pulumi/backups/shop/prod/prod.<time>.json
 .pulumi/history/shop/prod/prod-1700000000000000000.checkpoint.json
 .pulumi/history/shop/prod/prod-1700000000000000000.history.json
 .pulumi/meta.yaml
@@ -95,8 +97,9 @@ for step in 1 2; do
 	check_rc 0; check_out "Renamed organization/shop/dev to organization/shop/prod"
 	run "after stack-rename:$step, as if never killed" cat "$D/prod.json"
 	check_same "$T/want-prod.json" "$T/out"
-	run "after stack-rename:$step, the layout" sh -c "cd '$B' && find .pulumi -type f | sort"
+	run "after stack-rename:$step, the layout" sh -c "cd '$B' && find .pulumi -type f | sed 's/prod\.17[1-9][0-9]\{16\}\.json/prod.<time>.json/' | sort"
 	check_out ".pulumi/backups/shop/prod/prod.1700000000000000000.json
+.pulumi/backups/shop/prod/prod.<time>.json
 .pulumi/history/shop/prod/prod-1700000000000000000.checkpoint.json
 .pulumi/history/shop/prod/prod-1700000000000000000.history.json
 .pulumi/meta.yaml
