@@ -823,14 +823,20 @@ ST_EXTERN int st_edit_commit_save_stack(st_edit *e, st_backend *b, const char *s
 					st_diff *diff, st_problems *problems, int *written,
 					st_error *err);
 
+/* Writes the states of two sessions (borrowed) as one operation: the caller chooses the
+ * storage, e.g. st_state_save_pair (two files), st_backend_save_pair (two stacks) or
+ * st_journal_save (two objects of stores); ST_OK or an error (err set). */
+typedef int (*st_pair_write_fn)(void *ctx, st_state *a, st_state *b, st_error *err);
+
 /* Commits two sessions of two different states as one (a move): each is checked as
- * st_edit_commit checks it; then, when both paths are given, the two states are written as one
- * operation (st_state_save_pair, through a journal: `a` first; `op` names it). If either
- * check or the write fails, both sessions are rolled back and nothing is written. diff_a,
- * diff_b and problems (the failing side's new errors) may be NULL. */
-ST_EXTERN int st_edit_commit_pair(const char *op, st_edit *a, const char *path_a, st_edit *b,
-				  const char *path_b, st_diff *diff_a, st_diff *diff_b,
-				  st_problems *problems, st_error *err);
+ * st_edit_commit checks it (on two threads for big states); then, when `write` is given, the
+ * magic of both manifests is recomputed and write(ctx, a's state, b's state) writes both. If
+ * either check or the write fails, both sessions are rolled back (nothing is written, or the
+ * write's own protocol left the files as they were). diff_a, diff_b and problems (the failing
+ * side's new errors) may be NULL. */
+ST_EXTERN int st_edit_commit_pair(st_edit *a, st_edit *b, st_pair_write_fn write, void *ctx,
+				  st_diff *diff_a, st_diff *diff_b, st_problems *problems,
+				  st_error *err);
 
 /* One side of a two-stack operation (st_journal_save): where the new version goes and what it
  * is. */
@@ -842,13 +848,6 @@ typedef struct st_pair_side {
 			      * NULL: `key` */
 	st_state *state;     /* the new version (borrowed), in its own style and compression */
 } st_pair_side;
-
-/* st_edit_commit_pair writing to two objects of stores, in one store or two (st_journal_save:
- * a stack of a backend is where st_backend_stack_target says): `to_a`, `to_b` (borrowed) name
- * them, their `state` is ignored (each session's state is written); neither: a check only. */
-ST_EXTERN int st_edit_commit_pair_to(const char *op, st_edit *a, const st_pair_side *to_a,
-				     st_edit *b, const st_pair_side *to_b, st_diff *diff_a,
-				     st_diff *diff_b, st_problems *problems, st_error *err);
 
 /* Undoes every operation of the session, and its commit: the state is as st_edit_begin left
  * it (a migration st_edit_begin made stays; the envelope's version and features are put
@@ -1083,7 +1082,7 @@ ST_EXTERN int st_move(st_state *src, const char *src_path, st_state *dst, const 
  * Two stacks replaced as one operation: the journal (see doc/DESIGN.md, "The two-stack journal")
  */
 
-/* (st_pair_side, a side of a two-stack operation, is defined beside st_edit_commit_pair_to.) */
+/* (st_pair_side, a side of a two-stack operation, is defined beside st_edit_commit_pair.) */
 
 /* Replaces two objects, in the same store or in two different ones, as one operation: each
  * new version is written under <key>.statetool-new in its own store; then a journal (version

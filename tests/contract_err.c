@@ -368,19 +368,7 @@ static int c_edit_commit_pair(st_error *err)
 	st_edit *other = NULL;
 	int rc;
 	assert_int_equal(st_edit_begin(&other, x.s, NULL, NULL), ST_OK);
-	rc = st_edit_commit_pair("move", x.e, NULL, other, NULL, NULL, NULL, NULL, err);
-	st_edit_free(other);
-	close_session(&x);
-	return rc;
-}
-
-static int c_edit_commit_pair_to(st_error *err)
-{
-	session x = open_session("edit/base.json");
-	st_edit *other = NULL;
-	int rc;
-	assert_int_equal(st_edit_begin(&other, x.s, NULL, NULL), ST_OK);
-	rc = st_edit_commit_pair_to("move", x.e, NULL, other, NULL, NULL, NULL, NULL, err);
+	rc = st_edit_commit_pair(x.e, other, NULL, NULL, NULL, NULL, NULL, err);
 	st_edit_free(other);
 	close_session(&x);
 	return rc;
@@ -922,7 +910,7 @@ static const err_case cases[] = {
 	CASE(edit_delete), CASE(edit_rename), CASE(edit_set_flag), CASE(edit_repair),
 	CASE(edit_replace_provider), CASE(edit_replace_deployment),
 	CASE(edit_commit), CASE(edit_commit_save), CASE(edit_commit_save_stack),
-	CASE(edit_handle_at), CASE(edit_handle_of), CASE(edit_commit_pair), CASE(edit_commit_pair_to),
+	CASE(edit_handle_at), CASE(edit_handle_of), CASE(edit_commit_pair),
 	CASE(edit_import),
 	CASE(edit_move),
 	CASE(secrets_open), CASE(secrets_custom), CASE(secrets_encrypt), CASE(secrets_decrypt),

@@ -558,8 +558,7 @@ static int commit_cloud(args *a)
 	int rc;
 
 	st_error_clear(&err);
-	rc = st_edit_commit_pair_to("move", a->dst.e, NULL, a->src.e, NULL, NULL, NULL, &probs,
-				    &err);
+	rc = st_edit_commit_pair(a->dst.e, a->src.e, NULL, NULL, NULL, NULL, &probs, &err);
 	if (rc != ST_OK) {
 		cli_error(&err);
 		for (size_t i = 0; i < probs.count; i++)
@@ -588,8 +587,19 @@ static int commit_cloud(args *a)
 	return EXIT_OK;
 }
 
-/* Both sessions committed as one: checked, then (not on a dry run) the destination and the
- * source written through the journal; a failure rolls both back. */
+/* The destination, then the source, written through the two-stack journal to where
+ * pair_target put them (ctx: the two sides, destination first). */
+static int write_pair(void *ctx, st_state *dst, st_state *src, st_error *err)
+{
+	const st_pair_side *to = ctx;
+	st_pair_side A = to[0], B = to[1];
+	A.state = dst;
+	B.state = src;
+	return st_journal_save("move", &A, &B, err);
+}
+
+/* Both sessions committed as one: checked, then (not on a dry run) written; a failure rolls
+ * both back. */
 static int commit(args *a)
 {
 	st_problems probs = {0};
@@ -618,8 +628,8 @@ static int commit(args *a)
 		}
 	}
 	if (rc == ST_OK)
-		rc = st_edit_commit_pair_to("move", a->dst.e, a->dry ? NULL : &to[0], a->src.e,
-					    a->dry ? NULL : &to[1], NULL, NULL, &probs, &err);
+		rc = st_edit_commit_pair(a->dst.e, a->src.e, a->dry ? NULL : write_pair, to, NULL,
+					 NULL, &probs, &err);
 	for (int k = 0; !a->dry && rc == ST_OK && k < 2; k++) {
 		side *sd = k ? &a->src : &a->dst;
 		if (sd->t.backend && st_backend_store(sd->t.backend))

@@ -1,8 +1,8 @@
 /*
  * Committing a session: the integrity check (a valid state stays valid), the features and
  * version, the diff, and the write (st_edit_commit_save: the check runs on another thread
- * while the new file is written; st_edit_commit_pair: two sessions as one, through the
- * journal).
+ * while the new file is written; st_edit_commit_pair: two sessions as one, written by the
+ * caller's pair writer, a journal).
  */
 #include "session.h"
 
@@ -632,34 +632,15 @@ static void commit_both(pair_side *a, pair_side *b)
 		pair_commit_main(b);
 }
 
-/* Where a pair is written: two paths (st_state_save_pair) or two objects of stores
- * (st_journal_save); neither: a check only. */
-typedef struct pair_dest {
-	const char *path_a, *path_b;
-	const st_pair_side *to_a, *to_b;
-} pair_dest;
-
-static int pair_write(const char *op, st_edit *a, st_edit *b, const pair_dest *d,
-		      st_error *err)
-{
-	int rc;
-	if ((rc = st__edit_fix_magic(a, err)) != ST_OK || (rc = st__edit_fix_magic(b, err)) != ST_OK)
-		return rc;
-	if (d->path_a)
-		return st_state_save_pair(op, a->s, d->path_a, b->s, d->path_b, err);
-	st_pair_side A = *d->to_a, B = *d->to_b;
-	A.state = a->s;
-	B.state = b->s;
-	return st_journal_save(op, &A, &B, err);
-}
-
-static int commit_pair(const char *op, st_edit *a, st_edit *b, const pair_dest *d,
-		       st_diff *diff_a, st_diff *diff_b, st_problems *problems, st_error *err)
+int st_edit_commit_pair(st_edit *a, st_edit *b, st_pair_write_fn write, void *ctx,
+			st_diff *diff_a, st_diff *diff_b, st_problems *problems, st_error *err)
 {
 	pair_side sa, sb;
 	pair_side *failed;
 	int rc = ST_OK;
 
+	ST_ASSERT_ARG(a);
+	ST_ASSERT_ARG(b);
 	if (a->s == b->s)
 		return st__err(err, ST_EINVAL, "the two sessions are of the same state");
 	memset(&sa, 0, sizeof(sa));
@@ -680,8 +661,10 @@ static int commit_pair(const char *op, st_edit *a, st_edit *b, const pair_dest *
 					failed->problems.items[i].pointer,
 					failed->problems.items[i].urn, "%s",
 					failed->problems.items[i].message);
-	} else if (d->path_a || d->to_a) {
-		rc = pair_write(op, a, b, d, err);
+	} else if (write) {
+		if ((rc = st__edit_fix_magic(a, err)) == ST_OK &&
+		    (rc = st__edit_fix_magic(b, err)) == ST_OK)
+			rc = write(ctx, a->s, b->s, err);
 	}
 	if (rc != ST_OK) {
 		st_edit_rollback(a);
@@ -694,32 +677,4 @@ static int commit_pair(const char *op, st_edit *a, st_edit *b, const pair_dest *
 	st_problems_clear(&sa.problems);
 	st_problems_clear(&sb.problems);
 	return rc;
-}
-
-int st_edit_commit_pair(const char *op, st_edit *a, const char *path_a, st_edit *b,
-			const char *path_b, st_diff *diff_a, st_diff *diff_b,
-			st_problems *problems, st_error *err)
-{
-	pair_dest d = {path_a, path_b, NULL, NULL};
-
-	ST_ASSERT_ARG(op);
-	ST_ASSERT_ARG(a);
-	ST_ASSERT_ARG(b);
-	if (!path_a != !path_b)
-		return st__err(err, ST_EINVAL, "give both paths (a write) or neither (a check)");
-	return commit_pair(op, a, b, &d, diff_a, diff_b, problems, err);
-}
-
-int st_edit_commit_pair_to(const char *op, st_edit *a, const st_pair_side *to_a, st_edit *b,
-			   const st_pair_side *to_b, st_diff *diff_a, st_diff *diff_b,
-			   st_problems *problems, st_error *err)
-{
-	pair_dest d = {NULL, NULL, to_a, to_b};
-
-	ST_ASSERT_ARG(op);
-	ST_ASSERT_ARG(a);
-	ST_ASSERT_ARG(b);
-	if (!to_a != !to_b)
-		return st__err(err, ST_EINVAL, "give both sides (a write) or neither (a check)");
-	return commit_pair(op, a, b, &d, diff_a, diff_b, problems, err);
 }

@@ -871,7 +871,7 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 	if ((rc = st_edit_begin(&se, src, NULL, err)) == ST_OK &&
 	    (rc = st_edit_begin(&de, dst, NULL, err)) == ST_OK &&
 	    (rc = st_edit_move(se, de, &mo, rep, err)) == ST_OK)
-		rc = st_edit_commit_pair("move", se, NULL, de, NULL, NULL, NULL, NULL, err);
+		rc = st_edit_commit_pair(se, de, NULL, NULL, NULL, NULL, NULL, err);
 	if (rc != ST_OK) {
 		if (de)
 			st__edit_abort(de);
