@@ -60,7 +60,13 @@ static int same_as_file(st_state *s, const char *path)
 	return same;
 }
 
-int cmd_convert(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct args {
+	const char *out, *cp_stack;
+	int envelope, layout, gzip, html, canonical, allow_dups;
+} args;
+
+static int parse(int argc, char **argv, cli_target *t, args *a)
 {
 	static const struct option opts[] = {
 		{"backend", required_argument, NULL, OPT_BACKEND},
@@ -79,132 +85,152 @@ int cmd_convert(int argc, char **argv)
 		{"allow-duplicate-keys", no_argument, NULL, OPT_ALLOW_DUPLICATE_KEYS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
-	cli_target t = {0}, ot = {0};
-	int allow_dups = 0;
-	const char *out = NULL, *cp_stack = NULL;
-	int envelope = 0, layout = -1, gzip = -1, html = -1, canonical = 0, inplace = 0, c, rc;
-	st_state *s = NULL;
-	st_lock *lock = NULL;
-	st_error err;
-	char *data = NULL;
-	size_t len;
-
-	st_error_clear(&err);
+	int c;
 	while ((c = cli_getopt(argc, argv, "ho:", opts)) != -1) {
-		if (cli_target_option(&t, c, optarg))
+		if (cli_target_option(t, c, optarg))
 			continue;
 		switch (c) {
-		case 'o': out = optarg; break;
+		case 'o': a->out = optarg; break;
 		case OPT_ENVELOPE:
 			if (!strcmp(optarg, "export"))
-				envelope = ST_ENVELOPE_EXPORT;
+				a->envelope = ST_ENVELOPE_EXPORT;
 			else if (!strcmp(optarg, "checkpoint"))
-				envelope = ST_ENVELOPE_CHECKPOINT;
+				a->envelope = ST_ENVELOPE_CHECKPOINT;
 			else
 				return cli_usage("convert", "--envelope is 'export' or 'checkpoint', "
 							    "not '%s'", optarg);
 			break;
-		case OPT_CP_STACK: cp_stack = optarg; break;
-		case OPT_COMPACT: layout = 1; break;
-		case OPT_INDENT: layout = 0; break;
-		case OPT_GZIP: gzip = 1; break;
-		case OPT_NO_GZIP: gzip = 0; break;
-		case OPT_ESCAPE_HTML: html = 1; break;
-		case OPT_NO_ESCAPE_HTML: html = 0; break;
-		case OPT_CANONICAL: canonical = 1; break;
-		case OPT_ALLOW_DUPLICATE_KEYS: allow_dups = 1; break;
+		case OPT_CP_STACK: a->cp_stack = optarg; break;
+		case OPT_COMPACT: a->layout = 1; break;
+		case OPT_INDENT: a->layout = 0; break;
+		case OPT_GZIP: a->gzip = 1; break;
+		case OPT_NO_GZIP: a->gzip = 0; break;
+		case OPT_ESCAPE_HTML: a->html = 1; break;
+		case OPT_NO_ESCAPE_HTML: a->html = 0; break;
+		case OPT_CANONICAL: a->canonical = 1; break;
+		case OPT_ALLOW_DUPLICATE_KEYS: a->allow_dups = 1; break;
 		case 'h': return cli_help(help);
 		default: return cli_usage("convert", "bad option");
 		}
 	}
 	if (argc - optind > 1)
 		return cli_usage("convert", "too many arguments");
-	if (!out)
+	if (!a->out)
 		return cli_usage("convert", "missing -o OUT");
-	t.arg = optind < argc ? argv[optind] : NULL;
-	if ((rc = cli_target_resolve(&t, "convert", 1)) != EXIT_OK)
-		goto done;
-	/* Converting in place: hold the lock for the whole read-modify-write. Writing into a
-	 * stack of a DIY backend by its path: hold that stack's lock, as Pulumi would. */
-	{
-		char a[PATH_MAX], b[PATH_MAX];
-		const char *in = cli_target_where(&t);
-		inplace = strcmp(out, "-") && in && realpath(in, a) && realpath(out, b) &&
-			  !strcmp(a, b);
-		if (inplace && (rc = cli_lock(&t, &lock)) != EXIT_OK)
-			goto done;
-		ot.arg = out;
-		if (!lock && strcmp(out, "-") && (rc = cli_target_resolve(&ot, "convert", 0)) != EXIT_OK)
-			goto done;
-		if (ot.backend && (rc = cli_lock(&ot, &lock)) != EXIT_OK)
-			goto done;
+	t->arg = optind < argc ? argv[optind] : NULL;
+	return -1;
+}
+
+/* The envelope, layout, escaping and compression asked for. */
+static int reshape(st_state *s, const args *a)
+{
+	st_error err;
+	st_style *st;
+	st_error_clear(&err);
+	if ((a->envelope || a->cp_stack) &&
+	    st_state_set_envelope(s, a->envelope ? (st_envelope)a->envelope : st_state_envelope(s),
+				  a->cp_stack, &err) != ST_OK) {
+		if (err.code == ST_EINVAL && !a->cp_stack)
+			cli_errorf("%s; give it with --checkpoint-stack organization/PROJECT/STACK",
+				   err.message);
+		else
+			cli_error(&err);
+		return EXIT_FAIL;
 	}
-	if ((rc = cli_load(&t, &s)) != EXIT_OK ||
-	    (rc = cli_refuse_lossy(s, cli_target_name(&t), allow_dups)) != EXIT_OK)
-		goto done;
-	if (envelope && st_state_set_envelope(s, (st_envelope)envelope, cp_stack, &err) != ST_OK) {
-		cli_error(&err);
-		rc = EXIT_FAIL;
-		goto done;
-	}
-	if (!envelope && cp_stack &&
-	    st_state_set_envelope(s, st_state_envelope(s), cp_stack, &err) != ST_OK) {
-		cli_error(&err);
-		rc = EXIT_FAIL;
-		goto done;
-	}
-	/* written into a stack of a backend: it must be that stack's state */
-	if (ot.backend && (rc = cli_refuse_misplaced(s, &ot, out)) != EXIT_OK)
-		goto done;
-	if (canonical)
+	if (a->canonical)
 		st_state_canonicalize(s);
-	st_style *st = st_state_style(s);
-	if (layout == 1) {
+	st = st_state_style(s);
+	if (a->layout == 1) {
 		st->compact = 1;
 		st->trailing_newline = 0;
-	} else if (layout == 0) {
+	} else if (a->layout == 0) {
 		st->compact = 0;
 		st->trailing_newline = 1;
 		if (!st->indent[0])
 			strcpy(st->indent, "    ");
 	}
-	if (html >= 0)
-		st->escape_html = html;
-	if (gzip >= 0)
-		st_state_set_compression(s, gzip ? ST_COMPRESS_GZIP : ST_COMPRESS_NONE);
-	if (!strcmp(out, "-")) {
-		if (st_state_compression(s) == ST_COMPRESS_GZIP && gzip == 1) {
+	if (a->html >= 0)
+		st->escape_html = a->html;
+	if (a->gzip >= 0)
+		st_state_set_compression(s, a->gzip ? ST_COMPRESS_GZIP : ST_COMPRESS_NONE);
+	return EXIT_OK;
+}
+
+/* To standard output, or atomically (with a .bak) to a file unless it would come back with
+ * the same content (a compressed one would get other bytes; it keeps its own). */
+static int write_out(st_state *s, const args *a, int inplace)
+{
+	char *data = NULL;
+	size_t len;
+	st_error err;
+	int rc;
+	st_error_clear(&err);
+	if (!strcmp(a->out, "-")) {
+		if (st_state_compression(s) == ST_COMPRESS_GZIP && a->gzip == 1) {
 			cli_errorf("refusing to write gzip data to standard output; give -o FILE");
-			rc = EXIT_USAGE;
-			goto done;
+			return EXIT_USAGE;
 		}
 		st_state_fix_magic(s);
 		if (st_state_dump(s, NULL, &data, &len, &err) != ST_OK) {
 			cli_error(&err);
-			rc = EXIT_FAIL;
-			goto done;
+			return EXIT_FAIL;
 		}
 		rc = cli_write_output("-", data, len);
-	} else if (inplace && same_as_file(s, out)) {
-		/* the file would come back with the same content: it is not rewritten (a
-		 * compressed one would get other bytes; it keeps its own) */
-		rc = EXIT_OK;
-	} else {
-		st_write_opts wo = ST_WRITE_OPTS_INIT;
-		wo.backup = 1;
-		wo.threads = cli_threads;
-		if (st_state_save(s, out, &wo, &err) != ST_OK) {
-			cli_error(&err);
-			rc = EXIT_FAIL;
-			goto done;
-		}
-		rc = EXIT_OK;
+		free(data);
+		return rc;
 	}
+	if (inplace && same_as_file(s, a->out))
+		return EXIT_OK;
+	st_write_opts wo = ST_WRITE_OPTS_INIT;
+	wo.backup = 1;
+	wo.threads = cli_threads;
+	if (st_state_save(s, a->out, &wo, &err) != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	cli_target t = {0}, ot = {0};
+	args a = {NULL, NULL, 0, -1, -1, -1, 0, 0};
+	int inplace = 0, rc;
+	st_state *s = NULL;
+	st_lock *lock = NULL;
+
+	if ((rc = parse(argc, argv, &t, &a)) != -1)
+		return rc;
+	if ((rc = cli_target_resolve(&t, "convert", 1)) != EXIT_OK)
+		goto done;
+	/* Converting in place: hold the lock for the whole read-modify-write. Writing into a
+	 * stack of a DIY backend by its path: hold that stack's lock, as Pulumi would. */
+	{
+		char pa[PATH_MAX], pb[PATH_MAX];
+		const char *in = cli_target_where(&t);
+		inplace = strcmp(a.out, "-") && in && realpath(in, pa) && realpath(a.out, pb) &&
+			  !strcmp(pa, pb);
+		if (inplace && (rc = cli_lock(&t, &lock)) != EXIT_OK)
+			goto done;
+		ot.arg = a.out;
+		if (!lock && strcmp(a.out, "-") &&
+		    (rc = cli_target_resolve(&ot, "convert", 0)) != EXIT_OK)
+			goto done;
+		if (ot.backend && (rc = cli_lock(&ot, &lock)) != EXIT_OK)
+			goto done;
+	}
+	if ((rc = cli_load(&t, &s)) != EXIT_OK ||
+	    (rc = cli_refuse_lossy(s, cli_target_name(&t), a.allow_dups)) != EXIT_OK ||
+	    (rc = reshape(s, &a)) != EXIT_OK)
+		goto done;
+	/* written into a stack of a backend: it must be that stack's state */
+	if (ot.backend && (rc = cli_refuse_misplaced(s, &ot, a.out)) != EXIT_OK)
+		goto done;
+	rc = write_out(s, &a, inplace);
 done:
 	if (lock)
 		st_lock_release(lock, NULL);
 	cli_target_free(&ot);
-	free(data);
 	cli_state_done(s);
 	cli_target_free(&t);
 	return rc;

@@ -675,9 +675,8 @@ int st_state_set_envelope(st_state *s, st_envelope envelope, const char *stack, 
 		if (!qname) {
 			json_decref(root);
 			return st__err(err, ST_EINVAL,
-				       "cannot tell the stack's name for the checkpoint envelope "
-				       "(no resources): give it with --stack "
-				       "organization/PROJECT/STACK");
+				       "cannot tell the stack's name for the checkpoint envelope: "
+				       "the state has no resources to take it from");
 		}
 		cp = json_object();
 		json_object_set_new(cp, "stack", json_string(qname));

@@ -64,4 +64,13 @@ check_rc 0; check_out_has '"from": 0,'; check_out_has '"to": 3,'
 run "migrate lock gone" ls "$T"
 check_rc 0
 if grep -q '\.lock$' "$T/out"; then bad "a lock file was left behind"; else ok; fi
+# a checkpoint envelope for a state with no resources needs its stack named: by the option
+# convert has for it
+printf '{"version":3,"deployment":{"manifest":{"time":"2024-01-01T00:00:00Z","magic":"","version":""}}}\n' > "$T/empty.json"
+run "checkpoint of nothing" st convert "$T/empty.json" --envelope checkpoint -o "$T/empty-cp.json"
+check_rc 1; check_absent "$T/empty-cp.json"
+check_err "statetool: error: cannot tell the stack's name for the checkpoint envelope: the state has no resources to take it from; give it with --checkpoint-stack organization/PROJECT/STACK"
+run "checkpoint of nothing, named" st convert "$T/empty.json" --envelope checkpoint --checkpoint-stack organization/p/dev -o "$T/empty-cp.json"
+check_rc 0
+
 finish

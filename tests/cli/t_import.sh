@@ -202,6 +202,12 @@ check_out_has "urn:pulumi:dev::app::aws:s3/bucket:Bucket::b"
 run "inline valid" st validate "$T/new.json"
 check_rc 0
 
+# a checkpoint whose stack names no project: said so
+printf '{"version":3,"checkpoint":{"stack":"dev","latest":null}}\n' > "$T/noproj.json"
+run "checkpoint stack without a project" st import --dest "$T/noproj.json" --no-read aws:s3/bucket:Bucket b b-1
+check_rc 1
+check_err "statetool: error: cannot tell the destination's stack and project: its checkpoint's stack 'dev' names no project; add --dest-stack PROJECT/STACK"
+
 # secrets in the specs are encrypted under the destination's provider
 printf '{"resources":[{"type":"aws:rds/instance:Instance","name":"db","id":"db-1","version":"6.0.0","outputs":{"password":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","plaintext":"\\"import-me-secret\\""}}}]}' > "$T/secret.json"
 cp "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/sd.json"
