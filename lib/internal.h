@@ -241,6 +241,12 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 #define ST_SIG_KEY "4dabf18193072939515e22adb298388d"
 #define ST_SIG_SECRET "1b47061264138c4ac30d75fd1eb44270"
 #define ST_SIG_BYTESTRING "803fd3297a5875dc03ca845dda5d2a98"
+/* Pulumi's other special values (sdk/go/common/resource/sig). */
+#define ST_SIG_ASSET "c44067f5952c0a294b673a41bacd8c17"
+#define ST_SIG_ARCHIVE "0def7320c3a5731c473e5ecbe6d01bc7"
+#define ST_SIG_RESREF "5cf8f73096256a8f31e491e813e4eb8e"
+#define ST_SIG_NUMBER "8ad145fe-0d11-4827-bfd7-1abcbf086f5c"
+#define ST_SIG_OUTPUT "d0e6a833031e9bbcd3f4e8bde6ca49a4"
 
 /* The features of deployment version 4, by the index the features scan uses: 0-6 are marked
  * by a resource member of that name, 7 by a bytestring in inputs, outputs or

@@ -4,15 +4,6 @@
 
 #include "internal.h"
 
-#define SIG_KEY "4dabf18193072939515e22adb298388d"
-#define SIG_SECRET "1b47061264138c4ac30d75fd1eb44270"
-#define SIG_ASSET "c44067f5952c0a294b673a41bacd8c17"
-#define SIG_ARCHIVE "0def7320c3a5731c473e5ecbe6d01bc7"
-#define SIG_RESREF "5cf8f73096256a8f31e491e813e4eb8e"
-#define SIG_NUMBER "8ad145fe-0d11-4827-bfd7-1abcbf086f5c"
-#define SIG_BYTES "803fd3297a5875dc03ca845dda5d2a98"
-#define SIG_OUTPUT "d0e6a833031e9bbcd3f4e8bde6ca49a4"
-
 
 typedef struct ictx {
 	st_state *s;

@@ -105,7 +105,7 @@ static const char *go_t(const json_t *v)
 
 static int is_sig(const json_t *v, const char *sig)
 {
-	const char *s = json_string_value(json_object_get(v, SIG_KEY));
+	const char *s = json_string_value(json_object_get(v, ST_SIG_KEY));
 	return s && !strcmp(s, sig);
 }
 
@@ -154,7 +154,7 @@ static void check_archive(ictx *c, json_t *v, const char *urn)
 		return;
 	}
 	json_object_foreach(x, k, m) {
-		if (!is_sig(m, SIG_ASSET) && !is_sig(m, SIG_ARCHIVE)) {
+		if (!is_sig(m, ST_SIG_ASSET) && !is_sig(m, ST_SIG_ARCHIVE)) {
 			MALFORMED("archive member '%s' is not an asset or archive", k);
 			return;
 		}
@@ -197,16 +197,16 @@ static void check_value_text(ictx *c, json_t *v, const char *urn, int bytes)
 static void check_sig(ictx *c, json_t *v, json_t *sigv, const char *urn, int depth)
 {
 	const char *sig = json_string_value(sigv);
-	if (sig && !strcmp(sig, SIG_SECRET)) {
+	if (sig && !strcmp(sig, ST_SIG_SECRET)) {
 		check_secret(c, v, urn, depth);
-	} else if (sig && !strcmp(sig, SIG_ASSET)) {
+	} else if (sig && !strcmp(sig, ST_SIG_ASSET)) {
 		check_asset(c, v, urn);
-	} else if (sig && !strcmp(sig, SIG_ARCHIVE)) {
+	} else if (sig && !strcmp(sig, ST_SIG_ARCHIVE)) {
 		check_archive(c, v, urn);
-	} else if (sig && !strcmp(sig, SIG_RESREF)) {
+	} else if (sig && !strcmp(sig, ST_SIG_RESREF)) {
 		check_resref(c, v, urn);
-	} else if (sig && (!strcmp(sig, SIG_BYTES) || !strcmp(sig, SIG_NUMBER))) {
-		check_value_text(c, v, urn, !strcmp(sig, SIG_BYTES));
+	} else if (sig && (!strcmp(sig, ST_SIG_BYTESTRING) || !strcmp(sig, ST_SIG_NUMBER))) {
+		check_value_text(c, v, urn, !strcmp(sig, ST_SIG_BYTESTRING));
 	} else {
 		/* no other signature, the output value's included, may be in a state */
 		st_buf b;
@@ -306,8 +306,8 @@ void st__check_value(ictx *c, json_t *v, const char *urn, int depth)
 		/* the iterator itself: jansson's foreach macros go through the key for each step */
 		for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
 			e = json_object_iter_value(it);
-			if (json_object_iter_key_len(it) == sizeof(SIG_KEY) - 1 &&
-			    !memcmp(json_object_iter_key(it), SIG_KEY, sizeof(SIG_KEY) - 1))
+			if (json_object_iter_key_len(it) == sizeof(ST_SIG_KEY) - 1 &&
+			    !memcmp(json_object_iter_key(it), ST_SIG_KEY, sizeof(ST_SIG_KEY) - 1))
 				sigv = e;
 			else
 				nested |= json_is_array(e) || json_is_object(e);
