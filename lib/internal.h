@@ -13,6 +13,8 @@
 
 #include "statetool.h"
 
+#include <pthread.h>
+
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -104,6 +106,52 @@ int st__threads_ok_for(int threads);
 int st__threads_ok(void);
 /* ST_EINVAL unless threads is 0, 1 or 2. */
 int st__threads_check(int threads, st_error *err);
+
+/*
+ * Two threads (lib/util/thread.c): every place of the library that runs work on a second thread
+ * is named here, and its threshold (how big its input must be to be worth a thread, and what
+ * is counted) is in the one table of thread.c. The helper starts the thread, counts it (the
+ * tests assert the count, so that raising a threshold cannot turn a two-thread test into a
+ * one-thread one) and joins it.
+ */
+typedef enum st__tsite {
+	ST__T_PARSE,        /* the JSON reader: bytes of text (lib/json/read_split.c) */
+	ST__T_WRITE,        /* the JSON writer: elements of the biggest array near the top */
+	ST__T_DECODE,       /* Go's decoder: elements of an array of structs */
+	ST__T_INTEGRITY,    /* the integrity check's property walk: resources */
+	ST__T_VALIDATE,     /* validate: the schemas beside the integrity rules: resources */
+	ST__T_COMMIT,       /* st_edit_commit: features and diff beside the check: resources */
+	ST__T_COMMIT_SAVE,  /* st_edit_commit_save: the check beside the write: resources */
+	ST__T_COMMIT_PAIR,  /* st_edit_commit_pair: the two checks: resources of both */
+	ST__T_MOVE,         /* a move: the two states' checks: resources of both */
+	ST__T_REFSCAN,      /* the reference scan of delete and move: resources */
+	ST__T_ENCRYPT,      /* secrets encrypt and rekey: resources */
+	ST__T_JOURNAL_HASH, /* the two-stack journal: the old objects hashed (always) */
+	ST__T_JOURNAL_STAGE, /* the two-stack journal: the second side staged (always) */
+	ST__T_COUNT
+} st__tsite;
+
+/* A second thread, started by st__two_start (zero it first). */
+typedef struct st__two {
+	pthread_t th;
+	int started;
+} st__two;
+
+/* Whether `site` should use a second thread for work of size n: n reaches the site's threshold
+ * and the thread policy allows (st__threads_ok_for(threads)). */
+int st__two_worth(st__tsite site, size_t n, int threads);
+/* Starts fn(arg) on a second thread (stack: its stack size, 0 the default) and counts it for
+ * `site`; 1 when it runs, 0 when it could not start (the caller does the work itself). */
+int st__two_start(st__two *t, st__tsite site, void *(*fn)(void *), void *arg, size_t stack);
+/* Waits for the thread st__two_start started (nothing when none). */
+void st__two_join(st__two *t);
+/* The common case: a(arg_a) on this thread and b(arg_b) on a second one when the work (of
+ * size n, under the call's `threads` choice) is worth it, else b after a on this thread.
+ * 1: two threads ran. */
+int st__two_run(st__tsite site, size_t n, int threads, void *(*a)(void *), void *arg_a,
+		void *(*b)(void *), void *arg_b);
+/* How many times `site` ran on two threads (the tests' proof that the threaded path ran). */
+unsigned long st__two_count(st__tsite site);
 /* Reports the end of a step (its name; NULL: an operation starts) to the phase hook of
  * st_set_hooks, if any. Any thread. */
 void st__phase(const char *name);

@@ -390,8 +390,10 @@ static void test_scans_two_threads(void **state)
 		st_changes rep = {0};
 		st_error err;
 		size_t target = 10, leaf = 5999, deleted = 0;
+		unsigned long scans;
 		st_set_threads(t ? 2 : 1, NULL);
 		assert_int_equal(st_state_load_buffer(&s, b.data, b.len, "big.json", NULL, NULL), ST_OK);
+		scans = st__two_count(ST__T_REFSCAN);
 		/* r10 has dependents in both halves: refused, both named, in file order */
 		st_error_clear(&err);
 		assert_int_equal(st_edit_begin(&e, s, &rep, NULL), ST_OK);
@@ -414,6 +416,11 @@ static void test_scans_two_threads(void **state)
 			if (strstr(rep.lines[i], ": rewrote 1 reference"))
 				rewrote++;
 		assert_int_equal(rewrote, 2);
+		/* the scans ran on two threads (t 1), and only then */
+		if (t)
+			assert_true(st__two_count(ST__T_REFSCAN) > scans);
+		else
+			assert_int_equal(st__two_count(ST__T_REFSCAN), scans);
 		json_t *res = st_state_resources(s, 0);
 		assert_string_equal(json_string_value(json_array_get(json_object_get(
 					    json_array_get(res, 5500), "dependencies"), 0)),
@@ -441,11 +448,14 @@ static void test_commit_two_threads(void **state)
 		st_edit *e;
 		size_t target = 2, taint = 5, changed = 0;
 		size_t len;
+		unsigned long runs = st__two_count(ST__T_COMMIT);
 		st_set_threads(t ? 2 : 1, NULL);
 		assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
 		assert_int_equal(st_edit_rename(e, tu_handle(e, target), "moved", NULL), ST_OK); /* r0-0 */
 		assert_int_equal(st_edit_set_flag(e, (st_handle[]){tu_handle(e, taint)}, 1, "taint", 1, &changed, NULL), ST_OK);
 		assert_int_equal(st_edit_commit(e, &d[t], NULL, NULL), ST_OK);
+		/* the threaded path ran (t 1), and only then */
+		assert_int_equal(st__two_count(ST__T_COMMIT), runs + (unsigned long)t);
 		st_set_threads(0, NULL);
 		assert_int_equal(st_state_dump(s, NULL, &out[t], &len, NULL), ST_OK);
 		st_edit_free(e);
@@ -492,11 +502,14 @@ static void test_commit_save(void **state)
 	/* the other: at once, on two threads */
 	s = big_state();
 	st_set_threads(2, NULL);
+	unsigned long runs = st__two_count(ST__T_COMMIT_SAVE);
 	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
 	assert_int_equal(st_edit_rename(e, tu_handle(e, target), "moved", NULL), ST_OK);
 	assert_int_equal(st_edit_commit_save(e, p2, NULL, 0, &d2, NULL, &written, NULL), ST_OK);
 	st_edit_free(e);
 	assert_int_equal(written, 1);
+	/* the check ran on the second thread */
+	assert_int_equal(st__two_count(ST__T_COMMIT_SAVE), runs + 1);
 	a = tu_read(p1, &alen);
 	b = tu_read(p2, &blen);
 	assert_int_equal(alen, blen);

@@ -377,12 +377,16 @@ static void test_two_threads(void **state)
 	for (int k = 0; k < 2; k++) {
 		json_t *doc = NULL;
 		st_state *s = NULL;
+		unsigned long runs;
 		st_set_threads(k ? 2 : 1, NULL);
 		st_error_clear(&err[k]);
 		assert_int_equal(st_json_parse(&doc, b.data, b.len, "t", NULL, NULL, &lp[k], NULL),
 				 ST_OK);
+		runs = st__two_count(ST__T_DECODE);
 		assert_int_equal(st_state_from_json(&s, doc, NULL, &lp[k], "t", &err[k]),
 				 ST_EFORMAT);
+		/* the threaded path ran (k 1), and only then */
+		assert_int_equal(st__two_count(ST__T_DECODE), runs + (unsigned long)k);
 	}
 	st_set_threads(0, NULL);
 	assert_string_equal(err[0].message, "parsing time \"x\" as \"2006-01-02T15:04:05Z07:00\": "

@@ -242,10 +242,14 @@ static void test_streamed_save(void **state)
 
 	assert_int_equal(st_state_load_buffer(&s, text, len, "big.json", NULL, NULL), ST_OK);
 	st_set_threads(1, NULL);
+	unsigned long runs = st__two_count(ST__T_WRITE);
 	assert_int_equal(st_state_dump(s, NULL, &dumped, &dlen, NULL), ST_OK);
+	assert_int_equal(st__two_count(ST__T_WRITE), runs);
 	st_set_threads(2, NULL);
 	assert_int_equal(st_state_save(s, p, NULL, NULL), ST_OK);
 	st_set_threads(0, NULL);
+	/* the save wrote the resources on two threads */
+	assert_int_equal(st__two_count(ST__T_WRITE), runs + 1);
 	assert_int_equal(dlen, len);
 	assert_memory_equal(dumped, text, len); /* a Pulumi-style file survives byte for byte */
 	saved = tu_read(p, &slen);

@@ -263,8 +263,11 @@ static void test_encrypt_two_threads(void **state)
 				    st_secrets_provider_json(k));
 		memset(&rep[t], 0, sizeof(rep[t]));
 		st_set_threads(t ? 2 : 1, NULL);
+		unsigned long runs = st__two_count(ST__T_ENCRYPT);
 		assert_int_equal(st_edit_begin(&e, s, &rep[t], NULL), ST_OK);
 		assert_int_equal(st_edit_secrets_encrypt(e, k, &n[t], NULL), ST_OK);
+		/* the threaded path ran (t 1), and only then */
+		assert_int_equal(st__two_count(ST__T_ENCRYPT), runs + (unsigned long)t);
 		assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
 		st_edit_free(e);
 		st_set_threads(0, NULL);
@@ -290,9 +293,11 @@ static void test_encrypt_two_threads(void **state)
 			size_t m = 0;
 			st_error_clear(&err);
 			st_set_threads(2, NULL);
+			unsigned long rruns = st__two_count(ST__T_ENCRYPT);
 			assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
 			assert_int_not_equal(st_edit_secrets_rekey(e, k, k2, &m, &err), ST_OK);
 			st_set_threads(0, NULL);
+			assert_int_equal(st__two_count(ST__T_ENCRYPT), rruns + 1);
 			assert_string_equal(err.pointer, "/deployment/resources/100/inputs/pw");
 			assert_ptr_equal(json_array_get(res, 101), r101);
 			assert_string_equal(st_json_str(json_object_get(json_object_get(r101, "inputs"),
@@ -372,8 +377,11 @@ static void test_encrypt_copies_the_path(void **state)
 		}
 		json_t *plain = json_array_get(res, nres);
 		st_set_threads(t ? 2 : 1, NULL);
+		unsigned long runs = st__two_count(ST__T_ENCRYPT);
 		assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
 		assert_int_equal(st_edit_secrets_encrypt(e, k, &n, NULL), ST_OK);
+		/* the big state (t 1) went through the threaded path */
+		assert_int_equal(st__two_count(ST__T_ENCRYPT), runs + (unsigned long)t);
 		assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
 		st_edit_free(e);
 		st_set_threads(0, NULL);

@@ -311,10 +311,14 @@ static void test_two_threads_same_problems(void **state)
 		}
 		o.schema = builtin;
 		st_set_threads(1, NULL);
+		unsigned long runs = st__two_count(ST__T_VALIDATE);
 		assert_int_equal(st_validate(s, &o, &one, NULL), ST_OK);
+		assert_int_equal(st__two_count(ST__T_VALIDATE), runs);
 		st_set_threads(2, NULL);
 		assert_int_equal(st_validate(s, &o, &two, NULL), ST_OK);
 		st_set_threads(0, NULL);
+		/* the schemas ran on the second thread */
+		assert_int_equal(st__two_count(ST__T_VALIDATE), runs + 1);
 		assert_true(one.count >= 1); /* the fixture's own, if any, and the filler's */
 		assert_same_problems(&one, &two);
 		st_problems_clear(&one);
@@ -364,9 +368,14 @@ static void test_property_walk_two_threads(void **state)
 		}
 		o.skip_schema = 1;
 		st_set_threads(1, NULL);
+		unsigned long runs = st__two_count(ST__T_INTEGRITY);
 		assert_int_equal(st_validate(s, &o, &one, NULL), ST_OK);
-		st_set_threads(0, NULL);
+		assert_int_equal(st__two_count(ST__T_INTEGRITY), runs);
+		st_set_threads(2, NULL);
 		assert_int_equal(st_validate(s, &o, &two, NULL), ST_OK);
+		st_set_threads(0, NULL);
+		/* the walk ran on the second thread */
+		assert_int_equal(st__two_count(ST__T_INTEGRITY), runs + 1);
 		assert_same_problems(&one, &two);
 		for (size_t i = 0; i < one.count; i++) {
 			if (!strcmp(one.items[i].rule, "secrets/plaintext") ||

@@ -352,16 +352,15 @@ int st_integrity_check(st_state *s, st_problems *out, st_error *err)
  * The property walk of a big state's resources on a second thread (it only reads, and is
  * half the check's work). Its problems are put where the one-thread check reports them:
  * the main loop notes, for each resource, how many problems were reported when the walk's
- * turn came.
+ * turn came. (Its threshold: ST__T_INTEGRITY in lib/util/thread.c's table.)
  */
-#define WALK_THREAD_MIN 5000
 
 typedef struct walker {
 	ictx c;            /* its own pointer buffer, segments and problem list */
 	st_problems out;
 	size_t *res_of;    /* each problem's resource */
 	size_t res_of_cap;
-	pthread_t th;
+	st__two th;
 } walker;
 
 static void *walker_main(void *arg)
@@ -455,8 +454,9 @@ typedef struct ic_run {
 static void start_walker(ic_run *run, unsigned flags)
 {
 	ictx *c = run->c;
-	if (!(flags & ST__IC_TWO_THREADS) || json_array_size(c->res) < WALK_THREAD_MIN ||
-	    !st__threads_ok() || !(run->pos = malloc(json_array_size(c->res) * sizeof(size_t))))
+	if (!(flags & ST__IC_TWO_THREADS) ||
+	    !st__two_worth(ST__T_INTEGRITY, json_array_size(c->res), 0) ||
+	    !(run->pos = malloc(json_array_size(c->res) * sizeof(size_t))))
 		return;
 	memset(&run->wk, 0, sizeof(run->wk));
 	run->wk.c.s = c->s;
@@ -465,7 +465,7 @@ static void start_walker(ic_run *run, unsigned flags)
 	run->wk.c.base = c->base;
 	run->wk.c.secrets_type = c->secrets_type;
 	st_buf_init(&run->wk.c.ptr);
-	if (pthread_create(&run->wk.th, NULL, walker_main, &run->wk) == 0) {
+	if (st__two_start(&run->wk.th, ST__T_INTEGRITY, walker_main, &run->wk, 0)) {
 		run->wkp = &run->wk;
 	} else {
 		free(run->pos);
@@ -729,7 +729,7 @@ static void ic_free(ic_run *run)
 {
 	ictx *c = run->c;
 	if (run->wkp) { /* left early: the walker's findings are not wanted */
-		pthread_join(run->wkp->th, NULL);
+		st__two_join(&run->wkp->th);
 		walker_free(run->wkp);
 	}
 	free(run->pos);
@@ -781,7 +781,7 @@ int st__integrity_check_ex(st_state *s, st_problems *out, unsigned flags, st_err
 	json_array_foreach(c->res, i, r)
 		check_resource(&run, i, r);
 	if (run.wkp) {
-		pthread_join(run.wkp->th, NULL);
+		st__two_join(&run.wkp->th);
 		walker_merge(c, run.wkp, run.pos);
 		walker_free(run.wkp);
 		run.wkp = NULL;

@@ -139,9 +139,6 @@ static int append_problems(st_problems *to, st_problems *from)
 	return rc;
 }
 
-/* Schemas and integrity rules on two threads when the state is big enough to gain. */
-#define PARALLEL_MIN_RESOURCES 500
-
 int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_error *err)
 {
 	ST_ASSERT_ARG(s);
@@ -169,23 +166,24 @@ int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_err
 		opts.schema = builtin;
 	}
 	has_schemas = !opts.skip_schema || opts.nextra || opts.nresource_schemas;
-	if (has_schemas && st__threads_ok() &&
-	    json_array_size(st_state_resources(s, 0)) >= PARALLEL_MIN_RESOURCES) {
+	/* Schemas and integrity rules on two threads when the state is big enough to gain. */
+	if (has_schemas &&
+	    st__two_worth(ST__T_VALIDATE, json_array_size(st_state_resources(s, 0)), 0)) {
 		/* The schemas on a second thread, the integrity rules on this one; the problems
 		 * are reported in the same order as one after the other. Both only read. */
 		schema_job job;
-		pthread_t th;
+		st__two th = {0};
 		memset(&job, 0, sizeof(job));
 		job.s = s;
 		job.o = &opts;
 		st_error_clear(&job.err);
-		if (pthread_create(&th, NULL, schema_thread, &job) == 0) {
+		if (st__two_start(&th, ST__T_VALIDATE, schema_thread, &job, 0)) {
 			st_problems integ = {0};
 			st_error ierr;
 			st_error_clear(&ierr);
 			int irc = st_integrity_check(s, &integ, &ierr);
 			st__phase("validate: integrity rules");
-			pthread_join(th, NULL);
+			st__two_join(&th);
 			st__phase("validate: schemas (beside them)");
 			st_schema_free(builtin);
 			rc = append_problems(out, &job.out);

@@ -12,7 +12,7 @@
  * accepts, drops duplicate keys silently, and cannot tell where a value sits (JSON Pointer) or how
  * the file was written.
  */
-#include "internal.h"
+#include "json/read.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -30,57 +30,8 @@
 #include <emmintrin.h>
 #endif
 
-typedef struct frame {
-	const char *key; /* current key in an object: in the input, or `owned` */
-	size_t keylen;
-	char *owned;     /* a decoded copy when the key had escapes (NULL otherwise) */
-	size_t index; /* current index in an array */
-	int is_array;
-} frame;
 
-struct split;
-
-typedef struct parser {
-	const unsigned char *start;
-	const unsigned char *p;
-	const unsigned char *end;
-	size_t depth;
-	size_t max_depth;
-	size_t max_string;
-	const char *name;
-	st_error *err;
-	st_problems *problems;
-	int failed;
-	int code; /* the error code, kept even when the caller passed no error record */
-	/* style evidence */
-	int saw_html_escape;
-	int saw_long_bf;
-	int saw_short_bf;
-	unsigned features; /* which features' marks were seen (st__feature_key; bytestring) */
-	size_t lenient; /* how many leniency warnings were recorded (capped) */
-	/* path for pointers */
-	frame *frames;
-	size_t nframes;
-	size_t frames_cap;
-	/* scratch for strings that need unescaping */
-	char *sbuf;
-	size_t sbuf_cap;
-	char decimal_point;
-	/* a private file mapping: pages behind the cursor are given back as parsing goes, so
-	 * the file's bytes and the tree are not both resident (they fault back in if needed) */
-	int release;
-	const unsigned char *released;
-	/* the second part of a big document, parsed on another thread (NULL: none) */
-	struct split *sp;
-	/* The first top-level "version" (any case) whose number Go's int cannot take ("3.0"):
-	 * the literal is needed for Go's message, and the tree keeps only the double. */
-	char vlit[48];
-	char *vkey;
-} parser;
-
-#define RELEASE_CHUNK (8u << 20)
-
-static void release_pages(parser *ps)
+void st__json_release_pages(parser *ps)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t from = (uintptr_t)ps->released, to = (uintptr_t)ps->p & ~(page - 1);
@@ -90,12 +41,7 @@ static void release_pages(parser *ps)
 		ps->release = 0;
 }
 
-#define MAX_LENIENCY_REPORTS 100
-
-static void fail_at(parser *ps, const unsigned char *at, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void fail_at(parser *ps, const unsigned char *at, int code, const char *fmt, ...)
+void st__json_fail_at(parser *ps, const unsigned char *at, int code, const char *fmt, ...)
 {
 	va_list ap;
 	int line = 1;
@@ -139,13 +85,13 @@ static const char *quote_char(int c, char buf[16])
 	return buf;
 }
 
-static void fail_char(parser *ps, const char *context)
+void st__json_fail_char(parser *ps, const char *context)
 {
 	char q[16];
 	if (ps->p >= ps->end)
-		fail_at(ps, ps->p, ST_EPARSE, "unexpected end of JSON input");
+		st__json_fail_at(ps, ps->p, ST_EPARSE, "unexpected end of JSON input");
 	else
-		fail_at(ps, ps->p, ST_EPARSE, "invalid character %s %s", quote_char(*ps->p, q),
+		st__json_fail_at(ps, ps->p, ST_EPARSE, "invalid character %s %s", quote_char(*ps->p, q),
 			context);
 }
 
@@ -177,15 +123,7 @@ static void lenient(parser *ps, const char *rule, const char *what, const char *
 	st_buf_free(&b);
 }
 
-static inline void skip_ws(parser *ps)
-{
-	const unsigned char *p = ps->p, *e = ps->end;
-	while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
-		p++;
-	ps->p = p;
-}
-
-static int push_frame(parser *ps, int is_array)
+int st__json_push_frame(parser *ps, int is_array)
 {
 	if (ps->nframes == ps->frames_cap) {
 		size_t cap = ps->frames_cap ? ps->frames_cap * 2 : 32;
@@ -308,6 +246,9 @@ static inline int special8(const unsigned char *p)
  * Parses a string whose opening quote is at ps->p. On success *out points at the decoded bytes
  * (into the input when nothing needed decoding, else into ps->sbuf) and *outlen is their length.
  * `is_key` tells the leniency warnings whether the pointer names the key itself.
+ * One function, longer than the others (tests/funclen.sh allows it): the hot loop of the
+ * reader, where most of a state's bytes go; its fast path, escapes and UTF-8 checks share the
+ * cursor in registers, and a call per piece costs measurably on big states.
  */
 static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *bad_utf8)
 {
@@ -343,7 +284,7 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 		p++;
 	}
 	if (p >= e) {
-		fail_at(ps, e, ST_EPARSE, "unexpected end of JSON input");
+		st__json_fail_at(ps, e, ST_EPARSE, "unexpected end of JSON input");
 		return -1;
 	}
 	/* Slow path: copy what was scanned, then decode the rest. */
@@ -363,7 +304,7 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 		}
 		if (c < 0x20) {
 			char q[16];
-			fail_at(ps, p, ST_EPARSE, "invalid character %s in string literal",
+			st__json_fail_at(ps, p, ST_EPARSE, "invalid character %s in string literal",
 				quote_char((int)c, q));
 			return -1;
 		}
@@ -390,10 +331,10 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 						(*bad >= 'A' && *bad <= 'F')))
 						bad++;
 					if (bad >= e)
-						fail_at(ps, e, ST_EPARSE,
+						st__json_fail_at(ps, e, ST_EPARSE,
 							"unexpected end of JSON input");
 					else
-						fail_at(ps, bad, ST_EPARSE,
+						st__json_fail_at(ps, bad, ST_EPARSE,
 							"invalid character %s in \\u hexadecimal "
 							"character escape",
 							quote_char(*bad, q));
@@ -422,7 +363,7 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 				continue;
 			default: {
 				char q[16];
-				fail_at(ps, p + 1, ST_EPARSE,
+				st__json_fail_at(ps, p + 1, ST_EPARSE,
 					"invalid character %s in string escape code",
 					quote_char(p[1], q));
 				return -1;
@@ -446,17 +387,17 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 		ps->sbuf[n++] = (char)c;
 		p++;
 	}
-	fail_at(ps, e, ST_EPARSE, "unexpected end of JSON input");
+	st__json_fail_at(ps, e, ST_EPARSE, "unexpected end of JSON input");
 	return -1;
 check_len:
 	if (ps->max_string && *outlen > ps->max_string) {
-		fail_at(ps, ps->p, ST_ELIMIT, "string of %zu bytes exceeds the limit of %zu bytes",
+		st__json_fail_at(ps, ps->p, ST_ELIMIT, "string of %zu bytes exceeds the limit of %zu bytes",
 			*outlen, ps->max_string);
 		return -1;
 	}
 	return 0;
 oom:
-	fail_at(ps, p, ST_ENOMEM, "out of memory");
+	st__json_fail_at(ps, p, ST_ENOMEM, "out of memory");
 	return -1;
 }
 
@@ -464,7 +405,7 @@ static json_t *make_real(parser *ps, double v)
 {
 	json_t *r = json_real(v);
 	if (!r)
-		fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+		st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
 	return r;
 }
 
@@ -507,7 +448,7 @@ static json_t *parse_number(parser *ps)
 	if (p < e && *p == '-')
 		p++;
 	if (p >= e) {
-		fail_at(ps, p, ST_EPARSE, "unexpected end of JSON input");
+		st__json_fail_at(ps, p, ST_EPARSE, "unexpected end of JSON input");
 		return NULL;
 	}
 	if (*p == '0') {
@@ -517,7 +458,7 @@ static json_t *parse_number(parser *ps)
 			p++;
 	} else {
 		ps->p = p;
-		fail_char(ps, "in numeric literal");
+		st__json_fail_char(ps, "in numeric literal");
 		return NULL;
 	}
 	if (p < e && *p == '.') {
@@ -525,7 +466,7 @@ static json_t *parse_number(parser *ps)
 		p++;
 		if (p >= e || *p < '0' || *p > '9') {
 			ps->p = p;
-			fail_char(ps, "after decimal point in numeric literal");
+			st__json_fail_char(ps, "after decimal point in numeric literal");
 			return NULL;
 		}
 		while (p < e && *p >= '0' && *p <= '9')
@@ -538,7 +479,7 @@ static json_t *parse_number(parser *ps)
 			p++;
 		if (p >= e || *p < '0' || *p > '9') {
 			ps->p = p;
-			fail_char(ps, "in exponent of numeric literal");
+			st__json_fail_char(ps, "in exponent of numeric literal");
 			return NULL;
 		}
 		while (p < e && *p >= '0' && *p <= '9')
@@ -573,7 +514,7 @@ static json_t *parse_number(parser *ps)
 		if (len >= sizeof(stackbuf)) {
 			buf = malloc(len + 1);
 			if (!buf) {
-				fail_at(ps, s, ST_ENOMEM, "out of memory");
+				st__json_fail_at(ps, s, ST_ENOMEM, "out of memory");
 				return NULL;
 			}
 		}
@@ -588,7 +529,7 @@ static json_t *parse_number(parser *ps)
 		errno = 0;
 		v = strtod(buf, &endp);
 		if (isinf(v)) {
-			fail_at(ps, s, ST_EPARSE, "number %.*s is out of the range of a float64",
+			st__json_fail_at(ps, s, ST_EPARSE, "number %.*s is out of the range of a float64",
 				(int)(len > 40 ? 40 : len), (const char *)s);
 			if (buf != stackbuf)
 				free(buf);
@@ -600,8 +541,6 @@ static json_t *parse_number(parser *ps)
 	return make_real(ps, v);
 }
 
-static json_t *parse_value(parser *ps);
-static int split_join(parser *ps, json_t *arr, size_t idx);
 
 static json_t *parse_object(parser *ps)
 {
@@ -609,12 +548,12 @@ static json_t *parse_object(parser *ps)
 	frame *f;
 
 	if (!obj) {
-		fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+		st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
 		return NULL;
 	}
-	if (push_frame(ps, 0) < 0) {
+	if (st__json_push_frame(ps, 0) < 0) {
 		json_decref(obj);
-		fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+		st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
 		return NULL;
 	}
 	ps->p++; /* '{' */
@@ -633,7 +572,7 @@ static json_t *parse_object(parser *ps)
 
 		skip_ws(ps);
 		if (ps->p >= ps->end || *ps->p != '"') {
-			fail_char(ps, "looking for beginning of object key string");
+			st__json_fail_char(ps, "looking for beginning of object key string");
 			goto fail;
 		}
 		if (parse_string_raw(ps, &key, &keylen, &bad) < 0)
@@ -643,7 +582,7 @@ static json_t *parse_object(parser *ps)
 		if (key == ps->sbuf) {
 			keycopy = st_strndup(key, keylen);
 			if (!keycopy) {
-				fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+				st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
 				goto fail;
 			}
 			key = keycopy;
@@ -660,18 +599,18 @@ static json_t *parse_object(parser *ps)
 				NULL, 0);
 		skip_ws(ps);
 		if (ps->p >= ps->end || *ps->p != ':') {
-			fail_char(ps, "after object key");
+			st__json_fail_char(ps, "after object key");
 			goto fail_key;
 		}
 		ps->p++;
 		skip_ws(ps);
-		val = parse_value(ps);
+		val = st__json_parse_value(ps);
 		f = &ps->frames[ps->nframes - 1];
 		if (!val)
 			goto fail_key;
 		before = json_object_size(obj);
 		if (json_object_setn_new_nocheck(obj, key, keylen, val) < 0) {
-			fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+			st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
 			goto fail_key;
 		}
 		if (json_object_size(obj) == before) {
@@ -695,7 +634,7 @@ static json_t *parse_object(parser *ps)
 			ps->p++;
 			break;
 		}
-		fail_char(ps, "after object key:value pair");
+		st__json_fail_char(ps, "after object key:value pair");
 		goto fail;
 	fail_key:
 		f = &ps->frames[ps->nframes - 1];
@@ -717,9 +656,9 @@ static json_t *parse_array(parser *ps)
 	json_t *arr = json_array();
 	size_t idx = 0;
 
-	if (!arr || push_frame(ps, 1) < 0) {
+	if (!arr || st__json_push_frame(ps, 1) < 0) {
 		json_decref(arr);
-		fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+		st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
 		return NULL;
 	}
 	ps->p++; /* '[' */
@@ -733,19 +672,19 @@ static json_t *parse_array(parser *ps)
 		json_t *val;
 		ps->frames[ps->nframes - 1].index = idx;
 		skip_ws(ps);
-		val = parse_value(ps);
+		val = st__json_parse_value(ps);
 		if (!val)
 			goto fail;
 		if (json_array_append_new(arr, val) < 0) {
-			fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+			st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
 			goto fail;
 		}
 		idx++;
 		if (ps->release && (size_t)(ps->p - ps->released) >= RELEASE_CHUNK)
-			release_pages(ps);
+			st__json_release_pages(ps);
 		skip_ws(ps);
 		if (ps->sp) {
-			int r = split_join(ps, arr, idx);
+			int r = st__json_split_join(ps, arr, idx);
 			if (r < 0)
 				goto fail;
 			if (r > 0)
@@ -759,7 +698,7 @@ static json_t *parse_array(parser *ps)
 			ps->p++;
 			break;
 		}
-		fail_char(ps, "after array element");
+		st__json_fail_char(ps, "after array element");
 		goto fail;
 	}
 	ps->nframes--;
@@ -774,12 +713,12 @@ static int match_literal(parser *ps, const char *lit, size_t n)
 {
 	for (size_t i = 1; i < n; i++) {
 		if (ps->p + i >= ps->end) {
-			fail_at(ps, ps->end, ST_EPARSE, "unexpected end of JSON input");
+			st__json_fail_at(ps, ps->end, ST_EPARSE, "unexpected end of JSON input");
 			return -1;
 		}
 		if (ps->p[i] != (unsigned char)lit[i]) {
 			char q[16];
-			fail_at(ps, ps->p + i, ST_EPARSE, "invalid character %s in literal %s "
+			st__json_fail_at(ps, ps->p + i, ST_EPARSE, "invalid character %s in literal %s "
 				"(expecting '%c')", quote_char(ps->p[i], q), lit, lit[i]);
 			return -1;
 		}
@@ -788,19 +727,19 @@ static int match_literal(parser *ps, const char *lit, size_t n)
 	return 0;
 }
 
-static json_t *parse_value(parser *ps)
+json_t *st__json_parse_value(parser *ps)
 {
 	json_t *v = NULL;
 
 	if (ps->p >= ps->end) {
-		fail_at(ps, ps->p, ST_EPARSE, "unexpected end of JSON input");
+		st__json_fail_at(ps, ps->p, ST_EPARSE, "unexpected end of JSON input");
 		return NULL;
 	}
 	switch (*ps->p) {
 	case '{':
 	case '[':
 		if (++ps->depth > ps->max_depth) {
-			fail_at(ps, ps->p, ST_ELIMIT, "exceeded max depth (%zu nested values)",
+			st__json_fail_at(ps, ps->p, ST_ELIMIT, "exceeded max depth (%zu nested values)",
 				ps->max_depth);
 			return NULL;
 		}
@@ -817,7 +756,7 @@ static json_t *parse_value(parser *ps)
 		if (n == sizeof(ST_SIG_BYTESTRING) - 1 && !memcmp(s, ST_SIG_BYTESTRING, n))
 			ps->features |= 1u << ST_FEATURE_BYTESTRING;
 		if (!v) {
-			fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+			st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
 			return NULL;
 		}
 		if (bad)
@@ -836,396 +775,9 @@ static json_t *parse_value(parser *ps)
 	default:
 		if (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9'))
 			return parse_number(ps);
-		fail_char(ps, "looking for beginning of value");
+		st__json_fail_char(ps, "looking for beginning of value");
 		return NULL;
 	}
-}
-
-/*
- * Parsing on two threads. A big document is mostly one long array (a state's resources). A
- * second thread scans the text from the start, tracking only strings, escapes and nesting,
- * until the middle; there it picks the outermost array still open and the next comma between
- * two of its elements. It parses the elements after that comma, to the array's ']', while the
- * first thread parses the document from the start. When the first thread reaches the comma it
- * takes the second thread's elements and carries on after the ']'.
- *
- * The result is the sequential one in every case: the prefix the first thread parsed is valid
- * JSON text up to the comma, so the scan read its structure as the parser does; the second
- * part's first error is the document's first error when the prefix had none; its warnings are
- * added in document order with their pointers rebased. Anything unexpected (the first thread
- * passes the middle before the scan has finished, the array closes, the nesting limit) means
- * one thread parses everything, as without this.
- */
-#define SPLIT_NONE SIZE_MAX
-#define SPLIT_STACK (16u << 20)
-
-static atomic_ulong splits_done;
-
-unsigned long st__json_splits(void)
-{
-	return atomic_load(&splits_done);
-}
-
-typedef struct split {
-	_Atomic size_t pos; /* 0: not known yet; SPLIT_NONE: no split; else the comma's offset */
-	atomic_int cancel;
-	size_t mid;
-	int wait; /* st__json_split_test: wait for the scan rather than give up (tests) */
-	int joined;
-	pthread_t thread;
-	parser cfg; /* the first thread's settings, copied before it starts */
-	/* the second thread's results, read after joining it */
-	json_t *arr;
-	const unsigned char *end; /* just past the array's ']' */
-	int ok, code;
-	st_error err;
-	st_problems problems;
-	int saw_html_escape, saw_long_bf, saw_short_bf;
-	unsigned features;
-} split;
-
-/* The next quote or backslash at or after p (e if none). */
-static const unsigned char *next_in_string(const unsigned char *p, const unsigned char *e)
-{
-#ifdef __SSE2__
-	const __m128i q = _mm_set1_epi8('"'), b = _mm_set1_epi8('\\');
-	while (e - p >= 16) {
-		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
-		int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)));
-		if (m)
-			return p + __builtin_ctz((unsigned)m);
-		p += 16;
-	}
-#endif
-	while (p < e && *p != '"' && *p != '\\')
-		p++;
-	return p;
-}
-
-/* The next byte that matters to the structure outside strings: " , [ ] { } (e if none). */
-static const unsigned char *next_structural(const unsigned char *p, const unsigned char *e)
-{
-#ifdef __SSE2__
-	/* '[' and ']' are '{' and '}' without the 0x20 bit */
-	const __m128i q = _mm_set1_epi8('"'), c = _mm_set1_epi8(','), o = _mm_set1_epi8('{');
-	const __m128i k = _mm_set1_epi8('}'), bit = _mm_set1_epi8(0x20);
-	while (e - p >= 16) {
-		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
-		__m128i y = _mm_or_si128(x, bit);
-		__m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, c)),
-					   _mm_or_si128(_mm_cmpeq_epi8(y, o), _mm_cmpeq_epi8(y, k)));
-		int m = _mm_movemask_epi8(hit);
-		if (m)
-			return p + __builtin_ctz((unsigned)m);
-		p += 16;
-	}
-#endif
-	while (p < e && *p != '"' && *p != ',' && (*p | 0x20) != '{' && (*p | 0x20) != '}')
-		p++;
-	return p;
-}
-
-/* The offset of the comma at which the second part starts, or SPLIT_NONE. *depth: the
- * containers open there. Pages already scanned are given back on a private mapping. */
-static size_t split_scan(split *sp, size_t *depth_out)
-{
-	const parser *cfg = &sp->cfg;
-	const unsigned char *s = cfg->start, *p = s, *e = cfg->end, *m = s + sp->mid;
-	const unsigned char *released = s;
-	unsigned char *types = NULL;
-	size_t cap = 0, depth = 0, target = 0, found = SPLIT_NONE;
-
-	while ((p = next_structural(p, e)) < e) {
-		unsigned c = *p;
-		if (c == '"') {
-			p++;
-			for (;;) {
-				p = next_in_string(p, e);
-				if (p >= e)
-					goto out;
-				if (*p == '"')
-					break;
-				p += 2; /* a backslash and the byte it escapes */
-			}
-			p++;
-			continue;
-		}
-		switch (c) {
-		case '{':
-		case '[':
-			if (depth >= cfg->max_depth)
-				goto out;
-			if (depth == cap) {
-				size_t ncap = cap ? cap * 2 : 64;
-				unsigned char *t = realloc(types, ncap);
-				if (!t)
-					goto out;
-				types = t;
-				cap = ncap;
-			}
-			types[depth++] = c == '[';
-			break;
-		case '}':
-		case ']':
-			if (!depth || (target && depth == target))
-				goto out; /* the array closed: no comma after the middle */
-			depth--;
-			break;
-		case ',':
-			if (target && depth == target) {
-				found = (size_t)(p - s);
-				*depth_out = depth;
-				goto out;
-			}
-			break;
-		}
-		p++;
-		if (!target && p >= m) {
-			for (size_t d = 0; d < depth && !target; d++)
-				if (types[d])
-					target = d + 1;
-			if (!target)
-				goto out;
-		}
-		if (cfg->release && (size_t)(p - released) >= RELEASE_CHUNK) {
-			uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-			uintptr_t to = (uintptr_t)p & ~(page - 1);
-			if (to > (uintptr_t)released &&
-			    madvise((void *)released, to - (uintptr_t)released, MADV_DONTNEED) == 0)
-				released = (const unsigned char *)to;
-		}
-	}
-out:
-	free(types);
-	return found;
-}
-
-/* The elements after the comma at `pos`, up to the array's closing bracket. */
-static void split_parse(split *sp, size_t pos, size_t depth)
-{
-	parser b = sp->cfg;
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	json_t *arr = json_array();
-	size_t idx = 0;
-
-	b.p = b.start + pos + 1;
-	b.err = &sp->err;
-	b.problems = &sp->problems;
-	b.depth = depth;
-	b.frames = NULL;
-	b.nframes = b.frames_cap = 0;
-	b.sbuf = NULL;
-	b.sbuf_cap = 0;
-	b.lenient = 0;
-	b.sp = NULL;
-	b.released = (const unsigned char *)(((uintptr_t)b.p + page - 1) & ~(page - 1));
-	if (!arr || push_frame(&b, 1) < 0) {
-		fail_at(&b, b.p, ST_ENOMEM, "out of memory");
-		goto done;
-	}
-	for (;;) {
-		json_t *val;
-		b.frames[0].index = idx;
-		skip_ws(&b);
-		val = parse_value(&b);
-		if (!val)
-			goto done;
-		if (json_array_append_new(arr, val) < 0) {
-			fail_at(&b, b.p, ST_ENOMEM, "out of memory");
-			goto done;
-		}
-		idx++;
-		if (atomic_load_explicit(&sp->cancel, memory_order_relaxed))
-			goto done;
-		if (b.release && b.p > b.released && (size_t)(b.p - b.released) >= RELEASE_CHUNK)
-			release_pages(&b);
-		skip_ws(&b);
-		if (b.p < b.end && *b.p == ',') {
-			b.p++;
-			continue;
-		}
-		if (b.p < b.end && *b.p == ']') {
-			b.p++;
-			sp->ok = 1;
-			break;
-		}
-		fail_char(&b, "after array element");
-		goto done;
-	}
-done:
-	if (sp->ok) {
-		sp->arr = arr;
-		sp->end = b.p;
-	} else {
-		json_decref(arr);
-		sp->code = b.code ? b.code : ST_EPARSE;
-	}
-	sp->saw_html_escape = b.saw_html_escape;
-	sp->saw_long_bf = b.saw_long_bf;
-	sp->saw_short_bf = b.saw_short_bf;
-	sp->features = b.features;
-	for (size_t i = 0; i < b.nframes; i++)
-		free(b.frames[i].owned);
-	free(b.frames);
-	free(b.sbuf);
-}
-
-static void *split_main(void *arg)
-{
-	split *sp = arg;
-	size_t depth = 0, pos = split_scan(sp, &depth), unknown = 0;
-
-	if (!atomic_compare_exchange_strong(&sp->pos, &unknown, pos))
-		return NULL; /* the first thread got past the middle first */
-	if (pos != SPLIT_NONE)
-		split_parse(sp, pos, depth);
-	return NULL;
-}
-
-static void split_end(parser *ps)
-{
-	split *sp = ps->sp;
-	if (!sp)
-		return;
-	atomic_store(&sp->cancel, 1);
-	if (!sp->joined)
-		pthread_join(sp->thread, NULL);
-	sp->joined = 1;
-	json_decref(sp->arr);
-	sp->arr = NULL;
-	st_problems_clear(&sp->problems);
-	ps->sp = NULL;
-}
-
-/* The second part's warnings, in order after the first part's, pointers rebased. */
-static void split_warnings(parser *ps, size_t offset)
-{
-	split *sp = ps->sp;
-	st_buf base;
-
-	if (!sp->problems.count || !ps->problems)
-		return;
-	st_buf_init(&base);
-	for (size_t i = 0; i + 1 < ps->nframes; i++) {
-		frame *f = &ps->frames[i];
-		if (f->is_array)
-			st_pointer_add_index(&base, f->index);
-		else if (f->key)
-			st_pointer_add_key(&base, f->key, f->keylen);
-	}
-	for (size_t i = 0; i < sp->problems.count; i++) {
-		st_problem *q = &sp->problems.items[i];
-		char *rest;
-		unsigned long long j = strtoull(q->pointer + 1, &rest, 10);
-		char *ptr;
-		if (ps->lenient >= MAX_LENIENCY_REPORTS)
-			break;
-		ps->lenient++;
-		ptr = st_asprintf("%s/%llu%s", base.data ? base.data : "",
-				  j + (unsigned long long)offset, rest);
-		if (!ptr || st_problems_add(ps->problems, q->severity, q->rule, ptr, q->urn, "%s",
-					    q->message) != 0) {
-			free(ptr);
-			break;
-		}
-		free(ptr);
-	}
-	st_buf_free(&base);
-}
-
-/*
- * Called by the first thread after each array element (ps->p past the element's trailing
- * whitespace). 0: go on; 1: the array is complete (the second part appended, ps->p past its
- * ']'); -1: the second part failed and its error is now this parse's.
- */
-__attribute__((noinline)) static int split_join(parser *ps, json_t *arr, size_t idx)
-{
-	split *sp = ps->sp;
-	size_t at = (size_t)(ps->p - ps->start);
-	size_t pos = atomic_load_explicit(&sp->pos, memory_order_acquire);
-
-	if (pos == 0) {
-		if (at < sp->mid) /* the comma is at or after the middle */
-			return 0;
-		while (sp->wait && (pos = atomic_load(&sp->pos)) == 0)
-			sched_yield();
-	}
-	if (pos == 0) {
-		if (atomic_compare_exchange_strong(&sp->pos, &pos, SPLIT_NONE)) {
-			split_end(ps); /* the scan is not done: no split */
-			return 0;
-		}
-	}
-	if (pos == SPLIT_NONE || at > pos) {
-		split_end(ps);
-		return 0;
-	}
-	if (at < pos)
-		return 0;
-	pthread_join(sp->thread, NULL);
-	sp->joined = 1;
-	atomic_fetch_add(&splits_done, 1);
-	split_warnings(ps, idx);
-	ps->saw_html_escape |= sp->saw_html_escape;
-	ps->saw_long_bf |= sp->saw_long_bf;
-	ps->saw_short_bf |= sp->saw_short_bf;
-	ps->features |= sp->features;
-	if (!sp->ok) {
-		ps->failed = 1;
-		ps->code = sp->code;
-		if (ps->err)
-			*ps->err = sp->err;
-		split_end(ps);
-		return -1;
-	}
-	if (json_array_extend(arr, sp->arr) < 0) {
-		fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
-		split_end(ps);
-		return -1;
-	}
-	ps->p = sp->end;
-	split_end(ps);
-	return 1;
-}
-
-/* The tests' size for a split (0: none given), st__json_split_test. */
-static _Atomic size_t split_test_min;
-
-void st__json_split_test(size_t min)
-{
-	atomic_store(&split_test_min, min);
-}
-
-/* Starts the second thread when the document is big enough (1 MiB, or the tests' size) and
- * threads may be used (st__threads_ok_for the call's choice). */
-static void split_start(parser *ps, split *sp, int threads)
-{
-	size_t len = (size_t)(ps->end - ps->start), test_min = atomic_load(&split_test_min);
-	size_t min = test_min ? test_min : 1u << 20;
-	pthread_attr_t attr;
-	json_t *seed;
-
-	if (len < min || len < 16 || !st__threads_ok_for(threads))
-		return;
-	/* jansson seeds its hash function on the first object: do it on this thread */
-	seed = json_object();
-	if (!seed)
-		return;
-	json_decref(seed);
-	memset(sp, 0, sizeof(*sp));
-	atomic_init(&sp->pos, 0);
-	atomic_init(&sp->cancel, 0);
-	st_error_clear(&sp->err);
-	sp->cfg = *ps;
-	sp->mid = len / 2;
-	sp->wait = test_min != 0;
-	if (pthread_attr_init(&attr) != 0)
-		return;
-	/* the parser recurses once per nesting level, as on the calling thread */
-	pthread_attr_setstacksize(&attr, SPLIT_STACK);
-	if (pthread_create(&sp->thread, &attr, split_main, sp) == 0)
-		ps->sp = sp;
-	pthread_attr_destroy(&attr);
 }
 
 /* Detects compact or indented output and the indentation unit from the first member. */
@@ -1294,18 +846,18 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 	ps.released = ps.start;
 
 	if (len >= 3 && ps.p[0] == 0xef && ps.p[1] == 0xbb && ps.p[2] == 0xbf) {
-		fail_at(&ps, ps.p, ST_EPARSE, "invalid character 'ï' looking for beginning of "
+		st__json_fail_at(&ps, ps.p, ST_EPARSE, "invalid character 'ï' looking for beginning of "
 			"value (a UTF-8 byte order mark, which Pulumi does not accept)");
 		return ps.code;
 	}
 	skip_ws(&ps);
-	split_start(&ps, &spl, threads);
-	v = parse_value(&ps);
-	split_end(&ps);
+	st__json_split_start(&ps, &spl, threads);
+	v = st__json_parse_value(&ps);
+	st__json_split_end(&ps);
 	if (v) {
 		skip_ws(&ps);
 		if (ps.p < ps.end) {
-			fail_char(&ps, "after top-level value");
+			st__json_fail_char(&ps, "after top-level value");
 			json_decref(v);
 			v = NULL;
 		}

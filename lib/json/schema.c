@@ -16,109 +16,11 @@
  * expressions (\d \w \s and their negations, (?: groups); a pattern using anything POSIX cannot
  * express (look-around, back-references, \p{...}) is refused at compile time.
  */
-#include "internal.h"
+#include "json/schema.h"
 
-#include <math.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum {
-	T_NULL = 1, T_BOOLEAN = 2, T_OBJECT = 4, T_ARRAY = 8, T_NUMBER = 16, T_STRING = 32,
-	T_INTEGER = 64
-};
-
-typedef struct snode snode;
-
-typedef struct prop {
-	const char *key;
-	snode *schema;
-} prop;
-
-typedef struct patprop {
-	regex_t re;
-	const char *source;
-	snode *schema;
-} patprop;
-
-typedef struct nodelist {
-	snode **items;
-	size_t count;
-} nodelist;
-
-struct snode {
-	int boolean; /* -1: an object schema; 0: false; 1: true */
-	char *location; /* schema location for messages: base URI + pointer */
-	unsigned types;
-	prop *props;
-	size_t nprops;
-	patprop *pats;
-	size_t npats;
-	snode *additional;
-	json_t *required; /* array of strings (borrowed from the document) */
-	snode *property_names;
-	json_t *dep_required; /* object: key -> array of names */
-	prop *dep_schemas;
-	size_t ndep_schemas;
-	snode *items;
-	nodelist prefix;
-	snode *contains;
-	double min_contains, max_contains;
-	nodelist all_of, any_of, one_of;
-	snode *not_;
-	snode *if_, *then_, *else_;
-	json_t *const_;
-	json_t *enum_;
-	regex_t pattern;
-	int has_pattern;
-	const char *pattern_src;
-	int has_min, has_max, has_xmin, has_xmax, has_mult;
-	double minimum, maximum, xminimum, xmaximum, multiple_of;
-	double min_len, max_len, min_items, max_items, min_props, max_props;
-	int has_min_len, has_max_len, has_min_items, has_max_items, has_min_props, has_max_props;
-	int unique;
-	int has_contains_bounds;
-	char *ref; /* resolved absolute URI, until linked */
-	snode *ref_node;
-	const json_t *json; /* the schema value */
-};
-
-typedef struct resource {
-	char *uri; /* absolute, without fragment */
-	const json_t *json;
-} resource;
-
-typedef struct anchor {
-	char *uri; /* absolute uri#name */
-	const json_t *json;
-} anchor;
-
-typedef struct jmap_entry {
-	const json_t *json;
-	snode *node;
-	char *base;
-} jmap_entry;
-
-struct st_schema {
-	json_t **docs;
-	size_t ndocs;
-	resource *res;
-	size_t nres, capres;
-	anchor *anchors;
-	size_t nanchors, capanchors;
-	/* json value -> compiled node, open addressing */
-	jmap_entry *map;
-	size_t mapcap, mapcount;
-	snode **nodes;
-	size_t nnodes, capnodes;
-	char *default_uri;
-	int compiled;
-	/* A compilation that failed half way leaves nodes that are not whole: the set then keeps
-	 * refusing, with the first error, whatever is added later. */
-	st_error broken;
-	unsigned seq;
-};
 
 static const char *const unsupported_keywords[] = {"$dynamicRef", "$dynamicAnchor",
 						   "unevaluatedProperties", "unevaluatedItems",
@@ -460,110 +362,6 @@ static int index_schema(st_schema *s, const json_t *j, const char *base, int dep
 	return rc;
 }
 
-/* ---- patterns ---- */
-
-/* ECMA-262 to POSIX ERE. Returns NULL when the pattern uses what ERE cannot express. */
-/* The POSIX ERE for an ECMA-262 pattern (new), or NULL: for a feature POSIX lacks, or when out of
- * memory (*oom set). */
-static char *ecma_to_ere(const char *p, int *oom)
-{
-	st_buf b;
-	int in_class = 0;
-	st_buf_init(&b);
-	for (; *p; p++) {
-		if (*p == '\\') {
-			p++;
-			switch (*p) {
-			case 'd': st_buf_adds(&b, in_class ? "0-9" : "[0-9]"); break;
-			case 'D': if (in_class) goto bad; st_buf_adds(&b, "[^0-9]"); break;
-			case 'w': st_buf_adds(&b, in_class ? "A-Za-z0-9_" : "[A-Za-z0-9_]"); break;
-			case 'W': if (in_class) goto bad; st_buf_adds(&b, "[^A-Za-z0-9_]"); break;
-			case 's': st_buf_adds(&b, in_class ? " \t\n\r\f\v" : "[[:space:]]"); break;
-			case 'S': if (in_class) goto bad; st_buf_adds(&b, "[^[:space:]]"); break;
-			case 't': st_buf_addc(&b, '\t'); break;
-			case 'n': st_buf_addc(&b, '\n'); break;
-			case 'r': st_buf_addc(&b, '\r'); break;
-			case 'f': st_buf_addc(&b, '\f'); break;
-			case 'v': st_buf_addc(&b, '\v'); break;
-			case '\0': goto bad;
-			default:
-				if ((*p >= '0' && *p <= '9') || *p == 'p' || *p == 'P' || *p == 'b' ||
-				    *p == 'B' || *p == 'u' || *p == 'x' || *p == 'c' || *p == 'k')
-					goto bad;
-				if (in_class) {
-					if (*p == ']' || *p == '\\' || *p == '-' || *p == '^')
-						goto bad; /* no portable escape inside [] */
-					st_buf_addc(&b, *p);
-				} else {
-					st_buf_addc(&b, '\\');
-					st_buf_addc(&b, *p);
-				}
-			}
-			continue;
-		}
-		if (in_class) {
-			if (*p == ']')
-				in_class = 0;
-			if (*p == '[' && p[1] == ':')
-				goto bad;
-			st_buf_addc(&b, *p);
-			continue;
-		}
-		if (*p == '[') {
-			in_class = 1;
-			st_buf_addc(&b, '[');
-			if (p[1] == '^') {
-				st_buf_addc(&b, '^');
-				p++;
-			}
-			if (p[1] == ']') { /* "[]" matches nothing in ECMA; POSIX disagrees */
-				goto bad;
-			}
-			continue;
-		}
-		if (*p == '(' && p[1] == '?') {
-			if (p[2] == ':') {
-				st_buf_addc(&b, '(');
-				p += 2;
-				continue;
-			}
-			goto bad;
-		}
-		if ((*p == '*' || *p == '+' || *p == '?' || *p == '}') && p[1] == '?')
-			goto bad; /* lazy quantifiers */
-		st_buf_addc(&b, *p);
-	}
-	if (in_class)
-		goto bad;
-	if (b.oom)
-		*oom = 1;
-	return st_buf_take(&b, NULL);
-bad:
-	st_buf_free(&b);
-	return NULL;
-}
-
-static int compile_regex(regex_t *re, const char *src, st_error *err, const char *where)
-{
-	int oom = 0, rc;
-	char *ere = ecma_to_ere(src, &oom);
-	if (oom)
-		return st__err(err, ST_ENOMEM, "out of memory");
-	if (!ere)
-		return st__err(err, ST_EUNSUPPORTED,
-			       "pattern '%s' at %s uses regular expression features statetool "
-			       "does not support",
-			       src, where);
-	rc = regcomp(re, ere, REG_EXTENDED | REG_NOSUB);
-	free(ere);
-	if (rc == REG_ESPACE)
-		return st__err(err, ST_ENOMEM, "out of memory");
-	if (rc)
-		return st__err(err, ST_EUNSUPPORTED, "pattern '%s' at %s does not compile", src,
-			       where);
-	return ST_OK;
-}
-
 /* ---- compilation ---- */
 
 static snode *compile(st_schema *s, const json_t *j, const char *base, const char *loc,
@@ -660,14 +458,39 @@ static snode *new_node(st_schema *s, const json_t *j, const char *loc)
 	return n->location ? n : NULL; /* the node is freed with the set */
 }
 
-static snode *compile(st_schema *s, const json_t *j, const char *base, const char *loc,
-		      st_error *err, int depth)
+/* The keywords of a schema object: draft 2020-12's, as far as statetool implements them. */
+static int check_keywords(const json_t *j, const char *loc, st_error *err)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)j, k, v) {
+		if (!strcmp(k, "$schema") && json_is_string(v) &&
+		    strncmp(json_string_value(v), "https://json-schema.org/draft/2020-12/schema",
+			    44) != 0) {
+			/* Another metaschema may switch vocabularies on or off; statetool
+			 * knows only draft 2020-12's. */
+			return st__err(err, ST_EUNSUPPORTED,
+				       "schema %s declares $schema '%s'; statetool implements draft "
+				       "2020-12 only",
+				       loc, json_string_value(v));
+		}
+		if (!st_schema_keyword_supported(k))
+			return st__err(err, ST_EUNSUPPORTED,
+				       "schema %s uses '%s', which statetool does not implement", loc,
+				       k);
+	}
+	return ST_OK;
+}
+
+/* The node of a schema value, found (compiled before) or new (*fresh set: its keywords are
+ * still to be compiled); NULL on error (err set). */
+static snode *node_for(st_schema *s, const json_t *j, const char *base, const char *loc,
+		       const char **mybase, int *fresh, st_error *err, int depth)
 {
 	jmap_entry *e = map_find(s, j);
 	snode *n;
-	json_t *v;
-	const char *mybase;
 
+	*fresh = 0;
 	if (e && e->node)
 		return e->node;
 	if (depth > 512) {
@@ -686,7 +509,7 @@ static snode *compile(st_schema *s, const json_t *j, const char *base, const cha
 	}
 	if (!e->base)
 		e->base = st_strdup(base);
-	mybase = e->base ? e->base : base;
+	*mybase = e->base ? e->base : base;
 	n = new_node(s, j, loc);
 	if (!n) {
 		st__err(err, ST_ENOMEM, "out of memory");
@@ -694,151 +517,142 @@ static snode *compile(st_schema *s, const json_t *j, const char *base, const cha
 	}
 	e = map_find(s, j); /* map_put above may have grown the table */
 	e->node = n;
-	if (json_is_boolean(j)) {
-		n->boolean = json_is_true(j);
-		return n;
+	*fresh = 1;
+	return n;
+}
+
+/* A keyword whose value maps names to schemas (properties, dependentSchemas): *out, *count. */
+static int compile_props(st_schema *s, json_t *v, const char *base, const char *loc,
+			 const char *kw, prop **out, size_t *count, st_error *err, int depth)
+{
+	const char *k;
+	json_t *pv;
+	size_t i = 0;
+	*out = calloc(json_object_size(v) + 1, sizeof(**out));
+	if (!*out)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	json_object_foreach(v, k, pv) {
+		char *l = st_asprintf("%s/%s/%s", loc, kw, k);
+		(*out)[i].key = k;
+		(*out)[i].schema = compile(s, pv, base, l ? l : loc, err, depth + 1);
+		free(l);
+		if (!(*out)[i].schema)
+			return ST_EINVAL;
+		i++;
 	}
-	{
-		const char *k;
-		json_object_foreach((json_t *)j, k, v) {
-			if (!strcmp(k, "$schema") && json_is_string(v) &&
-			    strncmp(json_string_value(v),
-				    "https://json-schema.org/draft/2020-12/schema", 44) != 0) {
-				/* Another metaschema may switch vocabularies on or off; statetool
-				 * knows only draft 2020-12's. */
-				st__err(err, ST_EUNSUPPORTED,
-					"schema %s declares $schema '%s'; statetool implements draft "
-					"2020-12 only",
-					loc, json_string_value(v));
-				return NULL;
-			}
-			if (!st_schema_keyword_supported(k)) {
-				st__err(err, ST_EUNSUPPORTED,
-					"schema %s uses '%s', which statetool does not implement",
-					loc, k);
-				return NULL;
-			}
-		}
-	}
-	if ((v = json_object_get(j, "type")) && parse_types(v, &n->types) < 0) {
-		st__err(err, ST_EINVAL, "schema %s: bad 'type'", loc);
-		return NULL;
-	}
-	if ((v = json_object_get(j, "properties")) && json_is_object(v)) {
-		const char *k;
-		json_t *pv;
-		size_t i = 0;
-		n->props = calloc(json_object_size(v) + 1, sizeof(*n->props));
-		if (!n->props) {
-			st__err(err, ST_ENOMEM, "out of memory");
-			return NULL;
-		}
-		json_object_foreach(v, k, pv) {
-			char *l = st_asprintf("%s/properties/%s", loc, k);
-			n->props[i].key = k;
-			n->props[i].schema = compile(s, pv, mybase, l ? l : loc, err, depth + 1);
+	*count = i;
+	return ST_OK;
+}
+
+static int compile_pattern_props(st_schema *s, snode *n, json_t *v, const char *base,
+				 const char *loc, st_error *err, int depth)
+{
+	const char *k;
+	json_t *pv;
+	size_t i = 0;
+	n->pats = calloc(json_object_size(v) + 1, sizeof(*n->pats));
+	if (!n->pats)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	json_object_foreach(v, k, pv) {
+		char *l = st_asprintf("%s/patternProperties/%s", loc, k);
+		if (st__schema_regex(&n->pats[i].re, k, err, l ? l : loc)) {
 			free(l);
-			if (!n->props[i].schema)
-				return NULL;
-			i++;
+			return ST_EINVAL;
 		}
-		n->nprops = i;
+		n->npats = i + 1;
+		n->pats[i].source = k;
+		n->pats[i].schema = compile(s, pv, base, l ? l : loc, err, depth + 1);
+		free(l);
+		if (!n->pats[i].schema)
+			return ST_EINVAL;
+		i++;
 	}
-	if ((v = json_object_get(j, "patternProperties")) && json_is_object(v)) {
-		const char *k;
-		json_t *pv;
-		size_t i = 0;
-		n->pats = calloc(json_object_size(v) + 1, sizeof(*n->pats));
-		if (!n->pats) {
-			st__err(err, ST_ENOMEM, "out of memory");
-			return NULL;
-		}
-		json_object_foreach(v, k, pv) {
-			char *l = st_asprintf("%s/patternProperties/%s", loc, k);
-			if (compile_regex(&n->pats[i].re, k, err, l ? l : loc)) {
-				free(l);
-				return NULL;
-			}
-			n->npats = i + 1;
-			n->pats[i].source = k;
-			n->pats[i].schema = compile(s, pv, mybase, l ? l : loc, err, depth + 1);
-			free(l);
-			if (!n->pats[i].schema)
-				return NULL;
-			i++;
-		}
-	}
+	return ST_OK;
+}
+
+/* The keywords that apply to objects. */
+static int compile_object_kws(st_schema *s, snode *n, const json_t *j, const char *base,
+			      const char *loc, st_error *err, int depth)
+{
+	json_t *v;
+	if ((v = json_object_get(j, "properties")) && json_is_object(v) &&
+	    compile_props(s, v, base, loc, "properties", &n->props, &n->nprops, err, depth))
+		return ST_EINVAL;
+	if ((v = json_object_get(j, "patternProperties")) && json_is_object(v) &&
+	    compile_pattern_props(s, n, v, base, loc, err, depth))
+		return ST_EINVAL;
 	if ((v = json_object_get(j, "additionalProperties")) &&
-	    !(n->additional = compile_child(s, v, mybase, loc, "additionalProperties", err, depth)))
-		return NULL;
+	    !(n->additional = compile_child(s, v, base, loc, "additionalProperties", err, depth)))
+		return ST_EINVAL;
 	if ((v = json_object_get(j, "required")) && json_is_array(v))
 		n->required = v;
 	if ((v = json_object_get(j, "propertyNames")) &&
-	    !(n->property_names = compile_child(s, v, mybase, loc, "propertyNames", err, depth)))
-		return NULL;
+	    !(n->property_names = compile_child(s, v, base, loc, "propertyNames", err, depth)))
+		return ST_EINVAL;
 	if ((v = json_object_get(j, "dependentRequired")) && json_is_object(v))
 		n->dep_required = v;
-	if ((v = json_object_get(j, "dependentSchemas")) && json_is_object(v)) {
-		const char *k;
-		json_t *pv;
-		size_t i = 0;
-		n->dep_schemas = calloc(json_object_size(v) + 1, sizeof(*n->dep_schemas));
-		if (!n->dep_schemas) {
-			st__err(err, ST_ENOMEM, "out of memory");
-			return NULL;
-		}
-		json_object_foreach(v, k, pv) {
-			char *l = st_asprintf("%s/dependentSchemas/%s", loc, k);
-			n->dep_schemas[i].key = k;
-			n->dep_schemas[i].schema = compile(s, pv, mybase, l ? l : loc, err, depth + 1);
-			free(l);
-			if (!n->dep_schemas[i].schema)
-				return NULL;
-			i++;
-		}
-		n->ndep_schemas = i;
-	}
+	if ((v = json_object_get(j, "dependentSchemas")) && json_is_object(v) &&
+	    compile_props(s, v, base, loc, "dependentSchemas", &n->dep_schemas,
+			  &n->ndep_schemas, err, depth))
+		return ST_EINVAL;
+	return ST_OK;
+}
+
+/* The keywords that apply to arrays, and the applicators (allOf ... if/then/else). */
+static int compile_array_and_applicators(st_schema *s, snode *n, const json_t *j,
+					 const char *base, const char *loc, st_error *err,
+					 int depth)
+{
+	json_t *v;
 	if ((v = json_object_get(j, "items")) &&
-	    !(n->items = compile_child(s, v, mybase, loc, "items", err, depth)))
-		return NULL;
+	    !(n->items = compile_child(s, v, base, loc, "items", err, depth)))
+		return ST_EINVAL;
 	if ((v = json_object_get(j, "prefixItems")) &&
-	    compile_list(s, v, mybase, loc, "prefixItems", &n->prefix, err, depth))
-		return NULL;
+	    compile_list(s, v, base, loc, "prefixItems", &n->prefix, err, depth))
+		return ST_EINVAL;
 	if ((v = json_object_get(j, "contains")) &&
-	    !(n->contains = compile_child(s, v, mybase, loc, "contains", err, depth)))
-		return NULL;
+	    !(n->contains = compile_child(s, v, base, loc, "contains", err, depth)))
+		return ST_EINVAL;
 	num_kw(j, "minContains", &n->min_contains);
 	num_kw(j, "maxContains", &n->max_contains);
 	if ((v = json_object_get(j, "allOf")) &&
-	    compile_list(s, v, mybase, loc, "allOf", &n->all_of, err, depth))
-		return NULL;
+	    compile_list(s, v, base, loc, "allOf", &n->all_of, err, depth))
+		return ST_EINVAL;
 	if ((v = json_object_get(j, "anyOf")) &&
-	    compile_list(s, v, mybase, loc, "anyOf", &n->any_of, err, depth))
-		return NULL;
+	    compile_list(s, v, base, loc, "anyOf", &n->any_of, err, depth))
+		return ST_EINVAL;
 	if ((v = json_object_get(j, "oneOf")) &&
-	    compile_list(s, v, mybase, loc, "oneOf", &n->one_of, err, depth))
-		return NULL;
+	    compile_list(s, v, base, loc, "oneOf", &n->one_of, err, depth))
+		return ST_EINVAL;
 	if ((v = json_object_get(j, "not")) &&
-	    !(n->not_ = compile_child(s, v, mybase, loc, "not", err, depth)))
-		return NULL;
+	    !(n->not_ = compile_child(s, v, base, loc, "not", err, depth)))
+		return ST_EINVAL;
 	if ((v = json_object_get(j, "if"))) {
-		if (!(n->if_ = compile_child(s, v, mybase, loc, "if", err, depth)))
-			return NULL;
+		if (!(n->if_ = compile_child(s, v, base, loc, "if", err, depth)))
+			return ST_EINVAL;
 		if ((v = json_object_get(j, "then")) &&
-		    !(n->then_ = compile_child(s, v, mybase, loc, "then", err, depth)))
-			return NULL;
+		    !(n->then_ = compile_child(s, v, base, loc, "then", err, depth)))
+			return ST_EINVAL;
 		if ((v = json_object_get(j, "else")) &&
-		    !(n->else_ = compile_child(s, v, mybase, loc, "else", err, depth)))
-			return NULL;
+		    !(n->else_ = compile_child(s, v, base, loc, "else", err, depth)))
+			return ST_EINVAL;
 	}
+	return ST_OK;
+}
+
+/* The assertions on values (const, enum, pattern, bounds) and $ref. */
+static int compile_assertions(snode *n, const json_t *j, const char *base, const char *loc,
+			      st_error *err)
+{
+	json_t *v;
 	n->const_ = json_object_get(j, "const");
 	if ((v = json_object_get(j, "enum")) && json_is_array(v))
 		n->enum_ = v;
 	if ((v = json_object_get(j, "pattern")) && json_is_string(v)) {
 		char *l = st_asprintf("%s/pattern", loc);
-		if (compile_regex(&n->pattern, json_string_value(v), err, l ? l : loc)) {
+		if (st__schema_regex(&n->pattern, json_string_value(v), err, l ? l : loc)) {
 			free(l);
-			return NULL;
+			return ST_EINVAL;
 		}
 		free(l);
 		n->has_pattern = 1;
@@ -857,12 +671,39 @@ static snode *compile(st_schema *s, const json_t *j, const char *base, const cha
 	n->has_max_props = num_kw(j, "maxProperties", &n->max_props);
 	n->unique = json_is_true(json_object_get(j, "uniqueItems"));
 	if ((v = json_object_get(j, "$ref")) && json_is_string(v)) {
-		n->ref = resolve_uri(mybase, json_string_value(v));
-		if (!n->ref) {
-			st__err(err, ST_ENOMEM, "out of memory");
-			return NULL;
-		}
+		n->ref = resolve_uri(base, json_string_value(v));
+		if (!n->ref)
+			return st__err(err, ST_ENOMEM, "out of memory");
 	}
+	return ST_OK;
+}
+
+/* Compiles a schema value into its node (once: a value met again gives the same node), its
+ * keywords in the order of the phases above; NULL on error (err set). */
+static snode *compile(st_schema *s, const json_t *j, const char *base, const char *loc,
+		      st_error *err, int depth)
+{
+	const char *mybase = base;
+	int fresh;
+	snode *n = node_for(s, j, base, loc, &mybase, &fresh, err, depth);
+	json_t *v;
+
+	if (!n || !fresh)
+		return n;
+	if (json_is_boolean(j)) {
+		n->boolean = json_is_true(j);
+		return n;
+	}
+	if (check_keywords(j, loc, err) != ST_OK)
+		return NULL;
+	if ((v = json_object_get(j, "type")) && parse_types(v, &n->types) < 0) {
+		st__err(err, ST_EINVAL, "schema %s: bad 'type'", loc);
+		return NULL;
+	}
+	if (compile_object_kws(s, n, j, mybase, loc, err, depth) != ST_OK ||
+	    compile_array_and_applicators(s, n, j, mybase, loc, err, depth) != ST_OK ||
+	    compile_assertions(n, j, mybase, loc, err) != ST_OK)
+		return NULL;
 	return n;
 }
 
@@ -1085,533 +926,9 @@ void st_schema_free(st_schema *s)
 	free(s);
 }
 
-/* ---- validation ---- */
-
-typedef struct vctx {
-	st_problems *out;
-	st_buf ptr;
-	const st_schema_opts *opts;
-	size_t errors;
-	int inst_depth;       /* how deep in the instance we are */
-	int depth_reported;   /* the depth warning is given once */
-	const json_t *ref_inst; /* the instance of the innermost $ref followed */
-	int ref_n;            /* $refs followed in a row on that same instance */
-	int overflow;
-} vctx;
-
-/* Values nested deeper than this are not checked against the schema (the walk is recursive;
- * Go accepts 10,000 levels, no real state comes near 1,000). */
-#define SCHEMA_MAX_INSTANCE_DEPTH 1000
-/* More $refs than this followed in a row without moving in the instance is a loop. */
-#define SCHEMA_MAX_REF_CHAIN 256
-
-static const char *type_name(const json_t *v)
+const snode *st__schema_node(st_schema *s, const char *uri)
 {
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "object";
-	case JSON_ARRAY: return "array";
-	case JSON_STRING: return "string";
-	case JSON_INTEGER:
-	case JSON_REAL: return "number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "boolean";
-	default: return "null";
-	}
-}
-
-static void report(vctx *c, const snode *n, const char *keyword, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void report(vctx *c, const snode *n, const char *keyword, const char *fmt, ...)
-{
-	va_list ap;
-	char msg[1024], rule[96];
-	st_severity sev = ST_SEV_ERROR;
-
-	c->errors++;
-	if (!c->out)
-		return;
-	if (c->opts && c->opts->max_problems && c->out->count >= c->opts->max_problems) {
-		c->overflow = 1;
-		return;
-	}
-	if (c->opts && c->opts->additional_severity && !strcmp(keyword, "additionalProperties"))
-		sev = c->opts->additional_severity;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	snprintf(rule, sizeof(rule), "%s/%s",
-		 c->opts && c->opts->rule_prefix ? c->opts->rule_prefix : "schema", keyword);
-	(void)n;
-	st_problems_add(c->out, sev, rule, c->ptr.data ? c->ptr.data : "", NULL, "%s", msg);
-}
-
-static size_t utf8_count(const char *s, size_t n)
-{
-	size_t c = 0;
-	for (size_t i = 0; i < n; i++)
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			c++;
-	return c;
-}
-
-static int is_integer(double d)
-{
-	return isfinite(d) && d == floor(d);
-}
-
-static int type_ok(unsigned types, const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return types & T_OBJECT;
-	case JSON_ARRAY: return types & T_ARRAY;
-	case JSON_STRING: return types & T_STRING;
-	case JSON_TRUE:
-	case JSON_FALSE: return types & T_BOOLEAN;
-	case JSON_NULL: return types & T_NULL;
-	case JSON_INTEGER:
-	case JSON_REAL:
-		return (types & T_NUMBER) ||
-		       ((types & T_INTEGER) && is_integer(json_number_value(v)));
-	}
-	return 0;
-}
-
-/* JSON equality where numbers compare by value (1 and 1.0 are equal). */
-static int jequal(const json_t *a, const json_t *b)
-{
-	if (json_is_number(a) && json_is_number(b))
-		return json_number_value(a) == json_number_value(b);
-	if (json_typeof(a) != json_typeof(b))
-		return 0;
-	if (json_is_array(a)) {
-		size_t n = json_array_size(a);
-		if (n != json_array_size(b))
-			return 0;
-		for (size_t i = 0; i < n; i++)
-			if (!jequal(json_array_get(a, i), json_array_get(b, i)))
-				return 0;
-		return 1;
-	}
-	if (json_is_object(a)) {
-		const char *k;
-		size_t klen;
-		json_t *v;
-		if (json_object_size(a) != json_object_size(b))
-			return 0;
-		json_object_keylen_foreach((json_t *)a, k, klen, v) {
-			json_t *w = json_object_getn(b, k, klen);
-			if (!w || !jequal(v, w))
-				return 0;
-		}
-		return 1;
-	}
-	return json_equal(a, b);
-}
-
-static int validate(vctx *c, const snode *n, const json_t *v, int silent);
-
-/* Runs a subschema silently: 1 valid, 0 not. */
-static int probe(vctx *c, const snode *n, const json_t *v)
-{
-	return validate(c, n, v, 1);
-}
-
-static const snode *find_prop(const snode *n, const char *key)
-{
-	for (size_t i = 0; i < n->nprops; i++)
-		if (!strcmp(n->props[i].key, key))
-			return n->props[i].schema;
-	return NULL;
-}
-
-#define FAIL_KW(kw, ...)                                                                      \
-	do {                                                                                  \
-		ok = 0;                                                                       \
-		if (silent)                                                                   \
-			goto done;                                                            \
-		report(c, n, kw, __VA_ARGS__);                                                \
-	} while (0)
-
-static int validate_object(vctx *c, const snode *n, const json_t *v, int silent)
-{
-	int ok = 1;
-	const char *k;
-	size_t klen;
-	json_t *pv;
-	size_t mark = c->ptr.len;
-
-	if (n->required) {
-		size_t i;
-		json_t *r;
-		json_array_foreach(n->required, i, r) {
-			if (json_is_string(r) && !json_object_getn(v, json_string_value(r),
-								   json_string_length(r)))
-				FAIL_KW("required", "missing required field '%s'",
-					json_string_value(r));
-		}
-	}
-	if (n->has_min_props && (double)json_object_size(v) < n->min_props)
-		FAIL_KW("minProperties", "has %zu fields, fewer than %g", json_object_size(v),
-			n->min_props);
-	if (n->has_max_props && (double)json_object_size(v) > n->max_props)
-		FAIL_KW("maxProperties", "has %zu fields, more than %g", json_object_size(v),
-			n->max_props);
-	if (n->dep_required) {
-		const char *dk;
-		json_t *names;
-		json_object_foreach(n->dep_required, dk, names) {
-			size_t i;
-			json_t *nm;
-			if (!json_object_get(v, dk))
-				continue;
-			json_array_foreach(names, i, nm)
-				if (json_is_string(nm) && !json_object_get(v, json_string_value(nm)))
-					FAIL_KW("dependentRequired",
-						"field '%s' requires field '%s'", dk,
-						json_string_value(nm));
-		}
-	}
-	for (size_t i = 0; i < n->ndep_schemas; i++) {
-		if (json_object_get(v, n->dep_schemas[i].key)) {
-			if (!validate(c, n->dep_schemas[i].schema, v, silent)) {
-				ok = 0;
-				if (silent)
-					goto done;
-			}
-		}
-	}
-	if (!n->nprops && !n->npats && !n->additional && !n->property_names)
-		goto done;
-	json_object_keylen_foreach((json_t *)v, k, klen, pv) {
-		int matched = 0;
-		const snode *ps = strlen(k) == klen ? find_prop(n, k) : NULL;
-		c->ptr.len = mark;
-		st_pointer_add_key(&c->ptr, k, klen);
-		if (n->property_names) {
-			json_t *ks = json_stringn_nocheck(k, klen);
-			int pn = probe(c, n->property_names, ks);
-			json_decref(ks);
-			if (!pn)
-				FAIL_KW("propertyNames", "field name '%s' is not allowed", k);
-		}
-		if (ps) {
-			matched = 1;
-			c->inst_depth++;
-			int r = validate(c, ps, pv, silent);
-			c->inst_depth--;
-			if (!r) {
-				ok = 0;
-				if (silent)
-					goto done;
-			}
-		}
-		for (size_t i = 0; i < n->npats; i++) {
-			if (regexec(&n->pats[i].re, k, 0, NULL, 0) == 0) {
-				matched = 1;
-				c->inst_depth++;
-				int r = validate(c, n->pats[i].schema, pv, silent);
-				c->inst_depth--;
-				if (!r) {
-					ok = 0;
-					if (silent)
-						goto done;
-				}
-			}
-		}
-		if (!matched && n->additional) {
-			if (n->additional->boolean == 0) {
-				FAIL_KW("additionalProperties", "unknown field '%s'", k);
-			} else {
-				c->inst_depth++;
-				int r = validate(c, n->additional, pv, silent);
-				c->inst_depth--;
-				if (!r) {
-					ok = 0;
-					if (silent)
-						goto done;
-				}
-			}
-		}
-	}
-done:
-	c->ptr.len = mark;
-	if (c->ptr.data)
-		c->ptr.data[mark] = '\0';
-	return ok;
-}
-
-static int validate_array(vctx *c, const snode *n, const json_t *v, int silent)
-{
-	int ok = 1;
-	size_t len = json_array_size(v), mark = c->ptr.len;
-
-	if (n->has_min_items && (double)len < n->min_items)
-		FAIL_KW("minItems", "has %zu items, fewer than %g", len, n->min_items);
-	if (n->has_max_items && (double)len > n->max_items)
-		FAIL_KW("maxItems", "has %zu items, more than %g", len, n->max_items);
-	if (n->unique) {
-		for (size_t i = 0; i < len; i++)
-			for (size_t k = i + 1; k < len; k++)
-				if (jequal(json_array_get(v, i), json_array_get(v, k)))
-					FAIL_KW("uniqueItems", "items %zu and %zu are equal", i, k);
-	}
-	for (size_t i = 0; i < len; i++) {
-		const snode *s = i < n->prefix.count ? n->prefix.items[i] : n->items;
-		if (!s)
-			continue;
-		c->ptr.len = mark;
-		st_pointer_add_index(&c->ptr, i);
-		c->inst_depth++;
-		int r = validate(c, s, json_array_get(v, i), silent);
-		c->inst_depth--;
-		if (!r) {
-			ok = 0;
-			if (silent)
-				goto done;
-		}
-	}
-	c->ptr.len = mark;
-	if (c->ptr.data)
-		c->ptr.data[mark] = '\0';
-	if (n->contains) {
-		size_t hits = 0;
-		for (size_t i = 0; i < len; i++)
-			if (probe(c, n->contains, json_array_get(v, i)))
-				hits++;
-		if ((double)hits < n->min_contains)
-			FAIL_KW(n->min_contains == 1 ? "contains" : "minContains",
-				"%zu item%s match 'contains', fewer than %g", hits,
-				hits == 1 ? "" : "s", n->min_contains);
-		if (n->max_contains >= 0 && (double)hits > n->max_contains)
-			FAIL_KW("maxContains", "%zu items match 'contains', more than %g", hits,
-				n->max_contains);
-	}
-done:
-	c->ptr.len = mark;
-	if (c->ptr.data)
-		c->ptr.data[mark] = '\0';
-	return ok;
-}
-
-/* When every alternative but one rejects the value by its type alone, that one is what the
- * author meant: its detailed errors say more than "matches none of the forms". */
-static const snode *sole_candidate(const nodelist *l, const json_t *v)
-{
-	const snode *cand = NULL;
-	for (size_t i = 0; i < l->count; i++) {
-		const snode *b = l->items[i];
-		while (b->boolean < 0 && !b->types && b->ref_node && b->json &&
-		       json_object_size(b->json) == 1)
-			b = b->ref_node; /* look through a bare {"$ref": ...} */
-		if (b->boolean == 0 || (b->types && !type_ok(b->types, v)))
-			continue;
-		if (cand)
-			return NULL;
-		cand = l->items[i];
-	}
-	return cand;
-}
-
-static int validate(vctx *c, const snode *n, const json_t *v, int silent)
-{
-	int ok = 1;
-
-	if (n->boolean == 1)
-		return 1;
-	if (n->boolean == 0) {
-		if (!silent)
-			report(c, n, "false", "no value is allowed here");
-		return 0;
-	}
-	if (c->inst_depth > SCHEMA_MAX_INSTANCE_DEPTH) {
-		c->depth_reported = 1; /* reported once, after the walk */
-		return 1;
-	}
-	if (n->types && !type_ok(n->types, v)) {
-		char want[96] = "";
-		static const char *const nm[] = {"null", "boolean", "object", "array", "number",
-						 "string", "integer"};
-		for (int i = 0; i < 7; i++)
-			if (n->types & (1u << i)) {
-				if (want[0])
-					strncat(want, " or ", sizeof(want) - strlen(want) - 1);
-				strncat(want, nm[i], sizeof(want) - strlen(want) - 1);
-			}
-		FAIL_KW("type", "expected %s, got %s", want, type_name(v));
-	}
-	if (n->const_ && !jequal(n->const_, v))
-		FAIL_KW("const", "value does not equal the required constant");
-	if (n->enum_) {
-		size_t i;
-		json_t *e;
-		int found = 0;
-		json_array_foreach(n->enum_, i, e)
-			if (jequal(e, v)) {
-				found = 1;
-				break;
-			}
-		if (!found) {
-			if (json_is_string(v))
-				FAIL_KW("enum", "'%s' is not one of the allowed values",
-					json_string_value(v));
-			else
-				FAIL_KW("enum", "value is not one of the allowed values");
-		}
-	}
-	if (json_is_string(v)) {
-		const char *s = json_string_value(v);
-		size_t len = json_string_length(v);
-		if (n->has_min_len || n->has_max_len) {
-			size_t cps = utf8_count(s, len);
-			if (n->has_min_len && (double)cps < n->min_len)
-				FAIL_KW("minLength", "string is shorter than %g characters",
-					n->min_len);
-			if (n->has_max_len && (double)cps > n->max_len)
-				FAIL_KW("maxLength", "string is longer than %g characters",
-					n->max_len);
-		}
-		if (n->has_pattern && regexec(&n->pattern, s, 0, NULL, 0) != 0)
-			FAIL_KW("pattern", "'%.200s' does not match the pattern '%s'", s,
-				n->pattern_src);
-	} else if (json_is_number(v)) {
-		double d = json_number_value(v);
-		if (n->has_min && d < n->minimum)
-			FAIL_KW("minimum", "%g is less than the minimum %g", d, n->minimum);
-		if (n->has_max && d > n->maximum)
-			FAIL_KW("maximum", "%g is greater than the maximum %g", d, n->maximum);
-		if (n->has_xmin && d <= n->xminimum)
-			FAIL_KW("exclusiveMinimum", "%g is not greater than %g", d, n->xminimum);
-		if (n->has_xmax && d >= n->xmaximum)
-			FAIL_KW("exclusiveMaximum", "%g is not less than %g", d, n->xmaximum);
-		if (n->has_mult && n->multiple_of > 0) {
-			double q = d / n->multiple_of;
-			if (!isfinite(q) || fabs(q - nearbyint(q)) > 1e-9 * fmax(1.0, fabs(q)))
-				FAIL_KW("multipleOf", "%g is not a multiple of %g", d,
-					n->multiple_of);
-		}
-	} else if (json_is_object(v)) {
-		if (!validate_object(c, n, v, silent)) {
-			ok = 0;
-			if (silent)
-				goto done;
-		}
-	} else if (json_is_array(v)) {
-		if (!validate_array(c, n, v, silent)) {
-			ok = 0;
-			if (silent)
-				goto done;
-		}
-	}
-	for (size_t i = 0; i < n->all_of.count; i++)
-		if (!validate(c, n->all_of.items[i], v, silent)) {
-			ok = 0;
-			if (silent)
-				goto done;
-		}
-	if (n->any_of.count) {
-		int any = 0;
-		for (size_t i = 0; i < n->any_of.count && !any; i++)
-			any = probe(c, n->any_of.items[i], v);
-		if (!any) {
-			const snode *only = silent ? NULL : sole_candidate(&n->any_of, v);
-			if (only) {
-				ok = 0;
-				validate(c, only, v, 0);
-			} else {
-				FAIL_KW("anyOf",
-					"value matches none of the allowed forms (anyOf at %s)",
-					n->location);
-			}
-		}
-	}
-	if (n->one_of.count) {
-		int count = 0;
-		for (size_t i = 0; i < n->one_of.count && count < 2; i++)
-			count += probe(c, n->one_of.items[i], v);
-		const snode *only = count == 0 && !silent ? sole_candidate(&n->one_of, v) : NULL;
-		if (only) {
-			ok = 0;
-			validate(c, only, v, 0);
-		} else if (count == 0)
-			FAIL_KW("oneOf", "value matches none of the allowed forms (oneOf at %s)",
-				n->location);
-		else if (count > 1)
-			FAIL_KW("oneOf", "value matches more than one form (oneOf at %s)",
-				n->location);
-	}
-	if (n->not_ && probe(c, n->not_, v))
-		FAIL_KW("not", "value matches a form that is not allowed (not at %s)", n->location);
-	if (n->if_) {
-		const snode *branch = probe(c, n->if_, v) ? n->then_ : n->else_;
-		if (branch && !validate(c, branch, v, silent)) {
-			ok = 0;
-			if (silent)
-				goto done;
-		}
-	}
-	if (n->ref_node) {
-		const json_t *saved_inst = c->ref_inst;
-		int saved_n = c->ref_n;
-		if (c->ref_inst == v) {
-			c->ref_n++;
-		} else {
-			c->ref_inst = v;
-			c->ref_n = 1;
-		}
-		if (c->ref_n > SCHEMA_MAX_REF_CHAIN) {
-			ok = 0;
-			if (!silent)
-				report(c, n, "$ref", "schema $ref loop at %s (more than %d references "
-				       "followed without consuming the value)",
-				       n->location, SCHEMA_MAX_REF_CHAIN);
-		} else if (!validate(c, n->ref_node, v, silent)) {
-			ok = 0;
-		}
-		c->ref_inst = saved_inst;
-		c->ref_n = saved_n;
-	}
-done:
-	return ok;
-}
-
-int st_schema_validate(st_schema *s, const char *uri, const json_t *instance,
-		       const st_schema_opts *opts, st_problems *out, st_error *err)
-{
-	ST_ASSERT_ARG(s);
-	vctx c;
-	const json_t *root;
-	jmap_entry *e;
-	int rc;
-
-	if (opts && (rc = st__opts_version(opts->version, ST_SCHEMA_OPTS_VERSION, "st_schema_opts",
-					   err)) != ST_OK)
-		return rc;
-	if (!s->compiled && (rc = st_schema_compile(s, err)) != ST_OK)
-		return rc;
-	root = lookup_uri(s, uri ? uri : s->default_uri);
-	e = root ? map_find(s, root) : NULL;
-	if (!e || !e->node)
-		return st__err(err, ST_ENOTFOUND, "no schema '%s'", uri ? uri : "(default)");
-	memset(&c, 0, sizeof(c));
-	c.out = out;
-	c.opts = opts;
-	st_buf_init(&c.ptr);
-	if (opts && opts->root_pointer)
-		st_buf_adds(&c.ptr, opts->root_pointer);
-	st_buf_reserve(&c.ptr, 256);
-	if (c.ptr.data)
-		c.ptr.data[c.ptr.len] = '\0';
-	if (!validate(&c, e->node, instance, out == NULL) && c.errors == 0)
-		c.errors = 1; /* counted silently: one is enough to say invalid */
-	if (c.depth_reported && out)
-		st_problems_add(out, ST_SEV_WARNING, "schema/depth",
-				opts && opts->root_pointer ? opts->root_pointer : "", NULL,
-				"values nested deeper than %d levels were not checked against the "
-				"schema",
-				SCHEMA_MAX_INSTANCE_DEPTH);
-	st_buf_free(&c.ptr);
-	if (c.ptr.oom)
-		return st__err(err, ST_ENOMEM, "out of memory");
-	return (int)(c.errors > INT32_MAX ? INT32_MAX : c.errors);
+	const json_t *root = lookup_uri(s, uri);
+	jmap_entry *e = root ? map_find(s, root) : NULL;
+	return e ? e->node : NULL;
 }

@@ -496,26 +496,30 @@ static void newline(st_buf *b, const st_style *st, size_t depth)
 	b->data[b->len] = '\0';
 }
 
-static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind kind,
-		       size_t depth);
+/*
+ * One call's switches, passed down the recursion as an argument: the style, the caller's
+ * choices (st__json_write's `cfg`), and the array to write on two threads (NULL once it is
+ * split, and on the split's own thread).
+ */
+typedef struct wcall {
+	const st_style *st;
+	const st__wcfg *cfg;
+	const json_t *split;
+} wcall;
+
+static int write_value(st_buf *b, const json_t *v, wcall *w, st_kind kind, size_t depth);
 
 /*
  * Two threads for a big document: the array st__json_write picked (a state's resources) is
  * written in two halves, the second on another thread into its own buffer, exactly as the
  * loop below would write it (a comma, the newline and indentation, the element), then appended.
- * Only reads the values. The caller's choices come as st__json_write's `cfg`; split_target and
- * call_cfg are that one call's, set and cleared by it on its own thread (and call_cfg by the
- * split's thread for its half), so the recursion needs no extra argument.
+ * Only reads the values.
  */
-static __thread const json_t *split_target;
-static __thread const st__wcfg *call_cfg;
 
 /* How many writes split an array onto a second thread (for the tests). */
-static unsigned long write_splits;
-
 unsigned long st__json_write_splits(void)
 {
-	return __atomic_load_n(&write_splits, __ATOMIC_RELAXED);
+	return st__two_count(ST__T_WRITE);
 }
 
 static void core_free(void (*fn)(void *), void *ctx)
@@ -532,7 +536,7 @@ typedef struct split_job {
 	size_t depth;
 	st_buf out;
 	int rc;
-	pthread_t thread;
+	st__two thread;
 	void (*core_free)(void *);
 	void *core_free_ctx;
 	const st__wcfg *cfg; /* the call's, for this thread's half */
@@ -542,51 +546,41 @@ static void *split_main(void *arg)
 {
 	split_job *j = arg;
 	size_t len = json_array_size(j->arr);
-	call_cfg = j->cfg;
+	wcall w = {j->st, j->cfg, NULL};
 	for (size_t i = j->from; i < len && j->rc == 0; i++) {
 		putch(&j->out, ',');
 		if (!j->st->compact)
 			newline(&j->out, j->st, j->depth + 1);
-		j->rc = write_value(&j->out, json_array_get(j->arr, i), j->st, j->kind,
-				    j->depth + 1);
+		j->rc = write_value(&j->out, json_array_get(j->arr, i), &w, j->kind, j->depth + 1);
 	}
-	call_cfg = NULL;
 	core_free(j->core_free, j->core_free_ctx);
 	return NULL;
 }
 
 /* The split array (out of line: write_value's frame stays small for deep nesting). */
-__attribute__((noinline)) static int write_array_split(st_buf *b, const json_t *v,
-						       const st_style *st, st_kind kind,
-						       size_t depth)
+__attribute__((noinline)) static int write_array_split(st_buf *b, const json_t *v, wcall *w,
+						       st_kind kind, size_t depth)
 {
+	const st_style *st = w->st;
 	size_t len = json_array_size(v), end = len;
 	split_job job;
 	int split = 0;
 
-	split_target = NULL;
+	w->split = NULL;
 	memset(&job, 0, sizeof(job));
 	job.arr = v;
 	job.from = len / 2;
 	job.st = st;
 	job.kind = kind;
 	job.depth = depth;
-	job.core_free = call_cfg->on_core_free;
-	job.core_free_ctx = call_cfg->on_core_free_ctx;
-	job.cfg = call_cfg;
+	job.core_free = w->cfg->on_core_free;
+	job.core_free_ctx = w->cfg->on_core_free_ctx;
+	job.cfg = w->cfg;
 	st_buf_init(&job.out);
-	{
-		/* the writer recurses once per nesting level, as on the calling thread */
-		pthread_attr_t attr;
-		if (pthread_attr_init(&attr) == 0) {
-			pthread_attr_setstacksize(&attr, 16u << 20);
-			if (pthread_create(&job.thread, &attr, split_main, &job) == 0) {
-				__atomic_add_fetch(&write_splits, 1, __ATOMIC_RELAXED);
-				split = 1;
-				end = job.from;
-			}
-			pthread_attr_destroy(&attr);
-		}
+	/* the writer recurses once per nesting level, as on the calling thread */
+	if (st__two_start(&job.thread, ST__T_WRITE, split_main, &job, 16u << 20)) {
+		split = 1;
+		end = job.from;
 	}
 	if (!split)
 		core_free(job.core_free, job.core_free_ctx);
@@ -596,16 +590,16 @@ __attribute__((noinline)) static int write_array_split(st_buf *b, const json_t *
 			putch(b, ',');
 		if (!st->compact)
 			newline(b, st, depth + 1);
-		if (write_value(b, json_array_get(v, i), st, kind, depth + 1) < 0) {
+		if (write_value(b, json_array_get(v, i), w, kind, depth + 1) < 0) {
 			if (split) {
-				pthread_join(job.thread, NULL);
+				st__two_join(&job.thread);
 				st_buf_free(&job.out);
 			}
 			return -1;
 		}
 	}
 	if (split) {
-		pthread_join(job.thread, NULL);
+		st__two_join(&job.thread);
 		if (job.rc < 0 || job.out.oom) {
 			if (job.out.oom)
 				b->oom = 1;
@@ -621,14 +615,14 @@ __attribute__((noinline)) static int write_array_split(st_buf *b, const json_t *
 	return 0;
 }
 
-static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kind kind,
-			size_t depth)
+static int write_object(st_buf *b, const json_t *obj, wcall *w, st_kind kind, size_t depth)
 {
+	const st_style *st = w->st;
 	size_t n = json_object_size(obj), i = 0;
 	member stackm[32], *m = stackm;
 	int sorts = kind_sorts_keys(kind), sorted = 1, rc = 0;
 	/* keys the load respelt, written as they were (the state is unchanged) */
-	const st__keymap *keys = call_cfg ? call_cfg->keys : NULL;
+	const st__keymap *keys = w->cfg->keys;
 	int respelt = keys && st__keymap_has(keys, obj);
 
 	if (n == 0) {
@@ -676,13 +670,13 @@ static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kin
 		/* Keys may hold NUL (jansson *n calls); kinds only match plain keys, and only
 		 * objects and arrays (of objects) have a use for one. */
 		if (json_is_object(m[i].value) || json_is_array(m[i].value))
-			rc = write_value(b, m[i].value, st,
+			rc = write_value(b, m[i].value, w,
 					 strlen(m[i].key) == m[i].keylen
 						 ? member_kind(kind, m[i].key)
 						 : ST_K_ANY,
 					 depth + 1);
 		else
-			rc = write_value(b, m[i].value, st, ST_K_ANY, depth + 1);
+			rc = write_value(b, m[i].value, w, ST_K_ANY, depth + 1);
 	}
 	if (!st->compact)
 		newline(b, st, depth);
@@ -692,9 +686,9 @@ static int write_object(st_buf *b, const json_t *obj, const st_style *st, st_kin
 	return rc;
 }
 
-static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind kind,
-		       size_t depth)
+static int write_value(st_buf *b, const json_t *v, wcall *w, st_kind kind, size_t depth)
 {
+	const st_style *st = w->st;
 	char num[40];
 	int n;
 
@@ -702,22 +696,22 @@ static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind k
 		return -1;
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
-		return write_object(b, v, st, kind, depth);
+		return write_object(b, v, w, kind, depth);
 	case JSON_ARRAY: {
 		size_t len = json_array_size(v);
 		if (len == 0) {
 			put(b, "[]", 2);
 			return 0;
 		}
-		if (v == split_target)
-			return write_array_split(b, v, st, kind, depth);
+		if (v == w->split)
+			return write_array_split(b, v, w, kind, depth);
 		putch(b, '[');
 		for (size_t i = 0; i < len; i++) {
 			if (i)
 				putch(b, ',');
 			if (!st->compact)
 				newline(b, st, depth + 1);
-			if (write_value(b, json_array_get(v, i), st, kind, depth + 1) < 0)
+			if (write_value(b, json_array_get(v, i), w, kind, depth + 1) < 0)
 				return -1;
 		}
 		if (!st->compact)
@@ -748,16 +742,15 @@ static int write_value(st_buf *b, const json_t *v, const st_style *st, st_kind k
 	return -1;
 }
 
-/* The biggest array among the members of objects near the top (a state's resources), if it is
- * big enough to be worth a second thread. */
-#define SPLIT_MIN_ELEMENTS 512
+/* The biggest array among the members of objects near the top (a state's resources); whether
+ * it is big enough to be worth a second thread is ST__T_WRITE's threshold. */
 
 static const json_t *big_array(const json_t *v, int depth, const json_t *best)
 {
 	const char *k;
 	json_t *m;
 	if (json_is_array(v))
-		return json_array_size(v) >= SPLIT_MIN_ELEMENTS &&
+		return json_array_size(v) > 0 &&
 				       (!best || json_array_size(v) > json_array_size(best))
 			       ? v
 			       : best;
@@ -772,17 +765,20 @@ int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind ki
 		   const st__wcfg *cfg)
 {
 	static const st__wcfg defaults;
+	const json_t *big;
+	wcall w;
 	int rc;
 
 	if (!cfg)
 		cfg = &defaults;
-	call_cfg = cfg;
-	split_target = st__threads_ok_for(cfg->threads) ? big_array(v, 0, NULL) : NULL;
-	if (!split_target)
+	big = big_array(v, 0, NULL);
+	w.st = style;
+	w.cfg = cfg;
+	w.split = big && st__two_worth(ST__T_WRITE, json_array_size(big), cfg->threads) ? big
+											: NULL;
+	if (!w.split)
 		core_free(cfg->on_core_free, cfg->on_core_free_ctx);
-	rc = write_value(b, v, style, kind, 0);
-	split_target = NULL;
-	call_cfg = NULL;
+	rc = write_value(b, v, &w, kind, 0);
 	if (rc < 0 || b->oom)
 		return b->oom ? ST_ENOMEM : ST_EINVAL;
 	if (style->trailing_newline)

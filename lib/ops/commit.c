@@ -356,7 +356,7 @@ int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *e
 	st_problems p = {0};
 	commit_side side = {e, NULL, {0}};
 	st_diff tmp_diff;
-	pthread_t th;
+	st__two th = {0};
 	int rc, threaded = 0;
 
 	memset(&tmp_diff, 0, sizeof(tmp_diff));
@@ -364,11 +364,10 @@ int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *e
 		memset(diff, 0, sizeof(*diff));
 		side.diff = &tmp_diff;
 	}
-	if (st__threads_ok() && json_array_size(st__edit_resources(e)) >= 500)
-		threaded = pthread_create(&th, NULL, commit_side_main, &side) == 0;
+	if (st__two_worth(ST__T_COMMIT, json_array_size(st__edit_resources(e)), 0))
+		threaded = st__two_start(&th, ST__T_COMMIT, commit_side_main, &side, 0);
 	rc = st_integrity_check(e->s, &p, err);
-	if (threaded)
-		pthread_join(th, NULL);
+	st__two_join(&th);
 	if (rc == ST_OK)
 		rc = judge(e, &p, problems, err);
 	st_problems_clear(&p);
@@ -397,7 +396,7 @@ typedef struct commit_save {
 	st_problems p;
 	st_error cerr; /* the integrity check's own error */
 	int crc;
-	pthread_t th;
+	st__two th;
 	int threaded, judged, verdict;
 	st_problems *problems;
 	st_error *err;
@@ -438,7 +437,7 @@ static int verdict(void *arg)
 		return c->verdict;
 	if (c->threaded) {
 		open_gate(c);
-		pthread_join(c->th, NULL);
+		st__two_join(&c->th);
 	} else
 		c->crc = st__integrity_check_ex(&c->view, &c->p, ST__IC_SKIP_MAGIC | ST__IC_TWO_THREADS,
 					&c->cerr);
@@ -550,9 +549,9 @@ static int commit_and_save(st_edit *e, const commit_target *t, int always, st_di
 		return st__err(err, ST_ENOMEM, "out of memory");
 	}
 	st_state_fix_magic(s);
-	c.threaded = st__threads_ok_for(t->opts ? t->opts->threads : 0) &&
-		     json_array_size(st__edit_resources(e)) >= 500 &&
-		     pthread_create(&c.th, NULL, check_main, &c) == 0;
+	c.threaded = st__two_worth(ST__T_COMMIT_SAVE, json_array_size(st__edit_resources(e)),
+				   t->opts ? t->opts->threads : 0) &&
+		     st__two_start(&c.th, ST__T_COMMIT_SAVE, check_main, &c, 0);
 	features_and_diff(e, used, &d);
 	st__state_features_set(s, used);
 	st__phase("commit: features and diff");
@@ -620,16 +619,10 @@ static void *pair_commit_main(void *arg)
 /* Both commits, side by side on two threads when the states are big. */
 static void commit_both(pair_side *a, pair_side *b)
 {
-	pthread_t th;
-	int threaded = st__threads_ok() &&
-		       json_array_size(st__edit_resources(a->e)) +
-				       json_array_size(st__edit_resources(b->e)) >= 1000 &&
-		       pthread_create(&th, NULL, pair_commit_main, b) == 0;
-	pair_commit_main(a);
-	if (threaded)
-		pthread_join(th, NULL);
-	else
-		pair_commit_main(b);
+	st__two_run(ST__T_COMMIT_PAIR,
+		    json_array_size(st__edit_resources(a->e)) +
+			    json_array_size(st__edit_resources(b->e)),
+		    0, pair_commit_main, a, pair_commit_main, b);
 }
 
 int st_edit_commit_pair(st_edit *a, st_edit *b, st_pair_write_fn write, void *ctx,

@@ -173,18 +173,12 @@ static int check_valid(mv *c)
 {
 	st_state *a = st__edit_state(c->se), *b = st__edit_state(c->de);
 	st_problems pa = {0}, pb = {0};
-	check_job jb = {b, &pb};
-	pthread_t th;
+	check_job ja = {a, &pa}, jb = {b, &pb};
 	int rc = ST_OK;
-	int threaded = st__threads_ok() &&
-		       json_array_size(st_state_resources(a, 0)) +
-				       json_array_size(st_state_resources(b, 0)) >= 1000 &&
-		       pthread_create(&th, NULL, check_main, &jb) == 0;
-	st_integrity_check(a, &pa, NULL);
-	if (threaded)
-		pthread_join(th, NULL);
-	else
-		check_main(&jb);
+	st__two_run(ST__T_MOVE,
+		    json_array_size(st_state_resources(a, 0)) +
+			    json_array_size(st_state_resources(b, 0)),
+		    0, check_main, &ja, check_main, &jb);
 	st__phase("move: both checked");
 	if (pa.errors)
 		rc = st__err(c->err, ST_EINTEGRITY, "failed to verify integrity of source snapshot: "

@@ -61,10 +61,11 @@ void st__refscan_run(st__refscan *s)
 	size_t n = json_array_size(s->res);
 	atomic_int stop = 0;
 	half h[2] = {{s, 0, n / 2, &stop, 0, 0, 0}, {s, n / 2, n, &stop, 0, 0, 0}};
-	pthread_t th;
-	if (n >= 5000 && st__threads_ok() && pthread_create(&th, NULL, half_main, &h[1]) == 0) {
+	st__two t = {0};
+	if (st__two_worth(ST__T_REFSCAN, n, 0) &&
+	    st__two_start(&t, ST__T_REFSCAN, half_main, &h[1], 0)) {
 		half_main(&h[0]);
-		pthread_join(th, NULL);
+		st__two_join(&t);
 	} else {
 		h[0].to = n;
 		half_main(&h[0]);

@@ -158,10 +158,11 @@ static int encrypt_two_threads(ectx *c)
 	json_t **copies;
 	size_t *counts;
 	enc_job job[2];
-	pthread_t th;
+	st__two th = {0};
 	int rc = ST_OK;
 
-	if (n < 500 || !st__threads_ok() || !st__secrets_builtin(c->from) || !st__secrets_builtin(c->to))
+	if (!st__two_worth(ST__T_ENCRYPT, n, 0) || !st__secrets_builtin(c->from) ||
+	    !st__secrets_builtin(c->to))
 		return 1;
 	copies = calloc(n, sizeof(*copies));
 	counts = calloc(n, sizeof(*counts));
@@ -178,13 +179,13 @@ static int encrypt_two_threads(ectx *c)
 		job[k].counts = counts;
 		job[k].dbase = st__deployment_pointer(s);
 	}
-	if (!copies || !counts || pthread_create(&th, NULL, enc_main, &job[1]) != 0) {
+	if (!copies || !counts || !st__two_start(&th, ST__T_ENCRYPT, enc_main, &job[1], 0)) {
 		free(copies);
 		free(counts);
 		return 1;
 	}
 	enc_main(&job[0]);
-	pthread_join(th, NULL);
+	st__two_join(&th);
 	for (int k = 0; k < 2 && !rc; k++)
 		if (job[k].rc) { /* the first in file order */
 			rc = job[k].rc;

@@ -262,9 +262,9 @@ static void walk_config(dctx *c, json_t *v)
 /*
  * A big array of structs (a state's resources) is walked in two halves, the second on another
  * thread with a context of its own (its problems, renames and errors), then merged in document
- * order. Each half changes only its own elements.
+ * order. Each half changes only its own elements. (Its threshold: ST__T_DECODE in
+ * lib/util/thread.c's table.)
  */
-#define SPLIT_MIN 4096
 
 typedef struct half {
 	dctx c;
@@ -273,7 +273,7 @@ typedef struct half {
 	json_t *arr;
 	const gtype *t;
 	size_t from, to;
-	pthread_t th;
+	st__two th;
 } half;
 
 static void walk_range(dctx *c, json_t *v, const gtype *t, size_t from, size_t to)
@@ -362,7 +362,7 @@ static int start_half(dctx *c, half *h, json_t *v, const gtype *t)
 	h->t = t;
 	h->from = n / 2;
 	h->to = n;
-	if (pthread_create(&h->th, NULL, half_main, h) != 0) {
+	if (!st__two_start(&h->th, ST__T_DECODE, half_main, h, 0)) {
 		st_segs_free(&h->c.segs);
 		return -1;
 	}
@@ -377,10 +377,10 @@ static void walk_array(dctx *c, json_t *v, const gtype *t)
 		return;
 	if (push(c, NULL, 0) < 0)
 		return;
-	if (t->elem->k == GK_STRUCT && n >= SPLIT_MIN && !c->in_worker && st__threads_ok() &&
+	if (t->elem->k == GK_STRUCT && !c->in_worker && st__two_worth(ST__T_DECODE, n, 0) &&
 	    start_half(c, &h, v, t) == 0) {
 		walk_range(c, v, t, 0, n / 2);
-		pthread_join(h.th, NULL);
+		st__two_join(&h.th);
 		merge_half(c, &h);
 	} else {
 		walk_range(c, v, t, 0, n);

@@ -71,12 +71,90 @@ static int whole_tail(const char *urn, const char *q, size_t ql)
 	       (urn[start - 1] == '$' && start > (size_t)(u.qtype - urn));
 }
 
+/* More than one resource found: the message lists them (up to 20). */
+static int ambiguous(json_t *res, const char *q, const size_t *hits, size_t n, st_error *err)
+{
+	st_buf b;
+	st_buf_init(&b);
+	for (size_t k = 0; k < n && k < 20; k++) {
+		json_t *h = json_array_get(res, hits[k]);
+		st_buf_printf(&b, "\n  #%zu %s%s", hits[k], st_json_str(h, "urn"),
+			      st_json_bool(h, "delete") ? " (delete: true)" : "");
+	}
+	if (n > 20)
+		st_buf_printf(&b, "\n  ... and %zu more", n - 20);
+	st__err(err, ST_EAMBIGUOUS, "'%s' matches %zu resources; give the full URN (or #INDEX):%s",
+		q, n, b.data ? b.data : "");
+	st_buf_free(&b);
+	return ST_EAMBIGUOUS;
+}
+
+/* Nothing found: Pulumi's message, with up to three suggestions by edit distance over URNs
+ * and names. */
+static int not_found(json_t *res, const char *q, st_error *err)
+{
+	size_t best[3] = {0}, bestd[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
+	st_buf b;
+	size_t i;
+	json_t *r;
+	json_array_foreach(res, i, r) {
+		const char *urn = st_json_str(r, "urn"), *name;
+		size_t d;
+		if (!urn)
+			continue;
+		d = levenshtein(q, urn);
+		name = urn_name(urn);
+		if (name) {
+			size_t dn = levenshtein(q, name);
+			if (dn < d)
+				d = dn;
+		}
+		for (int k = 0; k < 3; k++) {
+			if (d < bestd[k]) {
+				for (int m = 2; m > k; m--) {
+					bestd[m] = bestd[m - 1];
+					best[m] = best[m - 1];
+				}
+				bestd[k] = d;
+				best[k] = i;
+				break;
+			}
+		}
+	}
+	st_buf_init(&b);
+	for (int k = 0; k < 3; k++) {
+		size_t lim = strlen(q) / 2 + 3;
+		if (bestd[k] == (size_t)-1 || bestd[k] > lim)
+			break;
+		st_buf_printf(&b, "%s\n  %s", k == 0 ? "\nDid you mean:" : "",
+			      st_json_str(json_array_get(res, best[k]), "urn"));
+	}
+	st__err(err, ST_ENOTFOUND,
+		"No such resource \"%s\" exists in the current state%s\nTo list the "
+		"resource URNs in the state, run `statetool list`",
+		q, b.data ? b.data : "");
+	st_buf_free(&b);
+	return ST_ENOTFOUND;
+}
+
+/* Whether the hits are copies of one URN (delete: true), which are one resource, as an exact
+ * URN is. */
+static int one_urn(json_t *res, const size_t *hits, size_t n)
+{
+	const char *first = st_json_str(json_array_get(res, hits[0]), "urn");
+	size_t same = 1;
+	while (same < n && !strcmp(first, st_json_str(json_array_get(res, hits[same]), "urn")))
+		same++;
+	return same == n;
+}
+
 int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_error *err)
 {
 	ST_ASSERT_ARG(s);
 	json_t *res = st_state_resources(s, 0), *r;
 	size_t i, n = 0, cap = 0, *hits = NULL;
 	size_t nres = json_array_size(res);
+	int rc;
 
 	*out = NULL;
 	*count = 0;
@@ -103,7 +181,6 @@ int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_er
 	}
 	/* Name, then URN suffix. */
 	for (int pass = 0; pass < 2 && n == 0; pass++) {
-		size_t ql = strlen(q);
 		json_array_foreach(res, i, r) {
 			const char *urn = st_json_str(r, "urn"), *name;
 			if (!urn)
@@ -112,79 +189,21 @@ int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_er
 				name = urn_name(urn);
 				if (name && !strcmp(name, q) && push(&hits, &n, &cap, i) < 0)
 					goto oom;
-			} else if (whole_tail(urn, q, ql) && push(&hits, &n, &cap, i) < 0) {
+			} else if (whole_tail(urn, q, qlen) && push(&hits, &n, &cap, i) < 0) {
 				goto oom;
 			}
 		}
-		if (n > 1) {
-			/* Copies of one URN (delete: true) are one resource, as an exact URN is. */
-			const char *first = st_json_str(json_array_get(res, hits[0]), "urn");
-			size_t same = 1;
-			while (same < n &&
-			       !strcmp(first, st_json_str(json_array_get(res, hits[same]), "urn")))
-				same++;
-			if (same == n)
-				break;
-			st_buf b;
-			st_buf_init(&b);
-			for (size_t k = 0; k < n && k < 20; k++) {
-				json_t *h = json_array_get(res, hits[k]);
-				st_buf_printf(&b, "\n  #%zu %s%s", hits[k], st_json_str(h, "urn"),
-					      st_json_bool(h, "delete") ? " (delete: true)" : "");
-			}
-			if (n > 20)
-				st_buf_printf(&b, "\n  ... and %zu more", n - 20);
-			st__err(err, ST_EAMBIGUOUS,
-				"'%s' matches %zu resources; give the full URN (or #INDEX):%s", q,
-				n, b.data ? b.data : "");
-			st_buf_free(&b);
+		if (n > 1 && !one_urn(res, hits, n)) {
+			rc = ambiguous(res, q, hits, n, err);
 			free(hits);
-			return ST_EAMBIGUOUS;
+			return rc;
 		}
+		if (n > 1)
+			break;
 	}
 	if (n == 0) {
-		/* Up to three suggestions by edit distance over URNs and names. */
-		size_t best[3] = {0}, bestd[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
-		st_buf b;
-		json_array_foreach(res, i, r) {
-			const char *urn = st_json_str(r, "urn"), *name;
-			size_t d;
-			if (!urn)
-				continue;
-			d = levenshtein(q, urn);
-			name = urn_name(urn);
-			if (name) {
-				size_t dn = levenshtein(q, name);
-				if (dn < d)
-					d = dn;
-			}
-			for (int k = 0; k < 3; k++) {
-				if (d < bestd[k]) {
-					for (int m = 2; m > k; m--) {
-						bestd[m] = bestd[m - 1];
-						best[m] = best[m - 1];
-					}
-					bestd[k] = d;
-					best[k] = i;
-					break;
-				}
-			}
-		}
-		st_buf_init(&b);
-		for (int k = 0; k < 3; k++) {
-			size_t lim = strlen(q) / 2 + 3;
-			if (bestd[k] == (size_t)-1 || bestd[k] > lim)
-				break;
-			st_buf_printf(&b, "%s\n  %s", k == 0 ? "\nDid you mean:" : "",
-				      st_json_str(json_array_get(res, best[k]), "urn"));
-		}
-		st__err(err, ST_ENOTFOUND,
-			"No such resource \"%s\" exists in the current state%s\nTo list the "
-			"resource URNs in the state, run `statetool list`",
-			q, b.data ? b.data : "");
-		st_buf_free(&b);
 		free(hits);
-		return ST_ENOTFOUND;
+		return not_found(res, q, err);
 	}
 	*out = hits;
 	*count = n;

@@ -282,28 +282,28 @@ static void *old_hashes_main(void *arg)
  * of its own; else one after the other. */
 static int stage_both(jside *A, jside *B, st_error *err)
 {
-	pthread_t hth, sth;
+	st__two hth = {0}, sth = {0};
 	jside *both[2] = {A, B};
 	stage_job jb = {B, {0}, ST_OK};
 	int hashing = 0, staging = 0, rc, rc_b = ST_OK;
 
 	st_error_clear(&jb.err);
-	if (st__threads_ok() && st__store_threadsafe(A->store) &&
-	    st__store_threadsafe(B->store)) {
-		hashing = pthread_create(&hth, NULL, old_hashes_main, both) == 0;
-		staging = pthread_create(&sth, NULL, stage_main, &jb) == 0;
+	if (st__store_threadsafe(A->store) && st__store_threadsafe(B->store)) {
+		if (st__two_worth(ST__T_JOURNAL_HASH, 0, 0))
+			hashing = st__two_start(&hth, ST__T_JOURNAL_HASH, old_hashes_main, both, 0);
+		if (st__two_worth(ST__T_JOURNAL_STAGE, 0, 0))
+			staging = st__two_start(&sth, ST__T_JOURNAL_STAGE, stage_main, &jb, 0);
 	}
 	if (!hashing)
 		old_hashes_main(both);
 	rc = stage(A, staging, err);
 	if (staging) {
-		pthread_join(sth, NULL);
+		st__two_join(&sth);
 		rc_b = jb.rc;
 	} else if (rc == ST_OK) {
 		rc_b = stage(B, 0, &jb.err);
 	}
-	if (hashing)
-		pthread_join(hth, NULL);
+	st__two_join(&hth);
 	if (rc == ST_OK && rc_b != ST_OK) {
 		if (err)
 			*err = jb.err;

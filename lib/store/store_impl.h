@@ -133,6 +133,15 @@ struct st_backend {
 
 /* The DIY backend over a store (diy.c); the store is stolen. */
 int st__diy_open(st_backend **out, st_store *store, const char *url, st_error *err);
+/* Reads the store's .pulumi/meta.yaml (diy_meta.c): *project_mode 1 (version 1, or no meta.yaml
+ * and no legacy stack file) or 0 (the legacy layout); *present: .pulumi/ holds something;
+ * ST_EFORMAT, ST_EVERSION as Pulumi says. */
+int st__diy_read_meta(st_store *store, int *project_mode, int *present, st_error *err);
+/* The compression the environment asks for (Pulumi's resolveCompression, diy_meta.c): *set
+ * tells whether a variable decides at all; both asked: ST_EREFUSED. */
+int st__diy_env_compression(st_compression *c, int *set, st_error *err);
+/* ".gz", ".zst" or "" (static). */
+const char *st__diy_comp_ext(st_compression c);
 
 /* DIY internals shared by lock.c: a stack's keys. Each is new; `project` is NULL in the
  * legacy layout. */

@@ -244,6 +244,117 @@ static char *time_error(const char *v, size_t vn, const char *elem, size_t en,
 	return take(&b);
 }
 
+/* Where Go's parse() is in the value, what it read, and a range it found broken ("month"). */
+typedef struct tscan {
+	const char *p;
+	size_t left;
+	int year, month, day;
+	char range[48];
+} tscan;
+
+static void tscan_skip(tscan *t, size_t n)
+{
+	t->p += n;
+	t->left -= n;
+}
+
+/* 2006: four characters, the first a digit, all digits. 1: not what the layout wants. */
+static int scan_year(tscan *t)
+{
+	int bad = 0;
+	if (t->left < 4 || !isdig(t->p, t->left, 0))
+		return 1;
+	for (int i = 1; i < 4; i++)
+		if (!isdig(t->p, t->left, (size_t)i))
+			bad = 1;
+	if (!bad)
+		t->year = (t->p[0] - '0') * 1000 + (t->p[1] - '0') * 100 + (t->p[2] - '0') * 10 +
+			  (t->p[3] - '0');
+	tscan_skip(t, 4);
+	return bad;
+}
+
+/* 15 (one or two digits), 04, 05 (then a fraction the layout does not name): step 3, 4, 5. */
+static int scan_clock(tscan *t, size_t k)
+{
+	size_t used = 0;
+	int x = getnum(t->p, t->left, k != 3, &used);
+	if (x < 0)
+		return 1;
+	tscan_skip(t, used);
+	if (k == 3 && x >= 24)
+		snprintf(t->range, sizeof(t->range), "hour");
+	else if (k == 4 && x >= 60)
+		snprintf(t->range, sizeof(t->range), "minute");
+	else if (k == 5 && x >= 60)
+		snprintf(t->range, sizeof(t->range), "second");
+	if (k == 5 && !t->range[0] && t->left >= 2 && (t->p[0] == '.' || t->p[0] == ',') &&
+	    isdig(t->p, t->left, 1)) {
+		size_t m = 2;
+		while (isdig(t->p, t->left, m))
+			m++;
+		tscan_skip(t, m);
+	}
+	return 0;
+}
+
+/* Z or ±hh:mm. */
+static int scan_zone(tscan *t)
+{
+	size_t used = 0;
+	int bad = 0, hr, mm = -1;
+	if (t->left >= 1 && t->p[0] == 'Z') {
+		tscan_skip(t, 1);
+		return 0;
+	}
+	if (t->left < 6 || t->p[3] != ':')
+		return 1;
+	hr = getnum(t->p + 1, 2, 1, &used);
+	if (hr >= 0)
+		mm = getnum(t->p + 4, 2, 1, &used);
+	if (hr < 0 || mm < 0)
+		bad = 1;
+	if (hr > 24)
+		snprintf(t->range, sizeof(t->range), "time zone offset hour");
+	if (mm > 60)
+		snprintf(t->range, sizeof(t->range), "time zone offset minute");
+	if (t->p[0] != '+' && t->p[0] != '-')
+		bad = 1;
+	tscan_skip(t, 6);
+	return bad;
+}
+
+/* Step k's element (after its prefix). 1: not what the layout wants. */
+static int scan_elem(tscan *t, size_t k)
+{
+	size_t used = 0;
+	int x;
+	switch (k) {
+	case 0:
+		return scan_year(t);
+	case 1: /* 01 */
+		if ((x = getnum(t->p, t->left, 1, &used)) < 0)
+			return 1;
+		t->month = x;
+		tscan_skip(t, used);
+		if (t->month <= 0 || t->month > 12)
+			snprintf(t->range, sizeof(t->range), "month");
+		return 0;
+	case 2: /* 02 */
+		if ((x = getnum(t->p, t->left, 1, &used)) < 0)
+			return 1;
+		t->day = x;
+		tscan_skip(t, used);
+		return 0;
+	case 3:
+	case 4:
+	case 5:
+		return scan_clock(t, k);
+	default:
+		return scan_zone(t);
+	}
+}
+
 /* Go's parse() with the RFC 3339 layout, step by step: prefix, element, range check. */
 char *st__go_time_error(const char *v, size_t n)
 {
@@ -251,126 +362,37 @@ char *st__go_time_error(const char *v, size_t n)
 		const char *prefix, *elem;
 	} steps[] = {{"", "2006"}, {"-", "01"}, {"-", "02"}, {"T", "15"},
 		     {":", "04"}, {":", "05"}, {"", "Z07:00"}};
-	const char *p = v;
-	size_t left = n, used = 0;
-	int year = 0, month = 1, day = 1, x;
-	char range[48];
+	tscan t = {v, n, 0, 1, 1, ""};
 
 	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
 		const char *pre = steps[k].prefix, *hold;
 		size_t pl = strlen(pre), holdn;
-		int bad = 0;
-		range[0] = '\0';
-		if (left < pl || memcmp(p, pre, pl))
-			return time_error(v, n, p, left, pre, NULL);
-		p += pl;
-		left -= pl;
-		hold = p;
-		holdn = left;
-		switch (k) {
-		case 0: /* 2006: four characters, the first a digit, all digits */
-			if (left < 4 || !isdig(p, left, 0)) {
-				bad = 1;
-				break;
-			}
-			for (int i = 1; i < 4; i++)
-				if (!isdig(p, left, (size_t)i))
-					bad = 1;
-			if (!bad)
-				year = (p[0] - '0') * 1000 + (p[1] - '0') * 100 + (p[2] - '0') * 10 +
-				       (p[3] - '0');
-			p += 4;
-			left -= 4;
-			break;
-		case 1: /* 01 */
-			if ((x = getnum(p, left, 1, &used)) < 0) {
-				bad = 1;
-				break;
-			}
-			month = x;
-			p += used;
-			left -= used;
-			if (month <= 0 || month > 12)
-				snprintf(range, sizeof(range), "month");
-			break;
-		case 2: /* 02 */
-			if ((x = getnum(p, left, 1, &used)) < 0) {
-				bad = 1;
-				break;
-			}
-			day = x;
-			p += used;
-			left -= used;
-			break;
-		case 3: /* 15: one or two digits */
-		case 4: /* 04 */
-		case 5: /* 05, then a fraction the layout does not name */
-			if ((x = getnum(p, left, k != 3, &used)) < 0) {
-				bad = 1;
-				break;
-			}
-			p += used;
-			left -= used;
-			if (k == 3 && x >= 24)
-				snprintf(range, sizeof(range), "hour");
-			else if (k == 4 && x >= 60)
-				snprintf(range, sizeof(range), "minute");
-			else if (k == 5 && x >= 60)
-				snprintf(range, sizeof(range), "second");
-			if (k == 5 && !range[0] && left >= 2 && (p[0] == '.' || p[0] == ',') &&
-			    isdig(p, left, 1)) {
-				size_t m = 2;
-				while (isdig(p, left, m))
-					m++;
-				p += m;
-				left -= m;
-			}
-			break;
-		case 6: /* Z or ±hh:mm */
-			if (left >= 1 && p[0] == 'Z') {
-				p++;
-				left--;
-				break;
-			}
-			if (left < 6 || p[3] != ':') {
-				bad = 1;
-				break;
-			}
-			{
-				int hr = getnum(p + 1, 2, 1, &used), mm = -1;
-				if (hr >= 0)
-					mm = getnum(p + 4, 2, 1, &used);
-				if (hr < 0 || mm < 0)
-					bad = 1;
-				if (hr > 24)
-					snprintf(range, sizeof(range), "time zone offset hour");
-				if (mm > 60)
-					snprintf(range, sizeof(range), "time zone offset minute");
-				if (p[0] != '+' && p[0] != '-')
-					bad = 1;
-			}
-			p += 6;
-			left -= 6;
-			break;
-		}
-		if (range[0]) {
+		int bad;
+		t.range[0] = '\0';
+		if (t.left < pl || memcmp(t.p, pre, pl))
+			return time_error(v, n, t.p, t.left, pre, NULL);
+		tscan_skip(&t, pl);
+		hold = t.p;
+		holdn = t.left;
+		bad = scan_elem(&t, k);
+		if (t.range[0]) {
 			char msg[80];
-			snprintf(msg, sizeof(msg), ": %s out of range", range);
+			snprintf(msg, sizeof(msg), ": %s out of range", t.range);
 			return time_error(v, n, NULL, 0, NULL, msg);
 		}
 		if (bad)
 			return time_error(v, n, hold, holdn, steps[k].elem, NULL);
 	}
-	if (left) {
+	if (t.left) {
 		st_buf b;
 		st_buf_init(&b);
 		st_buf_adds(&b, ": extra text: ");
-		time_quote(&b, p, left);
+		time_quote(&b, t.p, t.left);
 		char *msg = take(&b), *r = msg ? time_error(v, n, NULL, 0, NULL, msg) : NULL;
 		free(msg);
 		return r;
 	}
-	if (day < 1 || day > days_in(month, year))
+	if (t.day < 1 || t.day > days_in(t.month, t.year))
 		return time_error(v, n, NULL, 0, NULL, ": day out of range");
 	return NULL;
 }
