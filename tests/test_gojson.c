@@ -420,8 +420,10 @@ static void test_two_threads(void **state)
 	size_t olen;
 	st_style st;
 	st_style_checkpoint(&st);
+	unsigned long runs = st__two_count(ST__T_DECODE);
 	assert_int_equal(st_state_load_buffer(&s, b.data, b.len, "t", NULL, NULL), ST_OK);
 	st_set_threads(0, NULL);
+	assert_int_equal(st__two_count(ST__T_DECODE), runs + 1); /* both halves renamed */
 	assert_non_null(st_json_str(json_array_get(st_state_resources(s, 0), 7000), "urn"));
 	assert_int_equal(st_state_dump(s, &st, &out, &olen, NULL), ST_OK);
 	assert_int_equal(olen, b.len);

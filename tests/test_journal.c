@@ -170,6 +170,43 @@ static void test_pair_across_stores(void **unused)
 	tu_rmdir(dir);
 }
 
+/* Two files (stores that take several threads): the old versions are hashed and the second
+ * side staged on threads of their own, and the threaded paths ran (their counters). */
+static void test_pair_of_files_two_threads(void **unused)
+{
+	char *dir = tu_tmpdir(), *pa = st_path_join(dir, "a.json"), *pb = st_path_join(dir, "b.json");
+	st_state *a = NULL, *d = NULL;
+	size_t len;
+	char *t = fixture_text("move/leaf.json", &len), *got;
+	unsigned long hash = st__two_count(ST__T_JOURNAL_HASH);
+	unsigned long stage = st__two_count(ST__T_JOURNAL_STAGE);
+	(void)unused;
+
+	tu_write(pa, t, len);
+	tu_write(pb, t, len);
+	assert_int_equal(st_state_load_file(&a, pa, NULL, NULL), ST_OK);
+	assert_int_equal(st_state_load_file(&d, pb, NULL, NULL), ST_OK);
+	change(a);
+	change(d);
+	st_set_threads(2, NULL);
+	assert_int_equal(st_state_save_pair("move", a, pa, d, pb, NULL), ST_OK);
+	st_set_threads(0, NULL);
+	assert_int_equal(st__two_count(ST__T_JOURNAL_HASH), hash + 1);
+	assert_int_equal(st__two_count(ST__T_JOURNAL_STAGE), stage + 1);
+	got = tu_read(pa, &len);
+	assert_non_null(strstr(got, "\"protect\":true"));
+	free(got);
+	got = tu_read(pb, &len);
+	assert_non_null(strstr(got, "\"protect\":true"));
+	free(got);
+	free(t);
+	st_state_free(a);
+	st_state_free(d);
+	free(pa);
+	free(pb);
+	tu_rmdir(dir);
+}
+
 /* Recovery after a failure at each change of either store: afterwards both sides are old or
  * both are new, and nothing is left behind. */
 static void pair_fail_at(int side, size_t k, size_t *changes)
@@ -304,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_diy_on_a_store_without_paths),
 		cmocka_unit_test(test_index_reads_nothing_unchanged),
 		cmocka_unit_test(test_pair_across_stores),
+		cmocka_unit_test(test_pair_of_files_two_threads),
 		cmocka_unit_test(test_pair_failure_at_each_change),
 		cmocka_unit_test(test_recover_other_store_missing),
 	};

@@ -184,6 +184,59 @@ static void test_failed_pair_write_rolls_back_both(void **unused)
 	st_state_free(dst);
 }
 
+/* A big move runs its two checks and the pair commit on two threads: the same two states as
+ * on one thread, and the threaded paths ran (their counters). */
+static void test_big_move_two_threads(void **unused)
+{
+	(void)unused;
+	char *out[2][2];
+	for (int t = 0; t < 2; t++) {
+		st_buf a, b;
+		st_state *src, *dst;
+		const char *pat[] = {"urn:pulumi:dev::p::t:m:R::r1*"};
+		st_move_opts o = ST_MOVE_OPTS_INIT;
+		st_move_report rep;
+		unsigned long mv = st__two_count(ST__T_MOVE), pair = st__two_count(ST__T_COMMIT_PAIR);
+		st_buf_init(&a);
+		st_buf_init(&b);
+		st_buf_adds(&a, "{\"version\": 3, \"deployment\": {\"manifest\": {}, \"resources\": ["
+				ROOT("dev"));
+		for (int i = 0; i < 700; i++)
+			st_buf_printf(&a, ", {\"urn\": \"urn:pulumi:dev::p::t:m:R::r%d\", \"custom\": "
+					  "true, \"id\": \"i%d\", \"type\": \"t:m:R\"}", i, i);
+		st_buf_adds(&a, "]}}");
+		st_buf_adds(&b, "{\"version\": 3, \"deployment\": {\"manifest\": {}, \"resources\": ["
+				ROOT("prod"));
+		for (int i = 0; i < 700; i++)
+			st_buf_printf(&b, ", {\"urn\": \"urn:pulumi:prod::p::t:m:R::q%d\", \"custom\": "
+					  "true, \"id\": \"q%d\", \"type\": \"t:m:R\"}", i, i);
+		st_buf_adds(&b, "]}}");
+		src = load_text(a.data);
+		dst = load_text(b.data);
+		o.patterns = pat;
+		o.npatterns = 1;
+		st_set_threads(t ? 2 : 1, NULL);
+		assert_int_equal(st_move(src, NULL, dst, NULL, &o, &rep, NULL), ST_OK);
+		st_set_threads(0, NULL);
+		assert_int_equal(rep.nmoved, 111); /* r1, r10-r19, r100-r199 */
+		assert_int_equal(st__two_count(ST__T_MOVE), mv + (unsigned long)t);
+		assert_int_equal(st__two_count(ST__T_COMMIT_PAIR), pair + (unsigned long)t);
+		out[t][0] = dump(src);
+		out[t][1] = dump(dst);
+		st_move_report_clear(&rep);
+		st_state_free(src);
+		st_state_free(dst);
+		st_buf_free(&a);
+		st_buf_free(&b);
+	}
+	assert_string_equal(out[0][0], out[1][0]);
+	assert_string_equal(out[0][1], out[1][1]);
+	for (int t = 0; t < 2; t++) {
+		free(out[t][0]);
+		free(out[t][1]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -191,6 +244,7 @@ int main(void)
 		cmocka_unit_test(test_missing_blob_changes_nothing),
 		cmocka_unit_test(test_failed_pair_commit_rolls_back_both),
 		cmocka_unit_test(test_failed_pair_write_rolls_back_both),
+		cmocka_unit_test(test_big_move_two_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
