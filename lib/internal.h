@@ -174,6 +174,9 @@ void st__json_split_test(size_t min);
 char *st_strdup(const char *s);
 char *st_strndup(const char *s, size_t n);
 char *st_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* `s` as one shell word (new): as it is when it holds nothing a shell treats specially, else in
+ * single quotes (an s3:// URL's "&" and "?", a path's spaces). For the hints in messages. */
+char *st__shell_word(const char *s);
 
 /* What kind of object a value is, for the writer's key order and for canonical field order. */
 typedef enum st_kind {

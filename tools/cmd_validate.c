@@ -240,6 +240,47 @@ static int load_user_schema(const char *path, st_schema ***list, size_t *n)
 	return 0;
 }
 
+/* Every stack of the backend at `url`, then a summary line (not with --json). */
+static int validate_backend(vrun *v, const char *url)
+{
+	st_backend *b = NULL;
+	st_stack_info *infos = NULL;
+	size_t n = 0;
+	st_error err;
+	int rc;
+	st_error_clear(&err);
+	if ((rc = cli_backend_open(&b, url)) != EXIT_OK)
+		return rc;
+	if (st_backend_list(b, &infos, &n, &err) != ST_OK) {
+		cli_error(&err);
+		st_backend_free(b);
+		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+	}
+	for (size_t i = 0; i < n; i++)
+		validate_stack(v, b, infos[i].qname, infos[i].qname);
+	if (!v->json)
+		printf("%zu stack%s checked: %zu error%s, %zu warning%s\n", n, n == 1 ? "" : "s",
+		       v->errors, v->errors == 1 ? "" : "s", v->warnings,
+		       v->warnings == 1 ? "" : "s");
+	st_stack_infos_free(infos, n);
+	st_backend_free(b);
+	return EXIT_OK;
+}
+
+/* --json: one document with every file's problems (the files array is taken). */
+static void print_report(vrun *v)
+{
+	json_t *doc = json_object();
+	json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
+	json_object_set_new(doc, "valid", json_boolean(v->errors == 0));
+	json_object_set_new(doc, "errors", json_integer((json_int_t)v->errors));
+	json_object_set_new(doc, "warnings", json_integer((json_int_t)v->warnings));
+	json_object_set_new(doc, "files", v->files);
+	v->files = NULL;
+	cli_print_json(doc);
+	json_decref(doc);
+}
+
 int cmd_validate(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -316,38 +357,11 @@ int cmd_validate(int argc, char **argv)
 		if ((rc = cli_target_resolve(&t, "validate", 1)) != EXIT_OK)
 			goto out;
 		validate_stack(&v, t.backend, t.qname, t.stack);
-	} else {
-		st_backend *b = NULL;
-		st_stack_info *infos = NULL;
-		size_t n = 0;
-		if ((rc = cli_backend_open(&b, t.backend_url)) != EXIT_OK)
-			goto out;
-		if (st_backend_list(b, &infos, &n, &err) != ST_OK) {
-			cli_error(&err);
-			st_backend_free(b);
-			rc = err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
-			goto out;
-		}
-		for (size_t i = 0; i < n; i++)
-			validate_stack(&v, b, infos[i].qname, infos[i].qname);
-		if (!v.json)
-			printf("%zu stack%s checked: %zu error%s, %zu warning%s\n", n,
-				n == 1 ? "" : "s", v.errors, v.errors == 1 ? "" : "s", v.warnings,
-				v.warnings == 1 ? "" : "s");
-		st_stack_infos_free(infos, n);
-		st_backend_free(b);
+	} else if ((rc = validate_backend(&v, t.backend_url)) != EXIT_OK) {
+		goto out;
 	}
-	if (v.json) {
-		json_t *doc = json_object();
-		json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
-		json_object_set_new(doc, "valid", json_boolean(v.errors == 0));
-		json_object_set_new(doc, "errors", json_integer((json_int_t)v.errors));
-		json_object_set_new(doc, "warnings", json_integer((json_int_t)v.warnings));
-		json_object_set_new(doc, "files", v.files);
-		v.files = NULL;
-		cli_print_json(doc);
-		json_decref(doc);
-	}
+	if (v.json)
+		print_report(&v);
 	rc = v.errors ? EXIT_FAIL : EXIT_OK;
 out:
 	for (size_t i = 0; i < v.vo.nextra; i++)

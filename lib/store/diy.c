@@ -880,30 +880,6 @@ int st_backend_save(st_backend *b, const char *stack, st_state *state,
 
 /* ---- locks (lock.c has the protocol) ---- */
 
-/* `s` as one shell word: as it is when it holds nothing a shell treats specially, else in single
- * quotes (an s3:// URL's "&" and "?", a path's spaces). New. */
-char *st__shell_word(const char *s)
-{
-	st_buf b;
-	int plain = *s != '\0';
-	for (const char *p = s; *p && plain; p++)
-		plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-			       "_./:=,+@%~-",
-			       *p) != NULL;
-	if (plain)
-		return st_strdup(s);
-	st_buf_init(&b);
-	st_buf_addc(&b, '\'');
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'')
-			st_buf_adds(&b, "'\\''");
-		else
-			st_buf_addc(&b, *p);
-	}
-	st_buf_addc(&b, '\'');
-	return st_buf_take(&b, NULL);
-}
-
 static int diy_lock(st_backend *bb, const char *ref, st_lock **out, st_error *err)
 {
 	diy_backend *b = (diy_backend *)bb;

@@ -190,7 +190,6 @@ int st__locks_check(st_store *s, const char *dir, const char *hint, st_error *er
 int st__lock_stale(st_store *s, const char *key, long long max_age_s, char **desc, int *stale);
 /* Sets a DIY backend's layout (after an upgrade). */
 void st__diy_set_project_mode(st_backend *b, int on);
-/* `s` as one shell word (quoted when it holds anything a shell treats specially). New. */
-char *st__shell_word(const char *s);
+/* (st__shell_word, `s` as one shell word, is in internal.h: lib/util/str.c.) */
 
 #endif
