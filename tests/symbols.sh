@@ -1,7 +1,8 @@
 #!/bin/sh
 # The shared library exports exactly the functions lib/statetool.h declares (ST_EXTERN), and
 # lib/statetool.sym (the list the link uses) names the same; every command is documented in
-# --help, the man page and the README.
+# --help, the man page and doc/GUIDE.md (the README is a short front door: at most 125
+# lines, its quick start commands as they are, pointers that exist).
 . "$(dirname "$0")/cli/lib.sh"
 sym=$top_srcdir/lib/statetool.sym
 hdr=$top_srcdir/lib/statetool.h
@@ -51,6 +52,16 @@ cmds=$("$STATETOOL" --help | awk '/^Commands:/ {on=1; next} on && /^  [a-z]/ {pr
 [ -n "$cmds" ] && ok || bad "no commands listed"
 for c in $cmds; do
 	if sed 's/\\-/-/g' "$top_srcdir/doc/statetool.1" | grep -q "^\.B $c"; then ok; else bad "man page lacks $c"; fi
-	if grep -q "^statetool $c" "$top_srcdir/README"; then ok; else bad "README lacks $c"; fi
+	if grep -q "^statetool $c" "$top_srcdir/doc/GUIDE.md"; then ok; else bad "doc/GUIDE.md lacks $c"; fi
 done
+current="README"
+n=$(wc -l < "$top_srcdir/README")
+if [ "$n" -le 125 ]; then ok; else bad "README has $n lines (at most 125)"; fi
+for s in "sh quickstart demo" "sh quickstart check"; do
+	if grep -qx "       $s" "$top_srcdir/README"; then ok; else bad "README lacks: $s"; fi
+done
+for f in doc/statetool.1 doc/API.md doc/GUIDE.md doc/DESIGN.md examples/backend_example.c; do
+	if grep -q "$f" "$top_srcdir/README" && [ -f "$top_srcdir/$f" ]; then ok; else bad "README: $f"; fi
+done
+if grep -q "bench/results/latest.txt" "$top_srcdir/README"; then ok; else bad "README: bench"; fi
 finish
