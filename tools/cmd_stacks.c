@@ -1,6 +1,8 @@
 /* statetool stacks: the stacks of a DIY backend with their resource counts. */
 #include "cli.h"
 
+#include <unistd.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +38,7 @@ int cmd_stacks(int argc, char **argv)
 	st_stack_info *infos = NULL;
 	size_t n = 0;
 	st_error err;
-	json_t *doc = NULL, *arr = NULL;
+	json_t *doc = NULL, *arr = NULL, *rows = NULL;
 
 	st_error_clear(&err);
 	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
@@ -67,6 +69,9 @@ int cmd_stacks(int argc, char **argv)
 				    json_string(!strcmp(st_backend_kind(b), "cloud") ? "cloud"
 						: st_backend_project_mode(b) ? "project" : "legacy"));
 	}
+	/* on a terminal the rows are kept and printed aligned to the longest name */
+	if (!json && isatty(STDOUT_FILENO))
+		rows = json_array();
 	for (size_t i = 0; i < n; i++) {
 		st_state *s = NULL;
 		st_error e;
@@ -98,12 +103,28 @@ int cmd_stacks(int argc, char **argv)
 			if (!s)
 				json_object_set_new(o, "error", json_string(e.message));
 			json_array_append_new(arr, o);
+		} else if (s && rows) {
+			char cnt[32], ver[16];
+			json_t *r = json_array();
+			snprintf(cnt, sizeof(cnt), "%lld", count);
+			snprintf(ver, sizeof(ver), "v%d", st_state_version(s));
+			json_array_append_new(r, json_string(infos[i].qname));
+			json_array_append_new(r, json_string(cnt));
+			json_array_append_new(r, json_string(ver));
+			json_array_append_new(r, json_string(shown));
+			json_array_append_new(rows, r);
 		} else if (s) {
 			printf("%-40s %8lld  v%d  %s\n", infos[i].qname, count, st_state_version(s),
 			       shown);
 		}
 		st_state_free(s);
 	}
+	if (rows && !json) {
+		cli_print_table(rows);
+		json_decref(rows);
+		rows = NULL;
+	}
+	json_decref(rows);
 	if (!json && !n)
 		printf("no stacks\n");
 	if (json) {

@@ -158,6 +158,11 @@ if command -v script > /dev/null 2>&1; then
 	check_file_is "$T/tty" "stack                  urn                                     type           id  import_id  parent                                               provider  flags
 organization/proj/dev  urn:pulumi:dev::proj::my:index:Comp::c  my:index:Comp  -   -          urn:pulumi:dev::proj::pulumi:pulumi:Stack::proj-dev  -         component
 "
+	run "stacks on a terminal" script -qec "'$STATETOOL' stacks --backend '$E'" /dev/null
+	check_rc 0
+	tr -d '\r' < "$T/out" > "$T/tty"
+	check_file_is "$T/tty" "organization/proj/dev  4  v3  $E/.pulumi/stacks/proj/dev.json
+"
 fi
 run "query in a pipe" st query --backend "$E" --type my:index:Comp
 check_rc 0
