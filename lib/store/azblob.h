@@ -99,6 +99,10 @@ char *st__azblob_escape_key(const char *key, int is_prefix);
 /* The reverse (a listing's names). New; NULL when out of memory. */
 char *st__azblob_unescape_key(const char *name);
 
+/* 1 when the text at s[i] (of n bytes) would read as an escape "__0xHEX__" (gocloud's
+ * HexUnescape), which gocloud escapes wherever it stands; shared with gcs.c. */
+int st__gocloud_escape_at(const char *s, size_t n, size_t i);
+
 /* Appends s[0..n) percent-encoded for a URL's path (A-Z a-z 0-9 - . _ ~ kept, and '/' when
  * `keep_slash`). */
 void st__azblob_url_encode(st_buf *b, const char *s, size_t n, int keep_slash);

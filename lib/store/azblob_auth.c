@@ -570,6 +570,13 @@ static int escape_at(const char *s, size_t n, size_t i, long *val, size_t *last)
 	return 1;
 }
 
+int st__gocloud_escape_at(const char *s, size_t n, size_t i)
+{
+	long v;
+	size_t last;
+	return escape_at(s, n, i, &v, &last);
+}
+
 /* Appends code point cp as UTF-8 (Go's string(rune): U+FFFD for one that is no character). */
 static void put_rune(st_buf *b, long cp)
 {

@@ -13,6 +13,7 @@
 #include "pg.h"
 
 #include "azblob.h"
+#include "gcs.h"
 #include "s3.h"
 
 #include <stdlib.h>
@@ -61,7 +62,6 @@ static int has_scheme(const char *url, const char *scheme)
 
 int st_store_open(st_store **out, const char *url, st_error *err)
 {
-	static const char *const later[] = {"gs"};
 	const char *path = url;
 	char *expanded = NULL;
 	int rc;
@@ -73,6 +73,8 @@ int st_store_open(st_store **out, const char *url, st_error *err)
 		return st__store_s3_open(out, url, err);
 	if (has_scheme(url, "azblob"))
 		return st__store_azblob_open(out, url, err);
+	if (has_scheme(url, "gs"))
+		return st__store_gcs_open(out, url, err);
 	if (has_scheme(url, "file")) {
 		path = url + 7;
 	} else if (has_scheme(url, "postgres")) {
@@ -83,16 +85,11 @@ int st_store_open(st_store **out, const char *url, st_error *err)
 			       "postgresql:// is not a scheme Pulumi knows: its PostgreSQL backend "
 			       "is postgres://");
 	} else if (strstr(url, "://")) {
-		for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++)
-			if (has_scheme(url, later[i]))
-				return st__err(err, ST_EUNSUPPORTED,
-					       "backend '%s' is not supported yet: statetool works on "
-					       "DIY backends in a local directory (file://PATH) and in "
-					       "S3 (s3://BUCKET)",
-					       url);
 		return st__err(err, ST_EUNSUPPORTED,
 			       "backend '%s' is not supported: statetool works on DIY backends in "
-			       "a local directory (file://PATH) and in S3 (s3://BUCKET)",
+			       "a local directory (file://PATH), S3 (s3://BUCKET), Azure Blob "
+			       "Storage (azblob://CONTAINER), Google Cloud Storage (gs://BUCKET) "
+			       "and PostgreSQL (postgres://)",
 			       url);
 	}
 	if (path[0] == '~' && (path[1] == '/' || !path[1]) && getenv("HOME")) {
