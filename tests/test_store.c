@@ -2,15 +2,19 @@
  * The store conformance suite: every case runs against every store in `stores` (a fresh, empty
  * store each time): the file store, S3 on the test servers' radosgw, Azure Blob Storage on their
  * Azurite with Shared Key and with a SAS token, PostgreSQL (skipped when they are not running, a
- * failure then when $CI is set). A new implementation (gs://) adds one line there, or is run
+ * failure then when $CI is set), Google Cloud Storage on tests/gcsfake.js (started here, never
+ * skipped) with a service account key and as STORAGE_EMULATOR_HOST. A new implementation adds
+ * one line there, or is run
  * without a rebuild by naming a URL whose store is empty and may be filled:
  *   STATETOOL_TEST_STORE_URL=s3://bucket/prefix?endpoint=... tests/test_store
  * (each case then works under its own random key prefix inside it).
  */
 #include "testutil.h"
 
+#include "gcsfake.h"
 #include "servers.h"
 #include "store/azblob.h"
+#include "store/gcs.h"
 #include "store/s3.h"
 
 #include <sodium.h>
@@ -239,6 +243,57 @@ static int open_pg_store(fixture *f)
 	return rc;
 }
 
+/* gs:// on tests/gcsfake.js: one fake that wants the test service account's tokens (its key
+ * file named by GOOGLE_APPLICATION_CREDENTIALS, the fake's JSON API by
+ * GOOGLE_STORAGE_CUSTOM_ENDPOINT), one without authentication reached as STORAGE_EMULATOR_HOST;
+ * each case under its own prefix of bucket "conformance", pages of 2 objects. */
+static gcsfake gcs_fakes[2] = {{-1, -1, 0}, {-1, -1, 0}};
+static char *gcs_dir;
+
+static int open_gcs(fixture *f, int emulator)
+{
+	static const char *const auth_args[] = {"--bucket", "conformance", NULL};
+	static const char *const emu_args[] = {"--bucket", "conformance", "--no-auth", NULL};
+	gcsfake *g = &gcs_fakes[emulator];
+	char rnd[17], *url, *ep = NULL, *key = NULL;
+	st_error err;
+	int rc;
+
+	if (g->pid < 0)
+		*g = gcsfake_start(emulator ? emu_args : auth_args);
+	if (!gcs_dir)
+		gcs_dir = tu_tmpdir();
+	unsetenv("GOOGLE_CREDENTIALS");
+	unsetenv("GOOGLE_OAUTH_ACCESS_TOKEN");
+	unsetenv("GOOGLE_BACKEND_STORAGE_CUSTOM_ENDPOINT");
+	if (emulator) {
+		ep = st_asprintf("127.0.0.1:%d", g->port);
+		setenv("STORAGE_EMULATOR_HOST", ep, 1);
+	} else {
+		key = gcsfake_key_file(g, gcs_dir, "sa-key.pem");
+		ep = st_asprintf("http://127.0.0.1:%d/storage/v1/", g->port);
+		setenv("GOOGLE_APPLICATION_CREDENTIALS", key, 1);
+		setenv("GOOGLE_STORAGE_CUSTOM_ENDPOINT", ep, 1);
+	}
+	st_random_hex(rnd, 8);
+	url = st_asprintf("gs://conformance/case-%s", rnd);
+	st_error_clear(&err);
+	rc = st_store_open(&f->s, url, &err);
+	if (rc != ST_OK)
+		fail_msg("gs: %s", err.message);
+	unsetenv("STORAGE_EMULATOR_HOST");
+	unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
+	unsetenv("GOOGLE_STORAGE_CUSTOM_ENDPOINT");
+	st__gcs_test_page(2);
+	free(url);
+	free(ep);
+	free(key);
+	return rc;
+}
+
+static int open_gcs_store(fixture *f) { return open_gcs(f, 0); }
+static int open_gcs_emulator_store(fixture *f) { return open_gcs(f, 1); }
+
 static const store_kind stores[] = {
 	{"file (plain path)", open_file_store},
 	{"file:// URL", open_file_url_store},
@@ -247,6 +302,8 @@ static const store_kind stores[] = {
 	{"$STATETOOL_TEST_STORE_URL", open_env_store},
 	{"azblob:// on Azurite", open_azurite_store},
 	{"azblob:// on Azurite with a SAS token only", open_azurite_sas_store},
+	{"gs:// on tests/gcsfake.js with a service account key", open_gcs_store},
+	{"gs:// on tests/gcsfake.js as STORAGE_EMULATOR_HOST", open_gcs_emulator_store},
 };
 
 static char *K(const fixture *f, const char *key)
@@ -723,7 +780,7 @@ static void test_file_store_links_and_modes(void **state)
 	tu_rmdir(dir);
 }
 
-/* The run's Azurite container goes, with everything in it. */
+/* The run's Azurite container goes, with everything in it; the GCS fakes stop. */
 static int drop_containers(void **state)
 {
 	fixture f;
@@ -734,6 +791,11 @@ static int drop_containers(void **state)
 		st_store_free(f.s);
 	}
 	free(azurite_container);
+	gcsfake_stop(&gcs_fakes[0]);
+	gcsfake_stop(&gcs_fakes[1]);
+	if (gcs_dir)
+		tu_rmdir(gcs_dir);
+	free(gcs_dir);
 	return 0;
 }
 
