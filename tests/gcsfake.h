@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -51,7 +52,8 @@ static inline gcsfake gcsfake_start(const char *const *argv)
 	for (int i = 0; argv && argv[i] && n < 38; i++)
 		av[n++] = argv[i];
 	av[n] = NULL;
-	if (pipe(in) < 0 || pipe(out) < 0)
+	/* close-on-exec: a fake started later must not hold this one's standard input open */
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
 		fail_msg("pipe: %s", strerror(errno));
 	f.pid = fork();
 	if (f.pid < 0)
@@ -94,8 +96,8 @@ static inline void gcsfake_stop(gcsfake *f)
 		return;
 	close(f->in);
 	int st;
-	if (waitpid(f->pid, &st, 0) < 0)
-		kill(f->pid, SIGKILL);
+	kill(f->pid, SIGTERM);
+	waitpid(f->pid, &st, 0);
 	f->pid = -1;
 }
 

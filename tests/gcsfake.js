@@ -32,8 +32,9 @@
 //   401 for a missing, unknown or expired bearer token (unless --no-auth: STORAGE_EMULATOR_HOST
 //   mode), 403 for a write with a read-only scope; 404 for a missing bucket ("The specified
 //   bucket does not exist.") or object ("No such object: B/O").
-// Test controls (never authenticated): GET /_fake/log (every request: method, path, whether it
-// carried a bearer token and whether that was valid; never a token), DELETE /_fake/log,
+// Test controls (never authenticated): GET /_fake/log (every request: method, path, query, whether
+// it carried a bearer token and whether that was valid; never a token: the JSON API takes it
+// in the Authorization header only), DELETE /_fake/log,
 // POST /_fake/fail [{"method","path" (a substring),"times","action": "status" (answer `status`
 // without doing anything) | "drop" (close without an answer, nothing done) | "lose" (do it, then
 // close without an answer) | "cut" (do it, answer half of the body, close)}], POST /_fake/config
@@ -529,7 +530,7 @@ function handle(req, res, body) {
   const path = u.pathname, q = u.searchParams;
   if (path.startsWith('/_fake/')) return control(req, res, path, body);
   const verdict = bearer(req);
-  const entry = { method: req.method, path: u.pathname, auth: verdict === 'none' ? 'none' : verdict === 'invalid' ? 'invalid' : 'valid' };
+  const entry = { method: req.method, path: u.pathname, query: u.search, auth: verdict === 'none' ? 'none' : verdict === 'invalid' ? 'invalid' : 'valid' };
   log.push(entry);
   const fault = faults.find((f) => f.times > 0 && (!f.method || f.method === req.method) && (!f.path || path.includes(f.path)));
   let after = null;

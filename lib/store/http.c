@@ -289,7 +289,22 @@ typedef struct attempt {
 	int oom;
 	size_t up_off; /* the upload's position */
 	int up_errno;  /* a failed read of the body's file */
+	int sent;      /* request lines sent (libcurl may send a request again by itself) */
 } attempt;
+
+/* Counts the request lines libcurl sends: on a kept-alive connection that dies before any
+ * answer, libcurl sends the request again on a new one within the same attempt, so the first
+ * may have been carried out. Only the type and the first bytes are looked at; nothing is kept
+ * or printed (headers hold credentials). */
+static int on_debug(CURL *c, curl_infotype type, char *p, size_t n, void *ctx)
+{
+	attempt *a = ctx;
+	size_t m = strlen(a->req->method);
+	(void)c;
+	if (type == CURLINFO_HEADER_OUT && n > m && !memcmp(p, a->req->method, m) && p[m] == ' ')
+		a->sent++;
+	return 0;
+}
 
 static size_t on_header(char *p, size_t size, size_t nitems, void *ctx)
 {
@@ -448,6 +463,9 @@ static void set_options(st_http *h, attempt *a, struct curl_slist *hl, char *err
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, a);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
+	curl_easy_setopt(c, CURLOPT_DEBUGFUNCTION, on_debug);
+	curl_easy_setopt(c, CURLOPT_DEBUGDATA, a);
+	curl_easy_setopt(c, CURLOPT_VERBOSE, 1L);
 	if (!strcmp(r->method, "HEAD")) {
 		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
 	} else if (has_body || !strcmp(r->method, "PUT") || !strcmp(r->method, "POST")) {
@@ -629,6 +647,8 @@ static int attempt_once(st_http *h, const st_http_req *r, st_http_resp *resp, ch
 	if (*crc == CURLE_OK)
 		curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &resp->status);
 	report_attempt(h, r, *crc == CURLE_OK ? resp->status : 0);
+	if (a.sent > 1)
+		resp->maybe_done = 1;
 	curl_slist_free_all(hl);
 	st__http_hdrs_free(&extra);
 	if (a.oom) {

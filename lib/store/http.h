@@ -102,7 +102,8 @@ typedef struct st_http_resp {
 	size_t len;
 	int attempts;         /* how many attempts were made */
 	/* an earlier attempt may have reached the server and been carried out although its
-	 * answer was lost (a create-only write then finds its own object) */
+	 * answer was lost (a create-only write then finds its own object); also set when libcurl
+	 * sent the request again by itself (a kept-alive connection that died before answering) */
 	int maybe_done;
 } st_http_resp;
 
