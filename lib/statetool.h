@@ -307,8 +307,8 @@ typedef struct st_store_entry {
 } st_store_entry;
 
 /* Opens the store at `url` (file://PATH or PATH, a leading ~/ being the home directory: the
- * directory must exist; azblob://...: nothing is requested yet, the URL and the environment are
- * read, ST_EINVAL for a bad URL, ST_EUNSUPPORTED without usable credentials; postgres://...:
+ * directory must exist; azblob://... and gs://...: nothing is requested yet, the URL and the
+ * environment are read, ST_EINVAL for a bad URL, ST_EUNSUPPORTED without usable credentials; postgres://...:
  * connects, and creates Pulumi's table when it is missing, as Pulumi does). *out is new:
  * st_store_free. */
 ST_EXTERN int st_store_open(st_store **out, const char *url, st_error *err);

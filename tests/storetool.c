@@ -5,9 +5,13 @@
  *   storetool cat URL KEY         the object's bytes on stdout
  *   storetool put URL KEY         stdin becomes the object
  *   storetool rm URL KEY          deletes it
+ *   storetool mkbucket URL        creates an s3:// bucket or an azblob:// container (none
+ *                                 when it is there already; statetool itself never creates one)
  * Exit status 0, 1 when the store said no (message on stderr), 2 on bad usage.
  */
 #include "statetool.h"
+#include "store/azblob.h"
+#include "store/s3.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +58,7 @@ int main(int argc, char **argv)
 
 	st_error_clear(&err);
 	if (argc < 3 || argc > 4) {
-		fprintf(stderr, "usage: storetool ls|cat|put|rm URL [KEY]\n");
+		fprintf(stderr, "usage: storetool ls|cat|put|rm|mkbucket URL [KEY]\n");
 		return 2;
 	}
 	if (st_store_open(&s, argv[2], &err) != ST_OK)
@@ -80,8 +84,14 @@ int main(int argc, char **argv)
 	} else if (argc == 4 && !strcmp(argv[1], "rm")) {
 		if (st_store_delete(s, argv[3], &err) != ST_OK)
 			rc = fail(&err);
+	} else if (argc == 3 && !strcmp(argv[1], "mkbucket")) {
+		int r = !strncmp(argv[2], "s3://", 5)       ? st__s3_create_bucket(s, &err)
+			: !strncmp(argv[2], "azblob://", 9) ? st__azblob_container_create(s, &err)
+							    : ST_OK;
+		if (r != ST_OK)
+			rc = fail(&err);
 	} else {
-		fprintf(stderr, "usage: storetool ls|cat|put|rm URL [KEY]\n");
+		fprintf(stderr, "usage: storetool ls|cat|put|rm|mkbucket URL [KEY]\n");
 		rc = 2;
 	}
 	st_store_free(s);

@@ -274,6 +274,27 @@ static void test_fake_service_account(void **state)
 	gcsfake_log_clear(&fake);
 	assert_int_equal(st_store_write(s, "a.json", "one", 3, NULL, NULL), ST_OK);
 	expect_content(s, "a.json", "one");
+	/* a listing, a stat and a read tell the same size, time and tag (the index relies on it) */
+	st_store_entry *ents = NULL;
+	size_t n = 0, len = 0;
+	st_store_info st, rd;
+	char *data = NULL;
+	assert_int_equal(st_store_list(s, "", 0, &ents, &n, NULL), ST_OK);
+	assert_int_equal(n, 1);
+	assert_string_equal(ents[0].key, "a.json");
+	assert_int_equal(st_store_stat(s, "a.json", &st, NULL), ST_OK);
+	assert_int_equal(st_store_read(s, "a.json", 0, &data, &len, &rd, NULL), ST_OK);
+	free(data);
+	assert_int_equal(ents[0].info.size, 3);
+	assert_int_equal(st.size, 3);
+	assert_int_equal(rd.size, 3);
+	assert_true(ents[0].info.mtime_ns > 0);
+	assert_int_equal(st.mtime_ns, ents[0].info.mtime_ns);
+	assert_int_equal(rd.mtime_ns, ents[0].info.mtime_ns);
+	assert_true(ents[0].info.etag[0] != '\0');
+	assert_string_equal(st.etag, ents[0].info.etag);
+	assert_string_equal(rd.etag, ents[0].info.etag);
+	st_store_entries_free(ents, n);
 	o.flags = ST_STORE_CREATE_ONLY;
 	st_error_clear(&err);
 	assert_int_equal(st_store_write(s, "a.json", "two", 3, &o, &err), ST_EEXIST);

@@ -18,7 +18,7 @@ static const char help[] =
 	"\n"
 	"Options:\n"
 	"  --backend URL -s, --stack NAME   the stack whose locks to remove (URL: PATH, file://PATH,\n"
-	"                               s3://BUCKET[/PREFIX])\n"
+	"                               s3://, azblob://, gs:// or postgres://)\n"
 	"  -h, --help         show this help\n";
 
 int cmd_unlock(int argc, char **argv)

@@ -50,9 +50,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"\nA STATE is a file (plain or gzip, either envelope; '-' reads standard input)\n"
 		"or a stack of a DIY backend given as --backend URL -s/--stack NAME (URL: a\n"
-		"directory, file://PATH, or s3://BUCKET[/PREFIX][?region=...&endpoint=...]; without\n"
-		"--backend, PULUMI_BACKEND_URL, else backend.url of the project's Pulumi.yaml found\n"
-		"upwards from the working directory). See BACKENDS IN S3 in statetool(1).\n"
+		"directory, file://PATH, s3://BUCKET[/PREFIX], azblob://CONTAINER[/PREFIX],\n"
+		"gs://BUCKET[/PREFIX] or postgres://[USER@]HOST/DATABASE; without --backend,\n"
+		"PULUMI_BACKEND_URL, else backend.url of the project's Pulumi.yaml found\n"
+		"upwards from the working directory). See BACKENDS IN ... in statetool(1).\n"
 		"Every command accepts -y/--yes and ignores it: statetool never asks to confirm.\n"
 		"Results go to stdout, diagnostics to stderr; with --json, stdout is one JSON\n"
 		"document, also on failure (its \"error\": code, message, position). See OUTPUT.\n\n"

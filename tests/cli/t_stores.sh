@@ -6,8 +6,10 @@
 # The two stores are two file:// directories unless the environment names others:
 #   STATETOOL_TEST_STORE_A=s3://bucket/x?endpoint=...  STATETOOL_TEST_STORE_B=azblob://c/y ...
 # runs the same test between those (each round works under a fresh random prefix in each, so
-# the stores need not be empty). The test looks at the stores with tests/storetool, which
-# reads them through the library's store calls, whatever the scheme.
+# the stores need not be empty; a postgres:// URL, whose path is its database, gets a fresh
+# table for each round instead, so it must not name one). The test looks at the stores with
+# tests/storetool, which reads them through the library's store calls, whatever the scheme.
+# tests/cli/t_xstores.sh runs it between stores of different schemes on the test servers.
 . "$(dirname "$0")/lib.sh"
 : "${STORETOOL:?set STORETOOL to tests/storetool}"
 M=$FIXTURES/move
@@ -37,6 +39,16 @@ store() {
 		printf 'file://%s/%s/%s' "$T" "$2" "$1"
 		return
 	fi
+	case "$base" in
+	postgres://*) # the URL's path is the database: one table per round instead
+		t=$(printf 'st_%s_%s' "$run_id" "$1" | tr 'A-Z' 'a-z' | tr -c 'a-z0-9_' '_' | cut -c1-60)
+		case "$base" in
+		*\?*) printf '%s&table=%s' "$base" "$t" ;;
+		*) printf '%s?table=%s' "$base" "$t" ;;
+		esac
+		return
+		;;
+	esac
 	u=$(sub "$base" "t-$run_id-$1")
 	case "$u" in
 	file://*) p=${u#file://}; mkdir -p "${p%%\?*}" ;;
