@@ -315,6 +315,35 @@ static void test_fake_service_account(void **state)
 	st_store_free(s);
 }
 
+/* A token is kept until ten seconds before it expires: one that lives 5 s is fetched again for
+ * every request, one that lives an hour once. */
+static void test_fake_token_expiry(void **state)
+{
+	st_error err;
+	char *log;
+	(void)state;
+	gcsfake_ctl(&fake, "config", "{\"tokenTtl\": 5}");
+	st_store *s = open_fake("b", key_file, NULL, NULL, &err);
+	gcsfake_log_clear(&fake);
+	expect_content(s, "a.json", "one");
+	expect_content(s, "a.json", "one");
+	expect_content(s, "a.json", "one");
+	log = gcsfake_log(&fake);
+	assert_int_equal(gcsfake_count(log, "\"path\":\"/token\""), 3);
+	assert_int_equal(gcsfake_count(log, "\"auth\":\"invalid\""), 0);
+	free(log);
+	st_store_free(s);
+	gcsfake_ctl(&fake, "config", "{\"tokenTtl\": 3600}");
+	s = open_fake("b", key_file, NULL, NULL, &err);
+	gcsfake_log_clear(&fake);
+	expect_content(s, "a.json", "one");
+	expect_content(s, "a.json", "one");
+	log = gcsfake_log(&fake);
+	assert_int_equal(gcsfake_count(log, "\"path\":\"/token\""), 1);
+	free(log);
+	st_store_free(s);
+}
+
 /* Wrong credentials: the key is not the account's, the token unknown. */
 static void test_fake_wrong_credentials(void **state)
 {
@@ -465,6 +494,7 @@ int main(void)
 	};
 	const struct CMUnitTest fake_tests[] = {
 		cmocka_unit_test(test_fake_service_account),
+		cmocka_unit_test(test_fake_token_expiry),
 		cmocka_unit_test(test_fake_wrong_credentials),
 		cmocka_unit_test(test_fake_missing_bucket_unreachable),
 		cmocka_unit_test(test_fake_faults),
