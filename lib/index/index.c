@@ -541,7 +541,7 @@ static int load_object(st_state **out, const char *data, size_t len, const char 
  * on: out of memory, an index that cannot be written. The listing's size, time and tag decide
  * without a read (a time of whole seconds, as Azure's, cannot tell two writes within one
  * second apart: the tag can); a changed listing reads the object, and the same bytes (SHA-256)
- * only update what the index knows of it. */
+ * only update what the index knows of it. What is kept is the listing's time and tag. */
 static int update_one_store(st_index *ix, st_store *store, const st_stack_info *in,
 			    st_index_stats *stats, st_problems *failures, st_error *err)
 {
@@ -569,7 +569,7 @@ static int update_one_store(st_index *ix, st_store *store, const st_stack_info *
 	if (rc == ST_OK && k.size == (long long)len && !strcmp(k.sha, sha)) {
 		/* the same bytes, written again */
 		char *sql = sqlite3_mprintf("UPDATE stacks SET mtime_ns=%lld, etag=%Q WHERE qname=%Q",
-					    info.mtime_ns, info.etag[0] ? info.etag : NULL,
+					    in->mtime_ns, in->etag[0] ? in->etag : NULL,
 					    in->qname);
 		rc = sql ? exec(ix, sql, err) : st__err(err, ST_ENOMEM, "out of memory");
 		sqlite3_free(sql);
@@ -589,8 +589,11 @@ static int update_one_store(st_index *ix, st_store *store, const st_stack_info *
 		rc = stack_failed(ix, in->qname, stats, failures, "index/unreadable", msg, err);
 		goto out;
 	}
+	/* the time and tag the listing gave, which the next update compares: a read may tell
+	 * them otherwise (S3's and GCS's Last-Modified has whole seconds, their listings
+	 * milliseconds) */
 	rc = write_stack(ix, in->qname, where, s, info.size >= 0 ? info.size : (long long)len,
-			 info.mtime_ns, sha, info.etag, &lerr);
+			 in->mtime_ns, sha, in->etag, &lerr);
 	if (rc == ST_OK) {
 		stats->parsed++;
 		stats->resources += json_array_size(st_state_resources(s, 0));

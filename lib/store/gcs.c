@@ -329,10 +329,7 @@ static void info_from_resource(const json_t *o, st_store_info *info)
 	if (!info)
 		return;
 	info->size = int64_of(json_object_get(o, "size"));
-	/* whole seconds, as a read's Last-Modified gives it: a listing, a stat and a read of the
-	 * same object must agree (the index compares them) */
-	info->mtime_ns = rfc3339_ns(json_string_value(json_object_get(o, "updated"))) /
-			 1000000000LL * 1000000000LL;
+	info->mtime_ns = rfc3339_ns(json_string_value(json_object_get(o, "updated")));
 	if (json_is_string(g))
 		snprintf(gen, sizeof(gen), "%s", json_string_value(g));
 	else if (json_is_integer(g))
