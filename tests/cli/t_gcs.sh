@@ -49,13 +49,13 @@ check_out "organization/proj/dev                           4  v3  .pulumi/stacks
 organization/proj/prod                          4  v3  .pulumi/stacks/proj/prod.json.gz"
 run "validate every stack" st validate --backend "$U"
 check_rc 0
-check_err "organization/proj/dev: valid, 0 errors, 0 warnings (4 resources)
+check_out "organization/proj/dev: valid, 0 errors, 0 warnings (4 resources)
 organization/proj/prod: valid, 0 errors, 0 warnings (4 resources)
 2 stacks checked: 0 errors, 0 warnings"
 run "list" st list --backend "$U" --stack proj/prod
 check_rc 0; check_out_has "urn:pulumi:prod::proj::my:index:Comp::c"
 run "PULUMI_BACKEND_URL" env PULUMI_BACKEND_URL="$U" "$STATETOOL" validate --stack proj/dev
-check_rc 0; check_err "proj/dev: valid, 0 errors, 0 warnings (4 resources)"
+check_rc 0; check_out "proj/dev: valid, 0 errors, 0 warnings (4 resources)"
 
 # ---- an edit keeps the previous object as .bak, and leaves no lock ----
 run "protect" env STATETOOL_HTTP_LOG="$T/http.log" "$STATETOOL" protect --backend "$U" --stack proj/dev --all
@@ -103,7 +103,7 @@ check_rc 0; check_out_has "Successfully moved resources from organization/test/s
 run "moved: the source on gs://" urns "$U" test/sourceStack
 check_out "urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0"
 run "moved: the destination" st validate --backend "$F" --stack test/destStack
-check_rc 0; check_err "test/destStack: valid, 0 errors, 0 warnings (4 resources)"
+check_rc 0; check_out "test/destStack: valid, 0 errors, 0 warnings (4 resources)"
 run "the source's .bak on gs://" gget s/.pulumi/stacks/test/sourceStack.json.bak "$T/src.bak"
 check_out "200"; check_same "$FIXTURES/move/children.json" "$T/src.bak"
 run "no staged object or journal left on gs://" sh -c "gls s/.pulumi/ | grep -c statetool-"
@@ -146,9 +146,9 @@ check_out "/storage/v1/b/state/o/s%2F.pulumi%2Fstacks%2Fproj%2Fprod.json.gz 200"
 
 # ---- other credentials: GOOGLE_CREDENTIALS (the JSON itself), GOOGLE_OAUTH_ACCESS_TOKEN ----
 run "GOOGLE_CREDENTIALS" env -u GOOGLE_APPLICATION_CREDENTIALS GOOGLE_CREDENTIALS="$(cat "$GCS_KEY")" "$STATETOOL" validate --backend "$U" --stack proj/prod
-check_rc 0; check_err "proj/prod: valid, 0 errors, 0 warnings (4 resources)"
+check_rc 0; check_out "proj/prod: valid, 0 errors, 0 warnings (4 resources)"
 run "GOOGLE_OAUTH_ACCESS_TOKEN" env -u GOOGLE_APPLICATION_CREDENTIALS GOOGLE_OAUTH_ACCESS_TOKEN="$GCS_TOKEN" "$STATETOOL" validate --backend "$U" --stack proj/prod
-check_rc 0; check_err "proj/prod: valid, 0 errors, 0 warnings (4 resources)"
+check_rc 0; check_out "proj/prod: valid, 0 errors, 0 warnings (4 resources)"
 
 # ---- errors: each names gs and what was read, never a secret ----
 gcsfake_key "$FIXTURES/gcs/wrong-key.pem" >"$T/wrong.json"
