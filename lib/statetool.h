@@ -1220,14 +1220,16 @@ ST_EXTERN json_t *st_import_generate(st_state *s, const size_t *idx, size_t n, s
 /* ---------------------------------------------------------------------------------------------
  * The SQLite index of many stacks
  *
- * Schema version 2 (README, "The index"): tables meta, stacks, resources, edges, providers,
- * pending, secrets (property paths only: never a secret's value). An index of another version
- * is rebuilt; a corrupt file is moved aside and rebuilt, with a note. Version 2 added
- * stacks.etag (the store's tag of a stack's object, which decides with its size and time
- * whether a stack in an object store changed, without a download).
+ * Schema version 3 (README, "The index"): tables meta, stacks, urns, resource_rows, edge_rows,
+ * providers, pending, secrets (property paths only: never a secret's value), and the views
+ * resources and edges (the rows with their URNs, as the tables of version 2 were). An index of
+ * another version is rebuilt; a corrupt file is moved aside and rebuilt, with a note. Version
+ * 2 added stacks.etag (the store's tag of a stack's object, which decides with its size and
+ * time whether a stack in an object store changed, without a download); version 3 keeps each
+ * URN of a stack once (urns), referred to by number, so the index is smaller than the states.
  */
 
-#define ST_INDEX_SCHEMA_VERSION 2
+#define ST_INDEX_SCHEMA_VERSION 3
 
 
 typedef struct st_index st_index;

@@ -30,10 +30,15 @@ static int sql_code(int sqlite_rc)
 	return (sqlite_rc & 0xff) == SQLITE_NOMEM ? ST_ENOMEM : ST_EIO;
 }
 
+int st__ixsqlite_err(struct sqlite3 *db, const char *path, st_error *err, const char *what)
+{
+	return st__err(err, sql_code(sqlite3_errcode(db)), "index '%s': %s: %s", path, what,
+		       sqlite3_errmsg(db));
+}
+
 static int sql_err(st_index *ix, st_error *err, const char *what)
 {
-	return st__err(err, sql_code(sqlite3_errcode(ix->db)), "index '%s': %s: %s", ix->path,
-		       what, sqlite3_errmsg(ix->db));
+	return st__ixsqlite_err(ix->db, ix->path, err, what);
 }
 
 static int exec(st_index *ix, const char *sql, st_error *err)
@@ -103,13 +108,18 @@ static int healthy(st_index *ix, int thorough)
 	return ok;
 }
 
+/* Every table and view of any schema version (a name is a table in one version, a view in
+ * another: the wrong DROP fails and the other does it), then the free pages given back. */
 static void drop_all(st_index *ix)
 {
-	exec(ix, "DROP TABLE IF EXISTS resources; DROP TABLE IF EXISTS edges;"
-		 "DROP TABLE IF EXISTS providers; DROP TABLE IF EXISTS pending;"
-		 "DROP TABLE IF EXISTS secrets; DROP TABLE IF EXISTS stacks;"
-		 "DROP TABLE IF EXISTS meta;",
-	     NULL);
+	for (int i = 0; st__ix_all_names[i]; i++) {
+		char sql[120];
+		snprintf(sql, sizeof(sql), "DROP VIEW IF EXISTS \"%s\"", st__ix_all_names[i]);
+		exec(ix, sql, NULL);
+		snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS \"%s\"", st__ix_all_names[i]);
+		exec(ix, sql, NULL);
+	}
+	exec(ix, "VACUUM", NULL);
 }
 
 /* WAL mode and the schema of this version (an index of another version is dropped first), in
@@ -330,10 +340,10 @@ static void finalize_all(ins *I)
 
 static int delete_stack_rows(st_index *ix, sqlite3_int64 sid)
 {
-	static const char *const t[] = {"resources", "edges", "providers", "pending", "secrets"};
-	for (int k = 0; k < 5; k++) {
+	for (int k = 0; k < IX_NTABLES; k++) {
 		char sql[96];
-		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE stack_id=%lld", t[k], (long long)sid);
+		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE stack_id=%lld",
+			 st__ix_table_names[k], (long long)sid);
 		if (exec(ix, sql, NULL))
 			return -1;
 	}
@@ -787,6 +797,10 @@ static int update_many(st_index *ix, const st_stack_info *infos, st_store *store
 	}
 	if (rc == ST_OK && do_prune)
 		rc = prune(ix, infos ? store : NULL, &keep, stats, err);
+	/* the planner's statistics (sampled: quick at any size), so that a query starts from its
+	 * most selective index (a provider's package, not every resource of its stacks) */
+	if (rc == ST_OK && (stats->parsed || stats->removed))
+		exec(ix, "PRAGMA analysis_limit=1000; ANALYZE;", NULL);
 	st_strmap_free(&keep);
 	st_problems_clear(&nowhere);
 	return rc;
@@ -884,104 +898,26 @@ int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int 
 			   failures, err);
 }
 
-/* ---- queries ---- */
-
-static int run_stmt(st_index *ix, sqlite3_stmt *st, st_index_row_fn row, void *ctx, st_error *err)
-{
-	int ncols = sqlite3_column_count(st), rc, user = 0;
-	const char **names = calloc((size_t)ncols + 1, sizeof(*names));
-	const char **vals = calloc((size_t)ncols + 1, sizeof(*vals));
-	if (!names || !vals) {
-		free(names);
-		free(vals);
-		return st__err(err, ST_ENOMEM, "out of memory");
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		/* names after the step: the first step may re-prepare the statement (a bound GLOB
-		 * pattern can change the plan), which frees names taken before it */
-		for (int i = 0; i < ncols; i++)
-			names[i] = sqlite3_column_name(st, i);
-		for (int i = 0; i < ncols; i++)
-			vals[i] = (const char *)sqlite3_column_text(st, i);
-		if (row && (user = row(ctx, ncols, names, vals)) != 0)
-			break;
-	}
-	free(names);
-	free(vals);
-	if (user)
-		return user;
-	if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
-		return st__err(err, ST_EFORMAT, "the index '%s' is damaged (%s); run `statetool "
-			       "index update` to rebuild it", ix->path, sqlite3_errmsg(ix->db));
-	if (rc != SQLITE_DONE)
-		return sql_err(ix, err, "query failed");
-	return ST_OK;
-}
+/* ---- queries (SQLite's in query.c, PostgreSQL's in pg.c) ---- */
 
 int st_index_sql(st_index *ix, const char *sql, st_index_row_fn row, void *ctx, st_error *err)
 {
 	ST_ASSERT_ARG(ix);
-	sqlite3_stmt *st;
-	const char *tail;
-	int rc;
 	if (ix->pg)
 		return st__ixpg_sql(ix->pg, sql, row, ctx, err);
-	if (sqlite3_prepare_v2(ix->db, sql, -1, &st, &tail) != SQLITE_OK)
-		return st__err(err, ST_EINVAL, "SQL error: %s", sqlite3_errmsg(ix->db));
-	if (!st)
-		return st__err(err, ST_EINVAL, "no SQL statement");
-	if (!sqlite3_stmt_readonly(st)) {
-		sqlite3_finalize(st);
-		return st__err(err, ST_EREFUSED, "only read-only statements are allowed (the index is "
-			       "opened read-only)");
-	}
-	if (!sqlite3_column_count(st)) { /* BEGIN, COMMIT, PRAGMA x = y... */
-		sqlite3_finalize(st);
-		return st__err(err, ST_EREFUSED, IX_ONLY_QUERIES);
-	}
-	while (tail && (*tail == ' ' || *tail == '\n' || *tail == '\t' || *tail == ';'))
-		tail++;
-	if (tail && *tail) {
-		sqlite3_finalize(st);
-		return st__err(err, ST_EINVAL, "one SQL statement at a time");
-	}
-	rc = run_stmt(ix, st, row, ctx, err);
-	sqlite3_finalize(st);
-	return rc;
+	return st__ixsqlite_sql(ix->db, ix->path, sql, row, ctx, err);
 }
 
 int st_index_query_run(st_index *ix, const st_index_query *q, st_index_row_fn row, void *ctx,
 		       st_error *err)
 {
 	ST_ASSERT_ARG(ix);
-	st_buf sql;
-	sqlite3_stmt *st;
-	const char *binds[16];
-	char *owned[16];
-	int nb = 0, no = 0, rc;
-
+	int rc;
 	if ((rc = st__opts_version(q->version, ST_INDEX_QUERY_VERSION, "st_index_query", err)))
 		return rc;
 	if (ix->pg)
 		return st__ixpg_query(ix->pg, q, row, ctx, err);
-	st_buf_init(&sql);
-	if (st__ix_query_sql(q, 0, &sql, binds, &nb, owned, &no) != ST_OK) {
-		rc = st__err(err, ST_ENOMEM, "out of memory");
-		goto out;
-	}
-	if (sqlite3_prepare_v2(ix->db, sql.data, -1, &st, NULL) != SQLITE_OK) {
-		rc = sql_err(ix, err, "cannot prepare the query");
-		goto out;
-	}
-	for (int i = 0; i < nb; i++)
-		sqlite3_bind_text(st, i + 1, binds[i], -1, SQLITE_STATIC);
-	rc = run_stmt(ix, st, row, ctx, err);
-	sqlite3_finalize(st);
-out:
-	for (int i = 0; i < no; i++)
-		free(owned[i]);
-	st_buf_free(&sql);
-	return rc;
+	return st__ixsqlite_query(ix->db, ix->path, q, row, ctx, err);
 }
 
 const char *st_index_name(const st_index *ix)

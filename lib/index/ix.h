@@ -11,10 +11,12 @@
 
 /* The tables of a stack's rows, in the order of their columns in the schema. */
 typedef enum ix_table {
-	IX_RESOURCES, /* stack_id, position, urn, type, name, id, import_id, parent, provider,
-		       * custom, protect, delete, external, taint, pending_replacement,
-		       * retain_on_delete, created, modified */
-	IX_EDGES,     /* stack_id, from_urn, kind, to_urn, property */
+	IX_URNS,      /* stack_id, n, urn: each URN of the stack once, numbered from 0 */
+	IX_RESOURCES, /* stack_id, position, urn_n, type, name, id, import_id, parent_n,
+		       * provider_n, provider_id, custom, protect, delete, external, taint,
+		       * pending_replacement, retain_on_delete, created, modified (view:
+		       * resources) */
+	IX_EDGES,     /* stack_id, from_n, kind, to_n, property (view: edges) */
 	IX_PROVIDERS, /* stack_id, urn, id, ref, package, version */
 	IX_PENDING,   /* stack_id, urn, type */
 	IX_SECRETS,   /* stack_id, urn, path */
@@ -23,6 +25,9 @@ typedef enum ix_table {
 
 extern const char *const st__ix_table_names[IX_NTABLES];
 extern const int st__ix_table_ncols[IX_NTABLES];
+/* Every table and view any schema version had, views first (NULL-terminated): dropped for a
+ * rebuild. */
+extern const char *const st__ix_all_names[];
 
 /* One value of a row: text (s, len; s NULL: SQL NULL) or, with is_int, an integer. */
 typedef struct ix_val {
@@ -71,6 +76,19 @@ void st__ix_scope_free(ix_scope *sc);
 #define IX_ONLY_QUERIES                                                                        \
 	"only queries are allowed (the index is opened read-only): a statement that returns no " \
 	"rows is refused"
+
+/* ---- the SQLite engine's queries (query.c) ---- */
+
+struct sqlite3;
+
+/* st_index_sql and st_index_query_run on the SQLite index `db` (named `path` in messages). */
+int st__ixsqlite_sql(struct sqlite3 *db, const char *path, const char *sql,
+		     st_index_row_fn row, void *ctx, st_error *err);
+int st__ixsqlite_query(struct sqlite3 *db, const char *path, const st_index_query *q,
+		       st_index_row_fn row, void *ctx, st_error *err);
+/* A failure of SQLite's on `db` as an error (ST_ENOMEM or ST_EIO): "index 'PATH': WHAT:
+ * SQLite's message". Returns the code. */
+int st__ixsqlite_err(struct sqlite3 *db, const char *path, st_error *err, const char *what);
 
 /* ---- the PostgreSQL engine (pg.c) ---- */
 

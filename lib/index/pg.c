@@ -39,7 +39,11 @@ static int fail(st_ixpg *p, PGresult *r, const char *what, st_error *err)
 					     ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)
 					     : PQerrorMessage(p->c.conn));
 	int code = ST_EIO;
-	if (state && !strcmp(state, "25006"))
+	/* 25006: a write in a read-only transaction; 55000 with a view: a write to one (resources,
+	 * edges), refused before the transaction's mode is looked at */
+	const char *m0 = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	if (state && (!strcmp(state, "25006") ||
+		      (!strcmp(state, "55000") && m0 && strstr(m0, "view"))))
 		code = ST_EREFUSED;
 	else if (state && (!strncmp(state, "42", 2) || !strncmp(state, "22", 2)))
 		code = ST_EINVAL;
@@ -108,6 +112,28 @@ static int schema_version(st_ixpg *p, int *v, st_error *err)
 	return ST_OK;
 }
 
+/* Every table and view of any schema version in the index's schema (the first of the
+ * search path), each as what it is there. */
+static int drop_all(st_ixpg *p, st_error *err)
+{
+	st_buf sql;
+	int rc;
+
+	st_buf_init(&sql);
+	st_buf_adds(&sql, "DO $$DECLARE r record; BEGIN FOR r IN SELECT c.relname, c.relkind FROM "
+			  "pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND "
+			  "c.relkind IN ('r', 'v') AND c.relname IN (");
+	for (int i = 0; st__ix_all_names[i]; i++)
+		st_buf_printf(&sql, "%s'%s'", i ? ", " : "", st__ix_all_names[i]);
+	st_buf_adds(&sql, ") LOOP EXECUTE format('DROP %s IF EXISTS %I CASCADE', CASE WHEN "
+			  "r.relkind = 'v' THEN 'VIEW' ELSE 'TABLE' END, r.relname); END LOOP; "
+			  "END$$");
+	rc = sql.oom ? st__err(err, ST_ENOMEM, "out of memory")
+		     : q(p, sql.data, 0, NULL, NULL, "cannot drop the old tables", err);
+	st_buf_free(&sql);
+	return rc;
+}
+
 /* The tables of this version, made once however many updaters start together. */
 static int init_schema(st_ixpg *p, st_changes *notes, st_error *err)
 {
@@ -125,9 +151,7 @@ static int init_schema(st_ixpg *p, st_changes *notes, st_error *err)
 	if (rc == ST_OK)
 		rc = schema_version(p, &v, err);
 	if (rc == ST_OK && v != -1 && v != ST_INDEX_SCHEMA_VERSION) {
-		rc = q(p, "DROP TABLE IF EXISTS resources, edges, providers, pending, secrets, "
-			  "stacks, meta",
-		       0, NULL, NULL, "cannot drop the old tables", err);
+		rc = drop_all(p, err);
 		st_changes_add(notes, "the index had schema version %d; rebuilt as version %d", v,
 			       ST_INDEX_SCHEMA_VERSION);
 	}

@@ -7,34 +7,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const st__ix_table_names[IX_NTABLES] = {"resources", "edges", "providers", "pending",
-						    "secrets"};
-const int st__ix_table_ncols[IX_NTABLES] = {18, 5, 6, 3, 3};
+const char *const st__ix_table_names[IX_NTABLES] = {"urns", "resource_rows", "edge_rows",
+						    "providers", "pending", "secrets"};
+const int st__ix_table_ncols[IX_NTABLES] = {3, 19, 5, 6, 3, 3};
 
-/* {ID}: the stacks' key; {INT}: an integer. Everything else is the same SQL on both. */
+/* {ID}: the stacks' key; {INT}: an integer; {VIEW}: a view made once. Everything else is the same SQL on both.
+ *
+ * Schema 3: a stack's URNs are kept once, in `urns` (numbered per stack); resource_rows and
+ * edge_rows refer to them by number (edges were most of an index that kept full URNs, larger
+ * than the states it indexed). The views `resources` and `edges` give the rows with their URNs,
+ * the columns of schema 2, for the queries and --sql. A URN is numbered within its stack, so a
+ * stack's rows are still all under its stack_id: written and removed in one transaction with
+ * nothing shared between stacks (updaters of different stacks never touch the same rows). */
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
 	"CREATE TABLE IF NOT EXISTS stacks ("
 	"  id {ID}, qname TEXT UNIQUE NOT NULL, project TEXT, stack TEXT,"
 	"  path TEXT, size {INT}, mtime_ns {INT}, sha256 TEXT, version {INT},"
 	"  envelope TEXT, resources {INT}, indexed_at TEXT, etag TEXT);"
-	"CREATE TABLE IF NOT EXISTS resources ("
-	"  stack_id {INT} NOT NULL, position {INT} NOT NULL, urn TEXT NOT NULL, type TEXT,"
-	"  name TEXT, id TEXT, import_id TEXT, parent TEXT, provider TEXT, custom {INT},"
-	"  protect {INT}, \"delete\" {INT}, external {INT}, taint {INT},"
-	"  pending_replacement {INT}, retain_on_delete {INT}, created TEXT, modified TEXT,"
-	"  PRIMARY KEY (stack_id, position));"
-	"CREATE INDEX IF NOT EXISTS resources_urn ON resources(urn);"
-	"CREATE INDEX IF NOT EXISTS resources_type ON resources(type);"
-	"CREATE INDEX IF NOT EXISTS resources_type_id ON resources(type, id);"
-	"CREATE INDEX IF NOT EXISTS resources_id ON resources(id);"
-	"CREATE INDEX IF NOT EXISTS resources_import_id ON resources(import_id);"
-	"CREATE INDEX IF NOT EXISTS resources_provider ON resources(provider);"
-	"CREATE TABLE IF NOT EXISTS edges ("
-	"  stack_id {INT} NOT NULL, from_urn TEXT NOT NULL, kind TEXT NOT NULL,"
-	"  to_urn TEXT NOT NULL, property TEXT);"
-	"CREATE INDEX IF NOT EXISTS edges_to ON edges(to_urn, kind);"
-	"CREATE INDEX IF NOT EXISTS edges_stack ON edges(stack_id);"
+	"CREATE TABLE IF NOT EXISTS urns ("
+	"  stack_id {INT} NOT NULL, n {INT} NOT NULL, urn TEXT NOT NULL,"
+	"  PRIMARY KEY (stack_id, n));"
+	"CREATE INDEX IF NOT EXISTS urns_urn ON urns(urn);"
+	"CREATE TABLE IF NOT EXISTS resource_rows ("
+	"  stack_id {INT} NOT NULL, position {INT} NOT NULL, urn_n {INT} NOT NULL, type TEXT,"
+	"  name TEXT, id TEXT, import_id TEXT, parent_n {INT}, provider_n {INT},"
+	"  provider_id TEXT, custom {INT}, protect {INT}, \"delete\" {INT}, external {INT},"
+	"  taint {INT}, pending_replacement {INT}, retain_on_delete {INT}, created TEXT,"
+	"  modified TEXT, PRIMARY KEY (stack_id, position));"
+	"CREATE INDEX IF NOT EXISTS resource_rows_urn ON resource_rows(stack_id, urn_n);"
+	"CREATE INDEX IF NOT EXISTS resource_rows_type_id ON resource_rows(type, id);"
+	"CREATE INDEX IF NOT EXISTS resource_rows_id ON resource_rows(id);"
+	"CREATE INDEX IF NOT EXISTS resource_rows_import_id ON resource_rows(import_id);"
+	"CREATE INDEX IF NOT EXISTS resource_rows_provider ON resource_rows(stack_id, provider_n);"
+	"CREATE TABLE IF NOT EXISTS edge_rows ("
+	"  stack_id {INT} NOT NULL, from_n {INT} NOT NULL, kind TEXT NOT NULL,"
+	"  to_n {INT} NOT NULL, property TEXT);"
+	"CREATE INDEX IF NOT EXISTS edge_rows_to ON edge_rows(stack_id, to_n, kind);"
 	"CREATE TABLE IF NOT EXISTS providers ("
 	"  stack_id {INT} NOT NULL, urn TEXT NOT NULL, id TEXT, ref TEXT, package TEXT,"
 	"  version TEXT);"
@@ -46,7 +55,29 @@ static const char schema[] =
 	"CREATE INDEX IF NOT EXISTS secrets_urn ON secrets(urn);"
 	"CREATE INDEX IF NOT EXISTS providers_stack ON providers(stack_id);"
 	"CREATE INDEX IF NOT EXISTS pending_stack ON pending(stack_id);"
-	"CREATE INDEX IF NOT EXISTS secrets_stack ON secrets(stack_id);";
+	"CREATE INDEX IF NOT EXISTS secrets_stack ON secrets(stack_id);"
+	/* a provider reference is "URN::ID": its URN by number, its ID as it is (a reference
+	 * without "::" has no number and is all in provider_id) */
+	"{VIEW} resources AS SELECT r.stack_id AS stack_id, r.position AS position,"
+	"  u.urn AS urn, r.type AS type, r.name AS name, r.id AS id, r.import_id AS import_id,"
+	"  pa.urn AS parent, CASE WHEN r.provider_n IS NULL THEN r.provider_id"
+	"  ELSE pv.urn || '::' || r.provider_id END AS provider, r.custom AS custom,"
+	"  r.protect AS protect, r.\"delete\" AS \"delete\", r.external AS external,"
+	"  r.taint AS taint, r.pending_replacement AS pending_replacement,"
+	"  r.retain_on_delete AS retain_on_delete, r.created AS created,"
+	"  r.modified AS modified"
+	"  FROM resource_rows r JOIN urns u ON u.stack_id = r.stack_id AND u.n = r.urn_n"
+	"  LEFT JOIN urns pa ON pa.stack_id = r.stack_id AND pa.n = r.parent_n"
+	"  LEFT JOIN urns pv ON pv.stack_id = r.stack_id AND pv.n = r.provider_n;"
+	"{VIEW} edges AS SELECT e.stack_id AS stack_id, f.urn AS from_urn, e.kind AS kind,"
+	"  t.urn AS to_urn, e.property AS property"
+	"  FROM edge_rows e JOIN urns f ON f.stack_id = e.stack_id AND f.n = e.from_n"
+	"  JOIN urns t ON t.stack_id = e.stack_id AND t.n = e.to_n;";
+
+/* Every table and view of any schema version, for a rebuild: views first. */
+const char *const st__ix_all_names[] = {"resources", "edges", "urns", "resource_rows",
+					"edge_rows", "providers", "pending", "secrets", "stacks",
+					"meta", NULL};
 
 char *st__ix_schema_sql(int pg)
 {
@@ -58,6 +89,9 @@ char *st__ix_schema_sql(int pg)
 		if (!strncmp(p, "{ID}", 4)) {
 			st_buf_adds(&b, id);
 			p += 4;
+		} else if (!strncmp(p, "{VIEW}", 6)) {
+			st_buf_adds(&b, pg ? "CREATE OR REPLACE VIEW" : "CREATE VIEW IF NOT EXISTS");
+			p += 6;
 		} else if (!strncmp(p, "{INT}", 5)) {
 			st_buf_adds(&b, in);
 			p += 5;
@@ -86,9 +120,30 @@ typedef struct walk {
 	ix_row_fn row;
 	void *ctx;
 	long long sid;
-	const char *from;
+	long long from;  /* the number of the resource whose edges are walked */
+	st_strmap urns;  /* URN -> its number + 1 (slot.a), keys borrowed from the state */
 	int rc;
 } walk;
+
+/* The number of a URN (s, len) in this stack: a new one gets the next number and its row in
+ * `urns`. -1 when out of memory or when the row failed (w->rc set). */
+static long long urn_n(walk *w, const char *s, size_t len)
+{
+	int created;
+	st_strmap_slot *sl = st_strmap_putn(&w->urns, s, len, &created);
+
+	if (!sl) {
+		w->rc = ST_ENOMEM;
+		return -1;
+	}
+	if (created) {
+		sl->a = w->urns.count;
+		ix_val v[3] = {{NULL, 0, w->sid, 1}, {NULL, 0, (long long)sl->a - 1, 1}, {s, len, 0, 0}};
+		if ((w->rc = w->row(w->ctx, IX_URNS, v)) != 0)
+			return -1;
+	}
+	return (long long)sl->a - 1;
+}
 
 static int edge_row(void *p, st_ref *ref)
 {
@@ -107,7 +162,10 @@ static int edge_row(void *p, st_ref *ref)
 			return ST_REF_NEXT;
 		break;
 	}
-	ix_val v[5] = {I(w->sid), T(w->from), T(kind), {ref->value, len, 0, 0}, T(ref->key)};
+	long long to = urn_n(w, ref->value, len);
+	if (to < 0)
+		return ST_REF_STOP;
+	ix_val v[5] = {I(w->sid), I(w->from), T(kind), I(to), T(ref->key)};
 	if ((w->rc = w->row(w->ctx, IX_EDGES, v)) != 0)
 		return ST_REF_STOP;
 	return ST_REF_NEXT;
@@ -151,26 +209,60 @@ static int secret_paths(walk *w, const char *urn, json_t *v, st_buf *path, int d
 	return rc;
 }
 
+/* A reference (URN, or a provider's "URN::ID") as a URN's number (-2: none) and the rest. */
+static int ref_n(walk *w, const char *ref, int provider, long long *n, ix_val *rest)
+{
+	size_t len = ref ? strlen(ref) : 0, ulen = len;
+
+	*n = -2;
+	*rest = T(NULL);
+	if (!ref)
+		return 0;
+	if (provider && !(ulen = st__provider_ref_urn_len(ref, len))) {
+		*rest = T(ref);
+		return 0;
+	}
+	if ((*n = urn_n(w, ref, ulen)) < 0)
+		return w->rc;
+	if (provider)
+		*rest = T(ref + ulen + 2);
+	return 0;
+}
+
+/* A number, or SQL NULL for -2 (none). */
+static ix_val N(long long n)
+{
+	ix_val v = {NULL, 0, n, n != -2};
+	return v;
+}
+
 static int resource_rows(walk *w, json_t *r, size_t i, st_buf *pb)
 {
 	const char *urn = st_json_str(r, "urn"), *type = st_json_str(r, "type");
+	long long un, parent, prov;
+	ix_val prov_id, none;
 	st_urn pu;
 	char *name = NULL;
 	int rc;
 
 	if (!urn)
 		return 0;
+	if ((un = urn_n(w, urn, strlen(urn))) < 0 ||
+	    ref_n(w, st_json_str(r, "parent"), 0, &parent, &none) ||
+	    ref_n(w, st_json_str(r, "provider"), 1, &prov, &prov_id))
+		return w->rc;
 	if (st_urn_parse(urn, &pu) == ST_OK && !(name = st_strndup(pu.name, pu.name_len)))
 		return ST_ENOMEM;
-	ix_val v[18] = {I(w->sid),
+	ix_val v[19] = {I(w->sid),
 			I((long long)i),
-			T(urn),
+			I(un),
 			T(type),
 			T(name),
 			T(st_json_str(r, "id")),
 			T(st_json_str(r, "importID")),
-			T(st_json_str(r, "parent")),
-			T(st_json_str(r, "provider")),
+			N(parent),
+			N(prov),
+			prov_id,
 			I(st_json_bool(r, "custom")),
 			I(st_json_bool(r, "protect")),
 			I(st_json_bool(r, "delete")),
@@ -184,7 +276,7 @@ static int resource_rows(walk *w, json_t *r, size_t i, st_buf *pb)
 	free(name);
 	if (rc)
 		return rc;
-	w->from = urn;
+	w->from = un;
 	st__ref_foreach(r, ST_REF_ALL, edge_row, w);
 	if (w->rc)
 		return w->rc;
@@ -211,12 +303,13 @@ static int resource_rows(walk *w, json_t *r, size_t i, st_buf *pb)
 int st__ix_rows(st_state *s, long long sid, ix_row_fn row, void *ctx)
 {
 	json_t *res = st_state_resources(s, 0), *r, *dep = st_state_deployment(s);
-	walk w = {row, ctx, sid, NULL, 0};
+	walk w = {row, ctx, sid, 0, {0}, 0};
 	st_buf pb;
 	size_t i;
 	int rc = 0;
 
 	st_buf_init(&pb);
+	st_strmap_init(&w.urns);
 	json_array_foreach(res, i, r) {
 		if ((rc = resource_rows(&w, r, i, &pb)) != 0)
 			break;
@@ -228,6 +321,7 @@ int st__ix_rows(st_state *s, long long sid, ix_row_fn row, void *ctx)
 			break;
 	}
 	st_buf_free(&pb);
+	st_strmap_free(&w.urns);
 	return rc;
 }
 
@@ -278,6 +372,11 @@ char *st__ix_glob_regex(const char *g)
 	" (CASE WHEN r.\"delete\" <> 0 THEN ',delete' ELSE '' END) ||"                        \
 	" (CASE WHEN r.taint <> 0 THEN ',taint' ELSE '' END) ||"                              \
 	" (CASE WHEN r.external <> 0 THEN ',external' ELSE '' END))"
+
+/* resources.provider from the base tables (as the view has it) */
+#define PROVIDER_SQL                                                                          \
+	"(CASE WHEN r.provider_n IS NULL THEN r.provider_id ELSE pv.urn || '::' || "             \
+	"r.provider_id END)"
 
 typedef struct qb {
 	st_buf *sql;
@@ -357,9 +456,17 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
 				 "e.to_urn = d.urn WHERE e.kind IN ('parent','dependency','property',"
 				 "'deletedWith','replaceWith','provider')) ");
 	}
-	st_buf_adds(sql, "SELECT s.qname AS stack, r.urn, r.type, r.id, r.import_id, r.parent, "
-			 "r.provider, " FLAGS_SQL " AS flags FROM resources r JOIN stacks s ON "
-			 "s.id = r.stack_id");
+	/* the base tables (the view `resources` gives the same columns), so that a filter on a
+	 * URN or a provider finds its rows through the indexes */
+	st_buf_adds(sql, "SELECT s.qname AS stack, u.urn AS urn, r.type, r.id, r.import_id, "
+			 "pa.urn AS parent, " PROVIDER_SQL " AS provider, " FLAGS_SQL " AS flags "
+			 "FROM resource_rows r JOIN stacks s ON s.id = r.stack_id JOIN urns u ON "
+			 "u.stack_id = r.stack_id AND u.n = r.urn_n LEFT JOIN urns pa ON pa.stack_id "
+			 "= r.stack_id AND pa.n = r.parent_n");
+	/* with a provider filter the provider must be there: an inner join, which lets the
+	 * planner start from it */
+	st_buf_printf(sql, " %sJOIN urns pv ON pv.stack_id = r.stack_id AND pv.n = r.provider_n",
+		      q->provider ? "" : "LEFT ");
 	if (q->provider && !strstr(q->provider, "::")) {
 		const char *at = strchr(q->provider, '@');
 		pkg = at ? st_strndup(q->provider, (size_t)(at - q->provider)) : st_strdup(q->provider);
@@ -372,10 +479,11 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
 		keep(&b, pkg);
 		if (ver)
 			keep(&b, ver);
-		st_buf_adds(sql, " JOIN providers p ON p.stack_id = r.stack_id AND p.ref = r.provider");
+		st_buf_adds(sql, " JOIN providers p ON p.stack_id = r.stack_id AND p.urn = pv.urn AND "
+				 "p.ref = pv.urn || '::' || r.provider_id");
 	}
 	st_buf_adds(sql, " WHERE 1 = 1");
-	if (q->urn_glob && glob(&b, "r.urn", q->urn_glob))
+	if (q->urn_glob && glob(&b, "u.urn", q->urn_glob))
 		return ST_ENOMEM;
 	if (q->type) {
 		st_buf_adds(sql, " AND r.type = ");
@@ -400,16 +508,19 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
 				ph(&b, ver);
 			}
 		} else {
-			/* a provider URN (any ID) or a full reference */
-			char *pat = st_asprintf("%s::*", q->provider);
-			if (!pat)
+			/* a provider URN (any ID) or a full reference URN::ID (split at its last
+			 * "::", as the rows are) */
+			size_t ul = st__provider_ref_urn_len(q->provider, strlen(q->provider));
+			char *urn = st_strndup(q->provider, ul);
+			if (!urn)
 				return ST_ENOMEM;
-			keep(&b, pat);
-			st_buf_adds(sql, " AND (r.provider = ");
+			keep(&b, urn);
+			st_buf_adds(sql, " AND (pv.urn = ");
 			ph(&b, q->provider);
-			st_buf_adds(sql, " OR (1 = 1");
-			if (glob(&b, "r.provider", pat))
-				return ST_ENOMEM;
+			st_buf_adds(sql, " OR (pv.urn = ");
+			ph(&b, urn);
+			st_buf_adds(sql, " AND r.provider_id = ");
+			ph(&b, q->provider + ul + 2);
 			st_buf_adds(sql, "))");
 		}
 	}
@@ -417,9 +528,9 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
 		st_buf_adds(sql, " AND r.protect <> 0");
 	if (q->pending_only)
 		st_buf_adds(sql, " AND EXISTS (SELECT 1 FROM pending pd WHERE pd.stack_id = "
-				 "r.stack_id AND pd.urn = r.urn)");
+				 "r.stack_id AND pd.urn = u.urn)");
 	if (q->dependents_of) {
-		st_buf_adds(sql, " AND r.urn IN (SELECT urn FROM deps) AND r.urn != ");
+		st_buf_adds(sql, " AND u.urn IN (SELECT urn FROM deps) AND u.urn != ");
 		ph(&b, q->dependents_of);
 	}
 	if (q->duplicate_ids && !(q->version >= 2 && q->include_providers))
@@ -427,7 +538,7 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
 	if (q->duplicate_ids)
 		st_buf_adds(sql, " AND r.custom <> 0 AND r.id IS NOT NULL AND r.id != '' AND "
 				 "r.\"delete\" = 0 AND (r.type, r.id) IN (SELECT type, id FROM "
-				 "resources WHERE custom <> 0 AND id IS NOT NULL AND id != '' AND "
+				 "resource_rows WHERE custom <> 0 AND id IS NOT NULL AND id != '' AND "
 				 "\"delete\" = 0 GROUP BY type, id HAVING count(*) > 1)");
 	if (q->duplicate_ids)
 		st_buf_printf(sql, " ORDER BY r.type%s, r.id%s, s.qname%s, r.position", C, C, C);

@@ -89,7 +89,7 @@ run "sql two statements" st query --backend "$B" --sql "SELECT 1; SELECT 2"
 check_rc 2
 run "schema version" st query --backend "$B" --sql "SELECT value FROM meta WHERE key = 'schema_version'"
 check_out "value
-2"
+3"
 
 # renamed, deleted, corrupted stacks
 mv "$B/.pulumi/stacks/data/eu.json" "$B/.pulumi/stacks/data/europe.json"
@@ -130,7 +130,20 @@ check_rc 1; check_err_has "no index at"
 run "old schema set up" sqlite3 "$T/f.sqlite" "UPDATE meta SET value='0' WHERE key='schema_version'"
 check_rc 0
 run "old schema" st index update --db "$T/f.sqlite" "$T/pt.json"
-check_rc 0; check_err_has "the index had schema version 0; rebuilt as version 2"
+check_rc 0; check_err_has "the index had schema version 0; rebuilt as version 3"
+# an index of schema 2 (resources and edges were tables, with full URNs; now views): rebuilt
+sqlite3 "$T/v2.sqlite" "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('schema_version', '2');
+CREATE TABLE stacks (id INTEGER PRIMARY KEY, qname TEXT UNIQUE NOT NULL, project TEXT, stack TEXT, path TEXT, size INTEGER, mtime_ns INTEGER, sha256 TEXT, version INTEGER, envelope TEXT, resources INTEGER, indexed_at TEXT, etag TEXT);
+CREATE TABLE resources (stack_id INTEGER NOT NULL, position INTEGER NOT NULL, urn TEXT NOT NULL, type TEXT, name TEXT, id TEXT, import_id TEXT, parent TEXT, provider TEXT, custom INTEGER, protect INTEGER, \"delete\" INTEGER, external INTEGER, taint INTEGER, pending_replacement INTEGER, retain_on_delete INTEGER, created TEXT, modified TEXT, PRIMARY KEY (stack_id, position));
+CREATE TABLE edges (stack_id INTEGER NOT NULL, from_urn TEXT NOT NULL, kind TEXT NOT NULL, to_urn TEXT NOT NULL, property TEXT);
+CREATE TABLE providers (stack_id INTEGER NOT NULL, urn TEXT NOT NULL, id TEXT, ref TEXT, package TEXT, version TEXT);
+CREATE TABLE pending (stack_id INTEGER NOT NULL, urn TEXT, type TEXT); CREATE TABLE secrets (stack_id INTEGER NOT NULL, urn TEXT, path TEXT);
+INSERT INTO stacks (id, qname) VALUES (1, 'organization/old/gone'); INSERT INTO resources (stack_id, position, urn) VALUES (1, 0, 'urn:pulumi:gone::old::a:b:C::x')"
+run "schema 2 rebuilt" st index update --db "$T/v2.sqlite" "$T/pt.json"
+check_rc 0; check_err_has "the index had schema version 2; rebuilt as version 3"
+run "schema 2 rebuilt: the new rows only" st query --db "$T/v2.sqlite" --csv --sql "SELECT (SELECT count(*) FROM stacks) AS stacks, (SELECT count(*) FROM resources WHERE urn LIKE '%gone%') AS old, (SELECT value FROM meta WHERE key = 'schema_version') AS v"
+check_rc 0; check_out "stacks,old,v
+1,0,3"
 
 # readers during updates never fail and never see a half-written stack: each round rewrites
 # every stack file (another layout, so another size) and reindexes all of them
@@ -154,6 +167,32 @@ done
 wait $upd
 current="concurrent readers ($reads reads)"
 if [ $fails -eq 0 ] && [ $reads -gt 2 ]; then ok; else bad "$fails of $reads reads saw a partial stack or failed"; fi
+
+# the database is smaller than the states it indexes (schema 3 keeps each URN of a stack once):
+# a generated backend of 200 stacks
+S=$T/size
+mkdir -p "$S/.pulumi/stacks"
+printf 'version: 1\n' >"$S/.pulumi/meta.yaml"
+for p in 1 2 3 4 5 6 7 8 9 10; do
+	mkdir -p "$S/.pulumi/stacks/p$p"
+	for s in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+		"$T/gen" 100 $((p * 100 + s)) --checkpoint --stack "s$s" --project "p$p" >"$S/.pulumi/stacks/p$p/s$s.json"
+	done
+done
+run "200 stacks indexed" st index update --backend "$S" --db "$T/size.sqlite"
+check_rc 0; check_out_has "200 stacks: 200 indexed"
+states=$(find "$S/.pulumi/stacks" -name '*.json' -exec cat {} + | wc -c)
+db=$(cat "$T/size.sqlite" "$T/size.sqlite-wal" 2>/dev/null | wc -c)
+current="the index ($db bytes) is smaller than the 200 states ($states bytes)"
+if [ "$db" -gt 0 ] && [ "$db" -lt "$states" ]; then ok; else bad "it is not"; fi
+# and holds the same answers as the files: every edge of one stack, URNs and all
+f=$S/.pulumi/stacks/p3/s7.json
+jq -r '.checkpoint.latest.resources[] | select(.parent) | "\(.urn),parent,\(.parent)"' "$f" | LC_ALL=C sort >"$T/want"
+run "edges by URN" sh -c "'$STATETOOL' query --db '$T/size.sqlite' --csv --sql \"SELECT e.from_urn, e.kind, e.to_urn FROM edges e JOIN stacks s ON s.id = e.stack_id WHERE s.qname = 'organization/p3/s7' AND e.kind = 'parent'\" | tail -n +2 | LC_ALL=C sort"
+check_rc 0; check_same "$T/want" "$T/out"
+jq -r '.checkpoint.latest.resources[] | "\(.urn),\(.parent // ""),\(.provider // "")"' "$f" >"$T/want"
+run "resources by URN" sh -c "'$STATETOOL' query --db '$T/size.sqlite' --csv --sql \"SELECT r.urn, r.parent, r.provider FROM resources r JOIN stacks s ON s.id = r.stack_id WHERE s.qname = 'organization/p3/s7' ORDER BY r.position\" | tail -n +2"
+check_rc 0; check_same "$T/want" "$T/out"
 
 run "index --help" st index --help
 check_rc 0; check_out_has "usage: statetool index update"

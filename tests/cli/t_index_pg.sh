@@ -37,11 +37,11 @@ psqlx() {
 		-p "$ST_TEST_PGPORT" -U "$ST_TEST_PGUSER" -d "$ST_TEST_PGDATABASE" "$@"
 }
 cleanup() {
-	psqlx -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE; DROP SCHEMA IF EXISTS ${SCHEMA}_c CASCADE" >/dev/null 2>&1
+	psqlx -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE; DROP SCHEMA IF EXISTS ${SCHEMA}_c CASCADE; DROP SCHEMA IF EXISTS ${SCHEMA}_v CASCADE" >/dev/null 2>&1
 	rm -rf "$T"
 }
 trap cleanup EXIT
-psqlx -c "CREATE SCHEMA $SCHEMA; CREATE SCHEMA ${SCHEMA}_c" || { echo "t_index_pg.sh: cannot create a schema"; exit 1; }
+psqlx -c "CREATE SCHEMA $SCHEMA; CREATE SCHEMA ${SCHEMA}_c; CREATE SCHEMA ${SCHEMA}_v" || { echo "t_index_pg.sh: cannot create a schema"; exit 1; }
 PG="$ST_TEST_PG_URL?sslmode=disable&search_path=$SCHEMA"
 PGC="$ST_TEST_PG_URL?sslmode=disable&search_path=${SCHEMA}_c"
 SQ=$T/ix.sqlite
@@ -191,6 +191,22 @@ check_rc 1; check_err_lacks "not-the-password-4711"; check_err_has "password aut
 run "wrong password in PGPASSWORD" env PGPASSWORD=not-the-password-4711 "$STATETOOL" query \
 	--db "postgres://$ST_TEST_PGUSER@$ST_TEST_PGHOST:$ST_TEST_PGPORT/$ST_TEST_PGDATABASE?sslmode=disable" --type x
 check_rc 1; check_err_lacks "not-the-password-4711"; check_err_has "PGPASSWORD"
+# an index of schema 2 (resources and edges were tables with full URNs; now views): rebuilt
+psqlx -c "SET search_path = ${SCHEMA}_v;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('schema_version', '2');
+CREATE TABLE stacks (id BIGSERIAL PRIMARY KEY, qname TEXT UNIQUE NOT NULL, project TEXT, stack TEXT, path TEXT, size BIGINT, mtime_ns BIGINT, sha256 TEXT, version BIGINT, envelope TEXT, resources BIGINT, indexed_at TEXT, etag TEXT);
+CREATE TABLE resources (stack_id BIGINT NOT NULL, position BIGINT NOT NULL, urn TEXT NOT NULL, PRIMARY KEY (stack_id, position));
+CREATE TABLE edges (stack_id BIGINT NOT NULL, from_urn TEXT NOT NULL, kind TEXT NOT NULL, to_urn TEXT NOT NULL, property TEXT);
+INSERT INTO stacks (id, qname) VALUES (1, 'organization/old/gone'); INSERT INTO resources VALUES (1, 0, 'urn:pulumi:gone::old::a:b:C::x')" >/dev/null
+PGV="$ST_TEST_PG_URL?sslmode=disable&search_path=${SCHEMA}_v"
+run "schema 2 on postgres: a query says to rebuild" st query --db "$PGV" --type x
+check_rc 1; check_err_has "has schema version 2, not 3; run \`statetool index update\` to rebuild it"
+run "schema 2 on postgres rebuilt" st index update --backend "$B" --db "$PGV"
+check_rc 0; check_err_has "the index had schema version 2; rebuilt as version 3"; check_out_has "14 indexed"
+run "schema 2 on postgres rebuilt: the new rows only" st query --db "$PGV" --csv --sql "SELECT (SELECT count(*) FROM stacks) AS stacks, (SELECT count(*) FROM resources WHERE urn LIKE '%gone%') AS old, (SELECT value FROM meta WHERE key = 'schema_version') AS v"
+check_rc 0; check_out "stacks,old,v
+14,0,3"
+
 run "index --help names the URL's forms" st index update --help
 check_rc 0; check_out_has "postgres://[USER[:PASSWORD]@][HOST][:PORT][/DATABASE][?PARAMS]"
 check_out_has "PGPASSWORD"; check_out_has "Messages never show the password"
