@@ -690,7 +690,10 @@ static int list_page(gcs_store *s, listing *l, const char *query, char **next, s
 	q.r.max_body = 64u << 20;
 	if (rc == ST_OK && (rc = run(s, &q, &resp, 200, err)) == 1)
 		rc = gcs_fail(s, &q, &resp, ST_EIO, err);
-	if (rc == ST_OK && !json_is_object(j = json_loadb(resp.body, resp.len, 0, NULL)))
+	/* (json_is_object evaluates its argument twice: the load is done first) */
+	if (rc == ST_OK)
+		j = json_loadb(resp.body, resp.len, 0, NULL);
+	if (rc == ST_OK && !json_is_object(j))
 		rc = st__err(err, ST_EIO, "gs: objects.list of '%s' on %s: the answer is no JSON object",
 			     q.target, s->cfg.api);
 	json_t *items = json_object_get(j, "items"), *prefixes = json_object_get(j, "prefixes");
