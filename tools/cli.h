@@ -147,6 +147,8 @@ int cli_filter_emit(cli_target *t);
 /* Writes bytes to the filter's standard output (the real stdout when not in filter mode).
  * Prints why and returns EXIT_FAIL on a failed write. */
 int cli_stdout_write(const void *data, size_t len);
+/* Is the filter's standard output (the real stdout) a terminal? */
+int cli_stdout_isatty(void);
 /* Removes the filter's temporary files (cli_target_free calls it). */
 void cli_filter_end(cli_target *t);
 

@@ -15,8 +15,10 @@ static const char help[] =
 	"header as Go's), so a file converted in place into the form it has is left as it is.\n"
 	"\n"
 	"Options:\n"
-	"  -o, --output OUT        where to write ('-' = standard output); an existing OUT\n"
-	"                          is replaced atomically and kept as OUT.bak\n"
+	"  -o, --output OUT        where to write; an existing OUT is replaced atomically\n"
+	"                          and kept as OUT.bak. '-' = standard output: the bytes\n"
+	"                          OUT would hold, compression included (a gzip IN comes\n"
+	"                          out gzip: --no-gzip decompresses); IN may be '-'\n"
 	"  --envelope KIND         'export' ({\"version\",\"deployment\"}, as pulumi stack\n"
 	"                          export prints) or 'checkpoint' (a DIY backend file); a new\n"
 	"                          envelope takes current Pulumi's layout for it\n"
@@ -156,28 +158,18 @@ static int reshape(st_state *s, const args *a)
 	return EXIT_OK;
 }
 
-/* To standard output, or atomically (with a .bak) to a file unless it would come back with
+/* To standard output (filter mode), or atomically (with a .bak) to a file unless it would come back with
  * the same content (a compressed one would get other bytes; it keeps its own). */
-static int write_out(st_state *s, const args *a, int inplace)
+static int write_out(st_state *s, cli_target *t, const args *a, int inplace)
 {
-	char *data = NULL;
-	size_t len;
 	st_error err;
-	int rc;
 	st_error_clear(&err);
-	if (!strcmp(a->out, "-")) {
-		if (st_state_compression(s) == ST_COMPRESS_GZIP && a->gzip == 1) {
-			cli_errorf("refusing to write gzip data to standard output; give -o FILE");
-			return EXIT_USAGE;
-		}
-		st_state_fix_magic(s);
-		if (st_state_dump(s, NULL, &data, &len, &err) != ST_OK) {
-			cli_error(&err);
-			return EXIT_FAIL;
-		}
-		rc = cli_write_output("-", data, len);
-		free(data);
-		return rc;
+	if (t->filter) {
+		/* -o -: the bytes -o FILE would hold, compression included */
+		if (st_state_compression(s) != ST_COMPRESS_NONE && cli_stdout_isatty())
+			return cli_usage("convert", "refusing to write compressed data to a "
+						    "terminal; give --no-gzip, or -o FILE");
+		return cli_save(t, s);
 	}
 	if (inplace && same_as_file(s, a->out))
 		return EXIT_OK;
@@ -201,7 +193,10 @@ int cmd_convert(int argc, char **argv)
 
 	if ((rc = parse(argc, argv, &t, &a)) != -1)
 		return rc;
-	if ((rc = cli_target_resolve(&t, "convert", 1)) != EXIT_OK)
+	t.out = a.out;
+	/* -o -: filter mode, the bytes a file write would make, to stdout once made */
+	if ((rc = cli_filter_begin(&t)) != EXIT_OK ||
+	    (rc = cli_target_resolve(&t, "convert", 1)) != EXIT_OK)
 		goto done;
 	/* Converting in place: hold the lock for the whole read-modify-write. Writing into a
 	 * stack of a DIY backend by its path: hold that stack's lock, as Pulumi would. */
@@ -226,7 +221,7 @@ int cmd_convert(int argc, char **argv)
 	/* written into a stack of a backend: it must be that stack's state */
 	if (ot.backend && (rc = cli_refuse_misplaced(s, &ot, a.out)) != EXIT_OK)
 		goto done;
-	rc = write_out(s, &a, inplace);
+	rc = write_out(s, &t, &a, inplace);
 done:
 	if (lock)
 		st_lock_release(lock, NULL);

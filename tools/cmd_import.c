@@ -50,10 +50,13 @@ static const char help[] =
 	"checkpoint's `stack`, else the file's place in a DIY backend, else its URNs.\n"
 	"\n"
 	"Options:\n"
-	"  --dest STATE           the destination file (or a stack, with --backend DIR)\n"
+	"  --dest STATE           the destination file (or a stack, with --backend DIR);\n"
+	"                         '-': read from standard input, the result written to\n"
+	"                         standard output (filter mode: no lock, no .bak,\n"
+	"                         nothing written when it fails)\n"
 	"  -s, --stack NAME       the destination is this stack of the backend (--backend,\n"
 	"                         else $PULUMI_BACKEND_URL, else Pulumi.yaml backend.url)\n"
-	"  --file SPECS.json      the import file ('-' = standard input)\n"
+	"  --file SPECS.json      the import file ('-' = standard input; not both '-')\n"
 	"  --dest-stack P/S       the destination's project and stack\n"
 	"  --protect=false        do not protect the imported resources\n"
 	"  --keep-import-id       record each resource's importID\n"
@@ -62,7 +65,8 @@ static const char help[] =
 	"  --no-read              add resources without outputs\n"
 	"  --passphrase-file F    the destination's passphrase, to encrypt secrets\n"
 	"  --generate-specs       write an import file describing resources of STATE\n"
-	"  -o, --output FILE      with --generate-specs: where to write ('-' = stdout)\n"
+	"  -o, --output FILE      with --generate-specs: where to write ('-' = stdout);\n"
+	"                         else only '-': the result to stdout, STATE unchanged\n"
 	"  --dry-run              print what would be added; write nothing\n"
 	"  --json                 the summary as one JSON document\n"
 	"  --backend DIR          --dest names a stack of this DIY backend\n"
@@ -317,6 +321,11 @@ static int parse(int argc, char **argv, args *a)
 					   "is used: TYPE NAME ID");
 	if (a->rd.cmd && a->io.no_read)
 		return cli_usage("import", "--reader and --no-read exclude each other");
+	if (!strcmp(a->dest, "-") && a->file && !strcmp(a->file, "-"))
+		return cli_usage("import", "--dest and --file cannot both be standard input");
+	if (a->output && strcmp(a->output, "-"))
+		return cli_usage("import", "-o takes '-' (standard output) only, but with "
+					   "--generate-specs");
 	return -1;
 }
 
@@ -449,9 +458,12 @@ static int run_import(args *a, cli_target *t)
 	int rc, written = 0;
 
 	st_error_clear(&err);
-	if ((rc = cli_target_resolve(t, "import", 1)) != EXIT_OK || (rc = read_doc(a, &doc)))
+	/* filter mode (--dest -, or -o -): the result to stdout, nothing locked */
+	if ((rc = cli_filter_begin(t)) != EXIT_OK ||
+	    (rc = cli_target_resolve(t, "import", 1)) != EXIT_OK || (rc = read_doc(a, &doc)))
 		goto out;
-	if ((!a->dry && (rc = cli_lock(t, &lock)) != EXIT_OK) || (rc = cli_load(t, &s)) ||
+	if ((!a->dry && !t->filter && (rc = cli_lock(t, &lock)) != EXIT_OK) ||
+	    (rc = cli_load(t, &s)) ||
 	    (rc = cli_refuse_lossy(s, cli_target_name(t), a->dups)) != EXIT_OK ||
 	    (!a->dry && (rc = cli_refuse_misplaced(s, t, cli_target_name(t))) != EXIT_OK))
 		goto out;
@@ -468,7 +480,8 @@ static int run_import(args *a, cli_target *t)
 		goto out;
 	}
 	if ((rc = import_into(a, e, s, doc, &a->io, &rep, &sec)) != EXIT_OK ||
-	    (rc = commit(a, t, e, &written)) != EXIT_OK)
+	    (rc = commit(a, t, e, &written)) != EXIT_OK ||
+	    (written && (rc = cli_filter_emit(t)) != EXIT_OK))
 		goto out;
 	print_report(a, &rep, written);
 out:
@@ -516,5 +529,6 @@ int cmd_import(int argc, char **argv)
 		t.stack = a.dest;
 	else
 		t.arg = a.dest;
+	t.out = a.output;
 	return run_import(&a, &t);
 }

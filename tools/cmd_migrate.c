@@ -12,7 +12,9 @@ static const char help[] =
 	"'defaults' dropped from v1 resources, 'propertyDependencies' filled from\n"
 	"'dependencies' (one entry per input), an empty manifest added where none was.\n"
 	"A state already at version 3 or 4 is left as it is. Without -o the state is\n"
-	"replaced in place (locked, atomically, the old file kept as STATE.bak).\n"
+	"replaced in place (locked, atomically, the old file kept as STATE.bak). A STATE of\n"
+	"'-' (standard input), or -o -, is a filter: the result goes to standard output\n"
+	"(messages to stderr; nothing written when it fails; see FILTER MODE in the manual).\n"
 	"\n"
 	"Options:\n"
 	"  -o, --output OUT   write the result to OUT ('-' = standard output) instead\n"
@@ -39,7 +41,7 @@ int cmd_migrate(int argc, char **argv)
 	cli_target t = {0};
 	int allow_dups = 0;
 	const char *out = NULL;
-	int dry = 0, json = 0, c, rc, from;
+	int dry = 0, json = 0, c, rc, from, inplace;
 	st_state *s = NULL;
 	st_lock *lock = NULL;
 	st_changes ch = {0};
@@ -61,15 +63,17 @@ int cmd_migrate(int argc, char **argv)
 	if (argc - optind > 1)
 		return cli_usage("migrate", "too many arguments");
 	t.arg = optind < argc ? argv[optind] : NULL;
-	if ((rc = cli_target_resolve(&t, "migrate", 1)) != EXIT_OK)
+	t.out = out;
+	/* filter mode (-o -, or STATE '-' with no -o): the result to stdout, nothing locked */
+	if ((rc = cli_filter_begin(&t)) != EXIT_OK ||
+	    (rc = cli_target_resolve(&t, "migrate", 1)) != EXIT_OK)
 		goto done;
-	if (!out && !dry && !t.backend && !strcmp(t.path, "-"))
-		return cli_usage("migrate", "reading standard input needs -o OUT");
-	if (!out && !dry && (rc = cli_lock(&t, &lock)) != EXIT_OK)
+	inplace = !out && !t.filter;
+	if (inplace && !dry && (rc = cli_lock(&t, &lock)) != EXIT_OK)
 		goto done;
 	if ((rc = cli_load(&t, &s)) != EXIT_OK ||
 	    (rc = cli_refuse_lossy(s, cli_target_name(&t), allow_dups)) != EXIT_OK ||
-	    (!out && !dry &&
+	    (inplace && !dry &&
 	     (rc = cli_refuse_misplaced(s, &t, cli_target_name(&t))) !=
 		     EXIT_OK))
 		goto done;
@@ -88,10 +92,9 @@ int cmd_migrate(int argc, char **argv)
 		for (size_t i = 0; i < ch.count; i++)
 			json_array_append_new(arr, json_string(ch.lines[i]));
 		json_object_set_new(doc, "changes", arr);
-		if (!out || strcmp(out, "-"))
-			cli_print_json(doc);
+		cli_print_json(doc); /* (in filter mode on stderr) */
 		json_decref(doc);
-	} else if (!out || strcmp(out, "-")) {
+	} else {
 		if (ch.count == 0)
 			printf("%s is already version %d; nothing to migrate\n", cli_target_name(&t),
 			       from);
@@ -101,23 +104,10 @@ int cmd_migrate(int argc, char **argv)
 		for (size_t i = 0; i < ch.count; i++)
 			printf("  %s\n", ch.lines[i]);
 	}
-	if (dry || (ch.count == 0 && !out))
+	if (dry || (ch.count == 0 && inplace))
 		goto done;
-	if (out && !strcmp(out, "-")) {
-		char *data;
-		size_t len;
-		st_state_fix_magic(s);
-		if (st_state_dump(s, NULL, &data, &len, &err) != ST_OK) {
-			cli_error(&err);
-			rc = EXIT_FAIL;
-			goto done;
-		}
-		rc = cli_write_output("-", data, len);
-		free(data);
-		goto done;
-	}
-	if (!out) {
-		rc = cli_save(&t, s);
+	if (inplace || t.filter) {
+		rc = cli_save(&t, s); /* (filter mode: written even when unchanged) */
 	} else if (st_state_save(s, out, NULL, &err) != ST_OK) {
 		cli_error(&err);
 		rc = EXIT_FAIL;

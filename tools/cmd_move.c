@@ -50,6 +50,13 @@ static const char help[] =
 	"A stack's name and project come from --source-stack/--dest-stack PROJECT/STACK, else\n"
 	"the checkpoint's `stack`, else the file's place in a DIY backend, else the URNs.\n"
 	"\n"
+	"Filter mode: SRC or DST (a file side) may be '-': that side is read from standard\n"
+	"input and its result written to standard output (-o - says so too; not both '-').\n"
+	"It takes no lock and keeps no .bak; stdout gets nothing when the move fails. The\n"
+	"two writes are then not one operation: the destination is written first, then the\n"
+	"source, so a failure of the second leaves the moved resources in both, never in\n"
+	"neither (the message says which side was written). Messages go to stderr.\n"
+	"\n"
 	"Passphrases (when secrets must be re-encrypted), never from the command line:\n"
 	"  source: STATETOOL_SOURCE_PASSPHRASE, STATETOOL_SOURCE_PASSPHRASE_FILE,\n"
 	"          --source-passphrase-file, then PULUMI_CONFIG_PASSPHRASE(_FILE), a prompt\n"
@@ -66,6 +73,7 @@ static const char help[] =
 	"  --dry-run                    print the plan and write nothing\n"
 	"  --json                       the plan and outcome as one JSON document\n"
 	"  --recover                    complete an interrupted move of SRC and DST\n"
+	"  -o -                         the '-' side's result to standard output (the default)\n"
 	"  --allow-duplicate-keys       write states whose files repeat object keys\n"
 	"  -h, --help                   show this help\n";
 
@@ -88,6 +96,7 @@ typedef struct side {
 
 static int resolve_side(side *sd, const char *what)
 {
+	int rc;
 	memset(&sd->t, 0, sizeof(sd->t));
 	if (!sd->name)
 		return cli_usage("move", "missing --%s", what);
@@ -97,11 +106,16 @@ static int resolve_side(side *sd, const char *what)
 	} else {
 		sd->t.arg = sd->name;
 	}
+	/* '-': standard input, the side's result to standard output (filter mode) */
+	if ((rc = cli_filter_begin(&sd->t)) != EXIT_OK)
+		return rc;
 	return cli_target_resolve(&sd->t, "move", 0);
 }
 
 static const char *side_label(side *sd)
 {
+	if (sd->t.filter)
+		return "<stdin>";
 	return sd->backend ? sd->name : sd->t.path;
 }
 
@@ -366,7 +380,7 @@ static int recover(side *src, side *dst)
 /* What the command line asks for. */
 typedef struct args {
 	side src, dst;
-	const char *backend;
+	const char *backend, *out;
 	int dry, json, parents, recov, dups;
 	char **patterns;
 	int npatterns;
@@ -389,10 +403,11 @@ static int parse(int argc, char **argv, args *a)
 		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"allow-duplicate-keys", no_argument, NULL, OPT_ALLOW_DUPLICATE_KEYS},
+		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	int c;
-	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
+	while ((c = cli_getopt(argc, argv, "ho:", opts)) != -1) {
 		switch (c) {
 		case O_SOURCE: a->src.name = optarg; break;
 		case O_DEST: a->dst.name = optarg; break;
@@ -408,6 +423,7 @@ static int parse(int argc, char **argv, args *a)
 		case OPT_DRY_RUN: a->dry = 1; break;
 		case OPT_JSON: a->json = 1; break;
 		case OPT_ALLOW_DUPLICATE_KEYS: a->dups = 1; break;
+		case 'o': a->out = optarg; break;
 		case 'h': return cli_help(help);
 		default: return cli_usage("move", "bad option");
 		}
@@ -420,6 +436,19 @@ static int parse(int argc, char **argv, args *a)
 		if (!a->dst.backend)
 			a->dst.backend = a->backend;
 	}
+	/* filter mode: one side '-' (a file side, not a stack name) */
+	int sin = a->src.name && !strcmp(a->src.name, "-"), din = a->dst.name && !strcmp(a->dst.name, "-");
+	if (sin && din)
+		return cli_usage("move", "--source and --dest cannot both be standard input");
+	if ((sin && a->src.backend) || (din && a->dst.backend))
+		return cli_usage("move", "'-' (standard input) is a file side: give the other "
+					 "side's backend with --source-backend or --dest-backend");
+	if (a->out && (strcmp(a->out, "-") || (!sin && !din)))
+		return cli_usage("move", "-o takes '-' only, with a side of '-' (its result goes to "
+					 "standard output anyway)");
+	if ((sin || din) && a->recov)
+		return cli_usage("move", "--recover needs two files or stacks: a side of '-' has "
+					 "no journal");
 	a->patterns = argv + optind;
 	a->npatterns = argc - optind;
 	return -1;
@@ -609,7 +638,9 @@ static int commit(args *a)
 	st_error err;
 	int rc = ST_OK;
 	st_error_clear(&err);
-	if (cli_target_is_cloud(&a->src.t) || cli_target_is_cloud(&a->dst.t))
+	/* a side in Pulumi Cloud or on a pipe ('-'): no journal, the destination first */
+	if (cli_target_is_cloud(&a->src.t) || cli_target_is_cloud(&a->dst.t) ||
+	    a->src.t.filter || a->dst.t.filter)
 		return commit_cloud(a);
 	/* each side where it goes: a stack as its backend saves it, in one store or two */
 	if (!a->dry && (pair_target(&a->dst, &to[0], &owned[0], &key[0], &old[0]) != EXIT_OK ||
@@ -661,8 +692,8 @@ static int open_sides(args *a)
 		cli_errorf("the source '%s' does not exist", side_label(&a->src));
 		return EXIT_FAIL;
 	}
-	if (!a->dry && ((rc = cli_lock(&a->src.t, &a->src.lock)) != EXIT_OK ||
-			(rc = cli_lock(&a->dst.t, &a->dst.lock)) != EXIT_OK))
+	if (!a->dry && ((!a->src.t.filter && (rc = cli_lock(&a->src.t, &a->src.lock)) != EXIT_OK) ||
+			(!a->dst.t.filter && (rc = cli_lock(&a->dst.t, &a->dst.lock)) != EXIT_OK)))
 		return rc;
 	if ((rc = load_side(&a->src, a->dups)) != EXIT_OK ||
 	    (rc = load_side(&a->dst, a->dups)) != EXIT_OK)

@@ -137,3 +137,8 @@ void cli_filter_end(cli_target *t)
 	t->tmp = NULL;
 	t->tmpdir = NULL;
 }
+
+int cli_stdout_isatty(void)
+{
+	return isatty(out_fd >= 0 ? out_fd : STDOUT_FILENO);
+}

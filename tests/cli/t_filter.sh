@@ -36,6 +36,13 @@ same() {
 	check_rc 0; check_same "$T/file.json" "$T/piped.json"; check_no_tmp
 }
 
+# a state bigger than a pipe's buffer, for the readers that close early
+awk -v n=4000 'BEGIN {
+	printf "{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"2026-01-01T00:00:00Z\",\"magic\":\"\",\"version\":\"\"},\"resources\":[{\"urn\":\"urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev\",\"custom\":false,\"type\":\"pulumi:pulumi:Stack\"}"
+	for (i = 1; i <= n; i++)
+		printf ",{\"urn\":\"urn:pulumi:dev::p::my:index:Thing::thing-%d\",\"custom\":false,\"type\":\"my:index:Thing\",\"parent\":\"urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev\"}", i
+	printf "]}}\n" }' >"$T/big.json"
+
 same "delete" "$F/base.json" delete logs
 check_err_has "Resource deleted"
 check_same "$F/delete-logs.json" "$T/piped.json"
@@ -117,6 +124,95 @@ check_rc 2; check_out_empty; check_err_has "the editor needs a terminal"
 run "edit - --from -" st edit - --from - <"$F/base.json"
 check_rc 2; check_out_empty; check_err_has "STATE and --from cannot both be standard input"
 
+# migrate: a version 1 checkpoint, migrated in place and through the pipe
+same "migrate" "$FIXTURES/pulumi/checkpoint-v1.json" migrate
+check_err_has "<stdin> migrated from version 1 to 3:"
+pipe "$FIXTURES/pulumi/checkpoint-v1.json" "$T/m.json" "$STATETOOL" migrate -
+check_rc 0; check_same "$T/file.json" "$T/m.json"
+pipe "$F/base.json" "$T/m.json" "$STATETOOL" migrate -
+check_rc 0; check_same "$F/base.json" "$T/m.json"; check_err_has "nothing to migrate"
+
+# convert: the bytes -o FILE writes; a gzip input stays gzip, --no-gzip decompresses
+st convert "$F/base.json" --envelope checkpoint --compact -o "$T/conv.json"
+pipe "$F/base.json" "$T/c.json" "$STATETOOL" convert - --envelope checkpoint --compact -o -
+check_rc 0; check_same "$T/conv.json" "$T/c.json"
+gzip -c "$F/base.json" >"$T/cin.json.gz"
+st convert "$T/cin.json.gz" -o "$T/conv.json.gz"
+pipe "$T/cin.json.gz" "$T/c.gz" "$STATETOOL" convert - -o -
+check_rc 0; check_same "$T/conv.json.gz" "$T/c.gz"
+pipe "$T/cin.json.gz" "$T/c.json" "$STATETOOL" convert - --no-gzip -o -
+check_rc 0; check_same "$F/base.json" "$T/c.json"
+pipe "$T/cut.json.gz" "$T/r.json" "$STATETOOL" convert - -o -
+check_rc 1; check_empty "$T/r.json"
+
+# import: --dest - (the state from stdin, the result to stdout), or --file - as before
+cat >"$T/specs.json" <<'J'
+{"nameTable": {"eu": "urn:pulumi:dev::shop::pulumi:providers:aws::eu"},
+ "resources": [{"type": "aws:sns/topic:Topic", "name": "t", "id": "t-1", "provider": "eu", "outputs": {"arn": "t"}}]}
+J
+cp "$F/base.json" "$T/i.json"
+run "import (file)" st import --dest "$T/i.json" --file "$T/specs.json"
+check_rc 0
+pipe "$F/base.json" "$T/io.json" "$STATETOOL" import --dest - --file "$T/specs.json"
+check_rc 0; check_same "$T/i.json" "$T/io.json"; check_err_has "1 resource imported"
+cp "$F/base.json" "$T/i2.json"
+pipe "$T/specs.json" "$T/io2.json" "$STATETOOL" import --dest "$T/i2.json" --file - -o -
+check_rc 0; check_same "$T/i.json" "$T/io2.json"; check_same "$F/base.json" "$T/i2.json"
+pipe "$F/base.json" "$T/r.json" "$STATETOOL" import --dest - --file "$T/specs.json" --dry-run
+check_rc 0; check_empty "$T/r.json"; check_err_has "would add urn:pulumi:dev::shop::aws:sns/topic:Topic::t"
+printf '{"resources": [{"type": "aws:sns/topic:Topic", "name": "t"}]}' >"$T/badspec.json"
+pipe "$F/base.json" "$T/r.json" "$STATETOOL" import --dest - --file "$T/badspec.json"
+check_rc 1; check_empty "$T/r.json"
+run "import both -" st import --dest - --file - <"$T/specs.json"
+check_rc 2; check_out_empty; check_err_has "--dest and --file cannot both be standard input"
+
+# move: one side '-'. The source from stdin: the destination file written first, then the
+# changed source to stdout; the destination from stdin: the changed destination to stdout.
+M=$FIXTURES/move
+U='urn:pulumi:sourceStack::test::a:b:c::name'
+cp "$M/leaf.json" "$T/src.json"; cp "$M/dest-same-provider.json" "$T/dst.json"
+run "move (files)" st move --source "$T/src.json" --dest "$T/dst.json" "$U"
+check_rc 0
+cp "$M/dest-same-provider.json" "$T/dst2.json"
+pipe "$M/leaf.json" "$T/mv.json" "$STATETOOL" move --source - --dest "$T/dst2.json" "$U" -o -
+check_rc 0; check_same "$T/src.json" "$T/mv.json"; check_same "$T/dst.json" "$T/dst2.json"
+check_same "$M/dest-same-provider.json" "$T/dst2.json.bak"; check_absent "$T/dst2.json.lock"
+check_err_has "Successfully moved resources from <stdin> to $T/dst2.json"
+cp "$M/leaf.json" "$T/src2.json"
+pipe "$M/dest-same-provider.json" "$T/mv.json" "$STATETOOL" move --source "$T/src2.json" --dest - "$U"
+check_rc 0; check_same "$T/dst.json" "$T/mv.json"; check_same "$T/src.json" "$T/src2.json"
+check_same "$M/leaf.json" "$T/src2.json.bak"
+# refused: nothing on stdout, the file side as it was
+cp "$M/dest-same-provider.json" "$T/dst3.json"
+pipe "$M/leaf.json" "$T/r.json" "$STATETOOL" move --source - --dest "$T/dst3.json" 'urn:pulumi:sourceStack::test::no:such:thing::x'
+check_rc 1; check_empty "$T/r.json"; check_same "$M/dest-same-provider.json" "$T/dst3.json"; check_absent "$T/dst3.json.bak"
+pipe "$M/leaf.json" "$T/r.json" "$STATETOOL" move --source - --dest "$T/dst3.json" "$U" --dry-run
+check_rc 0; check_empty "$T/r.json"; check_same "$M/dest-same-provider.json" "$T/dst3.json"
+check_err_has "dry run: nothing written"
+run "move both -" st move --source - --dest - "$U"
+check_rc 2; check_err_has "--source and --dest cannot both be standard input"
+run "move -o - with files" st move --source "$T/src.json" --dest "$T/dst.json" "$U" -o -
+check_rc 2; check_err_has "-o takes '-' only, with a side of '-'"
+# a source from stdin whose result cannot reach stdout (a reader that closes early): the
+# destination was written first, and the message says the resources are in both
+current="move, EPIPE"
+{ cat "$T/big.json" | "$STATETOOL" move --source - --dest "$T/new.json" --dest-stack p/prod 'urn:pulumi:dev::p::my:index:Thing::thing-1' 2>"$T/err"; echo $? >"$T/rc"; } | head -c 1 >/dev/null
+rc=$(cat "$T/rc")
+check_rc 1; check_err_has "cannot write to standard output: Broken pipe"; check_err_has "they are in both now"
+run "move, EPIPE: the destination" st list "$T/new.json"
+check_out_has "urn:pulumi:prod::p::my:index:Thing::thing-1"
+check_no_tmp
+
+# doc/GUIDE.md's recipe (also in the man page): an export into a DIY backend's stack file, and back, byte for byte
+mkdir -p "$T/diy/.pulumi/stacks/shop"; printf 'version: 1\n' >"$T/diy/.pulumi/meta.yaml"
+pipe "$F/base.json" "$T/r.json" "$STATETOOL" convert - --envelope checkpoint --checkpoint-stack organization/shop/dev -o "$T/diy/.pulumi/stacks/shop/dev.json"
+check_rc 0; check_empty "$T/r.json"
+run "into DIY: valid there" st validate "$T/diy/.pulumi/stacks/shop/dev.json"
+check_rc 0
+{ st convert --envelope export "$T/diy/.pulumi/stacks/shop/dev.json" -o - 2>"$T/err"; echo $? >"$T/rc"; } | cat >"$T/back.json"
+rc=$(cat "$T/rc"); current="back from DIY"
+check_rc 0; check_same "$F/base.json" "$T/back.json"
+
 # restore does not apply to standard input
 run "restore -" st restore - <"$F/base.json"
 check_rc 2; check_out_empty; check_err_has "standard input has no backup"
@@ -130,11 +226,6 @@ pipe "$T/base.json.gz" "$T/g.out" "$STATETOOL" delete - logs
 check_rc 0; check_same "$T/g.json.gz" "$T/g.out"
 
 # a reader that closes early (EPIPE), a closed stdout: exit 1, a clear message
-awk -v n=4000 'BEGIN {
-	printf "{\"version\":3,\"deployment\":{\"manifest\":{\"time\":\"2026-01-01T00:00:00Z\",\"magic\":\"\",\"version\":\"\"},\"resources\":[{\"urn\":\"urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev\",\"custom\":false,\"type\":\"pulumi:pulumi:Stack\"}"
-	for (i = 1; i <= n; i++)
-		printf ",{\"urn\":\"urn:pulumi:dev::p::my:index:Thing::thing-%d\",\"custom\":false,\"type\":\"my:index:Thing\",\"parent\":\"urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev\"}", i
-	printf "]}}\n" }' >"$T/big.json"
 current="EPIPE"
 { cat "$T/big.json" | "$STATETOOL" delete - thing-1 -o - 2>"$T/err"; echo $? >"$T/rc"; } | head -c 1 >/dev/null
 rc=$(cat "$T/rc")
