@@ -363,13 +363,14 @@ int cmd_edit(int argc, char **argv)
 		return cli_usage("edit", "unexpected argument '%s'", pos[0]);
 	if (c.from && !strcmp(c.from, "-") && t.arg && !strcmp(t.arg, "-"))
 		return cli_usage("edit", "STATE and --from cannot both be standard input");
-	if (!c.from && ((t.arg && !strcmp(t.arg, "-") && !t.stack) || (t.out && !strcmp(t.out, "-")))) {
+	int filter = (t.arg && !strcmp(t.arg, "-") && !t.stack) || (t.out && !strcmp(t.out, "-"));
+	if (!c.from && filter) {
 		/* filter mode: stdin and stdout carry the state, the editor gets the terminal */
 		int tty = open("/dev/tty", O_RDWR | O_CLOEXEC);
 		if (tty < 0)
-			return cli_usage("edit", "in filter mode (STATE '-' or -o -) the editor needs "
-						 "a terminal, and /dev/tty cannot be opened (%s): give "
-						 "the new deployment with --from FILE",
+			return cli_usage("edit", "in filter mode (STATE '-' or -o -) the editor "
+						 "needs a terminal, and /dev/tty cannot be opened "
+						 "(%s): give the new deployment with --from FILE",
 					 strerror(errno));
 		close(tty);
 	}
