@@ -93,6 +93,8 @@ pipe "$F/base.json" "$T/r.json" "$STATETOOL" delete - assets-policy -o -
 check_rc 1; check_empty "$T/r.json"; check_err_has "can't be safely deleted"; check_no_tmp
 pipe "$F/base.json" "$T/r.json" "$STATETOOL" delete - no-such-resource -o -
 check_rc 1; check_empty "$T/r.json"
+pipe "$F/base.json" "$T/r.json" "$STATETOOL" delete --json - no-such-resource -o -
+check_rc 1; check_empty "$T/r.json"; check_err_has '"ok": false'   # (--json's failure document on stderr)
 printf '{"version": 3, "deployment": {' >"$T/bad.json"
 pipe "$T/bad.json" "$T/r.json" "$STATETOOL" delete - logs -o -
 check_rc 1; check_empty "$T/r.json"
