@@ -158,8 +158,8 @@ static int reshape(st_state *s, const args *a)
 	return EXIT_OK;
 }
 
-/* To standard output (filter mode), or atomically (with a .bak) to a file unless it would come back with
- * the same content (a compressed one would get other bytes; it keeps its own). */
+/* To standard output (filter mode), or atomically (with a .bak) to a file unless it would
+ * come back with the same content (a compressed one would get other bytes; it keeps its own). */
 static int write_out(st_state *s, cli_target *t, const args *a, int inplace)
 {
 	st_error err;
