@@ -321,7 +321,7 @@ static int parse(int argc, char **argv, args *a)
 					   "is used: TYPE NAME ID");
 	if (a->rd.cmd && a->io.no_read)
 		return cli_usage("import", "--reader and --no-read exclude each other");
-	if (!strcmp(a->dest, "-") && a->file && !strcmp(a->file, "-"))
+	if (a->dest && !strcmp(a->dest, "-") && a->file && !strcmp(a->file, "-"))
 		return cli_usage("import", "--dest and --file cannot both be standard input");
 	if (a->output && strcmp(a->output, "-"))
 		return cli_usage("import", "-o takes '-' (standard output) only, but with "
