@@ -2,7 +2,9 @@
  * bench/gen: writes a realistic, seeded Pulumi deployment state for benchmarks.
  *
  *   gen N [SEED] [--checkpoint] [--stack NAME] [--project NAME] [--plaintext-secrets]
- *       [--secret-every K] [--prefix P] > state.json
+ *       [--secret-every K] [--small-values K] [--prefix P] > state.json
+ *   (--small-values K: each resource's inputs and outputs also carry a map "labels" of K small
+ *   values, integers, booleans and short strings: the shape that costs a tree the most memory)
  *   (--prefix P names the resources P-svc-N and P-r-N: a second stack whose names differ)
  *   gen --import-specs N > specs.json   an import file of N resources with outputs
  *
@@ -37,6 +39,7 @@ static unsigned pick(unsigned n)
 static int compact;
 static int plaintext_secrets;
 static int secret_every = 10;
+static int small_values;
 static int depth_base;
 
 static void nl(int depth)
@@ -97,6 +100,23 @@ static void props(gen *g, int i, int depth, int outputs, int secret)
 		printf("\"etag\"%s\"%s\",", sep(), b);
 		nl(depth + 1);
 		printf("\"id\"%s\"res-%d\",", sep(), i);
+	}
+	if (small_values) {
+		nl(depth + 1);
+		printf("\"labels\"%s{", sep());
+		for (int k = 0; k < small_values; k++) {
+			nl(depth + 2);
+			printf("\"l%04d\"%s", k, sep());
+			if (k % 3 == 0)
+				printf("%d", (int)pick(1000));
+			else if (k % 3 == 1)
+				printf("%s", pick(2) ? "true" : "false");
+			else
+				printf("\"v%d\"", (int)pick(100));
+			printf("%s", k + 1 < small_values ? "," : "");
+		}
+		nl(depth + 1);
+		printf("},");
 	}
 	nl(depth + 1);
 	hex(h, 16);
@@ -196,6 +216,8 @@ int main(int argc, char **argv)
 			plaintext_secrets = 1;
 		else if (!strcmp(argv[i], "--secret-every") && i + 1 < argc)
 			secret_every = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
+		else if (!strcmp(argv[i], "--small-values") && i + 1 < argc)
+			small_values = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 0;
 		else if (!strcmp(argv[i], "--checkpoint"))
 			checkpoint = 1;
 		else if (!strcmp(argv[i], "--stack") && i + 1 < argc)
