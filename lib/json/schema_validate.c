@@ -13,7 +13,9 @@
 
 typedef struct vctx {
 	st_problems *out;
-	st_buf ptr;
+	st_segs segs;         /* where in the instance: made into a pointer only for a report */
+	st_buf ptr;           /* that pointer (root_pointer first) */
+	int oom;
 	const st_schema_opts *opts;
 	size_t errors;
 	int inst_depth;       /* how deep in the instance we are */
@@ -67,7 +69,14 @@ static void report(vctx *c, const snode *n, const char *keyword, const char *fmt
 	snprintf(rule, sizeof(rule), "%s/%s",
 		 c->opts && c->opts->rule_prefix ? c->opts->rule_prefix : "schema", keyword);
 	(void)n;
-	st_problems_add(c->out, sev, rule, c->ptr.data ? c->ptr.data : "", NULL, "%s", msg);
+	c->ptr.len = 0;
+	if (c->opts && c->opts->root_pointer)
+		st_buf_adds(&c->ptr, c->opts->root_pointer);
+	st_segs_pointer(&c->ptr, &c->segs);
+	if (c->ptr.oom)
+		c->oom = 1;
+	st_problems_add(c->out, sev, rule, c->ptr.data && !c->ptr.oom ? c->ptr.data : "", NULL,
+			"%s", msg);
 }
 
 static size_t utf8_count(const char *s, size_t n)
@@ -163,7 +172,7 @@ static int validate_object(vctx *c, const snode *n, const json_t *v, int silent)
 	const char *k;
 	size_t klen;
 	json_t *pv;
-	size_t mark = c->ptr.len;
+	size_t mark = c->segs.n;
 
 	if (n->required) {
 		size_t i;
@@ -210,8 +219,9 @@ static int validate_object(vctx *c, const snode *n, const json_t *v, int silent)
 	json_object_keylen_foreach((json_t *)v, k, klen, pv) {
 		int matched = 0;
 		const snode *ps = strlen(k) == klen ? find_prop(n, k) : NULL;
-		c->ptr.len = mark;
-		st_pointer_add_key(&c->ptr, k, klen);
+		c->segs.n = mark;
+		if (st_segs_push(&c->segs, k, klen) < 0)
+			c->oom = 1;
 		if (n->property_names) {
 			json_t *ks = json_stringn_nocheck(k, klen);
 			int pn = probe(c, n->property_names, ks);
@@ -259,16 +269,14 @@ static int validate_object(vctx *c, const snode *n, const json_t *v, int silent)
 		}
 	}
 done:
-	c->ptr.len = mark;
-	if (c->ptr.data)
-		c->ptr.data[mark] = '\0';
+	c->segs.n = mark;
 	return ok;
 }
 
 static int validate_array(vctx *c, const snode *n, const json_t *v, int silent)
 {
 	int ok = 1;
-	size_t len = json_array_size(v), mark = c->ptr.len;
+	size_t len = json_array_size(v), mark = c->segs.n;
 
 	if (n->has_min_items && (double)len < n->min_items)
 		FAIL_KW("minItems", "has %zu items, fewer than %g", len, n->min_items);
@@ -284,8 +292,9 @@ static int validate_array(vctx *c, const snode *n, const json_t *v, int silent)
 		const snode *s = i < n->prefix.count ? n->prefix.items[i] : n->items;
 		if (!s)
 			continue;
-		c->ptr.len = mark;
-		st_pointer_add_index(&c->ptr, i);
+		c->segs.n = mark;
+		if (st_segs_push(&c->segs, NULL, i) < 0)
+			c->oom = 1;
 		c->inst_depth++;
 		int r = validate(c, s, json_array_get(v, i), silent);
 		c->inst_depth--;
@@ -295,9 +304,7 @@ static int validate_array(vctx *c, const snode *n, const json_t *v, int silent)
 				goto done;
 		}
 	}
-	c->ptr.len = mark;
-	if (c->ptr.data)
-		c->ptr.data[mark] = '\0';
+	c->segs.n = mark;
 	if (n->contains) {
 		size_t hits = 0;
 		for (size_t i = 0; i < len; i++)
@@ -312,9 +319,7 @@ static int validate_array(vctx *c, const snode *n, const json_t *v, int silent)
 				n->max_contains);
 	}
 done:
-	c->ptr.len = mark;
-	if (c->ptr.data)
-		c->ptr.data[mark] = '\0';
+	c->segs.n = mark;
 	return ok;
 }
 
@@ -552,11 +557,6 @@ int st_schema_validate(st_schema *s, const char *uri, const json_t *instance,
 	c.out = out;
 	c.opts = opts;
 	st_buf_init(&c.ptr);
-	if (opts && opts->root_pointer)
-		st_buf_adds(&c.ptr, opts->root_pointer);
-	st_buf_reserve(&c.ptr, 256);
-	if (c.ptr.data)
-		c.ptr.data[c.ptr.len] = '\0';
 	if (!validate(&c, root, instance, out == NULL) && c.errors == 0)
 		c.errors = 1; /* counted silently: one is enough to say invalid */
 	if (c.depth_reported && out)
@@ -566,7 +566,8 @@ int st_schema_validate(st_schema *s, const char *uri, const json_t *instance,
 				"schema",
 				SCHEMA_MAX_INSTANCE_DEPTH);
 	st_buf_free(&c.ptr);
-	if (c.ptr.oom)
+	st_segs_free(&c.segs);
+	if (c.oom)
 		return st__err(err, ST_ENOMEM, "out of memory");
 	return (int)(c.errors > INT32_MAX ? INT32_MAX : c.errors);
 }
