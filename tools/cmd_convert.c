@@ -38,6 +38,11 @@ static const char help[] =
 	"  --allow-duplicate-keys  write a state whose file repeats object keys, keeping\n"
 	"                          the last value of each (as Pulumi does); refused\n"
 	"                          otherwise\n"
+	"  --json                  the result as one JSON document: {\"format_version\": 1,\n"
+	"                          \"command\": \"convert\", \"input\", \"output\", \"written\"\n"
+	"                          (false when OUT holds that content already), \"envelope\",\n"
+	"                          \"compression\", \"version\"}; a failure too (its \"error\":\n"
+	"                          code, message, position). With -o - it goes to stderr\n"
 	"  -h, --help              show this help\n";
 
 enum { OPT_CP_STACK = 2000 };
@@ -62,10 +67,26 @@ static int same_as_file(st_state *s, const char *path)
 	return same;
 }
 
+/* The --json result (in filter mode on stderr: stdout carries the state). */
+static int print_doc(st_state *s, const cli_target *t, const char *out, int written)
+{
+	static const char *const comp[] = {"none", "gzip", "zstd"};
+	const char *in = cli_target_where(t);
+	st_compression c = st_state_compression(s);
+	json_t *doc = json_pack(
+		"{s:i, s:s, s:s, s:s, s:b, s:s, s:s, s:i}", "format_version", CLI_JSON_FORMAT,
+		"command", "convert", "input", in ? in : "-", "output", out, "written", written,
+		"envelope", st_state_envelope(s) == ST_ENVELOPE_CHECKPOINT ? "checkpoint" : "export",
+		"compression", (unsigned)c < 3 ? comp[c] : "none", "version", st_state_version(s));
+	int rc = doc ? cli_print_json(doc) : EXIT_FAIL;
+	json_decref(doc);
+	return rc;
+}
+
 /* What the command line asks for. */
 typedef struct args {
 	const char *out, *cp_stack;
-	int envelope, layout, gzip, html, canonical, allow_dups;
+	int envelope, layout, gzip, html, canonical, allow_dups, json;
 } args;
 
 static int parse(int argc, char **argv, cli_target *t, args *a)
@@ -85,6 +106,7 @@ static int parse(int argc, char **argv, cli_target *t, args *a)
 		{"canonical", no_argument, NULL, OPT_CANONICAL},
 		{"max-size", required_argument, NULL, OPT_MAX_SIZE},
 		{"allow-duplicate-keys", no_argument, NULL, OPT_ALLOW_DUPLICATE_KEYS},
+		{"json", no_argument, NULL, OPT_JSON},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	int c;
@@ -111,6 +133,7 @@ static int parse(int argc, char **argv, cli_target *t, args *a)
 		case OPT_NO_ESCAPE_HTML: a->html = 0; break;
 		case OPT_CANONICAL: a->canonical = 1; break;
 		case OPT_ALLOW_DUPLICATE_KEYS: a->allow_dups = 1; break;
+		case OPT_JSON: a->json = 1; break;
 		case 'h': return cli_help(help);
 		default: return cli_usage("convert", "bad option");
 		}
@@ -160,7 +183,7 @@ static int reshape(st_state *s, const args *a)
 
 /* To standard output (filter mode), or atomically (with a .bak) to a file unless it would
  * come back with the same content (a compressed one would get other bytes; it keeps its own). */
-static int write_out(st_state *s, cli_target *t, const args *a, int inplace)
+static int write_out(st_state *s, cli_target *t, const args *a, int inplace, int *written)
 {
 	st_error err;
 	st_error_clear(&err);
@@ -169,10 +192,14 @@ static int write_out(st_state *s, cli_target *t, const args *a, int inplace)
 		if (st_state_compression(s) != ST_COMPRESS_NONE && cli_stdout_isatty())
 			return cli_usage("convert", "refusing to write compressed data to a "
 						    "terminal; give --no-gzip, or -o FILE");
+		*written = 1;
 		return cli_save(t, s);
 	}
-	if (inplace && same_as_file(s, a->out))
+	*written = 1;
+	if (inplace && same_as_file(s, a->out)) {
+		*written = 0;
 		return EXIT_OK;
+	}
 	st_write_opts wo = ST_WRITE_OPTS_INIT;
 	wo.backup = 1;
 	wo.threads = cli_threads;
@@ -186,8 +213,8 @@ static int write_out(st_state *s, cli_target *t, const args *a, int inplace)
 int cmd_convert(int argc, char **argv)
 {
 	cli_target t = {0}, ot = {0};
-	args a = {NULL, NULL, 0, -1, -1, -1, 0, 0};
-	int inplace = 0, rc;
+	args a = {NULL, NULL, 0, -1, -1, -1, 0, 0, 0};
+	int inplace = 0, rc, written = 0;
 	st_state *s = NULL;
 	st_lock *lock = NULL;
 
@@ -221,7 +248,9 @@ int cmd_convert(int argc, char **argv)
 	/* written into a stack of a backend: it must be that stack's state */
 	if (ot.backend && (rc = cli_refuse_misplaced(s, &ot, a.out)) != EXIT_OK)
 		goto done;
-	rc = write_out(s, &t, &a, inplace);
+	rc = write_out(s, &t, &a, inplace, &written);
+	if (rc == EXIT_OK && a.json)
+		rc = print_doc(s, &t, a.out, written);
 done:
 	if (lock)
 		st_lock_release(lock, NULL);

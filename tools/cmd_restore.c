@@ -30,6 +30,12 @@ static const char help[] =
 	"  --backend URL -s, --stack NAME   a stack of a DIY backend\n"
 	"  --generation ID    the generation to put back (stacks only)\n"
 	"  --dry-run          print what would change and write nothing\n"
+	"  --json             the result as one JSON document: {\"format_version\": 1,\n"
+	"                     \"command\": \"restore\", \"target\", \"from\" (\"bak\" or the\n"
+	"                     generation), \"dry_run\", \"written\"}, with the comparison's\n"
+	"                     \"same\", \"added\", \"removed\", \"changed\", \"deployment\" (as\n"
+	"                     `statetool diff --json`) when one was made (--generation,\n"
+	"                     --dry-run); a failure too (its \"error\": code, message, position)\n"
 	"  -h, --help         show this help\n";
 
 /* The store and key of the target's object (store borrowed from the backend, or new). */
@@ -51,6 +57,26 @@ static int locate(cli_target *t, st_store **store, int *owned, char **key)
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;
+}
+
+/* The --json result: where, from what, whether written, and the comparison when made (doc,
+ * borrowed, may be NULL). */
+static int print_doc(const cli_target *t, const char *from, int dry_run, int written,
+		     const json_t *doc)
+{
+	json_t *top = json_pack("{s:i, s:s, s:s, s:s, s:b, s:b}", "format_version",
+				CLI_JSON_FORMAT, "command", "restore", "target",
+				cli_target_where(t), "from", from, "dry_run", dry_run, "written",
+				written);
+	int rc;
+	if (!top || (doc && json_object_update(top, (json_t *)doc))) {
+		json_decref(top);
+		cli_errorf("out of memory");
+		return EXIT_FAIL;
+	}
+	rc = cli_print_json(top);
+	json_decref(top);
+	return rc;
 }
 
 static int restore(const char *name, st_store *store, const char *key, const char *bak)
@@ -91,7 +117,7 @@ static int restore(const char *name, st_store *store, const char *key, const cha
 }
 
 /* restore --dry-run STATE: what putting STATE.bak back would change. */
-static int dry_run_bak(cli_target *t)
+static int dry_run_bak(cli_target *t, int json)
 {
 	st_load_opts lo = ST_LOAD_OPTS_INIT;
 	st_state *cur = NULL, *old = NULL;
@@ -118,6 +144,10 @@ static int dry_run_bak(cli_target *t)
 		cli_error(&err);
 		goto out;
 	}
+	if (json) {
+		rc = print_doc(t, "bak", 1, 0, doc);
+		goto out;
+	}
 	fwrite(text, 1, len, stdout);
 	printf("dry run: nothing written\n");
 	rc = EXIT_OK;
@@ -131,7 +161,7 @@ out:
 }
 
 /* Puts generation `gen` of the stack back: the diff first, then a save as any change. */
-static int restore_generation(cli_target *t, const char *gen, int dry_run)
+static int restore_generation(cli_target *t, const char *gen, int dry_run, int json)
 {
 	st_load_opts lo = ST_LOAD_OPTS_INIT;
 	st_state *cur = NULL, *old = NULL;
@@ -163,13 +193,16 @@ static int restore_generation(cli_target *t, const char *gen, int dry_run)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	fwrite(text, 1, len, stdout);
-	if (dry_run) {
-		printf("dry run: nothing written\n");
-		goto out;
-	}
-	if (json_is_true(json_object_get(doc, "same"))) {
-		printf("no change: %s is generation %s already\n", cli_target_where(t), gen);
+	if (!json)
+		fwrite(text, 1, len, stdout);
+	if (dry_run || json_is_true(json_object_get(doc, "same"))) {
+		if (json)
+			rc = print_doc(t, gen, dry_run, 0, doc);
+		else if (dry_run)
+			printf("dry run: nothing written\n");
+		else
+			printf("no change: %s is generation %s already\n", cli_target_where(t),
+			       gen);
 		goto out;
 	}
 	if ((rc = st_backend_save(t->backend, t->qname, old, NULL, &err)) != ST_OK) {
@@ -177,9 +210,11 @@ static int restore_generation(cli_target *t, const char *gen, int dry_run)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	printf("restored %s from generation %s (the replaced version is now its .bak and a "
-	       "generation)\n", cli_target_where(t), gen);
-	rc = EXIT_OK;
+	if (json)
+		rc = print_doc(t, gen, 0, 1, doc);
+	else
+		printf("restored %s from generation %s (the replaced version is now its .bak and "
+		       "a generation)\n", cli_target_where(t), gen);
 out:
 	free(text);
 	json_decref(doc);
@@ -197,11 +232,12 @@ int cmd_restore(int argc, char **argv)
 		{"stack", required_argument, NULL, OPT_STACK},
 		{"generation", required_argument, NULL, OPT_FROM},
 		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
+		{"json", no_argument, NULL, OPT_JSON},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	cli_target t = {0};
 	const char *gen = NULL;
-	int c, rc, owned = 0, dry_run = 0;
+	int c, rc, owned = 0, dry_run = 0, json = 0;
 	char *key = NULL, *bak = NULL;
 	st_store *store = NULL;
 	st_lock *lock = NULL;
@@ -215,6 +251,10 @@ int cmd_restore(int argc, char **argv)
 		}
 		if (c == OPT_DRY_RUN) {
 			dry_run = 1;
+			continue;
+		}
+		if (c == OPT_JSON) {
+			json = 1;
 			continue;
 		}
 		if (c == 'h')
@@ -238,11 +278,11 @@ int cmd_restore(int argc, char **argv)
 		goto out;
 	}
 	if (gen || (dry_run && t.backend)) {
-		rc = restore_generation(&t, gen ? gen : "bak", dry_run);
+		rc = restore_generation(&t, gen ? gen : "bak", dry_run, json);
 		goto out;
 	}
 	if (dry_run) {
-		rc = dry_run_bak(&t);
+		rc = dry_run_bak(&t, json);
 		goto out;
 	}
 	if ((rc = locate(&t, &store, &owned, &key)) != EXIT_OK)
@@ -277,11 +317,11 @@ int cmd_restore(int argc, char **argv)
 			goto out;
 		}
 	}
-	{
+	if (json)
+		rc = print_doc(&t, "bak", 0, 1, NULL);
+	else
 		printf("restored %s from %s.bak (the replaced version is now %s.bak)\n", name, name,
 		       name);
-	}
-	rc = EXIT_OK;
 out:
 	free(key);
 	free(bak);

@@ -19,23 +19,34 @@ static const char help[] =
 	"Options:\n"
 	"  --backend URL -s, --stack NAME   the stack whose locks to remove (URL: PATH, file://PATH,\n"
 	"                               s3://, azblob://, gs:// or postgres://)\n"
-	"  -h, --help         show this help\n";
+	"  --json             the result as one JSON document: {\"format_version\": 1,\n"
+	"                     \"command\": \"unlock\", \"target\", \"removed\": N}; a failure\n"
+	"                     too (its \"error\": code, message, position)\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"Prints \"removed N lock(s) of TARGET\" (0 when there was none). Exit status 0, 1 when\n"
+	"the locks could not be removed, 2 on a usage error.\n";
 
 int cmd_unlock(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"backend", required_argument, NULL, OPT_BACKEND},
 		{"stack", required_argument, NULL, OPT_STACK},
+		{"json", no_argument, NULL, OPT_JSON},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	cli_target t = {0};
-	int c, rc, removed = 0;
+	int c, rc, removed = 0, json = 0;
 	st_error err;
 
 	st_error_clear(&err);
 	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
 		if (cli_target_option(&t, c, optarg))
 			continue;
+		if (c == OPT_JSON) {
+			json = 1;
+			continue;
+		}
 		if (c == 'h')
 			return cli_help(help);
 		return cli_usage("unlock", "bad option");
@@ -52,6 +63,14 @@ int cmd_unlock(int argc, char **argv)
 	if (rc) {
 		cli_error(&err);
 		rc = EXIT_FAIL;
+		goto out;
+	}
+	if (json) {
+		json_t *doc = json_pack("{s:i, s:s, s:s, s:i}", "format_version", CLI_JSON_FORMAT,
+					"command", "unlock", "target", cli_target_name(&t),
+					"removed", removed);
+		rc = doc ? cli_print_json(doc) : EXIT_FAIL;
+		json_decref(doc);
 		goto out;
 	}
 	printf("removed %d lock%s of %s\n", removed, removed == 1 ? "" : "s", cli_target_name(&t));

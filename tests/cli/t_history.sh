@@ -110,6 +110,78 @@ check_rc 0; check_out "no differences
 no change: $B/.pulumi/stacks/proj/dev.json is generation current already"
 run "no such generation" st restore --backend "$B" --stack proj/dev --generation nope
 check_rc 1; check_err "statetool: error: no generation 'nope' of stack 'organization/proj/dev' (\`statetool history\` lists them)"
+# --json: the result as one document, with the comparison; a failure as one too
+run "restore --json --dry-run" st restore --json --backend "$B" --stack proj/dev --generation dev.1700000000000000000.json --dry-run
+check_rc 0; check_err_empty
+check_out "{
+    \"format_version\": 1,
+    \"command\": \"restore\",
+    \"target\": \"$B/.pulumi/stacks/proj/dev.json\",
+    \"from\": \"dev.1700000000000000000.json\",
+    \"dry_run\": true,
+    \"written\": false,
+    \"same\": false,
+    \"added\": [],
+    \"removed\": [],
+    \"changed\": [
+        {
+            \"urn\": \"$C\",
+            \"type\": \"my:index:Comp\",
+            \"changes\": [
+                {
+                    \"path\": \"/protect\",
+                    \"op\": \"remove\",
+                    \"old\": true
+                }
+            ]
+        }
+    ],
+    \"deployment\": []
+}"
+check_same "$B/.pulumi/stacks/proj/dev.json" "$T/v2.json"
+run "restore --json" st restore --json --backend "$B" --stack proj/dev --generation dev.1700000000000000000.json
+check_rc 0; check_err_empty
+sed -n 1,7p "$T/out" > "$T/head"
+check_file_is "$T/head" "{
+    \"format_version\": 1,
+    \"command\": \"restore\",
+    \"target\": \"$B/.pulumi/stacks/proj/dev.json\",
+    \"from\": \"dev.1700000000000000000.json\",
+    \"dry_run\": false,
+    \"written\": true,
+"
+check_same "$B/.pulumi/stacks/proj/dev.json" "$T/v1.json"
+run "restore --json: the same" st restore --json --backend "$B" --stack proj/dev --generation current
+check_rc 0
+check_out "{
+    \"format_version\": 1,
+    \"command\": \"restore\",
+    \"target\": \"$B/.pulumi/stacks/proj/dev.json\",
+    \"from\": \"current\",
+    \"dry_run\": false,
+    \"written\": false,
+    \"same\": true,
+    \"added\": [],
+    \"removed\": [],
+    \"changed\": [],
+    \"deployment\": []
+}"
+run "restore --json: undone" st restore --json --backend "$B" --stack proj/dev --generation bak
+check_rc 0; check_same "$B/.pulumi/stacks/proj/dev.json" "$T/v2.json"
+run "restore --json: no such generation" st restore --json --backend "$B" --stack proj/dev --generation nope
+check_rc 1
+check_out "{
+    \"format_version\": 1,
+    \"command\": \"restore\",
+    \"ok\": false,
+    \"exit_code\": 1,
+    \"error\": {
+        \"code\": \"not-found\",
+        \"message\": \"no generation 'nope' of stack 'organization/proj/dev' (\`statetool history\` lists them)\"
+    }
+}"
+check_err "statetool: error: no generation 'nope' of stack 'organization/proj/dev' (\`statetool history\` lists them)"
+check_same "$B/.pulumi/stacks/proj/dev.json" "$T/v2.json"
 run "a generation that is no state" st restore --backend "$B" --stack proj/dev --generation dev.1600000000000000000.json
 check_rc 1; check_same "$B/.pulumi/stacks/proj/dev.json" "$T/v2.json"
 

@@ -58,6 +58,9 @@ secrets verify|secrets verify --json $B
 index update|index update --json --db $T/ix.sqlite $B
 query|query --json --db $T/no-such-index.sqlite
 stacks|stacks --json --backend $T/no-such-dir
+convert|convert --json $B -o $T/never.json
+restore|restore --json --dry-run $B
+unlock|unlock --json --backend $T/no-such-dir -s a/b
 EOF
 
 # the position: file, line and column of a parse error; the code names its kind
@@ -145,6 +148,143 @@ check_rc 0; doc written resources > "$T/fields"
 check_file_is "$T/fields" 'false
 {"added":[],"removed":[],"changed":[]}
 '
+
+# 5b. --json of convert, restore and unlock: the result as one document; a failure as one too
+cp "$T/good.json" "$T/c.json"
+run "convert --json" st convert --json "$T/c.json" -o "$T/c-export.json" --envelope export
+check_rc 0; check_err_empty
+check_out "{
+    \"format_version\": 1,
+    \"command\": \"convert\",
+    \"input\": \"$T/c.json\",
+    \"output\": \"$T/c-export.json\",
+    \"written\": true,
+    \"envelope\": \"export\",
+    \"compression\": \"none\",
+    \"version\": 3
+}"
+cp "$T/c-export.json" "$T/c-export.before"
+run "convert --json: OUT holds it already" st convert --json "$T/c-export.json" -o "$T/c-export.json"
+check_rc 0; check_out_has '"written": false,'; check_same "$T/c-export.json" "$T/c-export.before"
+check_absent "$T/c-export.json.bak"
+st convert --gzip "$T/c.json" -o "$T/c.json.gz" > /dev/null
+run "convert --json -o -: the state on stdout, the document on stderr" st convert --json --gzip "$T/c.json" -o -
+check_rc 0; check_same "$T/out" "$T/c.json.gz"
+if printf '%s\n' "{
+    \"format_version\": 1,
+    \"command\": \"convert\",
+    \"input\": \"$T/c.json\",
+    \"output\": \"-\",
+    \"written\": true,
+    \"envelope\": \"checkpoint\",
+    \"compression\": \"gzip\",
+    \"version\": 3
+}" | cmp -s - "$T/err"; then ok; else bad "stderr is not the document"; fi
+run "convert --json: a bad input" st convert --json "$B" -o "$T/never.json"
+check_rc 1; check_absent "$T/never.json"
+check_out "{
+    \"format_version\": 1,
+    \"command\": \"convert\",
+    \"ok\": false,
+    \"exit_code\": 1,
+    \"error\": {
+        \"code\": \"parse\",
+        \"message\": \"unexpected end of JSON input\",
+        \"file\": \"$B\",
+        \"line\": 5,
+        \"column\": 1
+    }
+}"
+check_err "statetool: error: $B:5:1: unexpected end of JSON input"
+run "convert --json: usage" st convert --json "$T/c.json"
+check_rc 2
+check_out '{
+    "format_version": 1,
+    "command": "convert",
+    "ok": false,
+    "exit_code": 2,
+    "error": {
+        "code": "usage",
+        "message": "missing -o OUT"
+    }
+}'
+st unprotect "$T/c.json" "$BUCKET" > /dev/null 2>&1
+cp "$T/c.json" "$T/c.after"
+run "restore --json --dry-run" st restore --json --dry-run "$T/c.json"
+check_rc 0; check_err_empty; check_same "$T/c.json" "$T/c.after"
+check_out "{
+    \"format_version\": 1,
+    \"command\": \"restore\",
+    \"target\": \"$T/c.json\",
+    \"from\": \"bak\",
+    \"dry_run\": true,
+    \"written\": false,
+    \"same\": false,
+    \"added\": [],
+    \"removed\": [],
+    \"changed\": [
+        {
+            \"urn\": \"$BUCKET\",
+            \"type\": \"aws:s3/bucket:Bucket\",
+            \"id\": \"b-123\",
+            \"changes\": [
+                {
+                    \"path\": \"/protect\",
+                    \"op\": \"add\",
+                    \"new\": true
+                }
+            ]
+        }
+    ],
+    \"deployment\": []
+}"
+run "restore --json" st restore --json "$T/c.json"
+check_rc 0; check_err_empty; check_same "$T/c.json" "$T/good.json"; check_same "$T/c.json.bak" "$T/c.after"
+check_out "{
+    \"format_version\": 1,
+    \"command\": \"restore\",
+    \"target\": \"$T/c.json\",
+    \"from\": \"bak\",
+    \"dry_run\": false,
+    \"written\": true
+}"
+run "restore --json: no backup" st restore --json "$T/c-export.json"
+check_rc 1
+check_out "{
+    \"format_version\": 1,
+    \"command\": \"restore\",
+    \"ok\": false,
+    \"exit_code\": 1,
+    \"error\": {
+        \"code\": \"error\",
+        \"message\": \"no backup '$T/c-export.json.bak' to restore\"
+    }
+}"
+check_err "statetool: error: no backup '$T/c-export.json.bak' to restore"
+: > "$T/c.json.lock"
+run "unlock --json" st unlock --json "$T/c.json"
+check_rc 0; check_err_empty; check_absent "$T/c.json.lock"
+check_out "{
+    \"format_version\": 1,
+    \"command\": \"unlock\",
+    \"target\": \"$T/c.json\",
+    \"removed\": 1
+}"
+run "unlock --json: no lock" st unlock --json "$T/c.json"
+check_rc 0; check_out_has '"removed": 0'
+run "unlock --json: no backend" st unlock --json --backend "$T/no-such-dir" -s a/b
+check_rc 1
+check_out "{
+    \"format_version\": 1,
+    \"command\": \"unlock\",
+    \"ok\": false,
+    \"exit_code\": 1,
+    \"error\": {
+        \"code\": \"not-found\",
+        \"message\": \"backend directory '$T/no-such-dir' does not exist\"
+    }
+}"
+check_err "statetool: error: backend directory '$T/no-such-dir' does not exist"
 
 # 5. tables aligned on a terminal (script(1) gives the command one); tab-separated in a pipe
 st index update --backend "$E" > /dev/null 2>&1
