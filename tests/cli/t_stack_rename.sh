@@ -5,7 +5,8 @@
 # secrets; the root stack's name; URNs of another stack or project left alone), the checkpoint's
 # stack, the history, backups and tags moved, the old object kept as .bak; to another project;
 # refused when the name is taken or the stack locked; a kill at each step and a rerun end where
-# an uninterrupted rename ends; the legacy layout.
+# an uninterrupted rename ends; the legacy layout. (On s3://, postgres:// and gs://: t_stores.sh,
+# run by t_xstores.sh on the test servers.)
 . "$(dirname "$0")/lib.sh"
 MAGIC=3ff53efef69f38d19e364655131bbb113e416d3bf64bfb819065fa12acb29250
 U=urn:pulumi:dev::shop

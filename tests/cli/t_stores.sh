@@ -1,6 +1,6 @@
 #!/bin/sh
 # Backends named by URL, used through the store calls only: every command that takes --backend
-# on a backend, and `move` between two different stores, with a kill (SIGKILL, through the crash
+# on a backend, `stack rename` (with a kill and a rerun), and `move` between two different stores, with a kill (SIGKILL, through the crash
 # hook) at each step of the two-stack journal and recovery from either side.
 #
 # The two stores are two file:// directories unless the environment names others:
@@ -123,6 +123,82 @@ check_out "urn
 urn:pulumi:sourceStack::test::a:b:c::name"
 run "pending" st pending --backend "$A" --stack test/sourceStack
 check_rc 0; check_out "no pending operations"
+
+# ---- stack rename (pulumi stack rename) on a backend named by URL ----
+# the new object, its history, backups and tags, the old object kept as its .bak, through the
+# store's calls only; to another project; a taken name and a lock refused with nothing changed;
+# a kill and a rerun end as an uninterrupted rename ends
+setup rename
+echo h | put "$A" .pulumi/history/test/sourceStack/sourceStack-1700000000000000000.history.json
+echo c | put "$A" .pulumi/history/test/sourceStack/sourceStack-1700000000000000000.checkpoint.json
+echo b | put "$A" .pulumi/backups/test/sourceStack/sourceStack.1700000000000000000.json
+printf '{"version":1,"tags":{"owner":"ops"}}\n' | put "$A" .pulumi/stacks/test/sourceStack.pulumi-tags
+sed 's/urn:pulumi:sourceStack::test::/urn:pulumi:prod::test::/g; s/"stack":"organization\/test\/sourceStack"/"stack":"organization\/test\/prod"/' "$M/children.json" > "$T/want-prod.json"
+# the keys, each statetool generation's UnixNano as N
+gkeys() { keys "$1" | sed 's/\.17[1-9][0-9]\{16\}\.json/.N.json/'; }
+run "stack rename" st stack rename --backend "$A" --stack test/sourceStack prod
+check_rc 0; check_out "Renamed organization/test/sourceStack to organization/test/prod"; check_err_empty
+run "stack rename: the objects" gkeys "$A"
+check_out ".pulumi/backups/test/prod/prod.1700000000000000000.json
+.pulumi/backups/test/prod/prod.N.json
+.pulumi/history/test/prod/prod-1700000000000000000.checkpoint.json
+.pulumi/history/test/prod/prod-1700000000000000000.history.json
+.pulumi/meta.yaml
+.pulumi/stacks/test/prod.json
+.pulumi/stacks/test/prod.pulumi-tags
+.pulumi/stacks/test/sourceStack.json.bak"
+run "stack rename: the new object" "$STORETOOL" cat "$A" .pulumi/stacks/test/prod.json
+check_same "$T/want-prod.json" "$T/out"
+run "stack rename: the old object is its .bak" "$STORETOOL" cat "$A" "$SK.bak"
+check_same "$M/children.json" "$T/out"
+run "stack rename: the tags moved" "$STORETOOL" cat "$A" .pulumi/stacks/test/prod.pulumi-tags
+check_out '{"version":1,"tags":{"owner":"ops"}}'
+run "stack rename: valid in its place" st validate --backend "$A" --stack test/prod
+check_rc 0; check_out "test/prod: valid, 0 errors, 0 warnings (3 resources)"
+run "stack rename: to another project" st stack rename --backend "$A" -s test/prod organization/web/prod
+check_rc 0; check_out "Renamed organization/test/prod to organization/web/prod"
+run "stack rename: to another project, URNs" urns "$A" web/prod
+check_out "urn:pulumi:prod::web::pulumi:providers:a::default_1_0_0
+urn:pulumi:prod::web::a:b:c::name
+urn:pulumi:prod::web::a:b:c\$a:b:c::name2"
+run "stack rename: to another project, the history" keys "$A" .pulumi/history/
+check_out ".pulumi/history/web/prod/prod-1700000000000000000.checkpoint.json
+.pulumi/history/web/prod/prod-1700000000000000000.history.json"
+put "$A" "$SK" < "$M/children.json"
+keys "$A" > "$T/keys.before"
+run "stack rename: a taken name" st stack rename --backend "$A" -s web/prod organization/test/sourceStack
+check_rc 1; check_err "statetool: error: a stack named organization/test/sourceStack already exists"
+run "stack rename: a taken name changes nothing" keys "$A"
+check_same "$T/keys.before" "$T/out"
+printf '{"pid":4242,"username":"alice","hostname":"ci-runner","timestamp":"2024-05-01T10:00:00Z"}' |
+	put "$A" .pulumi/locks/organization/test/sourceStack/6a1f0e2c-0000-4000-8000-000000000001.json
+run "stack rename: a Pulumi lock object blocks" st stack rename --backend "$A" -s test/sourceStack dev
+check_rc 1; check_err_has "the stack is currently locked by 1 lock(s)"
+run "stack rename: nothing written under the lock" keys "$A" .pulumi/stacks/
+check_out ".pulumi/stacks/test/prod.json.bak
+.pulumi/stacks/test/sourceStack.json
+.pulumi/stacks/test/sourceStack.json.bak
+.pulumi/stacks/web/prod.json
+.pulumi/stacks/web/prod.pulumi-tags"
+st unlock --backend "$A" --stack test/sourceStack > /dev/null
+# a gzip stack, killed after the new object is written: the rerun finishes it
+setup renamekill
+"$STORETOOL" rm "$A" "$SK" 2>/dev/null || true
+gzip -c < "$M/children.json" | put "$A" "$SK.gz"
+run "stack rename: killed" env STATETOOL_CRASH_AT=stack-rename:2 "$STATETOOL" stack rename --backend "$A" -s test/sourceStack prod
+check_rc 137
+run "stack rename: after the kill, the rerun names the stale lock" st stack rename --backend "$A" -s test/sourceStack prod
+check_rc 1; check_err_has "[stale: that process is no longer running]"
+st unlock --backend "$A" --stack test/sourceStack > /dev/null
+run "stack rename: the rerun" st stack rename --backend "$A" -s test/sourceStack prod
+check_rc 0; check_out "Renamed organization/test/sourceStack to organization/test/prod"
+run "stack rename: after the kill and the rerun, the objects" gkeys "$A"
+check_out ".pulumi/backups/test/prod/prod.N.json.gz
+.pulumi/meta.yaml
+.pulumi/stacks/test/prod.json.gz
+.pulumi/stacks/test/sourceStack.json.gz.bak"
+run "stack rename: after the kill and the rerun, as if never killed" sh -c "'$STORETOOL' cat '$A' .pulumi/stacks/test/prod.json.gz | gzip -dc"
+check_same "$T/want-prod.json" "$T/out"
 
 # ---- move between two stores ----
 setup move

@@ -1,9 +1,9 @@
 #!/bin/sh
-# t_stores.sh between stores of different schemes (every --backend command on the first, a move
-# between the two with a kill at each step of the two-stack journal and recovery from either
-# side): s3 -> azblob, postgres -> file, gs -> s3, on the test servers (radosgw, Azurite,
-# PostgreSQL; sh tests/servers/ctl start) and tests/gcsfake.js. Without the servers: skipped,
-# but a failure when $CI is set.
+# t_stores.sh between stores of different schemes (every --backend command and stack rename on
+# the first, a move between the two with a kill at each step of the two-stack journal and
+# recovery from either side): s3 -> azblob, postgres -> file, gs -> s3, on the test servers
+# (radosgw, Azurite, PostgreSQL; sh tests/servers/ctl start) and tests/gcsfake.js. Without the
+# servers: skipped, but a failure when $CI is set.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/gcsfake.sh"
 : "${STORETOOL:?set STORETOOL to tests/storetool}"
