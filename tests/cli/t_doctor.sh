@@ -126,6 +126,16 @@ st upgrade --backend "$L" >/dev/null
 run "legacy layout, after the fix" st doctor --backend "$L"
 check_rc 0; check_out "no problems found (1 stack checked)"
 
+# progress on standard error when it is a terminal (script(1) gives the command one), the
+# line cleared before the report; in a pipe, none
+if command -v script > /dev/null 2>&1; then
+	run "progress on a terminal" script -qec "'$STATETOOL' doctor --backend '$L'" /dev/null
+	check_rc 0
+	if printf '\rdoctor: 1/1 stacks\r\033[Kno problems found (1 stack checked)\r\n' | cmp -s - "$T/out"; then ok; else bad "not the progress, then the report"; fi
+fi
+run "no progress in a pipe" st doctor --backend "$L"
+check_rc 0; check_err_empty
+
 run "usage: --lock-age" st doctor --backend "$L" --lock-age soon
 check_rc 2; check_err_has "invalid --lock-age 'soon'"
 run "a missing backend" st doctor --backend "$T/nowhere"

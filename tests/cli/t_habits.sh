@@ -14,7 +14,8 @@ BUCKET='urn:pulumi:dev::proj::my:index:Comp$aws:s3/bucket:Bucket::b'
 for cmd in "list" "show $BUCKET" "validate" "convert" "migrate --dry-run" "pending" \
 	"protect --dry-run $BUCKET" "unprotect --dry-run $BUCKET" "taint --dry-run $BUCKET" \
 	"untaint --dry-run $BUCKET" "delete --dry-run --force $BUCKET" "repair --dry-run" \
-	"rename --dry-run $BUCKET b2" "secrets show"; do
+	"rename --dry-run $BUCKET b2" "secrets show" "graph" "history" "unlock" \
+	"replace-provider --dry-run a b" "restore --dry-run" "edit --dry-run --from $P/valid-checkpoint-v3-diy.json"; do
 	set -- $cmd
 	c=$1; shift
 	run "$c --stack" st "$c" --backend "$B" --stack proj/dev "$@"

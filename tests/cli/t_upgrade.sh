@@ -156,6 +156,18 @@ check_same "$T/before" "$T/out"
 run "bad --project" st upgrade --backend "$B" --project 'a/b'
 check_rc 2; check_err_has "invalid project name 'a/b'"
 
+# progress on standard error when it is a terminal (script(1) gives the command one); in a
+# pipe, none (the runs above)
+if command -v script > /dev/null 2>&1; then
+	G=$T/tty
+	mkdir -p "$G/.pulumi/stacks"
+	cp "$F/valid-checkpoint-v3-diy.json" "$G/.pulumi/stacks/dev.json"
+	cp "$F/valid-checkpoint-v3-diy.json" "$G/.pulumi/stacks/dev2.json"
+	run "progress on a terminal" script -qec "'$STATETOOL' upgrade --backend '$G'" /dev/null
+	check_rc 0
+	if printf '\rupgrading: 1/2 stacks\rupgrading: 2/2 stacks\r\nUpgraded 2 stack(s) to project mode\r\n' | cmp -s - "$T/out"; then ok; else bad "not the progress, then the summary"; fi
+fi
+
 # on S3, when the test server runs
 envfile=${ST_SERVERS_DIR:-/tmp/statetool-servers-$(id -u)}/env
 # shellcheck source=/dev/null
