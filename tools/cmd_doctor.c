@@ -34,6 +34,7 @@ static const char help[] =
 	"                     \"problems\":[{\"kind\",\"stack\",\"where\",\"message\",\"fix\"}]}\n"
 	"  -h, --help         show this help\n"
 	"\n"
+	"Progress (\"doctor: N/M stacks\") on standard error when it is a terminal.\n"
 	"Exit status 0 when nothing is wrong (\"no problems found\"), 1 when something is,\n"
 	"2 on a usage error.\n";
 

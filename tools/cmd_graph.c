@@ -38,7 +38,7 @@ static const char help[] =
 	"  --format dot|svg   DOT (the default), or SVG made by Graphviz's `dot -Tsvg`\n"
 	"                     (an error when dot is not installed)\n"
 	"  -o FILE            write to FILE (a name ending in .svg implies --format svg)\n"
-	"  --backend URL --stack NAME   a stack of a DIY backend\n"
+	"  --backend URL -s, --stack NAME   a stack of a DIY backend\n"
 	"  -h, --help         show this help\n";
 
 static const char *jstr(const json_t *o, const char *k)

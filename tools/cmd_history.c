@@ -20,7 +20,7 @@ static const char help[] =
 	"count (- when it cannot be read as a state).\n"
 	"\n"
 	"Options:\n"
-	"  --backend URL --stack NAME   the stack\n"
+	"  --backend URL -s, --stack NAME   the stack\n"
 	"  --json             one JSON document\n"
 	"  -h, --help         show this help\n";
 
