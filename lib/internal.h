@@ -413,6 +413,9 @@ char *st__go_time_error(const char *s, size_t n);               /* time.Time (RF
 char *st__go_semver_error(const char *s, size_t n, int tolerant); /* semver.Parse[Tolerant] */
 char *st__go_property_path_error(const char *s, size_t n);      /* resource.ParsePropertyPath */
 char *st__go_base64_error(const char *s, size_t n);             /* base64.StdEncoding */
+/* base64.StdEncoding's DecodeString into out (room for n / 4 * 3 + 3 bytes): the length
+ * decoded, or -1 exactly where Go gives an error (st__go_base64_error says where). */
+long long st__go_base64_decode(const char *s, size_t n, unsigned char *out);
 char *st__go_parse_hex64_error(const char *s, size_t n, unsigned long long *out);
 /* strconv.ParseInt(s, 10, 64) accepts it. */
 int st__go_int_literal(const char *s, size_t n);

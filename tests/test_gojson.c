@@ -4,6 +4,7 @@
  * Pointer of the value.
  */
 #include "testutil.h"
+#include <sodium.h>
 
 static void expect(char *got, const char *want)
 {
@@ -134,6 +135,59 @@ static void test_base64(void **state)
 	expect(B64("AA==AA=="), "illegal base64 data at input byte 4");
 	expect(B64("A@=="), "illegal base64 data at input byte 1");
 	expect(B64("AAAA-A=="), "illegal base64 data at input byte 4");
+}
+
+/* The decoder agrees with the validator on every case, decodes what Go decodes, and is the
+ * inverse of the encoder at every length, with new lines anywhere. */
+static long long b64d(const char *s, char *out)
+{
+	return st__go_base64_decode(s, strlen(s), (unsigned char *)out);
+}
+
+static void test_base64_decode(void **state)
+{
+	static const char *const cases[] = {"", "AA==", "QUJD", "AA\n==", "AAA", "A", "A===",
+					    "AA=A", "AA=", "AA==AA==", "A@==", "AAAA-A==",
+					    "QUJD\r\nRA==\n", "QUJD\"", "QUJDRA=\n=", "QUJDRA=\n"};
+	char out[64];
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *e = B64(cases[i]);
+		assert_int_equal(b64d(cases[i], out) < 0, e != NULL);
+		free(e);
+	}
+	assert_int_equal(b64d("QUJD\r\nRA==\n", out), 4);
+	assert_memory_equal(out, "ABCD", 4);
+	assert_int_equal(b64d("AP8QgA==", out), 4);
+	assert_memory_equal(out, "\0\xff\x10\x80", 4);
+	/* unused bits of the last quantum are not checked (StdEncoding is not Strict) */
+	assert_int_equal(b64d("QR==", out), 1);
+	assert_int_equal(out[0], 'A');
+	assert_int_equal(b64d("QUK=", out), 2);
+	assert_memory_equal(out, "AB", 2);
+	for (size_t n = 0; n < 200; n++) {
+		unsigned char bin[200], got[200 + 3];
+		char enc[400], nl[800];
+		size_t k = 0;
+		randombytes_buf(bin, n);
+		sodium_bin2base64(enc, sizeof(enc), bin, n, sodium_base64_VARIANT_ORIGINAL);
+		assert_int_equal(st__go_base64_decode(enc, strlen(enc), got), (long long)n);
+		assert_memory_equal(got, bin, n);
+		for (size_t i = 0; enc[i]; i++) {
+			if (i % 7 == (n % 7))
+				nl[k++] = (n & 1) ? '\n' : '\r';
+			nl[k++] = enc[i];
+		}
+		nl[k++] = '\n';
+		assert_int_equal(st__go_base64_decode(nl, k, got), (long long)n);
+		assert_memory_equal(got, bin, n);
+		if (n % 3) { /* without its padding: refused, as Go refuses it */
+			size_t m = strlen(enc);
+			while (enc[m - 1] == '=')
+				m--;
+			assert_int_equal(st__go_base64_decode(enc, m, got), -1);
+		}
+	}
 }
 
 static void test_small_parsers(void **state)
@@ -438,6 +492,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_time),         cmocka_unit_test(test_semver),
 		cmocka_unit_test(test_property_path), cmocka_unit_test(test_base64),
+		cmocka_unit_test(test_base64_decode),
 		cmocka_unit_test(test_small_parsers), cmocka_unit_test(test_load_refuses),
 		cmocka_unit_test(test_load_accepts), cmocka_unit_test(test_two_threads),
 		cmocka_unit_test(test_import_file_keys),

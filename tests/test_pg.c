@@ -376,6 +376,21 @@ static void test_rows_as_pulumi(void **state)
 	assert_string_equal(data, "Pulumi");
 	assert_int_equal(info.size, 6);
 	free(data);
+	/* escapes, as another JSON writer may put them: decoded as Go decodes the string */
+	sql1(sv, "INSERT INTO statetool_rows (key, data) VALUES ($1, $2)", "statetool/a/esc",
+	     "{\"data\":\"UHVs\\u0064W1p\\n\"}");
+	assert_int_equal(st_store_read(s, "a/esc", 0, &data, &len, NULL, NULL), ST_OK);
+	assert_int_equal(len, 6);
+	assert_string_equal(data, "Pulumi");
+	free(data);
+	/* Go's StdEncoding does not check the unused bits of the last quantum: neither do we */
+	sql1(sv, "UPDATE statetool_rows SET data = $2 WHERE key = $1", "statetool/a/esc",
+	     "{\"data\":\"QR==\"}");
+	assert_int_equal(st_store_read(s, "a/esc", 0, &data, &len, NULL, NULL), ST_OK);
+	assert_int_equal(len, 1);
+	assert_string_equal(data, "A");
+	free(data);
+	sql1(sv, "DELETE FROM statetool_rows WHERE key = $1", "statetool/a/esc", NULL);
 	/* a row not in Pulumi's form, bad base64: refused, named */
 	sql1(sv, "INSERT INTO statetool_rows (key, data) VALUES ($1, $2)", "statetool/a/odd",
 	     "{\"other\": 1}");
@@ -430,6 +445,57 @@ static void test_rows_as_pulumi(void **state)
 	assert_true(b.mtime_ns > a.mtime_ns);
 	assert_int_equal(a.mtime_ns % 1000, 0); /* microseconds, as updated_at keeps them */
 	st_store_free(s);
+}
+
+/* A big row: read back byte for byte; the connection that carried it is closed after it (libpq
+ * keeps its input buffer as big as the largest message for the connection's life), and the
+ * next statement opens another. */
+static void test_big_row(void **state)
+{
+	server *sv = server_get();
+	const size_t n = (17u << 20) + 1;
+	char name[40], rnd[9], *big, *data, *v, *q;
+	size_t len;
+	st_store *s;
+	(void)state;
+	if (!sv)
+		return;
+	st_random_hex(rnd, 4);
+	snprintf(name, sizeof(name), "statetool_big_%s", rnd);
+	s = open_table(sv, name);
+	big = malloc(n);
+	assert_non_null(big);
+	for (size_t i = 0; i < n; i++)
+		big[i] = (char)(i * 2654435761u >> 13);
+	assert_int_equal(st_store_write(s, "big", big, n, NULL, NULL), ST_OK);
+	assert_int_equal(st_store_read(s, "big", 0, &data, &len, NULL, NULL), ST_OK);
+	assert_int_equal(len, n);
+	assert_memory_equal(data, big, n);
+	free(data);
+	/* the session that ran the read is gone (its backend may take a moment to exit) */
+	q = st_asprintf("%%FROM %s WHERE key = $1%%", name);
+	for (int i = 0; i < 200; i++) {
+		v = sql1(sv, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE $1 AND pid <> "
+			     "pg_backend_pid()",
+			 q, NULL);
+		int gone = !strcmp(v, "0");
+		free(v);
+		if (gone)
+			break;
+		assert_true(i < 199);
+		usleep(10000);
+	}
+	free(q);
+	/* and the store carries on, on a new connection */
+	assert_int_equal(st_store_write(s, "small", "x", 1, NULL, NULL), ST_OK);
+	assert_int_equal(st_store_read(s, "small", 0, &data, &len, NULL, NULL), ST_OK);
+	assert_string_equal(data, "x");
+	free(data);
+	st_store_free(s);
+	v = st_asprintf("DROP TABLE %s", name);
+	sql1(sv, v, NULL, NULL);
+	free(v);
+	free(big);
 }
 
 /* LIKE's '_' and '%' in a prefix are characters like any other. */
@@ -578,6 +644,7 @@ int main(void)
 		cmocka_unit_test_setup(test_connect_errors, setup),
 		cmocka_unit_test_setup(test_table_created, setup),
 		cmocka_unit_test_setup(test_rows_as_pulumi, setup),
+		cmocka_unit_test_setup(test_big_row, setup),
 		cmocka_unit_test_setup(test_like_prefix, setup),
 		cmocka_unit_test_setup(test_backup_in_transaction, setup),
 		cmocka_unit_test_setup(test_request_hook, setup),

@@ -8,8 +8,10 @@
  * An object is one row: `data` is {"data":"<standard base64 of the bytes>"} (Go's json.Marshal
  * of Pulumi's blobData, compact), `updated_at` is set by the server on every write.
  *
- *   read     SELECT data::text: the row as stored, decoded here (the server neither parses
- *            the JSON nor decodes the base64: a big row is detoasted once and sent as is)
+ *   read     SELECT data in binary form: the row's JSON text as stored (no text conversion
+ *            on the server, which neither parses the JSON nor decodes the base64: a big row
+ *            is detoasted once and sent as is), decoded here; after a big one the connection
+ *            is closed, so libpq's input buffer (as big as the row) goes with it
  *   write    the bytes base64-encoded as they come; commit: INSERT ... ON CONFLICT (key) DO
  *            UPDATE (Pulumi's upsert); create-only: ON CONFLICT DO NOTHING, no row -> EEXIST.
  *            With a backup key, the backup copy and the upsert are one transaction.
@@ -248,52 +250,83 @@ static char *full_key(const pg_store *pg, const char *key)
 	return st_asprintf("%s%s", pg->c.u.prefix, key);
 }
 
-/* The base64 text of a row's data {"data":"<base64>"}: *b points into j (Go's compact form, no
- * escapes) or into *owned (new, any other JSON spelling of the same). 0 when the row is not in
- * that form. */
-static int row_base64(const char *j, size_t n, const char **b, size_t *bn, json_t **owned)
+/* Decodes a row's data {"data":"<base64>"} into *out (new, NUL-terminated): Go's compact form
+ * (what Pulumi and statetool write) straight from the row, any other JSON spelling of the same
+ * through jansson. ST_OK, ST_EFORMAT (not that form), ST_EPARSE (no base64), ST_ENOMEM. */
+static int row_decode(const char *j, size_t n, char **out, size_t *len)
 {
 	static const char head[] = "{\"data\":\"";
-	*owned = NULL;
-	if (n >= sizeof(head) + 1 && !memcmp(j, head, sizeof(head) - 1) && !memcmp(j + n - 2, "\"}", 2) &&
-	    !memchr(j + sizeof(head) - 1, '\\', n - sizeof(head) - 1) &&
-	    !memchr(j + sizeof(head) - 1, '"', n - sizeof(head) - 1)) {
-		*b = j + sizeof(head) - 1;
-		*bn = n - sizeof(head) - 1;
-		return 1;
+	const size_t h = sizeof(head) - 1;
+	long long got = -1;
+	json_t *v = NULL;
+	const char *b = NULL;
+	size_t bn = 0;
+
+	*out = NULL;
+	if (n >= h + 2 && !memcmp(j, head, h) && !memcmp(j + n - 2, "\"}", 2)) {
+		b = j + h;
+		bn = n - h - 2;
 	}
-	json_t *v = json_loadb(j, n, 0, NULL), *d = json_object_get(v, "data");
-	if (!json_is_string(d)) {
+	/* (the bytes between the quotes decode only if they hold no quote or escape) */
+	if (b && !(*out = malloc(bn / 4 * 3 + 4)))
+		return ST_ENOMEM;
+	if (b && (got = st__go_base64_decode(b, bn, (unsigned char *)*out)) < 0) {
+		free(*out);
+		*out = NULL;
+	}
+	if (got < 0) {
+		json_t *d;
+		v = json_loadb(j, n, 0, NULL);
+		d = json_object_get(v, "data");
+		if (!json_is_string(d)) {
+			json_decref(v);
+			return ST_EFORMAT;
+		}
+		b = json_string_value(d);
+		bn = json_string_length(d);
+		if (!(*out = malloc(bn / 4 * 3 + 4))) {
+			json_decref(v);
+			return ST_ENOMEM;
+		}
+		got = st__go_base64_decode(b, bn, (unsigned char *)*out);
 		json_decref(v);
-		return 0;
+		if (got < 0) {
+			free(*out);
+			*out = NULL;
+			return ST_EPARSE;
+		}
 	}
-	*owned = v;
-	*b = json_string_value(d);
-	*bn = json_string_length(d);
-	return 1;
+	(*out)[got] = '\0';
+	*len = (size_t)got;
+	return ST_OK;
 }
+
+/* A result this big leaves libpq's input buffer as big for the connection's life: the
+ * connection is closed after it (the next statement opens another). */
+#define PG_BIG_RESULT (16u << 20)
 
 static int pg_read(st_store *s, const char *key, size_t max, char **data, size_t *len,
 		   st_store_info *info, st_error *err)
 {
 	pg_store *pg = (pg_store *)s;
 	char *k = full_key(pg, key);
-	char *sql = st_asprintf("SELECT data::text, " TIME_TAG_COLS " FROM %s WHERE key = $1",
+	/* `data` in binary form is the row's JSON text as stored (json_send), without the
+	 * server's text conversion of data::text */
+	char *sql = st_asprintf("SELECT data, " TIME_TAG_COLS " FROM %s WHERE key = $1",
 				pg->c.u.table);
 	const char *vals[1] = {k};
 	stmt st = {"READ", key, sql, 1, vals, NULL, 1, 1};
 	PGresult *r = NULL;
-	json_t *owned = NULL;
-	const char *b;
-	size_t bn, cap;
-	int rc;
+	int rc, big = 0;
 
+	*data = NULL;
 	if (!k || !sql) {
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
 	}
 	pthread_mutex_lock(&pg->mu);
 	rc = run(pg, &st, &r, NULL, err);
+	big = rc == ST_OK && PQntuples(r) > 0 && PQgetlength(r, 0, 0) >= (int)PG_BIG_RESULT;
 	pthread_mutex_unlock(&pg->mu);
 	if (rc != ST_OK)
 		goto out;
@@ -302,42 +335,40 @@ static int pg_read(st_store *s, const char *key, size_t max, char **data, size_t
 			     pg->c.u.table, pg->c.where);
 		goto out;
 	}
-	if (!row_base64(PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0), &b, &bn, &owned)) {
-		rc = st__err(err, ST_EPARSE,
-			     "postgres: object '%s' in table '%s' on %s is not in Pulumi's form "
-			     "{\"data\": \"<base64>\"}",
-			     key, pg->c.u.table, pg->c.where);
-		goto out;
-	}
 	/* (new lines are ignored, as Go's and PostgreSQL's decoders ignore them) */
-	if (!(*data = malloc((cap = bn / 4 * 3 + 3) + 1))) {
-		rc = st__err(err, ST_ENOMEM, "out of memory");
+	rc = row_decode(PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0), data, len);
+	if (rc == ST_ENOMEM) {
+		st__err(err, rc, "out of memory");
 		goto out;
 	}
-	if (sodium_base642bin((unsigned char *)*data, cap, b, bn, "\r\n", len, NULL,
-			      sodium_base64_VARIANT_ORIGINAL) != 0) {
+	if (rc != ST_OK) {
 		rc = st__err(err, ST_EPARSE,
 			     "postgres: object '%s' in table '%s' on %s is not in Pulumi's form "
-			     "{\"data\": \"<base64>\"}: its data is not base64",
-			     key, pg->c.u.table, pg->c.where);
-		goto fail;
+			     "{\"data\": \"<base64>\"}%s",
+			     key, pg->c.u.table, pg->c.where,
+			     rc == ST_EPARSE ? ": its data is not base64" : "");
+		goto out;
 	}
 	if (*len > max) {
 		rc = st__err(err, ST_ELIMIT,
 			     "postgres: object '%s' in table '%s' is larger than the limit of %zu "
 			     "bytes",
 			     key, pg->c.u.table, max);
-		goto fail;
+		free(*data);
+		*data = NULL;
+		goto out;
 	}
-	(*data)[*len] = '\0';
 	info_from(info, (long long)*len, be64(PQgetvalue(r, 0, 1)), PQgetvalue(r, 0, 2));
-	goto out;
-fail:
-	free(*data);
-	*data = NULL;
 out:
-	json_decref(owned);
 	PQclear(r);
+	if (big) {
+		pthread_mutex_lock(&pg->mu);
+		if (!pg->w || !pg->w->in_tx) {
+			PQfinish(pg->c.conn);
+			pg->c.conn = NULL;
+		}
+		pthread_mutex_unlock(&pg->mu);
+	}
 	free(k);
 	free(sql);
 	return rc;
