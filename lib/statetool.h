@@ -991,6 +991,19 @@ ST_EXTERN int st_state_get(st_state *state, const char *ref, size_t *index,
 ST_EXTERN int st_resource_text(const json_t *resource, unsigned flags, st_secrets *secrets,
 			       char **out, size_t *len, st_error *err);
 
+/* A resource (borrowed) as `pulumi state get --output json` prints it: {"id" (empty when
+ * none), "inputs", "outputs", "pendingDeletion": true (delete: true only), "type", "urn"}, the
+ * properties as Pulumi serializes them for display: internal keys ("__...") of the top level
+ * left out, every object's keys sorted (Go maps), secrets the string "[secret]" (with
+ * ST_TEXT_SHOW_SECRETS their values: plaintexts as they are, ciphertexts decrypted with
+ * `secrets`, borrowed; NULL: a ciphertext is ST_EPASSPHRASE), output values as their element
+ * (an unknown one as Pulumi's computed placeholder), resource references with their
+ * packageVersion, bytes that are not UTF-8 as "b\"BASE64\"". *out is new (json_decref). Print
+ * it indented by two spaces without HTML escaping, as Pulumi does. Plaintext secrets end up in
+ * *out only with ST_TEXT_SHOW_SECRETS. */
+ST_EXTERN int st_resource_json(const json_t *resource, unsigned flags, st_secrets *secrets,
+			       json_t **out, st_error *err);
+
 /* ---------------------------------------------------------------------------------------------
  * Comparing two states
  */

@@ -258,6 +258,16 @@ static int c_resource_text(st_error *err)
 	return rc;
 }
 
+static int c_resource_json(st_error *err)
+{
+	json_t *out = NULL;
+	json_t *v = json_string("x");
+	int rc = st_resource_json(v, 0, NULL, &out, err);
+	json_decref(v);
+	json_decref(out);
+	return rc;
+}
+
 /* A session on a copy of edit/base.json, for the edit cases. */
 typedef struct session {
 	st_state *s;
@@ -907,6 +917,7 @@ static const err_case cases[] = {
 	CASE(state_load_file), CASE(state_load_buffer),
 	CASE(state_from_json), CASE(state_set_envelope), CASE(state_save), CASE(validate),
 	CASE(validate_import_file), CASE(state_find), CASE(state_get), CASE(resource_text),
+	CASE(resource_json),
 	CASE(edit_delete), CASE(edit_rename), CASE(edit_set_flag), CASE(edit_repair),
 	CASE(edit_replace_provider), CASE(edit_replace_deployment),
 	CASE(edit_commit), CASE(edit_commit_save), CASE(edit_commit_save_stack),

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_SHOW_SECRETS = 3000, OPT_PASSFILE, OPT_NAMES };
+enum { OPT_SHOW_SECRETS = 3000, OPT_PASSFILE, OPT_NAMES, OPT_OUTPUT_FMT };
 
 static const char help[] =
 	"usage: statetool show [options] STATE RESOURCE\n"
@@ -25,6 +25,10 @@ static const char help[] =
 	"                     postgres://),\n"
 	"                     with --stack\n"
 	"  -s, --stack NAME   a stack of the backend\n"
+	"  --output json      as `pulumi state get --output json` prints it: {\"id\", \"inputs\",\n"
+	"                     \"outputs\", \"pendingDeletion\" (when true), \"type\", \"urn\"},\n"
+	"                     2-space indented, keys sorted, secrets as \"[secret]\" unless\n"
+	"                     --show-secrets (--output default: the text above)\n"
 	"  --json             the resource as it is in the state (4-space indented JSON,\n"
 	"                     secrets as stored); several copies of an exact URN as an array\n"
 	"  --show-secrets     secrets' values instead of [secret]: plaintexts as they are,\n"
@@ -79,7 +83,27 @@ static int show_json(st_state *s, const char *query, int reveal, const char *pas
 	return rc;
 }
 
-static int show_text(st_state *s, const char *query, int reveal, const char *passfile)
+/* Pulumi's JSON (--output json) of resource r: 2-space indented, no HTML escaping. */
+static int print_pulumi_json(const json_t *r, unsigned flags, st_secrets *sec, st_error *err)
+{
+	st_style st = {0, "  ", 0, 1, 1};
+	json_t *doc = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	int rc = st_resource_json(r, flags, sec, &doc, err);
+	if (rc == ST_OK)
+		rc = st_json_dump(doc, &st, &text, &len, err);
+	json_decref(doc);
+	if (rc == ST_OK)
+		rc = cli_write_output("-", text, len) == EXIT_OK ? ST_OK : EXIT_FAIL;
+	free(text);
+	return rc;
+}
+
+/* The resource `query` finds as `pulumi state get` prints it: text, or (pulumi_json) its
+ * --output json. */
+static int show_text(st_state *s, const char *query, int reveal, const char *passfile,
+		     int pulumi_json)
 {
 	st_changes warn = {0};
 	st_secrets *sec = NULL;
@@ -99,19 +123,25 @@ static int show_text(st_state *s, const char *query, int reveal, const char *pas
 	}
 	json_t *r = json_array_get(st_state_resources(s, 0), idx);
 	unsigned flags = reveal ? ST_TEXT_SHOW_SECRETS : 0;
-	rc = st_resource_text(r, flags, NULL, &text, &len, &err);
+	rc = pulumi_json ? print_pulumi_json(r, flags, NULL, &err)
+			 : st_resource_text(r, flags, NULL, &text, &len, &err);
 	if (rc == ST_EPASSPHRASE) {
 		/* encrypted secrets: only now is the passphrase asked for */
 		if ((rc = cli_open_secrets(s, passfile, 1, &sec)) != EXIT_OK)
 			return rc;
 		st_error_clear(&err);
-		rc = st_resource_text(r, flags, sec, &text, &len, &err);
+		rc = pulumi_json ? print_pulumi_json(r, flags, sec, &err)
+				 : st_resource_text(r, flags, sec, &text, &len, &err);
 		st_secrets_free(sec);
 	}
+	if (rc == EXIT_FAIL && pulumi_json && !err.code)
+		return EXIT_FAIL; /* the write failed, said so */
 	if (rc != ST_OK) {
 		cli_error(&err);
 		return EXIT_FAIL;
 	}
+	if (pulumi_json)
+		return EXIT_OK;
 	rc = cli_write_output("-", text, len);
 	free(text);
 	return rc;
@@ -148,10 +178,11 @@ int cmd_show(int argc, char **argv)
 		{"show-secrets", no_argument, NULL, OPT_SHOW_SECRETS},
 		{"passphrase-file", required_argument, NULL, OPT_PASSFILE},
 		{"names", no_argument, NULL, OPT_NAMES},
+		{"output", required_argument, NULL, OPT_OUTPUT_FMT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	cli_target t = {0};
-	int c, rc, json = 0, reveal = 0, names = 0;
+	int c, rc, json = 0, reveal = 0, names = 0, pulumi_json = 0, output_given = 0;
 	const char *passfile = NULL;
 	st_state *s = NULL;
 	const char *query = NULL;
@@ -164,10 +195,23 @@ int cmd_show(int argc, char **argv)
 		case OPT_SHOW_SECRETS: reveal = 1; break;
 		case OPT_PASSFILE: passfile = optarg; break;
 		case OPT_NAMES: names = 1; break;
+		case OPT_OUTPUT_FMT:
+			/* Pulumi's --output flag and its words */
+			if (!strcmp(optarg, "json"))
+				pulumi_json = 1;
+			else if (!strcmp(optarg, "default") || !*optarg)
+				pulumi_json = 0;
+			else
+				return cli_usage("show", "output \"%s\" not supported, valid values "
+							 "are: default or json", optarg);
+			output_given = 1;
+			break;
 		case 'h': return cli_help(help);
 		default: return cli_usage("show", "bad option");
 		}
 	}
+	if (json && output_given)
+		return cli_usage("show", "give --json or --output, not both");
 	int nargs = argc - optind, want = (t.stack ? 0 : 1) + (names ? 0 : 1);
 	if (nargs != want)
 		return cli_usage("show", names ? "expected STATE" : "expected STATE and RESOURCE");
@@ -182,7 +226,7 @@ int cmd_show(int argc, char **argv)
 	else if (json)
 		rc = show_json(s, query, reveal, passfile);
 	else
-		rc = show_text(s, query, reveal, passfile);
+		rc = show_text(s, query, reveal, passfile, pulumi_json);
 out:
 	st_state_free(s);
 	cli_target_free(&t);

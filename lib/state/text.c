@@ -387,3 +387,153 @@ int st_resource_text(const json_t *resource, unsigned flags, st_secrets *secrets
 	*out = st_buf_take(&b, len);
 	return ST_OK;
 }
+
+/* ---- the resource as `pulumi state get --output json` prints it ----
+ * Pulumi's renderResourceStateJSON: {"id","inputs","outputs","pendingDeletion"?,"type","urn"},
+ * the properties through display.MassageSecrets and stack.SerializeProperties (a Go map each:
+ * keys sorted at every level). */
+
+static json_t *pj_value(printer *p, const json_t *v);
+
+/* An object with its keys sorted (a Go map), each value through pj_value; `top`: a property
+ * map, whose internal keys ("__...") Pulumi leaves out. */
+static json_t *pj_object(printer *p, const json_t *obj, int top)
+{
+	size_t n = json_object_size(obj), k = 0;
+	const char **keys = malloc((n + 1) * sizeof(*keys)), *key;
+	json_t *o = json_object(), *v;
+	if (!keys || !o) {
+		free(keys);
+		json_decref(o);
+		return NULL;
+	}
+	json_object_foreach((json_t *)obj, key, v)
+		keys[k++] = key;
+	qsort(keys, n, sizeof(*keys), keycmp);
+	for (k = 0; k < n; k++) {
+		if (top && !strncmp(keys[k], "__", 2))
+			continue;
+		json_t *m = pj_value(p, json_object_get(obj, keys[k]));
+		if (!m || json_object_set_new(o, keys[k], m)) {
+			json_decref(o);
+			o = NULL;
+			break;
+		}
+	}
+	free(keys);
+	return o;
+}
+
+/* A secret as Pulumi serializes one it shows: {sig, "plaintext": its element as json.Marshal
+ * writes it (compact, HTML escaped)}. */
+static json_t *pj_shown_secret(printer *p, const json_t *el)
+{
+	st_style st = {1, "", 1, 0, 1};
+	json_t *m = pj_value(p, el), *o = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	if (m && (p->rc = st_json_dump(m, &st, &text, &len, p->err)) == ST_OK)
+		o = json_pack("{s:s, s:s%}", ST_SIG_KEY, ST_SIG_SECRET, "plaintext", text, len);
+	free(text);
+	json_decref(m);
+	return o;
+}
+
+static json_t *pj_value(printer *p, const json_t *v)
+{
+	const char *sig = st_json_str(v, ST_SIG_KEY);
+	if (p->rc != ST_OK)
+		return NULL;
+	if (sig && !strcmp(sig, ST_SIG_SECRET)) {
+		if (!(p->flags & ST_TEXT_SHOW_SECRETS))
+			return json_string("[secret]");
+		json_t *el = secret_element(p, v), *m = el ? pj_value(p, el) : NULL;
+		json_decref(el);
+		return m;
+	}
+	if (sig && !strcmp(sig, ST_SIG_BYTESTRING)) { /* bytes that are not UTF-8: b"BASE64" */
+		const char *b64 = st_json_str(v, "value");
+		char *s = NULL;
+		if (asprintf(&s, "b\"%s\"", b64 ? b64 : "") < 0)
+			return NULL;
+		json_t *r = json_string(s);
+		free(s);
+		return r;
+	}
+	if (sig && !strcmp(sig, ST_SIG_RESREF)) {
+		const char *urn = st_json_str(v, "urn"), *pv = st_json_str(v, "packageVersion");
+		json_t *o = json_pack("{s:s, s:s, s:s}", ST_SIG_KEY, ST_SIG_RESREF, "packageVersion",
+				      pv ? pv : "", "urn", urn ? urn : "");
+		const char *id = st_json_str(v, "id");
+		if (o && id && json_object_set_new(o, "id", json_string(id))) {
+			json_decref(o);
+			return NULL;
+		}
+		json_t *sorted = o ? pj_object(p, o, 0) : NULL;
+		json_decref(o);
+		return sorted;
+	}
+	if (sig && !strcmp(sig, ST_SIG_OUTPUT)) {
+		json_t *el = json_object_get(v, "value");
+		int secret = json_is_true(json_object_get(v, "secret"));
+		if (secret && !(p->flags & ST_TEXT_SHOW_SECRETS))
+			return json_string("[secret]");
+		if (!el) { /* unknown: Pulumi's computed placeholder */
+			json_t *u = json_string(ST_UNKNOWN_ID);
+			if (!secret)
+				return u;
+			json_t *o = pj_shown_secret(p, u);
+			json_decref(u);
+			return o;
+		}
+		return secret ? pj_shown_secret(p, el) : pj_value(p, el);
+	}
+	if (json_is_object(v))
+		return pj_object(p, v, 0);
+	if (json_is_array(v)) {
+		json_t *a = json_array(), *el;
+		size_t i;
+		json_array_foreach((json_t *)v, i, el) {
+			json_t *m = pj_value(p, el);
+			if (!a || !m || json_array_append_new(a, m)) {
+				json_decref(a);
+				return NULL;
+			}
+		}
+		return a;
+	}
+	return json_deep_copy(v);
+}
+
+int st_resource_json(const json_t *resource, unsigned flags, st_secrets *secrets, json_t **out,
+		     st_error *err)
+{
+	printer p = {NULL, flags, secrets, err, ST_OK};
+	const char *id = st_json_str(resource, "id"), *type = st_json_str(resource, "type");
+	const char *urn = st_json_str(resource, "urn");
+	static const char *const sections[2] = {"inputs", "outputs"};
+	json_t *o;
+	int bad = 0;
+
+	*out = NULL;
+	if (!json_is_object(resource))
+		return st__err(err, ST_EINVAL, "a resource must be an object");
+	if (!(o = json_object()) || json_object_set_new(o, "id", json_string(id ? id : "")))
+		bad = 1;
+	for (int k = 0; k < 2 && !bad; k++) {
+		json_t *props = json_object_get(resource, sections[k]), *m;
+		m = json_is_object(props) ? pj_object(&p, props, 1) : json_object();
+		bad = !m || json_object_set_new(o, sections[k], m);
+	}
+	if (!bad && st_json_bool(resource, "delete"))
+		bad = json_object_set_new(o, "pendingDeletion", json_true()) != 0;
+	if (!bad)
+		bad = json_object_set_new(o, "type", json_string(type ? type : "")) ||
+		      json_object_set_new(o, "urn", json_string(urn ? urn : ""));
+	if (bad) {
+		json_decref(o);
+		return p.rc != ST_OK ? p.rc : st__err(err, ST_ENOMEM, "out of memory");
+	}
+	*out = o;
+	return ST_OK;
+}
