@@ -86,6 +86,8 @@ int cmd_migrate(int argc, char **argv)
 	if (json) {
 		json_t *doc = json_object(), *arr = json_array();
 		json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
+		json_object_set_new(doc, "command", json_string("migrate"));
+		json_object_set_new(doc, "dry_run", json_boolean(dry));
 		json_object_set_new(doc, "from", json_integer(from));
 		json_object_set_new(doc, "to", json_integer(st_state_version(s)));
 		json_object_set_new(doc, "written", json_boolean(!dry && ch.count > 0));
@@ -96,8 +98,8 @@ int cmd_migrate(int argc, char **argv)
 		json_decref(doc);
 	} else {
 		if (ch.count == 0)
-			printf("%s is already version %d; nothing to migrate\n", cli_target_name(&t),
-			       from);
+			printf("no change: %s is already version %d; nothing to migrate\n",
+			       cli_target_name(&t), from);
 		else
 			printf("%s %s from version %d to %d:\n", cli_target_name(&t),
 			       dry ? "would be migrated" : "migrated", from, st_state_version(s));

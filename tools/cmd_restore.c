@@ -149,7 +149,9 @@ static int dry_run_bak(cli_target *t, int json)
 		goto out;
 	}
 	fwrite(text, 1, len, stdout);
-	printf("dry run: nothing written\n");
+	/* a dry run with no change says so, as every command's does */
+	printf("%s\n", json_is_true(json_object_get(doc, "same")) ? "no change"
+								   : "dry run: nothing written");
 	rc = EXIT_OK;
 out:
 	free(bak);
@@ -199,7 +201,9 @@ static int restore_generation(cli_target *t, const char *gen, int dry_run, int j
 		if (json)
 			rc = print_doc(t, gen, dry_run, 0, doc);
 		else if (dry_run)
-			printf("dry run: nothing written\n");
+			printf("%s\n", json_is_true(json_object_get(doc, "same"))
+					   ? "no change"
+					   : "dry run: nothing written");
 		else
 			printf("no change: %s is generation %s already\n", cli_target_where(t),
 			       gen);

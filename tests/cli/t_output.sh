@@ -148,6 +148,31 @@ check_rc 0; doc written resources > "$T/fields"
 check_file_is "$T/fields" 'false
 {"added":[],"removed":[],"changed":[]}
 '
+cp "$T/g.json" "$T/g.json.bak"
+run "restore --dry-run: the backup is the state" st restore --dry-run "$T/g.json"
+check_rc 0; check_err_empty; check_out "no differences
+no change"
+R=$T/rbackend
+mkdir -p "$R/.pulumi/stacks/proj"
+cp "$T/meta.yaml" "$R/.pulumi/meta.yaml"
+cp "$T/good.json" "$R/.pulumi/stacks/proj/dev.json"
+run "restore --dry-run --generation: the same" st restore --dry-run --backend "$R" -s proj/dev --generation current
+check_rc 0; check_out "no differences
+no change"
+run "migrate --dry-run: a version 3 state" st migrate --dry-run "$T/g.json"
+check_rc 0; check_out "no change: $T/g.json is already version 3; nothing to migrate"
+run "migrate --json --dry-run: a version 3 state" st migrate --json --dry-run "$T/g.json"
+check_rc 0
+check_out '{
+    "format_version": 1,
+    "command": "migrate",
+    "dry_run": true,
+    "from": 3,
+    "to": 3,
+    "written": false,
+    "changes": []
+}'
+rm -f "$T/g.json.bak"
 
 # 5b. --json of convert, restore and unlock: the result as one document; a failure as one too
 cp "$T/good.json" "$T/c.json"
