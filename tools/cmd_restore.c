@@ -81,6 +81,8 @@ static int print_doc(const cli_target *t, const char *from, int dry_run, int wri
 
 static int restore(const char *name, st_store *store, const char *key, const char *bak)
 {
+	char shown[4096]; /* the backup as messages name it: NAME.bak */
+	snprintf(shown, sizeof(shown), "%s.bak", name);
 	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
 	char *data = NULL;
 	size_t len = 0;
@@ -98,9 +100,9 @@ static int restore(const char *name, st_store *store, const char *key, const cha
 	if (rc == ST_OK) {
 		char *plain = NULL;
 		size_t plen = 0;
-		rc = st_file_decompress(data, len, 0, bak, &plain, &plen, NULL, &err);
+		rc = st_file_decompress(data, len, 0, shown, &plain, &plen, NULL, &err);
 		if (rc == ST_OK)
-			rc = st_state_load_buffer(&s, plain, plen, bak, NULL, &err);
+			rc = st_state_load_buffer(&s, plain, plen, shown, NULL, &err);
 		free(plain);
 	}
 	/* ... and goes back byte for byte (compressed or not); the current one becomes .bak */
@@ -116,49 +118,90 @@ static int restore(const char *name, st_store *store, const char *key, const cha
 	return EXIT_OK;
 }
 
-/* restore --dry-run STATE: what putting STATE.bak back would change. */
-static int dry_run_bak(cli_target *t, int json)
+/* What putting the backup back would change: *doc (new) compares the current state (an empty
+ * one when there is none) with the backup (a file's STATE.bak, a stack's .bak). *missing: the
+ * backup is not there, or (*missing 2) does not load. */
+static int compare_bak(cli_target *t, json_t **doc, int *missing, st_error *err)
 {
 	st_load_opts lo = ST_LOAD_OPTS_INIT;
 	st_state *cur = NULL, *old = NULL;
-	json_t *doc = NULL;
-	char *bak = NULL, *text = NULL;
-	size_t len = 0;
-	st_error err;
-	int rc = EXIT_FAIL;
+	char *bak = NULL;
+	int rc;
 
-	st_error_clear(&err);
+	*doc = NULL;
+	*missing = 0;
 	lo.max_size = t->max_size;
-	if (asprintf(&bak, "%s.bak", t->path) < 0) {
-		bak = NULL;
-		goto out;
+	if (t->backend) {
+		rc = st_backend_generation_load(t->backend, t->qname, "bak", &lo, &old, err);
+		*missing = rc == ST_ENOTFOUND ? 1 : rc != ST_OK ? 2 : 0;
+		if (rc == ST_OK)
+			rc = st_backend_load(t->backend, t->qname, &lo, &cur, err);
+	} else {
+		if (asprintf(&bak, "%s.bak", t->path) < 0) {
+			err->code = ST_ENOMEM;
+			snprintf(err->message, sizeof(err->message), "out of memory");
+			return ST_ENOMEM;
+		}
+		*missing = access(bak, F_OK) != 0;
+		rc = *missing ? ST_ENOTFOUND : st_state_load_file(&old, bak, &lo, err);
+		if (rc != ST_OK && !*missing)
+			*missing = 2;
+		if (rc == ST_OK)
+			rc = access(t->path, F_OK) != 0
+				     ? ST_ENOTFOUND
+				     : st_state_load_file(&cur, t->path, &lo, err);
+		free(bak);
 	}
-	if (access(bak, F_OK) != 0) {
-		cli_errorf("no backup '%s' to restore", bak);
-		goto out;
+	if (rc == ST_ENOTFOUND && old) { /* no current state: compare with an empty one */
+		st_error_clear(err);
+		rc = st_state_new(&cur, err);
 	}
-	if (st_state_load_file(&old, bak, &lo, &err) != ST_OK ||
-	    st_state_load_file(&cur, t->path, &lo, &err) != ST_OK ||
-	    st_state_compare(cur, old, &doc, &err) != ST_OK ||
-	    st_compare_text(doc, &text, &len, &err) != ST_OK) {
-		cli_error(&err);
-		goto out;
-	}
-	if (json) {
-		rc = print_doc(t, "bak", 1, 0, doc);
-		goto out;
-	}
-	fwrite(text, 1, len, stdout);
-	/* a dry run with no change says so, as every command's does */
-	printf("%s\n", json_is_true(json_object_get(doc, "same")) ? "no change"
-								   : "dry run: nothing written");
-	rc = EXIT_OK;
-out:
-	free(bak);
-	free(text);
-	json_decref(doc);
+	if (rc == ST_OK)
+		rc = st_state_compare(cur, old, doc, err);
 	st_state_free(cur);
 	st_state_free(old);
+	return rc;
+}
+
+/* Prints the comparison's text (as `statetool diff` prints it). */
+static int print_compare(const json_t *doc)
+{
+	char *text = NULL;
+	size_t len = 0;
+	st_error err;
+	st_error_clear(&err);
+	if (st_compare_text(doc, &text, &len, &err) != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	fwrite(text, 1, len, stdout);
+	free(text);
+	return EXIT_OK;
+}
+
+/* restore --dry-run STATE: what putting STATE.bak back would change. */
+static int dry_run_bak(cli_target *t, int json)
+{
+	json_t *doc = NULL;
+	st_error err;
+	int rc, missing;
+
+	st_error_clear(&err);
+	if (compare_bak(t, &doc, &missing, &err) != ST_OK) {
+		if (missing == 1)
+			cli_errorf("no backup '%s.bak' to restore", t->path);
+		else
+			cli_error(&err);
+		return EXIT_FAIL;
+	}
+	if (json)
+		rc = print_doc(t, "bak", 1, 0, doc);
+	else if ((rc = print_compare(doc)) == EXIT_OK)
+		/* a dry run with no change says so, as every command's does */
+		printf("%s\n", json_is_true(json_object_get(doc, "same"))
+				   ? "no change"
+				   : "dry run: nothing written");
+	json_decref(doc);
 	return rc;
 }
 
@@ -245,6 +288,7 @@ int cmd_restore(int argc, char **argv)
 	char *key = NULL, *bak = NULL;
 	st_store *store = NULL;
 	st_lock *lock = NULL;
+	json_t *doc = NULL;
 
 	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
 		if (cli_target_option(&t, c, optarg))
@@ -309,6 +353,20 @@ int cmd_restore(int argc, char **argv)
 			goto out;
 		}
 	}
+	{ /* what changes, first, as for a generation (none shown when the current state does
+	   * not load: putting its backup back is how a broken state is mended) */
+		st_error derr;
+		int missing = 0;
+		st_error_clear(&derr);
+		if (compare_bak(&t, &doc, &missing, &derr) != ST_OK && !missing)
+			cli_warnf("no diff shown: %s%s%s", derr.file[0] ? derr.file : "",
+				  derr.file[0] ? ": " : "",
+				  derr.message[0] ? derr.message : st_strerror(derr.code));
+		if (doc && !json && print_compare(doc) != EXIT_OK) {
+			rc = EXIT_FAIL;
+			goto out;
+		}
+	}
 	if ((rc = restore(name, store, key, bak)) != EXIT_OK)
 		goto out;
 	if (t.backend && st_backend_store(t.backend)) { /* a change like any other: the restored
@@ -322,11 +380,12 @@ int cmd_restore(int argc, char **argv)
 		}
 	}
 	if (json)
-		rc = print_doc(&t, "bak", 0, 1, NULL);
+		rc = print_doc(&t, "bak", 0, 1, doc);
 	else
 		printf("restored %s from %s.bak (the replaced version is now %s.bak)\n", name, name,
 		       name);
 out:
+	json_decref(doc);
 	free(key);
 	free(bak);
 	if (lock)

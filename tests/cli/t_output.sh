@@ -271,8 +271,44 @@ check_out "{
     \"target\": \"$T/c.json\",
     \"from\": \"bak\",
     \"dry_run\": false,
-    \"written\": true
+    \"written\": true,
+    \"same\": false,
+    \"added\": [],
+    \"removed\": [],
+    \"changed\": [
+        {
+            \"urn\": \"$BUCKET\",
+            \"type\": \"aws:s3/bucket:Bucket\",
+            \"id\": \"b-123\",
+            \"changes\": [
+                {
+                    \"path\": \"/protect\",
+                    \"op\": \"add\",
+                    \"new\": true
+                }
+            ]
+        }
+    ],
+    \"deployment\": []
 }"
+# restore shows what it changes first, as restore --generation does
+run "restore: the diff first" st restore "$T/c.json"
+check_rc 0; check_err_empty; check_same "$T/c.json" "$T/c.after"; check_same "$T/c.json.bak" "$T/good.json"
+check_out "~ $BUCKET
+    - /protect: true
+0 added, 0 removed, 1 changed
+restored $T/c.json from $T/c.json.bak (the replaced version is now $T/c.json.bak)"
+# a broken state is put right by its backup: no diff, a warning saying why
+printf 'garbage' > "$T/c.json"
+run "restore of a state that does not load" st restore "$T/c.json"
+check_rc 0; check_same "$T/c.json" "$T/good.json"
+check_out "restored $T/c.json from $T/c.json.bak (the replaced version is now $T/c.json.bak)"
+check_err "statetool: warning: no diff shown: $T/c.json: invalid character 'g' looking for beginning of value"
+# a backup that does not load is refused, and nothing changes
+run "restore of a backup that does not load" st restore "$T/c.json"
+check_rc 1; check_out_empty; check_same "$T/c.json" "$T/good.json"
+check_err "statetool: error: $T/c.json.bak:1:1: invalid character 'g' looking for beginning of value"
+cp "$T/good.json" "$T/c.json"; rm -f "$T/c.json.bak"
 run "restore --json: no backup" st restore --json "$T/c-export.json"
 check_rc 1
 check_out "{
