@@ -12,11 +12,12 @@ static const char help[] =
 	"\n"
 	"Put the backup STATE.bak (written by every statetool change, and by Pulumi's DIY\n"
 	"backend) back in place, byte for byte. The current file becomes STATE.bak, so a\n"
-	"restore can itself be undone by another. The backup must load as a state. A stack\n"
-	"(named by --stack or by its file's path inside a DIY backend) is restored under\n"
-	"Pulumi's lock, in its backend's store. Not for a STATE of '-' (standard input):\n"
-	"filter mode keeps no backup; keep the export you piped in.\n"
-	"\n"
+	"restore can itself be undone by another. The backup must load as a state. What\n"
+	"changes is printed first, as `statetool diff` prints it (current => backup,\n"
+	"secrets masked); a current state that does not load is restored without a diff,\n"
+	"with a warning. A stack (named by --stack or by its file's path inside a DIY\n"
+	"backend) is restored under Pulumi's lock, in its backend's store. Not for a STATE\n"
+	"of '-' (standard input): filter mode keeps no backup; keep the export you piped in.\n"
 	"\n"
 	"With --generation ID (an ID `statetool history` lists: a copy in the stack's\n"
 	"backups or history, or bak), the stack is put back to that generation: what\n"
@@ -34,8 +35,8 @@ static const char help[] =
 	"                     \"command\": \"restore\", \"target\", \"from\" (\"bak\" or the\n"
 	"                     generation), \"dry_run\", \"written\"}, with the comparison's\n"
 	"                     \"same\", \"added\", \"removed\", \"changed\", \"deployment\" (as\n"
-	"                     `statetool diff --json`) when one was made (--generation,\n"
-	"                     --dry-run); a failure too (its \"error\": code, message, position)\n"
+	"                     `statetool diff --json`) when one was made; a failure too (its\n"
+	"                     \"error\": code, message, position)\n"
 	"  -h, --help         show this help\n";
 
 /* The store and key of the target's object (store borrowed from the backend, or new). */
