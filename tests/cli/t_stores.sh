@@ -1,7 +1,8 @@
 #!/bin/sh
 # Backends named by URL, used through the store calls only: every command that takes --backend
-# on a backend, `stack rename` (with a kill and a rerun), and `move` between two different stores, with a kill (SIGKILL, through the crash
-# hook) at each step of the two-stack journal and recovery from either side.
+# on a backend, `stack rename` (with a kill and a rerun), `upgrade` of a legacy backend and
+# `doctor` before and after it, and `move` between two different stores, with a kill (SIGKILL,
+# through the crash hook) at each step of the two-stack journal and recovery from either side.
 #
 # The two stores are two file:// directories unless the environment names others:
 #   STATETOOL_TEST_STORE_A=s3://bucket/x?endpoint=...  STATETOOL_TEST_STORE_B=azblob://c/y ...
@@ -199,6 +200,36 @@ check_out ".pulumi/backups/test/prod/prod.N.json.gz
 .pulumi/stacks/test/sourceStack.json.gz.bak"
 run "stack rename: after the kill and the rerun, as if never killed" sh -c "'$STORETOOL' cat '$A' .pulumi/stacks/test/prod.json.gz | gzip -dc"
 check_same "$T/want-prod.json" "$T/out"
+
+# ---- upgrade (pulumi state upgrade) and doctor on a backend named by URL ----
+L=$(store upgrade A)
+put "$L" .pulumi/stacks/sourceStack.json < "$M/children.json"
+echo h | put "$L" .pulumi/history/sourceStack/sourceStack-1700000000000000000.history.json
+run "doctor: the legacy layout" st doctor --backend "$L"
+check_rc 1; check_out_has "backend: legacy-layout: the backend is in the legacy layout (no .pulumi/meta.yaml)"
+check_out_has "1 problem found (1 stack checked)"
+run "upgrade --dry-run" st upgrade --dry-run --backend "$L"
+check_rc 0
+check_out "move .pulumi/history/sourceStack/sourceStack-1700000000000000000.history.json -> .pulumi/history/test/sourceStack/sourceStack-1700000000000000000.history.json
+move .pulumi/stacks/sourceStack.json -> .pulumi/stacks/test/sourceStack.json (the old object kept as .pulumi/stacks/sourceStack.json.bak)
+write .pulumi/meta.yaml (version: 1)
+dry run: 1 stack(s) to upgrade, 0 skipped; nothing written"
+run "upgrade --dry-run writes nothing" keys "$L"
+check_out ".pulumi/history/sourceStack/sourceStack-1700000000000000000.history.json
+.pulumi/stacks/sourceStack.json"
+run "upgrade" st upgrade --backend "$L"
+check_rc 0; check_out "Upgraded 1 stack(s) to project mode"; check_err_empty
+run "upgrade: the objects" keys "$L"
+check_out ".pulumi/history/test/sourceStack/sourceStack-1700000000000000000.history.json
+.pulumi/meta.yaml
+.pulumi/stacks/sourceStack.json.bak
+.pulumi/stacks/test/sourceStack.json"
+run "upgrade: the stack's bytes" "$STORETOOL" cat "$L" "$SK"
+check_same "$M/children.json" "$T/out"
+run "doctor after the upgrade" st doctor --backend "$L"
+check_rc 0; check_out "no problems found (1 stack checked)"
+run "upgrade again" st upgrade --backend "$L"
+check_rc 0; check_out "no change: the backend is in the project layout already"
 
 # ---- move between two stores ----
 setup move

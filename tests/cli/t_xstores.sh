@@ -1,5 +1,5 @@
 #!/bin/sh
-# t_stores.sh between stores of different schemes (every --backend command and stack rename on
+# t_stores.sh between stores of different schemes (every --backend command, stack rename, upgrade on
 # the first, a move between the two with a kill at each step of the two-stack journal and
 # recovery from either side): s3 -> azblob, postgres -> file, gs -> s3, on the test servers
 # (radosgw, Azurite, PostgreSQL; sh tests/servers/ctl start) and tests/gcsfake.js. Without the
