@@ -1,7 +1,7 @@
 #!/bin/sh
-# t_stores.sh between stores of different schemes (every --backend command, stack rename, upgrade on
-# the first, a move between the two with a kill at each step of the two-stack journal and
-# recovery from either side): s3 -> azblob, postgres -> file, gs -> s3, on the test servers
+# t_stores.sh between stores of different schemes (every --backend command, stack rename and
+# upgrade on the first, a move between the two with a kill at each step of the two-stack journal
+# and recovery from either side): s3 -> azblob, postgres -> file, gs -> s3, on the test servers
 # (radosgw, Azurite, PostgreSQL; sh tests/servers/ctl start) and tests/gcsfake.js. Without the
 # servers: skipped, but a failure when $CI is set.
 . "$(dirname "$0")/lib.sh"
