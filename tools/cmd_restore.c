@@ -180,6 +180,22 @@ static int print_compare(const json_t *doc)
 	return EXIT_OK;
 }
 
+/* Before the backup is put back: what changes, as for a generation (*doc, new; its text unless
+ * `json`). None when the current state does not load, with a warning: putting its backup back
+ * is how a broken state is mended. */
+static int show_bak_diff(cli_target *t, int json, json_t **doc)
+{
+	st_error err;
+	int missing = 0;
+	st_error_clear(&err);
+	if (compare_bak(t, doc, &missing, &err) != ST_OK && !missing)
+		cli_warnf("no diff shown: %s%s%s", err.file[0] ? err.file : "",
+			  err.file[0] ? ": " : "", err.message[0] ? err.message : st_strerror(err.code));
+	if (*doc && !json)
+		return print_compare(*doc);
+	return EXIT_OK;
+}
+
 /* restore --dry-run STATE: what putting STATE.bak back would change. */
 static int dry_run_bak(cli_target *t, int json)
 {
@@ -354,21 +370,8 @@ int cmd_restore(int argc, char **argv)
 			goto out;
 		}
 	}
-	{ /* what changes, first, as for a generation (none shown when the current state does
-	   * not load: putting its backup back is how a broken state is mended) */
-		st_error derr;
-		int missing = 0;
-		st_error_clear(&derr);
-		if (compare_bak(&t, &doc, &missing, &derr) != ST_OK && !missing)
-			cli_warnf("no diff shown: %s%s%s", derr.file[0] ? derr.file : "",
-				  derr.file[0] ? ": " : "",
-				  derr.message[0] ? derr.message : st_strerror(derr.code));
-		if (doc && !json && print_compare(doc) != EXIT_OK) {
-			rc = EXIT_FAIL;
-			goto out;
-		}
-	}
-	if ((rc = restore(name, store, key, bak)) != EXIT_OK)
+	if ((rc = show_bak_diff(&t, json, &doc)) != EXIT_OK ||
+	    (rc = restore(name, store, key, bak)) != EXIT_OK)
 		goto out;
 	if (t.backend && st_backend_store(t.backend)) { /* a change like any other: the restored
 							  * state is a generation */
