@@ -2,10 +2,10 @@
  * and free for the whole process, so jansson's, zlib's, SQLite's and statetool's own
  * allocations all count), for every N through whole operations: load and save, validate (with
  * and without schemas), an edit (delete and rename), secrets encrypt, rekey and verify, an
- * index update, repair, move and import. Each run must either succeed with the right result
- * or fail cleanly: an error code and message, no leak (every allocation made during the run is
- * freed), the file on disk unchanged and, for the in-memory operations, the states as they
- * were. Long sweeps are sampled (see SWEEP_ALL): the whole program takes about half a minute,
+ * index update, repair, move, import and show (st_resource_text, st_resource_json). Each run
+ * must either succeed with the right result or fail cleanly: an error code and message, no leak
+ * (every allocation made during the run is freed), the file on disk unchanged and, for the
+ * in-memory operations, the states as they were. Long sweeps are sampled (see SWEEP_ALL): the whole program takes about half a minute,
  * most of it the index's syncs and the one passphrase key derivation per err NULL run. */
 #include "testutil.h"
 
@@ -752,6 +752,70 @@ static void test_import(void **unused)
 	sweep("import", op_import, 0);
 }
 
+/* An allocation the test itself made failed: the operation's error. */
+static int oom_err(void)
+{
+	err.code = ST_ENOMEM;
+	snprintf(err.message, sizeof(err.message), "out of memory");
+	return ST_ENOMEM;
+}
+
+/* load, each resource as `pulumi state get` prints it (text and --output json, secrets shown
+ * through the state's b64 manager), all of it written to out */
+static int op_resource_show(const char *path, const char *out)
+{
+	st_state *s = NULL;
+	st_secrets *sec = NULL;
+	json_t *all = NULL, *r;
+	char *text = NULL;
+	size_t i, len = 0;
+	st_error_clear(&err);
+	int rc = st_state_load_file(&s, path, NULL, &err);
+	if (rc == ST_OK)
+		rc = open_secrets(s, &sec);
+	if (rc == ST_OK && !(all = json_array()))
+		rc = oom_err();
+	json_array_foreach(rc == ST_OK ? st_state_resources(s, 0) : NULL, i, r) {
+		json_t *doc = NULL;
+		for (unsigned flags = 0; flags <= ST_TEXT_SHOW_SECRETS && rc == ST_OK; flags++) {
+			if ((rc = st_resource_json(r, flags, sec, &doc, &err)) == ST_OK &&
+			    json_array_append_new(all, doc))
+				rc = oom_err();
+			if (rc == ST_OK &&
+			    (rc = st_resource_text(r, flags, sec, &text, &len, &err)) == ST_OK) {
+				if (json_array_append_new(all, json_stringn(text, len)))
+					rc = oom_err();
+				free(text);
+			}
+		}
+		if (rc != ST_OK)
+			break;
+	}
+	text = NULL;
+	if (rc == ST_OK)
+		rc = st_json_dump(all, NULL, &text, &len, &err);
+	if (rc == ST_OK)
+		rc = st_file_write_atomic(out, text, len, NULL, &err);
+	free(text);
+	json_decref(all);
+	st_secrets_free(sec);
+	st_state_free(s);
+	return rc;
+}
+
+static void test_resource_show(void **unused)
+{
+	(void)unused;
+	char *fx = tu_fixture("show/rich.json"), *orig;
+	size_t olen = 0;
+	orig = tu_read(fx, &olen);
+	free(fx);
+	assert_non_null(orig);
+	sweep_text("show (text and json)", orig, olen, op_resource_show, 0, 0);
+	free(orig);
+}
+
+
 static void test_load_save(void **unused)
 {
 	(void)unused;
@@ -1110,6 +1174,7 @@ int main(void)
 		cmocka_unit_test(test_repair),
 		cmocka_unit_test(test_move),
 		cmocka_unit_test(test_import),
+		cmocka_unit_test(test_resource_show),
 		cmocka_unit_test(test_err_null_oom),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

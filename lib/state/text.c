@@ -253,8 +253,14 @@ static int json_string_shown(printer *p, const char *s, int ind)
 	if (!n || (*s != '{' && *s != '['))
 		return 0;
 	json_t *v = NULL;
-	if (st_json_parse(&v, s, n, NULL, NULL, NULL, NULL, NULL) != ST_OK)
-		return 0;
+	st_error perr;
+	st_error_clear(&perr);
+	if (st_json_parse(&v, s, n, NULL, NULL, NULL, NULL, &perr) != ST_OK) {
+		if (perr.code != ST_ENOMEM)
+			return 0; /* not JSON: the string as it is */
+		p->rc = st__err(p->err, ST_ENOMEM, "out of memory"); /* not a reason to show less */
+		return 1;
+	}
 	st_buf_adds(p->b, "(json) ");
 	prop_value(p, v, ind, 1);
 	json_decref(v);
@@ -493,9 +499,11 @@ static json_t *pj_value(printer *p, const json_t *v)
 	if (json_is_array(v)) {
 		json_t *a = json_array(), *el;
 		size_t i;
+		if (!a)
+			return NULL;
 		json_array_foreach((json_t *)v, i, el) {
 			json_t *m = pj_value(p, el);
-			if (!a || !m || json_array_append_new(a, m)) {
+			if (!m || json_array_append_new(a, m)) {
 				json_decref(a);
 				return NULL;
 			}
