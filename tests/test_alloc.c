@@ -5,8 +5,9 @@
  * index update, repair, move, import and show (st_resource_text, st_resource_json). Each run
  * must either succeed with the right result or fail cleanly: an error code and message, no leak
  * (every allocation made during the run is freed), the file on disk unchanged and, for the
- * in-memory operations, the states as they were. Long sweeps are sampled (see SWEEP_ALL): the whole program takes about half a minute,
- * most of it the index's syncs and the one passphrase key derivation per err NULL run. */
+ * in-memory operations, the states as they were. Long sweeps are sampled (see SWEEP_ALL): the
+ * whole program takes about half a minute, most of it the index's syncs and the one passphrase
+ * key derivation per err NULL run. */
 #include "testutil.h"
 
 #include <dlfcn.h>
