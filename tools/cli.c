@@ -286,7 +286,7 @@ int cli_target_resolve(cli_target *t, const char *cmd, int must_exist)
 		if (t->backend_url)
 			return cli_usage(cmd, "--backend needs --stack NAME");
 		return cli_usage(cmd, "missing STATE (a file, '-' for standard input, or "
-				      "--backend DIR --stack NAME)");
+				      "--backend URL --stack NAME)");
 	}
 	if (t->stack)
 		return resolve_stack(t, t->backend_url, t->stack, must_exist);

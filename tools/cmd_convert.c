@@ -33,7 +33,7 @@ static const char help[] =
 	"                          writes (their zero value when missing), empty omitempty\n"
 	"                          fields dropped, Pulumi's keys, the features recomputed;\n"
 	"                          members no Pulumi type has are kept, after the others\n"
-	"  --backend DIR -s, --stack NAME   read IN from a DIY backend stack instead\n"
+	"  --backend URL -s, --stack NAME   read IN from a DIY backend stack instead\n"
 	"  --max-size SIZE         refuse input that inflates beyond SIZE (default 4G)\n"
 	"  --allow-duplicate-keys  write a state whose file repeats object keys, keeping\n"
 	"                          the last value of each (as Pulumi does); refused\n"

@@ -50,7 +50,7 @@ static const char help[] =
 	"checkpoint's `stack`, else the file's place in a DIY backend, else its URNs.\n"
 	"\n"
 	"Options:\n"
-	"  --dest STATE           the destination file (or a stack, with --backend DIR);\n"
+	"  --dest STATE           the destination file (or a stack, with --backend URL);\n"
 	"                         '-': read from standard input, the result written to\n"
 	"                         standard output (filter mode: no lock, no .bak,\n"
 	"                         nothing written when it fails)\n"
@@ -69,7 +69,7 @@ static const char help[] =
 	"                         else only '-': the result to stdout, STATE unchanged\n"
 	"  --dry-run              print what would be added; write nothing\n"
 	"  --json                 the summary as one JSON document\n"
-	"  --backend DIR          --dest names a stack of this DIY backend\n"
+	"  --backend URL          --dest names a stack of this DIY backend\n"
 	"  -h, --help             show this help\n";
 
 enum { I_DEST = 6000, I_FILE, I_DSTACK, I_PROTECT, I_KEEP, I_READER, I_TIMEOUT, I_NOREAD, I_PASS,

@@ -20,7 +20,7 @@ static const char help[] =
 	"  -o, --output OUT   write the result to OUT ('-' = standard output) instead\n"
 	"  --dry-run          report what would change; write nothing\n"
 	"  --json             the report as one JSON document\n"
-	"  --backend DIR -s, --stack NAME   migrate a stack of a DIY backend\n"
+	"  --backend URL -s, --stack NAME   migrate a stack of a DIY backend\n"
 	"  --allow-duplicate-keys\n"
 	"                     write a state whose file repeats object keys, keeping the\n"
 	"                     last value of each (as Pulumi does); refused otherwise\n"

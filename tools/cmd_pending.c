@@ -30,7 +30,7 @@ static const char help_list[] =
 	"(`statetool restore STATE` puts it back).\n"
 	"\n"
 	"Options:\n"
-	"  --backend DIR -s, --stack NAME   a stack of a DIY backend\n"
+	"  --backend URL -s, --stack NAME   a stack of a DIY backend\n"
 	"  --json             one JSON document\n"
 	"  -h, --help         show this help\n"
 	"The options of `clear` are those of every mutating command (see below).\n"

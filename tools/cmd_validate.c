@@ -6,7 +6,7 @@
 
 static const char help[] =
 	"usage: statetool validate [options] [FILE...]\n"
-	"       statetool validate [options] --backend DIR [--stack NAME]\n"
+	"       statetool validate [options] --backend URL [--stack NAME]\n"
 	"\n"
 	"Check deployment states (either envelope, versions 0 to 4, plain or gzip; '-' reads\n"
 	"standard input) and `pulumi import --file` documents as Pulumi decodes them (keys\n"
@@ -19,7 +19,8 @@ static const char help[] =
 	"The rules are listed in statetool(1).\n"
 	"\n"
 	"Options:\n"
-	"  --backend DIR          a DIY backend (file://PATH or PATH)\n"
+	"  --backend URL          a DIY backend (PATH, file://, s3://, azblob://, gs://,\n"
+	"                         postgres://)\n"
 	"  -s, --stack NAME       one stack of the backend\n"
 	"  --json                 print one JSON document with every file's problems\n"
 	"  --strict               count warnings as errors\n"
@@ -335,7 +336,7 @@ int cmd_validate(int argc, char **argv)
 	    st_backend_default_url(&dflt, NULL, NULL) == ST_OK)
 		t.backend_url = dflt; /* the whole backend a Pulumi command would use */
 	if (optind == argc && !t.backend_url && !t.stack) {
-		rc = cli_usage("validate", "nothing to validate: give FILE... or --backend DIR");
+		rc = cli_usage("validate", "nothing to validate: give FILE... or --backend URL");
 		goto out;
 	}
 	if (optind < argc && (t.backend_url || t.stack)) {

@@ -264,7 +264,7 @@ int cli_mutate_parse(int argc, char **argv, const char *help, const struct optio
 	*npos = argc - optind;
 	if (!t->stack) {
 		if (*npos < 1) {
-			rc = cli_usage(mo->cmd, "missing STATE (a file, or --backend DIR --stack "
+			rc = cli_usage(mo->cmd, "missing STATE (a file, or --backend URL --stack "
 						"NAME)");
 			goto out;
 		}
