@@ -116,6 +116,7 @@ int st__threads_check(int threads, st_error *err);
  */
 typedef enum st__tsite {
 	ST__T_PARSE,        /* the JSON reader: bytes of text (lib/json/read_split.c) */
+	ST__T_SKIM,         /* the lazy load's reader: bytes of text (read_split.c, skim.c) */
 	ST__T_WRITE,        /* the JSON writer: elements of the biggest array near the top */
 	ST__T_DECODE,       /* Go's decoder: elements of an array of structs */
 	ST__T_INTEGRITY,    /* the integrity check's property walk: resources */
@@ -286,6 +287,74 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 		      int mapped, int threads, unsigned *features, st_error *err);
 
+/* ---- lazy states (lib/json/skim.c scans, lib/state/lazy.c keeps the side table) ----
+ * A resource the scanner proved canonical: `res` is its skeleton (the resource object with
+ * every member but inputs and outputs) and [off, off+len) its full text in the source. */
+typedef struct st__lazy_rec {
+	json_t *res;
+	size_t off, len;
+} st__lazy_rec;
+
+/* st__json_parse_ex that skims: each resource of the deployment whose text is what the writer
+ * writes for it (in the style detected) becomes a skeleton and a record in *recs (new array,
+ * *nrecs of them, document order; NULL/0: none). Whatever cannot be skimmed is parsed as
+ * usual, and when the result cannot be used lazily at all the text is parsed again in full
+ * (then *recs is NULL): the tree, style, problems, features and errors are always those of
+ * st__json_parse_ex, but for the skeletons' missing inputs and outputs. */
+int st__json_parse_lazy(json_t **out, const char *buf, size_t len, const char *name,
+			const st_parse_limits *limits, st_style *style_out, st_problems *problems,
+			int mapped, int threads, unsigned *features, st__lazy_rec **recs,
+			size_t *nrecs, st_error *err);
+/*
+ * Lazy states (lib/state/lazy.c; doc/DESIGN.md "Lazy states"). A lazy state is an ordinary
+ * st_state whose resources array holds, for most resources, a *skeleton*: the resource object
+ * with every member but `inputs` and `outputs` (parsed and decoded as usual), registered in the
+ * state's side table with the span [off, off+len) of the full resource in the state's source
+ * text, which the state keeps (its file mapping or read buffer; no other copy).
+ *  - A registered span is a promise: its bytes are exactly what the writer (st__json_write,
+ *    no keymap) writes for the full resource at its depth in the state's style (s->style as
+ *    loaded). The scanner checked it (lib/json/skim.c); a resource it could not prove (a
+ *    signature key in its values, a non-canonical byte, a warning) is loaded in full and not
+ *    registered, so whatever looks into property values sees every value that matters to
+ *    the schemas and integrity rules. A skeleton's absent inputs/outputs are therefore
+ *    objects with nothing for a check to find, but real data for anything else: inflate first.
+ *  - Registration is by the skeleton's address. Replacing or removing the skeleton in the
+ *    array does not unregister it by itself: st__lazy_inflate does (any other change of a
+ *    skeleton must inflate it first). A skeleton kept elsewhere (a snapshot) after inflation
+ *    is no longer registered.
+ *  - The style a span promises is the loaded one: if s->style changes, spans are void
+ *    (inflate all first).
+ */
+typedef struct st__lazy st__lazy;
+/* Loads a state as st_state_load_file does (same results, messages and errors for every
+ * input), lazily where it can: a file is mapped (else read, gzip inflated) and the text kept
+ * in the state. Falls back to the full load by itself (then st__lazy_count is 0): never an
+ * error of its own. *out is new. */
+int st__state_load_lazy(st_state **out, const char *path, const st_load_opts *opts,
+			st_error *err);
+/* The same from a text in memory: buf (malloc'd) is stolen, even on failure. */
+int st__state_load_lazy_text(st_state **out, char *buf, size_t len, const char *name,
+			     const st_load_opts *opts, st_error *err);
+/* 1 and the span of `res` (borrowed from the state's text, not NUL-terminated) when `res` is
+ * a registered skeleton of s, else 0. */
+int st__lazy_span(const st_state *s, const json_t *res, const char **p, size_t *len);
+/* The resource at `index` of s's resources, when a registered skeleton: its span parsed in full
+ * and put in its place (a new object: the skeleton's members, as decoded, with the inputs and
+ * outputs, in the text's order), the registration dropped. Nothing to do otherwise. ST_OK or
+ * ST_ENOMEM. */
+int st__lazy_inflate(st_state *s, size_t index, st_error *err);
+/* Every registered skeleton of s inflated: s is then an ordinary full state. */
+int st__lazy_inflate_all(st_state *s, st_error *err);
+/* How many skeletons s has registered (0: not lazy). */
+size_t st__lazy_count(const st_state *s);
+void st__lazy_free(st__lazy *lz);
+/* Maps a plain file of at least 4 MiB for reading (lib/state/state.c): 0 done, 1 not a
+ * candidate (small, compressed, not regular, unreadable: the caller reads it). */
+int st__map_file(const char *path, size_t max, void **map, size_t *len);
+
+/* How many lazy parses kept at least one skeleton (for the tests). */
+unsigned long st__json_skims(void);
+
 /* Pulumi's special-value signature key, the signature of a secret ({ST_SIG_KEY: ST_SIG_SECRET,
  * "ciphertext" or "plaintext"}), and that of a bytestring (feature "bytestring" of deployment
  * version 4). The one definition of each: every module uses these. */
@@ -325,6 +394,11 @@ unsigned long st__json_write_splits(void);
 /* Writes `v` with the kind-driven key order. */
 int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind kind,
 		   const st__wcfg *cfg);
+
+/* `v` written as it stands at `depth` inside a document in `style` (one thread, no keymap, no
+ * trailing newline), appended to b. */
+int st__json_write_at(st_buf *b, const json_t *v, const st_style *style, st_kind kind,
+		      size_t depth);
 
 /* Canonical field order of a struct kind: a NULL-terminated list, or NULL for map kinds. */
 const char *const *st_kind_fields(st_kind kind);
@@ -445,6 +519,8 @@ struct st_state {
 	/* Struct keys the load respelt as Pulumi's fields (NULL: none). While the tree is as it
 	 * was loaded, the writer puts them back, so an unchanged state keeps its bytes. */
 	st__keymap *keymap;
+	/* A lazy state's side table (lib/state/lazy.c), or NULL: see "Lazy states" above. */
+	struct st__lazy *lazy;
 };
 
 /* Finds envelope, version and deployment; checks versions and features. */

@@ -157,8 +157,7 @@ static int sbuf_reserve(parser *ps, size_t need)
 	return 0;
 }
 
-/* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid. p[0] >= 0x80. */
-static size_t utf8_len(const unsigned char *p, const unsigned char *e)
+size_t st__json_utf8_len(const unsigned char *p, const unsigned char *e)
 {
 	unsigned c = p[0];
 	if (c >= 0xc2 && c <= 0xdf) {
@@ -228,20 +227,6 @@ static int hex4(const unsigned char *p, unsigned *out)
 	return 0;
 }
 
-#define ONES 0x0101010101010101ull
-#define HIGHS 0x8080808080808080ull
-
-/* Does any of the 8 bytes at p need a closer look inside a string: '"', '\\', < 0x20 or
- * >= 0x80? (A zero-byte test per class; exact about whether one exists.) */
-static inline int special8(const unsigned char *p)
-{
-	uint64_t w, q, b;
-	memcpy(&w, p, 8);
-	q = w ^ (ONES * '"');
-	b = w ^ (ONES * '\\');
-	return ((((q - ONES) & ~q) | ((b - ONES) & ~b) | ((w - ONES * 0x20) & ~w) | w) & HIGHS) != 0;
-}
-
 /*
  * Parses a string whose opening quote is at ps->p. On success *out points at the decoded bytes
  * (into the input when nothing needed decoding, else into ps->sbuf) and *outlen is their length.
@@ -261,7 +246,7 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 	seg = p;
 	while (p < e) {
 		unsigned c;
-		while (e - p >= 8 && !special8(p))
+		while (e - p >= 8 && !st__json_special8(p))
 			p += 8;
 		if (p >= e)
 			break;
@@ -275,7 +260,7 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 		if (c == '\\' || c < 0x20)
 			break;
 		if (c >= 0x80) {
-			size_t l = utf8_len(p, e);
+			size_t l = st__json_utf8_len(p, e);
 			if (!l)
 				break;
 			p += l;
@@ -371,7 +356,7 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 			}
 		}
 		if (c >= 0x80) {
-			size_t l = utf8_len(p, e);
+			size_t l = st__json_utf8_len(p, e);
 			if (!l) {
 				/* Go: each invalid byte becomes U+FFFD. */
 				n += put_utf8(ps->sbuf + n, 0xfffd);
@@ -544,9 +529,16 @@ static json_t *parse_number(parser *ps)
 
 static json_t *parse_object(parser *ps)
 {
-	json_t *obj = json_object();
+	json_t *obj;
 	frame *f;
 
+	if (ps->sk && st__skim_slot(ps)) {
+		/* the lazy load: a resource as a skeleton when its text is proved canonical */
+		json_t *skel = st__skim_resource(ps);
+		if (skel || ps->failed)
+			return skel;
+	}
+	obj = json_object();
 	if (!obj) {
 		st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
 		return NULL;
@@ -825,6 +817,14 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 		      int mapped, int threads, unsigned *features, st_error *err)
 {
+	return st__json_parse_sk(out, buf, len, name, limits, style_out, problems, mapped, threads,
+				 features, NULL, err);
+}
+
+int st__json_parse_sk(json_t **out, const char *buf, size_t len, const char *name,
+		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
+		      int mapped, int threads, unsigned *features, skim *sk, st_error *err)
+{
 	parser ps;
 	split spl;
 	json_t *v;
@@ -849,6 +849,16 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 		st__json_fail_at(&ps, ps.p, ST_EPARSE, "invalid character 'ï' looking for beginning of "
 			"value (a UTF-8 byte order mark, which Pulumi does not accept)");
 		return ps.code;
+	}
+	if (sk) {
+		/* the layout as detected below; HTML escaping and \b \f as Pulumi writes them
+		 * (skim.c: the caller checks them against the style finally detected) */
+		st_style_export(&sk->style);
+		detect_layout(ps.start, ps.end, &sk->style);
+		sk->style.escape_html = 1;
+		sk->style.short_bf = 1;
+		sk->style.trailing_newline = 0;
+		ps.sk = sk;
 	}
 	skip_ws(&ps);
 	st__json_split_start(&ps, &spl, threads);

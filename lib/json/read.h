@@ -9,6 +9,8 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
 
 typedef struct frame {
 	const char *key; /* current key in an object: in the input, or `owned` */
@@ -19,6 +21,20 @@ typedef struct frame {
 } frame;
 
 struct split;
+
+/* The lazy load's scanner (lib/json/skim.c): what one thread's parse skimmed. */
+typedef struct skim {
+	int on;         /* still skimming (0 once too many resources in a row were not proved) */
+	size_t second;  /* on the split's second thread: the depth of its top array's elements */
+	int abort;      /* the tree cannot be used lazily: the caller parses again in full */
+	int esc_html;   /* a skimmed resource has \u003c, \u003e or \u0026 (needs escape_html) */
+	int long_bf;    /* a skipped value has \u0008 or \u000c (canonical only if short_bf is off) */
+	size_t misses;  /* resources in a row that were not proved canonical */
+	st_style style; /* the style the checks assume (see skim.c) */
+	st__lazy_rec *v; /* the skimmed resources, in document order */
+	size_t n, cap;
+	st_buf w;       /* scratch: a member as the writer writes it */
+} skim;
 
 typedef struct parser {
 	const unsigned char *start;
@@ -52,6 +68,8 @@ typedef struct parser {
 	const unsigned char *released;
 	/* the second part of a big document, parsed on another thread (NULL: none) */
 	struct split *sp;
+	/* the lazy load's scanner (NULL: a full parse) */
+	skim *sk;
 	/* The first top-level "version" (any case) whose number Go's int cannot take ("3.0"):
 	 * the literal is needed for Go's message, and the tree keeps only the double. */
 	char vlit[48];
@@ -78,6 +96,7 @@ typedef struct split {
 	st_problems problems;
 	int saw_html_escape, saw_long_bf, saw_short_bf;
 	unsigned features;
+	skim sk; /* the second thread's scanner, when the first has one */
 } split;
 
 static inline void skip_ws(parser *ps)
@@ -88,6 +107,29 @@ static inline void skip_ws(parser *ps)
 	ps->p = p;
 }
 
+#define ST__ONES 0x0101010101010101ull
+#define ST__HIGHS 0x8080808080808080ull
+
+/* Does any of the 8 bytes at p need a closer look inside a string: '"', '\\', < 0x20 or
+ * >= 0x80? (A zero-byte test per class; exact about whether one exists.) */
+static inline int st__json_special8(const unsigned char *p)
+{
+	uint64_t w, q, b;
+	memcpy(&w, p, 8);
+	q = w ^ (ST__ONES * '"');
+	b = w ^ (ST__ONES * '\\');
+	return ((((q - ST__ONES) & ~q) | ((b - ST__ONES) & ~b) | ((w - ST__ONES * 0x20) & ~w) | w) &
+		ST__HIGHS) != 0;
+}
+
+/* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid. p[0] >= 0x80. */
+size_t st__json_utf8_len(const unsigned char *p, const unsigned char *e);
+
+/* st__json_parse_ex with the scanner `sk` (NULL: a full parse; see lib/json/skim.c). */
+int st__json_parse_sk(json_t **out, const char *buf, size_t len, const char *name,
+		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
+		      int mapped, int threads, unsigned *features, skim *sk, st_error *err);
+
 /* The parser's steps the split uses (lib/json/read.c). */
 void st__json_release_pages(parser *ps);
 void st__json_fail_at(parser *ps, const unsigned char *at, int code, const char *fmt, ...)
@@ -95,6 +137,21 @@ void st__json_fail_at(parser *ps, const unsigned char *at, int code, const char 
 void st__json_fail_char(parser *ps, const char *context);
 int st__json_push_frame(parser *ps, int is_array);
 json_t *st__json_parse_value(parser *ps);
+
+/* The scanner (lib/json/skim.c). st__skim_slot: is the object at ps->p (its '{' counted in
+ * ps->depth) a resource of the deployment? st__skim_resource: the resource as a skeleton
+ * (every member but inputs and outputs, registered in ps->sk) when its text is proved to be
+ * what the writer writes; else NULL with the cursor, problems and frames as before (failed
+ * set only by a parse error in a member that was parsed, the error the full parse gives). */
+int st__skim_slot(const parser *ps);
+/* Are the top frames the deployment's resources array? */
+int st__skim_resources_array(const parser *ps);
+json_t *st__skim_resource(parser *ps);
+void st__skim_init(skim *sk);
+void st__skim_free(skim *sk);
+/* Appends the second thread's records to the first's (the second's array was the resources
+ * array when `ok`, else the lazy result is abandoned). */
+void st__skim_merge(skim *to, skim *from, int ok);
 
 /* The split (lib/json/read_split.c). split_start starts the second thread when the document is
  * big enough and threads may be used; split_join is called by the first thread after each

@@ -174,6 +174,13 @@ static void split_parse(split *sp, size_t pos, size_t depth)
 	b.sbuf_cap = 0;
 	b.lenient = 0;
 	b.sp = NULL;
+	if (b.sk) {
+		/* the scanner too, with its own records (merged in order when joined) */
+		st__skim_init(&sp->sk);
+		sp->sk.style = b.sk->style;
+		sp->sk.second = depth + 1;
+		b.sk = &sp->sk;
+	}
 	b.released = (const unsigned char *)(((uintptr_t)b.p + page - 1) & ~(page - 1));
 	if (!arr || st__json_push_frame(&b, 1) < 0) {
 		st__json_fail_at(&b, b.p, ST_ENOMEM, "out of memory");
@@ -250,6 +257,7 @@ void st__json_split_end(parser *ps)
 	json_decref(sp->arr);
 	sp->arr = NULL;
 	st_problems_clear(&sp->problems);
+	st__skim_free(&sp->sk);
 	ps->sp = NULL;
 }
 
@@ -334,6 +342,8 @@ __attribute__((noinline)) int st__json_split_join(parser *ps, json_t *arr, size_
 		st__json_split_end(ps);
 		return -1;
 	}
+	if (ps->sk)
+		st__skim_merge(ps->sk, &sp->sk, st__skim_resources_array(ps));
 	if (json_array_extend(arr, sp->arr) < 0) {
 		st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
 		st__json_split_end(ps);
@@ -359,8 +369,10 @@ void st__json_split_start(parser *ps, split *sp, int threads)
 	size_t len = (size_t)(ps->end - ps->start), test_min = atomic_load(&split_test_min);
 	json_t *seed;
 
+	st__tsite site = ps->sk ? ST__T_SKIM : ST__T_PARSE;
+
 	if (len < 16 || (test_min ? len < test_min || !st__threads_ok_for(threads)
-				  : !st__two_worth(ST__T_PARSE, len, threads)))
+				  : !st__two_worth(site, len, threads)))
 		return;
 	/* jansson seeds its hash function on the first object: do it on this thread */
 	seed = json_object();
@@ -375,7 +387,7 @@ void st__json_split_start(parser *ps, split *sp, int threads)
 	sp->mid = len / 2;
 	sp->wait = test_min != 0;
 	/* the parser recurses once per nesting level, as on the calling thread */
-	if (st__two_start(&sp->thread, ST__T_PARSE, split_main, sp, SPLIT_STACK))
+	if (st__two_start(&sp->thread, site, split_main, sp, SPLIT_STACK))
 		ps->sp = sp;
 }
 

@@ -786,6 +786,19 @@ int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind ki
 	return b->oom ? ST_ENOMEM : ST_OK;
 }
 
+/* One value as it stands at `depth` inside a document (no split, no trailing newline): what
+ * the lazy load (lib/json/skim.c) compares a resource's members with. */
+int st__json_write_at(st_buf *b, const json_t *v, const st_style *style, st_kind kind,
+		      size_t depth)
+{
+	static const st__wcfg defaults;
+	wcall w = {style, &defaults, NULL};
+	int rc = write_value(b, v, &w, kind, depth);
+	if (rc < 0 || b->oom)
+		return b->oom ? ST_ENOMEM : ST_EINVAL;
+	return ST_OK;
+}
+
 int st_json_dump(const json_t *value, const st_style *style, char **out, size_t *len,
 		 st_error *err)
 {

@@ -242,6 +242,7 @@ static void state_free_fields(st_state *s)
 {
 	st__keymap_free(s->keymap); /* before the tree: it holds references into it */
 	json_decref(s->root);
+	st__lazy_free(s->lazy);
 	free(s->path);
 	st_problems_clear(&s->load_problems);
 }
@@ -344,7 +345,7 @@ int st_state_from_json(st_state **out, json_t *root, const st_style *style,
  * map_file returns 1 when the file is not a candidate (gzip, zstd, small, not a regular
  * file): the caller then reads it. */
 #define MAP_MIN (4u << 20)
-static int map_file(const char *path, size_t max, void **map, size_t *len)
+int st__map_file(const char *path, size_t max, void **map, size_t *len)
 {
 	struct stat sb;
 	unsigned char magic[4] = {0};
@@ -384,7 +385,7 @@ int st_json_load_file(json_t **out, const char *path, size_t max_size,
 					     "st_parse_limits", err)) != ST_OK)
 		return rc;
 	st__phase(NULL);
-	if (strcmp(path, "-") != 0 && map_file(path, max_size, &map, &len) == 0) {
+	if (strcmp(path, "-") != 0 && st__map_file(path, max_size, &map, &len) == 0) {
 		rc = st__json_parse_ex(out, map, len, shown, limits, style_out, problems, 1, 0,
 				       NULL, err);
 		munmap(map, len);
@@ -407,7 +408,7 @@ static int load_mapped(st_state **out, const char *path, const st_load_opts *opt
 {
 	void *map;
 	size_t len;
-	if (map_file(path, opts ? opts->max_size : 0, &map, &len) != 0)
+	if (st__map_file(path, opts ? opts->max_size : 0, &map, &len) != 0)
 		return 1;
 	int rc = load_buffer(out, map, len, path, opts, 1, err);
 	munmap(map, len);

@@ -60,6 +60,7 @@ static const struct {
 	size_t min;
 } sites[ST__T_COUNT] = {
 	[ST__T_PARSE] = {"json read (bytes)", 1u << 20},
+	[ST__T_SKIM] = {"json lazy read (bytes)", 1u << 20},
 	[ST__T_WRITE] = {"json write (array elements)", 512},
 	[ST__T_DECODE] = {"go decode (array elements)", 4096},
 	[ST__T_INTEGRITY] = {"integrity property walk (resources)", 5000},

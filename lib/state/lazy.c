@@ -1,0 +1,315 @@
+/*
+ * Lazy states: the side table of the resources a lazy load left as skeletons (lib/json/skim.c
+ * proves their text canonical), the load itself with its fallback to the full load, and
+ * inflation. The contract is in lib/internal.h ("Lazy states") and doc/DESIGN.md.
+ */
+#include "internal.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+struct st__lazy {
+	const char *text; /* the state's source text: `map` or `owned` */
+	size_t len;
+	void *map;        /* a private file mapping (munmap), or NULL */
+	size_t map_len;
+	char *owned;      /* a read buffer (free), or NULL */
+	size_t max_depth;
+	st__lazy_rec *v;  /* document order; res NULL once inflated */
+	size_t n, live;
+	size_t *slots;    /* open addressing by skeleton address: index + 1, 0 empty */
+	size_t mask;
+};
+
+void st__lazy_free(st__lazy *lz)
+{
+	if (!lz)
+		return;
+	if (lz->map)
+		munmap(lz->map, lz->map_len);
+	free(lz->owned);
+	free(lz->v);
+	free(lz->slots);
+	free(lz);
+}
+
+static size_t slot_of(const st__lazy *lz, const json_t *res)
+{
+	uint64_t h = (uint64_t)(uintptr_t)res * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 20) & lz->mask;
+}
+
+/* The record of a registered skeleton, or NULL. */
+static st__lazy_rec *find(const st__lazy *lz, const json_t *res)
+{
+	if (!lz || !res)
+		return NULL;
+	for (size_t i = slot_of(lz, res);; i = (i + 1) & lz->mask) {
+		size_t k = lz->slots[i];
+		if (!k)
+			return NULL;
+		if (lz->v[k - 1].res == res)
+			return &lz->v[k - 1];
+	}
+}
+
+static int build_slots(st__lazy *lz)
+{
+	size_t cap = 16;
+	while (cap < 2 * lz->n)
+		cap *= 2;
+	lz->slots = calloc(cap, sizeof(*lz->slots));
+	if (!lz->slots)
+		return -1;
+	lz->mask = cap - 1;
+	for (size_t k = 0; k < lz->n; k++) {
+		size_t i = slot_of(lz, lz->v[k].res);
+		while (lz->slots[i])
+			i = (i + 1) & lz->mask;
+		lz->slots[i] = k + 1;
+	}
+	lz->live = lz->n;
+	return 0;
+}
+
+int st__lazy_span(const st_state *s, const json_t *res, const char **p, size_t *len)
+{
+	const st__lazy_rec *r = find(s->lazy, res);
+	if (!r)
+		return 0;
+	*p = s->lazy->text + r->off;
+	*len = r->len;
+	return 1;
+}
+
+size_t st__lazy_count(const st_state *s)
+{
+	return s->lazy ? s->lazy->live : 0;
+}
+
+/* The full resource of record r: its span parsed, the skeleton's members (as decoded) in the
+ * text's order with the parsed inputs and outputs among them. *out is new. */
+static int inflate_rec(const st__lazy *lz, const st__lazy_rec *r, json_t **out, st_error *err)
+{
+	st_parse_limits lim = ST_PARSE_LIMITS_INIT;
+	json_t *full = NULL, *obj;
+	int rc;
+
+	lim.max_depth = lz->max_depth;
+	rc = st__json_parse_ex(&full, lz->text + r->off, r->len, NULL, &lim, NULL, NULL, 0, 1, NULL,
+			       err);
+	if (rc)
+		return rc;
+	obj = json_object();
+	for (void *it = json_object_iter(full); obj && it; it = json_object_iter_next(full, it)) {
+		const char *k = json_object_iter_key(it);
+		json_t *v = json_object_get(r->res, k);
+		if (!v || !strcmp(k, "inputs") || !strcmp(k, "outputs"))
+			v = json_object_iter_value(it);
+		if (json_object_set(obj, k, v) < 0) {
+			json_decref(obj);
+			obj = NULL;
+		}
+	}
+	json_decref(full);
+	if (!obj)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	*out = obj;
+	return ST_OK;
+}
+
+static int inflate_at(st_state *s, json_t *resources, size_t index, st_error *err)
+{
+	st__lazy_rec *r = find(s->lazy, json_array_get(resources, index));
+	json_t *full = NULL;
+	int rc;
+
+	if (!r)
+		return ST_OK;
+	if ((rc = inflate_rec(s->lazy, r, &full, err)) != ST_OK)
+		return rc;
+	if (json_array_set_new(resources, index, full) < 0)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	r->res = NULL; /* the slot stays; no live skeleton has that record any more */
+	s->lazy->live--;
+	return ST_OK;
+}
+
+int st__lazy_inflate(st_state *s, size_t index, st_error *err)
+{
+	json_t *resources = st_state_resources(s, 0);
+	int keep = s->keymap && st__state_keymap(s) != NULL;
+	int rc;
+
+	if (!s->lazy || !resources)
+		return ST_OK;
+	rc = inflate_at(s, resources, index, err);
+	if (rc == ST_OK && keep)
+		st__keymap_seal(s->keymap, s->root); /* the tree is still as loaded */
+	return rc;
+}
+
+int st__lazy_inflate_all(st_state *s, st_error *err)
+{
+	json_t *resources = st_state_resources(s, 0);
+	int keep = s->keymap && st__state_keymap(s) != NULL;
+	int rc = ST_OK;
+
+	if (!s->lazy || !resources)
+		return ST_OK;
+	for (size_t i = 0; i < json_array_size(resources) && s->lazy->live && rc == ST_OK; i++)
+		rc = inflate_at(s, resources, i, err);
+	if (keep)
+		st__keymap_seal(s->keymap, s->root);
+	return rc;
+}
+
+/* ---- the load ---- */
+
+/* Does any object of v carry a key the decoder respelt? */
+static int respelt_in(const st__keymap *km, const json_t *v, int depth)
+{
+	json_t *m;
+	size_t i;
+	const char *k;
+	if (depth > ST_DEFAULT_MAX_DEPTH)
+		return 1;
+	if (json_is_object(v)) {
+		if (st__keymap_has(km, v))
+			return 1;
+		json_object_foreach((json_t *)v, k, m)
+			if (respelt_in(km, m, depth + 1))
+				return 1;
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, m)
+			if (respelt_in(km, m, depth + 1))
+				return 1;
+	}
+	return 0;
+}
+
+/* The text (stolen: map or owned) parsed lazily into *out; falls back to the full load. */
+static int load_text(st_state **out, const char *text, size_t len, void *map, char *owned,
+		     const char *name, const st_load_opts *opts, st_error *err)
+{
+	st_parse_limits lim = ST_PARSE_LIMITS_INIT;
+	st_problems problems = {0};
+	st_style style;
+	json_t *root = NULL;
+	unsigned features = ST_FEATURES_ALL;
+	st__lazy_rec *recs = NULL;
+	size_t n = 0;
+	st__lazy *lz = NULL;
+	int rc;
+
+	*out = NULL;
+	if (opts)
+		lim.max_depth = opts->max_depth;
+	rc = st__json_parse_lazy(&root, text, len, name, &lim, &style, &problems, map != NULL,
+				 opts ? opts->threads : 0, &features, &recs, &n, err);
+	if (rc) {
+		st__err_file(err, name);
+		st_problems_clear(&problems);
+		goto done;
+	}
+	rc = st_state_from_json(out, root, &style, &problems, name, err);
+	st_problems_clear(&problems);
+	if (rc)
+		goto done;
+	(*out)->known_absent = ~features & ST_FEATURES_ALL;
+	for (size_t i = 0; n && (*out)->keymap && i < n; i++) {
+		if (respelt_in((*out)->keymap, recs[i].res, 0)) {
+			/* a key inside a skeleton was respelt: the full load, simply */
+			st_state_free(*out);
+			*out = NULL;
+			free(recs);
+			recs = NULL;
+			n = 0;
+			rc = st_state_load_buffer(out, text, len, name, opts, err);
+			goto done;
+		}
+	}
+	if (n) {
+		lz = calloc(1, sizeof(*lz));
+		if (!lz) {
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			goto done;
+		}
+		lz->text = text;
+		lz->len = len;
+		lz->map = map;
+		lz->map_len = len;
+		lz->owned = owned;
+		lz->max_depth = opts ? opts->max_depth : 0;
+		lz->v = recs;
+		lz->n = n;
+		recs = NULL;
+		if (build_slots(lz) < 0) {
+			lz->map = NULL;
+			lz->owned = NULL;
+			st__lazy_free(lz);
+			lz = NULL;
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			goto done;
+		}
+		(*out)->lazy = lz;
+		return ST_OK;
+	}
+done:
+	if (rc && *out) {
+		st_state_free(*out);
+		*out = NULL;
+	}
+	free(recs);
+	if (map)
+		munmap(map, len);
+	free(owned);
+	return rc;
+}
+
+int st__state_load_lazy_text(st_state **out, char *buf, size_t len, const char *name,
+			     const st_load_opts *opts, st_error *err)
+{
+	int rc = st__load_opts_check(opts, err);
+	if (rc != ST_OK) {
+		*out = NULL;
+		free(buf);
+		return rc;
+	}
+	return load_text(out, buf, len, NULL, buf, name, opts, err);
+}
+
+int st__state_load_lazy(st_state **out, const char *path, const st_load_opts *opts,
+			st_error *err)
+{
+	void *map;
+	char *buf;
+	size_t len;
+	st_compression comp = ST_COMPRESS_NONE;
+	const char *shown = strcmp(path, "-") ? path : "<stdin>";
+	int rc;
+
+	*out = NULL;
+	if ((rc = st__load_opts_check(opts, err)) != ST_OK)
+		return rc;
+	st__phase(NULL);
+	if (strcmp(path, "-") != 0 && st__map_file(path, opts ? opts->max_size : 0, &map, &len) == 0) {
+		rc = load_text(out, map, len, map, NULL, path, opts, err);
+	} else {
+		rc = st_file_read(path, opts ? opts->max_size : 0, &buf, &len, &comp, err);
+		if (rc)
+			return rc;
+		rc = load_text(out, buf, len, NULL, buf, shown, opts, err);
+	}
+	if (rc == ST_OK) {
+		(*out)->compression = comp;
+		if (!strcmp(path, "-")) {
+			free((*out)->path);
+			(*out)->path = NULL;
+		}
+		st__phase("load: parsed");
+	}
+	return rc;
+}
