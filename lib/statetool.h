@@ -490,7 +490,7 @@ typedef enum st_envelope {
 
 typedef struct st_state st_state;
 
-#define ST_LOAD_OPTS_VERSION 1
+#define ST_LOAD_OPTS_VERSION 2
 
 typedef struct st_load_opts {
 	unsigned version; /* ST_LOAD_OPTS_VERSION */
@@ -499,9 +499,17 @@ typedef struct st_load_opts {
 	/* parsing a large document: 0 = automatic (st_set_threads's choice), 1 = one thread,
 	 * 2 = two threads even on one processor */
 	int threads;
+	/* (version 2) st_state_load_file only: 1 = a lazy state, for st_validate and
+	 * st_check_place: the `inputs` and `outputs` of a resource whose text is exactly what
+	 * statetool writes and whose values hold no special value (secret, asset, archive,
+	 * reference, output) stay unparsed in the file's text, which the state keeps mapped (or
+	 * read) while it lives. Those checks give the same report as on a full load, in less time
+	 * and memory; through the accessors (st_state_root, st_state_resources) such resources
+	 * show no `inputs` and `outputs`. Loading, its errors and problems are as with 0. */
+	int lazy;
 } st_load_opts;
 
-#define ST_LOAD_OPTS_INIT {ST_LOAD_OPTS_VERSION, 0, 0, 0}
+#define ST_LOAD_OPTS_INIT {ST_LOAD_OPTS_VERSION, 0, 0, 0, 0}
 
 /* Loads a state from a file ("-" = standard input), plain or gzip, in either envelope, any
  * version Pulumi reads (0 to 4). Unknown versions and features are refused: ST_EVERSION or

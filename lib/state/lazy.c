@@ -309,7 +309,7 @@ int st__state_load_lazy(st_state **out, const char *path, const st_load_opts *op
 			free((*out)->path);
 			(*out)->path = NULL;
 		}
-		st__phase("load: parsed");
+		st__phase(st__lazy_count(*out) ? "load: parsed (lazy)" : "load: parsed");
 	}
 	return rc;
 }

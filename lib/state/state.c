@@ -425,6 +425,8 @@ int st_state_load_file(st_state **out, const char *path, const st_load_opts *opt
 	*out = NULL;
 	if ((rc = st__load_opts_check(opts, err)) != ST_OK)
 		return rc;
+	if (opts && opts->version >= 2 && opts->lazy)
+		return st__state_load_lazy(out, path, opts, err);
 	st__phase(NULL);
 	if (strcmp(path, "-") != 0 && (rc = load_mapped(out, path, opts, err)) != 1) {
 		if (rc == ST_OK) {
