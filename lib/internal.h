@@ -314,10 +314,13 @@ int st__json_parse_lazy(json_t **out, const char *buf, size_t len, const char *n
  *  - A registered span is a promise: its bytes are exactly what the writer (st__json_write,
  *    no keymap) writes for the full resource at its depth in the state's style (s->style as
  *    loaded). The scanner checked it (lib/json/skim.c); a resource it could not prove (a
- *    signature key in its values, a non-canonical byte, a warning) is loaded in full and not
- *    registered, so whatever looks into property values sees every value that matters to
- *    the schemas and integrity rules. A skeleton's absent inputs/outputs are therefore
- *    objects with nothing for a check to find, but real data for anything else: inflate first.
+ *    non-canonical byte, a warning) is loaded in full and not registered.
+ *  - A skeleton's inputs/outputs are absent, or, when they hold special values (objects with
+ *    the signature key: secrets, assets, archives, references, outputs), *pruned*: those
+ *    objects whole at their places, the members leading to them, other array elements null,
+ *    nothing else. So the schemas and integrity rules, which look at nothing else in property
+ *    values, find every problem at its pointer; anything else that reads or changes inputs or
+ *    outputs must inflate first.
  *  - Registration is by the skeleton's address. Replacing or removing the skeleton in the
  *    array does not unregister it by itself: st__lazy_inflate does (any other change of a
  *    skeleton must inflate it first). A skeleton kept elsewhere (a snapshot) after inflation

@@ -501,11 +501,12 @@ typedef struct st_load_opts {
 	int threads;
 	/* (version 2) st_state_load_file only: 1 = a lazy state, for st_validate and
 	 * st_check_place: the `inputs` and `outputs` of a resource whose text is exactly what
-	 * statetool writes and whose values hold no special value (secret, asset, archive,
-	 * reference, output) stay unparsed in the file's text, which the state keeps mapped (or
-	 * read) while it lives. Those checks give the same report as on a full load, in less time
-	 * and memory; through the accessors (st_state_root, st_state_resources) such resources
-	 * show no `inputs` and `outputs`. Loading, its errors and problems are as with 0. */
+	 * statetool writes stay unparsed in the file's text, which the state keeps mapped (or
+	 * read) while it lives, but for their special values (secrets, assets, archives,
+	 * references, outputs). Those checks give the same report as on a full load, in less
+	 * time and memory; through the accessors (st_state_root, st_state_resources) such
+	 * resources show no `inputs` and `outputs`, or only their special values. Loading, its
+	 * errors and problems are as with 0. */
 	int lazy;
 } st_load_opts;
 

@@ -30,6 +30,7 @@ typedef struct skim {
 	int esc_html;   /* a skimmed resource has \u003c, \u003e or \u0026 (needs escape_html) */
 	int long_bf;    /* a skipped value has \u0008 or \u000c (canonical only if short_bf is off) */
 	size_t misses;  /* resources in a row that were not proved canonical */
+	int sig;        /* the map just checked holds the signature key */
 	st_style style; /* the style the checks assume (see skim.c) */
 	st__lazy_rec *v; /* the skimmed resources, in document order */
 	size_t n, cap;

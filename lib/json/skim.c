@@ -11,9 +11,12 @@
  *  - map keys without escapes, strictly increasing in byte order (the writer sorts property
  *    maps at every depth), so no duplicates;
  *  - numbers in the form st_json_format_number prints (the float64 they read as);
- *  - no signature key (4dabf...: secrets, assets, archives, references, outputs), the only
- *    place where the schemas and the integrity rules look inside a property value;
  *  - nesting and string sizes within the parse limits.
+ * A map with the signature key (4dabf...: secrets, assets, archives, references, outputs), the
+ * only objects the schemas and the integrity rules look at inside property values, is then
+ * parsed where it stands and kept in the skeleton pruned to those objects (whole) and the way
+ * to them (other members dropped, other array elements null), so the checks find each at its
+ * pointer, in order.
  * The other members are parsed as usual, then written with the writer and compared with their
  * text. A resource that cannot be proved (anything above, a warning, a key Go would respell,
  * a duplicate member) is parsed again in full from its first byte, so every message, warning
@@ -323,9 +326,10 @@ static const unsigned char *ck_object(parser *ps, skim *sk, const unsigned char 
 		if (!(q = ck_string(ps, sk, p, &esc, 1)) || esc)
 			return NULL;
 		kl = (size_t)(q - 1 - k);
-		if ((prev && key_cmp(prev, prevlen, k, kl) >= 0) ||
-		    (kl == sizeof(ST_SIG_KEY) - 1 && !memcmp(k, ST_SIG_KEY, kl)))
+		if (prev && key_cmp(prev, prevlen, k, kl) >= 0)
 			return NULL;
+		if (kl == sizeof(ST_SIG_KEY) - 1 && !memcmp(k, ST_SIG_KEY, kl))
+			sk->sig = 1;
 		ps->features |= st__feature_key((const char *)k, kl);
 		prev = k;
 		prevlen = kl;
@@ -468,6 +472,58 @@ static int member(parser *ps, json_t *obj, const char *k, size_t kl, size_t dept
 	return 0;
 }
 
+/* Keeps, of a property value, only the objects with the signature key (whole) and the way to
+ * them: other members dropped, other array elements null. 1 when something is kept. */
+static int prune(json_t *v, int depth)
+{
+	int keep = 0;
+	if (depth > ST_DEFAULT_MAX_DEPTH)
+		return 1;
+	if (json_is_object(v)) {
+		const char *k;
+		json_t *m;
+		void *tmp;
+		if (json_object_get(v, ST_SIG_KEY))
+			return 1;
+		json_object_foreach_safe(v, tmp, k, m) {
+			if (prune(m, depth + 1))
+				keep = 1;
+			else
+				json_object_del(v, k);
+		}
+	} else if (json_is_array(v)) {
+		for (size_t i = 0; i < json_array_size(v); i++) {
+			json_t *e = json_array_get(v, i);
+			if (prune(e, depth + 1))
+				keep = 1;
+			else if (!json_is_null(e))
+				json_array_set_new(v, i, json_null());
+		}
+	}
+	return keep;
+}
+
+/* A skipped map [ms, me) that holds special values (secrets, assets, archives, references,
+ * outputs): parsed where it stands and kept pruned to them in the skeleton (they are all that
+ * the schemas and the integrity rules look at in property values, at the same pointers). */
+static int special_values(parser *ps, json_t *obj, const char *k, size_t kl,
+			  const unsigned char *ms, const unsigned char *me)
+{
+	size_t before = json_object_size(obj);
+	json_t *m;
+	ps->frames[ps->nframes - 1].key = k;
+	ps->frames[ps->nframes - 1].keylen = kl;
+	ps->p = ms;
+	m = st__json_parse_value(ps);
+	ps->frames[ps->nframes - 1].key = NULL;
+	if (!m || ps->p != me)
+		return -1;
+	prune(m, 0);
+	if (json_object_setn_new_nocheck(obj, k, kl, m) < 0 || json_object_size(obj) == before)
+		return -1;
+	return 0;
+}
+
 static int record(skim *sk, json_t *obj, size_t off, size_t len)
 {
 	if (sk->n == sk->cap) {
@@ -515,7 +571,10 @@ json_t *st__skim_resource(parser *ps)
 			return give_up(ps, obj, &r);
 		if (p < e && *p == '{' &&
 		    ((kl == 6 && !memcmp(k, "inputs", 6)) || (kl == 7 && !memcmp(k, "outputs", 7)))) {
-			if (!(p = ck_object(ps, sk, p, depth + 1)))
+			const unsigned char *ms = p;
+			sk->sig = 0;
+			if (!(p = ck_object(ps, sk, p, depth + 1)) ||
+			    (sk->sig && special_values(ps, obj, (const char *)k, kl, ms, p) < 0))
 				return give_up(ps, obj, &r);
 			skipped = 1;
 		} else {
