@@ -471,6 +471,34 @@ static void test_two_threads(void **state)
 	st_buf_free(&b);
 }
 
+/* The second thread's array is not the resources (a big array elsewhere, of objects that look
+ * like resources): its skeletons are not kept, the text is parsed in full. */
+static void test_two_threads_other_array(void **state)
+{
+	st_buf b;
+	st_load_opts o = ST_LOAD_OPTS_INIT;
+	unsigned long before = st__two_count(ST__T_SKIM);
+	(void)state;
+	st_buf_init(&b);
+	st_buf_adds(&b, HEAD STACK);
+	st_buf_adds(&b, RES_OPEN "{\n                    \"a\": 1\n                }" RES_CLOSE);
+	st_buf_adds(&b, "        ],\n        \"junk\": [\n");
+	for (int i = 0; i < 400; i++)
+		st_buf_printf(&b,
+			      "            {\n                \"urn\": \"urn:pulumi:dev::p::t:m:R::r%d\",\n"
+			      "                \"custom\": true,\n                \"type\": \"t:m:R\",\n"
+			      "                \"outputs\": {\n                    \"k\": %d\n"
+			      "                }\n            }%s\n",
+			      i, i, i < 399 ? "," : "");
+	st_buf_adds(&b, TAIL);
+	st__json_split_test(64);
+	o.threads = 2;
+	assert_int_equal(diff_text(b.data, b.len, &o), 0);
+	st__json_split_test(0);
+	assert_true(st__two_count(ST__T_SKIM) > before);
+	st_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -481,6 +509,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_style),
 		cmocka_unit_test(test_two_threads),
+		cmocka_unit_test(test_two_threads_other_array),
 		cmocka_unit_test(test_fixtures),
 	};
 	assert_int_equal(st_schema_builtin(&schema, NULL), ST_OK);
