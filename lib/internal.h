@@ -223,6 +223,9 @@ typedef struct st__wcfg {
 	/* the keys put back as written in the objects it names (a state's st__state_keymap), or
 	 * NULL */
 	const struct st__keymap *keys;
+	/* a lazy state: its registered resources are written as their spans when the write is
+	 * in the state's own style (NULL: every resource walked) */
+	const struct st_state *lazy;
 } st__wcfg;
 
 /* st_file_write_atomic with the content written by `fill` (no compression). When `proceed`
@@ -350,6 +353,11 @@ int st__lazy_inflate(st_state *s, size_t index, st_error *err);
 int st__lazy_inflate_all(st_state *s, st_error *err);
 /* How many skeletons s has registered (0: not lazy). */
 size_t st__lazy_count(const st_state *s);
+/* 1 when s has a side table, with the style of its text and the depth of its resources in it
+ * (3 in an export, 4 in a checkpoint): where a span is the writer's output. s->style and the
+ * envelope may change after the load (st_state_set_envelope changes both): the writer then
+ * parses the spans and writes them in the new style and place. */
+int st__lazy_where(const st_state *s, st_style *style, size_t *depth);
 void st__lazy_free(st__lazy *lz);
 /* Maps a plain file of at least 4 MiB for reading (lib/state/state.c): 0 done, 1 not a
  * candidate (small, compressed, not regular, unreadable: the caller reads it). */
@@ -394,6 +402,8 @@ static inline unsigned st__feature_key(const char *k, size_t n)
 }
 /* How many writes so far put half of an array on a second thread (for the tests). */
 unsigned long st__json_write_splits(void);
+/* How many resources writes emitted as a lazy state's spans (for the tests). */
+unsigned long st__json_write_spans(void);
 /* Writes `v` with the kind-driven key order. */
 int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind kind,
 		   const st__wcfg *cfg);
@@ -525,6 +535,7 @@ struct st_state {
 	/* A lazy state's side table (lib/state/lazy.c), or NULL: see "Lazy states" above. */
 	struct st__lazy *lazy;
 };
+
 
 /* Finds envelope, version and deployment; checks versions and features. */
 int st__state_bind(st_state *s, st_error *err);

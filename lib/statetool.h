@@ -499,14 +499,16 @@ typedef struct st_load_opts {
 	/* parsing a large document: 0 = automatic (st_set_threads's choice), 1 = one thread,
 	 * 2 = two threads even on one processor */
 	int threads;
-	/* (version 2) st_state_load_file only: 1 = a lazy state, for st_validate and
-	 * st_check_place: the `inputs` and `outputs` of a resource whose text is exactly what
-	 * statetool writes stay unparsed in the file's text, which the state keeps mapped (or
-	 * read) while it lives, but for their special values (secrets, assets, archives,
-	 * references, outputs). Those checks give the same report as on a full load, in less
-	 * time and memory; through the accessors (st_state_root, st_state_resources) such
-	 * resources show no `inputs` and `outputs`, or only their special values. Loading, its
-	 * errors and problems are as with 0. */
+	/* (version 2) st_state_load_file only: 1 = a lazy state, for st_validate,
+	 * st_check_place and edit sessions: the `inputs` and `outputs` of a resource whose text is
+	 * exactly what statetool writes stay unparsed in the file's text, which the state keeps
+	 * mapped (or read) while it lives, but for their special values (secrets, assets,
+	 * archives, references, outputs). Those checks give the same report as on a full load,
+	 * in less time and memory; an edit session parses a resource in full before it changes
+	 * it, and writing the state copies the others' bytes from the text, so the bytes written
+	 * are those of a full load. Through the accessors (st_state_root, st_state_resources,
+	 * st_edit_resource) such resources show no `inputs` and `outputs`, or only their special
+	 * values. Loading, its errors and problems are as with 0. */
 	int lazy;
 } st_load_opts;
 

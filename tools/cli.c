@@ -381,12 +381,18 @@ const char *cli_target_name(const cli_target *t)
 
 int cli_load(cli_target *t, st_state **out)
 {
+	return cli_load_ex(t, out, 0);
+}
+
+int cli_load_ex(cli_target *t, st_state **out, int lazy)
+{
 	st_error err;
 	st_load_opts opts = ST_LOAD_OPTS_INIT;
 
 	st_error_clear(&err);
 	opts.max_size = t->max_size;
 	opts.threads = cli_threads;
+	opts.lazy = lazy && cli_lazy;
 	/* An interrupted move (or other two-stack operation) is completed first_err. */
 	if (cli_recover(t, NULL) != EXIT_OK)
 		return EXIT_FAIL;

@@ -154,6 +154,9 @@ void cli_filter_end(cli_target *t);
 
 /* Loads the target's state. Prints errors; returns an exit code. */
 int cli_load(cli_target *t, st_state **out);
+/* cli_load, lazily when `lazy` (st_load_opts.lazy) and STATETOOL_LAZY is not 0. */
+int cli_load_ex(cli_target *t, st_state **out, int lazy);
+extern int cli_lazy; /* 0: STATETOOL_LAZY=0, every state loaded in full */
 /* Takes the target's lock (Pulumi's for a stack, <file>.lock for a file). */
 int cli_lock(cli_target *t, st_lock **out);
 /* Saves a state to the target (its backend for a stack, with a .bak). Prints errors; returns an
@@ -208,6 +211,8 @@ typedef struct cli_mutate_opts {
 	int json;
 	int allow_dups;
 	int show_diff; /* list the changed resources even when writing */
+	int lazy;      /* the operation changes a few resources through the session: the state
+			* may be loaded lazily (st_load_opts.lazy) */
 	int any_place; /* the operation replaces the deployment (edit): no check of the place
 			* before it (cli_refuse_misplaced); the operation checks its result */
 	int (*after_save)(void *arg); /* runs once the state is written (not on a dry run) */

@@ -14,6 +14,8 @@ static const char help[] =
 	"deletedWith, replaceWith, provider references) is refused unless\n"
 	"--target-dependents deletes those too; a protected resource is refused unless\n"
 	"--force.\n"
+	"A STATE file is loaded lazily: only the resources changed are parsed in full, the\n"
+	"others written back as the file's bytes (STATETOOL_LAZY=0: all parsed).\n"
 	"\n"
 	"Options:\n"
 	"  --target-dependents  also delete every resource that depends on the targets\n"
@@ -80,7 +82,7 @@ int cmd_delete(int argc, char **argv)
 		{"all", no_argument, NULL, OPT_ALL},
 		{NULL, 0, NULL, 0}};
 	cli_target t = {0};
-	cli_mutate_opts mo = {.cmd = "delete"};
+	cli_mutate_opts mo = {.cmd = "delete", .lazy = 1};
 	ctx c = {0};
 	int rc = cli_mutate_parse(argc, argv, help, extra_opts, extra, &c, &t, &mo, &c.queries,
 				  &c.nq);

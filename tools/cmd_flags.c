@@ -55,7 +55,7 @@ static int flag_command(int argc, char **argv, const char *cmd, const char *flag
 						   {NULL, 0, NULL, 0}};
 	char help[2048];
 	cli_target t = {0};
-	cli_mutate_opts mo = {.cmd = cmd};
+	cli_mutate_opts mo = {.cmd = cmd, .lazy = 1};
 	ctx c = {.flag = flag, .on = on, .verb = verb};
 	int rc;
 
@@ -65,6 +65,8 @@ static int flag_command(int argc, char **argv, const char *cmd, const char *flag
 		 "\n"
 		 "%s the `%s` flag of resources: an exact URN, a name, TYPE::NAME or #INDEX,\n"
 		 "or every resource with --all. Resources marked delete: true are never touched.\n"
+		 "A STATE file is loaded lazily: only the resources changed are parsed in full, the\n"
+		 "others written back as the file's bytes (STATETOOL_LAZY=0: all parsed).\n"
 		 "\n"
 		 "Options:\n"
 		 "  --all              every resource of the state\n%s",

@@ -12,6 +12,8 @@ static const char help[] =
 	"deletedWith, replaceWith, pending operations, and provider references when it is\n"
 	"a provider. NEW_NAME is a name, not a URN. A URN that exists already is refused.\n"
 	"Children keep their URNs: a URN carries its parent's type chain, not its name.\n"
+	"A STATE file is loaded lazily: only the resources changed are parsed in full, the\n"
+	"others written back as the file's bytes (STATETOOL_LAZY=0: all parsed).\n"
 	"\n"
 	"Options:\n" CLI_MUTATE_HELP;
 
@@ -39,7 +41,7 @@ static int run(st_edit *e, st_state *s, void *arg, st_error *err)
 int cmd_rename(int argc, char **argv)
 {
 	cli_target t = {0};
-	cli_mutate_opts mo = {.cmd = "rename"};
+	cli_mutate_opts mo = {.cmd = "rename", .lazy = 1};
 	ctx c = {0};
 	int rc = cli_mutate_parse(argc, argv, help, NULL, NULL, NULL, &t, &mo, &c.pos, &c.npos);
 	if (rc != -1)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 int cli_threads;
+int cli_lazy = 1;
 
 /* The timing clock, shared by every thread that reports a step. */
 static pthread_mutex_t clock_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -110,12 +111,15 @@ void cli_env_apply(void)
 	const char *threads = getenv("STATETOOL_THREADS");
 	const char *timings = getenv("STATETOOL_TIMINGS");
 	const char *crash_at = getenv("STATETOOL_CRASH_AT");
+	const char *lazy = getenv("STATETOOL_LAZY");
 	st_hooks h = ST_HOOKS_INIT;
 
 	/* only "1" and "2" mean something; anything else is the automatic choice */
 	if (threads && (!strcmp(threads, "1") || !strcmp(threads, "2")))
 		cli_threads = threads[0] - '0';
 	st_set_threads(cli_threads, NULL);
+	if (lazy && !strcmp(lazy, "0"))
+		cli_lazy = 0;
 	if (timings && *timings)
 		h.phase = timing;
 	if (crash_at && *crash_at) {

@@ -134,7 +134,7 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 		goto out;
 	if (!mo->dry_run && !t->filter && (rc = cli_lock(t, &lock)) != EXIT_OK)
 		goto out;
-	if ((rc = cli_load(t, &s)) != EXIT_OK ||
+	if ((rc = cli_load_ex(t, &s, mo->lazy)) != EXIT_OK ||
 	    (rc = cli_refuse_lossy(s, cli_target_name(t), mo->allow_dups)) != EXIT_OK ||
 	    (!mo->any_place &&
 	     (rc = cli_refuse_misplaced(s, t, cli_target_name(t))) !=

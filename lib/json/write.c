@@ -505,9 +505,17 @@ typedef struct wcall {
 	const st_style *st;
 	const st__wcfg *cfg;
 	const json_t *split;
+	/* a lazy state (else NULL); whether the write is in its own style, and the depth of
+	 * its resources (where a span is the writer's output) */
+	const st_state *lazy;
+	int lazy_same;
+	size_t lazy_depth;
 } wcall;
 
 static int write_value(st_buf *b, const json_t *v, wcall *w, st_kind kind, size_t depth);
+
+/* How many resources the writer wrote as their spans (for the tests). */
+static unsigned long spans_written;
 
 /*
  * Two threads for a big document: the array st__json_write picked (a state's resources) is
@@ -540,13 +548,16 @@ typedef struct split_job {
 	void (*core_free)(void *);
 	void *core_free_ctx;
 	const st__wcfg *cfg; /* the call's, for this thread's half */
+	const st_state *lazy;
+	int lazy_same;
+	size_t lazy_depth;
 } split_job;
 
 static void *split_main(void *arg)
 {
 	split_job *j = arg;
 	size_t len = json_array_size(j->arr);
-	wcall w = {j->st, j->cfg, NULL};
+	wcall w = {j->st, j->cfg, NULL, j->lazy, j->lazy_same, j->lazy_depth};
 	for (size_t i = j->from; i < len && j->rc == 0; i++) {
 		putch(&j->out, ',');
 		if (!j->st->compact)
@@ -576,6 +587,9 @@ __attribute__((noinline)) static int write_array_split(st_buf *b, const json_t *
 	job.core_free = w->cfg->on_core_free;
 	job.core_free_ctx = w->cfg->on_core_free_ctx;
 	job.cfg = w->cfg;
+	job.lazy = w->lazy;
+	job.lazy_same = w->lazy_same;
+	job.lazy_depth = w->lazy_depth;
 	st_buf_init(&job.out);
 	/* the writer recurses once per nesting level, as on the calling thread */
 	if (st__two_start(&job.thread, ST__T_WRITE, split_main, &job, 16u << 20)) {
@@ -686,6 +700,36 @@ static int write_object(st_buf *b, const json_t *obj, wcall *w, st_kind kind, si
 	return rc;
 }
 
+/*
+ * A resource of a lazy state: a registered skeleton is written as the full resource it
+ * stands for. In the state's style at the resources' depth that is its span, proven to be
+ * these bytes; elsewhere (another style or envelope) the span parsed and walked: never the
+ * skeleton itself, which lacks the values. Out of line: write_value's frame stays small.
+ */
+__attribute__((noinline)) static int write_skeleton(st_buf *b, const json_t *v, wcall *w,
+						    size_t depth)
+{
+	const char *span;
+	size_t sl;
+	json_t *full = NULL;
+	int rc;
+
+	if (!st__lazy_span(w->lazy, v, &span, &sl))
+		return write_object(b, v, w, ST_K_RESOURCE, depth);
+	if (w->lazy_same && depth == w->lazy_depth) {
+		put(b, span, sl);
+		__atomic_add_fetch(&spans_written, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	if (st_json_parse(&full, span, sl, "resource", NULL, NULL, NULL, NULL) != ST_OK) {
+		b->oom = 1; /* (proven well-formed: only memory can fail) */
+		return -1;
+	}
+	rc = write_object(b, full, w, ST_K_RESOURCE, depth);
+	json_decref(full);
+	return rc;
+}
+
 static int write_value(st_buf *b, const json_t *v, wcall *w, st_kind kind, size_t depth)
 {
 	const st_style *st = w->st;
@@ -696,6 +740,8 @@ static int write_value(st_buf *b, const json_t *v, wcall *w, st_kind kind, size_
 		return -1;
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
+		if (kind == ST_K_RESOURCE && w->lazy)
+			return write_skeleton(b, v, w, depth);
 		return write_object(b, v, w, kind, depth);
 	case JSON_ARRAY: {
 		size_t len = json_array_size(v);
@@ -761,26 +807,46 @@ static const json_t *big_array(const json_t *v, int depth, const json_t *best)
 	return best;
 }
 
+static int same_style(const st_style *a, const st_style *b)
+{
+	return a->compact == b->compact && !strcmp(a->indent, b->indent) &&
+	       a->escape_html == b->escape_html && a->short_bf == b->short_bf;
+}
+
+unsigned long st__json_write_spans(void)
+{
+	return __atomic_load_n(&spans_written, __ATOMIC_RELAXED);
+}
+
 int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind kind,
 		   const st__wcfg *cfg)
 {
 	static const st__wcfg defaults;
 	const json_t *big;
+	st_style lst;
+	unsigned long spans;
 	wcall w;
 	int rc;
 
+	w.lazy_depth = 0;
 	if (!cfg)
 		cfg = &defaults;
 	big = big_array(v, 0, NULL);
 	w.st = style;
 	w.cfg = cfg;
+	/* a lazy state: its spans are the writer's output in their style at their depth */
+	w.lazy = cfg->lazy && st__lazy_where(cfg->lazy, &lst, &w.lazy_depth) ? cfg->lazy : NULL;
+	w.lazy_same = w.lazy && same_style(style, &lst);
 	w.split = big && st__two_worth(ST__T_WRITE, json_array_size(big), cfg->threads) ? big
 											: NULL;
 	if (!w.split)
 		core_free(cfg->on_core_free, cfg->on_core_free_ctx);
+	spans = st__json_write_spans();
 	rc = write_value(b, v, &w, kind, 0);
 	if (rc < 0 || b->oom)
 		return b->oom ? ST_ENOMEM : ST_EINVAL;
+	if (w.lazy && st__json_write_spans() != spans)
+		st__phase("write: unchanged resources copied from the file read");
 	if (style->trailing_newline)
 		putch(b, '\n');
 	return b->oom ? ST_ENOMEM : ST_OK;
@@ -792,7 +858,7 @@ int st__json_write_at(st_buf *b, const json_t *v, const st_style *style, st_kind
 		      size_t depth)
 {
 	static const st__wcfg defaults;
-	wcall w = {style, &defaults, NULL};
+	wcall w = {style, &defaults, NULL, NULL, 0, 0};
 	int rc = write_value(b, v, &w, kind, depth);
 	if (rc < 0 || b->oom)
 		return b->oom ? ST_ENOMEM : ST_EINVAL;

@@ -558,7 +558,7 @@ static int commit_and_save(st_edit *e, const commit_target *t, int always, st_di
 	changed = always || d.count || d.pending_before != d.pending_after || d.other_changed;
 	if (changed) {
 		/* the check starts once the writer leaves a processor free */
-		st__wcfg wc = {0, c.threaded ? open_gate : NULL, &c, NULL};
+		st__wcfg wc = {0, c.threaded ? open_gate : NULL, &c, NULL, NULL};
 		rc = save_target(t, s, verdict, &c, &wc, err);
 		if (rc != ST_OK && !c.judged && verdict(&c) != ST_OK)
 			rc = c.verdict; /* the write failed, and the check too: say the check */

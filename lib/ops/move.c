@@ -388,6 +388,13 @@ static int copy_provider(mv *c, json_t *r)
 		return rc != ST_EINVAL ? oom(c) : st__err(c->err, ST_EINVAL, "cannot rename "
 							  "provider %s", st_json_str(r, "urn"));
 	}
+	/* (their inputs compared, the source's copied: a lazy state's skeletons made full) */
+	if ((rc = st__edit_inflate_res(c->se, r, c->err)) != ST_OK ||
+	    (ex && (rc = st__edit_inflate_res(c->de, ex->p, c->err)) != ST_OK)) {
+		free(ref);
+		free(nu);
+		return rc;
+	}
 	if (ex && same_provider(ex->p, r)) {
 		free(nu);
 		nref = st__provider_ref(st_json_str(ex->p, "urn"), st_json_str(ex->p, "id"));
@@ -583,7 +590,8 @@ static int copies(mv *c)
 	size_t i;
 	int rc;
 	json_array_foreach(c->sres, i, r)
-		if (c->moved[i] && (rc = copy_moved(c, r)) != ST_OK)
+		if (c->moved[i] && ((rc = st__edit_inflate(c->se, i, c->err)) != ST_OK ||
+				    (rc = copy_moved(c, r)) != ST_OK))
 			return rc;
 	return ST_OK;
 }
@@ -599,6 +607,9 @@ static int shrink_source(mv *c)
 		json_t *copy;
 		if (c->moved[i] || !st__refers(r, &c->moved_urns, &c->moved_f, NULL, NULL))
 			continue;
+		/* (a shallow copy: of the full resource) */
+		if (st__edit_inflate(c->se, i, c->err) != ST_OK)
+			return ST_ENOMEM;
 		if (!(copy = st__ref_copy(r)) ||
 		    break_edges(copy, &c->moved_urns, &c->rep->broken_source)) {
 			json_decref(copy);

@@ -193,6 +193,12 @@ int st_edit_begin(st_edit **out, st_state *s, st_changes *report, st_error *err)
 	e->report = report;
 	if (s->version < 3) {
 		int from = s->version;
+		/* the migration builds every resource anew from its members: a lazy state's
+		 * skeletons made full first (the state stays as loaded otherwise) */
+		if ((rc = st__lazy_inflate_all(s, err)) != ST_OK) {
+			st_edit_free(e);
+			return rc;
+		}
 		e->pre_root = json_incref(s->root);
 		e->pre_container = s->container;
 		e->pre_version = s->version;
@@ -326,11 +332,95 @@ void st__edit_report(st_edit *e, const char *fmt, ...)
 	free(line);
 }
 
+/*
+ * A lazy state's skeleton at arr[i] (arr the resources) made full before the session copies or
+ * replaces it: in place, the same object, so that the baseline and every savepoint (which hold
+ * it) see the full resource, the diff by identity compares full resources and a rollback puts
+ * the full resource back. -1: out of memory (nothing changed).
+ */
+static int is_skeleton(st_edit *e, const json_t *v)
+{
+	const char *p;
+	size_t n;
+	return v && st__lazy_span(e->s, v, &p, &n);
+}
+
+/* skel made the resource `full` in place: full's members in full's order, those skel had
+ * kept as the same values (a caller may hold their strings). */
+static int fill(json_t *skel, json_t *full)
+{
+	size_t n = json_object_size(full), i = 0;
+	const char **keys = malloc((n + 1) * sizeof(*keys));
+	json_t **vals = malloc((n + 1) * sizeof(*vals)), *v;
+	const char *k;
+	int rc = 0;
+
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return -1;
+	}
+	json_object_foreach(full, k, v) {
+		json_t *old = json_object_get(skel, k);
+		keys[i] = k;
+		vals[i++] = json_incref(old ? old : v);
+	}
+	json_object_clear(skel);
+	for (size_t j = 0; j < i; j++)
+		if (json_object_set_new(skel, keys[j], vals[j]))
+			rc = -1;
+	free(keys);
+	free(vals);
+	return rc;
+}
+
+static int inflate_at(st_edit *e, json_t *arr, size_t i)
+{
+	json_t *v = json_array_get(arr, i), *now;
+	int rc = 0;
+
+	if (!is_skeleton(e, v) || arr != st__edit_resources(e))
+		return 0;
+	json_incref(v);
+	if (st__lazy_inflate(e->s, i, NULL) != ST_OK) {
+		json_decref(v);
+		return -1;
+	}
+	/* the table puts a new object in its place: its members moved into the skeleton, which
+	 * goes back (st__lazy_inflate dropped its registration) */
+	now = json_array_get(arr, i);
+	if (now != v && (fill(v, now) < 0 || json_array_set(arr, i, v) < 0))
+		rc = -1;
+	json_decref(v);
+	return rc;
+}
+
+int st__edit_inflate(st_edit *e, size_t i, st_error *err)
+{
+	if (inflate_at(e, st__edit_resources(e), i) < 0)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	return ST_OK;
+}
+
+int st__edit_inflate_res(st_edit *e, const json_t *r, st_error *err)
+{
+	json_t *res = st__edit_resources(e);
+	size_t n = json_array_size(res);
+	if (!is_skeleton(e, r))
+		return ST_OK;
+	for (size_t i = 0; i < n; i++)
+		if (json_array_get(res, i) == r)
+			return st__edit_inflate(e, i, err);
+	return ST_OK;
+}
+
 json_t *st__edit_own(st_edit *e, json_t *arr, size_t i)
 {
 	json_t *v = json_array_get(arr, i), *c;
 	if (!v || st__ptrset_has(&e->fresh, v))
 		return v;
+	if (inflate_at(e, arr, i) < 0)
+		return NULL;
 	c = json_deep_copy(v);
 	if (!c || st__ptrset_add(&e->fresh, c) < 0 || json_array_set_new(arr, i, c) < 0) {
 		json_decref(c);
@@ -350,6 +440,10 @@ int st__edit_put(st_edit *e, json_t *arr, size_t i, json_t *v)
 	if (json_array_get(arr, i) == v) {
 		json_decref(v);
 		return 0;
+	}
+	if (inflate_at(e, arr, i) < 0) {
+		json_decref(v);
+		return -1;
 	}
 	e->dirty = 1;
 	return json_array_set_new(arr, i, v) < 0 ? -1 : 0;

@@ -83,6 +83,11 @@ void st__edit_report(st_edit *e, const char *fmt, ...) __attribute__((format(pri
 /* Element i of arr (the resources or the pending operations) made the session's own (copied
  * unless it is already), so that the caller may change it in place. NULL: out of memory. */
 json_t *st__edit_own(st_edit *e, json_t *arr, size_t i);
+/* A lazy state's skeleton made full (in place: the same object) before an operation reads
+ * its inputs or outputs, or copies it: resource i, or the resource r (borrowed; a linear
+ * search, for a resource known by its address only). ST_OK at once for a full resource. */
+int st__edit_inflate(st_edit *e, size_t i, st_error *err);
+int st__edit_inflate_res(st_edit *e, const json_t *r, st_error *err);
 /* Is v the session's own (made by it in this operation or an earlier one)? Only reads. */
 int st__edit_is_own(st_edit *e, const json_t *v);
 /* Puts `v` (a reference taken, even on failure) at arr[i] without making it the session's own:

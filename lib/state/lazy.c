@@ -21,6 +21,8 @@ struct st__lazy {
 	size_t n, live;
 	size_t *slots;    /* open addressing by skeleton address: index + 1, 0 empty */
 	size_t mask;
+	st_style style;   /* the text's style, and the depth of the resources in it */
+	size_t depth;
 };
 
 void st__lazy_free(st__lazy *lz)
@@ -81,6 +83,15 @@ int st__lazy_span(const st_state *s, const json_t *res, const char **p, size_t *
 		return 0;
 	*p = s->lazy->text + r->off;
 	*len = r->len;
+	return 1;
+}
+
+int st__lazy_where(const st_state *s, st_style *style, size_t *depth)
+{
+	if (!s->lazy)
+		return 0;
+	*style = s->lazy->style;
+	*depth = s->lazy->depth;
 	return 1;
 }
 
@@ -243,6 +254,8 @@ static int load_text(st_state **out, const char *text, size_t len, void *map, ch
 		lz->map_len = len;
 		lz->owned = owned;
 		lz->max_depth = opts ? opts->max_depth : 0;
+		lz->style = (*out)->style;
+		lz->depth = (*out)->container != (*out)->root ? 4 : 3;
 		lz->v = recs;
 		lz->n = n;
 		recs = NULL;

@@ -706,7 +706,7 @@ int st_state_set_envelope(st_state *s, st_envelope envelope, const char *stack, 
 static int dump_cfg(const st_state *s, const st_style *style, const st__wcfg *cfg, char **out,
 		    size_t *len, st_error *err)
 {
-	st__wcfg wc = {0, NULL, NULL, NULL};
+	st__wcfg wc = {0, NULL, NULL, NULL, NULL};
 	st_buf b;
 	int rc;
 
@@ -714,6 +714,7 @@ static int dump_cfg(const st_state *s, const st_style *style, const st__wcfg *cf
 		wc = *cfg;
 	st_buf_init(&b);
 	wc.keys = st__state_keymap(s);
+	wc.lazy = s;
 	rc = st__json_write(&b, s->root, style ? style : &s->style,
 			    s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE, &wc);
 	if (rc) {
@@ -826,13 +827,14 @@ int st__state_stream_to(const st_state *s, st_store_writer *w, const st__wcfg *c
 static int stream(const st_state *s, stream_ctx *cx, st_error *err)
 {
 	stream_ctx c = *cx;
-	st__wcfg wc = {0, NULL, NULL, NULL};
+	st__wcfg wc = {0, NULL, NULL, NULL, NULL};
 	st_buf b;
 	int rc;
 
 	if (c.cfg)
 		wc = *c.cfg;
 	wc.keys = st__state_keymap(s); /* keys respelt on load, put back as written */
+	wc.lazy = s;                   /* a lazy state's spans */
 	st_buf_init(&b);
 	b.sink = sink_fd;
 	b.sink_ctx = &c;
@@ -879,7 +881,7 @@ int st__state_save_checked(st_state *s, const char *path, const st_write_opts *o
 			   st_error *err)
 {
 	st_write_opts wo = ST_WRITE_OPTS_INIT;
-	st__wcfg wc = {0, NULL, NULL, NULL};
+	st__wcfg wc = {0, NULL, NULL, NULL, NULL};
 	char *data;
 	size_t len;
 	int rc;

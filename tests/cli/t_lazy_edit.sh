@@ -1,0 +1,82 @@
+#!/bin/sh
+# Lazy loads in the one-resource edits (issue 21, lazy.md): protect, unprotect, taint, untaint,
+# rename and delete give, for every fixture and realworld state, the bytes, .bak, stdout,
+# stderr and exit code of the full load (STATETOOL_LAZY=0); STATETOOL_TIMINGS shows that the
+# lazy path ran (unchanged resources copied from the file read).
+. "$(dirname "$0")/lib.sh"
+
+# same NAME FILE CMD ARGS...: CMD on a lazy copy and a full copy of FILE: all outcomes equal
+same() {
+	name=$1 file=$2 cmd=$3
+	shift 3
+	cp "$file" "$T/lazy.json"
+	cp "$file" "$T/full.json"
+	rm -f "$T/lazy.json.bak" "$T/full.json.bak"
+	st "$cmd" "$T/lazy.json" "$@" >"$T/lo" 2>"$T/le"
+	lrc=$?
+	STATETOOL_LAZY=0 st "$cmd" "$T/full.json" "$@" >"$T/fo" 2>"$T/fe"
+	frc=$?
+	current="$name"
+	sed "s#$T/lazy.json#STATE#g" "$T/lo" >"$T/lo2"
+	sed "s#$T/full.json#STATE#g" "$T/fo" >"$T/fo2"
+	sed "s#$T/lazy.json#STATE#g" "$T/le" >"$T/le2"
+	sed "s#$T/full.json#STATE#g" "$T/fe" >"$T/fe2"
+	if [ "$lrc" = "$frc" ] && cmp -s "$T/lo2" "$T/fo2" && cmp -s "$T/le2" "$T/fe2" &&
+	   cmp -s "$T/lazy.json" "$T/full.json"; then
+		ok
+	else
+		cp "$T/le" "$T/err"
+		cp "$T/lo" "$T/out"
+		bad "lazy ($lrc) and full ($frc) differ"
+	fi
+	if [ -e "$T/full.json.bak" ]; then check_same "$T/lazy.json.bak" "$T/full.json.bak"; fi
+	edits=$((edits + 1))
+	[ "$frc" = 0 ] && wrote=$((wrote + 1))
+}
+
+edits=0
+wrote=0
+# every edit on the middle resource of each state; protect and delete on its first and last
+for f in "$FIXTURES"/realworld/*.json "$FIXTURES"/edit/*.json "$FIXTURES"/move/*.json; do
+	urns=$(st list "$f" 2>/dev/null | awk '{print $1}')
+	[ -n "$urns" ] || continue
+	n=$(printf '%s\n' "$urns" | wc -l)
+	first=$(printf '%s\n' "$urns" | sed -n 1p)
+	mid=$(printf '%s\n' "$urns" | sed -n "$(( (n + 1) / 2 ))p")
+	last=$(printf '%s\n' "$urns" | sed -n "${n}p")
+	b=$(basename "$f" .json)
+	for c in protect unprotect taint untaint; do
+		same "$b $c $mid" "$f" "$c" "$mid"
+	done
+	same "$b rename $mid" "$f" rename "$mid" renamed-by-test
+	same "$b delete $mid" "$f" delete "$mid"
+	same "$b protect --dry-run --json $mid" "$f" protect --dry-run --json "$mid"
+	for u in "$first" "$last"; do
+		same "$b protect $u" "$f" protect "$u"
+		same "$b delete --force --target-dependents $u" "$f" delete --force \
+			--target-dependents "$u"
+	done
+done
+current="enough edits ran"
+if [ "$edits" -gt 300 ] && [ "$wrote" -gt 150 ]; then ok; else bad "$edits edits, $wrote written"; fi
+
+# the lazy path ran: the unchanged resources were copied as the file had them
+cp "$FIXTURES/realworld/30-azure-network.json" "$T/s.json"
+u=$(st list "$T/s.json" | awk 'NR == 3 {print $1}')
+run "lazy path" env STATETOOL_TIMINGS=1 "$STATETOOL" taint "$T/s.json" "$u"
+check_rc 0
+check_err_has "write: unchanged resources copied from the file read"
+cp "$FIXTURES/realworld/30-azure-network.json" "$T/s.json"
+run "full path" env STATETOOL_TIMINGS=1 STATETOOL_LAZY=0 "$STATETOOL" taint "$T/s.json" "$u"
+check_rc 0
+check_err_lacks "copied from the file read"
+
+# filter mode: the state from a pipe, lazily, the same bytes
+run "filter lazy" sh -c "\"$STATETOOL\" protect - '$u' < \"$FIXTURES/realworld/30-azure-network.json\""
+check_rc 0
+cp "$T/out" "$T/pipe-lazy"
+run "filter full" sh -c "STATETOOL_LAZY=0 \"$STATETOOL\" protect - '$u' < \"$FIXTURES/realworld/30-azure-network.json\""
+check_rc 0
+check_same "$T/pipe-lazy" "$T/out"
+
+finish
