@@ -358,6 +358,10 @@ size_t st__lazy_count(const st_state *s);
  * envelope may change after the load (st_state_set_envelope changes both): the writer then
  * parses the spans and writes them in the new style and place. */
 int st__lazy_where(const st_state *s, st_style *style, size_t *depth);
+/* A write (one thread, in document order) copied s's text up to p: a mapped file's pages
+ * before it are given back (read again from the file if needed), so a write of a lazy state
+ * does not hold the whole file in memory. The table is changed though s is const. */
+void st__lazy_passed(const st_state *s, const char *p);
 void st__lazy_free(st__lazy *lz);
 /* Maps a plain file of at least 4 MiB for reading (lib/state/state.c): 0 done, 1 not a
  * candidate (small, compressed, not regular, unreadable: the caller reads it). */

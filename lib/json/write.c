@@ -510,6 +510,7 @@ typedef struct wcall {
 	const st_state *lazy;
 	int lazy_same;
 	size_t lazy_depth;
+	int release; /* one thread in document order: the text copied may be given back */
 } wcall;
 
 static int write_value(st_buf *b, const json_t *v, wcall *w, st_kind kind, size_t depth);
@@ -557,7 +558,7 @@ static void *split_main(void *arg)
 {
 	split_job *j = arg;
 	size_t len = json_array_size(j->arr);
-	wcall w = {j->st, j->cfg, NULL, j->lazy, j->lazy_same, j->lazy_depth};
+	wcall w = {j->st, j->cfg, NULL, j->lazy, j->lazy_same, j->lazy_depth, 0};
 	for (size_t i = j->from; i < len && j->rc == 0; i++) {
 		putch(&j->out, ',');
 		if (!j->st->compact)
@@ -719,6 +720,8 @@ __attribute__((noinline)) static int write_skeleton(st_buf *b, const json_t *v, 
 	if (w->lazy_same && depth == w->lazy_depth) {
 		put(b, span, sl);
 		__atomic_add_fetch(&spans_written, 1, __ATOMIC_RELAXED);
+		if (w->release)
+			st__lazy_passed(w->lazy, span + sl);
 		return 0;
 	}
 	if (st_json_parse(&full, span, sl, "resource", NULL, NULL, NULL, NULL) != ST_OK) {
@@ -839,6 +842,11 @@ int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind ki
 	w.lazy_same = w.lazy && same_style(style, &lst);
 	w.split = big && st__two_worth(ST__T_WRITE, json_array_size(big), cfg->threads) ? big
 											: NULL;
+	/* a lazy state whose resources are mostly spans: copying them is the disk's pace, and
+	 * a second thread would only hold half the text in its buffer */
+	if (w.split && w.lazy_same && st__lazy_count(w.lazy) * 2 > json_array_size(w.split))
+		w.split = NULL;
+	w.release = w.lazy_same && !w.split;
 	if (!w.split)
 		core_free(cfg->on_core_free, cfg->on_core_free_ctx);
 	spans = st__json_write_spans();
@@ -858,7 +866,7 @@ int st__json_write_at(st_buf *b, const json_t *v, const st_style *style, st_kind
 		      size_t depth)
 {
 	static const st__wcfg defaults;
-	wcall w = {style, &defaults, NULL, NULL, 0, 0};
+	wcall w = {style, &defaults, NULL, NULL, 0, 0, 0};
 	int rc = write_value(b, v, &w, kind, depth);
 	if (rc < 0 || b->oom)
 		return b->oom ? ST_ENOMEM : ST_EINVAL;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 struct st__lazy {
 	const char *text; /* the state's source text: `map` or `owned` */
@@ -23,6 +24,7 @@ struct st__lazy {
 	size_t mask;
 	st_style style;   /* the text's style, and the depth of the resources in it */
 	size_t depth;
+	size_t released;  /* the mapping's pages before this offset were given back */
 };
 
 void st__lazy_free(st__lazy *lz)
@@ -93,6 +95,22 @@ int st__lazy_where(const st_state *s, st_style *style, size_t *depth)
 	*style = s->lazy->style;
 	*depth = s->lazy->depth;
 	return 1;
+}
+
+void st__lazy_passed(const st_state *s, const char *p)
+{
+	st__lazy *lz = s->lazy;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), base, to;
+
+	if (!lz || !lz->map || p < lz->text || p > lz->text + lz->len)
+		return;
+	base = (uintptr_t)lz->map;
+	to = ((uintptr_t)p & ~(page - 1)) - base;
+	if (to < lz->released)
+		lz->released = 0; /* another write from the start: its pages came back */
+	if (to - lz->released >= (8u << 20) &&
+	    madvise((void *)(base + lz->released), to - lz->released, MADV_DONTNEED) == 0)
+		lz->released = to;
 }
 
 size_t st__lazy_count(const st_state *s)
