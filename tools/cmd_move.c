@@ -15,7 +15,9 @@ static const char help[] =
 	"are state files, or stacks of DIY backends: with --backend URL (both sides) or\n"
 	"--source-backend/--dest-backend (each side, possibly two different stores), SRC and\n"
 	"DST are stack names. DST may not exist yet. RESOURCE is an exact URN or a glob\n"
-	"('urn:pulumi:dev::app::aws:s3/bucket:Bucket::*').\n"
+	"('urn:pulumi:dev::app::aws:s3/bucket:Bucket::*'). State files are loaded lazily:\n"
+	"only the resources moved or changed are parsed in full, the others written back as\n"
+	"the file's bytes (STATETOOL_LAZY=0: all parsed).\n"
 	"\n"
 	"  * every descendant moves with its parent; --include-parents adds the ancestors;\n"
 	"    the root stack never moves (selecting it moves its children)\n"
@@ -214,7 +216,7 @@ static int load_side(side *sd, int allow_dups)
 	st_error err;
 	st_error_clear(&err);
 	if (sd->t.exists) {
-		int rc = cli_load(&sd->t, &sd->s);
+		int rc = cli_load_ex(&sd->t, &sd->s, 1); /* lazily: moved resources made full */
 		if (rc == EXIT_OK)
 			rc = cli_refuse_lossy(sd->s, side_label(sd), allow_dups);
 		if (rc == EXIT_OK)

@@ -345,8 +345,9 @@ static int is_skeleton(st_edit *e, const json_t *v)
 	return v && st__lazy_span(e->s, v, &p, &n);
 }
 
-/* skel made the resource `full` in place: full's members in full's order, those skel had
- * kept as the same values (a caller may hold their strings). */
+/* skel made the resource `full` in place: full's members, in full's order (st__lazy_inflate
+ * gives the skeleton's own values for all but inputs and outputs, so a caller holding their
+ * strings keeps them; a skeleton's inputs and outputs may be pruned: full's are taken). */
 static int fill(json_t *skel, json_t *full)
 {
 	size_t n = json_object_size(full), i = 0;
@@ -361,9 +362,8 @@ static int fill(json_t *skel, json_t *full)
 		return -1;
 	}
 	json_object_foreach(full, k, v) {
-		json_t *old = json_object_get(skel, k);
 		keys[i] = k;
-		vals[i++] = json_incref(old ? old : v);
+		vals[i++] = json_incref(v);
 	}
 	json_object_clear(skel);
 	for (size_t j = 0; j < i; j++)

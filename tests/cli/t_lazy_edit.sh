@@ -60,6 +60,48 @@ done
 current="enough edits ran"
 if [ "$edits" -gt 300 ] && [ "$wrote" -gt 150 ]; then ok; else bad "$edits edits, $wrote written"; fi
 
+# move: between the move fixtures and two realworld states, lazily and in full, every outcome
+# (both files, stdout, stderr, exit code) equal
+moves=0
+for s in "$FIXTURES"/move/children.json "$FIXTURES"/move/dependencies.json \
+	 "$FIXTURES"/move/replacewith.json "$FIXTURES"/realworld/04-kloudlib-backup-big-56res.json; do
+	for d in "$FIXTURES"/move/dest-same-provider.json "$FIXTURES"/move/dest-other-provider.json \
+		 "$FIXTURES"/realworld/30-azure-network.json; do
+		urns=$(st list "$s" 2>/dev/null | awk '{print $1}')
+		n=$(printf '%s\n' "$urns" | wc -l)
+		for k in 2 $(( (n + 1) / 2 )) "$n"; do
+			u=$(printf '%s\n' "$urns" | sed -n "${k}p")
+			for mode in lazy full; do
+				cp "$s" "$T/$mode-src.json"
+				cp "$d" "$T/$mode-dst.json"
+				if [ $mode = lazy ]; then
+					st move --source "$T/$mode-src.json" --dest "$T/$mode-dst.json" "$u" \
+						>"$T/$mode-o" 2>"$T/$mode-e"
+				else
+					STATETOOL_LAZY=0 st move --source "$T/$mode-src.json" \
+						--dest "$T/$mode-dst.json" "$u" >"$T/$mode-o" 2>"$T/$mode-e"
+				fi
+				echo $? >"$T/$mode-rc"
+				sed -i "s#$T/$mode-#X-#g" "$T/$mode-o" "$T/$mode-e"
+			done
+			current="move $(basename "$s") #$k -> $(basename "$d")"
+			if cmp -s "$T/lazy-rc" "$T/full-rc" && cmp -s "$T/lazy-o" "$T/full-o" &&
+			   cmp -s "$T/lazy-e" "$T/full-e" && cmp -s "$T/lazy-src.json" "$T/full-src.json" &&
+			   cmp -s "$T/lazy-dst.json" "$T/full-dst.json"; then
+				ok
+			else
+				cp "$T/lazy-e" "$T/err"
+				cp "$T/lazy-o" "$T/out"
+				bad "lazy ($(cat "$T/lazy-rc")) and full ($(cat "$T/full-rc")) differ"
+			fi
+			moves=$((moves + 1))
+			[ "$(cat "$T/full-rc")" = 0 ] && moved=$((moved + 1))
+		done
+	done
+done
+current="enough moves ran"
+if [ "$moves" -ge 36 ] && [ "${moved:-0}" -ge 10 ]; then ok; else bad "$moves moves, ${moved:-0} done"; fi
+
 # the lazy path ran: the unchanged resources were copied as the file had them
 cp "$FIXTURES/realworld/30-azure-network.json" "$T/s.json"
 u=$(st list "$T/s.json" | awk 'NR == 3 {print $1}')
@@ -70,6 +112,12 @@ cp "$FIXTURES/realworld/30-azure-network.json" "$T/s.json"
 run "full path" env STATETOOL_TIMINGS=1 STATETOOL_LAZY=0 "$STATETOOL" taint "$T/s.json" "$u"
 check_rc 0
 check_err_lacks "copied from the file read"
+
+cp "$FIXTURES/realworld/30-azure-network.json" "$T/ms.json"
+mu=$(st list "$T/ms.json" | awk 'END {print $1}')
+run "move: lazy path" env STATETOOL_TIMINGS=1 "$STATETOOL" move --source "$T/ms.json" --dest "$T/md.json" --dest-stack network/prod "$mu"
+check_rc 0
+check_err_has "write: unchanged resources copied from the file read"
 
 # filter mode: the state from a pipe, lazily, the same bytes
 run "filter lazy" sh -c "\"$STATETOOL\" protect - '$u' < \"$FIXTURES/realworld/30-azure-network.json\""
