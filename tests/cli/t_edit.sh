@@ -285,11 +285,17 @@ check_rc 0; check_out_has "dry run: nothing written"
 fresh
 run "timings" env STATETOOL_TIMINGS=1 "$STATETOOL" delete "$S" logs
 check_rc 0; check_same "$F/delete-logs.json" "$S"
-for step in "load: read and parsed" "delete: dependents searched, resources removed" \
-	"commit: features and diff" "write: file written" "write: fsync" \
-	"write: checked, backed up, renamed"; do
+for step in "load: parsed (lazy)" "delete: dependents searched, resources removed" \
+	"commit: features and diff" "write: unchanged resources copied from the file read" \
+	"write: file written" "write: fsync" "write: checked, backed up, renamed"; do
 	check_err_has "ms) $step"
 done
+fresh
+run "timings, full load" env STATETOOL_TIMINGS=1 STATETOOL_LAZY=0 "$STATETOOL" delete "$S" logs
+check_rc 0; check_same "$F/delete-logs.json" "$S"
+check_err_has "ms) load: read and parsed"
+check_err_lacks "copied from the file read"
+fresh
 run "no timings without it" st delete --dry-run "$S" audit
 check_rc 0; check_err_lacks "statetool: timing:"
 
