@@ -15,6 +15,7 @@
 #include "httpfake.h"
 #include "servers.h"
 #include "store/azblob.h"
+#include "store/store_impl.h"
 
 #include <sodium.h>
 
@@ -878,6 +879,144 @@ static void test_azurite_faults(void **state)
 
 /* Wrong key, missing container, unreachable endpoint: each says so, names azblob and the
  * variables read, never the key. */
+/* A document for the streamed read: an array of objects, with a duplicate key and invalid
+ * UTF-8 past its middle (two warnings), a nested string longer than `longstr` bytes (0: none),
+ * and `tail` appended (a broken end). New. */
+static char *stream_doc(size_t n, size_t longstr, const char *tail, size_t *len)
+{
+	st_buf b;
+	st_buf_init(&b);
+	st_buf_adds(&b, "{\"version\": 3, \"resources\": [");
+	for (size_t i = 0; i < n; i++) {
+		st_buf_printf(&b, "%s\n  {\"urn\": \"urn:pulumi:dev::p::t::r%zu\", \"n\": %zu, "
+				  "\"outputs\": {\"a\": [1, 2.5, true, null, \"x\\u00e9\"]",
+			      i ? "," : "", i, i * 7);
+		if (i == n * 2 / 3)
+			st_buf_adds(&b, ", \"d\": 1, \"d\": 2, \"bad\": \"\xff\"");
+		if (i == n / 2 && longstr) {
+			st_buf_adds(&b, ", \"long\": \"");
+			for (size_t j = 0; j < longstr; j++)
+				st_buf_addc(&b, (char)('a' + j % 26));
+			st_buf_addc(&b, '"');
+		}
+		st_buf_adds(&b, "}}");
+	}
+	st_buf_adds(&b, "\n]}\n");
+	st_buf_adds(&b, tail);
+	return st_buf_take(&b, len);
+}
+
+/* The streamed read of `key` gives exactly what a whole read and st_json_parse give. */
+static void stream_same(st_store *s, const char *key, const char *doc, size_t len)
+{
+	json_t *a = NULL, *b = NULL;
+	st_problems pa = {0}, pb = {0};
+	st_style sa, sb;
+	st_error ea, eb;
+	st_error_clear(&ea);
+	st_error_clear(&eb);
+	memset(&sa, 0, sizeof(sa));
+	memset(&sb, 0, sizeof(sb));
+	int ra = st_json_parse(&a, doc, len, "w", NULL, &sa, &pa, &ea);
+	int rb = st__store_load_json(s, key, 0, "w", &b, &sb, &pb, &eb);
+	assert_int_equal(ra, rb);
+	if (ra == ST_OK) {
+		assert_true(json_equal(a, b));
+		assert_memory_equal(&sa, &sb, sizeof(sa));
+	} else {
+		assert_string_equal(ea.message, eb.message);
+		assert_int_equal(ea.line, eb.line);
+		assert_int_equal(ea.column, eb.column);
+	}
+	assert_int_equal(pa.count, pb.count);
+	for (size_t i = 0; i < pa.count; i++) {
+		assert_string_equal(pa.items[i].message, pb.items[i].message);
+		assert_string_equal(pa.items[i].pointer, pb.items[i].pointer);
+	}
+	json_decref(a);
+	json_decref(b);
+	st_problems_clear(&pa);
+	st_problems_clear(&pb);
+}
+
+/* A state parsed as it downloads (lib/store/streamload.c): the same tree, style, warnings and
+ * errors as a whole read, also when the answer is cut and sent again, when the document is
+ * compressed, broken, or holds a string longer than the parser's look-ahead, and on one thread
+ * or two. */
+static void test_azurite_stream(void **state)
+{
+	char *c, *doc, *gz, via[32];
+	size_t len, gzlen;
+	st_store *s, *direct;
+	server *p;
+	action pass[] = {PASS};
+	(void)state;
+	if (azurite_find())
+		skip();
+	env_shared_key(NULL);
+	net_retries(2);
+	p = server_start_proxy(pass, 1, az.port);
+	snprintf(via, sizeof(via), "127.0.0.1:%d", p->port);
+	c = new_container();
+	direct = open_at(c, "p", NULL, 1);
+	s = open_at(c, "p", via, 0);
+	st_set_net(NULL, NULL);
+	st__store_stream_test(1024);
+	for (int split = 0; split < 2; split++) {
+		st__json_split_test(split ? 64 * 1024 : 0);
+		doc = stream_doc(8000, 0, "", &len);
+		assert_int_equal(st_store_write(direct, "s.json", doc, len, NULL, NULL), ST_OK);
+		unsigned long n0 = st__store_streamed();
+		server_plan(p, pass, 1);
+		stream_same(s, "s.json", doc, len);
+		assert_int_equal(st__store_streamed(), n0 + 1);
+		/* the first answer cut half-way, the second whole: parsed from the whole */
+		action cut[] = {{A_FORWARD_CUT, 0, NULL, NULL}, PASS};
+		server_plan(p, cut, 2);
+		stream_same(s, "s.json", doc, len);
+		assert_int_equal(p->next, 2);
+		assert_int_equal(st__store_streamed(), n0 + 1);
+		assert_int_equal(st__gzip_bytes(doc, len, &gz, &gzlen, NULL), ST_OK);
+		assert_int_equal(st_store_write(direct, "s.json.gz", gz, gzlen, NULL, NULL), ST_OK);
+		server_plan(p, pass, 1);
+		stream_same(s, "s.json.gz", doc, len);
+		assert_int_equal(st__store_streamed(), n0 + 1);
+		free(gz);
+		free(doc);
+		/* a string longer than the look-ahead; a broken end */
+		doc = stream_doc(2000, 5u << 20, "", &len);
+		assert_int_equal(st_store_write(direct, "s.json", doc, len, NULL, NULL), ST_OK);
+		server_plan(p, pass, 1);
+		stream_same(s, "s.json", doc, len);
+		free(doc);
+		doc = stream_doc(8000, 0, "]", &len);
+		assert_int_equal(st_store_write(direct, "s.json", doc, len, NULL, NULL), ST_OK);
+		server_plan(p, pass, 1);
+		stream_same(s, "s.json", doc, len);
+		free(doc);
+		doc = stream_doc(8000, 0, "", &len);
+		doc[len / 2] = '#';
+		assert_int_equal(st_store_write(direct, "s.json", doc, len, NULL, NULL), ST_OK);
+		server_plan(p, pass, 1);
+		stream_same(s, "s.json", doc, len);
+		free(doc);
+	}
+	/* a missing object: the read's own error */
+	st_error err;
+	json_t *v;
+	st_error_clear(&err);
+	server_plan(p, pass, 1);
+	assert_int_equal(st__store_load_json(s, "none.json", 0, "w", &v, NULL, NULL, &err),
+			 ST_ENOTFOUND);
+	assert_null(v);
+	st__json_split_test(0);
+	st__store_stream_test(0);
+	server_stop(p);
+	st_store_free(s);
+	st_store_free(direct);
+	free(c);
+}
+
 static void test_azurite_errors(void **state)
 {
 	char *c, *data = NULL, *url;
@@ -968,6 +1107,7 @@ int main(void)
 		cmocka_unit_test(test_fake_answers),
 		cmocka_unit_test(test_azurite_blocks),   cmocka_unit_test(test_azurite_listing),
 		cmocka_unit_test(test_azurite_faults),   cmocka_unit_test(test_azurite_errors),
+		cmocka_unit_test(test_azurite_stream),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }

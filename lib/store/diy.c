@@ -701,8 +701,7 @@ int st_backend_load_json(st_backend *bb, const char *ref, size_t max_size, json_
 			 st_style *style, st_problems *problems, char **where_out, st_error *err)
 {
 	diy_backend *b = as_diy(bb);
-	char *base = NULL, *key = NULL, *where = NULL, *data = NULL, *plain = NULL, *local = NULL;
-	size_t len = 0, plen = 0;
+	char *base = NULL, *key = NULL, *where = NULL, *local = NULL;
 	int rc;
 
 	ST_ASSERT_ARG(bb);
@@ -731,19 +730,13 @@ int st_backend_load_json(st_backend *bb, const char *ref, size_t max_size, json_
 		rc = st_json_load_file(out, local, max_size, NULL, style, problems, err);
 		goto out;
 	}
-	rc = st_store_read(b->store, key, max_size, &data, &len, NULL, err);
-	if (rc == ST_OK)
-		rc = st__decompress(data, len, max_size, where, &plain, &plen, NULL, err);
-	data = NULL;
-	if (rc == ST_OK)
-		rc = st_json_parse(out, plain, plen, where, NULL, style, problems, err);
+	rc = st__store_load_json(b->store, key, max_size, where, out, style, problems, err);
 out:
 	if (rc == ST_OK && where_out) {
 		*where_out = where;
 		where = NULL;
 	}
 	free(local);
-	free(plain);
 	free(where);
 	free(base);
 	free(key);
