@@ -1253,7 +1253,7 @@ ST_EXTERN json_t *st_import_generate(st_state *s, const size_t *idx, size_t n, s
  * URN of a stack once (urns), referred to by number, so the index is smaller than the states.
  */
 
-#define ST_INDEX_SCHEMA_VERSION 3
+#define ST_INDEX_SCHEMA_VERSION 4
 
 
 typedef struct st_index st_index;

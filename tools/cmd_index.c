@@ -152,6 +152,7 @@ static int cmd_update(int argc, char **argv)
 	}
 	for (size_t i = 0; i < notes.count; i++)
 		cli_warnf("%s", notes.lines[i]);
+	size_t printed = notes.count;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	int tty = isatty(STDERR_FILENO) && !json;
 	if (files)
@@ -160,6 +161,9 @@ static int cmd_update(int argc, char **argv)
 	else
 		rc = st_index_update_backend(ix, b, tty ? progress : NULL, &start, &stats, &fails,
 					     &err);
+	/* a damaged index is found (and rebuilt) when the update first writes */
+	for (size_t i = printed; i < notes.count; i++)
+		cli_warnf("%s", notes.lines[i]);
 	if (rc != ST_OK) {
 		cli_error(&err);
 		rc = EXIT_FAIL;

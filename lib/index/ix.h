@@ -77,9 +77,37 @@ void st__ix_scope_free(ix_scope *sc);
 	"only queries are allowed (the index is opened read-only): a statement that returns no " \
 	"rows is refused"
 
-/* ---- the SQLite engine's queries (query.c) ---- */
+/* ---- the SQLite engine: index.c opens, update.c writes, query.c reads ---- */
 
 struct sqlite3;
+struct sqlite3_stmt;
+typedef struct st_ixpg st_ixpg;
+
+/* The statements an update prepares once and reuses (update.c). */
+#define IXS_NSTMT (2 * IX_NTABLES + 10)
+
+struct st_index {
+	struct sqlite3 *db;
+	int readonly;
+	char *path;
+	st_ixpg *pg;       /* a PostgreSQL index (pg.c): every call goes there */
+	st_changes *notes; /* borrowed from st_index_open: a rebuild an update makes is noted */
+	int sound;         /* a new file, or PRAGMA quick_check passed */
+	int batch;         /* in an update's batch transaction: each stack is a savepoint */
+	struct sqlite3_stmt *stmt[IXS_NSTMT];
+};
+
+int st__ixs_exec(st_index *ix, const char *sql, st_error *err);
+/* Updates need an index opened for writing: ST_OK or ST_EREFUSED. */
+int st__ixs_writable(const st_index *ix, st_error *err);
+/* Called before an update's first write: PRAGMA quick_check over every page of an index that
+ * was there before (once per open; an update that writes nothing does not pay for it), so an
+ * update never builds on a damaged file. A damaged one is moved aside (PATH.corrupt, noted)
+ * and a new empty index made: *rebuilt is then 1 (what the caller knew of the old one is
+ * void). */
+int st__ixs_sound(st_index *ix, int *rebuilt, st_error *err);
+/* Finalizes the prepared statements (before the database is closed). */
+void st__ixs_finalize(st_index *ix);
 
 /* st_index_sql and st_index_query_run on the SQLite index `db` (named `path` in messages). */
 int st__ixsqlite_sql(struct sqlite3 *db, const char *path, const char *sql,
@@ -91,8 +119,6 @@ int st__ixsqlite_query(struct sqlite3 *db, const char *path, const st_index_quer
 int st__ixsqlite_err(struct sqlite3 *db, const char *path, st_error *err, const char *what);
 
 /* ---- the PostgreSQL engine (pg.c) ---- */
-
-typedef struct st_ixpg st_ixpg;
 
 int st__ixpg_open(st_ixpg **out, const char *url, int readonly, st_changes *notes,
 		  st_error *err);

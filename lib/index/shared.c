@@ -74,10 +74,20 @@ static const char schema[] =
 	"  FROM edge_rows e JOIN urns f ON f.stack_id = e.stack_id AND f.n = e.from_n"
 	"  JOIN urns t ON t.stack_id = e.stack_id AND t.n = e.to_n;";
 
+/* Schema 4, SQLite only: how many resources of each type and cloud ID there are (those
+ * --duplicate-ids counts: custom, with an ID, not pending deletion), kept as each stack is
+ * written and removed, so that --duplicate-ids reads the few counted twice (the partial index)
+ * instead of grouping every resource. A PostgreSQL index groups (its updaters of different
+ * stacks never write the same rows). */
+static const char sqlite_only[] =
+	"CREATE TABLE IF NOT EXISTS id_counts (type TEXT NOT NULL, id TEXT NOT NULL,"
+	"  n INTEGER NOT NULL, PRIMARY KEY (type, id)) WITHOUT ROWID;"
+	"CREATE INDEX IF NOT EXISTS id_counts_dup ON id_counts(n) WHERE n <> 1;";
+
 /* Every table and view of any schema version, for a rebuild: views first. */
 const char *const st__ix_all_names[] = {"resources", "edges", "urns", "resource_rows",
-					"edge_rows", "providers", "pending", "secrets", "stacks",
-					"meta", NULL};
+					"edge_rows", "providers", "pending", "secrets",
+					"id_counts", "stacks", "meta", NULL};
 
 char *st__ix_schema_sql(int pg)
 {
@@ -99,6 +109,8 @@ char *st__ix_schema_sql(int pg)
 			st_buf_addc(&b, *p++);
 		}
 	}
+	if (!pg)
+		st_buf_adds(&b, sqlite_only);
 	return st_buf_take(&b, NULL);
 }
 
@@ -537,9 +549,15 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
 		st_buf_adds(sql, " AND r.type NOT LIKE 'pulumi:providers:%'");
 	if (q->duplicate_ids)
 		st_buf_adds(sql, " AND r.custom <> 0 AND r.id IS NOT NULL AND r.id != '' AND "
-				 "r.\"delete\" = 0 AND (r.type, r.id) IN (SELECT type, id FROM "
-				 "resource_rows WHERE custom <> 0 AND id IS NOT NULL AND id != '' AND "
-				 "\"delete\" = 0 GROUP BY type, id HAVING count(*) > 1)");
+				 "r.\"delete\" = 0 AND (r.type, r.id) IN ");
+	/* SQLite keeps the counts (id_counts, the few above one through its partial index);
+	 * PostgreSQL groups */
+	if (q->duplicate_ids && !pg)
+		st_buf_adds(sql, "(SELECT type, id FROM id_counts WHERE n <> 1 AND n > 1)");
+	else if (q->duplicate_ids)
+		st_buf_adds(sql, "(SELECT type, id FROM resource_rows WHERE custom <> 0 AND id IS "
+				 "NOT NULL AND id != '' AND \"delete\" = 0 GROUP BY type, id HAVING "
+				 "count(*) > 1)");
 	if (q->duplicate_ids)
 		st_buf_printf(sql, " ORDER BY r.type%s, r.id%s, s.qname%s, r.position", C, C, C);
 	else

@@ -202,7 +202,7 @@ PGV="$ST_TEST_PG_URL?sslmode=disable&search_path=${SCHEMA}_v"
 run "schema 2 on postgres: a query says to rebuild" st query --db "$PGV" --type x
 check_rc 1; check_err_has "has schema version 2, not 3; run \`statetool index update\` to rebuild it"
 run "schema 2 on postgres rebuilt" st index update --backend "$B" --db "$PGV"
-check_rc 0; check_err_has "the index had schema version 2; rebuilt as version 3"; check_out_has "14 indexed"
+check_rc 0; check_err_has "the index had schema version 2; rebuilt as version 4"; check_out_has "14 indexed"
 run "schema 2 on postgres rebuilt: the new rows only" st query --db "$PGV" --csv --sql "SELECT (SELECT count(*) FROM stacks) AS stacks, (SELECT count(*) FROM resources WHERE urn LIKE '%gone%') AS old, (SELECT value FROM meta WHERE key = 'schema_version') AS v"
 check_rc 0; check_out "stacks,old,v
 14,0,3"

@@ -1,0 +1,805 @@
+/*
+ * Writing the SQLite index: a stack's rows, whole or not at all. An update compares the
+ * backend's listing with what the index holds (one SELECT, in memory) and reads only what
+ * changed; the stacks it writes go in batches, one transaction each, every stack a savepoint
+ * of it (a stack that fails is rolled back alone; a reader sees a batch whole or not at all, so
+ * never half a stack). Statements are prepared once per open and reused.
+ */
+#include "ix.h"
+#include "store/store_impl.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Stacks per batch transaction: a full build of 10,000 stacks commits 50 times, and another
+ * updater waits at most about a second for the lock. */
+#define BATCH_STACKS 200
+
+/* The index was found damaged before a write and rebuilt empty: start the update again. */
+#define IX_REBUILT (-1000)
+
+/* The prepared statements of st_index.stmt. */
+enum {
+	S_INS = 0,          /* + table: its INSERT */
+	S_DEL = IX_NTABLES, /* + table: DELETE ... WHERE stack_id=? */
+	S_SID = 2 * IX_NTABLES,
+	S_UPSERT,
+	S_DELSTACK,
+	S_TOUCH,
+	S_CNT_SUB,
+	S_CNT_ADD,
+	S_CNT_GC,
+	S_END
+};
+
+/* A resource that --duplicate-ids counts (id_counts keeps how many of each type and ID). */
+#define DUP_ROW "type IS NOT NULL AND custom <> 0 AND id IS NOT NULL AND id != '' AND \"delete\" = 0"
+
+static const char *const fixed_sql[S_END - S_SID] = {
+	"SELECT id FROM stacks WHERE qname=?",
+	"INSERT INTO stacks (qname,project,stack,path,size,mtime_ns,sha256,version,envelope,"
+	"resources,indexed_at,etag) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(qname) DO UPDATE "
+	"SET project=excluded.project, stack=excluded.stack, path=excluded.path, "
+	"size=excluded.size, mtime_ns=excluded.mtime_ns, sha256=excluded.sha256, "
+	"version=excluded.version, envelope=excluded.envelope, resources=excluded.resources, "
+	"indexed_at=excluded.indexed_at, etag=excluded.etag",
+	"DELETE FROM stacks WHERE id=?",
+	"UPDATE stacks SET mtime_ns=?, etag=? WHERE qname=?",
+	"UPDATE id_counts SET n = n - d.c FROM (SELECT type, id, count(*) AS c FROM resource_rows "
+	"WHERE stack_id = ?1 AND " DUP_ROW " GROUP BY type, id) AS d WHERE id_counts.type = d.type "
+	"AND id_counts.id = d.id",
+	"INSERT INTO id_counts (type, id, n) SELECT type, id, count(*) FROM resource_rows WHERE "
+	"stack_id = ?1 AND " DUP_ROW " GROUP BY type, id ON CONFLICT (type, id) DO UPDATE SET "
+	"n = n + excluded.n",
+	"DELETE FROM id_counts WHERE n <> 1 AND n <= 0",
+};
+
+static int sql_err(st_index *ix, st_error *err, const char *what)
+{
+	return st__ixsqlite_err(ix->db, ix->path, err, what);
+}
+
+static int exec(st_index *ix, const char *sql, st_error *err)
+{
+	return st__ixs_exec(ix, sql, err);
+}
+
+/* The statement k, prepared on first use (reset after each use by its caller). */
+static sqlite3_stmt *stmt(st_index *ix, int k)
+{
+	char sql[400];
+	if (ix->stmt[k])
+		return ix->stmt[k];
+	if (k < S_DEL) {
+		int n = snprintf(sql, sizeof(sql), "INSERT INTO %s VALUES (", st__ix_table_names[k]);
+		for (int c = 0; c < st__ix_table_ncols[k]; c++)
+			n += snprintf(sql + n, sizeof(sql) - (size_t)n, "%s?", c ? "," : "");
+		snprintf(sql + n, sizeof(sql) - (size_t)n, ")");
+	} else if (k < S_SID) {
+		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE stack_id=?",
+			 st__ix_table_names[k - S_DEL]);
+	}
+	if (sqlite3_prepare_v3(ix->db, k < S_SID ? sql : fixed_sql[k - S_SID], -1,
+			       SQLITE_PREPARE_PERSISTENT, &ix->stmt[k], NULL) != SQLITE_OK)
+		return NULL;
+	return ix->stmt[k];
+}
+
+static void bind_text(sqlite3_stmt *s, int i, const char *v)
+{
+	if (v)
+		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+/* Runs a statement that returns no rows: 0, or -1 (the connection's error says why). */
+static int step_reset(sqlite3_stmt *s)
+{
+	int rc = s ? sqlite3_step(s) : SQLITE_ERROR;
+	if (s) {
+		sqlite3_reset(s);
+		sqlite3_clear_bindings(s);
+	}
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Runs statement k with the stack's id as its one parameter. */
+static int step_sid(st_index *ix, int k, sqlite3_int64 sid)
+{
+	sqlite3_stmt *s = stmt(ix, k);
+	if (s)
+		sqlite3_bind_int64(s, 1, sid);
+	return step_reset(s);
+}
+
+/* One row of a stack (st__ix_rows) into its table. */
+static int sqlite_row(void *ctx, ix_table t, const ix_val *v)
+{
+	sqlite3_stmt *st = stmt(ctx, S_INS + (int)t);
+	for (int c = 0; st && c < st__ix_table_ncols[t]; c++) {
+		if (v[c].is_int)
+			sqlite3_bind_int64(st, c + 1, v[c].i);
+		else if (v[c].s)
+			sqlite3_bind_text(st, c + 1, v[c].s, (int)v[c].len, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, c + 1);
+	}
+	return step_reset(st) ? ST_EIO : 0;
+}
+
+/* The stack's id, 0 when it has none, -1 when the index cannot be read. */
+static sqlite3_int64 stack_id(st_index *ix, const char *qname)
+{
+	sqlite3_stmt *st = stmt(ix, S_SID);
+	sqlite3_int64 id = -1;
+	int rc;
+	if (!st)
+		return -1;
+	bind_text(st, 1, qname);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		id = sqlite3_column_int64(st, 0);
+	else if (rc == SQLITE_DONE)
+		id = 0;
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return id;
+}
+
+/* A stack's rows gone, and its resources no longer counted in id_counts. */
+static int delete_stack_rows(st_index *ix, sqlite3_int64 sid)
+{
+	if (step_sid(ix, S_CNT_SUB, sid))
+		return -1;
+	for (int k = 0; k < IX_NTABLES; k++)
+		if (step_sid(ix, S_DEL + k, sid))
+			return -1;
+	return step_reset(stmt(ix, S_CNT_GC));
+}
+
+/* Before a write: the file checked (once per open), and in an update's batch its transaction
+ * begun. ST_OK, IX_REBUILT, or an error. */
+static int will_write(st_index *ix, st_error *err)
+{
+	int rebuilt = 0, rc;
+	if (!ix->sound) {
+		if ((rc = st__ixs_sound(ix, &rebuilt, err)) != ST_OK)
+			return rc;
+		if (rebuilt)
+			return IX_REBUILT;
+	}
+	if (ix->batch == 1) {
+		if ((rc = exec(ix, "BEGIN IMMEDIATE", err)) != ST_OK)
+			return rc;
+		ix->batch = 2;
+	}
+	return ST_OK;
+}
+
+/* One stack's change: its own transaction, or a savepoint of the batch's. */
+static int txn_begin(st_index *ix, st_error *err)
+{
+	int rc = will_write(ix, err);
+	return rc != ST_OK ? rc : exec(ix, ix->batch ? "SAVEPOINT stack" : "BEGIN IMMEDIATE", err);
+}
+
+static int txn_commit(st_index *ix, st_error *err)
+{
+	return exec(ix, ix->batch ? "RELEASE stack" : "COMMIT", err);
+}
+
+static void txn_rollback(st_index *ix)
+{
+	exec(ix, ix->batch ? "ROLLBACK TO stack; RELEASE stack" : "ROLLBACK", NULL);
+}
+
+/* The stacks row; *sid its id. */
+static int record_stack(st_index *ix, const char *qname, const char *path, st_state *s,
+			long long size, long long mtime_ns, const char *sha, const char *etag,
+			sqlite3_int64 *sid, st_error *err)
+{
+	sqlite3_stmt *up = stmt(ix, S_UPSERT);
+	char stamp[40], *stk = NULL, *proj = NULL;
+	st_error nerr;
+	int rc = ST_OK;
+
+	/* a state without names is indexed without them */
+	st_error_clear(&nerr);
+	if (st_stack_names(s, NULL, path, &stk, &proj, &nerr) == ST_ENOMEM)
+		return st__err_copy(err, &nerr);
+	st_now_rfc3339(stamp, sizeof(stamp));
+	if (up) {
+		bind_text(up, 1, qname);
+		bind_text(up, 2, proj);
+		bind_text(up, 3, stk);
+		bind_text(up, 4, path);
+		sqlite3_bind_int64(up, 5, size);
+		sqlite3_bind_int64(up, 6, mtime_ns);
+		bind_text(up, 7, sha);
+		sqlite3_bind_int(up, 8, st_state_version(s));
+		bind_text(up, 9, st_state_envelope(s) == ST_ENVELOPE_EXPORT ? "export" : "checkpoint");
+		sqlite3_bind_int64(up, 10, (sqlite3_int64)json_array_size(st_state_resources(s, 0)));
+		bind_text(up, 11, stamp);
+		bind_text(up, 12, etag && *etag ? etag : NULL);
+	}
+	if (step_reset(up))
+		rc = sql_err(ix, err, "cannot record the stack");
+	else if (!*sid)
+		*sid = sqlite3_last_insert_rowid(ix->db);
+	free(stk);
+	free(proj);
+	return rc;
+}
+
+static int write_stack(st_index *ix, const char *qname, const char *path, st_state *s,
+		       long long size, long long mtime_ns, const char *sha, const char *etag,
+		       st_error *err)
+{
+	sqlite3_int64 sid;
+	int rc;
+
+	if ((rc = txn_begin(ix, err)) != ST_OK)
+		return rc;
+	sid = stack_id(ix, qname);
+	if (sid < 0 || (sid && delete_stack_rows(ix, sid))) {
+		rc = sql_err(ix, err, "cannot clear the stack's rows");
+		goto rollback;
+	}
+	if ((rc = record_stack(ix, qname, path, s, size, mtime_ns, sha, etag, &sid, err)) != ST_OK)
+		goto rollback;
+	if ((rc = st__ix_rows(s, (long long)sid, sqlite_row, ix)) != 0) {
+		rc = rc == ST_ENOMEM ? st__err(err, ST_ENOMEM, "out of memory")
+				     : sql_err(ix, err, "cannot record a resource");
+		goto rollback;
+	}
+	if (step_sid(ix, S_CNT_ADD, sid)) {
+		rc = sql_err(ix, err, "cannot count the stack's IDs");
+		goto rollback;
+	}
+	st__crash_point("index", 1);
+	if ((rc = txn_commit(ix, err)) != ST_OK)
+		goto rollback;
+	return ST_OK;
+rollback:
+	txn_rollback(ix);
+	return rc;
+}
+
+int st_index_update_state(st_index *ix, const char *qname, const char *path, st_state *s,
+			  st_error *err)
+{
+	ST_ASSERT_ARG(ix);
+	ST_ASSERT_ARG(s);
+	struct stat sb;
+	long long size = -1, mt = 0;
+	int rc = st__ixs_writable(ix, err);
+	if (ix->pg)
+		return st__ixpg_update_state(ix->pg, qname, path, s, err);
+	if (rc != ST_OK)
+		return rc;
+	if (path && stat(path, &sb) == 0) {
+		size = sb.st_size;
+		mt = (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+	}
+	rc = write_stack(ix, qname, path, s, size, mt, NULL, NULL, err);
+	/* a damaged index was rebuilt (empty) before the write: write into the new one */
+	return rc == IX_REBUILT ? write_stack(ix, qname, path, s, size, mt, NULL, NULL, err) : rc;
+}
+
+/* A stack's rows removed (ST_OK when it has none), or IX_REBUILT, or an error. */
+static int remove_stack(st_index *ix, const char *qname, st_error *err)
+{
+	sqlite3_int64 sid = stack_id(ix, qname);
+	int rc;
+	if (sid <= 0)
+		return sid < 0 ? sql_err(ix, err, "cannot read the index") : ST_OK;
+	if ((rc = txn_begin(ix, err)) != ST_OK)
+		return rc;
+	if (delete_stack_rows(ix, sid) || step_sid(ix, S_DELSTACK, sid)) {
+		rc = sql_err(ix, err, "cannot remove a stack");
+		txn_rollback(ix);
+		return rc;
+	}
+	return txn_commit(ix, err);
+}
+
+/* A stack that cannot be indexed: a failure of its own, its rows dropped. */
+static int stack_failed(st_index *ix, const char *qname, st_index_stats *stats,
+			st_problems *failures, const char *rule, const char *msg, st_error *err)
+{
+	int rc = remove_stack(ix, qname, err);
+	if (rc != ST_OK)
+		return rc;
+	stats->failed++;
+	if (st_problems_add(failures, ST_SEV_ERROR, rule, "", NULL, "%s", msg) != ST_OK)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	return ST_OK;
+}
+
+/* ---- what the index holds: one SELECT, compared in memory ---- */
+
+typedef struct known {
+	char *qname, *path, *sha, *etag;
+	long long size, mtime_ns;
+	int listed;
+} known;
+
+typedef struct known_set {
+	known *v;
+	size_t n, cap;
+	st_strmap by; /* qname -> index in v + 1 (slot.a) */
+} known_set;
+
+static char *dup_col(sqlite3_stmt *q, int c)
+{
+	const char *t = (const char *)sqlite3_column_text(q, c);
+	return st_strdup(t ? t : "");
+}
+
+static void known_free(known_set *ks)
+{
+	st_strmap_free(&ks->by);
+	for (size_t i = 0; i < ks->n; i++) {
+		free(ks->v[i].qname);
+		free(ks->v[i].path);
+		free(ks->v[i].sha);
+		free(ks->v[i].etag);
+	}
+	free(ks->v);
+	memset(ks, 0, sizeof(*ks));
+}
+
+static int known_load(st_index *ix, known_set *ks, st_error *err)
+{
+	sqlite3_stmt *q;
+	int rc = ST_OK, src, created;
+
+	st_strmap_init(&ks->by);
+	if (sqlite3_prepare_v2(ix->db, "SELECT qname, path, size, mtime_ns, sha256, etag FROM "
+				"stacks", -1, &q, NULL) != SQLITE_OK)
+		return sql_err(ix, err, "cannot read the index");
+	while ((src = sqlite3_step(q)) == SQLITE_ROW) {
+		known *k;
+		if (ks->n == ks->cap) {
+			size_t cap = ks->cap ? 2 * ks->cap : 256;
+			known *v = realloc(ks->v, cap * sizeof(*v));
+			if (!v)
+				break;
+			ks->v = v;
+			ks->cap = cap;
+		}
+		k = &ks->v[ks->n++];
+		memset(k, 0, sizeof(*k));
+		k->qname = dup_col(q, 0);
+		k->path = dup_col(q, 1);
+		k->size = sqlite3_column_type(q, 2) == SQLITE_NULL ? -2 : sqlite3_column_int64(q, 2);
+		k->mtime_ns = sqlite3_column_type(q, 3) == SQLITE_NULL ? -2
+								     : sqlite3_column_int64(q, 3);
+		k->sha = dup_col(q, 4);
+		k->etag = dup_col(q, 5);
+		if (!k->qname || !k->path || !k->sha || !k->etag)
+			break;
+		st_strmap_slot *sl = st_strmap_put(&ks->by, k->qname, &created);
+		if (!sl)
+			break;
+		sl->a = ks->n;
+	}
+	if (src == SQLITE_ROW)
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+	else if (src != SQLITE_DONE)
+		rc = sql_err(ix, err, "cannot read the index");
+	sqlite3_finalize(q);
+	return rc;
+}
+
+/* What the index holds of a stack indexed from `where`, or NULL; marks it listed. */
+static const known *known_of(known_set *ks, const char *qname, const char *where)
+{
+	st_strmap_slot *sl = st_strmap_get(&ks->by, qname);
+	known *k = sl && sl->a ? &ks->v[sl->a - 1] : NULL;
+	if (k)
+		k->listed = 1;
+	return k && !strcmp(k->path, where) ? k : NULL;
+}
+
+/* ---- one stack ---- */
+
+/* The state in data[0..len) (compressed or not), for a stack of a store. */
+static int load_object(st_state **out, const char *data, size_t len, const char *where,
+		       st_error *err)
+{
+	char *plain = NULL;
+	size_t plen = 0;
+	int rc = st_file_decompress(data, len, 0, where, &plain, &plen, NULL, err);
+	if (rc == ST_OK)
+		rc = st_state_load_buffer(out, plain, plen, where, NULL, err);
+	free(plain);
+	return rc;
+}
+
+/* Is the listed object what the index holds (size, time and tag)? A listing without sizes
+ * (postgres://) relies on the tag. */
+static int same_listing(const known *k, const st_stack_info *in)
+{
+	return k && (in->size >= 0 ? k->size == in->size : in->etag[0] != '\0') &&
+	       k->mtime_ns == in->mtime_ns && !strcmp(k->etag, in->etag);
+}
+
+/* The end of a stack's update once its state is read (or failed to be: lerr): its rows
+ * written, or its failure recorded. */
+static int finish_one(st_index *ix, const char *qname, const char *where, st_state *s, int rc,
+		      st_error *lerr, long long size, long long mtime_ns, const char *sha,
+		      const char *etag, st_index_stats *stats, st_problems *failures,
+		      st_error *err)
+{
+	char msg[2600];
+
+	if (rc == ST_ENOMEM)
+		return st__err_copy(err, lerr);
+	if (rc != ST_OK) {
+		snprintf(msg, sizeof(msg), "%s: %s; its rows were removed from the index", qname,
+			 lerr->message);
+		return stack_failed(ix, qname, stats, failures, "index/unreadable", msg, err);
+	}
+	st_error_clear(lerr);
+	rc = write_stack(ix, qname, where, s, size, mtime_ns, sha, etag, lerr);
+	if (rc == ST_OK) {
+		stats->parsed++;
+		stats->resources += json_array_size(st_state_resources(s, 0));
+		return ST_OK;
+	}
+	if (rc == ST_ENOMEM || rc == IX_REBUILT || (ix->batch && sqlite3_get_autocommit(ix->db)))
+		/* out of memory, or the batch's transaction is gone: the update cannot go on */
+		return rc == IX_REBUILT ? rc : st__err_copy(err, lerr);
+	stats->failed++;
+	return st_problems_add(failures, ST_SEV_ERROR, "index/write", "", NULL, "%s: %s", qname,
+			       lerr->message) == ST_OK
+		       ? ST_OK
+		       : st__err(err, ST_ENOMEM, "out of memory");
+}
+
+/* Indexes one stack's object unless unchanged (a backend's stack in any store, the file store
+ * included, or a file named by its path in the file store of its directory). ST_OK, also when
+ * the stack failed (reported in `failures`); another code (err set) when the update cannot go
+ * on: out of memory, an index that cannot be written (or IX_REBUILT). The listing's size, time
+ * and tag decide without a read (a time of whole seconds, as Azure's, cannot tell two writes
+ * within one second apart: the tag can); a changed listing reads the object, and the same
+ * bytes (SHA-256) only update what the index knows of it. What is kept is the listing's time
+ * and tag. */
+static int update_one_store(st_index *ix, st_store *store, const st_stack_info *in,
+			    known_set *ks, st_index_stats *stats, st_problems *failures,
+			    st_error *err)
+{
+	char *where = st__store_where(store, in->key), *data = NULL, sha[65];
+	size_t len = 0;
+	st_store_info info;
+	st_state *s = NULL;
+	st_error lerr;
+	const known *k;
+	int rc = ST_OK;
+
+	st_error_clear(&lerr);
+	if (!where)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	k = known_of(ks, in->qname, where);
+	if (same_listing(k, in)) {
+		stats->unchanged++;
+		goto out;
+	}
+	if ((rc = st_store_read(store, in->key, 0, &data, &len, &info, &lerr)) == ST_OK)
+		st_sha256_hex(data, len, sha);
+	if (rc == ST_OK && k && k->size == (long long)len && !strcmp(k->sha, sha)) {
+		/* the same bytes, written again */
+		sqlite3_stmt *t = stmt(ix, S_TOUCH);
+		if ((rc = will_write(ix, err)) != ST_OK)
+			goto out;
+		if (t) {
+			sqlite3_bind_int64(t, 1, in->mtime_ns);
+			bind_text(t, 2, in->etag[0] ? in->etag : NULL);
+			bind_text(t, 3, in->qname);
+		}
+		if (step_reset(t))
+			rc = sql_err(ix, err, "cannot record the stack");
+		else
+			stats->unchanged++;
+		goto out;
+	}
+	if (rc == ST_OK)
+		rc = load_object(&s, data, len, where, &lerr);
+	/* the time and tag the listing gave, which the next update compares: a read may tell
+	 * them otherwise (S3's and GCS's Last-Modified has whole seconds, their listings
+	 * milliseconds) */
+	rc = finish_one(ix, in->qname, where, s, rc, &lerr,
+			rc == ST_OK && info.size >= 0 ? info.size : (long long)len, in->mtime_ns, sha,
+			in->etag, stats, failures, err);
+out:
+	st_state_free(s);
+	free(data);
+	free(where);
+	return rc;
+}
+
+/* A stack of Pulumi Cloud: its listing has no size or tag, so its export is read every time,
+ * and the same bytes (SHA-256) only update what the index knows of it. */
+static int update_one_cloud(st_index *ix, st_backend *b, const st_stack_info *in,
+			    known_set *ks, st_index_stats *stats, st_problems *failures,
+			    st_error *err)
+{
+	char *where = NULL, *data = NULL, sha[65] = "";
+	size_t len = 0;
+	st_state *s = NULL;
+	st_error lerr;
+	const known *k;
+	int rc;
+
+	st_error_clear(&lerr);
+	rc = st__backend_export(b, in->qname, 0, &data, &len, &where, &lerr);
+	if (rc == ST_OK) {
+		st_sha256_hex(data, len, sha);
+		k = known_of(ks, in->qname, where);
+		if (k && k->size == (long long)len && !strcmp(k->sha, sha)) {
+			stats->unchanged++;
+			goto out;
+		}
+		rc = st_state_load_buffer(&s, data, len, where, NULL, &lerr);
+	}
+	rc = finish_one(ix, in->qname, where, s, rc, &lerr, (long long)len, in->mtime_ns, sha, "",
+			stats, failures, err);
+out:
+	st_state_free(s);
+	free(data);
+	free(where);
+	return rc;
+}
+
+/* A file named by its path: an object of the file store of its directory. */
+static int update_file(st_index *ix, const char *path, known_set *ks, st_index_stats *stats,
+		       st_problems *failures, st_error *err)
+{
+	st_stack_info in;
+	st_store_info si;
+	st_store *fs = NULL;
+	char *key = NULL, msg[2600];
+	st_error lerr;
+	int rc;
+
+	memset(&in, 0, sizeof(in));
+	st_error_clear(&lerr);
+	if ((rc = st_store_open_file(&fs, &key, path, &lerr)) == ST_OK)
+		rc = st_store_stat(fs, key, &si, &lerr);
+	if (rc == ST_OK) {
+		in.qname = (char *)path;
+		in.key = key;
+		in.size = si.size;
+		in.mtime_ns = si.mtime_ns;
+		memcpy(in.etag, si.etag, sizeof(in.etag));
+		rc = update_one_store(ix, fs, &in, ks, stats, failures, err);
+	} else if (rc == ST_ENOMEM) {
+		rc = st__err_copy(err, &lerr);
+	} else {
+		snprintf(msg, sizeof(msg), "%s: %s; its rows were removed from the index", path,
+			 lerr.message);
+		rc = stack_failed(ix, path, stats, failures, "index/unreadable", msg, err);
+	}
+	free(key);
+	st_store_free(fs);
+	return rc;
+}
+
+/* ---- many stacks ---- */
+
+/* Drops the stacks of `store` (NULL: any stack) the listing did not name. */
+static int prune(st_index *ix, const st_store *store, known_set *ks, st_index_stats *stats,
+		 st_error *err)
+{
+	ix_scope sc;
+	int rc = ST_OK;
+
+	if (st__ix_scope_init(&sc, store) != ST_OK)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	for (size_t i = 0; i < ks->n && rc == ST_OK; i++) {
+		const known *k = &ks->v[i];
+		if (k->listed || !st__ix_in_scope(&sc, k->path[0] ? k->path : NULL))
+			continue;
+		if ((rc = remove_stack(ix, k->qname, err)) == ST_OK)
+			stats->removed++;
+	}
+	st__ix_scope_free(&sc);
+	return rc;
+}
+
+/* Every BATCH_STACKS stacks written, the batch's transaction is committed. */
+static int batch_step(st_index *ix, size_t *written, st_error *err)
+{
+	if (ix->batch != 2 || ++*written < BATCH_STACKS)
+		return ST_OK;
+	*written = 0;
+	ix->batch = 1;
+	return exec(ix, "COMMIT", err);
+}
+
+/* One pass of update_many (again after IX_REBUILT). */
+static int update_pass(st_index *ix, const st_stack_info *infos, st_store *store,
+		       st_backend *cloud, const char *const *paths, size_t n, int do_prune,
+		       st_index_progress_fn progress, void *pctx, st_index_stats *stats,
+		       st_problems *failures, st_error *err)
+{
+	known_set ks = {0};
+	size_t written = 0, before;
+	int rc;
+
+	memset(stats, 0, sizeof(*stats));
+	stats->stacks = n;
+	if ((rc = known_load(ix, &ks, err)) != ST_OK)
+		goto out;
+	ix->batch = 1;
+	for (size_t i = 0; i < n && rc == ST_OK; i++) {
+		before = stats->parsed + stats->failed;
+		/* through the store only: a backend's stack from its listing, a file from the
+		 * file store of its directory */
+		if (infos && cloud)
+			rc = update_one_cloud(ix, cloud, &infos[i], &ks, stats, failures, err);
+		else if (infos)
+			rc = update_one_store(ix, store, &infos[i], &ks, stats, failures, err);
+		else
+			rc = update_file(ix, paths[i], &ks, stats, failures, err);
+		if (rc == ST_OK && stats->parsed + stats->failed != before)
+			rc = batch_step(ix, &written, err);
+		if (rc == ST_OK && progress)
+			progress(pctx, i + 1, n, stats->resources);
+	}
+	if (rc == ST_OK && do_prune)
+		rc = prune(ix, infos ? store : NULL, &ks, stats, err);
+	if (ix->batch == 2 && rc == ST_OK)
+		rc = exec(ix, "COMMIT", err);
+	else if (ix->batch == 2)
+		exec(ix, "ROLLBACK", NULL);
+	ix->batch = 0;
+	/* the planner's statistics (sampled: quick at any size), so that a query starts from its
+	 * most selective index (a provider's package, not every resource of its stacks) */
+	if (rc == ST_OK && (stats->parsed || stats->removed))
+		exec(ix, "PRAGMA analysis_limit=1000; ANALYZE;", NULL);
+out:
+	known_free(&ks);
+	return rc;
+}
+
+/* The problems after the first n dropped. */
+static void problems_truncate(st_problems *l, size_t n)
+{
+	while (l->count > n) {
+		st_problem *p = &l->items[--l->count];
+		free(p->rule);
+		free(p->message);
+		free(p->pointer);
+		free(p->urn);
+		free(p->file);
+	}
+}
+
+/* Indexes the stacks of a backend (infos, n) or the files paths[0..n): the work of
+ * st_index_update_backend and st_index_update_files. A stack that cannot be read is a failure
+ * of its own; running out of memory (or an index that cannot be written) ends the update. */
+static int update_many(st_index *ix, const st_stack_info *infos, st_store *store,
+		       st_backend *cloud, const char *const *paths, size_t n, int do_prune,
+		       st_index_progress_fn progress, void *pctx, st_index_stats *stats,
+		       st_problems *failures, st_error *err)
+{
+	st_index_stats local = {0};
+	st_problems nowhere = {0};
+	size_t nfail = failures ? failures->count : 0;
+	int rc;
+
+	if (!stats)
+		stats = &local;
+	rc = update_pass(ix, infos, store, cloud, paths, n, do_prune, progress, pctx, stats,
+			 failures ? failures : &nowhere, err);
+	if (rc == IX_REBUILT) {
+		/* the index was damaged (found before the first write) and is new: everything
+		 * again, into it */
+		if (failures)
+			problems_truncate(failures, nfail);
+		rc = update_pass(ix, infos, store, cloud, paths, n, do_prune, progress, pctx, stats,
+				 failures ? failures : &nowhere, err);
+	}
+	if (rc == IX_REBUILT) /* cannot happen: a new index is sound */
+		rc = st__err(err, ST_EIO, "index '%s': rebuilt twice", ix->path);
+	st_problems_clear(&nowhere);
+	return rc;
+}
+
+int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn progress,
+			    void *pctx, st_index_stats *stats, st_problems *failures, st_error *err)
+{
+	ST_ASSERT_ARG(ix);
+	ST_ASSERT_ARG(b);
+	st_stack_info *infos = NULL;
+	size_t n = 0;
+	int rc = st__ixs_writable(ix, err);
+
+	if (ix->pg)
+		return st__ixpg_update_backend(ix->pg, b, progress, pctx, stats, failures, err);
+	int cloud = !strcmp(st_backend_kind(b), "cloud");
+	if (rc == ST_OK && !cloud && !st_backend_store(b))
+		rc = st__err(err, ST_EUNSUPPORTED, "backend '%s' keeps its stacks in no store: "
+						   "nothing to index", st_backend_url(b));
+	if (rc == ST_OK)
+		rc = st_backend_list(b, &infos, &n, err);
+	if (rc == ST_OK)
+		rc = update_many(ix, infos, st_backend_store(b), cloud ? b : NULL, NULL, n, 1,
+				 progress, pctx, stats, failures, err);
+	st_stack_infos_free(infos, n);
+	return rc;
+}
+
+int st_index_update_stack(st_index *ix, st_backend *b, const char *qname,
+			  st_index_stats *stats, st_problems *failures, st_error *err)
+{
+	ST_ASSERT_ARG(ix);
+	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(qname);
+	st_index_stats local = {0};
+	st_stack_info in;
+	st_store_info si;
+	st_store *store = st_backend_store(b);
+	st_error lerr;
+	char *key = NULL;
+	int exists = 0, rc = ix->pg ? ST_OK : st__ixs_writable(ix, err);
+
+	if (!stats)
+		stats = &local;
+	memset(stats, 0, sizeof(*stats));
+	memset(&in, 0, sizeof(in));
+	st_error_clear(&lerr);
+	if (rc == ST_OK && !store)
+		rc = st__err(err, ST_EUNSUPPORTED, "backend '%s' keeps its stacks in no store: "
+						   "nothing to index", st_backend_url(b));
+	if (rc == ST_OK)
+		rc = st_backend_stack_key(b, qname, &key, &exists, err);
+	/* the object as a listing would give it; gone since: its rows go */
+	if (rc == ST_OK && exists && (rc = st_store_stat(store, key, &si, &lerr)) != ST_OK) {
+		if (rc == ST_ENOTFOUND)
+			exists = 0, rc = ST_OK;
+		else
+			st__err_copy(err, &lerr);
+	}
+	if (rc == ST_OK && exists) {
+		in.qname = (char *)qname;
+		in.key = key;
+		in.size = si.size;
+		in.mtime_ns = si.mtime_ns;
+		memcpy(in.etag, si.etag, sizeof(in.etag));
+	}
+	if (rc == ST_OK && ix->pg) {
+		rc = st__ixpg_update_one(ix->pg, b, qname, exists ? &in : NULL, stats, failures, err);
+	} else if (rc == ST_OK && exists) {
+		rc = update_many(ix, &in, store, NULL, NULL, 1, 0, NULL, NULL, stats, failures, err);
+	} else if (rc == ST_OK) {
+		stats->stacks = 1;
+		if ((rc = remove_stack(ix, qname, err)) == IX_REBUILT)
+			rc = ST_OK; /* a new index holds nothing of it */
+		if (rc == ST_OK)
+			stats->removed++;
+	}
+	free(key);
+	return rc;
+}
+
+int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int do_prune,
+			  st_index_progress_fn progress, void *pctx, st_index_stats *stats,
+			  st_problems *failures, st_error *err)
+{
+	ST_ASSERT_ARG(ix);
+	int rc = st__ixs_writable(ix, err);
+	if (ix->pg)
+		return st__ixpg_update_files(ix->pg, paths, n, do_prune, progress, pctx, stats,
+					     failures, err);
+	if (rc != ST_OK)
+		return rc;
+	return update_many(ix, NULL, NULL, NULL, paths, n, do_prune, progress, pctx, stats,
+			   failures, err);
+}
