@@ -129,6 +129,7 @@ typedef enum st__tsite {
 	ST__T_ENCRYPT,      /* secrets encrypt and rekey: resources */
 	ST__T_JOURNAL_HASH, /* the two-stack journal: the old objects hashed (always) */
 	ST__T_JOURNAL_STAGE, /* the two-stack journal: the second side staged (always) */
+	ST__T_INDEX,        /* the index: stacks read and parsed beside the writes: stacks */
 	ST__T_COUNT
 } st__tsite;
 

@@ -470,9 +470,18 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
 	}
 	/* the base tables (the view `resources` gives the same columns), so that a filter on a
 	 * URN or a provider finds its rows through the indexes */
+	/* a stack filter with none more selective (a type or a package is not: thousands of
+	 * rows in a big index) starts from the stacks on SQLite, whose planner would start from
+	 * the type's index (CROSS JOIN keeps the order; PostgreSQL's planner knows) */
+	int stacks_first = !pg && q->stack && !q->id && !q->import_id && !q->urn_glob &&
+			   !q->dependents_of && !q->duplicate_ids &&
+			   !(q->provider && strstr(q->provider, "::"));
 	st_buf_adds(sql, "SELECT s.qname AS stack, u.urn AS urn, r.type, r.id, r.import_id, "
-			 "pa.urn AS parent, " PROVIDER_SQL " AS provider, " FLAGS_SQL " AS flags "
-			 "FROM resource_rows r JOIN stacks s ON s.id = r.stack_id JOIN urns u ON "
+			 "pa.urn AS parent, " PROVIDER_SQL " AS provider, " FLAGS_SQL " AS flags ");
+	st_buf_adds(sql, stacks_first ? "FROM stacks s CROSS JOIN resource_rows r ON r.stack_id = "
+					"s.id"
+				      : "FROM resource_rows r JOIN stacks s ON s.id = r.stack_id");
+	st_buf_adds(sql, " JOIN urns u ON "
 			 "u.stack_id = r.stack_id AND u.n = r.urn_n LEFT JOIN urns pa ON pa.stack_id "
 			 "= r.stack_id AND pa.n = r.parent_n");
 	/* with a provider filter the provider must be there: an inner join, which lets the

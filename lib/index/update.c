@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
 /* Stacks per batch transaction: a full build of 10,000 stacks commits 50 times, and another
@@ -408,6 +409,17 @@ static const known *known_of(known_set *ks, const char *qname, const char *where
 
 /* ---- one stack ---- */
 
+/* Every BATCH_STACKS stacks written, the batch's transaction is committed. */
+static int batch_step(st_index *ix, size_t *written, st_error *err)
+{
+	if (ix->batch != 2 || ++*written < BATCH_STACKS)
+		return ST_OK;
+	*written = 0;
+	ix->batch = 1;
+	return exec(ix, "COMMIT", err);
+}
+
+
 /* The state in data[0..len) (compressed or not), for a stack of a store. */
 static int load_object(st_state **out, const char *data, size_t len, const char *where,
 		       st_error *err)
@@ -462,6 +474,89 @@ static int finish_one(st_index *ix, const char *qname, const char *where, st_sta
 		       : st__err(err, ST_ENOMEM, "out of memory");
 }
 
+/* A stack whose listing changed, read (and parsed unless its bytes are the ones the index
+ * holds): on this thread, or on the second one while this one writes the stack before. */
+typedef struct prep {
+	const st_stack_info *in;
+	const known *k;  /* what the index holds of it (from the same place), or NULL */
+	char *where;     /* new */
+	int rc;          /* of the read or the parse (lerr) */
+	st_error lerr;
+	size_t len;
+	char sha[65];
+	st_store_info info;
+	int same;        /* the same bytes as the index holds: nothing parsed */
+	st_state *s;     /* new */
+} prep;
+
+static void prep_read(st_store *store, prep *p)
+{
+	char *data = NULL;
+	st_error_clear(&p->lerr);
+	p->rc = st_store_read(store, p->in->key, 0, &data, &p->len, &p->info, &p->lerr);
+	if (p->rc == ST_OK) {
+		st_sha256_hex(data, p->len, p->sha);
+		p->same = p->k && p->k->size == (long long)p->len && !strcmp(p->k->sha, p->sha);
+		if (!p->same)
+			p->rc = load_object(&p->s, data, p->len, p->where, &p->lerr);
+	}
+	free(data);
+}
+
+static void prep_free(prep *p)
+{
+	st_state_free(p->s);
+	free(p->where);
+	memset(p, 0, sizeof(*p));
+}
+
+/* A read stack into the index: the same bytes only update what the index knows of it, else
+ * its rows are written (or its failure recorded). */
+static int prep_apply(st_index *ix, prep *p, st_index_stats *stats, st_problems *failures,
+		      st_error *err)
+{
+	const st_stack_info *in = p->in;
+	int rc;
+
+	if (p->rc == ST_OK && p->same) {
+		sqlite3_stmt *t = stmt(ix, S_TOUCH);
+		if ((rc = will_write(ix, err)) != ST_OK)
+			return rc;
+		if (t) {
+			sqlite3_bind_int64(t, 1, in->mtime_ns);
+			bind_text(t, 2, in->etag[0] ? in->etag : NULL);
+			bind_text(t, 3, in->qname);
+		}
+		if (step_reset(t))
+			return sql_err(ix, err, "cannot record the stack");
+		stats->unchanged++;
+		return ST_OK;
+	}
+	/* the time and tag the listing gave, which the next update compares: a read may tell
+	 * them otherwise (S3's and GCS's Last-Modified has whole seconds, their listings
+	 * milliseconds) */
+	return finish_one(ix, in->qname, p->where, p->s, p->rc, &p->lerr,
+			  p->rc == ST_OK && p->info.size >= 0 ? p->info.size : (long long)p->len,
+			  in->mtime_ns, p->sha, in->etag, stats, failures, err);
+}
+
+/* Does the listing say the stack is what the index holds? Else p is made ready to read it.
+ * -1 when out of memory. */
+static int listed_same(st_store *store, const st_stack_info *in, known_set *ks, prep *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->in = in;
+	if (!(p->where = st__store_where(store, in->key)))
+		return -1;
+	p->k = known_of(ks, in->qname, p->where);
+	if (same_listing(p->k, in)) {
+		free(p->where);
+		p->where = NULL;
+		return 1;
+	}
+	return 0;
+}
+
 /* Indexes one stack's object unless unchanged (a backend's stack in any store, the file store
  * included, or a file named by its path in the file store of its directory). ST_OK, also when
  * the stack failed (reported in `failures`); another code (err set) when the update cannot go
@@ -474,52 +569,140 @@ static int update_one_store(st_index *ix, st_store *store, const st_stack_info *
 			    known_set *ks, st_index_stats *stats, st_problems *failures,
 			    st_error *err)
 {
-	char *where = st__store_where(store, in->key), *data = NULL, sha[65];
-	size_t len = 0;
-	st_store_info info;
-	st_state *s = NULL;
-	st_error lerr;
-	const known *k;
-	int rc = ST_OK;
+	prep p;
+	int rc = listed_same(store, in, ks, &p);
 
-	st_error_clear(&lerr);
-	if (!where)
+	if (rc < 0)
 		return st__err(err, ST_ENOMEM, "out of memory");
-	k = known_of(ks, in->qname, where);
-	if (same_listing(k, in)) {
+	if (rc) {
 		stats->unchanged++;
-		goto out;
+		return ST_OK;
 	}
-	if ((rc = st_store_read(store, in->key, 0, &data, &len, &info, &lerr)) == ST_OK)
-		st_sha256_hex(data, len, sha);
-	if (rc == ST_OK && k && k->size == (long long)len && !strcmp(k->sha, sha)) {
-		/* the same bytes, written again */
-		sqlite3_stmt *t = stmt(ix, S_TOUCH);
-		if ((rc = will_write(ix, err)) != ST_OK)
-			goto out;
-		if (t) {
-			sqlite3_bind_int64(t, 1, in->mtime_ns);
-			bind_text(t, 2, in->etag[0] ? in->etag : NULL);
-			bind_text(t, 3, in->qname);
+	prep_read(store, &p);
+	rc = prep_apply(ix, &p, stats, failures, err);
+	prep_free(&p);
+	return rc;
+}
+
+/* ---- the stacks of a store read on a second thread ---- */
+
+#define RING 4
+
+typedef struct pipe {
+	st_store *store;
+	prep *jobs;          /* the stacks to read, in order */
+	size_t njobs;
+	size_t made, taken;  /* jobs read by the second thread, taken by this one */
+	int stop;            /* this thread gave up: the second one stops */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+} pipe_t;
+
+static void *reader(void *arg)
+{
+	pipe_t *pp = arg;
+	for (size_t i = 0; i < pp->njobs; i++) {
+		pthread_mutex_lock(&pp->mu);
+		while (!pp->stop && pp->made - pp->taken >= RING)
+			pthread_cond_wait(&pp->cv, &pp->mu);
+		int stop = pp->stop;
+		pthread_mutex_unlock(&pp->mu);
+		if (stop)
+			break;
+		prep_read(pp->store, &pp->jobs[i]);
+		pthread_mutex_lock(&pp->mu);
+		pp->made++;
+		pthread_cond_broadcast(&pp->cv);
+		pthread_mutex_unlock(&pp->mu);
+	}
+	return NULL;
+}
+
+/* The stacks jobs[0..n) (their listings changed) read and parsed on a second thread, RING
+ * ahead of this one, which writes them in order. */
+static int apply_piped(st_index *ix, st_store *store, prep *jobs, size_t n, size_t total,
+		       st_index_progress_fn progress, void *pctx, st_index_stats *stats,
+		       st_problems *failures, size_t *written, st_error *err)
+{
+	pipe_t pp = {store, jobs, n, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+	st__two t = {0};
+	int rc = ST_OK, two = st__two_start(&t, ST__T_INDEX, reader, &pp, 0);
+
+	for (size_t i = 0; i < n && rc == ST_OK; i++) {
+		if (two) {
+			pthread_mutex_lock(&pp.mu);
+			while (pp.made <= i)
+				pthread_cond_wait(&pp.cv, &pp.mu);
+			pthread_mutex_unlock(&pp.mu);
+		} else {
+			prep_read(store, &jobs[i]);
 		}
-		if (step_reset(t))
-			rc = sql_err(ix, err, "cannot record the stack");
-		else
-			stats->unchanged++;
-		goto out;
+		size_t before = stats->parsed + stats->failed;
+		rc = prep_apply(ix, &jobs[i], stats, failures, err);
+		prep_free(&jobs[i]);
+		if (rc == ST_OK && stats->parsed + stats->failed != before)
+			rc = batch_step(ix, written, err);
+		if (rc == ST_OK && progress)
+			progress(pctx, stats->unchanged + stats->parsed + stats->failed, total,
+				 stats->resources);
+		pthread_mutex_lock(&pp.mu);
+		pp.taken = i + 1;
+		if (rc != ST_OK)
+			pp.stop = 1;
+		pthread_cond_broadcast(&pp.cv);
+		pthread_mutex_unlock(&pp.mu);
 	}
-	if (rc == ST_OK)
-		rc = load_object(&s, data, len, where, &lerr);
-	/* the time and tag the listing gave, which the next update compares: a read may tell
-	 * them otherwise (S3's and GCS's Last-Modified has whole seconds, their listings
-	 * milliseconds) */
-	rc = finish_one(ix, in->qname, where, s, rc, &lerr,
-			rc == ST_OK && info.size >= 0 ? info.size : (long long)len, in->mtime_ns, sha,
-			in->etag, stats, failures, err);
-out:
-	st_state_free(s);
-	free(data);
-	free(where);
+	st__two_join(&t);
+	for (size_t i = 0; i < n; i++) /* those read but not written (an error stopped it) */
+		prep_free(&jobs[i]);
+	pthread_mutex_destroy(&pp.mu);
+	pthread_cond_destroy(&pp.cv);
+	return rc;
+}
+
+/* A backend's stacks in a store: those whose listing is what the index holds are unchanged
+ * (nothing read); the others are read on a second thread when worth it (st__two_worth: the
+ * parse beside the writes). */
+static int update_store_stacks(st_index *ix, st_store *store, const st_stack_info *infos,
+			       size_t n, known_set *ks, st_index_progress_fn progress, void *pctx,
+			       st_index_stats *stats, st_problems *failures, size_t *written,
+			       st_error *err)
+{
+	prep *jobs = calloc(n ? n : 1, sizeof(*jobs));
+	size_t nj = 0;
+	int rc = jobs ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
+
+	for (size_t i = 0; i < n && rc == ST_OK; i++) {
+		int same = listed_same(store, &infos[i], ks, &jobs[nj]);
+		if (same < 0)
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+		else if (same)
+			stats->unchanged++;
+		else
+			nj++;
+	}
+	if (rc == ST_OK && !st__two_worth(ST__T_INDEX, nj, 0)) {
+		/* one thread, as each stack comes: progress after each */
+		for (size_t i = 0; i < nj && rc == ST_OK; i++) {
+			size_t before = stats->parsed + stats->failed;
+			prep_read(store, &jobs[i]);
+			rc = prep_apply(ix, &jobs[i], stats, failures, err);
+			prep_free(&jobs[i]);
+			if (rc == ST_OK && stats->parsed + stats->failed != before)
+				rc = batch_step(ix, written, err);
+			if (rc == ST_OK && progress)
+				progress(pctx, stats->unchanged + stats->parsed + stats->failed, n,
+					 stats->resources);
+		}
+	} else if (rc == ST_OK) {
+		rc = apply_piped(ix, store, jobs, nj, n, progress, pctx, stats, failures, written,
+				 err);
+	}
+	if (rc == ST_OK && progress)
+		progress(pctx, n, n, stats->resources);
+	for (size_t i = 0; jobs && i < n; i++)
+		prep_free(&jobs[i]);
+	free(jobs);
 	return rc;
 }
 
@@ -612,16 +795,6 @@ static int prune(st_index *ix, const st_store *store, known_set *ks, st_index_st
 	return rc;
 }
 
-/* Every BATCH_STACKS stacks written, the batch's transaction is committed. */
-static int batch_step(st_index *ix, size_t *written, st_error *err)
-{
-	if (ix->batch != 2 || ++*written < BATCH_STACKS)
-		return ST_OK;
-	*written = 0;
-	ix->batch = 1;
-	return exec(ix, "COMMIT", err);
-}
-
 /* One pass of update_many (again after IX_REBUILT). */
 static int update_pass(st_index *ix, const st_stack_info *infos, st_store *store,
 		       st_backend *cloud, const char *const *paths, size_t n, int do_prune,
@@ -637,14 +810,15 @@ static int update_pass(st_index *ix, const st_stack_info *infos, st_store *store
 	if ((rc = known_load(ix, &ks, err)) != ST_OK)
 		goto out;
 	ix->batch = 1;
-	for (size_t i = 0; i < n && rc == ST_OK; i++) {
+	if (infos && !cloud)
+		rc = update_store_stacks(ix, store, infos, n, &ks, progress, pctx, stats, failures,
+					 &written, err);
+	for (size_t i = 0; (!infos || cloud) && i < n && rc == ST_OK; i++) {
 		before = stats->parsed + stats->failed;
 		/* through the store only: a backend's stack from its listing, a file from the
 		 * file store of its directory */
 		if (infos && cloud)
 			rc = update_one_cloud(ix, cloud, &infos[i], &ks, stats, failures, err);
-		else if (infos)
-			rc = update_one_store(ix, store, &infos[i], &ks, stats, failures, err);
 		else
 			rc = update_file(ix, paths[i], &ks, stats, failures, err);
 		if (rc == ST_OK && stats->parsed + stats->failed != before)
