@@ -2,6 +2,9 @@
  * already-loaded state (st_index_update_state), then asks the same questions as the CLI. */
 #include "testutil.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 struct rows {
 	size_t n;
 	char urns[32][256];
@@ -129,22 +132,19 @@ static char *index_with(const char *dir, const char *db, int threads, st_index_s
 	return st_buf_take(&out, NULL);
 }
 
-/* Stacks read and parsed on a second thread while the first writes: the same rows, counts and
- * failures as on one thread (the site's count proves the second thread ran). */
-static void test_update_two_threads(void **unused)
-{
-	(void)unused;
-	char *dir = tu_tmpdir(), path[512], db1[512], db2[512], *one, *two;
-	st_index_stats s1, s2;
-	size_t f1, f2;
 
+/* A DIY backend in dir: stacks s0..s(n-1) of project p, each a provider and a bucket whose ID
+ * repeats every third stack; stack `bad` cannot be read (-1: none). */
+static void make_backend(const char *dir, int n, int bad)
+{
+	char path[512];
 	snprintf(path, sizeof path, "%s/.pulumi/stacks/p", dir);
 	assert_int_equal(st_mkdir_p(path, 0755, NULL), ST_OK);
 	snprintf(path, sizeof path, "%s/.pulumi/meta.yaml", dir);
 	tu_write(path, "version: 1\n", 11);
-	for (int i = 0; i < 20; i++) {
+	for (int i = 0; i < n; i++) {
 		char json[1024];
-		int n = snprintf(json, sizeof json,
+		int len = snprintf(json, sizeof json,
 			"{\"version\":3,\"checkpoint\":{\"stack\":\"organization/p/s%d\",\"latest\":{"
 			"\"manifest\":{\"time\":\"2024-01-01T00:00:00Z\",\"magic\":\"\",\"version\":"
 			"\"v3.0.0\"},\"resources\":[{\"urn\":\"urn:pulumi:s%d::p::pulumi:providers:aws::"
@@ -155,11 +155,33 @@ static void test_update_two_threads(void **unused)
 			i, i, i, i, i % 3, i, i);
 		snprintf(path, sizeof path, "%s/.pulumi/stacks/p/s%d.json", dir, i);
 		/* one stack that cannot be read, among the others */
-		if (i == 7)
+		if (i == bad)
 			tu_write(path, "{\"version\":3,", 13);
 		else
-			tu_write(path, json, (size_t)n);
+			tu_write(path, json, (size_t)len);
 	}
+}
+
+/* Ends the process at the 250th stack about to be committed (the first batch of 200 is). */
+static void kill_at_250(void *ctx, const char *op, int step)
+{
+	static int n;
+	(void)ctx;
+	if (!strcmp(op, "index") && step == 1 && ++n == 250)
+		_exit(9);
+}
+
+/* Stacks read and parsed on a second thread while the first writes: the same rows, counts and
+ * failures as on one thread (the site's count proves the second thread ran). */
+static void test_update_two_threads(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir(), db1[512], db2[512], *one, *two;
+	st_index_stats s1, s2;
+	size_t f1, f2;
+
+	make_backend(dir, 20, 7);
+	snprintf(db1, sizeof db1, "%s/one.sqlite", dir);
 	snprintf(db1, sizeof db1, "%s/one.sqlite", dir);
 	snprintf(db2, sizeof db2, "%s/two.sqlite", dir);
 	unsigned long before = st__two_count(ST__T_INDEX);
@@ -180,11 +202,108 @@ static void test_update_two_threads(void **unused)
 	tu_rmdir(dir);
 }
 
+/* The index's own SQL objects (tables, views, indexes), to compare two indexes' shapes. */
+static char *objects(const char *db)
+{
+	st_index *ix = NULL;
+	st_buf out;
+	st_buf_init(&out);
+	assert_int_equal(st_index_open(&ix, db, 1, NULL, NULL), ST_OK);
+	assert_int_equal(st_index_sql(ix, "SELECT type, name FROM sqlite_master WHERE name NOT "
+				      "LIKE 'sqlite_%' ORDER BY type, name", dump_row, &out, NULL),
+			 ST_OK);
+	assert_int_equal(st_index_sql(ix, "SELECT key FROM meta WHERE key = 'bulk'", dump_row, &out,
+				      NULL), ST_OK);
+	st_index_close(ix);
+	return st_buf_take(&out, NULL);
+}
+
+/* A first build of 100 stacks or more (300 here) drops the secondary indexes and counts nothing while it
+ * writes, and makes them at its end: the same rows, counts and indexes as a build stack by
+ * stack (one stack first, then the others: no first build). */
+static void test_first_build(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir(), db1[512], db2[512], path[512], *bulk, *inc, *o1, *o2;
+	st_index_stats s1, s2;
+	size_t f1, f2;
+
+	make_backend(dir, 300, 280);
+	snprintf(db1, sizeof db1, "%s/bulk.sqlite", dir);
+	snprintf(db2, sizeof db2, "%s/inc.sqlite", dir);
+	bulk = index_with(dir, db1, 0, &s1, &f1);
+	/* the other: one stack alone first */
+	char *other = tu_tmpdir();
+	make_backend(other, 1, -1);
+	free(index_with(other, db2, 0, &s2, &f2));
+	tu_rmdir(other);
+	inc = index_with(dir, db2, 0, &s2, &f2);
+	assert_int_equal(s1.parsed, 299);
+	assert_int_equal(s2.parsed, 299);
+	assert_int_equal(s2.removed, 0); /* s0 indexed again (another place): not removed */
+	assert_string_equal(bulk, inc);
+	assert_non_null(strstr(bulk, "aws:s3/bucket:Bucket,bucket-0,100\n"));
+	o1 = objects(db1);
+	o2 = objects(db2);
+	assert_string_equal(o1, o2);
+	assert_non_null(strstr(o1, "index,resource_rows_type_id\n"));
+	assert_null(strstr(o1, "bulk"));
+	free(o1);
+	free(o2);
+	free(bulk);
+	free(inc);
+
+	/* a first build killed after its first batch: the next writable open makes its indexes
+	 * and counts */
+	snprintf(path, sizeof path, "%s/killed.sqlite", dir);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		st_hooks h = ST_HOOKS_INIT;
+		h.step = kill_at_250;
+		st_set_hooks(&h, NULL);
+		st_backend *b = NULL;
+		st_index *ix = NULL;
+		if (st_backend_open(&b, dir, NULL) == ST_OK && st_index_open(&ix, path, 0, NULL, NULL) == ST_OK)
+			st_index_update_backend(ix, b, NULL, NULL, NULL, NULL, NULL);
+		_exit(3); /* not killed: the test fails */
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 9);
+	o1 = objects(path);
+	assert_non_null(strstr(o1, "bulk")); /* killed with the mark */
+	assert_null(strstr(o1, "index,resource_rows_type_id\n"));
+	free(o1);
+	st_index *ix = NULL;
+	assert_int_equal(st_index_open(&ix, path, 0, NULL, NULL), ST_OK);
+	st_index_close(ix);
+	o1 = objects(path);
+	o2 = objects(db2);
+	assert_string_equal(o1, o2); /* the indexes made, the mark gone */
+	free(o1);
+	free(o2);
+	/* and the counts are those of the rows written */
+	assert_int_equal(st_index_open(&ix, path, 1, NULL, NULL), ST_OK);
+	assert_int_equal(count_sql(ix, "SELECT urn FROM resources WHERE stack_id IS NULL"), 0);
+	struct rows r = {0};
+	assert_int_equal(st_index_sql(ix, "SELECT (SELECT sum(n) FROM id_counts) = (SELECT count(*) "
+				      "FROM resources WHERE custom <> 0 AND id IS NOT NULL AND id != '' "
+				      "AND \"delete\" = 0) AND (SELECT count(*) FROM stacks) = 200 AS urn",
+				      collect, &r, NULL), ST_OK);
+	assert_int_equal(r.n, 1);
+	assert_string_equal(r.urns[0], "1");
+	st_index_close(ix);
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_update_state_and_query),
 		cmocka_unit_test(test_update_two_threads),
+		cmocka_unit_test(test_first_build),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

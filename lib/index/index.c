@@ -115,6 +115,19 @@ static void drop_all(st_index *ix)
 	exec(ix, "VACUUM", NULL);
 }
 
+/* Does the index carry the mark of a first build that did not end (update.c)? */
+static int bulk_mark(st_index *ix)
+{
+	sqlite3_stmt *st;
+	int found = 0;
+	if (sqlite3_prepare_v2(ix->db, "SELECT 1 FROM meta WHERE key='bulk'", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return 0;
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found;
+}
+
 /* WAL mode and the schema of this version (an index of another version is dropped first), in
  * an index opened for writing. */
 static int init_schema(st_index *ix, st_changes *notes, st_error *err)
@@ -141,6 +154,13 @@ static int init_schema(st_index *ix, st_changes *notes, st_error *err)
 	free(sql);
 	if (rc)
 		exec(ix, "ROLLBACK;", NULL);
+	/* a first build was killed before its end: its indexes and counts made now */
+	if (rc == ST_OK && bulk_mark(ix) && (rc = exec(ix, "BEGIN IMMEDIATE", err)) == ST_OK) {
+		if ((rc = st__ixs_bulk_end(ix, err)) == ST_OK)
+			rc = exec(ix, "COMMIT", err);
+		else
+			exec(ix, "ROLLBACK", NULL);
+	}
 	return rc;
 }
 

@@ -94,6 +94,7 @@ struct st_index {
 	st_changes *notes; /* borrowed from st_index_open: a rebuild an update makes is noted */
 	int sound;         /* a new file, or PRAGMA quick_check passed */
 	int batch;         /* in an update's batch transaction: each stack is a savepoint */
+	int bulk;          /* a first build: indexes and counts made at its end (update.c) */
 	struct sqlite3_stmt *stmt[IXS_NSTMT];
 };
 
@@ -106,6 +107,11 @@ int st__ixs_writable(const st_index *ix, st_error *err);
  * and a new empty index made: *rebuilt is then 1 (what the caller knew of the old one is
  * void). */
 int st__ixs_sound(st_index *ix, int *rebuilt, st_error *err);
+/* The end of a first build (update.c: its secondary indexes dropped and its counts not kept
+ * while the stacks were written): the indexes made, the counts made from the rows, the mark
+ * (meta 'bulk') removed. In a write transaction; also when a writable open finds the mark
+ * (that build was killed). */
+int st__ixs_bulk_end(st_index *ix, st_error *err);
 /* Finalizes the prepared statements (before the database is closed). */
 void st__ixs_finalize(st_index *ix);
 

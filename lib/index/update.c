@@ -162,6 +162,38 @@ static int delete_stack_rows(st_index *ix, sqlite3_int64 sid)
 	return step_reset(stmt(ix, S_CNT_GC));
 }
 
+/* A first build of many stacks drops the secondary indexes and keeps no counts while it
+ * writes (each row into a few indexes at random places, then evicted and read again, was most
+ * of a build's time); its end makes them in one pass (st__ixs_bulk_end). */
+#define BULK_STACKS 100
+
+static const char *const bulk_drop =
+	"INSERT OR REPLACE INTO meta VALUES ('bulk', '1');"
+	"DROP INDEX IF EXISTS urns_urn; DROP INDEX IF EXISTS resource_rows_urn;"
+	"DROP INDEX IF EXISTS resource_rows_type_id; DROP INDEX IF EXISTS resource_rows_id;"
+	"DROP INDEX IF EXISTS resource_rows_import_id; DROP INDEX IF EXISTS resource_rows_provider;"
+	"DROP INDEX IF EXISTS edge_rows_to; DROP INDEX IF EXISTS providers_ref;"
+	"DROP INDEX IF EXISTS providers_pkg; DROP INDEX IF EXISTS pending_urn;"
+	"DROP INDEX IF EXISTS secrets_urn; DROP INDEX IF EXISTS providers_stack;"
+	"DROP INDEX IF EXISTS pending_stack; DROP INDEX IF EXISTS secrets_stack;"
+	"DROP INDEX IF EXISTS id_counts_dup;";
+
+int st__ixs_bulk_end(st_index *ix, st_error *err)
+{
+	char *schema = st__ix_schema_sql(0);
+	int rc;
+	if (!schema)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	rc = exec(ix, schema, err);
+	free(schema);
+	if (rc == ST_OK)
+		rc = exec(ix, "DELETE FROM id_counts; INSERT INTO id_counts (type, id, n) SELECT type, "
+			      "id, count(*) FROM resource_rows WHERE " DUP_ROW " GROUP BY type, id; "
+			      "DELETE FROM meta WHERE key = 'bulk';", err);
+	ix->bulk = 0;
+	return rc;
+}
+
 /* Before a write: the file checked (once per open), and in an update's batch its transaction
  * begun. ST_OK, IX_REBUILT, or an error. */
 static int will_write(st_index *ix, st_error *err)
@@ -257,7 +289,7 @@ static int write_stack(st_index *ix, const char *qname, const char *path, st_sta
 				     : sql_err(ix, err, "cannot record a resource");
 		goto rollback;
 	}
-	if (step_sid(ix, S_CNT_ADD, sid)) {
+	if (!ix->bulk && step_sid(ix, S_CNT_ADD, sid)) {
 		rc = sql_err(ix, err, "cannot count the stack's IDs");
 		goto rollback;
 	}
@@ -592,23 +624,35 @@ typedef struct pipe {
 	st_store *store;
 	prep *jobs;          /* the stacks to read, in order */
 	size_t njobs;
-	size_t made, taken;  /* jobs read by the second thread, taken by this one */
+	size_t made, taken;  /* jobs read by the second thread, written by this one */
+	size_t freed;        /* jobs freed by the second thread (their states: big trees) */
 	int stop;            /* this thread gave up: the second one stops */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 } pipe_t;
 
+/* Frees the jobs the first thread has written (freeing a state costs about what writing it
+ * does: here, beside the writes). */
+static void free_taken(pipe_t *pp, size_t taken)
+{
+	while (pp->freed < taken)
+		prep_free(&pp->jobs[pp->freed++]);
+}
+
 static void *reader(void *arg)
 {
 	pipe_t *pp = arg;
 	for (size_t i = 0; i < pp->njobs; i++) {
+		size_t taken;
 		pthread_mutex_lock(&pp->mu);
 		while (!pp->stop && pp->made - pp->taken >= RING)
 			pthread_cond_wait(&pp->cv, &pp->mu);
 		int stop = pp->stop;
+		taken = pp->taken;
 		pthread_mutex_unlock(&pp->mu);
 		if (stop)
 			break;
+		free_taken(pp, taken);
 		prep_read(pp->store, &pp->jobs[i]);
 		pthread_mutex_lock(&pp->mu);
 		pp->made++;
@@ -624,7 +668,8 @@ static int apply_piped(st_index *ix, st_store *store, prep *jobs, size_t n, size
 		       st_index_progress_fn progress, void *pctx, st_index_stats *stats,
 		       st_problems *failures, size_t *written, st_error *err)
 {
-	pipe_t pp = {store, jobs, n, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+	pipe_t pp = {store, jobs, n, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER,
+		     PTHREAD_COND_INITIALIZER};
 	st__two t = {0};
 	int rc = ST_OK, two = st__two_start(&t, ST__T_INDEX, reader, &pp, 0);
 
@@ -639,7 +684,8 @@ static int apply_piped(st_index *ix, st_store *store, prep *jobs, size_t n, size
 		}
 		size_t before = stats->parsed + stats->failed;
 		rc = prep_apply(ix, &jobs[i], stats, failures, err);
-		prep_free(&jobs[i]);
+		if (!two)
+			prep_free(&jobs[i]);
 		if (rc == ST_OK && stats->parsed + stats->failed != before)
 			rc = batch_step(ix, written, err);
 		if (rc == ST_OK && progress)
@@ -653,7 +699,7 @@ static int apply_piped(st_index *ix, st_store *store, prep *jobs, size_t n, size
 		pthread_mutex_unlock(&pp.mu);
 	}
 	st__two_join(&t);
-	for (size_t i = 0; i < n; i++) /* those read but not written (an error stopped it) */
+	for (size_t i = 0; i < n; i++) /* the rest: written last, or read but not written */
 		prep_free(&jobs[i]);
 	pthread_mutex_destroy(&pp.mu);
 	pthread_cond_destroy(&pp.cv);
@@ -681,6 +727,10 @@ static int update_store_stacks(st_index *ix, st_store *store, const st_stack_inf
 		else
 			nj++;
 	}
+	/* an index with no stack yet, and many to write: a first build */
+	if (rc == ST_OK && ks->n == 0 && nj >= BULK_STACKS && (rc = will_write(ix, err)) == ST_OK &&
+	    (rc = exec(ix, bulk_drop, err)) == ST_OK)
+		ix->bulk = 1;
 	if (rc == ST_OK && !st__two_worth(ST__T_INDEX, nj, 0)) {
 		/* one thread, as each stack comes: progress after each */
 		for (size_t i = 0; i < nj && rc == ST_OK; i++) {
@@ -828,6 +878,9 @@ static int update_pass(st_index *ix, const st_stack_info *infos, st_store *store
 	}
 	if (rc == ST_OK && do_prune)
 		rc = prune(ix, infos ? store : NULL, &ks, stats, err);
+	if (rc == ST_OK && ix->bulk && (rc = will_write(ix, err)) == ST_OK)
+		rc = st__ixs_bulk_end(ix, err);
+	ix->bulk = 0;
 	if (ix->batch == 2 && rc == ST_OK)
 		rc = exec(ix, "COMMIT", err);
 	else if (ix->batch == 2)
