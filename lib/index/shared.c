@@ -40,6 +40,8 @@ static const char schema[] =
 	"CREATE INDEX IF NOT EXISTS resource_rows_id ON resource_rows(id);"
 	"CREATE INDEX IF NOT EXISTS resource_rows_import_id ON resource_rows(import_id);"
 	"CREATE INDEX IF NOT EXISTS resource_rows_provider ON resource_rows(stack_id, provider_n);"
+	"CREATE INDEX IF NOT EXISTS resource_rows_protect ON resource_rows(stack_id, position)"
+	"  WHERE protect <> 0;"
 	"CREATE TABLE IF NOT EXISTS edge_rows ("
 	"  stack_id {INT} NOT NULL, from_n {INT} NOT NULL, kind TEXT NOT NULL,"
 	"  to_n {INT} NOT NULL, property TEXT);"
@@ -548,8 +550,8 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
 	if (q->protected_only)
 		st_buf_adds(sql, " AND r.protect <> 0");
 	if (q->pending_only)
-		st_buf_adds(sql, " AND EXISTS (SELECT 1 FROM pending pd WHERE pd.stack_id = "
-				 "r.stack_id AND pd.urn = u.urn)");
+		/* from the few pending operations, not a probe per resource */
+		st_buf_adds(sql, " AND (r.stack_id, u.urn) IN (SELECT stack_id, urn FROM pending)");
 	if (q->dependents_of) {
 		st_buf_adds(sql, " AND u.urn IN (SELECT urn FROM deps) AND u.urn != ");
 		ph(&b, q->dependents_of);

@@ -176,7 +176,7 @@ static const char *const bulk_drop =
 	"DROP INDEX IF EXISTS providers_pkg; DROP INDEX IF EXISTS pending_urn;"
 	"DROP INDEX IF EXISTS secrets_urn; DROP INDEX IF EXISTS providers_stack;"
 	"DROP INDEX IF EXISTS pending_stack; DROP INDEX IF EXISTS secrets_stack;"
-	"DROP INDEX IF EXISTS id_counts_dup;";
+	"DROP INDEX IF EXISTS id_counts_dup; DROP INDEX IF EXISTS resource_rows_protect;";
 
 int st__ixs_bulk_end(st_index *ix, st_error *err)
 {
