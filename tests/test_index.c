@@ -121,6 +121,7 @@ static char *index_with(const char *dir, const char *db, int threads, st_index_s
 	*nfail = fails.count;
 	for (size_t i = 0; i < fails.count; i++)
 		st_buf_printf(&out, "failed: %s\n", fails.items[i].message);
+	st_problems_clear(&fails);
 	assert_int_equal(st_index_sql(ix, "SELECT s.qname, r.position, r.urn, r.type, r.id, r.parent, "
 				      "r.provider FROM resources r JOIN stacks s ON s.id = r.stack_id "
 				      "ORDER BY s.qname, r.position", dump_row, &out, &err), ST_OK);
