@@ -112,6 +112,24 @@ int st__ixs_sound(st_index *ix, int *rebuilt, st_error *err);
  * (meta 'bulk') removed. In a write transaction; also when a writable open finds the mark
  * (that build was killed). */
 int st__ixs_bulk_end(st_index *ix, st_error *err);
+/* What the index holds of each stack (known.c): one SELECT, looked up in memory. */
+typedef struct known {
+	char *qname, *path, *sha, *etag; /* "" for NULL */
+	long long size, mtime_ns;        /* -2 for NULL */
+	int listed;                      /* the update's listing named it */
+} known;
+
+typedef struct known_set {
+	known *v;
+	size_t n, cap;
+	st_strmap by; /* qname -> index in v + 1 (slot.a) */
+} known_set;
+
+/* Reads every stack's row (ks zeroed first): ST_OK, ST_ENOMEM or the index's error. */
+int st__ixs_known_load(st_index *ix, known_set *ks, st_error *err);
+/* What the index holds of a stack indexed from `where`, or NULL; marks it listed. */
+const known *st__ixs_known_of(known_set *ks, const char *qname, const char *where);
+void st__ixs_known_free(known_set *ks);
 /* Finalizes the prepared statements (before the database is closed). */
 void st__ixs_finalize(st_index *ix);
 

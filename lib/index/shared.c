@@ -297,6 +297,8 @@ static int resource_rows(walk *w, json_t *r, size_t i, st_buf *pb)
 	if (type && st_type_is_provider(type)) {
 		const char *id = st_json_str(r, "id");
 		char *ref = st__provider_ref(urn, id);
+		if (!ref)
+			return ST_ENOMEM;
 		ix_val p[6] = {I(w->sid), T(urn), T(id), T(ref), T(type + strlen("pulumi:providers:")),
 			       T(st_json_str(json_object_get(r, "inputs"), "version"))};
 		rc = w->row(w->ctx, IX_PROVIDERS, p);

@@ -353,92 +353,6 @@ static int stack_failed(st_index *ix, const char *qname, st_index_stats *stats,
 	return ST_OK;
 }
 
-/* ---- what the index holds: one SELECT, compared in memory ---- */
-
-typedef struct known {
-	char *qname, *path, *sha, *etag;
-	long long size, mtime_ns;
-	int listed;
-} known;
-
-typedef struct known_set {
-	known *v;
-	size_t n, cap;
-	st_strmap by; /* qname -> index in v + 1 (slot.a) */
-} known_set;
-
-static char *dup_col(sqlite3_stmt *q, int c)
-{
-	const char *t = (const char *)sqlite3_column_text(q, c);
-	return st_strdup(t ? t : "");
-}
-
-static void known_free(known_set *ks)
-{
-	st_strmap_free(&ks->by);
-	for (size_t i = 0; i < ks->n; i++) {
-		free(ks->v[i].qname);
-		free(ks->v[i].path);
-		free(ks->v[i].sha);
-		free(ks->v[i].etag);
-	}
-	free(ks->v);
-	memset(ks, 0, sizeof(*ks));
-}
-
-static int known_load(st_index *ix, known_set *ks, st_error *err)
-{
-	sqlite3_stmt *q;
-	int rc = ST_OK, src, created;
-
-	st_strmap_init(&ks->by);
-	if (sqlite3_prepare_v2(ix->db, "SELECT qname, path, size, mtime_ns, sha256, etag FROM "
-				"stacks", -1, &q, NULL) != SQLITE_OK)
-		return sql_err(ix, err, "cannot read the index");
-	while ((src = sqlite3_step(q)) == SQLITE_ROW) {
-		known *k;
-		if (ks->n == ks->cap) {
-			size_t cap = ks->cap ? 2 * ks->cap : 256;
-			known *v = realloc(ks->v, cap * sizeof(*v));
-			if (!v)
-				break;
-			ks->v = v;
-			ks->cap = cap;
-		}
-		k = &ks->v[ks->n++];
-		memset(k, 0, sizeof(*k));
-		k->qname = dup_col(q, 0);
-		k->path = dup_col(q, 1);
-		k->size = sqlite3_column_type(q, 2) == SQLITE_NULL ? -2 : sqlite3_column_int64(q, 2);
-		k->mtime_ns = sqlite3_column_type(q, 3) == SQLITE_NULL ? -2
-								     : sqlite3_column_int64(q, 3);
-		k->sha = dup_col(q, 4);
-		k->etag = dup_col(q, 5);
-		if (!k->qname || !k->path || !k->sha || !k->etag)
-			break;
-		st_strmap_slot *sl = st_strmap_put(&ks->by, k->qname, &created);
-		if (!sl)
-			break;
-		sl->a = ks->n;
-	}
-	if (src == SQLITE_ROW)
-		rc = st__err(err, ST_ENOMEM, "out of memory");
-	else if (src != SQLITE_DONE)
-		rc = sql_err(ix, err, "cannot read the index");
-	sqlite3_finalize(q);
-	return rc;
-}
-
-/* What the index holds of a stack indexed from `where`, or NULL; marks it listed. */
-static const known *known_of(known_set *ks, const char *qname, const char *where)
-{
-	st_strmap_slot *sl = st_strmap_get(&ks->by, qname);
-	known *k = sl && sl->a ? &ks->v[sl->a - 1] : NULL;
-	if (k)
-		k->listed = 1;
-	return k && !strcmp(k->path, where) ? k : NULL;
-}
-
 /* ---- one stack ---- */
 
 /* Every BATCH_STACKS stacks written, the batch's transaction is committed. */
@@ -580,7 +494,7 @@ static int listed_same(st_store *store, const st_stack_info *in, known_set *ks, 
 	p->in = in;
 	if (!(p->where = st__store_where(store, in->key)))
 		return -1;
-	p->k = known_of(ks, in->qname, p->where);
+	p->k = st__ixs_known_of(ks, in->qname, p->where);
 	if (same_listing(p->k, in)) {
 		free(p->where);
 		p->where = NULL;
@@ -773,7 +687,7 @@ static int update_one_cloud(st_index *ix, st_backend *b, const st_stack_info *in
 	rc = st__backend_export(b, in->qname, 0, &data, &len, &where, &lerr);
 	if (rc == ST_OK) {
 		st_sha256_hex(data, len, sha);
-		k = known_of(ks, in->qname, where);
+		k = st__ixs_known_of(ks, in->qname, where);
 		if (k && k->size == (long long)len && !strcmp(k->sha, sha)) {
 			stats->unchanged++;
 			goto out;
@@ -857,7 +771,7 @@ static int update_pass(st_index *ix, const st_stack_info *infos, st_store *store
 
 	memset(stats, 0, sizeof(*stats));
 	stats->stacks = n;
-	if ((rc = known_load(ix, &ks, err)) != ST_OK)
+	if ((rc = st__ixs_known_load(ix, &ks, err)) != ST_OK)
 		goto out;
 	ix->batch = 1;
 	if (infos && !cloud)
@@ -891,7 +805,7 @@ static int update_pass(st_index *ix, const st_stack_info *infos, st_store *store
 	if (rc == ST_OK && (stats->parsed || stats->removed))
 		exec(ix, "PRAGMA analysis_limit=1000; ANALYZE;", NULL);
 out:
-	known_free(&ks);
+	st__ixs_known_free(&ks);
 	return rc;
 }
 
