@@ -133,6 +133,8 @@ static inline int forward(const server *s, const char *head, size_t head_len, co
 		n += (size_t)got;
 	}
 	close(fd);
+	*ans = realloc(*ans, n + 1); /* NUL-terminated: the status line is read with sscanf */
+	(*ans)[n] = '\0';
 	*ans_len = n;
 	return 0;
 }
