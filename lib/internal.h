@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 
 #define ST_UNUSED __attribute__((unused))
 
@@ -55,6 +56,12 @@ typedef struct st_buf {
 	int (*sink)(void *ctx, const char *p, size_t n);
 	void *sink_ctx;
 	int sink_failed;
+	/* Optional, with a sink: where a run of source bytes goes (st_buf_add_span); NULL: to
+	 * the sink. A run is bytes of a text that stays alive until the flush (a lazy state's
+	 * source), handed over in place: never copied into the buffer. */
+	int (*run_sink)(void *ctx, const char *p, size_t n);
+	const char *run; /* the pending run [run, run + run_len), or NULL; data then holds only */
+	size_t run_len;  /* bytes that follow it */
 } st_buf;
 
 #define ST_BUF_CHUNK (4u << 20)
@@ -73,6 +80,12 @@ void st_buf_printf(st_buf *b, const char *fmt, ...) __attribute__((format(printf
 int st_buf_flush(st_buf *b);
 /* Appends n bytes; with a sink, a big block goes to it directly instead of being copied. */
 void st_buf_add_block(st_buf *b, const void *p, size_t n);
+/* Appends n bytes of a text that outlives the buffer's next flush. With a sink they join the
+ * pending run when they follow it in that text and the bytes appended since the run are the
+ * text's own bytes between them (the run then grows over both); else the run goes out and
+ * these bytes start a new one. A run goes out (to run_sink, else the sink) before anything
+ * after it: order is kept. Without a sink: st_buf_add. */
+void st_buf_add_span(st_buf *b, const char *p, size_t n);
 /* Detaches the data (NUL-terminated) and resets the buffer. NULL when oom. */
 char *st_buf_take(st_buf *b, size_t *len);
 
@@ -364,9 +377,25 @@ int st__lazy_where(const st_state *s, st_style *style, size_t *depth);
  * does not hold the whole file in memory. The table is changed though s is const. */
 void st__lazy_passed(const st_state *s, const char *p);
 void st__lazy_free(st__lazy *lz);
+/* Where the source bytes at p (inside the lazy state's text) are in the file they were mapped
+ * from: 1 with *fd (borrowed: the state's) and *off, 0 when the text is not a file mapping. */
+int st__lazy_source(const st_state *s, const char *p, int *fd, off_t *off);
 /* Maps a plain file of at least 4 MiB for reading (lib/state/state.c): 0 done, 1 not a
- * candidate (small, compressed, not regular, unreadable: the caller reads it). */
+ * candidate (small, compressed, not regular, unreadable: the caller reads it). With fd
+ * non-NULL the file stays open in *fd (new: the caller closes it) when mapped. */
 int st__map_file(const char *path, size_t max, void **map, size_t *len);
+int st__map_file_fd(const char *path, size_t max, void **map, size_t *len, int *fd);
+/* n bytes to a store writer, copied inside the kernel from fd at off when the writer's
+ * store can (a local file: copy_file_range(2)), else written from p (the same bytes, which
+ * the caller holds in memory: a mapping of that file). The writer's tap sees them either way. */
+int st__store_writer_copy(st_store_writer *w, int fd, off_t off, const char *p, size_t n,
+			  st_error *err);
+/* For the tests: bytes st__store_writer_copy had the kernel copy; runs of spans a state's
+ * streamed write handed over (st_buf_add_span); st__store_copy_enable(0) makes every copy
+ * take the fallback (the bytes written from memory), 1 restores. */
+unsigned long st__store_copied(void);
+unsigned long st__state_runs(void);
+void st__store_copy_enable(int on);
 
 /* How many lazy parses kept at least one skeleton (for the tests). */
 unsigned long st__json_skims(void);

@@ -276,7 +276,7 @@ static void mem_free(st_store *s)
 /* no rename: the journal installs by a copy and a delete, as on an object store */
 static const st_store_ops mem_ops = {
 	"mem",      mem_read, mem_stat, mem_begin, mem_chunk, mem_finish, mem_commit,
-	mem_abort,  mem_list, mem_remove, mem_copy, mem_free, NULL,
+	mem_abort,  mem_list, mem_remove, mem_copy, mem_free, NULL, NULL,
 };
 
 static inline mem_store *mem_store_new(const char *url)

@@ -457,12 +457,98 @@ static void test_move_differential(void **state)
 	assert_true(inflated > 0);
 }
 
+static st_state *load_path_lazy(const char *path, int mapped)
+{
+	st_state *s = NULL;
+	if (mapped) {
+		assert_int_equal(st__state_load_lazy(&s, path, NULL, NULL), ST_OK);
+	} else {
+		size_t len = 0;
+		char *text = tu_read(path, &len);
+		assert_int_equal(st__state_load_lazy_text(&s, text, len, "t.json", NULL, NULL),
+				 ST_OK);
+	}
+	return s;
+}
+
+/* A save of a lazy state: adjacent spans (and the separators and unchanged full resources
+ * between them: the bytes written are compared with the file's) go out as one run, copied by
+ * the kernel from the mapped file (else written from the text in one call, when the text was
+ * read or the copy is refused); the bytes are the full state's after every edit at the start,
+ * middle and end, for a state mapped from its file (> 4 MiB) and one read. A flag changed
+ * in the middle splits the text into two runs, at either end one run. */
+static void save_runs_one(const char *p0, const char *pf, const char *pl, int mode, int op,
+			  size_t idx, size_t n)
+{
+	st_write_opts wo = ST_WRITE_OPTS_INIT;
+	st_state *full = NULL, *lazy = load_path_lazy(p0, mode < 2);
+	outcome a, b;
+	size_t la = 0, lb = 0, l0 = 0;
+	wo.backup = 0;
+	assert_int_equal(st_state_load_file(&full, p0, NULL, NULL), ST_OK);
+	assert_true(st__lazy_count(lazy) > 500);
+	run_op(full, op, idx, &a);
+	run_op(lazy, op, idx, &b);
+	assert_int_equal(a.rc, b.rc);
+	unsigned long r0 = st__state_runs(), c0 = st__store_copied();
+	assert_int_equal(st_state_save(full, pf, &wo, NULL), ST_OK);
+	assert_int_equal(st_state_save(lazy, pl, &wo, NULL), ST_OK);
+	unsigned long runs = st__state_runs() - r0, copied = st__store_copied() - c0;
+	char *x = tu_read(pf, &la), *y = tu_read(pl, &lb), *z = tu_read(p0, &l0);
+	if (la != lb || memcmp(x, y, la))
+		fail_msg("op %d on #%zu (mode %d): other bytes", op, idx, mode);
+	int changed = la != l0 || memcmp(x, z, la);
+	if (op <= OP_UNTAINT)
+		assert_int_equal(runs, changed && idx > 0 && idx < n - 1 ? 2 : 1);
+	else
+		if (runs < 1 || runs > n) /* (a rename rewrites its references) */
+			fail_msg("op %d on #%zu: %lu runs", op, idx, runs);
+	if (mode == 0)
+		assert_true(copied > lb / 10 * 9 && copied < lb);
+	else
+		assert_int_equal(copied, 0);
+	free(x);
+	free(y);
+	free(z);
+	outcome_free(&a);
+	outcome_free(&b);
+	st_state_free(full);
+	st_state_free(lazy);
+}
+
+static void test_save_runs(void **state)
+{
+	(void)state;
+	char *dir = tu_tmpdir(), *p0 = NULL, *pf = NULL, *pl = NULL;
+	st_state *big = big_state();
+	st_write_opts wo = ST_WRITE_OPTS_INIT;
+	wo.backup = 0;
+	assert_true(asprintf(&p0, "%s/0.json", dir) > 0 && asprintf(&pf, "%s/f.json", dir) > 0 &&
+		    asprintf(&pl, "%s/l.json", dir) > 0);
+	assert_int_equal(st_state_save(big, p0, &wo, NULL), ST_OK);
+	size_t n = json_array_size(st_state_resources(big, 0));
+	st_state_free(big);
+	size_t picks[3] = {0, n / 2, n - 1};
+	for (int mode = 0; mode < 3; mode++) { /* mapped, mapped without the copy, read */
+		st__store_copy_enable(mode != 1);
+		for (int op = 0; op < OP_N; op++)
+			for (int k = 0; k < 3; k++)
+				save_runs_one(p0, pf, pl, mode, op, picks[k], n);
+	}
+	st__store_copy_enable(1);
+	free(p0);
+	free(pf);
+	free(pl);
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_writer_spans),
 		cmocka_unit_test(test_writer_save_split),
 		cmocka_unit_test(test_writer_other_envelope),
+		cmocka_unit_test(test_save_runs),
 		cmocka_unit_test(test_edits_differential),
 		cmocka_unit_test(test_rollback_after_inflate),
 		cmocka_unit_test(test_move_differential),

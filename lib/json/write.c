@@ -718,8 +718,14 @@ __attribute__((noinline)) static int write_skeleton(st_buf *b, const json_t *v, 
 	if (!st__lazy_span(w->lazy, v, &span, &sl))
 		return write_object(b, v, w, ST_K_RESOURCE, depth);
 	if (w->lazy_same && depth == w->lazy_depth) {
-		put(b, span, sl);
 		__atomic_add_fetch(&spans_written, 1, __ATOMIC_RELAXED);
+		/* with a sink, adjacent spans and the separators between them go out as one
+		 * run, in place (copied from the source file when it can be: its pages in
+		 * the mapping are not needed for that) */
+		if (b->sink)
+			st_buf_add_span(b, span, sl);
+		else
+			put(b, span, sl);
 		if (w->release)
 			st__lazy_passed(w->lazy, span + sl);
 		return 0;

@@ -17,6 +17,7 @@ struct st__lazy {
 	void *map;        /* a private file mapping (munmap), or NULL */
 	size_t map_len;
 	char *owned;      /* a read buffer (free), or NULL */
+	int fd;           /* the mapped file, open (runs of spans are copied from it), or -1 */
 	size_t max_depth;
 	st__lazy_rec *v;  /* document order; res NULL once inflated */
 	size_t n, live;
@@ -33,6 +34,8 @@ void st__lazy_free(st__lazy *lz)
 		return;
 	if (lz->map)
 		munmap(lz->map, lz->map_len);
+	if (lz->fd >= 0)
+		close(lz->fd);
 	free(lz->owned);
 	free(lz->v);
 	free(lz->slots);
@@ -111,6 +114,16 @@ void st__lazy_passed(const st_state *s, const char *p)
 	if (to - lz->released >= (8u << 20) &&
 	    madvise((void *)(base + lz->released), to - lz->released, MADV_DONTNEED) == 0)
 		lz->released = to;
+}
+
+int st__lazy_source(const st_state *s, const char *p, int *fd, off_t *off)
+{
+	const st__lazy *lz = s ? s->lazy : NULL;
+	if (!lz || lz->fd < 0 || p < lz->text || p > lz->text + lz->len)
+		return 0;
+	*fd = lz->fd;
+	*off = (off_t)(p - lz->text);
+	return 1;
 }
 
 size_t st__lazy_count(const st_state *s)
@@ -220,8 +233,8 @@ static int respelt_in(const st__keymap *km, const json_t *v, int depth)
 }
 
 /* The text (stolen: map or owned) parsed lazily into *out; falls back to the full load. */
-static int load_text(st_state **out, const char *text, size_t len, void *map, char *owned,
-		     const char *name, const st_load_opts *opts, st_error *err)
+static int load_text(st_state **out, const char *text, size_t len, void *map, int fd,
+		     char *owned, const char *name, const st_load_opts *opts, st_error *err)
 {
 	st_parse_limits lim = ST_PARSE_LIMITS_INIT;
 	st_problems problems = {0};
@@ -271,6 +284,7 @@ static int load_text(st_state **out, const char *text, size_t len, void *map, ch
 		lz->map = map;
 		lz->map_len = len;
 		lz->owned = owned;
+		lz->fd = fd;
 		lz->max_depth = opts ? opts->max_depth : 0;
 		lz->style = (*out)->style;
 		lz->depth = (*out)->container != (*out)->root ? 4 : 3;
@@ -280,6 +294,7 @@ static int load_text(st_state **out, const char *text, size_t len, void *map, ch
 		if (build_slots(lz) < 0) {
 			lz->map = NULL;
 			lz->owned = NULL;
+			lz->fd = -1;
 			st__lazy_free(lz);
 			lz = NULL;
 			rc = st__err(err, ST_ENOMEM, "out of memory");
@@ -296,6 +311,8 @@ done:
 	free(recs);
 	if (map)
 		munmap(map, len);
+	if (fd >= 0)
+		close(fd);
 	free(owned);
 	return rc;
 }
@@ -309,7 +326,7 @@ int st__state_load_lazy_text(st_state **out, char *buf, size_t len, const char *
 		free(buf);
 		return rc;
 	}
-	return load_text(out, buf, len, NULL, buf, name, opts, err);
+	return load_text(out, buf, len, NULL, -1, buf, name, opts, err);
 }
 
 int st__state_load_lazy(st_state **out, const char *path, const st_load_opts *opts,
@@ -318,6 +335,7 @@ int st__state_load_lazy(st_state **out, const char *path, const st_load_opts *op
 	void *map;
 	char *buf;
 	size_t len;
+	int fd = -1;
 	st_compression comp = ST_COMPRESS_NONE;
 	const char *shown = strcmp(path, "-") ? path : "<stdin>";
 	int rc;
@@ -326,13 +344,14 @@ int st__state_load_lazy(st_state **out, const char *path, const st_load_opts *op
 	if ((rc = st__load_opts_check(opts, err)) != ST_OK)
 		return rc;
 	st__phase(NULL);
-	if (strcmp(path, "-") != 0 && st__map_file(path, opts ? opts->max_size : 0, &map, &len) == 0) {
-		rc = load_text(out, map, len, map, NULL, path, opts, err);
+	if (strcmp(path, "-") != 0 &&
+	    st__map_file_fd(path, opts ? opts->max_size : 0, &map, &len, &fd) == 0) {
+		rc = load_text(out, map, len, map, fd, NULL, path, opts, err);
 	} else {
 		rc = st_file_read(path, opts ? opts->max_size : 0, &buf, &len, &comp, err);
 		if (rc)
 			return rc;
-		rc = load_text(out, buf, len, NULL, buf, shown, opts, err);
+		rc = load_text(out, buf, len, NULL, -1, buf, shown, opts, err);
 	}
 	if (rc == ST_OK) {
 		(*out)->compression = comp;

@@ -347,6 +347,11 @@ int st_state_from_json(st_state **out, json_t *root, const st_style *style,
 #define MAP_MIN (4u << 20)
 int st__map_file(const char *path, size_t max, void **map, size_t *len)
 {
+	return st__map_file_fd(path, max, map, len, NULL);
+}
+
+int st__map_file_fd(const char *path, size_t max, void **map, size_t *len, int *fd_out)
+{
 	struct stat sb;
 	unsigned char magic[4] = {0};
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -363,9 +368,12 @@ int st__map_file(const char *path, size_t max, void **map, size_t *len)
 	}
 	*len = (size_t)sb.st_size;
 	*map = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
+	if (*map == MAP_FAILED || !fd_out)
+		close(fd);
 	if (*map == MAP_FAILED)
 		return 1;
+	if (fd_out)
+		*fd_out = fd;
 	madvise(*map, *len, MADV_SEQUENTIAL);
 	return 0;
 }
@@ -785,6 +793,7 @@ typedef struct stream_ctx {
 	void (*also)(void *ctx, const char *p, size_t n);
 	void *also_ctx;
 	const st__wcfg *cfg;
+	const st_state *s; /* the state written (its source file for runs of spans) */
 } stream_ctx;
 
 static int sink_fd(void *ctx, const char *p, size_t n)
@@ -808,19 +817,46 @@ static int sink_fd(void *ctx, const char *p, size_t n)
 	return 0;
 }
 
+/* A run of a lazy state's spans (with the separators between them: the source's own bytes):
+ * to a local file copied inside the kernel from the state's source file when it was mapped
+ * from one, else written from the text in one call; then the mapping's pages before its end
+ * are given back. */
+static unsigned long runs_out;
+
+unsigned long st__state_runs(void)
+{
+	return __atomic_load_n(&runs_out, __ATOMIC_RELAXED);
+}
+
+static int sink_run(void *ctx, const char *p, size_t n)
+{
+	stream_ctx *c = ctx;
+	int fd, rc;
+	off_t off;
+
+	__atomic_add_fetch(&runs_out, 1, __ATOMIC_RELAXED);
+	if (c->w && st__lazy_source(c->s, p, &fd, &off))
+		rc = st__store_writer_copy(c->w, fd, off, p, n, c->err) == ST_OK ? 0 : -1;
+	else
+		rc = sink_fd(ctx, p, n);
+	if (rc == 0)
+		st__lazy_passed(c->s, p + n);
+	return rc;
+}
+
 static int stream(const st_state *s, stream_ctx *cx, st_error *err);
 
 int st__state_stream(const st_state *s, int fd, void (*also)(void *ctx, const char *p, size_t n),
 		     void *also_ctx, const st__wcfg *cfg, st_error *err)
 {
-	stream_ctx c = {fd, NULL, NULL, 0, 0, also, also_ctx, cfg};
+	stream_ctx c = {fd, NULL, NULL, 0, 0, also, also_ctx, cfg, s};
 	return stream(s, &c, err);
 }
 
 int st__state_stream_to(const st_state *s, st_store_writer *w, const st__wcfg *cfg,
 			st_error *err)
 {
-	stream_ctx c = {-1, w, err, 0, 0, NULL, NULL, cfg};
+	stream_ctx c = {-1, w, err, 0, 0, NULL, NULL, cfg, s};
 	return stream(s, &c, err);
 }
 
@@ -837,6 +873,7 @@ static int stream(const st_state *s, stream_ctx *cx, st_error *err)
 	wc.lazy = s;                   /* a lazy state's spans */
 	st_buf_init(&b);
 	b.sink = sink_fd;
+	b.run_sink = sink_run;
 	b.sink_ctx = &c;
 	rc = st__json_write(&b, s->root, &s->style,
 			    s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE, &wc);

@@ -835,7 +835,8 @@ static void az_free(st_store *ss)
 static const st_store_ops azblob_ops = {
 	"azblob",       az_read,        az_stat,  az_write_begin, az_write_chunk, az_write_finish,
 	az_write_commit, az_write_abort, az_list,  az_remove,      az_copy,        az_free,
-	NULL /* rename: the generic one, a server-side copy then a delete */};
+	NULL, /* rename: the generic one, a server-side copy then a delete */
+	NULL /* write_copy: chunks only */};
 
 int st__store_azblob_open(st_store **out, const char *url, st_error *err)
 {

@@ -805,7 +805,8 @@ static void gcs_free(st_store *ss)
 static const st_store_ops gcs_ops = {
 	"gs",           gcs_read,        gcs_stat, gcs_write_begin, gcs_write_chunk, gcs_write_finish,
 	gcs_write_commit, gcs_write_abort, gcs_list, gcs_remove,      gcs_copy,        gcs_free,
-	NULL /* rename: the generic one, a server-side rewrite then a delete */};
+	NULL, /* rename: the generic one, a server-side rewrite then a delete */
+	NULL /* write_copy: chunks only */};
 
 int st__store_gcs_open(st_store **out, const char *url, st_error *err)
 {

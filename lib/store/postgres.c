@@ -755,6 +755,7 @@ static const st_store_ops pg_ops = {
 	pg_write_finish, pg_write_commit, pg_write_abort, pg_list,        pg_remove,
 	pg_copy,        pg_free,
 	NULL, /* rename: the generic one, a copy then a delete */
+	NULL, /* write_copy: chunks only */
 };
 
 int st__store_pg_open(st_store **out, const char *url, st_error *err)

@@ -797,6 +797,7 @@ static const st_store_ops s3_ops = {
 	s3_write_finish, s3_write_commit, s3_write_abort, s3_list, s3_remove,
 	s3_copy,       s3_free,
 	NULL, /* rename: the generic one, a server-side copy then a delete */
+	NULL, /* write_copy: chunks only */
 };
 
 /* origin, Host and base path from the endpoint and the addressing style. */

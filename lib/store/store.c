@@ -174,6 +174,37 @@ int st_store_writer_write(st_store_writer *w, const void *data, size_t len, st_e
 	return rc;
 }
 
+static unsigned long copied;
+static int copy_off;
+
+unsigned long st__store_copied(void)
+{
+	return __atomic_load_n(&copied, __ATOMIC_RELAXED);
+}
+
+void st__store_copy_enable(int on)
+{
+	__atomic_store_n(&copy_off, !on, __ATOMIC_RELAXED);
+}
+
+int st__store_writer_copy(st_store_writer *w, int fd, off_t off, const char *p, size_t n,
+			  st_error *err)
+{
+	size_t done = 0;
+	int rc = 1;
+
+	if (!n)
+		return ST_OK;
+	if (w->store->ops->write_copy && fd >= 0 && !__atomic_load_n(&copy_off, __ATOMIC_RELAXED))
+		rc = w->store->ops->write_copy(w, fd, off, n, &done, err);
+	if (rc != ST_OK && rc != 1)
+		return rc;
+	__atomic_add_fetch(&copied, done, __ATOMIC_RELAXED);
+	if (done && w->tap)
+		w->tap(w->tap_ctx, p, done);
+	return rc == ST_OK ? ST_OK : st_store_writer_write(w, p + done, n - done, err);
+}
+
 typedef struct bytes_ctx {
 	const void *data;
 	size_t len;

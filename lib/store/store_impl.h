@@ -38,6 +38,12 @@ typedef struct st_store_ops {
 	 * where the store has modes (may be NULL: a copy, then a delete of `src`). The two-stack
 	 * journal installs its staged objects with it. */
 	int (*rename)(st_store *s, const char *src, const char *dst, st_error *err);
+	/* Optional (NULL: chunks only): n bytes of the file open as fd, from off, appended
+	 * inside the kernel. ST_OK when all are; 1 when the store or the file systems cannot
+	 * (*done bytes were, the caller writes the rest); another code with err set on an I/O
+	 * error. */
+	int (*write_copy)(st_store_writer *w, int fd, off_t off, size_t n, size_t *done,
+			  st_error *err);
 } st_store_ops;
 
 /* The common head of every store (an implementation's struct begins with it). */

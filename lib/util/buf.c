@@ -18,10 +18,52 @@ void st_buf_free(st_buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/* The pending run to its sink (before the bytes after it, which the buffer holds). */
+static int put_run(st_buf *b)
+{
+	const char *p = b->run;
+	int rc;
+	if (!p)
+		return 0;
+	b->run = NULL;
+	rc = b->run_sink ? b->run_sink(b->sink_ctx, p, b->run_len)
+			 : b->sink(b->sink_ctx, p, b->run_len);
+	if (rc < 0) {
+		b->oom = b->sink_failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+void st_buf_add_span(st_buf *b, const char *p, size_t n)
+{
+	const char *end;
+
+	if (!b->sink) {
+		st_buf_add(b, p, n);
+		return;
+	}
+	if (b->oom)
+		return;
+	end = b->run ? b->run + b->run_len : NULL;
+	if (end && p >= end && (size_t)(p - end) == b->len &&
+	    (!b->len || !memcmp(b->data, end, b->len))) {
+		b->len = 0; /* the bytes between are the text's own: the run covers them */
+		b->run_len = (size_t)(p - b->run) + n;
+		return;
+	}
+	if (st_buf_flush(b) < 0)
+		return;
+	b->run = p;
+	b->run_len = n;
+}
+
 int st_buf_flush(st_buf *b)
 {
 	if (!b->sink || b->oom)
 		return b->oom ? -1 : 0;
+	if (put_run(b) < 0)
+		return -1;
 	if (b->len && b->sink(b->sink_ctx, b->data, b->len) < 0) {
 		b->oom = b->sink_failed = 1;
 		return -1;
