@@ -83,6 +83,30 @@ static void hash_hex(int v1, const void *data, size_t len, char out[65])
 	sodium_bin2hex(out, 65, h, sizeof(h));
 }
 
+/* hash_hex of a file's mapping, its pages given back every 8 MiB as the hash passes them:
+ * hashing a stack does not add the whole file to the process's memory (a move hashes both
+ * old files while it holds both states). */
+static void hash_mapped(int v1, const char *map, size_t len, char out[65])
+{
+	const size_t slice = 8u << 20;
+	crypto_generichash_state st;
+	unsigned char h[32];
+
+	if (v1) {
+		hash_hex(v1, map, len, out);
+		return;
+	}
+	crypto_generichash_init(&st, NULL, 0, sizeof(h));
+	for (size_t off = 0; off < len; off += slice) {
+		size_t n = len - off < slice ? len - off : slice;
+		crypto_generichash_update(&st, (const unsigned char *)map + off, n);
+		if (n == slice)
+			(void)madvise((void *)(map + off), n, MADV_DONTNEED);
+	}
+	crypto_generichash_final(&st, h, sizeof(h));
+	sodium_bin2hex(out, 65, h, sizeof(h));
+}
+
 /* A local file hashed where it lies: mapped, not read, so a whole stack is not copied into
  * fresh memory. 1 when done, 0 when the file store cannot say (then the store reads it). */
 static int hash_local(int v1, const char *path, char out[65], int *exists, int *rc)
@@ -112,7 +136,7 @@ static int hash_local(int v1, const char *path, char out[65], int *exists, int *
 	close(fd);
 	if (map == MAP_FAILED)
 		return 0;
-	hash_hex(v1, map, (size_t)sb.st_size, out);
+	hash_mapped(v1, map, (size_t)sb.st_size, out);
 	munmap(map, (size_t)sb.st_size);
 	return 1;
 }
