@@ -135,20 +135,44 @@ static void add_failure(st_problems *p, int rc, const st_error *err)
 			where);
 }
 
+/* The report of a lazy load (rc: how it went, s stolen), as validate_lazy and validate_stack
+ * make it. 0 (nothing reported) when the document is no state that loads: the caller then
+ * reads it as a document (import files, Go's decoding errors). */
+static int lazy_report(vrun *v, int rc, st_state *s, st_error *err, const char *shown,
+		       const char *place)
+{
+	st_problems p = {0};
+	long long nres = -1;
+
+	if (rc == ST_EFORMAT || rc == ST_EVERSION || rc == ST_EFEATURE ||
+	    (rc == ST_OK && st_doc_kind_of(st_state_root(s)) != ST_DOC_STATE)) {
+		st_state_free(s);
+		return 0;
+	}
+	if (rc == ST_OK) {
+		nres = (long long)json_array_size(st_state_resources(s, 0));
+		rc = check_state(v, s, place, &p, err);
+	}
+	if (rc != ST_OK)
+		add_failure(&p, rc, err);
+	report(v, shown, &p, nres, "state");
+	st_problems_clear(&p);
+	st_state_free(s);
+	return 1;
+}
+
 /*
  * A file loaded as a lazy state (the property values the checks cannot look into stay in the
  * mapped text): the same report in less time and memory. 0 when the file is not for it (standard
- * input; --schema and --resource-schema look into values) or when it is no state that loads:
- * the caller then reads it as a document (import files, Go's decoding errors). A file that is
- * not JSON or over a limit fails here exactly as there, and is reported here.
+ * input; --schema and --resource-schema look into values) or when it is no state that loads
+ * (see lazy_report). A file that is not JSON or over a limit fails here exactly as there, and is
+ * reported here.
  */
 static int validate_lazy(vrun *v, const char *path, const char *shown, const char *place)
 {
 	st_load_opts lo = ST_LOAD_OPTS_INIT;
-	st_problems p = {0};
 	st_state *s = NULL;
 	st_error err;
-	long long nres = -1;
 	int rc;
 
 	if (!strcmp(path, "-") || v->vo.nextra || v->vo.nresource_schemas)
@@ -157,21 +181,7 @@ static int validate_lazy(vrun *v, const char *path, const char *shown, const cha
 	lo.lazy = 1;
 	st_error_clear(&err);
 	rc = st_state_load_file(&s, path, &lo, &err);
-	if (rc == ST_EFORMAT || rc == ST_EVERSION || rc == ST_EFEATURE ||
-	    (rc == ST_OK && st_doc_kind_of(st_state_root(s)) != ST_DOC_STATE)) {
-		st_state_free(s);
-		return 0;
-	}
-	if (rc == ST_OK) {
-		nres = (long long)json_array_size(st_state_resources(s, 0));
-		rc = check_state(v, s, place, &p, &err);
-	}
-	if (rc != ST_OK)
-		add_failure(&p, rc, &err);
-	report(v, shown, &p, nres, "state");
-	st_problems_clear(&p);
-	st_state_free(s);
-	return 1;
+	return lazy_report(v, rc, s, &err, shown, place);
 }
 
 /* Checks one parsed document (rc: how its reading went, err why not; doc stolen) named
@@ -248,7 +258,8 @@ static void validate_one(vrun *v, const char *path, const char *shown)
 	free(stack);
 }
 
-/* A stack of a backend, read through the backend (its store may have no local path). */
+/* A stack of a backend, read through the backend (its store may have no local path): lazily
+ * when it can (see validate_lazy), else as a document. */
 static void validate_stack(vrun *v, st_backend *b, const char *stack, const char *shown)
 {
 	json_t *doc = NULL;
@@ -258,6 +269,17 @@ static void validate_stack(vrun *v, st_backend *b, const char *stack, const char
 	int rc;
 
 	st_error_clear(&err);
+	if (strcmp(st_backend_kind(b), "cloud") && !v->vo.nextra && !v->vo.nresource_schemas) {
+		/* a DIY backend's stack, on any store: lazily, as a file is */
+		st_load_opts lo = ST_LOAD_OPTS_INIT;
+		st_state *s = NULL;
+		lo.max_size = v->max_size;
+		lo.lazy = 1;
+		rc = st_backend_load(b, stack, &lo, &s, &err);
+		if (lazy_report(v, rc, s, &err, shown, stack))
+			return;
+		st_error_clear(&err);
+	}
 	rc = st_backend_load_json(b, stack, v->max_size, &doc, &style, &lp, NULL, &err);
 	v->place_flags = strcmp(st_backend_kind(b), "cloud") ? 0 : ST_PLACE_EXPORTS;
 	validate_doc(v, rc, &err, doc, &style, &lp, shown, stack);

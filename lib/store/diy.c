@@ -679,13 +679,21 @@ static int diy_load(st_backend *bb, const char *ref, const st_load_opts *opts, s
 		rc = st_state_load_file(out, where, opts, err);
 		goto out;
 	}
+	st__phase(NULL);
 	rc = st_store_read(b->store, key, opts ? opts->max_size : 0, &data, &len, NULL, err);
 	if (rc == ST_OK)
 		rc = st__decompress(data, len, opts ? opts->max_size : 0, where, &plain, &plen,
 				    &comp, err);
 	data = NULL;
-	if (rc == ST_OK)
+	if (rc == ST_OK && opts && opts->version >= 2 && opts->lazy) {
+		/* lazily, as a file is: the state keeps the downloaded text */
+		rc = st__state_load_lazy_text(out, plain, plen, where, opts, err);
+		plain = NULL;
+		if (rc == ST_OK)
+			st__phase(st__lazy_count(*out) ? "load: parsed (lazy)" : "load: parsed");
+	} else if (rc == ST_OK) {
 		rc = st_state_load_buffer(out, plain, plen, where, opts, err);
+	}
 	if (rc == ST_OK)
 		(*out)->compression = comp;
 out:
