@@ -685,6 +685,8 @@ static int diy_load(st_backend *bb, const char *ref, const st_load_opts *opts, s
 		rc = st__decompress(data, len, opts ? opts->max_size : 0, where, &plain, &plen,
 				    &comp, err);
 	data = NULL;
+	if (rc == ST_OK)
+		st__phase("load: downloaded");
 	if (rc == ST_OK && opts && opts->version >= 2 && opts->lazy) {
 		/* lazily, as a file is: the state keeps the downloaded text */
 		rc = st__state_load_lazy_text(out, plain, plen, where, opts, err);
