@@ -189,6 +189,11 @@ void st__json_split_test(size_t min);
 char *st_strdup(const char *s);
 char *st_strndup(const char *s, size_t n);
 char *st_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The strings up to a NULL, one after the other (new; NULL when out of memory): no format to
+ * parse, for the keys and paths a listing of 10,000 stacks builds. */
+char *st_strconcat(const char *first, ...) __attribute__((sentinel));
+/* Whether base[0..n) is in cmp's order already (n - 1 comparisons: a qsort it saves). */
+int st__sorted(const void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 /* `s` as one shell word (new): as it is when it holds nothing a shell treats specially, else in
  * single quotes (an s3:// URL's "&" and "?", a path's spaces). For the hints in messages. */
 char *st__shell_word(const char *s);

@@ -2,6 +2,8 @@
  * already-loaded state (st_index_update_state), then asks the same questions as the CLI. */
 #include "testutil.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -163,6 +165,96 @@ static void make_backend(const char *dir, int n, int bad)
 	}
 }
 
+/* The stacks st_index_stale names, "KIND QNAME" a line. */
+static char *stale_list(st_index *ix, st_backend *b)
+{
+	st_index_stale_stack *st = NULL;
+	size_t n = 0;
+	st_buf out;
+	st_buf_init(&out);
+	assert_int_equal(st_index_stale(ix, b, &st, &n, NULL), ST_OK);
+	for (size_t i = 0; i < n; i++)
+		st_buf_printf(&out, "%c %s\n", st[i].kind, st[i].qname);
+	st_index_stale_free(st, n);
+	st_buf_addc(&out, '\0');
+	return st_buf_take(&out, NULL);
+}
+
+/* Sets a file's modification time (seconds, nanoseconds). */
+static void set_mtime(const char *path, time_t sec, long nsec)
+{
+	struct timespec ts[2] = {{0, UTIME_OMIT}, {sec, nsec}};
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/* st_index_stale looks at every stack's file, not at its directory: a file written in place
+ * (same size, a new time; the directory's time as it was), a file replaced by another of the
+ * same size and time (a new inode), a new stack and a removed one are each named, once,
+ * sorted; nothing is named once the index is updated. */
+static void test_stale(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir(), db[512], path[1024], tmp[1024], dpath[512], *got;
+	st_backend *b = NULL;
+	st_index *ix = NULL;
+	st_index_stats stats;
+	struct stat sd, sb;
+
+	make_backend(dir, 5, -1);
+	snprintf(db, sizeof db, "%s/ix.sqlite", dir);
+	snprintf(dpath, sizeof dpath, "%s/.pulumi/stacks/p", dir);
+	assert_int_equal(st_backend_open(&b, dir, NULL), ST_OK);
+	assert_int_equal(st_index_open(&ix, db, 0, NULL, NULL), ST_OK);
+	assert_int_equal(st_index_update_backend(ix, b, NULL, NULL, &stats, NULL, NULL), ST_OK);
+	assert_int_equal(stats.parsed, 5);
+	got = stale_list(ix, b);
+	assert_string_equal(got, "");
+	free(got);
+
+	/* s1: its time changes, its size and its directory's time do not */
+	assert_int_equal(stat(dpath, &sd), 0);
+	snprintf(path, sizeof path, "%s/s1.json", dpath);
+	set_mtime(path, 1000000000, 5);
+	struct stat sd2;
+	assert_int_equal(stat(dpath, &sd2), 0);
+	assert_true(sd2.st_mtim.tv_sec == sd.st_mtim.tv_sec && sd2.st_mtim.tv_nsec == sd.st_mtim.tv_nsec);
+	got = stale_list(ix, b);
+	assert_string_equal(got, "~ organization/p/s1\n");
+	free(got);
+	/* s2: replaced by a copy with its size and time (only its inode differs) */
+	snprintf(path, sizeof path, "%s/s2.json", dpath);
+	snprintf(tmp, sizeof tmp, "%s/copy", dir);
+	size_t len = 0;
+	char *data = tu_read(path, &len);
+	assert_int_equal(stat(path, &sb), 0);
+	tu_write(tmp, data, len);
+	free(data);
+	set_mtime(tmp, sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec);
+	assert_int_equal(rename(tmp, path), 0);
+	/* s3 gone, s9 new */
+	snprintf(path, sizeof path, "%s/s3.json", dpath);
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof path, "%s/s4.json", dpath);
+	snprintf(tmp, sizeof tmp, "%s/s9.json", dpath);
+	data = tu_read(path, &len);
+	tu_write(tmp, data, len);
+	free(data);
+	got = stale_list(ix, b);
+	assert_string_equal(got, "~ organization/p/s1\n~ organization/p/s2\n- organization/p/s3\n"
+				 "+ organization/p/s9\n");
+	free(got);
+
+	/* brought up to date: nothing to name */
+	assert_int_equal(st_index_update_backend(ix, b, NULL, NULL, &stats, NULL, NULL), ST_OK);
+	assert_int_equal(stats.removed, 1);
+	got = stale_list(ix, b);
+	assert_string_equal(got, "");
+	free(got);
+	st_index_close(ix);
+	st_backend_free(b);
+	tu_rmdir(dir);
+}
+
 /* Ends the process at the 250th stack about to be committed (the first batch of 200 is). */
 static void kill_at_250(void *ctx, const char *op, int step)
 {
@@ -305,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_update_state_and_query),
 		cmocka_unit_test(test_update_two_threads),
 		cmocka_unit_test(test_first_build),
+		cmocka_unit_test(test_stale),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -114,7 +114,7 @@ int st__ixs_sound(st_index *ix, int *rebuilt, st_error *err);
 int st__ixs_bulk_end(st_index *ix, st_error *err);
 /* What the index holds of each stack (known.c): one SELECT, looked up in memory. */
 typedef struct known {
-	char *qname, *path, *sha, *etag; /* "" for NULL */
+	char *qname, *path, *sha, *etag; /* "" for NULL; one block, from qname */
 	long long size, mtime_ns;        /* -2 for NULL */
 	int listed;                      /* the update's listing named it */
 } known;
@@ -125,6 +125,10 @@ typedef struct known_set {
 	st_strmap by; /* qname -> index in v + 1 (slot.a) */
 } known_set;
 
+/* Adds a stack's row (NULL strings as ""; the qname looked up through ks->by, which the
+ * caller has initialised): 0, or -1 when out of memory. */
+int st__ix_known_add(known_set *ks, const char *qname, const char *path, long long size,
+		     long long mtime_ns, const char *sha, const char *etag);
 /* Reads every stack's row (ks zeroed first): ST_OK, ST_ENOMEM or the index's error. */
 int st__ixs_known_load(st_index *ix, known_set *ks, st_error *err);
 /* What the index holds of a stack indexed from `where`, or NULL; marks it listed. */

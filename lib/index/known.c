@@ -8,59 +8,80 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *dup_col(sqlite3_stmt *q, int c)
-{
-	const char *t = (const char *)sqlite3_column_text(q, c);
-	return st_strdup(t ? t : "");
-}
-
 void st__ixs_known_free(known_set *ks)
 {
 	st_strmap_free(&ks->by);
-	for (size_t i = 0; i < ks->n; i++) {
-		free(ks->v[i].qname);
-		free(ks->v[i].path);
-		free(ks->v[i].sha);
-		free(ks->v[i].etag);
-	}
+	for (size_t i = 0; i < ks->n; i++)
+		free(ks->v[i].qname); /* its strings' one block */
 	free(ks->v);
 	memset(ks, 0, sizeof(*ks));
+}
+
+int st__ix_known_add(known_set *ks, const char *qname, const char *path, long long size,
+		     long long mtime_ns, const char *sha, const char *etag)
+{
+	const char *in[4] = {qname, path, sha, etag};
+	char *out[4], *p;
+	size_t len[4], total = 0;
+	known *k;
+	int created;
+	if (ks->n == ks->cap) {
+		size_t cap = ks->cap ? 2 * ks->cap : 256;
+		known *v = realloc(ks->v, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		ks->v = v;
+		ks->cap = cap;
+	}
+	/* the four strings in one block (10,000 stacks are read for every query) */
+	for (int i = 0; i < 4; i++)
+		total += (len[i] = in[i] ? strlen(in[i]) : 0) + 1;
+	if (!(p = malloc(total)))
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		out[i] = p;
+		if (len[i])
+			memcpy(p, in[i], len[i]);
+		p[len[i]] = '\0';
+		p += len[i] + 1;
+	}
+	k = &ks->v[ks->n++];
+	memset(k, 0, sizeof(*k));
+	k->qname = out[0];
+	k->path = out[1];
+	k->sha = out[2];
+	k->etag = out[3];
+	k->size = size;
+	k->mtime_ns = mtime_ns;
+	st_strmap_slot *sl = st_strmap_putn(&ks->by, k->qname, len[0], &created);
+	if (!sl)
+		return -1;
+	sl->a = ks->n;
+	return 0;
+}
+
+static long long col_int(sqlite3_stmt *q, int c)
+{
+	return sqlite3_column_type(q, c) == SQLITE_NULL ? -2 : sqlite3_column_int64(q, c);
 }
 
 int st__ixs_known_load(st_index *ix, known_set *ks, st_error *err)
 {
 	sqlite3_stmt *q;
-	int rc = ST_OK, src, created;
+	int rc = ST_OK, src;
 
 	st_strmap_init(&ks->by);
 	if (sqlite3_prepare_v2(ix->db, "SELECT qname, path, size, mtime_ns, sha256, etag FROM "
 				"stacks", -1, &q, NULL) != SQLITE_OK)
 		return st__ixsqlite_err(ix->db, ix->path, err, "cannot read the index");
 	while ((src = sqlite3_step(q)) == SQLITE_ROW) {
-		known *k;
-		if (ks->n == ks->cap) {
-			size_t cap = ks->cap ? 2 * ks->cap : 256;
-			known *v = realloc(ks->v, cap * sizeof(*v));
-			if (!v)
-				break;
-			ks->v = v;
-			ks->cap = cap;
-		}
-		k = &ks->v[ks->n++];
-		memset(k, 0, sizeof(*k));
-		k->qname = dup_col(q, 0);
-		k->path = dup_col(q, 1);
-		k->size = sqlite3_column_type(q, 2) == SQLITE_NULL ? -2 : sqlite3_column_int64(q, 2);
-		k->mtime_ns = sqlite3_column_type(q, 3) == SQLITE_NULL ? -2
-								     : sqlite3_column_int64(q, 3);
-		k->sha = dup_col(q, 4);
-		k->etag = dup_col(q, 5);
-		if (!k->qname || !k->path || !k->sha || !k->etag)
+		/* the numbers read as numbers (a text read would convert them first) */
+		long long size = col_int(q, 2), mtime_ns = col_int(q, 3);
+		if (st__ix_known_add(ks, (const char *)sqlite3_column_text(q, 0),
+				     (const char *)sqlite3_column_text(q, 1), size, mtime_ns,
+				     (const char *)sqlite3_column_text(q, 4),
+				     (const char *)sqlite3_column_text(q, 5)))
 			break;
-		st_strmap_slot *sl = st_strmap_put(&ks->by, k->qname, &created);
-		if (!sl)
-			break;
-		sl->a = ks->n;
 	}
 	if (src == SQLITE_ROW)
 		rc = st__err(err, ST_ENOMEM, "out of memory");

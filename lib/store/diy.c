@@ -348,13 +348,14 @@ static int add_info(diy_backend *b, st_stack_info **arr, size_t *n, size_t *cap,
 		memset(si, 0, sizeof(*si));
 		si->name = st_strdup(name);
 		si->project = project ? st_strdup(project) : NULL;
-		si->qname = project ? st_asprintf("organization/%s/%s", project, name)
+		si->qname = project ? st_strconcat("organization/", project, "/", name, (char *)NULL)
 				    : st_strdup(name);
 		if (!si->name || (project && !si->project) || !si->qname)
 			return ST_ENOMEM;
 	}
-	si->key = st_strdup(e->key);
 	si->path = st__store_local_path(b->store, e->key);
+	si->key = e->key; /* taken: the listing's entries are freed next */
+	e->key = NULL;
 	si->size = e->info.size;
 	si->mtime_ns = e->info.mtime_ns;
 	memcpy(si->etag, e->info.etag, sizeof(si->etag));
@@ -405,8 +406,8 @@ static int diy_list(st_backend *bb, st_stack_info **out, size_t *count, st_error
 		st_stack_infos_free(arr, na);
 		return st__err(err, rc, "out of memory");
 	}
-	if (na)
-		qsort(arr, na, sizeof(*arr), cmp_info);
+	if (!st__sorted(arr, na, sizeof(*arr), cmp_info))
+		qsort(arr, na, sizeof(*arr), cmp_info); /* the keys' order is mostly this one */
 	*out = arr;
 	*count = na;
 	return ST_OK;

@@ -21,6 +21,37 @@ char *st_strndup(const char *s, size_t n)
 	return p;
 }
 
+char *st_strconcat(const char *first, ...)
+{
+	va_list ap;
+	size_t n = 0;
+	char *p, *w;
+	va_start(ap, first);
+	for (const char *a = first; a; a = va_arg(ap, const char *))
+		n += strlen(a);
+	va_end(ap);
+	if (!(p = w = malloc(n + 1)))
+		return NULL;
+	va_start(ap, first);
+	for (const char *a = first; a; a = va_arg(ap, const char *)) {
+		size_t k = strlen(a);
+		memcpy(w, a, k);
+		w += k;
+	}
+	va_end(ap);
+	*w = '\0';
+	return p;
+}
+
+int st__sorted(const void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	const char *p = base;
+	for (size_t i = 1; i < n; i++)
+		if (cmp(p + (i - 1) * size, p + i * size) > 0)
+			return 0;
+	return 1;
+}
+
 char *st_asprintf(const char *fmt, ...)
 {
 	va_list ap;
