@@ -17,6 +17,28 @@ static void write_gzip(const char *path, const char *data, size_t len)
 	gzclose(g);
 }
 
+/* st_sha256_hex: the same digests below and above the size where OpenSSL takes over from
+ * libsodium (4096 bytes), and for a million bytes (FIPS 180-2's "a" x 1,000,000). */
+static void test_sha256(void **state)
+{
+	(void)state;
+	char hex[65];
+	unsigned char *b = malloc(1000000);
+	assert_non_null(b);
+	st_sha256_hex("abc", 3, hex);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	for (size_t i = 0; i < 4096; i++)
+		b[i] = (unsigned char)(i * 7);
+	st_sha256_hex(b, 4095, hex);
+	assert_string_equal(hex, "6f18519264a07cbda54c9b4994ae2255353e34654ecbedb0bc71400fc29516de");
+	st_sha256_hex(b, 4096, hex);
+	assert_string_equal(hex, "d010f6d76d0eb4dce5d5b5b34014a8a157ec4380a66c24d7d455a9bf652db14a");
+	memset(b, 'a', 1000000);
+	st_sha256_hex(b, 1000000, hex);
+	assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	free(b);
+}
+
 static void test_gzip_read(void **state)
 {
 	(void)state;
@@ -332,6 +354,7 @@ static void test_pair_write_streamed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sha256),
 		cmocka_unit_test(test_gzip_read),
 		cmocka_unit_test(test_gzip_bomb_and_zstd),
 		cmocka_unit_test(test_atomic_write_backup_mode),
