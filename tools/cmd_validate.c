@@ -158,7 +158,7 @@ static int lazy_report(vrun *v, int rc, st_state *s, st_error *err, const char *
 		add_failure(&p, rc, err);
 	report(v, shown, &p, nres, "state");
 	st_problems_clear(&p);
-	st_state_free(s);
+	cli_state_done(s);
 	return 1;
 }
 
