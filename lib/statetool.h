@@ -1250,10 +1250,12 @@ ST_EXTERN json_t *st_import_generate(st_state *s, const size_t *idx, size_t n, s
  * another version is rebuilt; a corrupt file is moved aside and rebuilt, with a note. Version
  * 2 added stacks.etag (the store's tag of a stack's object, which decides with its size and
  * time whether a stack in an object store changed, without a download); version 3 keeps each
- * URN of a stack once (urns), referred to by number, so the index is smaller than the states.
+ * URN of a stack once (urns), referred to by number, so the index is smaller than the states;
+ * version 5 keeps urns WITHOUT ROWID on SQLite (a row's URN, parent and provider are each one
+ * b-tree search).
  */
 
-#define ST_INDEX_SCHEMA_VERSION 4
+#define ST_INDEX_SCHEMA_VERSION 5
 
 
 typedef struct st_index st_index;

@@ -11,7 +11,8 @@ const char *const st__ix_table_names[IX_NTABLES] = {"urns", "resource_rows", "ed
 						    "providers", "pending", "secrets"};
 const int st__ix_table_ncols[IX_NTABLES] = {3, 19, 5, 6, 3, 3};
 
-/* {ID}: the stacks' key; {INT}: an integer; {VIEW}: a view made once. Everything else is the same SQL on both.
+/* {ID}: the stacks' key; {INT}: an integer; {VIEW}: a view made once; {WR}: WITHOUT ROWID on
+ * SQLite. Everything else is the same SQL on both.
  *
  * Schema 3: a stack's URNs are kept once, in `urns` (numbered per stack); resource_rows and
  * edge_rows refer to them by number (edges were most of an index that kept full URNs, larger
@@ -27,7 +28,7 @@ static const char schema[] =
 	"  envelope TEXT, resources {INT}, indexed_at TEXT, etag TEXT);"
 	"CREATE TABLE IF NOT EXISTS urns ("
 	"  stack_id {INT} NOT NULL, n {INT} NOT NULL, urn TEXT NOT NULL,"
-	"  PRIMARY KEY (stack_id, n));"
+	"  PRIMARY KEY (stack_id, n)){WR};"
 	"CREATE INDEX IF NOT EXISTS urns_urn ON urns(urn);"
 	"CREATE TABLE IF NOT EXISTS resource_rows ("
 	"  stack_id {INT} NOT NULL, position {INT} NOT NULL, urn_n {INT} NOT NULL, type TEXT,"
@@ -104,6 +105,11 @@ char *st__ix_schema_sql(int pg)
 		} else if (!strncmp(p, "{VIEW}", 6)) {
 			st_buf_adds(&b, pg ? "CREATE OR REPLACE VIEW" : "CREATE VIEW IF NOT EXISTS");
 			p += 6;
+		} else if (!strncmp(p, "{WR}", 4)) {
+			/* SQLite: the rows in their key's b-tree (a URN looked up by (stack, n) is
+			 * one search, not a search of the key's index and then of the table) */
+			st_buf_adds(&b, pg ? "" : " WITHOUT ROWID");
+			p += 4;
 		} else if (!strncmp(p, "{INT}", 5)) {
 			st_buf_adds(&b, in);
 			p += 5;

@@ -89,7 +89,11 @@ run "sql two statements" st query --backend "$B" --sql "SELECT 1; SELECT 2"
 check_rc 2
 run "schema version" st query --backend "$B" --sql "SELECT value FROM meta WHERE key = 'schema_version'"
 check_out "value
-4"
+5"
+# schema 5: a URN found by (stack, n) in one b-tree search
+run "urns without rowid" st query --backend "$B" --csv --sql "SELECT sql LIKE '%WITHOUT ROWID' AS wr FROM sqlite_master WHERE name = 'urns'"
+check_out "wr
+1"
 
 # renamed, deleted, corrupted stacks
 mv "$B/.pulumi/stacks/data/eu.json" "$B/.pulumi/stacks/data/europe.json"
@@ -130,7 +134,7 @@ check_rc 1; check_err_has "no index at"
 run "old schema set up" sqlite3 "$T/f.sqlite" "UPDATE meta SET value='0' WHERE key='schema_version'"
 check_rc 0
 run "old schema" st index update --db "$T/f.sqlite" "$T/pt.json"
-check_rc 0; check_err_has "the index had schema version 0; rebuilt as version 4"
+check_rc 0; check_err_has "the index had schema version 0; rebuilt as version 5"
 # an index of schema 2 (resources and edges were tables, with full URNs; now views): rebuilt
 sqlite3 "$T/v2.sqlite" "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('schema_version', '2');
 CREATE TABLE stacks (id INTEGER PRIMARY KEY, qname TEXT UNIQUE NOT NULL, project TEXT, stack TEXT, path TEXT, size INTEGER, mtime_ns INTEGER, sha256 TEXT, version INTEGER, envelope TEXT, resources INTEGER, indexed_at TEXT, etag TEXT);
@@ -140,10 +144,10 @@ CREATE TABLE providers (stack_id INTEGER NOT NULL, urn TEXT NOT NULL, id TEXT, r
 CREATE TABLE pending (stack_id INTEGER NOT NULL, urn TEXT, type TEXT); CREATE TABLE secrets (stack_id INTEGER NOT NULL, urn TEXT, path TEXT);
 INSERT INTO stacks (id, qname) VALUES (1, 'organization/old/gone'); INSERT INTO resources (stack_id, position, urn) VALUES (1, 0, 'urn:pulumi:gone::old::a:b:C::x')"
 run "schema 2 rebuilt" st index update --db "$T/v2.sqlite" "$T/pt.json"
-check_rc 0; check_err_has "the index had schema version 2; rebuilt as version 4"
+check_rc 0; check_err_has "the index had schema version 2; rebuilt as version 5"
 run "schema 2 rebuilt: the new rows only" st query --db "$T/v2.sqlite" --csv --sql "SELECT (SELECT count(*) FROM stacks) AS stacks, (SELECT count(*) FROM resources WHERE urn LIKE '%gone%') AS old, (SELECT value FROM meta WHERE key = 'schema_version') AS v"
 check_rc 0; check_out "stacks,old,v
-1,0,4"
+1,0,5"
 
 # readers during updates never fail and never see a half-written stack: each round rewrites
 # every stack file (another layout, so another size) and reindexes all of them

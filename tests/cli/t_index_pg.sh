@@ -200,12 +200,12 @@ CREATE TABLE edges (stack_id BIGINT NOT NULL, from_urn TEXT NOT NULL, kind TEXT 
 INSERT INTO stacks (id, qname) VALUES (1, 'organization/old/gone'); INSERT INTO resources VALUES (1, 0, 'urn:pulumi:gone::old::a:b:C::x')" >/dev/null
 PGV="$ST_TEST_PG_URL?sslmode=disable&search_path=${SCHEMA}_v"
 run "schema 2 on postgres: a query says to rebuild" st query --db "$PGV" --type x
-check_rc 1; check_err_has "has schema version 2, not 4; run \`statetool index update\` to rebuild it"
+check_rc 1; check_err_has "has schema version 2, not 5; run \`statetool index update\` to rebuild it"
 run "schema 2 on postgres rebuilt" st index update --backend "$B" --db "$PGV"
-check_rc 0; check_err_has "the index had schema version 2; rebuilt as version 4"; check_out_has "14 indexed"
+check_rc 0; check_err_has "the index had schema version 2; rebuilt as version 5"; check_out_has "14 indexed"
 run "schema 2 on postgres rebuilt: the new rows only" st query --db "$PGV" --csv --sql "SELECT (SELECT count(*) FROM stacks) AS stacks, (SELECT count(*) FROM resources WHERE urn LIKE '%gone%') AS old, (SELECT value FROM meta WHERE key = 'schema_version') AS v"
 check_rc 0; check_out "stacks,old,v
-14,0,4"
+14,0,5"
 
 run "index --help names the URL's forms" st index update --help
 check_rc 0; check_out_has "postgres://[USER[:PASSWORD]@][HOST][:PORT][/DATABASE][?PARAMS]"
