@@ -404,32 +404,6 @@ void st__store_copy_enable(int on);
 
 /* How many lazy parses kept at least one skeleton (for the tests). */
 unsigned long st__json_skims(void);
-/* A document that arrives while it is parsed (a store's download, lib/store/streamload.c):
- * `base` will hold `total` bytes; the producer fills it in order and publishes with
- * st__jstream_put (bytes [0, avail) are there and never change again) and st__jstream_end
- * (state 1: all there; -1: no more will come). Initialise with st__jstream_init. */
-typedef struct st__jstream {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	const unsigned char *base;
-	size_t total;
-	size_t avail; /* under mu */
-	int state;    /* under mu: 0 arriving, 1 complete, -1 stopped */
-} st__jstream;
-void st__jstream_init(st__jstream *s, const void *base, size_t total);
-void st__jstream_put(st__jstream *s, size_t avail);
-void st__jstream_end(st__jstream *s, int state);
-/* Waits for the end: 1 complete, -1 stopped. */
-int st__jstream_wait(st__jstream *s);
-void st__jstream_destroy(st__jstream *s);
-/* Parses the document as it arrives, with st__json_parse_ex's result in every case: the
- * parser waits at the start of each array element and object member until 1 MiB past it is
- * there; the second thread of a big document starts once the whole has arrived. When the
- * parse fails or the stream stops, the attempt's tree, warnings and error are dropped and
- * *retry is set: the caller parses the whole document once it has it. */
-int st__json_parse_stream(json_t **out, st__jstream *stream, const char *name,
-			  st_style *style_out, st_problems *problems, int *retry, st_error *err);
-
 /* Pulumi's special-value signature key, the signature of a secret ({ST_SIG_KEY: ST_SIG_SECRET,
  * "ciphertext" or "plaintext"}), and that of a bytestring (feature "bytestring" of deployment
  * version 4). The one definition of each: every module uses these. */

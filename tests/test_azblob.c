@@ -879,10 +879,10 @@ static void test_azurite_faults(void **state)
 
 /* Wrong key, missing container, unreachable endpoint: each says so, names azblob and the
  * variables read, never the key. */
-/* A document for the streamed read: an array of objects, with a duplicate key and invalid
+/* A document for st__store_load_json: an array of objects, with a duplicate key and invalid
  * UTF-8 past its middle (two warnings), a nested string longer than `longstr` bytes (0: none),
  * and `tail` appended (a broken end). New. */
-static char *stream_doc(size_t n, size_t longstr, const char *tail, size_t *len)
+static char *load_doc(size_t n, size_t longstr, const char *tail, size_t *len)
 {
 	st_buf b;
 	st_buf_init(&b);
@@ -906,8 +906,8 @@ static char *stream_doc(size_t n, size_t longstr, const char *tail, size_t *len)
 	return st_buf_take(&b, len);
 }
 
-/* The streamed read of `key` gives exactly what a whole read and st_json_parse give. */
-static void stream_same(st_store *s, const char *key, const char *doc, size_t len)
+/* st__store_load_json of `key` gives exactly what st_json_parse of the bytes gives. */
+static void load_same(st_store *s, const char *key, const char *doc, size_t len)
 {
 	json_t *a = NULL, *b = NULL;
 	st_problems pa = {0}, pb = {0};
@@ -939,11 +939,11 @@ static void stream_same(st_store *s, const char *key, const char *doc, size_t le
 	st_problems_clear(&pb);
 }
 
-/* A state parsed as it downloads (lib/store/streamload.c): the same tree, style, warnings and
- * errors as a whole read, also when the answer is cut and sent again, when the document is
- * compressed, broken, or holds a string longer than the parser's look-ahead, and on one thread
- * or two. */
-static void test_azurite_stream(void **state)
+/* A stack's JSON read from a store (st__store_load_json, st_backend_load_json's path): the same
+ * tree, style, warnings and errors as st_json_parse of the bytes, also when the answer is cut
+ * and sent again, when the document is compressed, broken, or holds a long string, and on one
+ * thread or two. */
+static void test_azurite_load_json(void **state)
 {
 	char *c, *doc, *gz, via[32];
 	size_t len, gzlen;
@@ -961,44 +961,39 @@ static void test_azurite_stream(void **state)
 	direct = open_at(c, "p", NULL, 1);
 	s = open_at(c, "p", via, 0);
 	st_set_net(NULL, NULL);
-	st__store_stream_test(1024);
 	for (int split = 0; split < 2; split++) {
 		st__json_split_test(split ? 64 * 1024 : 0);
-		doc = stream_doc(8000, 0, "", &len);
+		doc = load_doc(8000, 0, "", &len);
 		assert_int_equal(st_store_write(direct, "s.json", doc, len, NULL, NULL), ST_OK);
-		unsigned long n0 = st__store_streamed();
 		server_plan(p, pass, 1);
-		stream_same(s, "s.json", doc, len);
-		assert_int_equal(st__store_streamed(), n0 + 1);
-		/* the first answer cut half-way, the second whole: parsed from the whole */
+		load_same(s, "s.json", doc, len);
+		/* the first answer cut half-way, the second whole */
 		action cut[] = {{A_FORWARD_CUT, 0, NULL, NULL}, PASS};
 		server_plan(p, cut, 2);
-		stream_same(s, "s.json", doc, len);
+		load_same(s, "s.json", doc, len);
 		assert_int_equal(p->next, 2);
-		assert_int_equal(st__store_streamed(), n0 + 1);
 		assert_int_equal(st__gzip_bytes(doc, len, &gz, &gzlen, NULL), ST_OK);
 		assert_int_equal(st_store_write(direct, "s.json.gz", gz, gzlen, NULL, NULL), ST_OK);
 		server_plan(p, pass, 1);
-		stream_same(s, "s.json.gz", doc, len);
-		assert_int_equal(st__store_streamed(), n0 + 1);
+		load_same(s, "s.json.gz", doc, len);
 		free(gz);
 		free(doc);
 		/* a string longer than the look-ahead; a broken end */
-		doc = stream_doc(2000, 5u << 20, "", &len);
+		doc = load_doc(2000, 5u << 20, "", &len);
 		assert_int_equal(st_store_write(direct, "s.json", doc, len, NULL, NULL), ST_OK);
 		server_plan(p, pass, 1);
-		stream_same(s, "s.json", doc, len);
+		load_same(s, "s.json", doc, len);
 		free(doc);
-		doc = stream_doc(8000, 0, "]", &len);
+		doc = load_doc(8000, 0, "]", &len);
 		assert_int_equal(st_store_write(direct, "s.json", doc, len, NULL, NULL), ST_OK);
 		server_plan(p, pass, 1);
-		stream_same(s, "s.json", doc, len);
+		load_same(s, "s.json", doc, len);
 		free(doc);
-		doc = stream_doc(8000, 0, "", &len);
+		doc = load_doc(8000, 0, "", &len);
 		doc[len / 2] = '#';
 		assert_int_equal(st_store_write(direct, "s.json", doc, len, NULL, NULL), ST_OK);
 		server_plan(p, pass, 1);
-		stream_same(s, "s.json", doc, len);
+		load_same(s, "s.json", doc, len);
 		free(doc);
 	}
 	/* a missing object: the read's own error */
@@ -1010,7 +1005,6 @@ static void test_azurite_stream(void **state)
 			 ST_ENOTFOUND);
 	assert_null(v);
 	st__json_split_test(0);
-	st__store_stream_test(0);
 	server_stop(p);
 	st_store_free(s);
 	st_store_free(direct);
@@ -1107,7 +1101,7 @@ int main(void)
 		cmocka_unit_test(test_fake_answers),
 		cmocka_unit_test(test_azurite_blocks),   cmocka_unit_test(test_azurite_listing),
 		cmocka_unit_test(test_azurite_faults),   cmocka_unit_test(test_azurite_errors),
-		cmocka_unit_test(test_azurite_stream),
+		cmocka_unit_test(test_azurite_load_json),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -562,109 +562,6 @@ static void test_split_limits_and_shapes(void **state)
 	}
 }
 
-/* A document streamed by a feeder thread in chunks: the parse waits where the bytes end; a
- * stream that stops part-way gives no tree and asks for the whole (*retry), having read nothing
- * past what was there. */
-typedef struct feed {
-	st__jstream *js;
-	const char *doc;
-	size_t len, chunk, stop_at;
-} feed;
-
-static void *feeder(void *arg)
-{
-	feed *f = arg;
-	char *buf = (char *)f->js->base;
-	size_t got = 0;
-	while (got < f->len) {
-		size_t n = f->len - got < f->chunk ? f->len - got : f->chunk;
-		if (f->stop_at && got >= f->stop_at) {
-			st__jstream_end(f->js, -1);
-			return NULL;
-		}
-		memcpy(buf + got, f->doc + got, n);
-		got += n;
-		st__jstream_put(f->js, got);
-		if (got % (f->chunk * 8) == 0)
-			usleep(200);
-	}
-	st__jstream_end(f->js, 1);
-	return NULL;
-}
-
-static void stream_case(const char *doc, size_t len, size_t chunk, size_t stop_at)
-{
-	json_t *a = NULL, *b = NULL;
-	st_problems pa = {0}, pb = {0};
-	st_style sa, sb;
-	st_error ea, eb;
-	st__jstream js;
-	pthread_t th;
-	int retry = 0;
-	/* (the bytes past what arrived are poison for a reader that went there) */
-	char *buf = malloc(len + 1);
-	assert_non_null(buf);
-	memset(buf, 0xff, len + 1);
-	memset(&sa, 0, sizeof(sa));
-	memset(&sb, 0, sizeof(sb));
-	st_error_clear(&ea);
-	st_error_clear(&eb);
-	int ra = st_json_parse(&a, doc, len, "d", NULL, &sa, &pa, &ea);
-	st__jstream_init(&js, buf, len);
-	feed f = {&js, doc, len, chunk, stop_at};
-	assert_int_equal(pthread_create(&th, NULL, feeder, &f), 0);
-	int rb = st__json_parse_stream(&b, &js, "d", &sb, &pb, &retry, &eb);
-	pthread_join(th, NULL);
-	if (stop_at) {
-		assert_int_equal(retry, 1);
-		assert_null(b);
-		assert_int_equal(pb.count, 0);
-	} else {
-		if (retry) /* as the caller does: the whole, once it is there */
-			rb = st_json_parse(&b, buf, len, "d", NULL, &sb, &pb, &eb);
-		assert_int_equal(ra, rb);
-		if (ra == ST_OK) {
-			assert_true(json_equal(a, b));
-			assert_memory_equal(&sa, &sb, sizeof(sa));
-		} else {
-			assert_string_equal(ea.message, eb.message);
-		}
-		assert_int_equal(pa.count, pb.count);
-		for (size_t i = 0; i < pa.count; i++)
-			assert_string_equal(pa.items[i].pointer, pb.items[i].pointer);
-	}
-	st__jstream_destroy(&js);
-	json_decref(a);
-	json_decref(b);
-	st_problems_clear(&pa);
-	st_problems_clear(&pb);
-	free(buf);
-}
-
-static void test_stream_same_result(void **state)
-{
-	st_buf d;
-	(void)state;
-	st_buf_init(&d);
-	st_buf_adds(&d, "{\"resources\": [");
-	for (int i = 0; i < 40000; i++)
-		st_buf_printf(&d, "%s{\"urn\": \"u%d\", \"v\": [%d, 1.5, \"\\u00e9\", {\"k\": null}]%s}",
-			      i ? ",\n" : "", i, i, i == 30000 ? ", \"k\": 1, \"k\": \"\xc3\"" : "");
-	st_buf_adds(&d, "], \"tail\": true}\n");
-	for (int split = 0; split < 2; split++) {
-		st__json_split_test(split ? 64 * 1024 : 0);
-		stream_case(d.data, d.len, 4096, 0);
-		stream_case(d.data, d.len, 1u << 20, 0);
-		stream_case(d.data, d.len, 4096, d.len / 3); /* stopped */
-		stream_case(d.data, d.len - 3, 4096, 0);     /* cut: an error */
-	}
-	st__json_split_test(0);
-	stream_case("123456", 6, 2, 0);
-	stream_case("  [1, 2", 7, 1, 0);
-	stream_case("\xef\xbb\xbf{}", 5, 1, 0);
-	st_buf_free(&d);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -681,7 +578,6 @@ int main(void)
 		cmocka_unit_test(test_write_read_equal),
 		cmocka_unit_test(test_split_same_result),
 		cmocka_unit_test(test_split_limits_and_shapes),
-		cmocka_unit_test(test_stream_same_result),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -562,7 +562,6 @@ static json_t *parse_object(parser *ps)
 		json_t *val;
 		int bad;
 
-		stream_gate(ps);
 		skip_ws(ps);
 		if (ps->p >= ps->end || *ps->p != '"') {
 			st__json_fail_char(ps, "looking for beginning of object key string");
@@ -664,7 +663,6 @@ static json_t *parse_array(parser *ps)
 	for (;;) {
 		json_t *val;
 		ps->frames[ps->nframes - 1].index = idx;
-		stream_gate(ps);
 		skip_ws(ps);
 		val = st__json_parse_value(ps);
 		if (!val)
@@ -827,15 +825,6 @@ int st__json_parse_sk(json_t **out, const char *buf, size_t len, const char *nam
 		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 		      int mapped, int threads, unsigned *features, skim *sk, st_error *err)
 {
-	return st__json_parse_core(out, buf, len, NULL, name, limits, style_out, problems, mapped,
-				   threads, features, sk, err);
-}
-
-int st__json_parse_core(json_t **out, const char *buf, size_t len, st__jstream *stream,
-			const char *name, const st_parse_limits *limits, st_style *style_out,
-			st_problems *problems, int mapped, int threads, unsigned *features,
-			skim *sk, st_error *err)
-{
 	parser ps;
 	split spl;
 	json_t *v;
@@ -846,11 +835,6 @@ int st__json_parse_core(json_t **out, const char *buf, size_t len, st__jstream *
 	ps.start = (const unsigned char *)buf;
 	ps.p = ps.start;
 	ps.end = ps.start + len;
-	if (stream) {
-		ps.stream = stream;
-		ps.end = ps.start;
-		st__json_stream_more(&ps);
-	}
 	ps.max_depth = limits && limits->max_depth ? limits->max_depth : ST_DEFAULT_MAX_DEPTH;
 	ps.max_string = limits ? limits->max_string : 0;
 	ps.name = name;
@@ -880,16 +864,6 @@ int st__json_parse_core(json_t **out, const char *buf, size_t len, st__jstream *
 	st__json_split_start(&ps, &spl, threads);
 	v = st__json_parse_value(&ps);
 	st__json_split_end(&ps);
-	if (v && stream) {
-		/* the rest (white space) and the style need the whole */
-		if (st__jstream_wait(stream) != 1) {
-			json_decref(v);
-			v = NULL;
-			ps.code = ST_EIO;
-		}
-		ps.end = ps.start + len;
-		ps.stream = NULL;
-	}
 	if (v) {
 		skip_ws(&ps);
 		if (ps.p < ps.end) {

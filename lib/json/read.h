@@ -71,8 +71,6 @@ typedef struct parser {
 	struct split *sp;
 	/* the lazy load's scanner (NULL: a full parse) */
 	skim *sk;
-	/* a document still arriving (NULL: all there): `end` is where its bytes end so far */
-	st__jstream *stream;
 	/* The first top-level "version" (any case) whose number Go's int cannot take ("3.0"):
 	 * the literal is needed for Go's message, and the tree keeps only the double. */
 	char vlit[48];
@@ -133,20 +131,6 @@ int st__json_parse_sk(json_t **out, const char *buf, size_t len, const char *nam
 		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 		      int mapped, int threads, unsigned *features, skim *sk, st_error *err);
 
-/* How far ahead of the cursor a streamed document must be there at each array element and
- * object member (a token longer than that fails the attempt, and the whole is parsed again) */
-#define STREAM_AHEAD (1u << 20)
-void st__json_stream_more(parser *ps);
-/* st__json_parse_ex on a document that may still be arriving (stream: NULL when not). */
-int st__json_parse_core(json_t **out, const char *buf, size_t len, st__jstream *stream,
-			const char *name, const st_parse_limits *limits, st_style *style_out,
-			st_problems *problems, int mapped, int threads, unsigned *features,
-			skim *sk, st_error *err);
-static inline void stream_gate(parser *ps)
-{
-	if (ps->stream && ps->end - ps->p < (ptrdiff_t)STREAM_AHEAD)
-		st__json_stream_more(ps);
-}
 
 /* The parser's steps the split uses (lib/json/read.c). */
 void st__json_release_pages(parser *ps);

@@ -238,15 +238,6 @@ static void *split_main(void *arg)
 	split *sp = arg;
 	size_t depth = 0, pos, unknown = 0;
 
-	if (sp->cfg.stream) {
-		/* a document still arriving: the scan and the second part read the whole */
-		if (st__jstream_wait(sp->cfg.stream) != 1 || atomic_load(&sp->cancel)) {
-			atomic_compare_exchange_strong(&sp->pos, &unknown, SPLIT_NONE);
-			return NULL;
-		}
-		sp->cfg.end = sp->cfg.start + sp->cfg.stream->total;
-		sp->cfg.stream = NULL;
-	}
 	pos = split_scan(sp, &depth);
 
 	if (!atomic_compare_exchange_strong(&sp->pos, &unknown, pos))
@@ -360,11 +351,6 @@ __attribute__((noinline)) int st__json_split_join(parser *ps, json_t *arr, size_
 		st__json_split_end(ps);
 		return -1;
 	}
-	if (ps->stream) {
-		/* the second part was parsed from the whole document, so all of it is there */
-		ps->end = ps->start + ps->stream->total;
-		ps->stream = NULL;
-	}
 	ps->p = sp->end;
 	st__json_split_end(ps);
 	return 1;
@@ -382,7 +368,7 @@ void st__json_split_test(size_t min)
  * table, or the tests' size) and threads may be used (the call's choice). */
 void st__json_split_start(parser *ps, split *sp, int threads)
 {
-	size_t len = ps->stream ? ps->stream->total : (size_t)(ps->end - ps->start);
+	size_t len = (size_t)(ps->end - ps->start);
 	size_t test_min = atomic_load(&split_test_min);
 	json_t *seed;
 

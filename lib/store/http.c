@@ -290,16 +290,7 @@ typedef struct attempt {
 	size_t up_off; /* the upload's position */
 	int up_errno;  /* a failed read of the body's file */
 	int sent;      /* request lines sent (libcurl may send a request again by itself) */
-	CURL *curl;
-	int sink;      /* the thread's sink takes the body: 0 not asked yet, 1 yes, -1 no */
 } attempt;
-
-static __thread const st_http_sink *thread_sink;
-
-void st__http_set_sink(const st_http_sink *sink)
-{
-	thread_sink = sink;
-}
 
 /* Counts the request lines libcurl sends: on a kept-alive connection that dies before any
  * answer, libcurl sends the request again on a new one within the same attempt, so the first
@@ -367,19 +358,6 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *ctx)
 {
 	attempt *a = ctx;
 	size_t n = size * nmemb;
-	if (!a->sink) {
-		const st_http_sink *k = thread_sink;
-		a->sink = -1;
-		if (k && !strcmp(a->req->method, "GET")) {
-			long status = 0;
-			const char *cl = st__http_hdrs_get(&a->resp->headers, "content-length");
-			curl_easy_getinfo(a->curl, CURLINFO_RESPONSE_CODE, &status);
-			if (k->start(k->ctx, status, cl ? strtoll(cl, NULL, 10) : -1))
-				a->sink = 1;
-		}
-	}
-	if (a->sink == 1)
-		return thread_sink->body(thread_sink->ctx, p, n) ? n : 0;
 	if (a->body.len + n > a->max) {
 		a->too_big = 1;
 		return 0;
@@ -650,7 +628,6 @@ static int attempt_once(st_http *h, const st_http_req *r, st_http_resp *resp, ch
 	memset(&a, 0, sizeof(a));
 	a.req = r;
 	a.resp = resp;
-	a.curl = h->curl;
 	a.max = r->max_body ? r->max_body : ST_DEFAULT_MAX_FILE;
 	st_buf_init(&a.body);
 	hdrs_clear(&resp->headers);

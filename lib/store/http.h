@@ -133,19 +133,6 @@ void st__http_free(st_http *h);
  * ST_ENOMEM, or what the signing callback returned. */
 int st__http_do(st_http *h, const st_http_req *req, st_http_resp *resp, st_error *err);
 
-/* A taker of answers' bodies for the calling thread's requests (a store's download read as it
- * arrives, lib/store/streamload.c). */
-typedef struct st_http_sink {
-	/* before the first body byte of an answer to a GET: its status and Content-Length (-1:
-	 * none). 1: this answer's body goes to `body` (the answer's own body stays empty); 0: as
-	 * usual. Called again for each attempt. */
-	int (*start)(void *ctx, long status, long long length);
-	/* the body's bytes, in order; 0 stops the transfer (no answer) */
-	int (*body)(void *ctx, const char *p, size_t n);
-	void *ctx;
-} st_http_sink;
-/* Sets (NULL: removes) the sink of the calling thread's requests (borrowed). */
-void st__http_set_sink(const st_http_sink *sink);
 
 /* Sets err for an answer the store refuses and returns `code` (0: chosen from the status:
  * 401/403 ST_EAUTH, 404 ST_ENOTFOUND, 409/412 ST_ECONFLICT, 400 ST_EINVAL, else ST_EIO):

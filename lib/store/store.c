@@ -398,3 +398,22 @@ char *st_store_where(const st_store *s, const char *key)
 	ST_ASSERT_ARG(key);
 	return st__store_where(s, key);
 }
+
+int st__store_load_json(st_store *s, const char *key, size_t max, const char *where,
+			json_t **out, st_style *style, st_problems *problems, st_error *err)
+{
+	char *data = NULL, *plain = NULL;
+	size_t len = 0, plen = 0;
+	int rc;
+
+	*out = NULL;
+	if (!max)
+		max = ST_DEFAULT_MAX_FILE;
+	rc = st_store_read(s, key, max, &data, &len, NULL, err);
+	if (rc == ST_OK)
+		rc = st__decompress(data, len, max, where, &plain, &plen, NULL, err); /* data stolen */
+	if (rc == ST_OK)
+		rc = st_json_parse(out, plain, plen, where, NULL, style, problems, err);
+	free(plain);
+	return rc;
+}

@@ -109,15 +109,10 @@ int st__store_file_check(const st_store *s, const char *key, st_error *err);
 int st__state_write_store(st_state *s, st_store *store, const char *key,
 			  const st_store_write_opts *wo, const st__wcfg *cfg, st_error *err);
 
-/* A stack's JSON from a key of a store (lib/store/streamload.c): read, decompressed when it is,
- * parsed; a network store's object is parsed as it downloads, with the same result. `where`
- * names it in messages; max 0: ST_DEFAULT_MAX_FILE. */
+/* A stack's JSON from a key of a store (lib/store/store.c): read whole, decompressed when it
+ * is, parsed. `where` names it in messages; max 0: ST_DEFAULT_MAX_FILE. */
 int st__store_load_json(st_store *s, const char *key, size_t max, const char *where,
 			json_t **out, st_style *style, st_problems *problems, st_error *err);
-/* The tests' size from which an object is parsed as it downloads (0: the default, 4 MiB). */
-void st__store_stream_test(size_t min);
-/* How many reads were parsed as they downloaded (the tests' check). */
-unsigned long st__store_streamed(void);
 
 /* A store for one plain file named by `path`: the file store at its directory. *key (new) is
  * the file's key there. */
