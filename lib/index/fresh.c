@@ -61,9 +61,9 @@ static int compare(known_set *ks, st_store *store, const st_stack_info *infos, s
 		   st_index_stale_stack **res, size_t *nr)
 {
 	for (size_t i = 0; i < n; i++) {
-		/* a local stack's path is its place; another store's, st_store_where's */
-		char *owned = infos[i].path ? NULL : st_store_where(store, infos[i].key);
-		const char *where = infos[i].path ? infos[i].path : owned;
+		/* the place the index records for it (st__ix_where) */
+		char *owned = st__ix_where(store, infos[i].key);
+		const char *where = owned;
 		const known *h;
 		char kind = 0;
 		if (!where)

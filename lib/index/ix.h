@@ -131,6 +131,10 @@ int st__ix_known_add(known_set *ks, const char *qname, const char *path, long lo
 		     long long mtime_ns, const char *sha, const char *etag);
 /* Reads every stack's row (ks zeroed first): ST_OK, ST_ENOMEM or the index's error. */
 int st__ixs_known_load(st_index *ix, known_set *ks, st_error *err);
+/* The place the index records for `key` of `store` (new string, NULL when out of memory):
+ * st__store_where's, with a relative local path made absolute (the current directory's), so
+ * `--backend b` and `--backend /abs/b` name the same stacks, from any directory. */
+char *st__ix_where(const st_store *store, const char *key);
 /* What the index holds of a stack indexed from `where`, or NULL; marks it listed. */
 const known *st__ixs_known_of(known_set *ks, const char *qname, const char *where);
 void st__ixs_known_free(known_set *ks);

@@ -477,7 +477,7 @@ static int update_one(st_ixpg *p, const char *qname, st_store *store, const char
 		      const st_store_info *info, st_index_stats *stats, st_problems *failures,
 		      st_error *err)
 {
-	char sha[65], osha[65], *where = st__store_where(store, key), *data = NULL, msg[2600];
+	char sha[65], osha[65], *where = st__ix_where(store, key), *data = NULL, msg[2600];
 	size_t len = 0;
 	long long osize;
 	objinfo oi = {where, info->size, info->mtime_ns, info->etag, NULL};

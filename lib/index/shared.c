@@ -4,8 +4,10 @@
 #include "ix.h"
 #include "store/store_impl.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *const st__ix_table_names[IX_NTABLES] = {"urns", "resource_rows", "edge_rows",
 						    "providers", "pending", "secrets"};
@@ -584,6 +586,54 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
 	return sql->oom ? ST_ENOMEM : ST_OK;
 }
 
+/* Drops "." segments, empty segments and a segment before "..", in place, in an absolute
+ * path (lexically: the place is a name the index compares, not a file it opens). */
+static void path_clean(char *p)
+{
+	char *out = p, *seg = p;
+
+	while (*seg) {
+		char *end = seg;
+		while (*end == '/')
+			end++;
+		seg = end;
+		while (*end && *end != '/')
+			end++;
+		size_t n = (size_t)(end - seg);
+		if (n == 1 && seg[0] == '.') {
+			/* nothing */
+		} else if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+			while (out > p && *--out != '/')
+				;
+		} else if (n) {
+			*out++ = '/';
+			memmove(out, seg, n);
+			out += n;
+		}
+		seg = end;
+	}
+	if (out == p)
+		*out++ = '/';
+	*out = '\0';
+}
+
+char *st__ix_where(const st_store *store, const char *key)
+{
+	char *w = st__store_where(store, key), *abs, cwd[PATH_MAX];
+
+	if (!w || w[0] == '/' || strstr(w, "://"))
+		return w;
+	if (!getcwd(cwd, sizeof(cwd))) {
+		/* (no current directory to name: the path as given, as before) */
+		return w;
+	}
+	abs = st_asprintf("%s/%s", cwd, w);
+	free(w);
+	if (abs)
+		path_clean(abs);
+	return abs;
+}
+
 int st__ix_scope_init(ix_scope *sc, const st_store *store)
 {
 	char *w, *mark;
@@ -592,7 +642,7 @@ int st__ix_scope_init(ix_scope *sc, const st_store *store)
 	if (!store)
 		return ST_OK;
 	/* a key no stack has, to find where a key goes in the store's place */
-	if (!(w = st__store_where(store, ".pulumi/\001")))
+	if (!(w = st__ix_where(store, ".pulumi/\001")))
 		return ST_ENOMEM;
 	if (!(mark = strchr(w, '\001'))) { /* cannot happen: every place names its key */
 		free(w);

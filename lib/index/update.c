@@ -496,7 +496,7 @@ static int listed_same(st_store *store, const st_stack_info *in, known_set *ks, 
 {
 	memset(p, 0, sizeof(*p));
 	p->in = in;
-	if (!(p->where = st__store_where(store, in->key)))
+	if (!(p->where = st__ix_where(store, in->key)))
 		return -1;
 	p->k = st__ixs_known_of(ks, in->qname, p->where);
 	if (same_listing(p->k, in)) {

@@ -120,4 +120,15 @@ done
 stale "more than ten" "${want}statetool: warning: and 2 more stacks
 $HINT"
 refresh
+# the same backend named relatively and from another directory: the same stacks (the index
+# records each stack's absolute place), for an update and for a query
+mkdir -p "$T/sub"
+run "relative: update" sh -c 'cd "$1" && "$STATETOOL" index update --backend b --db ix.sqlite' sh "$T"
+check_rc 0; check_out_has "0 indexed (0 resources)"; check_out_has ", 0 removed, 0 failed"
+run "relative: query" sh -c 'cd "$1/sub" && "$STATETOOL" query --backend ./../b --db ../ix.sqlite --protected --csv' sh "$T"
+check_rc 0; check_err_empty
+check_out_has "organization/shop/dev,urn:pulumi:dev::shop::my:index:App\$my:index:Web\$aws:s3/bucket:Bucket::assets"
+run "relative: recorded absolute" st query --db "$SQ" --sql "SELECT count(*) FROM stacks WHERE path NOT LIKE '$T/b/.pulumi/stacks/%'"
+check_rc 0; check_out "count(*)
+0"
 finish
