@@ -92,17 +92,25 @@ start() {
 	stop
 	command -v node >/dev/null || die "azurite: node is missing (apt-get install nodejs)"
 	[ -f "$main" ] || die "azurite: not installed in $home; run: sh tests/servers/ctl install (needs the npm registry)"
-	port=$(pick_port ST_AZURE_PORT 24710) || exit 1
-	mkdir -p "$d/data" || exit 1
-	# setsid: it stays up when the caller's terminal or make is interrupted. In a script (no
-	# job control) the background job is no process group leader, so setsid does not fork
-	# and $! is node's pid.
-	setsid node "$main" --blobHost 127.0.0.1 --blobPort "$port" --location "$d/data" \
-		--skipApiVersionCheck --debug "$d/debug.log" >"$d/azurite.log" 2>&1 </dev/null &
-	echo $! >"$d/azurite.pid"
-	url="http://127.0.0.1:$port/$ACCOUNT?comp=list"
-	wait_for 30 answers_or_died
-	ours "$d/azurite.pid" "$d/data" && http_answers "$url" || fail_log azurite "$d/azurite.log"
+	# twice at most: once (2026-11-24) it died at once with nothing in its log, in a CI run
+	# started seconds after another had stopped its servers; the second try then shows why
+	for try in 1 2; do
+		port=$(pick_port ST_AZURE_PORT 24710) || exit 1
+		mkdir -p "$d/data" || exit 1
+		# setsid: it stays up when the caller's terminal or make is interrupted. In a script
+		# (no job control) the background job is no process group leader, so setsid does not
+		# fork and $! is node's pid.
+		setsid node "$main" --blobHost 127.0.0.1 --blobPort "$port" --location "$d/data" \
+			--skipApiVersionCheck --debug "$d/debug.log" >"$d/azurite.log" 2>&1 </dev/null &
+		echo $! >"$d/azurite.pid"
+		url="http://127.0.0.1:$port/$ACCOUNT?comp=list"
+		wait_for 30 answers_or_died
+		ours "$d/azurite.pid" "$d/data" && http_answers "$url" && break
+		[ "$try" = 2 ] && fail_log azurite "$d/azurite.log" "$d/debug.log"
+		say "azurite: did not answer on $port; once more"
+		stop_pidfile "$d/azurite.pid" "$d/data"
+		rm -rf "$d/data"
+	done
 
 	ep=http://127.0.0.1:$port/$ACCOUNT
 	cat >"$d/env.tmp" <<EOF
