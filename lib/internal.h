@@ -607,6 +607,9 @@ extern const char *const st_known_features[];
 int st_path_is_symlink(const char *path);
 char *st_path_dirname(const char *path);
 char *st_path_join(const char *a, const char *b);
+/* Removes "." and ".." segments (and empty ones) of a path, in place (RFC 3986 5.2.4:
+ * lexically; a ".." above the root stays at the root). Unchanged when out of memory. */
+void st_path_remove_dots(char *path);
 int st_mkdir_p(const char *path, mode_t mode, st_error *err);
 
 /* Random hex (libsodium), n bytes -> 2n chars + NUL in out. */

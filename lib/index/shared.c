@@ -586,37 +586,6 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
 	return sql->oom ? ST_ENOMEM : ST_OK;
 }
 
-/* Drops "." segments, empty segments and a segment before "..", in place, in an absolute
- * path (lexically: the place is a name the index compares, not a file it opens). */
-static void path_clean(char *p)
-{
-	char *out = p, *seg = p;
-
-	while (*seg) {
-		char *end = seg;
-		while (*end == '/')
-			end++;
-		seg = end;
-		while (*end && *end != '/')
-			end++;
-		size_t n = (size_t)(end - seg);
-		if (n == 1 && seg[0] == '.') {
-			/* nothing */
-		} else if (n == 2 && seg[0] == '.' && seg[1] == '.') {
-			while (out > p && *--out != '/')
-				;
-		} else if (n) {
-			*out++ = '/';
-			memmove(out, seg, n);
-			out += n;
-		}
-		seg = end;
-	}
-	if (out == p)
-		*out++ = '/';
-	*out = '\0';
-}
-
 char *st__ix_where(const st_store *store, const char *key)
 {
 	char *w = st__store_where(store, key), *abs, cwd[PATH_MAX];
@@ -630,7 +599,7 @@ char *st__ix_where(const st_store *store, const char *key)
 	abs = st_asprintf("%s/%s", cwd, w);
 	free(w);
 	if (abs)
-		path_clean(abs);
+		st_path_remove_dots(abs); /* a name the index compares, not a file it opens */
 	return abs;
 }
 

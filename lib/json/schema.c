@@ -53,48 +53,6 @@ static char *strip_fragment(const char *uri)
 	return h ? st_strndup(uri, (size_t)(h - uri)) : st_strdup(uri);
 }
 
-/* Removes "." and ".." segments of a path (RFC 3986 5.2.4), in place. */
-static void remove_dots(char *path)
-{
-	size_t n = strlen(path), nseg = 0;
-	char **seg = calloc(n + 2, sizeof(*seg));
-	char *copy = st_strdup(path), *p, *save = NULL;
-	int absolute = path[0] == '/', trailing = n > 0 && path[n - 1] == '/';
-
-	if (!seg || !copy) {
-		free(seg);
-		free(copy);
-		return;
-	}
-	for (p = strtok_r(copy, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
-		trailing = 0;
-		if (!strcmp(p, ".")) {
-			trailing = 1;
-		} else if (!strcmp(p, "..")) {
-			if (nseg)
-				nseg--;
-			trailing = 1;
-		} else {
-			seg[nseg++] = p;
-		}
-	}
-	if (n > 0 && path[n - 1] == '/')
-		trailing = 1;
-	char *o = path;
-	if (absolute)
-		*o++ = '/';
-	for (size_t i = 0; i < nseg; i++) {
-		size_t l = strlen(seg[i]);
-		memmove(o, seg[i], l);
-		o += l;
-		if (i + 1 < nseg || trailing)
-			*o++ = '/';
-	}
-	*o = '\0';
-	free(seg);
-	free(copy);
-}
-
 /* Resolves `ref` against `base` (RFC 3986, enough for schema identifiers). New string. */
 static char *resolve_uri(const char *base, const char *ref)
 {
@@ -164,7 +122,7 @@ static char *resolve_uri(const char *base, const char *ref)
 			if (hash)
 				*hash = save;
 			if (tmp) {
-				remove_dots(tmp);
+				st_path_remove_dots(tmp);
 				size_t prefix = (size_t)(p - r);
 				char *n = frag ? st_asprintf("%.*s%s#%s", (int)prefix, r, tmp, frag)
 					       : st_asprintf("%.*s%s", (int)prefix, r, tmp);

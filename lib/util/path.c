@@ -57,3 +57,45 @@ int st_mkdir_p(const char *path, mode_t mode, st_error *err)
 	free(p);
 	return ST_OK;
 }
+
+/* Removes "." and ".." segments of a path (RFC 3986 5.2.4), in place. */
+void st_path_remove_dots(char *path)
+{
+	size_t n = strlen(path), nseg = 0;
+	char **seg = calloc(n + 2, sizeof(*seg));
+	char *copy = st_strdup(path), *p, *save = NULL;
+	int absolute = path[0] == '/', trailing = n > 0 && path[n - 1] == '/';
+
+	if (!seg || !copy) {
+		free(seg);
+		free(copy);
+		return;
+	}
+	for (p = strtok_r(copy, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
+		trailing = 0;
+		if (!strcmp(p, ".")) {
+			trailing = 1;
+		} else if (!strcmp(p, "..")) {
+			if (nseg)
+				nseg--;
+			trailing = 1;
+		} else {
+			seg[nseg++] = p;
+		}
+	}
+	if (n > 0 && path[n - 1] == '/')
+		trailing = 1;
+	char *o = path;
+	if (absolute)
+		*o++ = '/';
+	for (size_t i = 0; i < nseg; i++) {
+		size_t l = strlen(seg[i]);
+		memmove(o, seg[i], l);
+		o += l;
+		if (i + 1 < nseg || trailing)
+			*o++ = '/';
+	}
+	*o = '\0';
+	free(seg);
+	free(copy);
+}
