@@ -39,6 +39,19 @@ check_same() { if cmp -s "$1" "$2"; then ok; else bad "$1 and $2 differ"; fi; }
 check_file_is() { if printf '%s' "$2" | cmp -s - "$1"; then ok; else bad "$1 is not: $2"; fi; }
 check_absent() { if [ ! -e "$1" ]; then ok; else bad "$1 exists"; fi; }
 
+# skip_or_fail WHAT WHY: this machine lacks WHY's part for a test: skipped with a message, but a
+# failure of WHAT when $CI is set (a skip is a failure in CI).
+skip_or_fail() {
+	: >"$T/out"
+	: >"$T/err"
+	if [ -n "${CI:-}" ]; then
+		current=$1
+		bad "$2 and \$CI is set (a skip is a failure in CI)"
+	else
+		echo "$(basename "$0"): skipped: $2"
+	fi
+}
+
 finish() {
 	echo "$(basename "$0"): $passed passed, $failed failed"
 	[ "$failed" -eq 0 ]

@@ -10,14 +10,7 @@ envfile=${ST_SERVERS_DIR:-/tmp/statetool-servers-$(id -u)}/env
 # shellcheck source=/dev/null
 [ -r "$envfile" ] && . "$envfile"
 if [ -z "${ST_TEST_S3_ENDPOINT:-}" ]; then
-	: >"$T/out"
-	: >"$T/err"
-	if [ -n "${CI:-}" ]; then
-		current="s3 test server"
-		bad "no ST_TEST_S3_ENDPOINT in $envfile and \$CI is set (a skip is a failure in CI)"
-	else
-		echo "t_s3.sh: skipped: no S3 test server in $envfile (sh tests/servers/ctl start radosgw)"
-	fi
+	skip_or_fail "s3 test server" "no S3 test server in $envfile (sh tests/servers/ctl start radosgw)"
 	finish
 	exit
 fi
