@@ -490,7 +490,7 @@ typedef enum st_envelope {
 
 typedef struct st_state st_state;
 
-#define ST_LOAD_OPTS_VERSION 2
+#define ST_LOAD_OPTS_VERSION 3
 
 typedef struct st_load_opts {
 	unsigned version; /* ST_LOAD_OPTS_VERSION */
@@ -510,9 +510,15 @@ typedef struct st_load_opts {
 	 * st_edit_resource) such resources show no `inputs` and `outputs`, or only their special
 	 * values. Loading, its errors and problems are as with 0. */
 	int lazy;
+	/* (version 3) st_backend_load of a DIY stack in a store that is no local directory
+	 * only: the stack's object (borrowed), as st_backend_resolve_key or st_backend_list told
+	 * it, read without listing the stack's objects again (on an object store a listing is a
+	 * round trip); when it has gone since, the stack's newest object is listed and read. A
+	 * key that is no <stack>.json[.gz|.zst] of the stack: ST_EINVAL. NULL: listed. */
+	const char *key;
 } st_load_opts;
 
-#define ST_LOAD_OPTS_INIT {ST_LOAD_OPTS_VERSION, 0, 0, 0, 0}
+#define ST_LOAD_OPTS_INIT {ST_LOAD_OPTS_VERSION, 0, 0, 0, 0, NULL}
 
 /* Loads a state from a file ("-" = standard input), plain or gzip, in either envelope, any
  * version Pulumi reads (0 to 4). Unknown versions and features are refused: ST_EVERSION or
@@ -1475,6 +1481,13 @@ ST_EXTERN void st_stack_infos_free(st_stack_info *infos, size_t count);
  * *exists tells whether it has a state. *qname is new. */
 ST_EXTERN int st_backend_resolve(st_backend *b, const char *stack, char **qname, int *exists,
 				 st_error *err);
+
+/* The same, and from the same listing (one request on an object store) the stack's object as
+ * st_backend_stack_key gives it: *key (new) the key in st_backend_store, or where a plain one
+ * would be written (*exists 0); NULL for a backend that is not DIY. Pass it to st_backend_load
+ * as st_load_opts.key to load without listing again. */
+ST_EXTERN int st_backend_resolve_key(st_backend *b, const char *stack, char **qname, char **key,
+				     int *exists, st_error *err);
 
 /* Loads a stack's state. ST_ENOTFOUND when it has none. The state remembers its compression;
  * st_state_path is its local file, or URL/key. *out is new. */

@@ -721,6 +721,13 @@ static int c_backend_resolve(st_error *err)
 	return st_backend_resolve(F.b, bad_stack, &q, &ex, err);
 }
 
+static int c_backend_resolve_key(st_error *err)
+{
+	char *q = NULL, *k = NULL;
+	int ex = 0;
+	return st_backend_resolve_key(F.b, bad_stack, &q, &k, &ex, err);
+}
+
 static int c_backend_load(st_error *err)
 {
 	st_state *s = NULL;
@@ -934,7 +941,7 @@ static const err_case cases[] = {
 	CASE(import), CASE(import_generate), CASE(index_open),
 	CASE(index_update_state), CASE(index_update_backend), CASE(index_update_files), CASE(index_update_stack),
 	CASE(index_query_run), CASE(index_sql), CASE(provider_ref_parse), CASE(backend_open), CASE(backend_default_url),
-	CASE(backend_resolve), CASE(backend_load), CASE(backend_save),
+	CASE(backend_resolve), CASE(backend_resolve_key), CASE(backend_load), CASE(backend_save),
 	CASE(backend_stack_key), CASE(backend_stack_path), CASE(lock_stack), CASE(lock_file),
 	CASE(lock_release), CASE(unlock_stack), CASE(unlock_file), CASE(backend_upgrade),
 	CASE(backend_doctor), CASE(edit_pending_import), CASE(backend_generations),

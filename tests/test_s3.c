@@ -626,6 +626,91 @@ static void test_pages(void **state)
 	rgw_free(&r);
 }
 
+/* A stack resolved once is loaded from the object resolving found, without a second listing
+ * (st_backend_resolve_key, st_load_opts.key); an object gone since (saved in another
+ * compression) is listed again; a key of another stack is refused. */
+static unsigned long listings;
+static void count_listings(void *ctx, const char *method, const char *host, const char *path,
+			   long status)
+{
+	(void)ctx;
+	(void)host;
+	(void)status;
+	requests++;
+	/* path style: a listing is a GET of the bucket itself */
+	if (!strcmp(method, "GET") && !strchr(path + 1, '/'))
+		listings++;
+}
+
+static void test_load_named_object(void **state)
+{
+	rgw r;
+	st_store *s;
+	st_backend *b = NULL;
+	st_state *st = NULL;
+	st_load_opts lo = ST_LOAD_OPTS_INIT;
+	st_net_opts o = ST_NET_OPTS_INIT;
+	char *fx = tu_fixture("pulumi/valid-checkpoint-v3-diy.json"), *text, *qname, *key;
+	const char *p;
+	size_t len = 0;
+	int exists = 0;
+	st_error err;
+	(void)state;
+	if (!rgw_get(&r)) {
+		free(fx);
+		return;
+	}
+	setup_bucket(&r, "statetool-s3-test");
+	s = open_on(r.endpoint, "statetool-s3-test", NULL);
+	text = tu_read(fx, &len);
+	assert_int_equal(st_store_write(s, ".pulumi/meta.yaml", "version: 1\n", 11, NULL, NULL),
+			 ST_OK);
+	assert_int_equal(st_store_write(s, ".pulumi/stacks/proj/dev.json", text, len, NULL, NULL),
+			 ST_OK);
+	o.request = count_listings; /* for the clients made after it */
+	assert_int_equal(st_set_net(&o, NULL), ST_OK);
+	assert_int_equal(st_backend_open(&b, st_store_url(s), NULL), ST_OK);
+	requests = listings = 0;
+	assert_int_equal(st_backend_resolve_key(b, "proj/dev", &qname, &key, &exists, NULL), ST_OK);
+	assert_string_equal(qname, "organization/proj/dev");
+	assert_string_equal(key, ".pulumi/stacks/proj/dev.json");
+	assert_int_equal(exists, 1);
+	lo.key = key;
+	assert_int_equal(st_backend_load(b, qname, &lo, &st, NULL), ST_OK);
+	assert_int_equal(requests, 2); /* the listing, the object */
+	assert_int_equal(listings, 1);
+	/* saved in gzip since: dev.json gone (kept as dev.json.bak), dev.json.gz there */
+	setenv("PULUMI_DIY_BACKEND_GZIP", "1", 1);
+	assert_int_equal(st_backend_save(b, qname, st, NULL, NULL), ST_OK);
+	unsetenv("PULUMI_DIY_BACKEND_GZIP");
+	st_state_free(st);
+	st = NULL;
+	requests = listings = 0;
+	assert_int_equal(st_backend_load(b, qname, &lo, &st, NULL), ST_OK);
+	assert_int_equal(requests, 3); /* the object named (404), the listing, the newest */
+	assert_int_equal(listings, 1);
+	assert_int_equal(st_state_compression(st), ST_COMPRESS_GZIP);
+	p = st_state_path(st); /* s3://BUCKET/PREFIX/KEY?... */
+	assert_non_null(strstr(p, "/.pulumi/stacks/proj/dev.json.gz?"));
+	st_state_free(st);
+	st = NULL;
+	/* a key that is no object of the stack */
+	lo.key = ".pulumi/stacks/proj/other.json";
+	st_error_clear(&err);
+	assert_int_equal(st_backend_load(b, qname, &lo, &st, &err), ST_EINVAL);
+	assert_string_equal(err.message, "st_load_opts.key '.pulumi/stacks/proj/other.json' is no "
+					 "object of stack 'organization/proj/dev'");
+	assert_null(st);
+	assert_int_equal(st_set_net(NULL, NULL), ST_OK);
+	free(qname);
+	free(key);
+	free(text);
+	free(fx);
+	st_backend_free(b);
+	st_store_free(s);
+	rgw_free(&r);
+}
+
 /* What AWS answers and radosgw does not, from a fake server: a wrong region (a 400 with
  * <Region>, a HEAD's 301 with x-amz-bucket-region), a CopyObject that fails after its 200, a
  * truncated listing without a token, a listing's escaped keys. */
@@ -729,7 +814,7 @@ int main(void)
 		cmocka_unit_test(test_config_table),   cmocka_unit_test(test_wrong_credentials),
 		cmocka_unit_test(test_missing_bucket), cmocka_unit_test(test_unreachable),
 		cmocka_unit_test(test_failing_half_way), cmocka_unit_test(test_pages),
-		cmocka_unit_test(test_aws_answers),
+		cmocka_unit_test(test_aws_answers),    cmocka_unit_test(test_load_named_object),
 	};
 	unsetenv("http_proxy");
 	unsetenv("HTTP_PROXY");

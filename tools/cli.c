@@ -203,7 +203,14 @@ static void index_watch(cli_target *t)
 		return;
 	}
 	t->index_path = p;
-	stack_info(t, &t->seen);
+	/* the object resolving the stack found (no second listing) */
+	memset(&t->seen, 0, sizeof(t->seen));
+	t->seen.size = -1;
+	if (t->exists && t->key &&
+	    st_store_stat(st_backend_store(t->backend), t->key, &t->seen, NULL) != ST_OK) {
+		memset(&t->seen, 0, sizeof(t->seen));
+		t->seen.size = -1;
+	}
 }
 
 /* Brings the index up to date for a stack statetool changed. Never fails the command: the
@@ -239,23 +246,17 @@ static int resolve_stack(cli_target *t, const char *url, const char *ref, int mu
 	int exists = 0;
 
 	st_error_clear(&err);
+	/* one listing tells the name, the object and where it is (the load reads that object) */
 	if (st_backend_open(&t->backend, url, &err) != ST_OK ||
-	    st_backend_resolve(t->backend, ref, &t->qname, &exists, &err) != ST_OK) {
+	    st_backend_resolve_key(t->backend, ref, &t->qname, &t->key, &exists, &err) != ST_OK) {
 		cli_error(&err);
 		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
 	}
 	t->exists = exists;
-	if (st_backend_store(t->backend)) {
-		char *key = NULL;
-		if (st_backend_stack_key(t->backend, t->qname, &key, NULL, &err) != ST_OK) {
-			cli_error(&err);
-			return EXIT_FAIL;
-		}
-		t->where = st_store_where(st_backend_store(t->backend), key);
-		free(key);
-	} else {
+	if (t->key)
+		t->where = st_store_where(st_backend_store(t->backend), t->key);
+	else
 		t->where = strdup(t->qname);
-	}
 	if (!t->where) {
 		cli_errorf("out of memory");
 		return EXIT_FAIL;
@@ -319,6 +320,8 @@ void cli_target_free(cli_target *t)
 	free(t->path);
 	free(t->qname);
 	free(t->where);
+	free(t->key);
+	t->key = NULL;
 	t->backend = NULL;
 	t->path = NULL;
 	t->qname = NULL;
@@ -348,6 +351,12 @@ const char *cli_target_where(const cli_target *t)
 	return t->backend ? t->where : t->path;
 }
 
+void cli_target_forget(cli_target *t)
+{
+	free(t->key);
+	t->key = NULL;
+}
+
 int cli_recover(cli_target *t, st_store *known)
 {
 	st_changes ch = {0};
@@ -362,6 +371,8 @@ int cli_recover(cli_target *t, st_store *known)
 		rc = st_journal_recover(t->path, &ch, &err);
 	for (size_t i = 0; i < ch.count; i++)
 		fprintf(stderr, "%s: note: %s\n", cli_prog, ch.lines[i]);
+	if (ch.count)
+		cli_target_forget(t);
 	st_changes_clear(&ch);
 	if (rc != ST_OK) {
 		cli_error(&err);
@@ -393,6 +404,7 @@ int cli_load_ex(cli_target *t, st_state **out, int lazy)
 	opts.max_size = t->max_size;
 	opts.threads = cli_threads;
 	opts.lazy = lazy && cli_lazy;
+	opts.key = t->exists ? t->key : NULL; /* as resolving found it: not listed again */
 	/* An interrupted move (or other two-stack operation) is completed first_err. */
 	if (cli_recover(t, NULL) != EXIT_OK)
 		return EXIT_FAIL;
@@ -418,6 +430,7 @@ int cli_lock(cli_target *t, st_lock **out)
 		cli_error(&err);
 		return EXIT_FAIL;
 	}
+	cli_target_forget(t); /* a writer may have changed the object before the lock */
 	return EXIT_OK;
 }
 

@@ -60,6 +60,9 @@ typedef struct cli_target {
 	char *qname;   /* the stack's full name in its backend */
 	char *path;    /* the plain file (NULL for a stack) */
 	char *where;   /* a stack's object as st_store_where names it (else its name), or NULL */
+	/* a DIY stack's object as resolving it found it (st_backend_resolve_key), for the load:
+	 * NULL once a lock or a recovery may have changed it (the load then lists it again) */
+	char *key;
 	int exists;    /* the state exists */
 	size_t max_size;
 	const char *out; /* -o OUT as given ("-": standard output), or NULL */
@@ -129,6 +132,8 @@ const char *cli_target_where(const cli_target *t);
 /* Completes an interrupted two-stack operation on the target, if any (notes on stderr);
  * `known` (may be NULL) is a store the caller has open for the other side. */
 int cli_recover(cli_target *t, st_store *known);
+/* Drops the object resolving found (t->key): the next load lists the stack's objects again. */
+void cli_target_forget(cli_target *t);
 
 /* Filter mode (man page, FILTER MODE): with `-o -`, or a STATE of `-` and no -o, the result
  * goes to standard output and nothing is written back, locked or backed up. Decided from

@@ -261,7 +261,8 @@ static void validate_one(vrun *v, const char *path, const char *shown)
 
 /* A stack of a backend, read through the backend (its store may have no local path): lazily
  * when it can (see validate_lazy), else as a document. */
-static void validate_stack(vrun *v, st_backend *b, const char *stack, const char *shown)
+static void validate_stack(vrun *v, st_backend *b, const char *stack, const char *key,
+			   const char *shown)
 {
 	json_t *doc = NULL;
 	st_style style;
@@ -276,6 +277,7 @@ static void validate_stack(vrun *v, st_backend *b, const char *stack, const char
 		st_state *s = NULL;
 		lo.max_size = v->max_size;
 		lo.lazy = 1;
+		lo.key = key; /* the object resolving or listing found: not listed again */
 		rc = st_backend_load(b, stack, &lo, &s, &err);
 		if (lazy_report(v, rc, s, &err, shown, stack))
 			return;
@@ -338,7 +340,7 @@ static int validate_backend(vrun *v, const char *url)
 		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
 	}
 	for (size_t i = 0; i < n; i++)
-		validate_stack(v, b, infos[i].qname, infos[i].qname);
+		validate_stack(v, b, infos[i].qname, infos[i].key, infos[i].qname);
 	if (!v->json)
 		printf("%zu stack%s checked: %zu error%s, %zu warning%s\n", n, n == 1 ? "" : "s",
 		       v->errors, v->errors == 1 ? "" : "s", v->warnings,
@@ -437,7 +439,7 @@ int cmd_validate(int argc, char **argv)
 	} else if (t.stack) {
 		if ((rc = cli_target_resolve(&t, "validate", 1)) != EXIT_OK)
 			goto out;
-		validate_stack(&v, t.backend, t.qname, t.stack);
+		validate_stack(&v, t.backend, t.qname, t.key, t.stack);
 	} else if ((rc = validate_backend(&v, t.backend_url)) != EXIT_OK) {
 		goto out;
 	}

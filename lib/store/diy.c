@@ -499,14 +499,17 @@ static int diy_object(diy_backend *b, const char *ref, char **base, char **key,
 	return rc;
 }
 
-static int diy_resolve(st_backend *bb, const char *ref, char **qname, int *exists,
-		       st_error *err)
+/* Resolves `ref` from one listing of the stack's objects: *qname, and *key (when key_out is not
+ * NULL) the stack's object, or where a plain one would be written. */
+static int diy_resolve_key(diy_backend *b, const char *ref, char **qname, char **key_out,
+			   int *exists, st_error *err)
 {
-	diy_backend *b = (diy_backend *)bb;
 	char *project = NULL, *stack = NULL, *base, *key = NULL;
 	int rc = diy_split(b, ref, &project, &stack, err);
 
 	*qname = NULL;
+	if (key_out)
+		*key_out = NULL;
 	if (exists)
 		*exists = 0;
 	if (rc)
@@ -528,6 +531,12 @@ static int diy_resolve(st_backend *bb, const char *ref, char **qname, int *exist
 		rc = st__store_file_check(b->store, key, err);
 	if (exists)
 		*exists = key != NULL;
+	if (rc == ST_OK && key_out && !key && !(key = st_asprintf("%s.json", base)))
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+	if (rc == ST_OK && key_out) {
+		*key_out = key;
+		key = NULL;
+	}
 	free(key);
 	free(base);
 	if (rc) {
@@ -537,10 +546,26 @@ static int diy_resolve(st_backend *bb, const char *ref, char **qname, int *exist
 	return rc;
 }
 
+static int diy_resolve(st_backend *bb, const char *ref, char **qname, int *exists,
+		       st_error *err)
+{
+	return diy_resolve_key((diy_backend *)bb, ref, qname, NULL, exists, err);
+}
+
 int st_backend_resolve(st_backend *b, const char *stack, char **qname, int *exists,
 		       st_error *err)
 {
 	ST_ASSERT_ARG(b);
+	return b->ops->resolve(b, stack, qname, exists, err);
+}
+
+int st_backend_resolve_key(st_backend *b, const char *stack, char **qname, char **key,
+			   int *exists, st_error *err)
+{
+	ST_ASSERT_ARG(b);
+	*key = NULL;
+	if (as_diy(b))
+		return diy_resolve_key(as_diy(b), stack, qname, key, exists, err);
 	return b->ops->resolve(b, stack, qname, exists, err);
 }
 
@@ -629,6 +654,14 @@ int st_backend_stack_target(st_backend *bb, const char *ref, st_state *state, ch
 	return rc;
 }
 
+int st__diy_object(st_backend *b, const char *ref, char **key, st_error *err)
+{
+	char *base = NULL;
+	int rc = diy_object((diy_backend *)b, ref, &base, key, NULL, err);
+	free(base);
+	return rc;
+}
+
 int st__diy_stack_prefix(st_backend *bb, const char *ref, char **prefix, st_error *err)
 {
 	diy_backend *b = as_diy(bb);
@@ -648,123 +681,7 @@ int st__diy_stack_prefix(st_backend *bb, const char *ref, char **prefix, st_erro
 	return *prefix ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
 }
 
-/* ---- loading and saving ---- */
-
-static int diy_load(st_backend *bb, const char *ref, const st_load_opts *opts, st_state **out,
-		    st_error *err)
-{
-	diy_backend *b = (diy_backend *)bb;
-	char *base = NULL, *key = NULL, *where = NULL, *data = NULL, *plain = NULL, *local = NULL;
-	size_t len = 0, plen = 0;
-	st_compression comp = ST_COMPRESS_NONE;
-	int rc;
-
-	*out = NULL;
-	if ((rc = diy_object(b, ref, &base, &key, NULL, err)) != ST_OK)
-		return rc;
-	if (!key) {
-		rc = st__err(err, ST_ENOTFOUND, "stack '%s' has no state in backend '%s'", ref,
-			     bb->url);
-		goto out;
-	}
-	if ((rc = st__store_file_check(b->store, key, err)) != ST_OK)
-		goto out;
-	where = st__store_where(b->store, key);
-	if (!where) {
-		rc = st__err(err, ST_ENOMEM, "out of memory");
-		goto out;
-	}
-	local = st__store_local_path(b->store, key);
-	if (local && b->root) {
-		/* a local file: loaded as a file (mapped when it is big and plain) */
-		rc = st_state_load_file(out, where, opts, err);
-		goto out;
-	}
-	st__phase(NULL);
-	rc = st_store_read(b->store, key, opts ? opts->max_size : 0, &data, &len, NULL, err);
-	if (rc == ST_OK)
-		rc = st__decompress(data, len, opts ? opts->max_size : 0, where, &plain, &plen,
-				    &comp, err);
-	data = NULL;
-	if (rc == ST_OK)
-		st__phase("load: downloaded");
-	if (rc == ST_OK && opts && opts->version >= 2 && opts->lazy) {
-		/* lazily, as a file is: the state keeps the downloaded text */
-		rc = st__state_load_lazy_text(out, plain, plen, where, opts, err);
-		plain = NULL;
-		if (rc == ST_OK)
-			st__phase(st__lazy_count(*out) ? "load: parsed (lazy)" : "load: parsed");
-	} else if (rc == ST_OK) {
-		rc = st_state_load_buffer(out, plain, plen, where, opts, err);
-	}
-	if (rc == ST_OK)
-		(*out)->compression = comp;
-out:
-	free(local);
-	free(plain);
-	free(where);
-	free(base);
-	free(key);
-	return rc;
-}
-
-int st_backend_load_json(st_backend *bb, const char *ref, size_t max_size, json_t **out,
-			 st_style *style, st_problems *problems, char **where_out, st_error *err)
-{
-	diy_backend *b = as_diy(bb);
-	char *base = NULL, *key = NULL, *where = NULL, *local = NULL;
-	int rc;
-
-	ST_ASSERT_ARG(bb);
-	*out = NULL;
-	if (where_out)
-		*where_out = NULL;
-	if (st__backend_is_cloud(bb))
-		return st__cloud_load_json(bb, ref, max_size, out, style, problems, where_out, err);
-	if (!b)
-		return st__err(err, ST_EUNSUPPORTED, "backend '%s' is no DIY backend", bb->url);
-	if ((rc = diy_object(b, ref, &base, &key, NULL, err)) != ST_OK)
-		return rc;
-	if (!key) {
-		rc = st__err(err, ST_ENOTFOUND, "stack '%s' has no state in backend '%s'", ref,
-			     bb->url);
-		goto out;
-	}
-	if ((rc = st__store_file_check(b->store, key, err)) != ST_OK)
-		goto out;
-	if (!(where = st__store_where(b->store, key))) {
-		rc = st__err(err, ST_ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((local = st__store_local_path(b->store, key))) {
-		/* a local file: mapped as the parser goes, not read whole */
-		rc = st_json_load_file(out, local, max_size, NULL, style, problems, err);
-		goto out;
-	}
-	rc = st__store_load_json(b->store, key, max_size, where, out, style, problems, err);
-out:
-	if (rc == ST_OK && where_out) {
-		*where_out = where;
-		where = NULL;
-	}
-	free(local);
-	free(where);
-	free(base);
-	free(key);
-	return rc;
-}
-
-int st_backend_load(st_backend *b, const char *stack, const st_load_opts *opts, st_state **out,
-		    st_error *err)
-{
-	ST_ASSERT_ARG(b);
-	int rc = st__load_opts_check(opts, err);
-	if (rc != ST_OK) {
-		*out = NULL;
-		return rc;
-	}
-	return b->ops->load(b, stack, opts, out, err);
-}
+/* ---- saving (loading: diy_load.c) ---- */
 
 /* A state and the writer's choices, for the store's fill callback. */
 typedef struct state_fill {
@@ -938,7 +855,7 @@ static int diy_unlock(st_backend *bb, const char *ref, int *removed, st_error *e
 }
 
 static const st_backend_ops diy_ops = {
-	"diy", diy_list, diy_resolve, diy_load, diy_save, diy_lock, diy_unlock, diy_free,
+	"diy", diy_list, diy_resolve, st__diy_load, diy_save, diy_lock, diy_unlock, diy_free,
 };
 
 /* ---- a stack file named by its path ---- */

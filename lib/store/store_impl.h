@@ -162,6 +162,12 @@ char *st__store_where(const st_store *s, const char *key);
 /* The key prefix of a DIY stack's objects: <stacks>/[<project>/]<stack>.json (new), so a
  * listing of it shows every variant, staged object and journal of the stack. */
 int st__diy_stack_prefix(st_backend *b, const char *stack, char **prefix, st_error *err);
+/* A DIY stack's object as st_backend_list chooses it (*key new; NULL when it has none): one
+ * listing of its prefix. */
+int st__diy_object(st_backend *b, const char *stack, char **key, st_error *err);
+/* The DIY backend's load (diy_load.c). */
+int st__diy_load(st_backend *b, const char *stack, const st_load_opts *opts, st_state **out,
+		 st_error *err);
 
 /* The Pulumi Cloud backend (cloud.c): is `url` one (http:// or https://)? Opens it (the
  * access token from PULUMI_ACCESS_TOKEN or the Pulumi CLI's credentials file). */

@@ -102,6 +102,23 @@ organization/proj/prod: valid, 0 errors, 0 warnings (4 resources)
 2 stacks checked: 0 errors, 0 warnings"
 run "validate one stack" st validate --backend "$U" --stack proj/prod
 check_rc 0; check_out "proj/prod: valid, 0 errors, 0 warnings (4 resources)"
+# one listing: resolving the stack tells the load which object to read (each listing is a
+# round trip); every request is logged (STATETOOL_HTTP_LOG: method, host, path, status)
+: >"$T/httplog"
+run "validate one stack, requests logged" env STATETOOL_HTTP_LOG="$T/httplog" "$STATETOOL" validate --backend "$U" --stack proj/prod
+check_rc 0; check_out "proj/prod: valid, 0 errors, 0 warnings (4 resources)"
+check_file_is "$T/httplog" "GET $HOSTPORT /$A/$C/state/.pulumi/meta.yaml 200
+GET $HOSTPORT /$A/$C 200
+GET $HOSTPORT /$A/$C/state/.pulumi/stacks/proj/prod.json.gz 200
+"
+: >"$T/httplog"
+run "validate every stack, requests logged" env STATETOOL_HTTP_LOG="$T/httplog" "$STATETOOL" validate --backend "$U"
+check_rc 0; check_out_has "2 stacks checked: 0 errors, 0 warnings"
+check_file_is "$T/httplog" "GET $HOSTPORT /$A/$C/state/.pulumi/meta.yaml 200
+GET $HOSTPORT /$A/$C 200
+GET $HOSTPORT /$A/$C/state/.pulumi/stacks/proj/dev.json 200
+GET $HOSTPORT /$A/$C/state/.pulumi/stacks/proj/prod.json.gz 200
+"
 
 # ---- an edit keeps the previous object as .bak, and leaves no lock ----
 run "protect" st protect --backend "$U" --stack proj/dev --all

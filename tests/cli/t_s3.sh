@@ -65,6 +65,17 @@ run "list a stack" st list --backend "$B" --stack proj/prod
 check_rc 0; check_out_has "urn:pulumi:dev::proj::my:index:Comp\$aws:s3/bucket:Bucket::b"
 run "PULUMI_BACKEND_URL" env PULUMI_BACKEND_URL="$B" "$STATETOOL" list --stack proj/dev
 check_rc 0; check_out_has "urn:pulumi:dev::proj::pulumi:pulumi:Stack::proj-dev"
+# one listing: resolving the stack tells the load which object to read (on radosgw each listing
+# is a round trip of ~40 ms); every request is logged (STATETOOL_HTTP_LOG: method, host, path
+# without the query, status): a listing is a GET of the bucket
+H=${EP#http://}
+: >"$T/httplog"
+run "validate one stack, requests logged" env STATETOOL_HTTP_LOG="$T/httplog" "$STATETOOL" validate --backend "$B" --stack proj/prod
+check_rc 0; check_out_has "proj/prod: valid, 0 errors, 4 warnings (4 resources)"
+check_file_is "$T/httplog" "GET $H /$bucket/$K/meta.yaml 200
+GET $H /$bucket 200
+GET $H /$bucket/$K/stacks/proj/prod.json.gz 200
+"
 # ---- an edit keeps the previous object as .bak ----
 run "edit" st protect --backend "$B" --stack proj/dev --all
 check_rc 0; check_out_has "All resources protected"
