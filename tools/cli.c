@@ -404,10 +404,11 @@ int cli_load_ex(cli_target *t, st_state **out, int lazy)
 	opts.max_size = t->max_size;
 	opts.threads = cli_threads;
 	opts.lazy = lazy && cli_lazy;
-	opts.key = t->exists ? t->key : NULL; /* as resolving found it: not listed again */
 	/* An interrupted move (or other two-stack operation) is completed first_err. */
 	if (cli_recover(t, NULL) != EXIT_OK)
 		return EXIT_FAIL;
+	/* the object resolving found, not listed again (dropped when the recovery changed it) */
+	opts.key = t->exists ? t->key : NULL;
 	if (t->backend ? st_backend_load(t->backend, t->qname, &opts, out, &err)
 		       : st_state_load_file(out, t->path, &opts, &err)) {
 		cli_error(&err);
