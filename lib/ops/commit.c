@@ -645,6 +645,7 @@ int st_edit_commit_pair(st_edit *a, st_edit *b, st_pair_write_fn write, void *ct
 	st_error_clear(&sa.err);
 	st_error_clear(&sb.err);
 	commit_both(&sa, &sb);
+	st__phase("commit: both checked, features and diff");
 	failed = sa.rc ? &sa : sb.rc ? &sb : NULL;
 	if (failed) {
 		rc = failed->rc;

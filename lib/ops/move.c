@@ -770,17 +770,19 @@ static int move_(mv *c)
 	if ((rc = names(c)) || (rc = check_valid(c)) || (rc = index_source(c)) ||
 	    (rc = select_resources(c)) || (rc = expand(c)))
 		return rc;
+	st__phase("move: resources selected");
 	plan_secrets(c, ssp, dsp);
 	ssp = json_incref(ssp); /* (the source's deployment members may be replaced) */
-	if (!(rc = index_dest(c)) && !(rc = providers(c)) && !(rc = map_urns(c)) &&
-	    !(rc = copies(c)) && !(rc = shrink_source(c)) && !(rc = pending(c)) &&
-	    !(rc = dest_provider(c, ssp)))
+	if (!(rc = index_dest(c)) && !(rc = providers(c)) && !(rc = map_urns(c)))
+		rc = copies(c);
+	st__phase("move: copies made in the destination");
+	if (!rc && !(rc = shrink_source(c)) && !(rc = pending(c)) && !(rc = dest_provider(c, ssp)))
 		rc = extensions(c);
 	json_decref(ssp);
 	/* a bytestring the source may hide in a ciphertext may have come along */
 	if (rc == ST_OK)
 		st__edit_state(c->de)->had_bytestring |= st__edit_state(c->se)->had_bytestring;
-	st__phase("move: resources moved");
+	st__phase("move: the source's edges to them broken, resources removed");
 	return rc;
 }
 
