@@ -752,6 +752,21 @@ char *st__provider_ref_of(const json_t *r);
 /* The length of the URN part of a provider reference (before the last "::"), 0 if none. */
 size_t st__provider_ref_urn_len(const char *ref, size_t len);
 
+/* The integrity errors of a state an edit made from a state without integrity errors, looked
+ * for only where they can be (lib/ops/commit.c check_since_valid; the proof: doc/DESIGN.md,
+ * "The check after an edit of a valid state"): the resources marked in `full` (per index: the
+ * objects the edit made), the resources whose URN or whose references' targets (parent,
+ * dependencies, property dependencies, deletedWith, replaceWith, the provider's URN) are in
+ * `touched` (with its prefilter: the URNs of the objects the edit made or removed), and the
+ * rest of the deployment (the cookie, pending operations, snippets, plugins) in full. The
+ * problems found go to `out` (the warnings of what is skipped are not looked for). *whole set
+ * and nothing checked: the shortcut does not apply (a URN occurs twice), the caller runs the
+ * full check. ST_OK or ST_ENOMEM. Counted by st__integrity_touched_runs() (tests). */
+int st__integrity_check_touched(st_state *s, const char *full, const st_strmap *touched,
+				const st_prefilter *tf, st_problems *out, int *whole,
+				st_error *err);
+unsigned long st__integrity_touched_runs(void);
+
 /* Embedded copies of the files in schemas/ (generated at build time). */
 typedef struct st_embedded_schema {
 	const char *name;

@@ -197,6 +197,7 @@ static void test_big_move_two_threads(void **unused)
 		st_move_opts o = ST_MOVE_OPTS_INIT;
 		st_move_report rep;
 		unsigned long mv = st__two_count(ST__T_MOVE), pair = st__two_count(ST__T_COMMIT_PAIR);
+		unsigned long touched = st__integrity_touched_runs();
 		st_buf_init(&a);
 		st_buf_init(&b);
 		st_buf_adds(&a, "{\"version\": 3, \"deployment\": {\"manifest\": {}, \"resources\": ["
@@ -221,6 +222,8 @@ static void test_big_move_two_threads(void **unused)
 		assert_int_equal(rep.nmoved, 111); /* r1, r10-r19, r100-r199 */
 		assert_int_equal(st__two_count(ST__T_MOVE), mv + (unsigned long)t);
 		assert_int_equal(st__two_count(ST__T_COMMIT_PAIR), pair + (unsigned long)t);
+		/* both were checked before the move: the commit checked only what changed */
+		assert_int_equal(st__integrity_touched_runs(), touched + 2);
 		out[t][0] = dump(src);
 		out[t][1] = dump(dst);
 		st_move_report_clear(&rep);
@@ -237,6 +240,66 @@ static void test_big_move_two_threads(void **unused)
 	}
 }
 
+/* Two valid states whose move would leave the source invalid (a provider whose parent moves
+ * stays, its parent gone): the commit's check, which looks only where the move changed
+ * something, finds it, and both stay as they were with the full check's report. */
+static void test_invalid_result_refused(void **unused)
+{
+	(void)unused;
+	static const char s_text[] = STATE(
+		"dev",
+		ROOT("dev") ", " RES("dev", "comp", "") ", "
+		"{\"urn\": \"urn:pulumi:dev::p::t:m:R$pulumi:providers:x::px\", \"custom\": true, "
+		"\"id\": \"pid\", \"type\": \"pulumi:providers:x\", \"parent\": "
+		"\"urn:pulumi:dev::p::t:m:R::comp\"}, "
+		"{\"urn\": \"urn:pulumi:dev::p::t:m:R$t:m:R::kid\", \"custom\": true, \"id\": "
+		"\"kid\", \"type\": \"t:m:R\", \"parent\": \"urn:pulumi:dev::p::t:m:R::comp\", "
+		"\"provider\": \"urn:pulumi:dev::p::t:m:R$pulumi:providers:x::px::pid\"}, "
+		RES("dev", "keep", ""),
+		"");
+	st_state *src = load_text(s_text), *dst = load_text(dst_text);
+	char *sb = dump(src), *db = dump(dst), *sa, *da;
+	const char *pat[] = {"urn:pulumi:dev::p::t:m:R::comp"};
+	st_move_opts o = ST_MOVE_OPTS_INIT;
+	st_move_report rep;
+	st_problems probs = {0};
+	st_edit *se, *de;
+	st_error err;
+	unsigned long touched = st__integrity_touched_runs();
+	o.patterns = pat;
+	o.npatterns = 1;
+	assert_int_equal(st_edit_begin(&se, src, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_begin(&de, dst, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_move(se, de, &o, &rep, NULL), ST_OK);
+	assert_int_equal(rep.nmoved, 2);
+	st_error_clear(&err);
+	assert_int_equal(st_edit_commit_pair(se, de, NULL, NULL, NULL, NULL, &probs, &err),
+			 ST_EINTEGRITY);
+	assert_string_equal(err.message,
+			    "state edit produced an invalid snapshot (1 integrity error; the state "
+			    "was valid before, so nothing is written): child resource "
+			    "urn:pulumi:dev::p::t:m:R$pulumi:providers:x::px refers to missing "
+			    "parent urn:pulumi:dev::p::t:m:R::comp");
+	assert_int_equal(probs.count, 1);
+	assert_string_equal(probs.items[0].rule, "integrity/parent-missing");
+	assert_string_equal(probs.items[0].pointer, "/checkpoint/latest/resources/1/parent");
+	assert_true(st__integrity_touched_runs() > touched);
+	sa = dump(src);
+	da = dump(dst);
+	assert_string_equal(sb, sa);
+	assert_string_equal(db, da);
+	st_problems_clear(&probs);
+	st_move_report_clear(&rep);
+	st_edit_free(se);
+	st_edit_free(de);
+	free(sa);
+	free(da);
+	free(sb);
+	free(db);
+	st_state_free(src);
+	st_state_free(dst);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -245,6 +308,7 @@ int main(void)
 		cmocka_unit_test(test_failed_pair_commit_rolls_back_both),
 		cmocka_unit_test(test_failed_pair_write_rolls_back_both),
 		cmocka_unit_test(test_big_move_two_threads),
+		cmocka_unit_test(test_invalid_result_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

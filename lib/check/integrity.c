@@ -798,3 +798,84 @@ done:
 	return rc;
 }
 
+
+/* ---- after an edit of a valid state: only where errors can be ---- */
+
+static unsigned long touched_runs;
+
+unsigned long st__integrity_touched_runs(void)
+{
+	return __atomic_load_n(&touched_runs, __ATOMIC_RELAXED);
+}
+
+/* Does r name a touched URN: its own, a reference's target, or its provider's URN? */
+static int is_touched(json_t *r, const st_strmap *t, const st_prefilter *tf)
+{
+	const char *u = st_json_str(r, "urn"), *prov = st_json_str(r, "provider");
+	size_t n;
+	if (u && (n = strlen(u)) && st_prefilter_maybe(tf, u, n) && st_strmap_getn(t, u, n))
+		return 1;
+	if (prov && (n = st__provider_ref_urn_len(prov, strlen(prov))) &&
+	    st_prefilter_maybe(tf, prov, n) && st_strmap_getn(t, prov, n))
+		return 1;
+	return st__refers(r, t, tf, NULL, NULL);
+}
+
+int st__integrity_check_touched(st_state *s, const char *full, const st_strmap *touched,
+				const st_prefilter *tf, st_problems *out, int *whole,
+				st_error *err)
+{
+	ictx cx, *c = &cx;
+	ic_run run;
+	json_t *dep = st_state_deployment(s), *r;
+	size_t i;
+	int rc = ST_OK;
+
+	*whole = 0;
+	memset(c, 0, sizeof(*c));
+	memset(&run, 0, sizeof(run));
+	run.c = c;
+	c->s = s;
+	c->out = out;
+	c->base = st__deployment_pointer(s);
+	c->res = dep ? json_object_get(dep, "resources") : NULL;
+	if (!json_is_array(c->res))
+		c->res = NULL;
+	st_buf_init(&c->ptr);
+	st_strmap_init(&c->index);
+	st_strmap_init(&run.providers);
+	st_strmap_init(&run.live);
+	if (!dep)
+		goto done;
+	c->secrets_type = st_json_str(json_object_get(dep, "secrets_providers"), "type");
+	if (index_urns(&run) != ST_OK) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (run.repeats) {
+		*whole = 1;
+		goto done;
+	}
+	__atomic_add_fetch(&touched_runs, 1, __ATOMIC_RELAXED);
+	if (st__integrity_magic(s, out) != ST_OK)
+		NOMEM(c);
+	json_array_foreach(c->res, i, r) {
+		const char *type;
+		if (full[i] || is_touched(r, touched, tf)) {
+			check_resource(&run, i, r);
+		} else if ((type = st_json_str(r, "type")) && st_type_is_provider(type) &&
+			   st_json_str(r, "urn")) {
+			/* known to the resources below (it was valid: no problem of its own) */
+			define_provider(&run, i, st_json_str(r, "urn"), st_json_str(r, "id"));
+		}
+	}
+	check_pending_secrets(c, dep);
+	check_snippets(c, dep);
+	check_pending(c);
+	check_plugins(c);
+	if (c->oom || c->ptr.oom)
+		rc = st__err(err, ST_ENOMEM, "out of memory (the integrity check is incomplete)");
+done:
+	ic_free(&run);
+	return rc;
+}

@@ -298,6 +298,83 @@ static int errors_before(st_edit *e, size_t *n, st_error *err)
 	return ST_OK;
 }
 
+/* The URN of r into the touched set. 0, or -1: out of memory. */
+static int touch(st_strmap *t, st_prefilter *tf, const json_t *r)
+{
+	const char *u = st_json_str(r, "urn");
+	int created;
+	return !u || st_strmap_put_f(t, tf, u, &created) ? 0 : -1;
+}
+
+/* Are the objects in both arrays (the middle parts of w) in the same order in both? */
+static int same_order(const window *w, const char *made)
+{
+	size_t j = w->p, end = w->nb - w->q;
+	for (size_t i = w->p; i < w->na - w->q; i++) {
+		json_t *r = json_array_get(w->after, i);
+		if (made[i])
+			continue;
+		while (j < end && json_array_get(w->before, j) != r)
+			j++;
+		if (j++ == end)
+			return 0;
+	}
+	return 1;
+}
+
+/* What the shortcut needs: per index of the resources now, 1 for an object the session made
+ * (*made, new), and the URNs of those and of the objects it removed (t). 1: the shortcut
+ * applies; 0: it does not (the objects left are in another order, or out of memory). */
+static int changes_of(st_edit *e, const window *w, char **made, st_strmap *t,
+		      st_prefilter *tf)
+{
+	json_t *r;
+	int ok = w->ok && (*made = calloc(w->na + 1, 1)) != NULL;
+	for (size_t i = w->p; ok && i < w->na - w->q; i++)
+		if (!st__ptrset_has(&w->bm, r = json_array_get(w->after, i)))
+			ok = ((*made)[i] = 1) && touch(t, tf, r) == 0;
+	for (size_t i = w->p; ok && i < w->nb - w->q; i++)
+		if (!st__ptrset_has(&w->am, r = json_array_get(w->before, i)))
+			ok = touch(t, tf, r) == 0;
+	(void)e;
+	return ok && same_order(w, *made);
+}
+
+/* The integrity check at commit. When the state was checked valid as the session began
+ * (st__edit_base_valid: a move), errors can only be where the session changed something: see
+ * st__integrity_check_touched and doc/DESIGN.md ("The check after an edit of a valid state").
+ * Any error found, or a case the shortcut does not cover, and the full check runs, so the
+ * report is the full check's. */
+static int check_since_valid(st_edit *e, st_problems *p, st_error *err)
+{
+	const char *was = st_json_str(json_object_get(e->base.members, "secrets_providers"),
+				      "type");
+	json_t *dep = st_state_deployment(e->s);
+	const char *now = st_json_str(json_object_get(dep, "secrets_providers"), "type");
+	st_prefilter *tf = NULL;
+	st_strmap t;
+	char *made = NULL;
+	window w;
+	int whole = 1, rc = ST_OK;
+
+	/* (a state that loses its secrets provider: the ciphertexts it keeps are not looked at) */
+	if (!e->base_valid || !e->base.res || !st__edit_resources(e) ||
+	    (was && *was && !(now && *now)))
+		return st_integrity_check(e->s, p, err);
+	st_strmap_init(&t);
+	window_init(e, &w);
+	if ((tf = calloc(1, sizeof(*tf))) && changes_of(e, &w, &made, &t, tf))
+		rc = st__integrity_check_touched(e->s, made, &t, tf, p, &whole, err);
+	window_free(&w);
+	st_strmap_free(&t);
+	free(tf);
+	free(made);
+	if (rc != ST_OK || (!whole && !p->errors))
+		return rc;
+	st_problems_clear(p);
+	return st_integrity_check(e->s, p, err);
+}
+
 /* What commit computes beside the integrity check, on a second thread: both only read. */
 typedef struct commit_side {
 	st_edit *e;
@@ -366,7 +443,7 @@ int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, st_error *e
 	}
 	if (st__two_worth(ST__T_COMMIT, json_array_size(st__edit_resources(e)), 0))
 		threaded = st__two_start(&th, ST__T_COMMIT, commit_side_main, &side, 0);
-	rc = st_integrity_check(e->s, &p, err);
+	rc = check_since_valid(e, &p, err);
 	st__two_join(&th);
 	if (rc == ST_OK)
 		rc = judge(e, &p, problems, err);

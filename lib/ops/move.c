@@ -186,6 +186,10 @@ static int check_valid(mv *c)
 	else if (pb.errors)
 		rc = st__err(c->err, ST_EINTEGRITY, "failed to verify integrity of destination "
 			     "snapshot: %s (statetool repair can fix it)", pb.items[0].message);
+	if (rc == ST_OK) { /* the commit checks only what the move changed */
+		st__edit_base_valid(c->se);
+		st__edit_base_valid(c->de);
+	}
 	st_problems_clear(&pa);
 	st_problems_clear(&pb);
 	return rc;

@@ -395,6 +395,12 @@ static int inflate_at(st_edit *e, json_t *arr, size_t i)
 	return rc;
 }
 
+void st__edit_base_valid(st_edit *e)
+{
+	if (!e->dirty)
+		e->base_valid = 1;
+}
+
 int st__edit_inflate(st_edit *e, size_t i, st_error *err)
 {
 	if (inflate_at(e, st__edit_resources(e), i) < 0)

@@ -65,6 +65,7 @@ struct st_edit {
 	st__ptrset fresh; /* objects this session made: changed in place without another copy */
 	int other_changed;
 	int dirty;        /* anything changed since the baseline */
+	int base_valid;   /* the baseline was checked: no integrity errors (st__edit_base_valid) */
 	/* handles: ids[i] is the handle of resource i; pos[h] - 1 its index (when !pos_stale) */
 	size_t *ids, nids, capids;
 	size_t next_id;
@@ -108,6 +109,10 @@ int st__edit_set_pending(st_edit *e, json_t *ops, st_error *err);
 /* Sets deployment member `key` to v (stolen; NULL removes it) at its canonical place. The
  * deployment must exist. A change counts as one for the commit (other_changed). */
 int st__edit_set_member(st_edit *e, const char *key, json_t *v, st_error *err);
+/* Says that the state, still as the session began, was checked and has no integrity errors
+ * (st_integrity_check): the commit then checks only where the session's changes can have
+ * made errors (commit.c check_since_valid). Nothing when the session changed anything. */
+void st__edit_base_valid(st_edit *e);
 /* Recomputes the manifest's magic in a copy of the manifest (nothing when it is right). */
 int st__edit_fix_magic(st_edit *e, st_error *err);
 
