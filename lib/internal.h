@@ -755,9 +755,9 @@ size_t st__provider_ref_urn_len(const char *ref, size_t len);
 /* The integrity errors of a state an edit made from a state without integrity errors, looked
  * for only where they can be (lib/ops/commit.c check_since_valid; the proof: doc/DESIGN.md,
  * "The check after an edit of a valid state"): the resources marked in `full` (per index: the
- * objects the edit made), the resources whose URN or whose references' targets (parent,
- * dependencies, property dependencies, deletedWith, replaceWith, the provider's URN) are in
- * `touched` (with its prefilter: the URNs of the objects the edit made or removed), and the
+ * objects the edit made), the resources whose references' targets (parent, dependencies,
+ * property dependencies, deletedWith, replaceWith, the provider's URN) are in `touched` (with
+ * its prefilter: the URNs of removed objects that no object made replaces), and the
  * rest of the deployment (the cookie, pending operations, snippets, plugins) in full. The
  * problems found go to `out` (the warnings of what is skipped are not looked for). *whole set
  * and nothing checked: the shortcut does not apply (a URN occurs twice), the caller runs the
@@ -766,6 +766,9 @@ int st__integrity_check_touched(st_state *s, const char *full, const st_strmap *
 				const st_prefilter *tf, st_problems *out, int *whole,
 				st_error *err);
 unsigned long st__integrity_touched_runs(void);
+/* Tests: 0 turns the shortcut off (every commit runs the full check), 1 back on. */
+void st__integrity_touched_enable(int on);
+int st__integrity_touched_enabled(void);
 
 /* Embedded copies of the files in schemas/ (generated at build time). */
 typedef struct st_embedded_schema {

@@ -300,6 +300,80 @@ static void test_invalid_result_refused(void **unused)
 	st_state_free(dst);
 }
 
+/* One move of `urn` from fixture s to fixture d: its code, message and both states after. */
+typedef struct outcome {
+	int rc;
+	char msg[sizeof(((st_error *)0)->message)];
+	char *src, *dst;
+} outcome;
+
+static void move_once(const char *s, const char *d, const char *urn, outcome *out)
+{
+	st_state *src = tu_load(s), *dst = tu_load(d);
+	const char *pat[] = {urn};
+	st_move_opts o = ST_MOVE_OPTS_INIT;
+	st_move_report rep;
+	st_error err;
+	o.patterns = pat;
+	o.npatterns = 1;
+	o.source_stack = "p/dev";
+	o.dest_stack = "p/prod";
+	st_error_clear(&err);
+	out->rc = st_move(src, NULL, dst, NULL, &o, &rep, &err);
+	snprintf(out->msg, sizeof(out->msg), "%s", out->rc ? err.message : "");
+	out->src = dump(src);
+	out->dst = dump(dst);
+	st_move_report_clear(&rep);
+	st_state_free(src);
+	st_state_free(dst);
+}
+
+/* The commit's check after a move, looking only where the move changed something, decides as
+ * the full check does: every resource of the move fixtures and two real states moved to three
+ * destinations, with the shortcut and without, the same outcome (code, message, both states). */
+static void test_check_after_move_as_full(void **unused)
+{
+	(void)unused;
+	static const char *const srcs[] = {
+		"move/children.json", "move/dependencies.json", "move/replacewith.json",
+		"move/reparent.json", "move/rooted.json", "move/leaf.json",
+		"realworld/04-kloudlib-backup-big-56res.json", "realworld/30-azure-network.json"};
+	static const char *const dsts[] = {"move/dest-same-provider.json",
+					   "move/dest-other-provider.json",
+					   "move/dest-existing-resource.json"};
+	unsigned long runs = st__integrity_touched_runs();
+	size_t moves = 0, done = 0;
+	for (size_t a = 0; a < sizeof(srcs) / sizeof(*srcs); a++) {
+		st_state *s = tu_load(srcs[a]);
+		json_t *res = st_state_resources(s, 0), *r;
+		size_t i;
+		json_array_foreach(res, i, r) {
+			for (size_t b = 0; b < sizeof(dsts) / sizeof(*dsts); b++) {
+				outcome on, off;
+				move_once(srcs[a], dsts[b], st_json_str(r, "urn"), &on);
+				st__integrity_touched_enable(0);
+				move_once(srcs[a], dsts[b], st_json_str(r, "urn"), &off);
+				st__integrity_touched_enable(1);
+				assert_int_equal(on.rc, off.rc);
+				assert_string_equal(on.msg, off.msg);
+				assert_string_equal(on.src, off.src);
+				assert_string_equal(on.dst, off.dst);
+				moves++;
+				done += on.rc == ST_OK;
+				free(on.src);
+				free(on.dst);
+				free(off.src);
+				free(off.dst);
+			}
+		}
+		st_state_free(s);
+	}
+	assert_true(moves >= 100);
+	assert_true(done >= 30);
+	/* the shortcut ran on most sides (one whose URNs repeat takes the full check) */
+	assert_true(st__integrity_touched_runs() - runs >= 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +383,7 @@ int main(void)
 		cmocka_unit_test(test_failed_pair_write_rolls_back_both),
 		cmocka_unit_test(test_big_move_two_threads),
 		cmocka_unit_test(test_invalid_result_refused),
+		cmocka_unit_test(test_check_after_move_as_full),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

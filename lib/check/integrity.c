@@ -803,18 +803,28 @@ done:
 
 static unsigned long touched_runs;
 
+static int touched_off;
+
 unsigned long st__integrity_touched_runs(void)
 {
 	return __atomic_load_n(&touched_runs, __ATOMIC_RELAXED);
 }
 
-/* Does r name a touched URN: its own, a reference's target, or its provider's URN? */
+void st__integrity_touched_enable(int on)
+{
+	__atomic_store_n(&touched_off, !on, __ATOMIC_RELAXED);
+}
+
+int st__integrity_touched_enabled(void)
+{
+	return !__atomic_load_n(&touched_off, __ATOMIC_RELAXED);
+}
+
+/* Does r refer to a touched URN: a reference's target, or its provider's URN? */
 static int is_touched(json_t *r, const st_strmap *t, const st_prefilter *tf)
 {
-	const char *u = st_json_str(r, "urn"), *prov = st_json_str(r, "provider");
+	const char *prov = st_json_str(r, "provider");
 	size_t n;
-	if (u && (n = strlen(u)) && st_prefilter_maybe(tf, u, n) && st_strmap_getn(t, u, n))
-		return 1;
 	if (prov && (n = st__provider_ref_urn_len(prov, strlen(prov))) &&
 	    st_prefilter_maybe(tf, prov, n) && st_strmap_getn(t, prov, n))
 		return 1;
@@ -861,7 +871,7 @@ int st__integrity_check_touched(st_state *s, const char *full, const st_strmap *
 		NOMEM(c);
 	json_array_foreach(c->res, i, r) {
 		const char *type;
-		if (full[i] || is_touched(r, touched, tf)) {
+		if (full[i] || (touched->count && is_touched(r, touched, tf))) {
 			check_resource(&run, i, r);
 		} else if ((type = st_json_str(r, "type")) && st_type_is_provider(type) &&
 			   st_json_str(r, "urn")) {

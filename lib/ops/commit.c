@@ -298,46 +298,87 @@ static int errors_before(st_edit *e, size_t *n, st_error *err)
 	return ST_OK;
 }
 
-/* The URN of r into the touched set. 0, or -1: out of memory. */
-static int touch(st_strmap *t, st_prefilter *tf, const json_t *r)
-{
-	const char *u = st_json_str(r, "urn");
-	int created;
-	return !u || st_strmap_put_f(t, tf, u, &created) ? 0 : -1;
-}
+/*
+ * What the shortcut needs (the proof: doc/DESIGN.md, "The check after an edit of a valid
+ * state"). The objects in both arrays are aligned in order (else 0: the shortcut does not
+ * apply); between two aligned objects lies a gap, numbered by the aligned objects before it,
+ * holding the objects the session made (after) and removed (before). *made marks, per index
+ * now, the objects the session made. A URN goes into t (the URNs whose referrers are looked
+ * at) when the first removed object of that URN is a provider, or no object made with that
+ * URN lies in the same gap or an earlier one. 1: done; 0: does not apply or out of memory.
+ */
+typedef struct changes {
+	const window *w;
+	char *made;
+	size_t *gap_b; /* per index of before's middle part: the gap of a removed object */
+	st_strmap first_made; /* URN -> a: 1 + the gap of its first object made */
+} changes;
 
-/* Are the objects in both arrays (the middle parts of w) in the same order in both? */
-static int same_order(const window *w, const char *made)
+static int align(changes *ch)
 {
-	size_t j = w->p, end = w->nb - w->q;
+	const window *w = ch->w;
+	size_t j = w->p, end = w->nb - w->q, g = 0;
+	int created;
 	for (size_t i = w->p; i < w->na - w->q; i++) {
 		json_t *r = json_array_get(w->after, i);
-		if (made[i])
+		const char *u;
+		if (!st__ptrset_has(&w->bm, r)) {
+			st_strmap_slot *sl;
+			ch->made[i] = 1;
+			if ((u = st_json_str(r, "urn")) &&
+			    (!(sl = st_strmap_put(&ch->first_made, u, &created))))
+				return 0;
+			if (u && created)
+				sl->a = g + 1;
 			continue;
-		while (j < end && json_array_get(w->before, j) != r)
-			j++;
+		}
+		for (; j < end && json_array_get(w->before, j) != r; j++) {
+			if (st__ptrset_has(&w->am, json_array_get(w->before, j)))
+				return 0; /* kept, but later now: another order */
+			ch->gap_b[j - w->p] = g;
+		}
 		if (j++ == end)
 			return 0;
+		g++;
 	}
+	for (; j < end; j++)
+		ch->gap_b[j - w->p] = g;
 	return 1;
 }
 
-/* What the shortcut needs: per index of the resources now, 1 for an object the session made
- * (*made, new), and the URNs of those and of the objects it removed (t). 1: the shortcut
- * applies; 0: it does not (the objects left are in another order, or out of memory). */
-static int changes_of(st_edit *e, const window *w, char **made, st_strmap *t,
-		      st_prefilter *tf)
+static int changes_of(const window *w, char **made, st_strmap *t, st_prefilter *tf)
 {
-	json_t *r;
-	int ok = w->ok && (*made = calloc(w->na + 1, 1)) != NULL;
-	for (size_t i = w->p; ok && i < w->na - w->q; i++)
-		if (!st__ptrset_has(&w->bm, r = json_array_get(w->after, i)))
-			ok = ((*made)[i] = 1) && touch(t, tf, r) == 0;
-	for (size_t i = w->p; ok && i < w->nb - w->q; i++)
-		if (!st__ptrset_has(&w->am, r = json_array_get(w->before, i)))
-			ok = touch(t, tf, r) == 0;
-	(void)e;
-	return ok && same_order(w, *made);
+	changes ch = {w, NULL, NULL, {0}};
+	st_strmap seen;
+	int ok, created;
+
+	st_strmap_init(&ch.first_made);
+	st_strmap_init(&seen);
+	ok = w->ok && (ch.made = calloc(w->na + 1, 1)) &&
+	     (ch.gap_b = calloc(w->nb - w->p - w->q + 1, sizeof(size_t))) && align(&ch);
+	for (size_t j = w->p; ok && j < w->nb - w->q; j++) {
+		json_t *r = json_array_get(w->before, j);
+		const char *u = st_json_str(r, "urn");
+		st_strmap_slot *m;
+		if (!u || st__ptrset_has(&w->am, r))
+			continue;
+		if (!st_strmap_put(&seen, u, &created)) {
+			ok = 0;
+			break;
+		}
+		if (!created)
+			continue; /* the first removed object of that URN decides */
+		m = st_strmap_get(&ch.first_made, u);
+		if ((st_type_is_provider(st_json_str(r, "type")) || !m ||
+		     m->a - 1 > ch.gap_b[j - w->p]) &&
+		    !st_strmap_put_f(t, tf, u, &created))
+			ok = 0;
+	}
+	st_strmap_free(&seen);
+	st_strmap_free(&ch.first_made);
+	free(ch.gap_b);
+	*made = ch.made;
+	return ok;
 }
 
 /* The integrity check at commit. When the state was checked valid as the session began
@@ -359,11 +400,12 @@ static int check_since_valid(st_edit *e, st_problems *p, st_error *err)
 
 	/* (a state that loses its secrets provider: the ciphertexts it keeps are not looked at) */
 	if (!e->base_valid || !e->base.res || !st__edit_resources(e) ||
+	    !st__integrity_touched_enabled() ||
 	    (was && *was && !(now && *now)))
 		return st_integrity_check(e->s, p, err);
 	st_strmap_init(&t);
 	window_init(e, &w);
-	if ((tf = calloc(1, sizeof(*tf))) && changes_of(e, &w, &made, &t, tf))
+	if ((tf = calloc(1, sizeof(*tf))) && changes_of(&w, &made, &t, tf))
 		rc = st__integrity_check_touched(e->s, made, &t, tf, p, &whole, err);
 	window_free(&w);
 	st_strmap_free(&t);
