@@ -155,6 +155,8 @@ int st__http_set_note(st_http *h, const char *note, st_error *err);
 
 /* How many attempts all clients made so far (for the tests). */
 unsigned long st__http_attempts(void);
+/* How many answers' headers were acknowledged at once (TCP_QUICKACK; for the tests). */
+unsigned long st__http_quick_acks(void);
 
 /*
  * Spools: where a store keeps the bytes of a write until they are sent (a temporary file,
