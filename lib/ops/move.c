@@ -40,7 +40,8 @@ typedef struct mv {
 	st_strmap src_index;   /* urn -> first index (a) */
 	st_strmap moved_urns;  /* the URNs that move */
 	st_prefilter moved_f;  /* moved_urns' */
-	st_strmap stay;        /* the URNs that stay */
+	st_strmap stay;        /* the URNs that stay (only when a URN repeats) */
+	int repeats;           /* a URN occurs more than once in the source */
 	st_strmap dst;         /* the destination's URNs -> its resource (p) */
 	st_strmap urnmap;      /* old urn -> new urn (p, owned) */
 	st_strmap provmap;     /* old ref -> new ref (key and p owned) */
@@ -72,7 +73,7 @@ static int oom(mv *c)
 /* Removes from r every edge to a URN in `gone` (but its parent: the caller reparents); each
  * removal is reported under `where`, in Pulumi's words. */
 typedef struct break_ctx {
-	const st_strmap *gone;
+	const st_strmap *gone, *but; /* the URNs in gone but not in but (may be NULL) */
 	st_changes *where;
 	const char *urn;
 } break_ctx;
@@ -80,7 +81,8 @@ typedef struct break_ctx {
 static int break_cb(void *p, st_ref *ref)
 {
 	break_ctx *c = p;
-	if (!st_strmap_getn(c->gone, ref->value, ref->len))
+	if (!st_strmap_getn(c->gone, ref->value, ref->len) ||
+	    (c->but && st_strmap_getn(c->but, ref->value, ref->len)))
 		return ST_REF_NEXT;
 	switch (ref->kind) {
 	case ST_REF_DEPENDENCY:
@@ -100,12 +102,21 @@ static int break_cb(void *p, st_ref *ref)
 	return ST_REF_REMOVE;
 }
 
-static int break_edges(json_t *r, const st_strmap *gone, st_changes *where)
+static int break_edges(json_t *r, const st_strmap *gone, const st_strmap *but,
+		       st_changes *where)
 {
-	break_ctx c = {gone, where, st_json_str(r, "urn")};
+	break_ctx c = {gone, but, where, st_json_str(r, "urn")};
 	int rc = st__ref_foreach(r, (ST_REF_URNS & ~(unsigned)ST_REF_PARENT) | ST_REF_SORTED,
 				 break_cb, &c);
 	return rc < 0 ? rc : ST_OK;
+}
+
+/* Removes from a moved copy r every edge to what stays in the source: a URN of the source
+ * that does not move (each URN once: the source's URNs but the moved ones). */
+static int break_stay(mv *c, json_t *r)
+{
+	return c->repeats ? break_edges(r, &c->stay, NULL, &c->rep->broken_dest)
+			  : break_edges(r, &c->src_index, &c->moved_urns, &c->rep->broken_dest);
 }
 
 /* A URN in the destination (*out, new): its stack and project, the (new) parent's type chain.
@@ -250,22 +261,25 @@ static int add_parents(mv *c)
 	return changed;
 }
 
-/* Marks every child of a moved resource (not providers). */
+/* Marks every child of a moved resource (not providers). 1: another pass may mark more (a
+ * parent comes after its child: not in a valid state, where one pass is enough). */
 static int add_children(mv *c)
 {
 	json_t *r;
 	size_t i;
-	int changed = 0;
+	int changed = 0, late = 0;
 	json_array_foreach(c->sres, i, r) {
 		const char *par = st_json_str(r, "parent");
 		st_strmap_slot *ps = par ? st_strmap_get(&c->src_index, par) : NULL;
+		if (ps && ps->a > i)
+			late = 1;
 		if (c->moved[i] || !ps || !c->moved[ps->a] ||
 		    st_type_is_provider(st_json_str(r, "type")))
 			continue;
 		c->moved[i] = 1;
 		changed = 1;
 	}
-	return changed;
+	return changed && late;
 }
 
 /* Ancestors (with include_parents) and every descendant, to a fixed point (an invalid order
@@ -284,7 +298,7 @@ static int expand(mv *c)
 		const char *u = st_json_str(r, "urn");
 		if (c->moved[i] && st__is_root_stack(r))
 			c->moved[i] = 0;
-		if (!u)
+		if (!u || (!c->moved[i] && !c->repeats))
 			continue;
 		if (!(c->moved[i] ? st_strmap_put_f(&c->moved_urns, &c->moved_f, u, &created)
 				  : st_strmap_put(&c->stay, u, &created)))
@@ -311,6 +325,8 @@ static int index_source(mv *c)
 			return oom(c);
 		if (sl && created)
 			sl->a = i;
+		else if (sl)
+			c->repeats = 1;
 	}
 	return ST_OK;
 }
@@ -419,7 +435,7 @@ static int copy_provider(mv *c, json_t *r)
 		return rc;
 	}
 	/* copied providers must not depend on what stays in the source */
-	if (!(copy = json_deep_copy(r)) || break_edges(copy, &c->stay, &c->rep->broken_dest) ||
+	if (!(copy = json_deep_copy(r)) || break_stay(c, copy) ||
 	    st_obj_set_ordered(copy, ST_K_RESOURCE, "parent", json_string(c->droot)) ||
 	    json_object_set_new(copy, "urn", json_string(nu))) {
 		json_decref(copy);
@@ -471,7 +487,7 @@ static int map_urns(mv *c)
 	size_t i;
 	int created;
 	json_array_foreach(c->sres, i, r) {
-		const char *par = st_json_str(r, "parent");
+		const char *par = c->moved[i] ? st_json_str(r, "parent") : NULL;
 		st_strmap_slot *ps = par ? st_strmap_get(&c->urnmap, par) : NULL, *sl;
 		char *nu;
 		if (!c->moved[i])
@@ -566,7 +582,7 @@ static int copy_moved(mv *c, json_t *r)
 	json_t *copy = json_deep_copy(r);
 	int rc;
 
-	if (!copy || break_edges(copy, &c->stay, &c->rep->broken_dest)) {
+	if (!copy || break_stay(c, copy)) {
 		json_decref(copy);
 		return oom(c);
 	}
@@ -601,30 +617,49 @@ static int copies(mv *c)
 }
 
 /* The source: edges to what moved broken (in copies: the state as it was stays shared), then
- * the moved resources removed. */
+ * the moved resources removed. The resources that refer to a moved one are found first, in
+ * one read-only pass (on two threads for a big state). */
 static int shrink_source(mv *c)
 {
+	st__refscan scan;
 	json_t *r;
 	size_t i;
+	int rc;
+
+	memset(&scan, 0, sizeof(scan));
+	scan.res = c->sres;
+	scan.skip = c->moved;
+	scan.urns = &c->moved_urns;
+	scan.uf = &c->moved_f;
+	if (!(scan.hit = calloc(c->n + 1, 1)))
+		return oom(c);
+	st__refscan_run(&scan);
 	json_array_foreach(c->sres, i, r) {
 		size_t before = c->rep->broken_source.count;
 		json_t *copy;
-		if (c->moved[i] || !st__refers(r, &c->moved_urns, &c->moved_f, NULL, NULL))
+		if (!scan.hit[i])
 			continue;
 		/* (a shallow copy: of the full resource) */
-		if (st__edit_inflate(c->se, i, c->err) != ST_OK)
+		if (st__edit_inflate(c->se, i, c->err) != ST_OK) {
+			free(scan.hit);
 			return ST_ENOMEM;
+		}
 		if (!(copy = st__ref_copy(r)) ||
-		    break_edges(copy, &c->moved_urns, &c->rep->broken_source)) {
+		    break_edges(copy, &c->moved_urns, NULL, &c->rep->broken_source)) {
 			json_decref(copy);
+			free(scan.hit);
 			return oom(c);
 		}
 		if (c->rep->broken_source.count == before)
 			json_decref(copy); /* only its parent was among them */
-		else if (st__edit_put(c->se, c->sres, i, copy) < 0)
+		else if (st__edit_put(c->se, c->sres, i, copy) < 0) {
+			free(scan.hit);
 			return oom(c);
+		}
 	}
-	return st__edit_remove(c->se, c->moved, c->err);
+	free(scan.hit);
+	rc = st__edit_remove(c->se, c->moved, c->err);
+	return rc;
 }
 
 /* Pending operations of moved resources move with them. */
