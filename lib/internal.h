@@ -142,6 +142,7 @@ typedef enum st__tsite {
 	ST__T_ENCRYPT,      /* secrets encrypt and rekey: resources */
 	ST__T_JOURNAL_HASH, /* the two-stack journal: the old objects hashed (always) */
 	ST__T_JOURNAL_STAGE, /* the two-stack journal: the second side staged (always) */
+	ST__T_PREHASH,      /* a move: the old objects hashed ahead, beside the move (always) */
 	ST__T_INDEX,        /* the index: stacks read and parsed beside the writes: stacks */
 	ST__T_COUNT
 } st__tsite;
@@ -572,7 +573,23 @@ struct st_state {
 	st__keymap *keymap;
 	/* A lazy state's side table (lib/state/lazy.c), or NULL: see "Lazy states" above. */
 	struct st__lazy *lazy;
+	/* Its source file being hashed ahead for the two-stack journal (st__lazy_prehash), or
+	 * NULL. */
+	struct st__prehash *prehash;
 };
+
+/* The BLAKE2b-256 of a file (fd: duplicated) started on a thread of its own
+ * (lib/store/journal.c): the journal then takes it for the old object when that is still the
+ * same file, unchanged (device, inode, size, modification and change times the same before
+ * and after the hashing and at the journal's turn). NULL when no thread is worth it or
+ * possible. st__prehash_free joins and frees (NULL: nothing). st__prehash_used() counts the
+ * hashes the journal took (tests). */
+typedef struct st__prehash st__prehash;
+st__prehash *st__prehash_start(int fd);
+void st__prehash_free(st__prehash *p);
+unsigned long st__prehash_used(void);
+/* A lazy state loaded from a file: that file hashed ahead (s->prehash), once. */
+void st__lazy_prehash(st_state *s);
 
 
 /* Finds envelope, version and deployment; checks versions and features. */

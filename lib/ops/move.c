@@ -200,6 +200,9 @@ static int check_valid(mv *c)
 	if (rc == ST_OK) { /* the commit checks only what the move changed */
 		st__edit_base_valid(c->se);
 		st__edit_base_valid(c->de);
+		/* the journal's hashes of the old files, beside the move (one processor) */
+		st__lazy_prehash(a);
+		st__lazy_prehash(b);
 	}
 	st_problems_clear(&pa);
 	st_problems_clear(&pb);

@@ -126,6 +126,12 @@ int st__lazy_source(const st_state *s, const char *p, int *fd, off_t *off)
 	return 1;
 }
 
+void st__lazy_prehash(st_state *s)
+{
+	if (s && !s->prehash && s->lazy && s->lazy->fd >= 0)
+		s->prehash = st__prehash_start(s->lazy->fd);
+}
+
 size_t st__lazy_count(const st_state *s)
 {
 	return s->lazy ? s->lazy->live : 0;

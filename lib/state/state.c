@@ -243,6 +243,8 @@ static void state_free_fields(st_state *s)
 	st__keymap_free(s->keymap); /* before the tree: it holds references into it */
 	json_decref(s->root);
 	st__lazy_free(s->lazy);
+	st__prehash_free(s->prehash);
+	s->prehash = NULL;
 	free(s->path);
 	st_problems_clear(&s->load_problems);
 }

@@ -88,23 +88,11 @@ static void hash_hex(int v1, const void *data, size_t len, char out[65])
  * old files while it holds both states). */
 static void hash_mapped(int v1, const char *map, size_t len, char out[65])
 {
-	const size_t slice = 8u << 20;
-	crypto_generichash_state st;
-	unsigned char h[32];
-
 	if (v1) {
 		hash_hex(v1, map, len, out);
 		return;
 	}
-	crypto_generichash_init(&st, NULL, 0, sizeof(h));
-	for (size_t off = 0; off < len; off += slice) {
-		size_t n = len - off < slice ? len - off : slice;
-		crypto_generichash_update(&st, (const unsigned char *)map + off, n);
-		if (n == slice)
-			(void)madvise((void *)(map + off), n, MADV_DONTNEED);
-	}
-	crypto_generichash_final(&st, h, sizeof(h));
-	sodium_bin2hex(out, 65, h, sizeof(h));
+	st__blake2b_mapped_hex(map, len, out);
 }
 
 /* A local file hashed where it lies: mapped, not read, so a whole stack is not copied into
@@ -274,7 +262,20 @@ static int stage(jside *sd, int one_thread, st_error *err)
 
 static void old_hash(jside *sd)
 {
+	char *path;
 	st_error_clear(&sd->herr);
+	/* a move's lazy state hashed its file ahead: taken when that is still the old object */
+	if (sd->state && sd->state->prehash &&
+	    (path = st__store_local_path(sd->store, sd->old_key)) != NULL) {
+		int hit = st__store_file_check(sd->store, sd->old_key, NULL) == ST_OK &&
+			  st__prehash_take(sd->state->prehash, path, sd->old_hex);
+		free(path);
+		if (hit) {
+			sd->old_exists = 1;
+			sd->hrc = ST_OK;
+			return;
+		}
+	}
 	sd->hrc = hash_object(0, sd->store, sd->old_key, sd->old_hex, &sd->old_exists, &sd->herr);
 }
 

@@ -104,6 +104,13 @@ char *st__store_local_path(const st_store *s, const char *key);
  * ST_OK for any other store. */
 int st__store_file_check(const st_store *s, const char *key, st_error *err);
 
+/* BLAKE2b-256 (hex) of a mapping, its pages given back every 8 MiB as the hash passes them
+ * (prehash.c). */
+void st__blake2b_mapped_hex(const char *map, size_t len, char out[65]);
+/* The hash taken ahead (st__prehash_start), when the file at `path` is still the file hashed,
+ * unchanged: 1 and out set, else 0 (the thread joined either way). */
+int st__prehash_take(st__prehash *p, const char *path, char out[65]);
+
 /* Writes a state to a key of a store (streamed when plain, compressed first otherwise),
  * manifest magic recomputed; `cfg` (may be NULL): the writer's thread choices. */
 int st__state_write_store(st_state *s, st_store *store, const char *key,

@@ -73,6 +73,7 @@ static const struct {
 	[ST__T_ENCRYPT] = {"secrets encrypt and rekey (resources)", 500},
 	[ST__T_JOURNAL_HASH] = {"journal: old objects hashed", 0},
 	[ST__T_JOURNAL_STAGE] = {"journal: second side staged", 0},
+	[ST__T_PREHASH] = {"move: old objects hashed ahead", 0},
 	[ST__T_INDEX] = {"index: stacks read beside the writes (stacks to read)", 8},
 };
 
