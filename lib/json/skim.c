@@ -569,7 +569,11 @@ json_t *st__skim_resource(parser *ps)
 		p = q;
 		if (p >= e || *p++ != ':' || (!sk->style.compact && (p >= e || *p++ != ' ')))
 			return give_up(ps, obj, &r);
-		if (p < e && *p == '{' &&
+		/* more white space than the style's (Python's ": " in a one-line file): not the
+		 * writer's text, and no value the parser below starts at */
+		if (p >= e || *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+			return give_up(ps, obj, &r);
+		if (*p == '{' &&
 		    ((kl == 6 && !memcmp(k, "inputs", 6)) || (kl == 7 && !memcmp(k, "outputs", 7)))) {
 			const unsigned char *ms = p;
 			sk->sig = 0;

@@ -63,6 +63,21 @@ run "keys out of order: in full" env STATETOOL_TIMINGS=1 "$STATETOOL" validate "
 check_rc 0
 check_out "$V: valid, 0 errors, 0 warnings (1 resource)"
 check_err_lacks "(lazy)"
+# more white space than the layout's: Python's json.dumps (one line, ": " and ", "), two spaces
+# after a colon, a tab: valid, and the report is standard input's (the lazy scan once took the
+# space after a resource's "urn": for the value and reported a syntax error)
+pyhead='{"version": 3, "deployment": {"manifest": {"time": "2026-01-01T00:00:00Z", "magic": "", "version": ""}, "resources": [{"urn": "urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev", "custom": false, "type": "pulumi:pulumi:Stack", "outputs": {"a": 1}}, {"urn": "urn:pulumi:dev::p::aws:s3/bucket:Bucket::b", "custom": true, "type": "aws:s3/bucket:Bucket", "parent": "urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev", "inputs": {"b": [true, null]}}]}}'
+for text in "$pyhead" \
+	"$(printf '%s' "$pyhead" | sed 's/"urn": /"urn":  /g')" \
+	"$(printf '%s' "$pyhead" | sed 's/"custom": /"custom":\t/g')" \
+	"$(printf '%s' "$pyhead" | sed 's/, "inputs"/,"inputs"/; s/"inputs": /"inputs":/')"; do
+	printf '%s\n' "$text" >"$V"
+	run "white space: valid" "$STATETOOL" validate "$V"
+	check_rc 0
+	check_out "$V: valid, 0 errors, 0 warnings (2 resources)"
+	same_both "$V"
+	same_both "$V" --json
+done
 # --schema looks into values: the full load
 printf '%s{"a":1}%s\n' "$head" "$tail" >"$V"
 printf '{"properties":{"deployment":{"properties":{"resources":{"items":{"properties":{"outputs":{"properties":{"a":{"type":"string"}}}}}}}}}}\n' >"$T/s.json"

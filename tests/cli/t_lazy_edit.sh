@@ -57,6 +57,16 @@ for f in "$FIXTURES"/realworld/*.json "$FIXTURES"/edit/*.json "$FIXTURES"/move/*
 			--target-dependents "$u"
 	done
 done
+# a state in Python's json.dumps layout (one line, ": " and ", "): every edit as the full load's
+py='{"version": 3, "deployment": {"manifest": {"time": "2026-01-01T00:00:00Z", "magic": "", "version": ""}, "resources": [{"urn": "urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev", "custom": false, "type": "pulumi:pulumi:Stack"}, {"urn": "urn:pulumi:dev::p::aws:s3/bucket:Bucket::b", "custom": true, "type": "aws:s3/bucket:Bucket", "parent": "urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev", "inputs": {"b": 1}}]}}'
+printf '%s\n' "$py" >"$T/py.json"
+for c in protect taint; do
+	same "python layout $c" "$T/py.json" "$c" 'urn:pulumi:dev::p::aws:s3/bucket:Bucket::b'
+done
+same "python layout delete" "$T/py.json" delete 'urn:pulumi:dev::p::aws:s3/bucket:Bucket::b'
+run "python layout: protect" "$STATETOOL" protect "$T/py.json" 'urn:pulumi:dev::p::aws:s3/bucket:Bucket::b'
+check_rc 0
+
 # A state over 4 MiB is mapped, not read, and its unchanged resources go to the new file as
 # runs copied from the file (copy_file_range where the file system can): every edit at its
 # start, middle and end gives the full load's bytes. big.json: realworld/04's resources, then
