@@ -343,48 +343,15 @@ static int az_stat(st_store *ss, const char *key, st_store_info *info, st_error 
 /* ---- write ---- */
 
 typedef struct az_writer {
-	st_store_writer base;
-	char *key;
-	unsigned flags;
-	st_spool *spool;
-	long long size;
-	char sha[65];
+	st__spooled_writer sp; /* first: the shared spooled writer */
 	size_t nblocks;     /* > 0: the bytes are up as uncommitted blocks */
 	char id_prefix[33]; /* this write's block IDs: "<id_prefix>-<6 digits>" */
 } az_writer;
 
-static void writer_free(az_writer *w)
-{
-	st__spool_free(w->spool);
-	free(w->key);
-	free(w);
-}
-
 static int az_write_begin(st_store *ss, const char *key, const st_store_write_opts *opts,
 			  st_store_writer **out, st_error *err)
 {
-	az_writer *w = calloc(1, sizeof(*w));
-	int rc;
-
-	*out = NULL;
-	if (!w || !(w->key = st_strdup(key))) {
-		free(w);
-		return st__err(err, ST_ENOMEM, "out of memory");
-	}
-	if ((rc = st__spool_new(&w->spool, err)) != ST_OK) {
-		writer_free(w);
-		return rc;
-	}
-	w->base.store = ss;
-	w->base.fd = -1;
-	w->flags = opts->flags;
-	*out = &w->base;
-	return ST_OK;
-}
-
-static int az_write_chunk(st_store_writer *sw, const void *p, size_t n, st_error *err)
-{
-	return st__spool_write(((az_writer *)sw)->spool, p, n, err);
+	return st__spooled_begin(ss, key, opts, sizeof(az_writer), out, err);
 }
 
 /* A block's ID, base64 of "<32 hex>-<6 digits>" (the same length for every block, as the
@@ -400,14 +367,14 @@ static void block_id(const az_writer *w, size_t i, char out[64])
 /* Put Block for every block_size bytes: the content is then on the server, uncommitted. */
 static int put_blocks(az_store *s, az_writer *w, st_error *err)
 {
-	size_t n = (size_t)((w->size + (long long)block_size - 1) / (long long)block_size);
+	size_t n = (size_t)((w->sp.size + (long long)block_size - 1) / (long long)block_size);
 	unsigned char rnd[16];
 	int rc = ST_OK;
 
 	if (n > MAX_BLOCKS)
 		return st__err(err, ST_ELIMIT,
 			       "azblob: '%s' (%lld bytes) needs more than %d blocks of %zu bytes",
-			       w->key, w->size, MAX_BLOCKS, block_size);
+			       w->sp.key, w->sp.size, MAX_BLOCKS, block_size);
 	randombytes_buf(rnd, sizeof(rnd));
 	st__hex(w->id_prefix, rnd, sizeof(rnd));
 	for (size_t i = 0; i < n && rc == ST_OK; i++) {
@@ -420,16 +387,16 @@ static int put_blocks(az_store *s, az_writer *w, st_error *err)
 		st_buf_adds(&b, "comp=block&blockid=");
 		st__azblob_url_encode(&b, id, strlen(id), 0);
 		query = st_buf_take(&b, NULL);
-		rc = query ? req_init(&q, s, "PUT", "PutBlock", w->key, query, err)
+		rc = query ? req_init(&q, s, "PUT", "PutBlock", w->sp.key, query, err)
 			   : st__err(err, ST_ENOMEM, "out of memory");
 		free(query);
 		memset(&resp, 0, sizeof(resp));
 		if (rc == ST_OK) {
 			long long off = (long long)i * (long long)block_size;
-			q.r.body_fd = st__spool_fd(w->spool);
+			q.r.body_fd = st__spool_fd(w->sp.spool);
 			q.r.body_off = off;
-			q.r.body_len = (size_t)(w->size - off < (long long)block_size
-							? w->size - off
+			q.r.body_len = (size_t)(w->sp.size - off < (long long)block_size
+							? w->sp.size - off
 							: (long long)block_size);
 			if ((rc = run(s, &q, &resp, 201, err)) == 1)
 				rc = az_fail(s, &q, &resp, 0, err);
@@ -445,31 +412,10 @@ static int put_blocks(az_store *s, az_writer *w, st_error *err)
 static int az_write_finish(st_store_writer *sw, st_error *err)
 {
 	az_writer *w = (az_writer *)sw;
-	st__spool_finish(w->spool, &w->size, w->sha);
-	if (w->size > (long long)single_max)
+	st__spooled_finish(sw, err);
+	if (w->sp.size > (long long)single_max)
 		return put_blocks((az_store *)sw->store, w, err);
 	return ST_OK;
-}
-
-static void az_write_abort(st_store_writer *sw)
-{
-	/* uncommitted blocks are invisible and the service drops them after a week */
-	writer_free((az_writer *)sw);
-}
-
-/* After a create-only write was refused: was it our own earlier attempt that got through
- * (its answer lost)? Then the object holds exactly our bytes. */
-static int is_ours(az_store *s, az_writer *w)
-{
-	char *data = NULL, hex[65];
-	size_t len = 0;
-	unsigned char d[crypto_hash_sha256_BYTES];
-	if (az_read(&s->base, w->key, (size_t)w->size + 1, &data, &len, NULL, NULL) != ST_OK)
-		return 0;
-	crypto_hash_sha256(d, (unsigned char *)data, len);
-	free(data);
-	st__hex(hex, d, sizeof(d));
-	return (long long)len == w->size && !strcmp(hex, w->sha);
 }
 
 /* The Put Block List body: every block, in order, as Latest. */
@@ -494,21 +440,21 @@ static int az_write_commit(st_store_writer *sw, st_error *err)
 	char *list = NULL;
 	az_req q;
 	st_http_resp resp;
-	int rc, create = (w->flags & ST_STORE_CREATE_ONLY) != 0;
+	int rc, create = (w->sp.flags & ST_STORE_CREATE_ONLY) != 0;
 
 	memset(&resp, 0, sizeof(resp));
 	if (w->nblocks) {
-		rc = req_init(&q, s, "PUT", "PutBlockList", w->key, "comp=blocklist", err);
+		rc = req_init(&q, s, "PUT", "PutBlockList", w->sp.key, "comp=blocklist", err);
 		if (rc == ST_OK && !(list = block_list(w)))
 			rc = st__err(err, ST_ENOMEM, "out of memory");
 		q.r.body = list;
 		q.r.body_len = list ? strlen(list) : 0;
 	} else {
-		rc = req_init(&q, s, "PUT", "PutBlob", w->key, NULL, err);
+		rc = req_init(&q, s, "PUT", "PutBlob", w->sp.key, NULL, err);
 		if (rc == ST_OK)
 			rc = st__http_hdrs_add(&q.r.headers, "x-ms-blob-type", "BlockBlob", err);
-		q.r.body_fd = st__spool_fd(w->spool);
-		q.r.body_len = (size_t)w->size;
+		q.r.body_fd = st__spool_fd(w->sp.spool);
+		q.r.body_len = (size_t)w->sp.size;
 	}
 	if (rc == ST_OK && create)
 		rc = st__http_hdrs_add(&q.r.headers, "If-None-Match", "*", err);
@@ -520,7 +466,8 @@ static int az_write_commit(st_store_writer *sw, st_error *err)
 			int exists = ec && (!strcmp(ec, "BlobAlreadyExists") ||
 					    !strcmp(ec, "ConditionNotMet"));
 			free(ec);
-			if (exists && resp.maybe_done && is_ours(s, w))
+			if (exists && resp.maybe_done &&
+			    st__store_is_ours(&s->base, w->sp.key, w->sp.size, w->sp.sha))
 				rc = ST_OK;
 			else
 				rc = az_fail(s, &q, &resp, exists ? ST_EEXIST : 0, err);
@@ -531,7 +478,7 @@ static int az_write_commit(st_store_writer *sw, st_error *err)
 	st__http_resp_free(&resp);
 	req_free(&q);
 	free(list);
-	writer_free(w);
+	st__spooled_free(sw);
 	return rc;
 }
 
@@ -833,8 +780,11 @@ static void az_free(st_store *ss)
 }
 
 static const st_store_ops azblob_ops = {
-	"azblob",       az_read,        az_stat,  az_write_begin, az_write_chunk, az_write_finish,
-	az_write_commit, az_write_abort, az_list,  az_remove,      az_copy,        az_free,
+	"azblob",       az_read,        az_stat,  az_write_begin, st__spooled_chunk, az_write_finish,
+	az_write_commit,
+	st__spooled_free, /* abort: uncommitted blocks are invisible and the service drops them
+			   * after a week */
+	az_list,  az_remove,      az_copy,        az_free,
 	NULL, /* rename: the generic one, a server-side copy then a delete */
 	NULL /* write_copy: chunks only */};
 

@@ -8,6 +8,7 @@
  * (azidentity's DefaultAzureCredential, gocloud's last resort) are refused with a message.
  */
 #include "azblob.h"
+#include "xml.h"
 
 #include <sodium.h>
 #include <stdlib.h>
@@ -153,37 +154,29 @@ out:
 /* azblob://CONTAINER[/PATH][?QUERY][#FRAGMENT] */
 static int parse_url(st_azblob_cfg *cfg, url_parts *u, const char *url, st_error *err)
 {
-	const char *p = url + strlen("azblob://");
-	size_t hn = strcspn(p, "/?#");
-	const char *path = p + hn;
-	size_t pn = strcspn(path, "?#");
-	const char *q = path + pn;
-	size_t qn = *q == '?' ? strcspn(q + 1, "#") : 0;
+	st__url_parts pt;
 	char *decoded = NULL;
 	int rc;
 
-	if (!hn)
+	st__url_split(url + strlen("azblob://"), &pt);
+	if (!pt.hn)
 		return st__err(err, ST_EINVAL,
 			       "azblob: '%s' names no container (azblob://CONTAINER[/PREFIX])", url);
-	if (memchr(p, '@', hn) || memchr(p, '%', hn))
-		return st__err(err, ST_EINVAL, "azblob: '%.*s' is not a container name", (int)hn,
-			       p);
-	if (!(cfg->container = st_strndup(p, hn)))
+	if (memchr(pt.host, '@', pt.hn) || memchr(pt.host, '%', pt.hn))
+		return st__err(err, ST_EINVAL, "azblob: '%.*s' is not a container name",
+			       (int)pt.hn, pt.host);
+	if (!(cfg->container = st_strndup(pt.host, pt.hn)))
 		return st__err(err, ST_ENOMEM, "out of memory");
-	rc = url_decode(path, pn, 0, &decoded);
+	rc = url_decode(pt.path, pt.pn, 0, &decoded);
 	if (rc == -2)
 		return st__err(err, ST_ENOMEM, "out of memory");
 	if (rc == -1)
 		return st__err(err, ST_EINVAL, "azblob: invalid URL escape in the path of '%s'", url);
-	const char *d = decoded;
-	while (*d == '/')
-		d++;
-	size_t dn = strlen(d);
-	cfg->prefix = st_asprintf("%s%s", d, dn && d[dn - 1] != '/' ? "/" : "");
+	cfg->prefix = st__url_prefix(decoded);
 	free(decoded);
 	if (!cfg->prefix)
 		return st__err(err, ST_ENOMEM, "out of memory");
-	for (const char *s = q + 1, *end = q + 1 + qn; *q == '?' && s < end;) {
+	for (const char *s = pt.query, *end = s ? s + pt.qn : s; s && s < end;) {
 		size_t n = strcspn(s, "&#");
 		if (s + n > end)
 			n = (size_t)(end - s);

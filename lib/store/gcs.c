@@ -406,75 +406,10 @@ static int gcs_stat(st_store *ss, const char *key, st_store_info *info, st_error
 
 /* ---- write ---- */
 
-typedef struct gcs_writer {
-	st_store_writer base;
-	char *key;
-	unsigned flags;
-	st_spool *spool;
-	long long size;
-	char sha[65];
-} gcs_writer;
-
-static void writer_free(gcs_writer *w)
-{
-	st__spool_free(w->spool);
-	free(w->key);
-	free(w);
-}
-
 static int gcs_write_begin(st_store *ss, const char *key, const st_store_write_opts *opts,
 			   st_store_writer **out, st_error *err)
 {
-	gcs_writer *w = calloc(1, sizeof(*w));
-	int rc;
-
-	*out = NULL;
-	if (!w || !(w->key = st_strdup(key))) {
-		free(w);
-		return st__err(err, ST_ENOMEM, "out of memory");
-	}
-	if ((rc = st__spool_new(&w->spool, err)) != ST_OK) {
-		writer_free(w);
-		return rc;
-	}
-	w->base.store = ss;
-	w->base.fd = -1;
-	w->flags = opts->flags;
-	*out = &w->base;
-	return ST_OK;
-}
-
-static int gcs_write_chunk(st_store_writer *sw, const void *p, size_t n, st_error *err)
-{
-	return st__spool_write(((gcs_writer *)sw)->spool, p, n, err);
-}
-
-static int gcs_write_finish(st_store_writer *sw, st_error *err)
-{
-	gcs_writer *w = (gcs_writer *)sw;
-	(void)err;
-	st__spool_finish(w->spool, &w->size, w->sha);
-	return ST_OK;
-}
-
-static void gcs_write_abort(st_store_writer *sw)
-{
-	writer_free((gcs_writer *)sw);
-}
-
-/* After a create-only write was refused: was it our own earlier attempt that got through (its
- * answer lost)? Then the object holds exactly our bytes. */
-static int is_ours(gcs_store *s, gcs_writer *w)
-{
-	char *data = NULL, hex[65];
-	size_t len = 0;
-	unsigned char d[crypto_hash_sha256_BYTES];
-	if (gcs_read(&s->base, w->key, (size_t)w->size + 1, &data, &len, NULL, NULL) != ST_OK)
-		return 0;
-	crypto_hash_sha256(d, (unsigned char *)data, len);
-	free(data);
-	st__hex(hex, d, sizeof(d));
-	return (long long)len == w->size && !strcmp(hex, w->sha);
+	return st__spooled_begin(ss, key, opts, sizeof(st__spooled_writer), out, err);
 }
 
 /* The upload's URL: {upload}/b/BUCKET/o?uploadType=media&name=NAME[&ifGenerationMatch=0]. */
@@ -494,7 +429,7 @@ static char *upload_url(const gcs_store *s, const char *key, int create)
 
 static int gcs_write_commit(st_store_writer *sw, st_error *err)
 {
-	gcs_writer *w = (gcs_writer *)sw;
+	st__spooled_writer *w = (st__spooled_writer *)sw;
 	gcs_store *s = (gcs_store *)sw->store;
 	int create = (w->flags & ST_STORE_CREATE_ONLY) != 0;
 	gcs_req q;
@@ -512,7 +447,7 @@ static int gcs_write_commit(st_store_writer *sw, st_error *err)
 	if (rc == ST_OK)
 		rc = st__http_do(s->http, &q.r, &resp, err);
 	if (rc == ST_OK && resp.status == 412 && create) {
-		if (resp.maybe_done && is_ours(s, w))
+		if (resp.maybe_done && st__store_is_ours(&s->base, w->key, w->size, w->sha))
 			rc = ST_OK;
 		else
 			rc = st__err(err, ST_EEXIST, "'gs://%s/%s%s' exists already", s->cfg.bucket,
@@ -532,7 +467,7 @@ static int gcs_write_commit(st_store_writer *sw, st_error *err)
 	}
 	st__http_resp_free(&resp);
 	req_free(&q);
-	writer_free(w);
+	st__spooled_free(&w->base);
 	return rc;
 }
 
@@ -803,8 +738,8 @@ static void gcs_free(st_store *ss)
 }
 
 static const st_store_ops gcs_ops = {
-	"gs",           gcs_read,        gcs_stat, gcs_write_begin, gcs_write_chunk, gcs_write_finish,
-	gcs_write_commit, gcs_write_abort, gcs_list, gcs_remove,      gcs_copy,        gcs_free,
+	"gs",           gcs_read,        gcs_stat, gcs_write_begin, st__spooled_chunk, st__spooled_finish,
+	gcs_write_commit, st__spooled_free, gcs_list, gcs_remove,      gcs_copy,        gcs_free,
 	NULL, /* rename: the generic one, a server-side rewrite then a delete */
 	NULL /* write_copy: chunks only */};
 

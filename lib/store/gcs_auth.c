@@ -153,41 +153,33 @@ static int parse_query(url_params *u, const char *q, size_t qn, st_error *err)
 /* gs://BUCKET[/PATH][?QUERY][#FRAGMENT] */
 static int parse_url(st_gcs_cfg *cfg, url_params *u, const char *url, st_error *err)
 {
-	const char *p = url + strlen("gs://");
-	size_t hn = strcspn(p, "/?#");
-	const char *path = p + hn;
-	size_t pn = strcspn(path, "?#");
-	const char *q = path + pn;
-	size_t qn = *q == '?' ? strcspn(q + 1, "#") : 0;
+	st__url_parts pt;
 
-	if (!hn)
+	st__url_split(url + strlen("gs://"), &pt);
+	if (!pt.hn)
 		return st__err(err, ST_EINVAL, "gs: '%s' names no bucket (gs://BUCKET[/PREFIX])",
 			       url);
-	for (size_t i = 0; i < hn; i++) {
-		char c = p[i];
+	for (size_t i = 0; i < pt.hn; i++) {
+		char c = pt.host[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
 		      c == '.'))
 			return st__err(err, ST_EINVAL,
 				       "gs: '%.*s' is not a bucket name (lowercase letters, digits, "
 				       "'-', '_' and '.')",
-				       (int)hn, p);
+				       (int)pt.hn, pt.host);
 	}
-	if (!escapes_ok(path, pn))
+	if (!escapes_ok(pt.path, pt.pn))
 		return st__err(err, ST_EINVAL, "gs: invalid URL escape in the path of '%s'", url);
-	char *decoded = st__url_decode(path, pn, 0);
-	if (!decoded || !(cfg->bucket = st_strndup(p, hn))) {
+	char *decoded = st__url_decode(pt.path, pt.pn, 0);
+	if (!decoded || !(cfg->bucket = st_strndup(pt.host, pt.hn))) {
 		free(decoded);
 		return st__err(err, ST_ENOMEM, "out of memory");
 	}
-	const char *d = decoded;
-	while (*d == '/')
-		d++;
-	size_t dn = strlen(d);
-	cfg->prefix = st_asprintf("%s%s", d, dn && d[dn - 1] != '/' ? "/" : "");
+	cfg->prefix = st__url_prefix(decoded);
 	free(decoded);
 	if (!cfg->prefix)
 		return st__err(err, ST_ENOMEM, "out of memory");
-	return *q == '?' ? parse_query(u, q + 1, qn, err) : ST_OK;
+	return pt.query ? parse_query(u, pt.query, pt.qn, err) : ST_OK;
 }
 
 /* ---- the endpoint ---- */

@@ -896,3 +896,61 @@ void st__spool_free(st_spool *s)
 		close(s->fd);
 	free(s);
 }
+
+/* ---- the spooled writer ---- */
+
+int st__spooled_begin(st_store *st, const char *key, const st_store_write_opts *opts,
+		      size_t size, st_store_writer **out, st_error *err)
+{
+	st__spooled_writer *w = calloc(1, size);
+	int rc;
+
+	*out = NULL;
+	if (!w || !(w->key = st_strdup(key))) {
+		free(w);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	if ((rc = st__spool_new(&w->spool, err)) != ST_OK) {
+		st__spooled_free(&w->base);
+		return rc;
+	}
+	w->base.store = st;
+	w->base.fd = -1;
+	w->flags = opts->flags;
+	*out = &w->base;
+	return ST_OK;
+}
+
+int st__spooled_chunk(st_store_writer *sw, const void *p, size_t n, st_error *err)
+{
+	return st__spool_write(((st__spooled_writer *)sw)->spool, p, n, err);
+}
+
+int st__spooled_finish(st_store_writer *sw, st_error *err)
+{
+	st__spooled_writer *w = (st__spooled_writer *)sw;
+	(void)err;
+	st__spool_finish(w->spool, &w->size, w->sha);
+	return ST_OK;
+}
+
+void st__spooled_free(st_store_writer *sw)
+{
+	st__spooled_writer *w = (st__spooled_writer *)sw;
+	st__spool_free(w->spool);
+	free(w->key);
+	free(w);
+}
+
+int st__store_is_ours(st_store *s, const char *key, long long size, const char sha[65])
+{
+	char *data = NULL, hex[65];
+	size_t len = 0;
+	unsigned char d[crypto_hash_sha256_BYTES];
+	if (s->ops->read(s, key, (size_t)size + 1, &data, &len, NULL, NULL) != ST_OK)
+		return 0;
+	crypto_hash_sha256(d, (unsigned char *)data, len);
+	free(data);
+	st__hex(hex, d, sizeof(d));
+	return (long long)len == size && !strcmp(hex, sha);
+}

@@ -37,6 +37,7 @@
 #define ST_HTTP_H
 
 #include "internal.h"
+#include "store_impl.h"
 
 #include <stddef.h>
 
@@ -174,6 +175,37 @@ int st__spool_fd(const st_spool *s);
 /* The bytes, when they are at most `max` (else ST_ELIMIT): *out new, NUL-terminated. */
 int st__spool_read(st_spool *s, size_t max, char **out, size_t *len, st_error *err);
 void st__spool_free(st_spool *s);
+
+/*
+ * The spooled writer of the network stores (s3, azblob, gs): the bytes go to a spool as they
+ * come, and at finish its size and SHA-256 are known; the store's commit sends the spool. A
+ * store whose writer needs more embeds this struct first in its own (azblob: its blocks).
+ */
+typedef struct st__spooled_writer {
+	st_store_writer base;
+	char *key;       /* new */
+	unsigned flags;  /* st_store_write_opts.flags */
+	st_spool *spool; /* new */
+	long long size;  /* set by st__spooled_finish */
+	char sha[65];    /* the bytes' SHA-256, lowercase hex; set by st__spooled_finish */
+} st__spooled_writer;
+
+/* A writer of `size` bytes (at least sizeof(st__spooled_writer), zeroed, the shared struct
+ * first) for `key` of store `st`: *out new, freed by st__spooled_free. ST_OK, ST_ENOMEM or
+ * ST_EIO (no temporary file). */
+int st__spooled_begin(st_store *st, const char *key, const st_store_write_opts *opts,
+		      size_t size, st_store_writer **out, st_error *err);
+/* write_chunk: to the spool. */
+int st__spooled_chunk(st_store_writer *w, const void *p, size_t n, st_error *err);
+/* write_finish: sets size and sha; always ST_OK. */
+int st__spooled_finish(st_store_writer *w, st_error *err);
+/* Frees a spooled writer (also a write_abort: nothing was sent). */
+void st__spooled_free(st_store_writer *w);
+
+/* After a create-only write was refused: was it an earlier attempt of ours that got through
+ * (its answer lost)? 1 when the object at `key` (read with the store's read op) holds exactly
+ * `size` bytes whose SHA-256 is `sha` (lowercase hex), else 0 (also when it cannot be read). */
+int st__store_is_ours(st_store *s, const char *key, long long size, const char sha[65]);
 
 /* Lowercase hex of n bytes into out (2n + 1 bytes). */
 void st__hex(char *out, const unsigned char *p, size_t n);

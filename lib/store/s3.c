@@ -46,15 +46,6 @@ typedef struct s3_store {
 	int bucket_ok;   /* 1 once a request on the bucket succeeded */
 } s3_store;
 
-typedef struct s3_writer {
-	st_store_writer base;
-	char *key;
-	unsigned flags;
-	st_spool *spool;
-	long long size;
-	char sha[65];
-} s3_writer;
-
 /* One S3 call. */
 typedef struct s3_call {
 	const char *method;
@@ -424,71 +415,12 @@ static int s3_stat(st_store *st, const char *key, st_store_info *info, st_error 
 static int s3_write_begin(st_store *st, const char *key, const st_store_write_opts *opts,
 			  st_store_writer **out, st_error *err)
 {
-	s3_writer *w = calloc(1, sizeof(*w));
-	int rc;
-
-	*out = NULL;
-	if (!w || !(w->key = st_strdup(key))) {
-		free(w);
-		return st__err(err, ST_ENOMEM, "out of memory");
-	}
-	if ((rc = st__spool_new(&w->spool, err)) != ST_OK) {
-		free(w->key);
-		free(w);
-		return rc;
-	}
-	w->base.store = st;
-	w->base.fd = -1;
-	w->flags = opts->flags;
-	*out = &w->base;
-	return ST_OK;
-}
-
-static int s3_write_chunk(st_store_writer *sw, const void *p, size_t n, st_error *err)
-{
-	return st__spool_write(((s3_writer *)sw)->spool, p, n, err);
-}
-
-static int s3_write_finish(st_store_writer *sw, st_error *err)
-{
-	s3_writer *w = (s3_writer *)sw;
-	(void)err;
-	st__spool_finish(w->spool, &w->size, w->sha);
-	return ST_OK;
-}
-
-static void writer_free(s3_writer *w)
-{
-	st__spool_free(w->spool);
-	free(w->key);
-	free(w);
-}
-
-static void s3_write_abort(st_store_writer *sw)
-{
-	writer_free((s3_writer *)sw);
-}
-
-/* A create-only PUT refused although an earlier attempt of it may have gone through: when the
- * object holds exactly our bytes, it was ours. */
-static int created_by_us(s3_store *s, s3_writer *w)
-{
-	char *mine = NULL, *theirs = NULL;
-	size_t ml = 0, tl = 0;
-	int same = 0;
-	if (w->size > (16 << 20))
-		return 0;
-	if (st__spool_read(w->spool, (size_t)w->size, &mine, &ml, NULL) == ST_OK &&
-	    s3_read(&s->base, w->key, (size_t)w->size, &theirs, &tl, NULL, NULL) == ST_OK)
-		same = ml == tl && !memcmp(mine, theirs, ml);
-	free(mine);
-	free(theirs);
-	return same;
+	return st__spooled_begin(st, key, opts, sizeof(st__spooled_writer), out, err);
 }
 
 static int s3_write_commit(st_store_writer *sw, st_error *err)
 {
-	s3_writer *w = (s3_writer *)sw;
+	st__spooled_writer *w = (st__spooled_writer *)sw;
 	s3_store *s = (s3_store *)w->base.store;
 	s3_call c = S3_CALL_INIT;
 	st_http_resp resp;
@@ -512,7 +444,10 @@ static int s3_write_commit(st_store_writer *sw, st_error *err)
 	if (rc == ST_OK && (rc = s3_do(s, &c, &resp, err)) == ST_OK) {
 		int exists = resp.status == 412 ||
 			     (resp.status == 409 && (w->flags & ST_STORE_CREATE_ONLY));
-		if (exists && resp.maybe_done && created_by_us(s, w)) {
+		/* refused although an earlier attempt may have gone through: ours when the object
+		 * holds exactly our bytes (checked up to 16 MiB) */
+		if (exists && resp.maybe_done && w->size <= (16 << 20) &&
+		    st__store_is_ours(&s->base, w->key, w->size, w->sha)) {
 			s->bucket_ok = 1;
 		} else if (exists && (w->flags & ST_STORE_CREATE_ONLY)) {
 			char *wh = where(s, w->key);
@@ -526,7 +461,7 @@ static int s3_write_commit(st_store_writer *sw, st_error *err)
 	}
 	st__http_resp_free(&resp);
 	call_free(&c);
-	writer_free(w);
+	st__spooled_free(&w->base);
 	return rc;
 }
 
@@ -793,8 +728,8 @@ static void s3_free(st_store *st)
 }
 
 static const st_store_ops s3_ops = {
-	"s3",          s3_read,        s3_stat,   s3_write_begin, s3_write_chunk,
-	s3_write_finish, s3_write_commit, s3_write_abort, s3_list, s3_remove,
+	"s3",          s3_read,        s3_stat,   s3_write_begin, st__spooled_chunk,
+	st__spooled_finish, s3_write_commit, st__spooled_free, s3_list, s3_remove,
 	s3_copy,       s3_free,
 	NULL, /* rename: the generic one, a server-side copy then a delete */
 	NULL, /* write_copy: chunks only */

@@ -154,3 +154,22 @@ char *st__url_decode(const char *p, size_t n, int plus)
 	*o = '\0';
 	return out;
 }
+
+void st__url_split(const char *p, st__url_parts *u)
+{
+	u->host = p;
+	u->hn = strcspn(p, "/?#");
+	u->path = p + u->hn;
+	u->pn = strcspn(u->path, "?#");
+	u->query = u->path[u->pn] == '?' ? u->path + u->pn + 1 : NULL;
+	u->qn = u->query ? strcspn(u->query, "#") : 0;
+}
+
+char *st__url_prefix(const char *decoded)
+{
+	size_t n;
+	while (*decoded == '/')
+		decoded++;
+	n = strlen(decoded);
+	return st_asprintf("%s%s", decoded, n && decoded[n - 1] != '/' ? "/" : "");
+}

@@ -25,4 +25,17 @@ char *st__xml_unescape(const char *p, size_t n);
 /* p[0..n) with %XX sequences decoded (and '+' as a space when `plus`), new. */
 char *st__url_decode(const char *p, size_t n, int plus);
 
+/* A store URL split after its "scheme://" (azblob://, gs://): the bucket or container up to the
+ * first '/', '?' or '#'; the path up to '?' or '#'; the query (after its '?') up to '#'. The
+ * pointers are borrowed from the URL; query is NULL when there is none. */
+typedef struct st__url_parts {
+	const char *host, *path, *query;
+	size_t hn, pn, qn;
+} st__url_parts;
+void st__url_split(const char *p, st__url_parts *u);
+
+/* A store's key prefix from its URL's decoded path: leading '/'s dropped, a '/' added at the end
+ * of a non-empty one that has none. New; NULL when out of memory. */
+char *st__url_prefix(const char *decoded);
+
 #endif
