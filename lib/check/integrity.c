@@ -746,17 +746,15 @@ static void ic_free(ic_run *run)
 	free(run->exp_project);
 }
 
-int st__integrity_check_ex(st_state *s, st_problems *out, unsigned flags, st_error *err)
+/* A check's context and run over s, reporting into out (ic_free frees them): the deployment,
+ * or NULL when s has none (nothing to check). */
+static json_t *ic_begin(ictx *c, ic_run *run, st_state *s, st_problems *out)
 {
-	ictx cx, *c = &cx;
-	ic_run run;
-	json_t *dep = st_state_deployment(s), *r;
-	size_t i;
-	int rc = ST_OK;
+	json_t *dep = st_state_deployment(s);
 
 	memset(c, 0, sizeof(*c));
-	memset(&run, 0, sizeof(run));
-	run.c = c;
+	memset(run, 0, sizeof(*run));
+	run->c = c;
 	c->s = s;
 	c->out = out;
 	c->base = st__deployment_pointer(s);
@@ -765,11 +763,23 @@ int st__integrity_check_ex(st_state *s, st_problems *out, unsigned flags, st_err
 		c->res = NULL;
 	st_buf_init(&c->ptr);
 	st_strmap_init(&c->index);
-	st_strmap_init(&run.providers);
-	st_strmap_init(&run.live);
-	if (!dep)
+	st_strmap_init(&run->providers);
+	st_strmap_init(&run->live);
+	if (dep)
+		c->secrets_type = st_json_str(json_object_get(dep, "secrets_providers"), "type");
+	return dep;
+}
+
+int st__integrity_check_ex(st_state *s, st_problems *out, unsigned flags, st_error *err)
+{
+	ictx cx, *c = &cx;
+	ic_run run;
+	json_t *dep, *r;
+	size_t i;
+	int rc = ST_OK;
+
+	if (!(dep = ic_begin(c, &run, s, out)))
 		goto done;
-	c->secrets_type = st_json_str(json_object_get(dep, "secrets_providers"), "type");
 	start_walker(&run, flags);
 	/* 1. The magic cookie. */
 	if (!(flags & ST__IC_SKIP_MAGIC) && st__integrity_magic(s, out) != ST_OK)
@@ -837,27 +847,13 @@ int st__integrity_check_touched(st_state *s, const char *full, const st_strmap *
 {
 	ictx cx, *c = &cx;
 	ic_run run;
-	json_t *dep = st_state_deployment(s), *r;
+	json_t *dep, *r;
 	size_t i;
 	int rc = ST_OK;
 
 	*whole = 0;
-	memset(c, 0, sizeof(*c));
-	memset(&run, 0, sizeof(run));
-	run.c = c;
-	c->s = s;
-	c->out = out;
-	c->base = st__deployment_pointer(s);
-	c->res = dep ? json_object_get(dep, "resources") : NULL;
-	if (!json_is_array(c->res))
-		c->res = NULL;
-	st_buf_init(&c->ptr);
-	st_strmap_init(&c->index);
-	st_strmap_init(&run.providers);
-	st_strmap_init(&run.live);
-	if (!dep)
+	if (!(dep = ic_begin(c, &run, s, out)))
 		goto done;
-	c->secrets_type = st_json_str(json_object_get(dep, "secrets_providers"), "type");
 	if (index_urns(&run) != ST_OK) {
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto done;
