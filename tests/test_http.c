@@ -651,6 +651,26 @@ static void test_spool_and_helpers(void **state)
 	assert_string_equal(st_strerror(ST_EAUTH), "authentication failed");
 }
 
+/* HTTP dates (Last-Modified of s3, azblob and gs; azblob's x-ms-date), both ways. */
+static void test_http_dates(void **state)
+{
+	char d[32];
+	(void)state;
+	st__http_date(d, 1435361952);
+	assert_string_equal(d, "Fri, 26 Jun 2015 23:39:12 GMT");
+	assert_int_equal(st__http_date_ns(d), 1435361952LL * 1000000000LL);
+	assert_int_equal(st__http_date_ns("Wed, 12 Oct 2009 17:50:00 GMT"),
+			 1255369800LL * 1000000000LL);
+	st__http_date(d, 0);
+	assert_string_equal(d, "Thu, 01 Jan 1970 00:00:00 GMT");
+	/* unreadable: 0 (the store then tells no time) */
+	assert_int_equal(st__http_date_ns(NULL), 0);
+	assert_int_equal(st__http_date_ns(""), 0);
+	assert_int_equal(st__http_date_ns("12 Oct 2009 17:50:00 GMT"), 0);
+	assert_int_equal(st__http_date_ns("Wed, 12 Okt 2009 17:50:00 GMT"), 0);
+	assert_int_equal(st__http_date_ns("Wed, 12 Oct 2009"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -669,6 +689,7 @@ int main(void)
 		cmocka_unit_test(test_signer_error),
 		cmocka_unit_test(test_net_settings),
 		cmocka_unit_test(test_spool_and_helpers),
+		cmocka_unit_test(test_http_dates),
 	};
 	unsetenv("http_proxy");
 	unsetenv("HTTP_PROXY");

@@ -46,49 +46,6 @@ typedef struct az_store {
 	char *cpath;  /* the container's path, encoded: [/ACCOUNT]/CONTAINER */
 } az_store;
 
-/* ---- dates ---- */
-
-static const char *const wdays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-				     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-
-/* "Fri, 26 Jun 2015 23:39:12 GMT" (RFC 1123, whatever the locale). */
-static void http_date(char out[32], time_t t)
-{
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	snprintf(out, 32, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[tm.tm_wday % 7], tm.tm_mday,
-		 months[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
-/* The seconds since the epoch of an RFC 1123 date; -1 when it is none. */
-static long long parse_http_date(const char *s)
-{
-	struct tm tm;
-	char mon[4], zone[4];
-	int day, year, h, m, sec, n = 0;
-
-	if (!s || strlen(s) < 29)
-		return -1;
-	if (sscanf(s + 5, "%2d %3s %4d %2d:%2d:%2d %3s%n", &day, mon, &year, &h, &m, &sec, zone,
-		   &n) != 7 ||
-	    strcmp(zone, "GMT"))
-		return -1;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_mon = -1;
-	for (int i = 0; i < 12; i++)
-		if (!strcmp(mon, months[i]))
-			tm.tm_mon = i;
-	if (tm.tm_mon < 0)
-		return -1;
-	tm.tm_mday = day;
-	tm.tm_year = year - 1900;
-	tm.tm_hour = h;
-	tm.tm_min = m;
-	tm.tm_sec = sec;
-	return (long long)timegm(&tm);
-}
-
 /* ---- requests ---- */
 
 typedef struct az_req {
@@ -167,7 +124,7 @@ static int sign_cb(void *ctx, const st_http_req *req, st_http_hdrs *extra, st_er
 	char date[32];
 	int rc;
 
-	http_date(date, time(NULL));
+	st__http_date(date, time(NULL));
 	if ((rc = st__http_hdrs_add(extra, "x-ms-date", date, err)) != ST_OK)
 		return rc;
 	if (s->cfg.auth != ST_AZBLOB_SHARED_KEY)
@@ -265,9 +222,9 @@ static void info_from(const st_http_hdrs *h, st_store_info *info)
 		return;
 	if ((v = st__http_hdrs_get(h, "content-length")))
 		info->size = strtoll(v, NULL, 10);
-	long long t = parse_http_date(st__http_hdrs_get(h, "last-modified"));
+	long long t = st__http_date_ns(st__http_hdrs_get(h, "last-modified"));
 	if (t > 0)
-		info->mtime_ns = t * 1000000000LL;
+		info->mtime_ns = t;
 	if ((v = st__http_hdrs_get(h, "etag"))) {
 		size_t n = strlen(v);
 		if (n >= 2 && v[0] == '"' && v[n - 1] == '"') {
@@ -705,11 +662,6 @@ static int list_page(az_store *s, listing *l, const char *query, char **next, st
 	return rc;
 }
 
-static int cmp_entry(const void *a, const void *b)
-{
-	return strcmp(((const st_store_entry *)a)->key, ((const st_store_entry *)b)->key);
-}
-
 static int az_list(st_store *ss, const char *prefix, unsigned flags, st_store_entry **out,
 		   size_t *count, st_error *err)
 {
@@ -750,19 +702,8 @@ static int az_list(st_store *ss, const char *prefix, unsigned flags, st_store_en
 		st_store_entries_free(l.v, l.n);
 		return rc;
 	}
-	if (l.n)
-		qsort(l.v, l.n, sizeof(*l.v), cmp_entry);
-	/* a level could come back on two pages: once */
-	size_t j = 0;
-	for (size_t i = 0; i < l.n; i++) {
-		if (j && !strcmp(l.v[j - 1].key, l.v[i].key)) {
-			free(l.v[i].key);
-			continue;
-		}
-		l.v[j++] = l.v[i];
-	}
 	*out = l.v;
-	*count = j;
+	*count = st__store_entries_settle(l.v, l.n);
 	return ST_OK;
 }
 

@@ -547,11 +547,6 @@ static int walk(file_store *fs, const char *kdir, const char *name_prefix, int l
 	return rc;
 }
 
-static int cmp_entry(const void *a, const void *b)
-{
-	return strcmp(((const st_store_entry *)a)->key, ((const st_store_entry *)b)->key);
-}
-
 static int fs_list(st_store *s, const char *prefix, unsigned flags, st_store_entry **out,
 		   size_t *count, st_error *err)
 {
@@ -579,10 +574,8 @@ static int fs_list(st_store *s, const char *prefix, unsigned flags, st_store_ent
 		st_store_entries_free(l.v, l.n);
 		return st__err(err, rc, "out of memory");
 	}
-	if (!st__sorted(l.v, l.n, sizeof(*l.v), cmp_entry))
-		qsort(l.v, l.n, sizeof(*l.v), cmp_entry);
 	*out = l.v;
-	*count = l.n;
+	*count = st__store_entries_settle(l.v, l.n);
 	return ST_OK;
 }
 

@@ -279,29 +279,6 @@ static long long rfc3339_ns(const char *v)
 	return ((long long)timegm(&tm) - off) * 1000000000LL + frac;
 }
 
-static const char *const MONTHS[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-				     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-
-/* "Wed, 12 Oct 2009 17:50:00 GMT" (Last-Modified) in ns since the epoch, 0 when unreadable. */
-static long long http_time_ns(const char *v)
-{
-	struct tm tm;
-	char mon[4] = "";
-	const char *comma = v ? strchr(v, ',') : NULL;
-	memset(&tm, 0, sizeof(tm));
-	if (!comma || sscanf(comma + 1, " %d %3s %d %d:%d:%d", &tm.tm_mday, mon, &tm.tm_year,
-			     &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
-		return 0;
-	tm.tm_mon = -1;
-	for (int i = 0; i < 12; i++)
-		if (!strcmp(mon, MONTHS[i]))
-			tm.tm_mon = i;
-	if (tm.tm_mon < 0)
-		return 0;
-	tm.tm_year -= 1900;
-	return (long long)timegm(&tm) * 1000000000LL;
-}
-
 static void set_etag(st_store_info *info, const char *v)
 {
 	size_t n = v ? strlen(v) : 0;
@@ -362,7 +339,7 @@ static int gcs_read(st_store *ss, const char *key, size_t max, char **data, size
 		if (info) {
 			info->size = (long long)resp.len;
 			info->mtime_ns =
-				http_time_ns(st__http_hdrs_get(&resp.headers, "last-modified"));
+				st__http_date_ns(st__http_hdrs_get(&resp.headers, "last-modified"));
 			set_etag(info, st__http_hdrs_get(&resp.headers, "x-goog-generation"));
 		}
 		*data = resp.body;
@@ -657,11 +634,6 @@ static int list_page(gcs_store *s, listing *l, const char *query, char **next, s
 	return rc;
 }
 
-static int cmp_entry(const void *a, const void *b)
-{
-	return strcmp(((const st_store_entry *)a)->key, ((const st_store_entry *)b)->key);
-}
-
 static int gcs_list(st_store *ss, const char *prefix, unsigned flags, st_store_entry **out,
 		    size_t *count, st_error *err)
 {
@@ -704,19 +676,8 @@ static int gcs_list(st_store *ss, const char *prefix, unsigned flags, st_store_e
 		st_store_entries_free(l.v, l.n);
 		return rc;
 	}
-	if (l.n)
-		qsort(l.v, l.n, sizeof(*l.v), cmp_entry);
-	/* a level could come back on two pages: once */
-	size_t j = 0;
-	for (size_t i = 0; i < l.n; i++) {
-		if (j && !strcmp(l.v[j - 1].key, l.v[i].key)) {
-			free(l.v[i].key);
-			continue;
-		}
-		l.v[j++] = l.v[i];
-	}
 	*out = l.v;
-	*count = j;
+	*count = st__store_entries_settle(l.v, l.n);
 	return ST_OK;
 }
 

@@ -137,6 +137,39 @@ void st__hex(char *out, const unsigned char *p, size_t n)
 	out[2 * n] = '\0';
 }
 
+/* ---- dates ---- */
+
+static const char *const wdays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+				     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+void st__http_date(char out[32], time_t t)
+{
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	snprintf(out, 32, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[tm.tm_wday % 7], tm.tm_mday,
+		 months[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+long long st__http_date_ns(const char *v)
+{
+	struct tm tm;
+	char mon[4] = "";
+	const char *comma = v ? strchr(v, ',') : NULL;
+	memset(&tm, 0, sizeof(tm));
+	if (!comma || sscanf(comma + 1, " %d %3s %d %d:%d:%d", &tm.tm_mday, mon, &tm.tm_year,
+			     &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
+		return 0;
+	tm.tm_mon = -1;
+	for (int i = 0; i < 12; i++)
+		if (!strcmp(mon, months[i]))
+			tm.tm_mon = i;
+	if (tm.tm_mon < 0)
+		return 0;
+	tm.tm_year -= 1900;
+	return (long long)timegm(&tm) * 1000000000LL;
+}
+
 /* ---- URLs, for messages and the log ---- */
 
 /* Where the authority of a URL starts and ends (after "scheme://" and any "user@"). */

@@ -40,6 +40,7 @@
 #include "store_impl.h"
 
 #include <stddef.h>
+#include <time.h>
 
 /* One header: name and value as sent or received (received names are lowercase). */
 typedef struct st_http_hdr {
@@ -209,6 +210,13 @@ int st__store_is_ours(st_store *s, const char *key, long long size, const char s
 
 /* Lowercase hex of n bytes into out (2n + 1 bytes). */
 void st__hex(char *out, const unsigned char *p, size_t n);
+
+/* "Fri, 26 Jun 2015 23:39:12 GMT" (RFC 1123, whatever the locale) of t into out. */
+void st__http_date(char out[32], time_t t);
+
+/* An RFC 1123 date ("Wed, 12 Oct 2009 17:50:00 GMT": Last-Modified) in nanoseconds since the
+ * epoch; 0 when it is none. */
+long long st__http_date_ns(const char *v);
 
 /* The process-wide settings of st_set_net (a copy), for the stores that are not HTTP ones
  * (postgres: its time-outs, retries and request hook). */

@@ -280,29 +280,6 @@ static int check_bucket(s3_store *s, st_error *err)
 	return rc;
 }
 
-static const char *const MONTHS[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-				     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-
-/* "Wed, 12 Oct 2009 17:50:00 GMT" (Last-Modified) in ns since the epoch, 0 when unreadable. */
-static long long http_time(const char *v)
-{
-	struct tm tm;
-	char mon[4] = "";
-	const char *comma = v ? strchr(v, ',') : NULL;
-	memset(&tm, 0, sizeof(tm));
-	if (!comma || sscanf(comma + 1, " %d %3s %d %d:%d:%d", &tm.tm_mday, mon, &tm.tm_year,
-			     &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
-		return 0;
-	tm.tm_mon = -1;
-	for (int i = 0; i < 12; i++)
-		if (!strcmp(mon, MONTHS[i]))
-			tm.tm_mon = i;
-	if (tm.tm_mon < 0)
-		return 0;
-	tm.tm_year -= 1900;
-	return (long long)timegm(&tm) * 1000000000LL;
-}
-
 /* "2009-10-12T17:50:30.123Z" (a listing's LastModified) in ns, 0 when unreadable. */
 static long long iso_time(const char *v)
 {
@@ -347,7 +324,7 @@ static void info_from_headers(st_store_info *info, const st_http_resp *resp)
 	if (!info)
 		return;
 	info->size = cl ? strtoll(cl, NULL, 10) : (long long)resp->len;
-	info->mtime_ns = http_time(st__http_hdrs_get(&resp->headers, "last-modified"));
+	info->mtime_ns = st__http_date_ns(st__http_hdrs_get(&resp->headers, "last-modified"));
 	set_etag(info, st__http_hdrs_get(&resp->headers, "etag"));
 }
 
@@ -489,11 +466,6 @@ static int add(listing *l, char *key, const st_store_info *info)
 	return 0;
 }
 
-static int cmp_entry(const void *a, const void *b)
-{
-	return strcmp(((const st_store_entry *)a)->key, ((const st_store_entry *)b)->key);
-}
-
 /* One page's <Contents> and <CommonPrefixes> into l (keys made relative to the store). */
 static int parse_page(const s3_store *s, const char *b, const char *e, listing *l)
 {
@@ -613,10 +585,8 @@ static int s3_list(st_store *st, const char *prefix, unsigned flags, st_store_en
 		st_store_entries_free(l.v, l.n);
 		return rc;
 	}
-	if (l.n)
-		qsort(l.v, l.n, sizeof(*l.v), cmp_entry);
 	*out = l.v;
-	*count = l.n;
+	*count = st__store_entries_settle(l.v, l.n);
 	return ST_OK;
 }
 

@@ -315,6 +315,25 @@ int st_store_list(st_store *s, const char *prefix, unsigned flags, st_store_entr
 	return s->ops->list(s, prefix, flags, out, count, err);
 }
 
+static int cmp_entry(const void *a, const void *b)
+{
+	return strcmp(((const st_store_entry *)a)->key, ((const st_store_entry *)b)->key);
+}
+
+size_t st__store_entries_settle(st_store_entry *v, size_t n)
+{
+	size_t j = 0;
+	if (!st__sorted(v, n, sizeof(*v), cmp_entry))
+		qsort(v, n, sizeof(*v), cmp_entry);
+	for (size_t i = 0; i < n; i++) {
+		if (j && !strcmp(v[j - 1].key, v[i].key))
+			free(v[i].key);
+		else
+			v[j++] = v[i];
+	}
+	return j;
+}
+
 void st_store_entries_free(st_store_entry *entries, size_t count)
 {
 	for (size_t i = 0; i < count; i++)

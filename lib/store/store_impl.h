@@ -81,6 +81,10 @@ int st__store_write_tap(st_store *s, const char *key, st_store_fill_fn fill, voi
 /* The store's `rename` (see st_store_ops), or a copy then a delete. */
 int st__store_rename(st_store *s, const char *src, const char *dst, st_error *err);
 
+/* A store's listing put in order: sorted by key (unless it already is), a key listed twice (a
+ * level that came back on two pages) kept once, its copy freed. The entries kept: the count. */
+size_t st__store_entries_settle(st_store_entry *v, size_t n);
+
 /* Keeps the current object at `key` under `bak` (a hard link where the store can); nothing when
  * there is none. */
 int st__store_backup(st_store *s, const char *key, const char *bak, st_error *err);
