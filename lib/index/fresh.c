@@ -2,8 +2,10 @@
  * against what the index holds of each stack, on either engine. */
 #include "ix.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct held_ctx {
 	known_set *ks;
@@ -60,9 +62,12 @@ static int stale_cmp(const void *a, const void *b)
 static int compare(known_set *ks, st_store *store, const st_stack_info *infos, size_t n,
 		   st_index_stale_stack **res, size_t *nr)
 {
+	char cwd_buf[PATH_MAX];
+	const char *cwd = getcwd(cwd_buf, sizeof(cwd_buf)); /* once, not per stack */
+
 	for (size_t i = 0; i < n; i++) {
 		/* the place the index records for it (st__ix_where) */
-		char *owned = st__ix_where(store, infos[i].key);
+		char *owned = st__ix_where_at(store, infos[i].key, cwd);
 		const char *where = owned;
 		const known *h;
 		char kind = 0;

@@ -135,6 +135,8 @@ int st__ixs_known_load(st_index *ix, known_set *ks, st_error *err);
  * st__store_where's, with a relative local path made absolute (the current directory's), so
  * `--backend b` and `--backend /abs/b` name the same stacks, from any directory. */
 char *st__ix_where(const st_store *store, const char *key);
+/* The same with the current directory given (NULL: none), for a caller naming many keys. */
+char *st__ix_where_at(const st_store *store, const char *key, const char *cwd);
 /* What the index holds of a stack indexed from `where`, or NULL; marks it listed. */
 const known *st__ixs_known_of(known_set *ks, const char *qname, const char *where);
 void st__ixs_known_free(known_set *ks);

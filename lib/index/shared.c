@@ -588,14 +588,17 @@ int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *b
 
 char *st__ix_where(const st_store *store, const char *key)
 {
-	char *w = st__store_where(store, key), *abs, cwd[PATH_MAX];
+	char cwd[PATH_MAX];
+	/* (no current directory to name: the path as given, as before) */
+	return st__ix_where_at(store, key, getcwd(cwd, sizeof(cwd)));
+}
 
-	if (!w || w[0] == '/' || strstr(w, "://"))
+char *st__ix_where_at(const st_store *store, const char *key, const char *cwd)
+{
+	char *w = st__store_where(store, key), *abs;
+
+	if (!w || w[0] == '/' || strstr(w, "://") || !cwd)
 		return w;
-	if (!getcwd(cwd, sizeof(cwd))) {
-		/* (no current directory to name: the path as given, as before) */
-		return w;
-	}
 	abs = st_asprintf("%s/%s", cwd, w);
 	free(w);
 	if (abs)

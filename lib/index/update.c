@@ -8,12 +8,14 @@
 #include "ix.h"
 #include "store/store_impl.h"
 
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Stacks per batch transaction: a full build of 10,000 stacks commits 50 times, and another
  * updater waits at most about a second for the lock. */
@@ -492,11 +494,12 @@ static int prep_apply(st_index *ix, prep *p, st_index_stats *stats, st_problems 
 
 /* Does the listing say the stack is what the index holds? Else p is made ready to read it.
  * -1 when out of memory. */
-static int listed_same(st_store *store, const st_stack_info *in, known_set *ks, prep *p)
+static int listed_same(st_store *store, const st_stack_info *in, known_set *ks, const char *cwd,
+		       prep *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->in = in;
-	if (!(p->where = st__ix_where(store, in->key)))
+	if (!(p->where = st__ix_where_at(store, in->key, cwd)))
 		return -1;
 	p->k = st__ixs_known_of(ks, in->qname, p->where);
 	if (same_listing(p->k, in)) {
@@ -519,8 +522,9 @@ static int update_one_store(st_index *ix, st_store *store, const st_stack_info *
 			    known_set *ks, st_index_stats *stats, st_problems *failures,
 			    st_error *err)
 {
+	char cwd[PATH_MAX];
 	prep p;
-	int rc = listed_same(store, in, ks, &p);
+	int rc = listed_same(store, in, ks, getcwd(cwd, sizeof(cwd)), &p);
 
 	if (rc < 0)
 		return st__err(err, ST_ENOMEM, "out of memory");
@@ -635,9 +639,11 @@ static int update_store_stacks(st_index *ix, st_store *store, const st_stack_inf
 	prep *jobs = calloc(n ? n : 1, sizeof(*jobs));
 	size_t nj = 0;
 	int rc = jobs ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
+	char cwd_buf[PATH_MAX];
+	const char *cwd = getcwd(cwd_buf, sizeof(cwd_buf)); /* once, not per stack */
 
 	for (size_t i = 0; i < n && rc == ST_OK; i++) {
-		int same = listed_same(store, &infos[i], ks, &jobs[nj]);
+		int same = listed_same(store, &infos[i], ks, cwd, &jobs[nj]);
 		if (same < 0)
 			rc = st__err(err, ST_ENOMEM, "out of memory");
 		else if (same)
