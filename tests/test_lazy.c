@@ -344,6 +344,13 @@ static void test_fallbacks(void **state)
 		"{\n                    \"a\": \"\xc3\"\n                }",
 		/* not an object */
 		"null",
+		/* the map twice (the full parse warns json/duplicate-key and keeps the last; the
+		 * scan once skipped both and kept the resource with no warning) */
+		"{\n                    \"a\": 1\n                },\n                \"inputs\": {}",
+		"{},\n                \"inputs\": {}",
+		"null,\n                \"inputs\": {}",
+		"{},\n                \"inputs\": null",
+		"{},\n                \"outputs\": {},\n                \"inputs\": {}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		long n = diff_inputs(bad[i]);

@@ -19,8 +19,8 @@
  * pointer, in order.
  * The other members are parsed as usual, then written with the writer and compared with their
  * text. A resource that cannot be proved (anything above, a warning, a key Go would respell,
- * a duplicate member) is parsed again in full from its first byte, so every message, warning
- * and error is the full parse's.
+ * a duplicate member, inputs or outputs among them) is parsed again in full from its first
+ * byte, so every message, warning and error is the full parse's.
  *
  * The style: the layout is detected before the parse (as read.c detects it after), HTML
  * escaping is taken as on and \b \f as short while checking; the parse records whether a
@@ -550,6 +550,7 @@ json_t *st__skim_resource(parser *ps)
 		    ps->saw_html_escape, ps->saw_long_bf, ps->saw_short_bf};
 	json_t *obj = json_object();
 	int skipped = 0, html = 0;
+	unsigned maps = 0; /* inputs (1) and outputs (2) seen: a second is a duplicate */
 
 	if (!obj || st__json_push_frame(ps, 0) < 0)
 		return give_up(ps, obj, &r);
@@ -559,6 +560,7 @@ json_t *st__skim_resource(parser *ps)
 		const unsigned char *k, *q;
 		size_t kl;
 		int esc;
+		unsigned map;
 		if (!(p = ws_nl(sk, p, e, depth + 1)) || p >= e || *p != '"')
 			return give_up(ps, obj, &r);
 		k = p + 1;
@@ -573,8 +575,15 @@ json_t *st__skim_resource(parser *ps)
 		 * writer's text, and no value the parser below starts at */
 		if (p >= e || *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
 			return give_up(ps, obj, &r);
-		if (*p == '{' &&
-		    ((kl == 6 && !memcmp(k, "inputs", 6)) || (kl == 7 && !memcmp(k, "outputs", 7)))) {
+		map = kl == 6 && !memcmp(k, "inputs", 6) ? 1 : 0;
+		if (kl == 7 && !memcmp(k, "outputs", 7))
+			map = 2;
+		/* a map given twice (a skipped one is not in obj, so member() cannot see it): the
+		 * full parse warns json/duplicate-key and keeps the last */
+		if (map & maps)
+			return give_up(ps, obj, &r);
+		maps |= map;
+		if (*p == '{' && map) {
 			const unsigned char *ms = p;
 			sk->sig = 0;
 			if (!(p = ck_object(ps, sk, p, depth + 1)) ||

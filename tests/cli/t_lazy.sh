@@ -46,7 +46,9 @@ head='{"version":3,"deployment":{"manifest":{"time":"2026-01-01T00:00:00Z","magi
 tail='}]}}'
 for outputs in '{"a":1}' '{"b":1,"a":2}' '{"a":1,"a":2}' '{"a":"\/"}' '{"a":1.50}' \
 	'{"a":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","ciphertext":"x"}}' \
-	'{"a":[1,]}' '{"a":tru}' '{"a":1e999}' '{"a":"\ud800"}' '{"a":' '[]'; do
+	'{"a":[1,]}' '{"a":tru}' '{"a":1e999}' '{"a":"\ud800"}' '{"a":' '[]' \
+	'{"a":1},"outputs":{"b":2}' '{},"outputs":null' 'null,"outputs":{}' \
+	'{},"inputs":{},"outputs":{}'; do
 	printf '%s%s%s\n' "$head" "$outputs" "$tail" >"$V"
 	same_both "$V"
 	same_both "$V" --json

@@ -66,6 +66,18 @@ done
 same "python layout delete" "$T/py.json" delete 'urn:pulumi:dev::p::aws:s3/bucket:Bucket::b'
 run "python layout: protect" "$STATETOOL" protect "$T/py.json" 'urn:pulumi:dev::p::aws:s3/bucket:Bucket::b'
 check_rc 0
+# a resource's outputs given twice (found by tests/test_lazydiff): refused as the full load
+# refuses it (the lazy scan once skipped both maps, so the edit went through and wrote the last)
+dup='{"version":3,"deployment":{"manifest":{"time":"2026-01-01T00:00:00Z","magic":"","version":""},"resources":[{"urn":"urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev","custom":false,"type":"pulumi:pulumi:Stack","outputs":{"a":1},"outputs":{"b":2}},{"urn":"urn:pulumi:dev::p::aws:s3/bucket:Bucket::b","custom":true,"type":"aws:s3/bucket:Bucket","parent":"urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev","inputs":{"b":1}}]}}'
+printf '%s\n' "$dup" >"$T/dup.json"
+for c in protect taint delete; do
+	same "duplicate outputs $c" "$T/dup.json" "$c" 'urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev'
+	same "duplicate outputs $c (another resource)" "$T/dup.json" "$c" \
+		'urn:pulumi:dev::p::aws:s3/bucket:Bucket::b'
+done
+run "duplicate outputs: refused" "$STATETOOL" protect "$T/dup.json" 'urn:pulumi:dev::p::aws:s3/bucket:Bucket::b'
+check_rc 1
+check_err_has "refusing to write: '$T/dup.json' has 1 duplicate object key (first at /deployment/resources/0/outputs)"
 
 # A state over 4 MiB is mapped, not read, and its unchanged resources go to the new file as
 # runs copied from the file (copy_file_range where the file system can): every edit at its
