@@ -504,7 +504,8 @@ static const char *mutate(doc *d)
 
 static st_schema *schema;
 static char *tmp;             /* the cases' directory */
-static long failures, cases, lazy_cases, edits_done, edits_written;
+static long failures, cases, lazy_cases, edits_done, edits_written, two_cases, mapped_cases;
+static st_load_opts load_opts; /* the case's: threads 2 (and a small split) or automatic */
 
 typedef struct kase {
 	unsigned long long seed;
@@ -672,9 +673,9 @@ static size_t compare_loads(const kase *k, const char *path)
 	st_error_clear(&ef);
 	st_error_clear(&elf);
 	st_error_clear(&elt);
-	rf = st_state_load_file(&fl, path, NULL, &ef);
-	rlf = st__state_load_lazy(&lf, path, NULL, &elf);
-	rlt = st__state_load_lazy_text(&lt, dupn(k->text, k->len), k->len, path, NULL, &elt);
+	rf = st_state_load_file(&fl, path, &load_opts, &ef);
+	rlf = st__state_load_lazy(&lf, path, &load_opts, &elf);
+	rlt = st__state_load_lazy_text(&lt, dupn(k->text, k->len), k->len, path, &load_opts, &elt);
 	if (same_error(k, "lazy file vs full", rlf, &elf, rf, &ef) &&
 	    same_error(k, "lazy text vs full", rlt, &elt, rf, &ef) && rf == ST_OK) {
 		if (st__lazy_count(lf))
@@ -754,8 +755,8 @@ static void edit_once(const kase *k, const char *path, int lazy, int op, size_t 
 	st_buf_init(&o->said);
 	st_error_clear(&o->err);
 	tu_write(path, k->text, k->len);
-	o->rc = lazy ? st__state_load_lazy(&s, path, NULL, &o->err)
-		     : st_state_load_file(&s, path, NULL, &o->err);
+	o->rc = lazy ? st__state_load_lazy(&s, path, &load_opts, &o->err)
+		     : st_state_load_file(&s, path, &load_opts, &o->err);
 	if (o->rc == ST_OK)
 		o->rc = st_edit_begin(&e, s, &ch, &o->err);
 	if (o->rc == ST_OK)
@@ -904,6 +905,35 @@ static void free_bases(void)
 
 /* ---- the cases ---- */
 
+/* A resource with a 4 MiB output appended to the resources: the file is mapped, not read, and
+ * a save copies the unchanged resources from it (copy_file_range). 0 when there is no array. */
+static int pad(doc *d)
+{
+	for (size_t i = 0; i + 2 < d->n; i++) {
+		if (d->t[i].type != 's' || strcmp(d->t[i].text, "\"resources\"") ||
+		    d->t[i + 2].type != '[')
+			continue;
+		size_t close = skip_value(d, i + 2) - 1;
+		st_buf b;
+		doc s;
+		st_buf_init(&b);
+		if (close != i + 3)
+			st_buf_addc(&b, ',');
+		st_buf_adds(&b, "{\"urn\":\"urn:pulumi:dev::p::t:m:Pad::pad\",\"custom\":true,"
+				"\"id\":\"pad\",\"type\":\"t:m:Pad\",\"outputs\":{\"pad\":\"");
+		for (size_t k = 0; k < (4u << 20) / 64; k++)
+			st_buf_adds(&b, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+		st_buf_adds(&b, "\"}}");
+		tokenize(&s, b.data, b.len);
+		st_buf_free(&b);
+		doc_insert(d, close, s.t, s.n);
+		free(s.t);
+		free(s.tail);
+		return 1;
+	}
+	return 0;
+}
+
 static unsigned long long env_num(const char *name, unsigned long long dflt)
 {
 	const char *v = getenv(name);
@@ -924,6 +954,10 @@ static char *make_case(kase *k, size_t *len)
 	tokenize(&d, b->text, b->len);
 	for (size_t i = 0; i < nmut; i++)
 		at += (size_t)snprintf(k->steps + at, sizeof(k->steps) - at, "%s; ", mutate(&d));
+	if (rn(60) == 0 && pad(&d)) {
+		at += (size_t)snprintf(k->steps + at, sizeof(k->steps) - at, "padded to 4 MiB; ");
+		mapped_cases++;
+	}
 	random_layout(&l);
 	describe_layout(&l, lay, sizeof(lay));
 	at += (size_t)snprintf(k->steps + at, sizeof(k->steps) - at, "%s", lay);
@@ -961,6 +995,14 @@ static void run_case(unsigned long long seed, long number)
 	rng_state = seed * 0x2545f4914f6cdd1dull + (unsigned long long)number * 0x9e3779b97f4a7c15ull;
 	rnd();
 	text = make_case(&k, &len);
+	load_opts = (st_load_opts)ST_LOAD_OPTS_INIT;
+	if (rn(3) == 0) {
+		/* the reader's split on two threads, the lazy scan on both */
+		load_opts.threads = 2;
+		st__json_split_test(64);
+		strncat(k.steps, "; two threads", sizeof(k.steps) - strlen(k.steps) - 1);
+		two_cases++;
+	}
 	k.text = text;
 	k.len = len;
 	assert_true(asprintf(&path, "%s/case.json", tmp) > 0);
@@ -971,6 +1013,7 @@ static void run_case(unsigned long long seed, long number)
 	/* (the writer's indented text of a value nested 10,000 deep is 200 MB: no edit then) */
 	if (nres && !strstr(k.steps, "to the limit"))
 		compare_edit(&k, path, nres);
+	st__json_split_test(0);
 	cases++;
 	free(path);
 	free(text);
@@ -998,9 +1041,9 @@ static void test_lazydiff(void **state)
 	else
 		for (long c = 0; c < n && failures < 20; c++)
 			run_case(seed, c);
-	printf("lazydiff: %ld cases (%ld loaded lazily in part), %ld edits (%ld written), %ld "
-	       "differences\n",
-	       cases, lazy_cases, edits_done, edits_written, failures);
+	printf("lazydiff: %ld cases (%ld loaded lazily in part, %ld on two threads, %ld mapped), "
+	       "%ld edits (%ld written), %ld differences\n",
+	       cases, lazy_cases, two_cases, mapped_cases, edits_done, edits_written, failures);
 	tu_rmdir(tmp);
 	free_bases();
 	assert_int_equal(failures, 0);
