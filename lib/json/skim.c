@@ -639,9 +639,13 @@ int st__json_parse_lazy(json_t **out, const char *buf, size_t len, const char *n
 	st__skim_init(&sk);
 	rc = st__json_parse_sk(out, buf, len, name, limits, &style, problems, mapped, threads,
 			       features, &sk, err);
-	if (rc == ST_OK && sk.n &&
-	    (sk.abort || (sk.esc_html && !style.escape_html) || (sk.long_bf && style.short_bf))) {
-		/* the style detected is not the one the skim assumed: all of it again, in full */
+	if (rc == ST_OK &&
+	    (sk.abort ||
+	     (sk.n && ((sk.esc_html && !style.escape_html) || (sk.long_bf && style.short_bf))))) {
+		/* the style detected is not the one the skim assumed, or skeletons were made that
+		 * are not kept (the second thread's, in an array that is not the resources: with
+		 * none of the first thread's, sk.n is 0 and they were once left in the tree, their
+		 * maps lost): all of it again, in full */
 		json_decref(*out);
 		*out = NULL;
 		problems_truncate(problems, nprob);

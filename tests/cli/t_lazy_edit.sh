@@ -75,6 +75,23 @@ for c in protect taint delete; do
 	same "duplicate outputs $c (another resource)" "$T/dup.json" "$c" \
 		'urn:pulumi:dev::p::aws:s3/bucket:Bucket::b'
 done
+# a legacy checkpoint (no version, "latest" at the top) over 1 MiB, read on two threads: the
+# second thread's skeletons in its resources (an array the first thread does not scan) once
+# stayed in the tree, and an edit wrote those resources without their outputs (found by
+# tests/test_lazydiff); now all of it is parsed again in full, as the full load does
+awk 'BEGIN {
+	printf "{\n    \"target\": \"foo\",\n    \"latest\": {\n        \"resources\": [\n"
+	for (i = 0; i < 3000; i++)
+		printf "            {\n                \"urn\": \"urn:pulumi:foo::p::t:m:R::r%d\",\n                \"custom\": true,\n                \"id\": \"%d\",\n                \"type\": \"t:m:R\",\n                \"outputs\": {\n                    \"k\": \"%0300d\"\n                }\n            }%s\n", i, i, i, i < 2999 ? "," : ""
+	printf "        ]\n    }\n}\n"
+}' >"$T/legacy.json"
+STATETOOL_THREADS=2
+export STATETOOL_THREADS
+same "legacy checkpoint, two threads: protect" "$T/legacy.json" protect 'urn:pulumi:foo::p::t:m:R::r2999'
+same "legacy checkpoint, two threads: delete" "$T/legacy.json" delete 'urn:pulumi:foo::p::t:m:R::r0'
+unset STATETOOL_THREADS
+run "legacy checkpoint: every outputs kept" grep -c '"k": "0' "$T/lazy.json"
+check_out "2999"
 run "duplicate outputs: refused" "$STATETOOL" protect "$T/dup.json" 'urn:pulumi:dev::p::aws:s3/bucket:Bucket::b'
 check_rc 1
 check_err_has "refusing to write: '$T/dup.json' has 1 duplicate object key (first at /deployment/resources/0/outputs)"
