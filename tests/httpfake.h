@@ -18,7 +18,8 @@
 
 typedef enum act_kind {
 	A_REPLY,        /* answer with status, headers, body (keeps the connection) */
-	A_CUT,          /* announce a 100-byte body, send 10 bytes, close */
+	A_CUT,          /* announce a 100-byte body, send 10 bytes, close; with a body: announce
+			 * twice its length, send it, close */
 	A_CLOSE,        /* close without an answer */
 	A_HANG,         /* say nothing until the client gives up */
 	A_CLOSE_UPLOAD, /* read half of the request's body, close */
@@ -206,9 +207,13 @@ static inline void serve(server *s, int fd)
 			keep = 0;
 			break;
 		case A_CUT:
-			snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
+			snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n",
+				 a.body ? 2 * strlen(a.body) : (size_t)100);
 			send_all(fd, out, strlen(out));
-			send_all(fd, "0123456789", 10);
+			if (a.body)
+				send_all(fd, a.body, strlen(a.body));
+			else
+				send_all(fd, "0123456789", 10);
 			keep = 0;
 			break;
 		case A_HANG:

@@ -237,6 +237,53 @@ static void test_cut_body_and_close(void **state)
 	server_stop(s);
 }
 
+/* A big body (over the 8 MiB window): its buffer, sized by the Content-Length, is made present
+ * ahead of the bytes a window at a time; an attempt cut half-way leaves nothing of itself, and
+ * the next brings the whole body, byte for byte. A small body is not prefaulted. */
+static void test_big_body_prefaulted(void **state)
+{
+	size_t n = (size_t)20 << 20;
+	char *big = malloc(n + 1), *half = malloc(n / 2 + 1);
+	assert_non_null(big);
+	assert_non_null(half);
+	for (size_t i = 0; i < n; i++)
+		big[i] = (char)('a' + (i * 7 + i / 4096) % 26);
+	big[n] = '\0';
+	memcpy(half, big, n / 2);
+	half[n / 2] = '\0';
+	action acts[] = {{A_CUT, 0, NULL, half}, {A_REPLY, 200, NULL, big},
+			 {A_REPLY, 200, NULL, "small"}};
+	server *s = server_start(acts, 3);
+	st_http *h = client(3, 0);
+	st_http_req r = ST_HTTP_REQ_INIT;
+	st_http_resp resp;
+	char *u = url_of(s, "/b/k");
+	unsigned long before = st__http_prefaults();
+	(void)state;
+	r.method = "GET";
+	r.url = u;
+	r.op = "GetObject";
+	r.flags = ST_HTTP_RETRY;
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	assert_int_equal(resp.attempts, 2);
+	assert_int_equal(resp.len, n);
+	assert_memory_equal(resp.body, big, n);
+	assert_int_equal(resp.body[n], '\0');
+	/* windows of 8 MiB: the cut attempt's 10 MiB (of 20 announced) in 2, the whole 20 in 3 */
+	assert_int_equal(st__http_prefaults() - before, 2 + 3);
+	st__http_resp_free(&resp);
+	before = st__http_prefaults();
+	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
+	assert_string_equal(resp.body, "small");
+	assert_int_equal(st__http_prefaults(), before);
+	st__http_resp_free(&resp);
+	free(u);
+	free(big);
+	free(half);
+	st__http_free(h);
+	server_stop(s);
+}
+
 static void test_always_cut(void **state)
 {
 	action acts[] = {{A_CUT, 0, NULL, NULL}};
@@ -679,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_retries_bounded),
 		cmocka_unit_test(test_status_codes),
 		cmocka_unit_test(test_cut_body_and_close),
+		cmocka_unit_test(test_big_body_prefaulted),
 		cmocka_unit_test(test_always_cut),
 		cmocka_unit_test(test_hang_times_out),
 		cmocka_unit_test(test_unreachable),
