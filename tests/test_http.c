@@ -258,7 +258,7 @@ static void test_big_body_prefaulted(void **state)
 	st_http_req r = ST_HTTP_REQ_INIT;
 	st_http_resp resp;
 	char *u = url_of(s, "/b/k");
-	unsigned long before = st__http_prefaults();
+	unsigned long before = st__prefaults();
 	(void)state;
 	r.method = "GET";
 	r.url = u;
@@ -270,12 +270,12 @@ static void test_big_body_prefaulted(void **state)
 	assert_memory_equal(resp.body, big, n);
 	assert_int_equal(resp.body[n], '\0');
 	/* windows of 8 MiB: the cut attempt's 10 MiB (of 20 announced) in 2, the whole 20 in 3 */
-	assert_int_equal(st__http_prefaults() - before, 2 + 3);
+	assert_int_equal(st__prefaults() - before, 2 + 3);
 	st__http_resp_free(&resp);
-	before = st__http_prefaults();
+	before = st__prefaults();
 	assert_int_equal(st__http_do(h, &r, &resp, NULL), ST_OK);
 	assert_string_equal(resp.body, "small");
-	assert_int_equal(st__http_prefaults(), before);
+	assert_int_equal(st__prefaults(), before);
 	st__http_resp_free(&resp);
 	free(u);
 	free(big);

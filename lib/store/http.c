@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdint.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -18,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -336,8 +334,7 @@ typedef struct attempt {
 	size_t up_off; /* the upload's position */
 	int up_errno;  /* a failed read of the body's file */
 	int sent;      /* request lines sent (libcurl may send a request again by itself) */
-	size_t sized;   /* the buffer's size when allocated by the Content-Length, else 0 */
-	size_t faulted; /* of that buffer: the bytes made present ahead (prefault) */
+	size_t sized, faulted; /* the body's buffer as the Content-Length sized it; present */
 } attempt;
 
 /* Counts the request lines libcurl sends: on a kept-alive connection that dies before any
@@ -439,39 +436,6 @@ static size_t on_header(char *p, size_t size, size_t nitems, void *ctx)
 	return a->oom || a->too_big ? 0 : n;
 }
 
-/* A body sized by its Content-Length: its buffer made present ahead of the bytes, a window at
- * a time, by one call each (MADV_POPULATE_WRITE, Linux 5.14) rather than one page fault per
- * 4 KiB page as the bytes are copied in: ~50,000 faults for 200 MB, more system time than
- * receiving the bytes. Never beyond what has come plus the window, so a Content-Length that
- * promises much costs no more memory than it sends. Only advice: a kernel without it refuses
- * it and the pages come as before. */
-#define PREFAULT_WINDOW ((size_t)8 << 20)
-
-static unsigned long prefaults;
-
-unsigned long st__http_prefaults(void)
-{
-	return __atomic_load_n(&prefaults, __ATOMIC_RELAXED);
-}
-
-static void prefault(attempt *a, size_t need)
-{
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), base = (uintptr_t)a->body.data;
-	size_t to = a->body.cap - need > PREFAULT_WINDOW ? need + PREFAULT_WINDOW : a->body.cap;
-	/* whole pages, never past the buffer's end: the first may hold bytes before the buffer,
-	 * which advice leaves as they are */
-	uintptr_t from_p = (base + a->faulted) & ~(page - 1), to_p = (base + to) & ~(page - 1);
-
-	a->faulted = to;
-	if (to_p > from_p) {
-		madvise((void *)from_p, to_p - from_p, MADV_POPULATE_WRITE);
-		__atomic_add_fetch(&prefaults, 1, __ATOMIC_RELAXED);
-	}
-}
-
 static size_t on_body(char *p, size_t size, size_t nmemb, void *ctx)
 {
 	attempt *a = ctx;
@@ -480,9 +444,8 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *ctx)
 		a->too_big = 1;
 		return 0;
 	}
-	if (a->sized >= PREFAULT_WINDOW && a->body.cap == a->sized && a->body.len + n <= a->sized &&
-	    a->body.len + n > a->faulted)
-		prefault(a, a->body.len + n);
+	if (a->sized && a->body.cap == a->sized && a->body.len + n <= a->sized) /* no page faults */
+		st__prefault_ahead(a->body.data, a->sized, &a->faulted, a->body.len + n);
 	st_buf_add(&a->body, p, n);
 	if (a->body.oom) {
 		a->oom = 1;
@@ -604,7 +567,7 @@ static void set_options(st_http *h, attempt *a, struct curl_slist *hl, char *err
 			curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
 	} else if (strcmp(r->method, "GET")) {
 		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
-	} else {
+	} else { /* 512 KiB reads, not 16 KiB: 400 instead of 11,000 for a 185 MB object */
 		curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L << 10);
 	}
 }

@@ -159,8 +159,6 @@ int st__http_set_note(st_http *h, const char *note, st_error *err);
 unsigned long st__http_attempts(void);
 /* How many answers' headers were acknowledged at once (TCP_QUICKACK; for the tests). */
 unsigned long st__http_quick_acks(void);
-/* How many windows of big bodies' buffers were made present ahead (the tests). */
-unsigned long st__http_prefaults(void);
 
 /*
  * Spools: where a store keeps the bytes of a write until they are sent (a temporary file,

@@ -250,6 +250,16 @@ static char *full_key(const pg_store *pg, const char *key)
 	return st_asprintf("%s%s", pg->c.u.prefix, key);
 }
 
+/* The buffer the decode of bn base64 bytes fills (new): a big one made present at once (the
+ * decode writes every byte of it in order; page by page it costs ~45,000 faults for 185 MB). */
+static char *decode_buffer(size_t bn)
+{
+	char *p = malloc(bn / 4 * 3 + 4);
+	if (p && bn >= ST_PREFAULT_WINDOW)
+		st__prefault(p, bn / 4 * 3 + 4);
+	return p;
+}
+
 /* Decodes a row's data {"data":"<base64>"} into *out (new, NUL-terminated): Go's compact form
  * (what Pulumi and statetool write) straight from the row, any other JSON spelling of the same
  * through jansson. ST_OK, ST_EFORMAT (not that form), ST_EPARSE (no base64), ST_ENOMEM. */
@@ -268,7 +278,7 @@ static int row_decode(const char *j, size_t n, char **out, size_t *len)
 		bn = n - h - 2;
 	}
 	/* (the bytes between the quotes decode only if they hold no quote or escape) */
-	if (b && !(*out = malloc(bn / 4 * 3 + 4)))
+	if (b && !(*out = decode_buffer(bn)))
 		return ST_ENOMEM;
 	if (b && (got = st__go_base64_decode(b, bn, (unsigned char *)*out)) < 0) {
 		free(*out);
@@ -284,7 +294,7 @@ static int row_decode(const char *j, size_t n, char **out, size_t *len)
 		}
 		b = json_string_value(d);
 		bn = json_string_length(d);
-		if (!(*out = malloc(bn / 4 * 3 + 4))) {
+		if (!(*out = decode_buffer(bn))) {
 			json_decref(v);
 			return ST_ENOMEM;
 		}

@@ -1,6 +1,9 @@
 /* A growable byte buffer (optionally draining into a sink), JSON Pointer tokens, and the
  * segment stack that builds a pointer only when one is needed. */
 #include "internal.h"
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -221,4 +224,40 @@ void st_segs_free(st_segs *s)
 {
 	free(s->v);
 	memset(s, 0, sizeof(*s));
+}
+
+static unsigned long prefaults;
+
+unsigned long st__prefaults(void)
+{
+	return __atomic_load_n(&prefaults, __ATOMIC_RELAXED);
+}
+
+int st__prefault(void *p, size_t n)
+{
+#if defined(__linux__) && !defined(MADV_POPULATE_WRITE)
+#define MADV_POPULATE_WRITE 23
+#endif
+#ifdef MADV_POPULATE_WRITE
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t from = ((uintptr_t)p + page - 1) & ~(page - 1), to = ((uintptr_t)p + n) & ~(page - 1);
+	if (to <= from)
+		return 0;
+	__atomic_add_fetch(&prefaults, 1, __ATOMIC_RELAXED);
+	return madvise((void *)from, to - from, MADV_POPULATE_WRITE) == 0;
+#else
+	(void)p;
+	(void)n;
+	return 0;
+#endif
+}
+
+void st__prefault_ahead(char *buf, size_t size, size_t *done, size_t need)
+{
+	size_t to;
+	if (size < ST_PREFAULT_WINDOW || need <= *done)
+		return;
+	to = size - need > ST_PREFAULT_WINDOW ? need + ST_PREFAULT_WINDOW : size;
+	st__prefault(buf + *done, to - *done);
+	*done = to;
 }
