@@ -386,6 +386,39 @@ static void test_special_values(void **state)
 	assert_true(pruned_maps >= before + 2);
 }
 
+/* A member above the resources given twice (the deployment, its resources, the checkpoint):
+ * the full parse keeps the last, and the scan's records of the first copy's resources (freed)
+ * once stayed in the side table (found by test_lazydiff: never inflated, a stale address).
+ * Now the text is parsed again in full. */
+static void test_duplicate_envelope(void **state)
+{
+	char *t = with_inputs("{\n                    \"a\": 1\n                }");
+	char *res = strstr(t, "        \"resources\": [");
+	char *end = strstr(t, TAIL);
+	st_buf b;
+	(void)state;
+	assert_non_null(res);
+	assert_non_null(end);
+	/* "resources" twice in the deployment */
+	st_buf_init(&b);
+	st_buf_add(&b, t, (size_t)(end - t));
+	st_buf_adds(&b, "        ],\n");
+	st_buf_add(&b, res, (size_t)(end - res));
+	st_buf_adds(&b, TAIL);
+	assert_int_equal(diff_text(b.data, b.len, NULL), 0);
+	st_buf_free(&b);
+	/* the whole deployment twice */
+	char *dep = strstr(t, "    \"deployment\": {");
+	assert_non_null(dep);
+	st_buf_init(&b);
+	st_buf_add(&b, t, (size_t)(end - t));
+	st_buf_adds(&b, "        ]\n    },\n");
+	st_buf_add(&b, dep, strlen(dep));
+	assert_int_equal(diff_text(b.data, b.len, NULL), 0);
+	st_buf_free(&b);
+	free(t);
+}
+
 /* Broken texts: the same error, line and column as the full load. */
 static void test_errors(void **state)
 {
@@ -614,6 +647,7 @@ int main(void)
 		cmocka_unit_test(test_fallbacks),
 		cmocka_unit_test(test_special_values),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_duplicate_envelope),
 		cmocka_unit_test(test_style),
 		cmocka_unit_test(test_two_threads),
 		cmocka_unit_test(test_two_threads_other_array),

@@ -613,6 +613,10 @@ static json_t *parse_object(parser *ps)
 			lenient(ps, "json/duplicate-key", msg ? msg : "duplicate object key",
 				key, keylen);
 			free(msg);
+			/* above the resources (the envelope's objects: three frames at most), the
+			 * value dropped may hold skeletons the lazy scan recorded: not kept */
+			if (ps->sk && !ps->sk->second && ps->nframes <= 3)
+				ps->sk->abort = 1;
 		}
 		free(keycopy);
 		f->key = NULL;
