@@ -217,7 +217,10 @@ static char *emit(const doc *d, const layout *l, size_t *len)
 		if ((t->type == '}' || t->type == ']') && l->indent && i &&
 		    d->t[i - 1].type != '{' && d->t[i - 1].type != '[')
 			nl_indent(&b, l, depth);
-		st_buf_adds(&b, t->text);
+		if (t->type == ':' || (t->type == ',' && !l->indent))
+			st_buf_add(&b, t->text, strlen(t->text) - 1); /* white space put before it */
+		else
+			st_buf_adds(&b, t->text);
 		if (t->type == '{' || t->type == '[') {
 			depth++;
 			if (next == '}' || next == ']')
@@ -291,15 +294,19 @@ static char *cat3(const char *a, size_t an, const char *b, const char *c)
  * changed (a key Go would match case-insensitively). */
 static const char *mut_string(tok *t)
 {
+	/* valid JSON (most of the time), then what a reader refuses or reads as U+FFFD */
 	static const char *const ins[] = {
 		"\xc3\xa9", "\\u00e9", "\\u00E9", "\\/", "/", "\xe2\x80\xa8", "\\u2028", "\\u2029",
-		"\xf0\x9f\x98\x80", "\\ud83d\\ude00", "\\ud800", "\\udc00x", "\xff", "\xc3", "\xc0\xaf",
-		"\xed\xa0\x80", "<", "\\u003c", "\\u003C", ">", "\\u003e", "&", "\\u0026", "\\b",
-		"\\u0008", "\\f", "\\u000c", "\\u001f", "\\u001F", "\t", "\x7f", "\\u0041", "\\x",
-		"\\\"", "\\\\", "\\n", "\\u000a", "\\r", "\\t", "\\u0009", "\\u0000", "\\uffff",
-		"\\ufffd", "\xef\xbf\xbd", "\xef\xbb\xbf", "\\u0", "\\ud83d", "\\ude00",
-		"\xf4\x90\x80\x80", "\xe0\x80\x80",
+		"\xf0\x9f\x98\x80", "\\ud83d\\ude00", "<", "\\u003c", "\\u003C", ">", "\\u003e", "&",
+		"\\u0026", "\\b", "\\u0008", "\\f", "\\u000c", "\\u001f", "\\u001F", "\x7f",
+		"\\u0041", "\\\"", "\\\\", "\\n", "\\u000a", "\\r", "\\t", "\\u0009", "\\u0000",
+		"\\uffff", "\\ufffd", "\xef\xbf\xbd", "\xef\xbb\xbf", "\\ud800", "\\udc00x",
+		"\\ud83d", "\\ude00",
+		/* invalid from here */
+		"\xff", "\xc3", "\xc0\xaf", "\xed\xa0\x80", "\t", "\\x", "\\u0", "\xf4\x90\x80\x80",
+		"\xe0\x80\x80",
 	};
+	const size_t nvalid = 41;
 	size_t len = strlen(t->text), pos[64], np = 0;
 	if (len < 2 || t->text[0] != '"')
 		return "string (none)";
@@ -325,7 +332,7 @@ static const char *mut_string(tok *t)
 			}
 		}
 	}
-	const char *what = ins[rn(sizeof(ins) / sizeof(*ins))];
+	const char *what = ins[rn(4) ? rn(nvalid) : rn(sizeof(ins) / sizeof(*ins))];
 	set_text(t, cat3(t->text, at, what, t->text + at));
 	return "string: an insertion";
 }
@@ -336,11 +343,14 @@ static const char *mut_number(tok *t)
 		"1.0", "1e3", "1E+2", "1e+2", "-0", "0", "-0.0", "0.0", "1.5e-7", "1.5E-7", "0.000001",
 		"0.0000001", "1e21", "1e+21", "1e20", "123456789012345680", "12345678901234567890",
 		"9007199254740993", "0.30000000000000004", "0.1", "1.0000000000000002", "5e-324",
-		"4.9e-324", "1e400", "-1e400", "1e-400", "1.7976931348623157e+308", "00", "01", "1.",
-		".5", "+1", "-", "1e", "2.50", "100", "1E2", "1e-7", "1e-6", "123456789012345",
-		"1234567890123456", "0.1234567890123456", "12.5", "-12.5e1", "1e0", "2e-0", "-1",
-		"18446744073709551616", "100000000000000000000", "1e22", "0.00001", "1.25e-5",
+		"4.9e-324", "1e-400", "1.7976931348623157e+308", "2.50", "100", "1E2", "1e-7", "1e-6",
+		"123456789012345", "1234567890123456", "0.1234567890123456", "12.5", "-12.5e1", "1e0",
+		"2e-0", "-1", "18446744073709551616", "100000000000000000000", "1e22", "0.00001",
+		"1.25e-5",
+		/* invalid from here */
+		"1e400", "-1e400", "00", "01", "1.", ".5", "+1", "-", "1e",
 	};
+	const size_t nvalid = 43;
 	if (t->type == 'n' && rn(3) == 0) {
 		/* the same value spelt otherwise */
 		static const char *const tails[] = {"e0", "E0", ".0", "0e-1", "e+0", ".00"};
@@ -351,7 +361,7 @@ static const char *mut_number(tok *t)
 		set_text(t, cat3(t->text, strlen(t->text), tail, ""));
 		return "number: respelt";
 	}
-	set_text(t, strdup(nums[rn(sizeof(nums) / sizeof(*nums))]));
+	set_text(t, strdup(nums[rn(4) ? rn(nvalid) : rn(sizeof(nums) / sizeof(*nums))]));
 	return "number: another";
 }
 
