@@ -515,6 +515,7 @@ static const char *mutate(doc *d)
 static st_schema *schema;
 static char *tmp;             /* the cases' directory */
 static long failures, cases, lazy_cases, edits_done, edits_written, two_cases, mapped_cases;
+static unsigned long long cli_every; /* the CLI compared every that many cases (0: never) */
 static st_load_opts load_opts; /* the case's: threads 2 (and a small split) or automatic */
 
 typedef struct kase {
@@ -698,6 +699,62 @@ static size_t compare_loads(const kase *k, const char *path)
 	st_state_free(lf);
 	st_state_free(lt);
 	return nres;
+}
+
+/* ---- the CLI: validate FILE (lazy) against validate - <FILE (always in full) ---- */
+
+static long cli_cases;
+
+/* The output (stdout and stderr, then the exit code) of a shell command; new. */
+static char *shell_out(const char *cmd)
+{
+	FILE *f = popen(cmd, "r");
+	st_buf b;
+	char chunk[4096];
+	size_t n;
+	st_buf_init(&b);
+	assert_non_null(f);
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		st_buf_add(&b, chunk, n);
+	st_buf_printf(&b, "exit %d\n", pclose(f));
+	return st_buf_take(&b, NULL);
+}
+
+/* Every "<stdin>" of s as `name`; new. */
+static char *as_named(const char *s, const char *name)
+{
+	st_buf b;
+	const char *q;
+	st_buf_init(&b);
+	while ((q = strstr(s, "<stdin>")) != NULL) {
+		st_buf_add(&b, s, (size_t)(q - s));
+		st_buf_adds(&b, name);
+		s = q + 7;
+	}
+	st_buf_adds(&b, s);
+	return st_buf_take(&b, NULL);
+}
+
+static void compare_cli(const kase *k, const char *path, const char *opts)
+{
+	const char *st = getenv("STATETOOL");
+	char *cmd = NULL, *lz, *fl, *named;
+	if (!st || !*st)
+		return;
+	assert_true(asprintf(&cmd, "'%s' validate %s '%s' 2>&1", st, opts, path) > 0);
+	lz = shell_out(cmd);
+	free(cmd);
+	assert_true(asprintf(&cmd, "'%s' validate %s - <'%s' 2>&1", st, opts, path) > 0);
+	fl = shell_out(cmd);
+	free(cmd);
+	named = as_named(fl, path);
+	if (strcmp(lz, named))
+		differ(k, "statetool validate %s: lazily\n%s  from standard input\n%s", opts, lz,
+		       named);
+	cli_cases++;
+	free(lz);
+	free(fl);
+	free(named);
 }
 
 /* ---- the edits ---- */
@@ -1020,6 +1077,8 @@ static void run_case(unsigned long long seed, long number)
 	if (getenv("LAZYDIFF_KEEP"))
 		tu_write(getenv("LAZYDIFF_KEEP"), text, len);
 	nres = compare_loads(&k, path);
+	if (cli_every && number % (long)cli_every == 0)
+		compare_cli(&k, path, rn(2) ? "" : "--json");
 	/* (the writer's indented text of a value nested 10,000 deep is 200 MB: no edit then) */
 	if (nres && !strstr(k.steps, "to the limit"))
 		compare_edit(&k, path, nres);
@@ -1036,6 +1095,7 @@ static void test_lazydiff(void **state)
 	long n = (long)env_num("LAZYDIFF_CASES", lng ? 20000 : 300);
 	const char *one = getenv("LAZYDIFF_CASE");
 	(void)state;
+	cli_every = env_num("LAZYDIFF_CLI_EVERY", lng ? 1 : 10);
 
 	add_dir("realworld", lng ? (size_t)-1 : 200000);
 	add_dir("edit", (size_t)-1);
@@ -1052,8 +1112,9 @@ static void test_lazydiff(void **state)
 		for (long c = 0; c < n && failures < 20; c++)
 			run_case(seed, c);
 	printf("lazydiff: %ld cases (%ld loaded lazily in part, %ld on two threads, %ld mapped), "
-	       "%ld edits (%ld written), %ld differences\n",
-	       cases, lazy_cases, two_cases, mapped_cases, edits_done, edits_written, failures);
+	       "%ld edits (%ld written), %ld CLI validate runs, %ld differences\n",
+	       cases, lazy_cases, two_cases, mapped_cases, edits_done, edits_written, cli_cases,
+	       failures);
 	tu_rmdir(tmp);
 	free_bases();
 	assert_int_equal(failures, 0);
