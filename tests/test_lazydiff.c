@@ -10,12 +10,15 @@
  * integrity rules), every span against the writer's bytes for the full resource, and the tree
  * once inflated. An edit (protect, taint, delete, rename of a random resource) on a lazy and a
  * full load must give the same result, messages, change lines and bytes (st_state_dump, and
- * st_edit_commit_save's file).
+ * st_edit_commit_save's file). A third of the cases run on two threads (a small split), one in
+ * sixty is padded to 4 MiB (mapped); every tenth also compares `statetool validate FILE` with
+ * `validate - <FILE` (when STATETOOL is set). doc/DESIGN.md, "Lazy states", says more.
  *
  * Each case has its own generator, seeded by (seed, case number): LAZYDIFF_SEED (default a fixed
- * one; printed), LAZYDIFF_CASES (default 300; LAZYDIFF_LONG=1: 20000 and the big realworld
- * states too), LAZYDIFF_CASE=N replays case N alone and keeps its text. A difference prints the
- * seed, the case, the base file and the mutations, and keeps the text in /tmp.
+ * one; printed), LAZYDIFF_CASES (default 300; LAZYDIFF_LONG=1: 20000, the big realworld states
+ * too, the CLI on every case), LAZYDIFF_CLI_EVERY=N, LAZYDIFF_CASE=N replays case N alone
+ * (LAZYDIFF_KEEP=FILE keeps its text). A difference prints the seed, the case, the base file and
+ * the mutations, and keeps the text in /tmp.
  */
 #include "testutil.h"
 
