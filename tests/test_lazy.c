@@ -419,6 +419,28 @@ static void test_duplicate_envelope(void **state)
 	free(t);
 }
 
+/* A property value nested past the schema walk's 1,000 levels: the full load's validate warns
+ * schema/depth; the scan once skipped it, and the lazy report lacked the warning (found by
+ * test_lazydiff). Now it is not proved, and the resource is parsed in full. */
+static void test_deep_value(void **state)
+{
+	st_buf b;
+	(void)state;
+	st_buf_init(&b);
+	st_buf_adds(&b, "{\"version\":3,\"checkpoint\":{\"stack\":\"organization/p/dev\",\"latest\":{"
+			"\"manifest\":{\"time\":\"2026-01-01T00:00:00Z\",\"magic\":\"\",\"version\":"
+			"\"\"},\"resources\":[{\"urn\":\"urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev"
+			"\",\"custom\":false,\"type\":\"pulumi:pulumi:Stack\",\"outputs\":{\"a\":");
+	for (int i = 0; i < 1000; i++)
+		st_buf_addc(&b, '[');
+	st_buf_addc(&b, '1');
+	for (int i = 0; i < 1000; i++)
+		st_buf_addc(&b, ']');
+	st_buf_adds(&b, "}}]}}}");
+	assert_int_equal(diff_text(b.data, b.len, NULL), 0);
+	st_buf_free(&b);
+}
+
 /* Broken texts: the same error, line and column as the full load. */
 static void test_errors(void **state)
 {
@@ -648,6 +670,7 @@ int main(void)
 		cmocka_unit_test(test_special_values),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_duplicate_envelope),
+		cmocka_unit_test(test_deep_value),
 		cmocka_unit_test(test_style),
 		cmocka_unit_test(test_two_threads),
 		cmocka_unit_test(test_two_threads_other_array),

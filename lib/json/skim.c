@@ -11,7 +11,8 @@
  *  - map keys without escapes, strictly increasing in byte order (the writer sorts property
  *    maps at every depth), so no duplicates;
  *  - numbers in the form st_json_format_number prints (the float64 they read as);
- *  - nesting and string sizes within the parse limits.
+ *  - nesting and string sizes within the parse limits, nesting below the schema walk's limit
+ *    (SKIM_MAX_DEPTH).
  * A map with the signature key (4dabf...: secrets, assets, archives, references, outputs), the
  * only objects the schemas and the integrity rules look at inside property values, is then
  * parsed where it stands and kept in the skeleton pruned to those objects (whole) and the way
@@ -36,6 +37,11 @@
 
 /* Resources in a row that were not proved, none proved yet: stop trying (another layout). */
 #define MISSES_MAX 64
+
+/* A skipped value nested this deep (from the document's root) is not proved: the schema walk
+ * stops at 1,000 levels with a schema/depth warning (SCHEMA_MAX_INSTANCE_DEPTH in
+ * schema_validate.c), which a value left out of the skeleton would not give. */
+#define SKIM_MAX_DEPTH 900
 
 static atomic_ulong skims_done;
 
@@ -379,7 +385,7 @@ static const unsigned char *ck_value(parser *ps, skim *sk, const unsigned char *
 	switch (*p) {
 	case '{':
 	case '[':
-		if (depth + 1 > ps->max_depth)
+		if (depth + 1 > ps->max_depth || depth + 1 > SKIM_MAX_DEPTH)
 			return NULL;
 		return *p == '{' ? ck_object(ps, sk, p, depth) : ck_array(ps, sk, p, depth);
 	case '"':

@@ -56,6 +56,15 @@ done
 # invalid UTF-8
 printf '%s{"a":"\377"}%s\n' "$head" "$tail" >"$V"
 same_both "$V"
+# a value nested past the schema walk's 1,000 levels: its schema/depth warning, as in full (the
+# scan once skipped the value and the warning was missing; found by tests/test_lazydiff)
+deep=$(awk 'BEGIN { for (i = 0; i < 1000; i++) printf "["; printf "1"; for (i = 0; i < 1000; i++) printf "]" }')
+printf '%s{"a":%s}%s\n' "$head" "$deep" "$tail" >"$V"
+same_both "$V"
+run "deep value: the warning" "$STATETOOL" validate "$V"
+check_rc 0
+check_out "$V: warning: [schema/depth] values nested deeper than 1000 levels were not checked against the schema
+$V: valid, 0 errors, 1 warning (1 resource)"
 # canonical and compact: lazy; with keys out of order: in full
 printf '%s{"a":1,"b":[true,null]}%s\n' "$head" "$tail" >"$V"
 run "compact: lazy" env STATETOOL_TIMINGS=1 "$STATETOOL" validate "$V"
