@@ -17,6 +17,7 @@
 #include "store/gcs.h"
 #include "store/s3.h"
 
+#include <dirent.h>
 #include <sodium.h>
 #include <time.h>
 
@@ -782,6 +783,104 @@ static void test_file_store_links_and_modes(void **state)
 	tu_rmdir(dir);
 }
 
+/* The step hook of the backup: the temporary link's name, found in the directory at "bak" 1. */
+typedef struct bak_seen {
+	const char *dir;
+	int steps;
+	char tmp[256];
+} bak_seen;
+
+static void bak_step(void *ctx, const char *op, int step)
+{
+	bak_seen *b = ctx;
+	DIR *d;
+	struct dirent *de;
+	if (strcmp(op, "bak") || step != 1)
+		return;
+	b->steps++;
+	assert_non_null(d = opendir(b->dir));
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, ".statetool-bak-", 15))
+			snprintf(b->tmp, sizeof(b->tmp), "%s", de->d_name);
+	closedir(d);
+}
+
+/* A local file's .bak is a hard link (the old file's inode, bytes and mode; nothing copied),
+ * made under a temporary name that a crash may leave and the next backup replaces; where no
+ * link can be made, a copy with the same bytes and the old file's mode. */
+static void test_file_store_backup_link(void **state)
+{
+	char *dir = tu_tmpdir(), *p = st_asprintf("%s/s.json", dir);
+	char *bak = st_asprintf("%s/s.json.bak", dir), *stray;
+	st_store_write_opts o = ST_STORE_WRITE_OPTS_INIT;
+	st_hooks h = ST_HOOKS_INIT;
+	bak_seen seen = {dir, 0, ""};
+	struct stat old, sb;
+	st_store *s;
+	char *data;
+	size_t len;
+	(void)state;
+	h.step = bak_step;
+	h.ctx = &seen;
+	o.backup_key = "s.json.bak";
+	assert_int_equal(st_store_open(&s, dir, NULL), ST_OK);
+	assert_int_equal(st_store_write(s, "s.json", "old", 3, NULL, NULL), ST_OK);
+	assert_int_equal(chmod(p, 0640), 0);
+	assert_int_equal(stat(p, &old), 0);
+	assert_int_equal(st_set_hooks(&h, NULL), ST_OK);
+	assert_int_equal(st_store_write(s, "s.json", "new", 3, &o, NULL), ST_OK);
+	assert_int_equal(seen.steps, 1);
+	assert_int_equal(strlen(seen.tmp), 31); /* ".statetool-bak-" and 16 hex digits */
+	assert_int_equal(stat(bak, &sb), 0);
+	assert_true(sb.st_ino == old.st_ino && sb.st_dev == old.st_dev); /* linked, not copied */
+	assert_int_equal(sb.st_nlink, 1);
+	assert_int_equal(sb.st_mode & 07777, 0640);
+	assert_int_equal(st_store_read(s, "s.json.bak", 0, &data, &len, NULL, NULL), ST_OK);
+	assert_int_equal(len, 3);
+	assert_memory_equal(data, "old", 3);
+	free(data);
+	assert_int_equal(tu_count_entries(dir, ""), 2); /* s.json, s.json.bak: no temporary left */
+	/* a link a crash left between the link and the rename (same name: a hash of the
+	 * backup's path) is replaced by the next backup */
+	stray = st_asprintf("%s/%s", dir, seen.tmp);
+	tu_write(stray, "stray", 5);
+	assert_int_equal(stat(p, &old), 0);
+	assert_int_equal(st_store_write(s, "s.json", "newer", 5, &o, NULL), ST_OK);
+	assert_int_equal(seen.steps, 2);
+	assert_int_equal(stat(bak, &sb), 0);
+	assert_true(sb.st_ino == old.st_ino);
+	assert_int_equal(st_store_read(s, "s.json.bak", 0, &data, &len, NULL, NULL), ST_OK);
+	assert_int_equal(len, 3);
+	assert_memory_equal(data, "new", 3);
+	free(data);
+	assert_int_equal(tu_count_entries(dir, ""), 2);
+	/* no link possible: a copy, the same bytes and the old file's mode (not the old .bak's) */
+	assert_int_equal(chmod(bak, 0600), 0);
+	assert_int_equal(chmod(p, 0604), 0);
+	assert_int_equal(stat(p, &old), 0);
+	st__store_link_enable(0);
+	assert_int_equal(st_store_write(s, "s.json", "newest", 6, &o, NULL), ST_OK);
+	st__store_link_enable(1);
+	assert_int_equal(seen.steps, 2); /* no link, no step */
+	assert_int_equal(stat(bak, &sb), 0);
+	assert_true(sb.st_ino != old.st_ino);
+	assert_int_equal(sb.st_mode & 07777, 0604);
+	assert_int_equal(st_store_read(s, "s.json.bak", 0, &data, &len, NULL, NULL), ST_OK);
+	assert_int_equal(len, 5);
+	assert_memory_equal(data, "newer", 5);
+	free(data);
+	assert_int_equal(st_store_read(s, "s.json", 0, &data, &len, NULL, NULL), ST_OK);
+	assert_memory_equal(data, "newest", 6);
+	free(data);
+	assert_int_equal(tu_count_entries(dir, ""), 2);
+	assert_int_equal(st_set_hooks(NULL, NULL), ST_OK);
+	st_store_free(s);
+	free(stray);
+	free(bak);
+	free(p);
+	tu_rmdir(dir);
+}
+
 /* The run's Azurite container goes, with everything in it; the GCS fakes stop. */
 static int drop_containers(void **state)
 {
@@ -811,6 +910,7 @@ int main(void)
 		cmocka_unit_test(test_proceed),      cmocka_unit_test(test_fill),
 		cmocka_unit_test(test_odd_keys),
 		cmocka_unit_test(test_open_errors),  cmocka_unit_test(test_file_store_links_and_modes),
+		cmocka_unit_test(test_file_store_backup_link),
 	};
 	return cmocka_run_group_tests(tests, NULL, drop_containers);
 }

@@ -2,7 +2,8 @@
  * reads none of them itself, it is told through st_set_threads and st_set_hooks.
  *   STATETOOL_THREADS=1|2    the thread choice of every call (and of the loads and saves)
  *   STATETOOL_TIMINGS=...    each step's time on standard error
- *   STATETOOL_CRASH_AT=OP:N  SIGKILL at step N of a durable write OP (write, pair, index):
+ *   STATETOOL_CRASH_AT=OP:N  SIGKILL at step N of a durable write OP (write, pair, index;
+ *                            bak:1 between the file store's backup link and its rename):
  *                            the crash tests (tests/cli/t_crash.sh, t_move.sh)
  *   STATETOOL_HTTP_CONNECT_TIMEOUT, STATETOOL_HTTP_TIMEOUT (seconds), STATETOOL_HTTP_RETRIES,
  *   STATETOOL_HTTP_BACKOFF_MS   the network stores' st_net_opts

@@ -5,8 +5,9 @@
  *   1. the new bytes go to a temporary file beside the target (O_EXCL, O_NOFOLLOW);
  *   2. finish: the file gets its mode (the old file's, or the one asked for) and is synced;
  *   3. the old file is kept under the backup key: a hard link made under a temporary name and
- *      renamed over the backup, so the backup is always whole (a copy where hard links are not
- *      supported);
+ *      renamed over the backup, so the backup is always whole and costs no copy (a copy, with
+ *      the old file's mode, where no hard link can be made; crash point "bak" 1 between the
+ *      link and the rename);
  *   4. commit: the temporary file is renamed over the target (create-only: linked, which fails
  *      when the target exists), then the directory is synced.
  * A crash at any point leaves the target either old or new, and the backup whole.
@@ -357,8 +358,10 @@ static int fs_write_commit(st_store_writer *sw, st_error *err)
 	return rc;
 }
 
-/* Copies src to dst through a temporary file and a rename (dst is whole at every moment). */
-static int copy_bytes(file_store *fs, const char *src, const char *dst, st_error *err)
+/* Copies src to dst through a temporary file and a rename (dst is whole at every moment);
+ * dst gets the mode `keep_mode` unless it is -1 (a backup keeps src's, as a hard link would). */
+static int copy_bytes(file_store *fs, const char *src, const char *dst, int keep_mode,
+		      st_error *err)
 {
 	char *data = NULL;
 	size_t n = 0;
@@ -367,6 +370,8 @@ static int copy_bytes(file_store *fs, const char *src, const char *dst, st_error
 		st_store_write_opts o = ST_STORE_WRITE_OPTS_INIT;
 		st_store_writer *w = NULL;
 		rc = fs_write_begin(&fs->base, dst, &o, &w, err);
+		if (rc == ST_OK && keep_mode >= 0)
+			((file_writer *)w)->mode = (mode_t)keep_mode;
 		if (rc == ST_OK && (rc = fs_write_chunk(w, data, n, err)) == ST_OK &&
 		    (rc = fs_write_finish(w, err)) == ST_OK)
 			rc = fs_write_commit(w, err);
@@ -377,11 +382,61 @@ static int copy_bytes(file_store *fs, const char *src, const char *dst, st_error
 	return rc;
 }
 
+static int link_off;
+
+void st__store_link_enable(int on)
+{
+	__atomic_store_n(&link_off, !on, __ATOMIC_RELAXED);
+}
+
+/* The temporary name of the hard link that becomes the backup `to`: ".statetool-bak-" and 16
+ * hex digits of a hash of `to` (FNV-1a), in its directory. The same backup always gets the same
+ * name, so a link a crash left there (between the link and the rename) is replaced by the next
+ * backup of that file: a move's recovery, which installs again, leaves nothing behind. */
+static char *bak_tmp_name(const char *dir, const char *to)
+{
+	unsigned long long h = 14695981039346656037ULL;
+	for (const unsigned char *p = (const unsigned char *)to; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	return st_asprintf("%s/.statetool-bak-%016llx", dir, h);
+}
+
+/* The backup: a hard link to src made under the temporary name, then renamed over dst, so
+ * dst is whole at every moment and the backup costs no copy of the bytes (the same names and
+ * bytes as a copy; dst shares src's inode until src is replaced, as every write replaces it:
+ * by rename). 1 where no link can be made (EXDEV, EPERM, a file system without hard links,
+ * st__store_link_enable(0)): the caller copies. */
+static int backup_link(const char *from, const char *to, st_error *err)
+{
+	char *dir = st_path_dirname(to), *tmp = dir ? bak_tmp_name(dir, to) : NULL;
+	int rc = ST_OK, e;
+
+	if (!tmp) {
+		free(dir);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	if (__atomic_load_n(&link_off, __ATOMIC_RELAXED))
+		rc = 1;
+	else if (link(from, tmp) < 0 && (errno != EEXIST || unlink(tmp) < 0 || link(from, tmp) < 0))
+		rc = 1; /* EEXIST: a link a crash left under this name, replaced */
+	if (rc == ST_OK) {
+		st__crash_point("bak", 1);
+		if (rename(tmp, to) < 0) {
+			e = errno;
+			unlink(tmp);
+			st__err_file(err, to);
+			rc = st__err(err, ST_EIO, "cannot write the backup '%s': %s", to, strerror(e));
+		}
+	}
+	free(dir);
+	free(tmp);
+	return rc;
+}
+
 static int fs_copy(st_store *s, const char *src, const char *dst, int for_backup, st_error *err)
 {
 	file_store *fs = (file_store *)s;
-	char *from = full_path(fs, src), *to = full_path(fs, dst), *dir = NULL, *tmp = NULL;
-	char rnd[17];
+	char *from = full_path(fs, src), *to = full_path(fs, dst);
 	struct stat sb;
 	int rc = ST_OK;
 
@@ -401,30 +456,12 @@ static int fs_copy(st_store *s, const char *src, const char *dst, int for_backup
 			     "refusing to write the backup '%s': it is a symbolic link", to);
 		goto out;
 	}
-	if (!for_backup) {
-		rc = copy_bytes(fs, src, dst, err);
+	if (for_backup && (rc = backup_link(from, to, err)) != 1)
 		goto out;
-	}
-	/* a hard link under a temporary name, renamed over the backup */
-	st_random_hex(rnd, 8);
-	if (!(dir = st_path_dirname(to)) || !(tmp = st_asprintf("%s/.statetool-bak-%s", dir, rnd))) {
-		rc = st__err(err, ST_ENOMEM, "out of memory");
-		goto out;
-	}
-	if (link(from, tmp) == 0) {
-		if (rename(tmp, to) < 0) {
-			int e = errno;
-			unlink(tmp);
-			rc = st__err(err, ST_EIO, "cannot write the backup '%s': %s", to, strerror(e));
-		}
-	} else {
-		rc = copy_bytes(fs, src, dst, err);
-	}
+	rc = copy_bytes(fs, src, dst, for_backup ? (int)(sb.st_mode & 07777) : -1, err);
 out:
 	free(from);
 	free(to);
-	free(dir);
-	free(tmp);
 	return rc;
 }
 

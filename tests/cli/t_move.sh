@@ -292,6 +292,26 @@ for step in 1 2 3 4 5 6 7; do
 	rm -f "$B"/.pulumi/stacks/test/*.lock
 done
 
+# a crash between the hard link that becomes the source's .bak and its rename (inside the
+# first install, after the commit point): recovery completes the move, the source's .bak holds
+# its bytes before the move with its mode, and the link left under its temporary name is gone
+setup children.json
+chmod 640 "$B/.pulumi/stacks/test/sourceStack.json"
+run "crash at bak:1" env STATETOOL_CRASH_AT=bak:1 "$STATETOOL" move --backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
+check_rc 137
+run "bak:1 left the link" sh -c "ls -A '$B/.pulumi/stacks/test' | grep -c '^\.statetool-bak-[0-9a-f]\{16\}\$'"
+check_out "1"
+run "recover (bak:1)" st move --recover --backend "$B" --source $SRC --dest $DST
+check_rc 0; check_out_has "completed the interrupted move"
+run "moved (bak:1)" urns test/destStack
+check_out_has "urn:pulumi:destStack::test::a:b:c::name"
+check_same "$M/children.json" "$B/.pulumi/stacks/test/sourceStack.json.bak"
+run "the .bak's mode (bak:1)" stat -c %a "$B/.pulumi/stacks/test/sourceStack.json.bak"
+check_out "640"
+current="after bak:1"; both_valid
+run "no leftovers (bak:1)" sh -c "ls -A '$B/.pulumi/stacks/test' | grep -c 'statetool-'"
+check_out "0"
+
 # a journal left by a statetool of journal version 1 (SHA-256) is still completed; an unknown
 # version is refused with the files left as they are
 J=$T/j1
