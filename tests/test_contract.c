@@ -243,7 +243,7 @@ static void test_no_environment_hooks_instead(void **unused)
 	h.ctx = &w;
 	assert_int_equal(st_set_hooks(&h, NULL), ST_OK);
 	assert_int_equal(st_state_save(s, p, NULL, NULL), ST_OK);
-	assert_string_equal(w.steps, "write:1 write:2 write:3 write:4");
+	assert_string_equal(w.steps, "write:1 write:2 bak:1 write:3 write:4");
 	assert_int_equal(w.saw_fsync, 1);
 	st_state_free(s);
 	s = NULL;
@@ -253,7 +253,7 @@ static void test_no_environment_hooks_instead(void **unused)
 	/* removed: nothing more is seen */
 	assert_int_equal(st_set_hooks(NULL, NULL), ST_OK);
 	assert_int_equal(st_state_save(s, p, NULL, NULL), ST_OK);
-	assert_string_equal(w.steps, "write:1 write:2 write:3 write:4");
+	assert_string_equal(w.steps, "write:1 write:2 bak:1 write:3 write:4");
 	st_state_free(s);
 	free(p);
 	free(errf);
