@@ -216,28 +216,6 @@ int st__lazy_inflate_all(st_state *s, st_error *err)
 
 /* ---- the load ---- */
 
-/* Does any object of v carry a key the decoder respelt? */
-static int respelt_in(const st__keymap *km, const json_t *v, int depth)
-{
-	json_t *m;
-	size_t i;
-	const char *k;
-	if (depth > ST_DEFAULT_MAX_DEPTH)
-		return 1;
-	if (json_is_object(v)) {
-		if (st__keymap_has(km, v))
-			return 1;
-		json_object_foreach((json_t *)v, k, m)
-			if (respelt_in(km, m, depth + 1))
-				return 1;
-	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, m)
-			if (respelt_in(km, m, depth + 1))
-				return 1;
-	}
-	return 0;
-}
-
 /* The text (stolen: map or owned) parsed lazily into *out; falls back to the full load. */
 static int load_text(st_state **out, const char *text, size_t len, void *map, int fd,
 		     char *owned, const char *name, const st_load_opts *opts, st_error *err)
@@ -267,17 +245,17 @@ static int load_text(st_state **out, const char *text, size_t len, void *map, in
 	if (rc)
 		goto done;
 	(*out)->known_absent = ~features & ST_FEATURES_ALL;
-	for (size_t i = 0; n && (*out)->keymap && i < n; i++) {
-		if (respelt_in((*out)->keymap, recs[i].res, 0)) {
-			/* a key inside a skeleton was respelt: the full load, simply */
-			st_state_free(*out);
-			*out = NULL;
-			free(recs);
-			recs = NULL;
-			n = 0;
-			rc = st_state_load_buffer(out, text, len, name, opts, err);
-			goto done;
-		}
+	if (n && (*out)->keymap) {
+		/* the decoder respelt a key (Go matches keys without case): inside a skeleton, or
+		 * above them, where a later key of another case may have replaced (and freed) the
+		 * object whose skeletons were recorded: the full load, simply */
+		st_state_free(*out);
+		*out = NULL;
+		free(recs);
+		recs = NULL;
+		n = 0;
+		rc = st_state_load_buffer(out, text, len, name, opts, err);
+		goto done;
 	}
 	if (n) {
 		lz = calloc(1, sizeof(*lz));
