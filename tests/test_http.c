@@ -716,6 +716,14 @@ static void test_http_dates(void **state)
 	assert_int_equal(st__http_date_ns("12 Oct 2009 17:50:00 GMT"), 0);
 	assert_int_equal(st__http_date_ns("Wed, 12 Okt 2009 17:50:00 GMT"), 0);
 	assert_int_equal(st__http_date_ns("Wed, 12 Oct 2009"), 0);
+	assert_int_equal(st__http_date_ns("Wed, 12 Oct 2009 17:50:00 CET"), 0);
+	assert_int_equal(st__http_date_ns("Wed, 12 Oct 2009 17:50:00"), 0);
+	assert_int_equal(st__http_date_ns("Wed, 32 Oct 2009 17:50:00 GMT"), 0);
+	assert_int_equal(st__http_date_ns("Wed, 12 Oct 2009 24:00:00 GMT"), 0);
+	/* past what nanoseconds since 1970 hold in a long long: none, not an overflow */
+	assert_int_equal(st__http_date_ns("Fri, 31 Dec 9999 23:59:59 GMT"), 0);
+	assert_int_equal(st__http_date_ns("Sat, 31 Dec 2261 23:59:59 GMT"),
+			 9214646399LL * 1000000000LL);
 }
 
 int main(void)

@@ -154,17 +154,22 @@ void st__http_date(char out[32], time_t t)
 long long st__http_date_ns(const char *v)
 {
 	struct tm tm;
-	char mon[4] = "";
+	char mon[4] = "", zone[4] = "";
 	const char *comma = v ? strchr(v, ',') : NULL;
 	memset(&tm, 0, sizeof(tm));
-	if (!comma || sscanf(comma + 1, " %d %3s %d %d:%d:%d", &tm.tm_mday, mon, &tm.tm_year,
-			     &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
+	if (!comma || sscanf(comma + 1, " %d %3s %d %d:%d:%d %3s", &tm.tm_mday, mon, &tm.tm_year,
+			     &tm.tm_hour, &tm.tm_min, &tm.tm_sec, zone) != 7 ||
+	    strcmp(zone, "GMT"))
 		return 0;
 	tm.tm_mon = -1;
 	for (int i = 0; i < 12; i++)
 		if (!strcmp(mon, months[i]))
 			tm.tm_mon = i;
-	if (tm.tm_mon < 0)
+	/* in range (timegm would carry a 32nd day on), and within the nanoseconds a long long
+	 * holds (years 1970 to 2261) */
+	if (tm.tm_mon < 0 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_year < 1970 ||
+	    tm.tm_year > 2261 || tm.tm_hour < 0 || tm.tm_hour > 23 || tm.tm_min < 0 ||
+	    tm.tm_min > 59 || tm.tm_sec < 0 || tm.tm_sec > 60)
 		return 0;
 	tm.tm_year -= 1900;
 	return (long long)timegm(&tm) * 1000000000LL;
