@@ -1080,8 +1080,10 @@ static void run_case(unsigned long long seed, long number)
 	if (getenv("LAZYDIFF_KEEP"))
 		tu_write(getenv("LAZYDIFF_KEEP"), text, len);
 	nres = compare_loads(&k, path);
+	/* (drawn on every case, so that a case replays with the same edit whatever the knobs) */
+	const char *cli_opts = rn(2) ? "" : "--json";
 	if (cli_every && number % (long)cli_every == 0)
-		compare_cli(&k, path, rn(2) ? "" : "--json");
+		compare_cli(&k, path, cli_opts);
 	/* (the writer's indented text of a value nested 10,000 deep is 200 MB: no edit then) */
 	if (nres && !strstr(k.steps, "to the limit"))
 		compare_edit(&k, path, nres);
@@ -1109,6 +1111,7 @@ static void test_lazydiff(void **state)
 	printf("lazydiff: seed %llu, %ld cases over %zu states (LAZYDIFF_SEED, LAZYDIFF_CASES, "
 	       "LAZYDIFF_CASE=N to replay one, LAZYDIFF_LONG=1)\n",
 	       seed, one && *one ? 1 : n, nbases);
+	unsigned long splits0 = st__json_splits();
 	if (one && *one)
 		run_case(seed, atol(one));
 	else
@@ -1118,9 +1121,25 @@ static void test_lazydiff(void **state)
 	       "%ld edits (%ld written), %ld CLI validate runs, %ld differences\n",
 	       cases, lazy_cases, two_cases, mapped_cases, edits_done, edits_written, cli_cases,
 	       failures);
+	printf("lazydiff: %lu splits on two threads\n", st__json_splits() - splits0);
 	tu_rmdir(tmp);
 	free_bases();
 	assert_int_equal(failures, 0);
+	if (one && *one)
+		return;
+	/* the comparisons ran on what they claim: a scan that proved nothing would compare the
+	 * full load with itself, and pass */
+	assert_true(lazy_cases > 0);
+	if (two_cases)
+		assert_true(st__json_splits() > splits0);
+	if (n >= 200) { /* (the quick mode's 300 and the long mode) */
+		assert_true(lazy_cases >= n / 10);
+		assert_true(two_cases > 0);
+		assert_true(mapped_cases > 0);
+		assert_true(edits_written > 0);
+	}
+	if (getenv("STATETOOL") && *getenv("STATETOOL") && cli_every && n >= (long)cli_every)
+		assert_true(cli_cases > 0);
 }
 
 int main(void)
