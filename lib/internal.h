@@ -401,6 +401,12 @@ void st__lazy_free(st__lazy *lz);
 /* Where the source bytes at p (inside the lazy state's text) are in the file they were mapped
  * from: 1 with *fd (borrowed: the state's) and *off, 0 when the text is not a file mapping. */
 int st__lazy_source(const st_state *s, const char *p, int *fd, off_t *off);
+/* ST_OK when the file a lazy state was mapped from has kept the size and modification time it
+ * had before the load (always for a state not mapped from a file), else ST_ECONFLICT: another
+ * program rewrote it in place, so the text may no longer be the bytes that were proved. A save
+ * checks before it starts (a truncated mapping would end the process with SIGBUS) and after
+ * its last byte, before anything is renamed into place. */
+int st__lazy_unchanged(const st_state *s, st_error *err);
 /* Maps a plain file of at least 4 MiB for reading (lib/state/state.c): 0 done, 1 not a
  * candidate (small, compressed, not regular, unreadable: the caller reads it). With fd
  * non-NULL the file stays open in *fd (new: the caller closes it) when mapped. */

@@ -6,6 +6,8 @@
 #include "lazytest.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 static const char *const dirs[] = {"realworld", "edit", "validate", "move", "show", "diff",
 				   "write", "graph", "case", NULL};
@@ -542,6 +544,94 @@ static void test_save_runs(void **state)
 	tu_rmdir(dir);
 }
 
+/* Another program rewrites the mapped source file in place (same size, or truncated) after the
+ * lazy load: the save refuses with ST_ECONFLICT before writing anything (a truncated mapping
+ * would have ended the process with SIGBUS), and a rewrite while the save runs is found after
+ * its last byte, before anything is renamed into place. */
+static void rewrite_in_place(const char *path, off_t size)
+{
+	int fd = open(path, O_WRONLY);
+	struct timespec t[2] = {{1, 0}, {1, 0}};
+	assert_true(fd >= 0);
+	if (size >= 0)
+		assert_int_equal(ftruncate(fd, size), 0);
+	else
+		assert_int_equal(pwrite(fd, "  ", 2, 4096), 2);
+	assert_int_equal(futimens(fd, t), 0); /* another time, whatever the clock's tick */
+	close(fd);
+}
+
+static void during_stream(void *ctx, const char *p, size_t n)
+{
+	int *done = ctx;
+	(void)p;
+	(void)n;
+	if (!*done)
+		rewrite_in_place(getenv("LAZYEDIT_SRC"), -1);
+	*done = 1;
+}
+
+static void test_source_rewritten(void **state)
+{
+	(void)state;
+	char *dir = tu_tmpdir(), *p0 = NULL, *pl = NULL;
+	st_state *big = big_state(), *lazy;
+	st_write_opts wo = ST_WRITE_OPTS_INIT;
+	st_error err;
+	struct stat sb;
+	wo.backup = 0;
+	assert_true(asprintf(&p0, "%s/0.json", dir) > 0 && asprintf(&pl, "%s/l.json", dir) > 0);
+	for (int mode = 0; mode < 3; mode++) { /* same size before, truncated, during the save */
+		assert_int_equal(st_state_save(big, p0, &wo, NULL), ST_OK);
+		lazy = load_path_lazy(p0, 1);
+		assert_true(st__lazy_count(lazy) > 500);
+		st_error_clear(&err);
+		if (mode < 2) {
+			char *text = NULL;
+			size_t tl = 0;
+			rewrite_in_place(p0, mode ? 1000 : -1);
+			assert_int_equal(st_state_save(lazy, pl, &wo, &err), ST_ECONFLICT);
+			st_error e2;
+			st_error_clear(&e2);
+			assert_int_equal(st_state_dump(lazy, NULL, &text, &tl, &e2), ST_ECONFLICT);
+			assert_null(text);
+			assert_string_equal(e2.message, err.message);
+		} else {
+			int done = 0, fd = open(pl, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			assert_true(fd >= 0);
+			setenv("LAZYEDIT_SRC", p0, 1);
+			assert_int_equal(st__state_stream(lazy, fd, during_stream, &done, NULL, &err),
+					 ST_ECONFLICT);
+			assert_int_equal(done, 1);
+			close(fd);
+			unlink(pl);
+		}
+		if (!strstr(err.message, "was rewritten in place by another program"))
+			fail_msg("mode %d: %s", mode, err.message);
+		assert_non_null(strstr(err.message, "nothing was written"));
+		assert_int_equal(stat(pl, &sb), -1); /* nothing in place */
+		st_state_free(lazy);
+	}
+	/* unchanged (a hard link made beside it, as a backup is, changes only its ctime): saved */
+	assert_int_equal(st_state_save(big, p0, &wo, NULL), ST_OK);
+	lazy = load_path_lazy(p0, 1);
+	char *bak = NULL;
+	assert_true(asprintf(&bak, "%s.bak", p0) > 0);
+	assert_int_equal(link(p0, bak), 0);
+	assert_int_equal(st_state_save(lazy, pl, &wo, NULL), ST_OK);
+	size_t la = 0, lb = 0;
+	char *x = tu_read(p0, &la), *y = tu_read(pl, &lb);
+	assert_true(la == lb && !memcmp(x, y, la));
+	free(x);
+	free(y);
+	free(bak);
+	st_state_free(lazy);
+	st_state_free(big);
+	free(p0);
+	free(pl);
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -549,6 +639,7 @@ int main(void)
 		cmocka_unit_test(test_writer_save_split),
 		cmocka_unit_test(test_writer_other_envelope),
 		cmocka_unit_test(test_save_runs),
+		cmocka_unit_test(test_source_rewritten),
 		cmocka_unit_test(test_edits_differential),
 		cmocka_unit_test(test_rollback_after_inflate),
 		cmocka_unit_test(test_move_differential),

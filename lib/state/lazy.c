@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct st__lazy {
@@ -18,6 +19,7 @@ struct st__lazy {
 	size_t map_len;
 	char *owned;      /* a read buffer (free), or NULL */
 	int fd;           /* the mapped file, open (runs of spans are copied from it), or -1 */
+	struct stat src;  /* fd's size and modification time before the parse */
 	size_t max_depth;
 	st__lazy_rec *v;  /* document order; res NULL once inflated */
 	size_t n, live;
@@ -126,6 +128,22 @@ int st__lazy_source(const st_state *s, const char *p, int *fd, off_t *off)
 	return 1;
 }
 
+int st__lazy_unchanged(const st_state *s, st_error *err)
+{
+	const st__lazy *lz = s ? s->lazy : NULL;
+	struct stat now;
+	if (!lz || lz->fd < 0)
+		return ST_OK;
+	if (fstat(lz->fd, &now) == 0 && now.st_size == lz->src.st_size &&
+	    now.st_mtim.tv_sec == lz->src.st_mtim.tv_sec &&
+	    now.st_mtim.tv_nsec == lz->src.st_mtim.tv_nsec)
+		return ST_OK;
+	st__err_file(err, s->path);
+	return st__err(err, ST_ECONFLICT, "'%s' was rewritten in place by another program while "
+		       "statetool was using it; nothing was written: run the command again",
+		       s->path ? s->path : "the state file");
+}
+
 void st__lazy_prehash(st_state *s)
 {
 	if (s && !s->prehash && s->lazy && s->lazy->fd >= 0)
@@ -228,9 +246,12 @@ static int load_text(st_state **out, const char *text, size_t len, void *map, in
 	st__lazy_rec *recs = NULL;
 	size_t n = 0;
 	st__lazy *lz = NULL;
+	struct stat src;
 	int rc;
 
 	*out = NULL;
+	if (fd >= 0 && fstat(fd, &src) != 0)
+		fd = -1; /* not kept: its runs are written from the text */
 	if (opts)
 		lim.max_depth = opts->max_depth;
 	rc = st__json_parse_lazy(&root, text, len, name, &lim, &style, &problems, map != NULL,
@@ -269,6 +290,7 @@ static int load_text(st_state **out, const char *text, size_t len, void *map, in
 		lz->map_len = len;
 		lz->owned = owned;
 		lz->fd = fd;
+		lz->src = src;
 		lz->max_depth = opts ? opts->max_depth : 0;
 		lz->style = (*out)->style;
 		lz->depth = (*out)->container != (*out)->root ? 4 : 3;

@@ -720,6 +720,8 @@ static int dump_cfg(const st_state *s, const st_style *style, const st__wcfg *cf
 	st_buf b;
 	int rc;
 
+	if ((rc = st__lazy_unchanged(s, err)) != ST_OK)
+		return rc;
 	if (cfg)
 		wc = *cfg;
 	st_buf_init(&b);
@@ -727,6 +729,10 @@ static int dump_cfg(const st_state *s, const st_style *style, const st__wcfg *cf
 	wc.lazy = s;
 	rc = st__json_write(&b, s->root, style ? style : &s->style,
 			    s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE, &wc);
+	if (rc == ST_OK && (rc = st__lazy_unchanged(s, err)) != ST_OK) {
+		st_buf_free(&b);
+		return rc;
+	}
 	if (rc) {
 		st_buf_free(&b);
 		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
@@ -877,6 +883,8 @@ static int stream(const st_state *s, stream_ctx *cx, st_error *err)
 	st_buf b;
 	int rc;
 
+	if ((rc = st__lazy_unchanged(s, err)) != ST_OK)
+		return rc;
 	if (c.cfg)
 		wc = *c.cfg;
 	wc.keys = st__state_keymap(s); /* keys respelt on load, put back as written */
@@ -898,7 +906,7 @@ static int stream(const st_state *s, stream_ctx *cx, st_error *err)
 	if (rc)
 		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
 						"the state holds a value JSON cannot represent");
-	return ST_OK;
+	return st__lazy_unchanged(s, err); /* runs copied from the file: still its bytes? */
 }
 
 /* A state and the writer's choices, for a store's fill callback. */
