@@ -48,7 +48,7 @@ static void usage(FILE *f)
 	for (const cli_command *c = commands; c->name; c++)
 		fprintf(f, "  %-17s %s\n", c->name, c->summary);
 	fprintf(f,
-		"\nA STATE is a file (plain or gzip, either envelope; '-' reads standard input)\n"
+		"\nA STATE is a file (plain, gzip or zstd, either envelope; '-': standard input)\n"
 		"or a stack of a DIY backend given as --backend URL -s/--stack NAME (URL: a\n"
 		"directory, file://PATH, s3://BUCKET[/PREFIX], azblob://CONTAINER[/PREFIX],\n"
 		"gs://BUCKET[/PREFIX] or postgres://[USER@]HOST/DATABASE; without --backend,\n"
