@@ -25,7 +25,9 @@ static const char help[] =
 	"  --checkpoint-stack NAME the checkpoint's stack (organization/PROJECT/STACK); by\n"
 	"                          default taken from the root stack resource's URN\n"
 	"  --compact | --indent    compact (DIY backend files) or 4-space indented (export)\n"
-	"  --gzip | --no-gzip      compress the output with gzip, or not\n"
+	"  --gzip | --zstd | --no-gzip\n"
+	"                          compress the output with gzip or zstd (as Pulumi's\n"
+	"                          .json.gz and .json.zst), or not at all\n"
 	"  --escape-html | --no-escape-html\n"
 	"                          write <, >, & as \\u003c, \\u003e, \\u0026 (older Pulumi)\n"
 	"  --canonical             as Go marshals Pulumi's types: their field order (a\n"
@@ -86,7 +88,7 @@ static int print_doc(st_state *s, const cli_target *t, const char *out, int writ
 /* What the command line asks for. */
 typedef struct args {
 	const char *out, *cp_stack;
-	int envelope, layout, gzip, html, canonical, allow_dups, json;
+	int envelope, layout, compress, html, canonical, allow_dups, json;
 } args;
 
 static int parse(int argc, char **argv, cli_target *t, args *a)
@@ -101,6 +103,7 @@ static int parse(int argc, char **argv, cli_target *t, args *a)
 		{"indent", no_argument, NULL, OPT_INDENT},
 		{"gzip", no_argument, NULL, OPT_GZIP},
 		{"no-gzip", no_argument, NULL, OPT_NO_GZIP},
+		{"zstd", no_argument, NULL, OPT_ZSTD},
 		{"escape-html", no_argument, NULL, OPT_ESCAPE_HTML},
 		{"no-escape-html", no_argument, NULL, OPT_NO_ESCAPE_HTML},
 		{"canonical", no_argument, NULL, OPT_CANONICAL},
@@ -127,8 +130,9 @@ static int parse(int argc, char **argv, cli_target *t, args *a)
 		case OPT_CP_STACK: a->cp_stack = optarg; break;
 		case OPT_COMPACT: a->layout = 1; break;
 		case OPT_INDENT: a->layout = 0; break;
-		case OPT_GZIP: a->gzip = 1; break;
-		case OPT_NO_GZIP: a->gzip = 0; break;
+		case OPT_GZIP: a->compress = ST_COMPRESS_GZIP; break;
+		case OPT_ZSTD: a->compress = ST_COMPRESS_ZSTD; break;
+		case OPT_NO_GZIP: a->compress = ST_COMPRESS_NONE; break;
 		case OPT_ESCAPE_HTML: a->html = 1; break;
 		case OPT_NO_ESCAPE_HTML: a->html = 0; break;
 		case OPT_CANONICAL: a->canonical = 1; break;
@@ -176,8 +180,8 @@ static int reshape(st_state *s, const args *a)
 	}
 	if (a->html >= 0)
 		st->escape_html = a->html;
-	if (a->gzip >= 0)
-		st_state_set_compression(s, a->gzip ? ST_COMPRESS_GZIP : ST_COMPRESS_NONE);
+	if (a->compress >= 0)
+		st_state_set_compression(s, (st_compression)a->compress);
 	return EXIT_OK;
 }
 

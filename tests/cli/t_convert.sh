@@ -22,6 +22,13 @@ run "gzip magic" sh -c "head -c 2 '$T/s.json' | od -An -tx1"
 check_out " 1f 8b"
 run "gzip back" st convert "$T/s.json" --no-gzip -o "$T/plain.json"
 check_rc 0; check_same "$P/checkpoint-v3.json" "$T/plain.json"
+# zstd out (Pulumi's .json.zst), from gzip, and back
+run "zstd out" st convert "$T/s.json" --zstd -o "$T/z.json" --json
+check_rc 0; check_out_has '"compression": "zstd"'
+run "zstd magic" sh -c "head -c 4 '$T/z.json' | od -An -tx1"
+check_out " 28 b5 2f fd"
+run "zstd back" st convert "$T/z.json" --no-gzip -o "$T/plain2.json"
+check_rc 0; check_same "$P/checkpoint-v3.json" "$T/plain2.json"
 
 # envelopes
 run "to checkpoint" st convert "$P/valid-deployment-v3.json" --envelope checkpoint -o "$T/cp.json"
