@@ -1692,7 +1692,7 @@ ST_EXTERN int st_backend_upgrade(st_backend *b, const st_upgrade_opts *opts,
 typedef struct st_doctor_finding {
 	char *kind;    /* "unreadable", "integrity", "place", "pending", "lock",
 			* "legacy-layout", "legacy-stack", "legacy-lock", "stray-variant", "journal",
-			* "duplicate-id", "index-stale" */
+			* "duplicate-id", "index-stale", "temporary" */
 	char *stack;   /* the stack concerned (as --stack takes it), or NULL: the backend */
 	char *where;   /* the object concerned (st_store_where), or NULL */
 	char *message;

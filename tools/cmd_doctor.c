@@ -24,6 +24,8 @@ static const char help[] =
 	"  duplicate-id   one physical ID in two stacks (providers, external reads and pending\n"
 	"                 deletes left out): both manage the same cloud resource\n"
 	"  index-stale    the backend's index (or --db) is out of date\n"
+	"  temporary      a temporary file of a write (of a directory backend) untouched for\n"
+	"                 over an hour: an interrupted statetool write left it\n"
 	"\n"
 	"Options:\n"
 	"  --backend URL      the backend (default $PULUMI_BACKEND_URL)\n"

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct doctor {
@@ -384,6 +385,33 @@ out:
 	return rc;
 }
 
+/* A temporary file (a file store's only) that no write has touched for an hour: an
+ * interrupted write left it (no write takes that long); nothing reads it. */
+static int check_temporaries(doctor *d, st_error *err)
+{
+	st_store_entry *e = NULL;
+	size_t n = 0;
+	long long now = (long long)time(NULL);
+	int rc = st_store_list(d->s, ".pulumi/", ST__STORE_LIST_TEMPORARY, &e, &n, err);
+
+	for (size_t i = 0; i < n && rc == ST_OK; i++) {
+		char *where, *fix;
+		if (!st__store_temporary(e[i].key) || now - e[i].info.mtime_ns / 1000000000 < 3600)
+			continue;
+		where = st__store_where(d->s, e[i].key);
+		fix = where ? st_asprintf("rm %s", where) : NULL;
+		rc = fix ? add(d, "temporary", NULL, where, fix,
+			       "a temporary file (%lld bytes) an interrupted statetool write left, "
+			       "untouched for over an hour: nothing reads it",
+			       e[i].info.size)
+			 : ST_ENOMEM;
+		free(fix);
+		free(where);
+	}
+	st_store_entries_free(e, n);
+	return rc;
+}
+
 /* ---- the index ---- */
 
 typedef struct ix_row {
@@ -536,6 +564,8 @@ static int doctor_run(doctor *d, const st_doctor_opts *o, st_error *err)
 		else if (!strncmp(e[i].key, LOCKS, strlen(LOCKS)))
 			rc = check_lock_key(d, &e[i], max_age);
 	}
+	if (rc == ST_OK)
+		rc = check_temporaries(d, err);
 	if (rc == ST_OK) {
 		ixpath = o && o->index_path ? st_strdup(o->index_path)
 					    : st_index_default_path(d->b);

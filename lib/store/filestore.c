@@ -532,8 +532,14 @@ static int is_temporary(const char *name)
 
 /* Walks dir (the key prefix `kdir`, "" or ending in '/'), adding keys that start with kdir +
  * `name_prefix`; deeper levels are walked, or (levels) listed once as "kdir/sub/". */
+int st__store_temporary(const char *key)
+{
+	const char *slash = strrchr(key, '/');
+	return is_temporary(slash ? slash + 1 : key);
+}
+
 static int walk(file_store *fs, const char *kdir, const char *name_prefix, int levels,
-		listing *l)
+		int temps, listing *l)
 {
 	char *dpath = st_asprintf("%s%s", fs->root, kdir);
 	DIR *d = dpath ? opendir(*dpath ? dpath : ".") : NULL;
@@ -548,7 +554,7 @@ static int walk(file_store *fs, const char *kdir, const char *name_prefix, int l
 		struct stat sb;
 		char *key;
 		if (!strcmp(nm, ".") || !strcmp(nm, "..") || strncmp(nm, name_prefix, np) ||
-		    is_temporary(nm))
+		    (!temps && is_temporary(nm)))
 			continue;
 		if (!(key = st_strconcat(kdir, nm, (char *)NULL)) || !st_store_key_valid(key)) {
 			rc = key ? ST_OK : ST_ENOMEM;
@@ -569,7 +575,7 @@ static int walk(file_store *fs, const char *kdir, const char *name_prefix, int l
 			else if (levels)
 				rc = add_entry(l, sub, NULL);
 			else {
-				rc = walk(fs, sub, "", 0, l);
+				rc = walk(fs, sub, "", 0, temps, l);
 				free(sub);
 			}
 		} else if (S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode)) {
@@ -605,7 +611,8 @@ static int fs_list(st_store *s, const char *prefix, unsigned flags, st_store_ent
 			return ST_OK;
 		}
 	}
-	rc = walk(fs, kdir, slash ? slash + 1 : prefix, (flags & ST_STORE_LIST_DIRS) != 0, &l);
+	rc = walk(fs, kdir, slash ? slash + 1 : prefix, (flags & ST_STORE_LIST_DIRS) != 0,
+		  (flags & ST__STORE_LIST_TEMPORARY) != 0, &l);
 	free(kdir);
 	if (rc) {
 		st_store_entries_free(l.v, l.n);

@@ -168,6 +168,12 @@ const char *st__diy_comp_ext(st_compression c);
 /* DIY internals shared by lock.c: a stack's keys. Each is new; `project` is NULL in the
  * legacy layout. */
 char *st__diy_lock_dir(const char *project, const char *stack);
+/* A listing flag of our own (doctor): a file store lists its temporary files too, the
+ * ".NAME.tmp-HEX" of a write and the ".statetool-bak-HEX" of a backup, which listings never
+ * show otherwise. Other stores have none. */
+#define ST__STORE_LIST_TEMPORARY 0x80000000u
+/* Is the key's last component one of those temporary names? */
+int st__store_temporary(const char *key);
 /* Where a key of a store is, for messages: the local path of a file store, else URL/key. New. */
 char *st__store_where(const st_store *s, const char *key);
 /* The key prefix of a DIY stack's objects: <stacks>/[<project>/]<stack>.json (new), so a
