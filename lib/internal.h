@@ -423,6 +423,7 @@ int st__store_writer_copy(st_store_writer *w, int fd, off_t off, const char *p, 
 unsigned long st__store_copied(void);
 unsigned long st__state_runs(void);
 void st__store_copy_enable(int on);
+int st__store_copy_enabled(void);
 /* For the tests: st__store_link_enable(0) makes the file store's backups take the fallback (a
  * copy with the old file's mode, as where no hard link can be made), 1 restores. */
 void st__store_link_enable(int on);

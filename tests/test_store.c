@@ -873,6 +873,27 @@ static void test_file_store_backup_link(void **state)
 	assert_memory_equal(data, "newest", 6);
 	free(data);
 	assert_int_equal(tu_count_entries(dir, ""), 2);
+	/* a big file's copy streams (16 MiB kernel copies, else 1 MiB reads): the same bytes */
+	size_t big = (40u << 20) + 123;
+	char *bytes = malloc(big);
+	assert_non_null(bytes);
+	for (size_t i = 0; i < big; i++)
+		bytes[i] = (char)(i * 2654435761u >> 13);
+	st__store_link_enable(0);
+	for (int kernel = 1; kernel >= 0; kernel--) {
+		st__store_copy_enable(kernel);
+		bytes[0] = (char)kernel;
+		assert_int_equal(st_store_write(s, "s.json", bytes, big, &o, NULL), ST_OK);
+		assert_int_equal(st_store_write(s, "s.json", "x", 1, &o, NULL), ST_OK);
+		assert_int_equal(st_store_read(s, "s.json.bak", 0, &data, &len, NULL, NULL), ST_OK);
+		assert_int_equal(len, big);
+		assert_memory_equal(data, bytes, big);
+		free(data);
+	}
+	st__store_copy_enable(1);
+	st__store_link_enable(1);
+	free(bytes);
+	assert_int_equal(tu_count_entries(dir, ""), 2);
 	assert_int_equal(st_set_hooks(NULL, NULL), ST_OK);
 	st_store_free(s);
 	free(stray);

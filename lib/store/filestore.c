@@ -104,34 +104,44 @@ static void fill_info(const struct stat *sb, st_store_info *info)
 	}
 }
 
-static int fs_read(st_store *s, const char *key, size_t max, char **data, size_t *len,
-		   st_store_info *info, st_error *err)
+/* The object's file open for reading (*fd, *path new), refused through a link in a strict
+ * store, a directory refused. */
+static int open_object(file_store *fs, const char *key, int *fd, char **path, st_error *err)
 {
-	file_store *fs = (file_store *)s;
-	char *p;
-	int fd, rc;
 	struct stat sb;
+	int rc;
 
 	if (fs->strict && (rc = check_links(fs, key, 1, err)) != ST_OK)
 		return rc;
-	if (!(p = full_path(fs, key)))
+	if (!(*path = full_path(fs, key)))
 		return st__err(err, ST_ENOMEM, "out of memory");
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	*fd = open(*path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
 		int e = errno;
-		st__err_file(err, p);
+		st__err_file(err, *path);
 		rc = st__err(err, e == ENOENT || e == ENOTDIR ? ST_ENOTFOUND : ST_EIO,
-			     "cannot open '%s': %s", p, strerror(e));
-		free(p);
-		return rc;
+			     "cannot open '%s': %s", *path, strerror(e));
+	} else if (fstat(*fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		close(*fd);
+		st__err_file(err, *path);
+		rc = st__err(err, ST_EIO, "cannot read '%s': it is a directory", *path);
+	} else {
+		return ST_OK;
 	}
-	if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-		close(fd);
-		st__err_file(err, p);
-		rc = st__err(err, ST_EIO, "cannot read '%s': it is a directory", p);
-		free(p);
+	free(*path);
+	*path = NULL;
+	return rc;
+}
+
+static int fs_read(st_store *s, const char *key, size_t max, char **data, size_t *len,
+		   st_store_info *info, st_error *err)
+{
+	char *p;
+	int fd = -1, rc;
+	struct stat sb;
+
+	if ((rc = open_object((file_store *)s, key, &fd, &p, err)) != ST_OK)
 		return rc;
-	}
 	rc = st__read_fd(fd, max, data, len, p, err);
 	if (rc == ST_OK && fstat(fd, &sb) == 0)
 		fill_info(&sb, info);
@@ -359,26 +369,56 @@ static int fs_write_commit(st_store_writer *sw, st_error *err)
 }
 
 /* Copies src to dst through a temporary file and a rename (dst is whole at every moment);
- * dst gets the mode `keep_mode` unless it is -1 (a backup keeps src's, as a hard link would). */
+ * dst gets the mode `keep_mode` unless it is -1 (a backup keeps src's, as a hard link would).
+ * Streamed: copied inside the kernel where it can (fs_write_copy), else through a 1 MiB
+ * buffer, never the whole file in memory. */
 static int copy_bytes(file_store *fs, const char *src, const char *dst, int keep_mode,
 		      st_error *err)
 {
-	char *data = NULL;
-	size_t n = 0;
-	int rc = fs_read(&fs->base, src, (size_t)-2, &data, &n, NULL, err);
-	if (rc == ST_OK) {
-		st_store_write_opts o = ST_STORE_WRITE_OPTS_INIT;
-		st_store_writer *w = NULL;
-		rc = fs_write_begin(&fs->base, dst, &o, &w, err);
-		if (rc == ST_OK && keep_mode >= 0)
-			((file_writer *)w)->mode = (mode_t)keep_mode;
-		if (rc == ST_OK && (rc = fs_write_chunk(w, data, n, err)) == ST_OK &&
-		    (rc = fs_write_finish(w, err)) == ST_OK)
-			rc = fs_write_commit(w, err);
-		else if (w)
-			fs_write_abort(w);
+	st_store_write_opts o = ST_STORE_WRITE_OPTS_INIT;
+	st_store_writer *w = NULL;
+	char *p = NULL, *buf = NULL;
+	int fd = -1, rc = open_object(fs, src, &fd, &p, err);
+	off_t off = 0;
+	size_t done;
+	ssize_t got;
+	int kernel = st__store_copy_enabled();
+
+	if (rc == ST_OK && (rc = fs_write_begin(&fs->base, dst, &o, &w, err)) == ST_OK &&
+	    keep_mode >= 0)
+		((file_writer *)w)->mode = (mode_t)keep_mode;
+	while (rc == ST_OK) {
+		if (kernel) {
+			rc = fs_write_copy(w, fd, off, 16u << 20, &done, err);
+			off += (off_t)done;
+			if (rc != 1)
+				continue; /* 16 MiB copied (more may follow), or an error */
+			kernel = rc = 0; /* the end, or the kernel cannot: read the rest */
+		}
+		if (!buf && !(buf = malloc(1u << 20))) {
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+			break;
+		}
+		while ((got = pread(fd, buf, 1u << 20, off)) < 0 && errno == EINTR)
+			;
+		if (got == 0)
+			break;
+		if (got < 0) {
+			st__err_file(err, p);
+			rc = st__err(err, ST_EIO, "cannot read '%s': %s", p, strerror(errno));
+		} else {
+			rc = fs_write_chunk(w, buf, (size_t)got, err);
+			off += got;
+		}
 	}
-	free(data);
+	if (rc == ST_OK && (rc = fs_write_finish(w, err)) == ST_OK)
+		rc = fs_write_commit(w, err);
+	else if (w)
+		fs_write_abort(w);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	free(p);
 	return rc;
 }
 

@@ -187,6 +187,11 @@ void st__store_copy_enable(int on)
 	__atomic_store_n(&copy_off, !on, __ATOMIC_RELAXED);
 }
 
+int st__store_copy_enabled(void)
+{
+	return !__atomic_load_n(&copy_off, __ATOMIC_RELAXED);
+}
+
 int st__store_writer_copy(st_store_writer *w, int fd, off_t off, const char *p, size_t n,
 			  st_error *err)
 {
