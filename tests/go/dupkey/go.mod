@@ -1,0 +1,3 @@
+module statetool/dupkey
+
+go 1.19
