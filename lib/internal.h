@@ -517,6 +517,37 @@ typedef enum st__groot {
 } st__groot;
 
 /* The struct keys a load respelt (the key as written; the object is referenced). */
+/*
+ * The earlier values of duplicate keys (lib/json/value.c). The reader keeps, in its problems
+ * list (st_problems.st__dropped), each value a later one under the same key replaced when the
+ * later is an object, an array or null; the decoder (lib/state/decode.c), which knows the Go
+ * types, decodes the later values into the earlier ones as Go's encoding/json does. Each entry
+ * holds a reference to its object and value.
+ */
+typedef struct st__dropped_ent {
+	json_t *obj;   /* the object the key is in */
+	char *key;
+	size_t keylen;
+	json_t *val;   /* the earlier value */
+	size_t seq;    /* document order */
+} st__dropped_ent;
+
+typedef struct st__dropped {
+	st__dropped_ent *v;
+	size_t n, cap;
+	int sorted; /* by object, then document order (st__dropped_seal) */
+} st__dropped;
+
+/* Records obj[key]'s earlier value `val` (both borrowed). ST_OK or ST_ENOMEM. */
+int st__dropped_add(st_problems *pr, json_t *obj, const char *key, size_t keylen, json_t *val);
+/* Moves `from`'s entries after `to`'s. ST_OK or ST_ENOMEM (then `from`'s are dropped). */
+int st__dropped_move(st_problems *to, st_problems *from);
+void st__dropped_free(st_problems *pr);
+/* Sorts the entries for lookups; the first entry of obj (NULL: none), its end in *end. */
+void st__dropped_seal(st__dropped *d);
+const st__dropped_ent *st__dropped_of(const st__dropped *d, const json_t *obj,
+				      const st__dropped_ent **end);
+
 typedef struct st__keymap_ent {
 	json_t *obj;
 	const char *canon; /* the field's name (static) */

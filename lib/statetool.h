@@ -165,6 +165,8 @@ typedef struct st_problems {
 	size_t capacity;
 	size_t errors;   /* how many have ST_SEV_ERROR */
 	size_t warnings; /* how many have ST_SEV_WARNING */
+	void *st__dropped; /* the library's own: the earlier values of duplicate keys the reader
+			    * kept for the decoder (NULL when none); freed by st_problems_clear */
 } st_problems;
 
 /* Adds one problem; copies every string. Returns ST_OK or ST_ENOMEM. */

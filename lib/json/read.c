@@ -3,7 +3,9 @@
  * it) and builds jansson values:
  *  - numbers of any size become reals (float64); a literal beyond the float64 range is an error;
  *  - "\u0000" is allowed in strings (keys too, through jansson's *n calls);
- *  - a duplicate key keeps the last value (a warning with the key's pointer);
+ *  - a duplicate key keeps the last value (a warning with the key's pointer); an earlier value
+ *    a later object, array or null replaced is kept beside (st__dropped_add) for the decoder,
+ *    which decodes the later one into it where Go does (lib/state/decode.c);
  *  - invalid UTF-8 and lone surrogates become U+FFFD (a warning with the pointer);
  *  - no byte order mark, no comments, no trailing commas, nothing after the value.
  * It also notes the style of the text so that the writer can keep it.
@@ -601,6 +603,17 @@ static json_t *parse_object(parser *ps)
 		if (!val)
 			goto fail_key;
 		before = json_object_size(obj);
+		/* an earlier value a later object, array or null may be decoded into (Go decodes
+		 * into a struct field's value): kept for the decoder */
+		if (before && ps->problems && (json_is_object(val) || json_is_array(val) ||
+					       json_is_null(val))) {
+			json_t *earlier = json_object_getn(obj, key, keylen);
+			if (earlier && st__dropped_add(ps->problems, obj, key, keylen, earlier)) {
+				json_decref(val);
+				st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+				goto fail_key;
+			}
+		}
 		if (json_object_setn_new_nocheck(obj, key, keylen, val) < 0) {
 			st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
 			goto fail_key;

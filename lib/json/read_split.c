@@ -269,6 +269,8 @@ static void split_warnings(parser *ps, size_t offset)
 	split *sp = ps->sp;
 	st_buf base;
 
+	if (ps->problems && st__dropped_move(ps->problems, &sp->problems))
+		st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
 	if (!sp->problems.count || !ps->problems)
 		return;
 	st_buf_init(&base);

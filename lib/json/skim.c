@@ -655,6 +655,8 @@ int st__json_parse_lazy(json_t **out, const char *buf, size_t len, const char *n
 		json_decref(*out);
 		*out = NULL;
 		problems_truncate(problems, nprob);
+		if (problems)
+			st__dropped_free(problems); /* the first parse's */
 		rc = st__json_parse_sk(out, buf, len, name, limits, &style, problems, mapped,
 				       threads, features, NULL, err);
 		sk.n = 0;

@@ -57,3 +57,93 @@ int st_json_is_empty(const json_t *v)
 		return json_object_size(v) == 0;
 	return 0;
 }
+
+/* ---- the earlier values of duplicate keys (see internal.h) ---- */
+
+int st__dropped_add(st_problems *pr, json_t *obj, const char *key, size_t keylen, json_t *val)
+{
+	st__dropped *d = pr->st__dropped;
+	if (!d && !(d = pr->st__dropped = calloc(1, sizeof(*d))))
+		return ST_ENOMEM;
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 8;
+		st__dropped_ent *v = realloc(d->v, cap * sizeof(*v));
+		if (!v)
+			return ST_ENOMEM;
+		d->v = v;
+		d->cap = cap;
+	}
+	st__dropped_ent *e = &d->v[d->n];
+	if (!(e->key = malloc(keylen + 1)))
+		return ST_ENOMEM;
+	memcpy(e->key, key, keylen);
+	e->key[keylen] = '\0';
+	e->keylen = keylen;
+	e->obj = json_incref(obj);
+	e->val = json_incref(val);
+	e->seq = d->n;
+	d->n++;
+	d->sorted = 0;
+	return ST_OK;
+}
+
+void st__dropped_free(st_problems *pr)
+{
+	st__dropped *d = pr->st__dropped;
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n; i++) {
+		json_decref(d->v[i].obj);
+		json_decref(d->v[i].val);
+		free(d->v[i].key);
+	}
+	free(d->v);
+	free(d);
+	pr->st__dropped = NULL;
+}
+
+int st__dropped_move(st_problems *to, st_problems *from)
+{
+	st__dropped *f = from->st__dropped;
+	int rc = ST_OK;
+	for (size_t i = 0; f && i < f->n && rc == ST_OK; i++)
+		rc = st__dropped_add(to, f->v[i].obj, f->v[i].key, f->v[i].keylen, f->v[i].val);
+	st__dropped_free(from);
+	return rc;
+}
+
+static int cmp_dropped(const void *a, const void *b)
+{
+	const st__dropped_ent *x = a, *y = b;
+	if (x->obj != y->obj)
+		return x->obj < y->obj ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void st__dropped_seal(st__dropped *d)
+{
+	if (d && !d->sorted) {
+		qsort(d->v, d->n, sizeof(*d->v), cmp_dropped);
+		d->sorted = 1;
+	}
+}
+
+const st__dropped_ent *st__dropped_of(const st__dropped *d, const json_t *obj,
+				      const st__dropped_ent **end)
+{
+	size_t lo = 0, hi = d ? d->n : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if ((const json_t *)d->v[mid].obj < obj)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!d || lo >= d->n || d->v[lo].obj != obj)
+		return NULL;
+	hi = lo;
+	while (hi < d->n && d->v[hi].obj == obj)
+		hi++;
+	*end = &d->v[hi];
+	return &d->v[lo];
+}

@@ -89,6 +89,7 @@ typedef struct dctx {
 	const char *urn; /* the resource being walked, for problems */
 	/* what Go's Unmarshal returns: the first error that stops it, else the first kept */
 	char *stop, *stop_ptr, *kept, *kept_ptr;
+	const st__dropped *dr; /* the reader's earlier values of duplicate keys (NULL: none) */
 	int in_worker; /* a second thread's part: no further split */
 	int oom;
 } dctx;
@@ -377,7 +378,9 @@ static void walk_array(dctx *c, json_t *v, const gtype *t)
 		return;
 	if (push(c, NULL, 0) < 0)
 		return;
-	if (t->elem->k == GK_STRUCT && !c->in_worker && st__two_worth(ST__T_DECODE, n, 0) &&
+	/* (not with duplicate keys: their warnings, in the caller's list, are rewritten) */
+	if (t->elem->k == GK_STRUCT && !c->in_worker && !c->dr &&
+	    st__two_worth(ST__T_DECODE, n, 0) &&
 	    start_half(c, &h, v, t) == 0) {
 		walk_range(c, v, t, 0, n / 2);
 		st__two_join(&h.th);
@@ -406,6 +409,80 @@ static void walk_map(dctx *c, json_t *v, const gtype *t)
  * object rewritten when a key was spelt otherwise or named a field twice. */
 static int note_rename(dctx *c, json_t *obj, const char *canon, const char *orig, size_t ol);
 static void rebuild(dctx *c, json_t *obj, const gfield **fields, size_t n);
+
+/* ---- duplicate keys ---- */
+
+/* The reader's warning at the current pointer (json/duplicate-key) told what Go made of it. */
+static void retell(dctx *c, const char *k, size_t kl, st__dup_how how)
+{
+	char *p, *m;
+	if (how == ST__DUP_LAST)
+		return; /* the reader's words */
+	p = ptr_now(c);
+	m = how == ST__DUP_MERGED ? st_asprintf("duplicate object key '%.*s': merged into the "
+						"earlier value, as Pulumi does",
+						(int)kl, k)
+				  : st_asprintf("duplicate object key '%.*s': the earlier value is "
+						"kept, as Pulumi does; the later value is lost on save",
+						(int)kl, k);
+	if (!p || !m) {
+		c->oom = 1;
+	} else {
+		for (size_t i = 0; i < c->out->count; i++) {
+			st_problem *q = &c->out->items[i];
+			if (strcmp(q->rule, "json/duplicate-key") || strcmp(q->pointer, p))
+				continue;
+			char *d = st_strdup(m);
+			if (!d) {
+				c->oom = 1;
+				break;
+			}
+			free(q->message);
+			q->message = d;
+		}
+	}
+	free(p);
+	free(m);
+}
+
+/* A struct member whose key the document gave more than once (the reader kept the earlier
+ * values): each value walked, then decoded into the earlier ones as Go does. */
+static void walk_member(dctx *c, json_t *obj, void *it, const gfield *f)
+{
+	const char *k = json_object_iter_key(it);
+	size_t kl = json_object_iter_key_len(it), n = 0;
+	json_t *cur = json_object_iter_value(it), *stackv[8], **vals = stackv, *r;
+	const st__dropped_ent *e, *end = NULL;
+	st__dup_how how;
+
+	for (e = st__dropped_of(c->dr, obj, &end); e && e < end; e++)
+		if (e->keylen == kl && !memcmp(e->key, k, kl))
+			n++;
+	if (!n) {
+		walk(c, cur, f->t);
+		return;
+	}
+	if (n + 1 > 8 && !(vals = malloc((n + 1) * sizeof(*vals)))) {
+		c->oom = 1;
+		return;
+	}
+	n = 0;
+	for (e = st__dropped_of(c->dr, obj, &end); e && e < end; e++)
+		if (e->keylen == kl && !memcmp(e->key, k, kl))
+			vals[n++] = e->val;
+	vals[n++] = cur;
+	for (size_t i = 0; i < n && !c->oom; i++)
+		walk(c, vals[i], f->t);
+	if (!c->oom) {
+		r = st__go_fold(vals, n, f->t, (f->flags & F_PTR) != 0, &how);
+		if (!r || json_object_setn_new(obj, k, kl, r) < 0)
+			c->oom = 1;
+		else
+			retell(c, k, kl, how);
+	}
+	if (vals != stackv)
+		free(vals);
+}
 
 static void walk_struct(dctx *c, json_t *v, const gtype *t)
 {
@@ -449,7 +526,10 @@ static void walk_struct(dctx *c, json_t *v, const gtype *t)
 		c->gstruct = t->go;
 		if (c->nstack < sizeof(c->stack) / sizeof(c->stack[0]))
 			c->stack[c->nstack++] = f->name;
-		walk(c, json_object_iter_value(it), f->t);
+		if (c->dr)
+			walk_member(c, v, it, f);
+		else
+			walk(c, json_object_iter_value(it), f->t);
 		c->gstruct = saved_struct;
 		c->nstack = saved_n;
 	}
@@ -570,69 +650,87 @@ static int note_rename(dctx *c, json_t *obj, const char *canon, const char *orig
 	return 0;
 }
 
-/* The object again, in its order, each member under its field's name; of members naming one
- * field the last value is kept (at the first's place) and the others reported as lost. */
+/* The object again, in its order, each member under its field's name; members naming one
+ * field are decoded in turn as Go does (st__go_fold: the later into the earlier) at the
+ * first one's place, and each earlier key is reported. */
 static void rebuild(dctx *c, json_t *obj, const gfield **fields, size_t n)
 {
-	json_t *copy = json_object();
-	size_t i = 0;
-	void *it;
+	json_t *copy = json_object(), **vals = malloc((n ? n : 1) * sizeof(*vals)), **fv = NULL;
+	const char **keys = malloc((n ? n : 1) * sizeof(*keys));
+	size_t *lens = malloc((n ? n : 1) * sizeof(*lens)), i = 0;
 
-	if (!copy) {
+	if (!copy || !vals || !keys || !lens || !(fv = malloc((n ? n : 1) * sizeof(*fv)))) {
 		c->oom = 1;
-		return;
+		goto out;
 	}
-	for (it = json_object_iter(obj); it && i < n; it = json_object_iter_next(obj, it), i++) {
-		const char *k = json_object_iter_key(it);
-		size_t kl = json_object_iter_key_len(it);
-		json_t *val = json_object_iter_value(it);
+	for (void *it = json_object_iter(obj); it && i < n; it = json_object_iter_next(obj, it)) {
+		keys[i] = json_object_iter_key(it);
+		lens[i] = json_object_iter_key_len(it);
+		vals[i++] = json_object_iter_value(it);
+	}
+	n = i;
+	for (i = 0; i < n && !c->oom; i++) {
 		const gfield *f = fields[i];
-		int later = 0;
+		size_t m = 0, last = i;
+		st__dup_how how = ST__DUP_LAST;
+		json_t *r;
 		if (!f) {
-			if (json_object_setn(copy, k, kl, val) < 0)
+			if (json_object_setn(copy, keys[i], lens[i], vals[i]) < 0)
 				c->oom = 1;
 			continue;
 		}
-		for (size_t j = i + 1; j < n; j++)
-			if (fields[j] == f)
-				later = 1;
-		if (later) {
-			/* a later key names this field: this value is lost, as in Go */
+		if (json_object_get(copy, f->name))
+			continue; /* decoded at the first one's place */
+		for (size_t j = i; j < n; j++)
+			if (fields[j] == f) {
+				fv[m++] = vals[j];
+				last = j;
+			}
+		r = st__go_fold(fv, m, f->t, (f->flags & F_PTR) != 0, &how);
+		if (!r || json_object_set_new(copy, f->name, r) < 0) {
+			c->oom = 1;
+			break;
+		}
+		for (size_t j = i; j < last; j++) {
+			if (fields[j] != f)
+				continue;
 			char *p = ptr_now(c);
 			st_buf b;
 			st_buf_init(&b);
 			st_buf_adds(&b, p ? p : "");
-			st_pointer_add_key(&b, k, kl);
+			st_pointer_add_key(&b, keys[j], lens[j]);
 			if (st_problems_add(c->out, ST_SEV_WARNING, "json/duplicate-key",
 					    b.data ? b.data : "", NULL,
-					    "duplicate object key '%.*s' (the field '%s'): the last "
-					    "value is kept, as Pulumi does; earlier values are lost on "
-					    "save",
-					    (int)kl, k, f->name))
+					    how == ST__DUP_MERGED
+						    ? "duplicate object key '%.*s' (the field '%s'): "
+						      "merged into the earlier value, as Pulumi does"
+					    : how == ST__DUP_EARLIER
+						    ? "duplicate object key '%.*s' (the field '%s'): "
+						      "the earlier value is kept, as Pulumi does; the "
+						      "later value is lost on save"
+						    : "duplicate object key '%.*s' (the field '%s'): the "
+						      "last value is kept, as Pulumi does; earlier values "
+						      "are lost on save",
+					    (int)lens[j], keys[j], f->name))
 				c->oom = 1;
 			free(p);
 			st_buf_free(&b);
 		}
-		if (json_object_get(copy, f->name) && !later) {
-			/* the last of several: its value at the first one's place */
-			if (json_object_set(copy, f->name, val) < 0)
-				c->oom = 1;
-		} else if (!json_object_get(copy, f->name)) {
-			if (json_object_set(copy, f->name, val) < 0)
-				c->oom = 1;
-		}
-		if (!later && !ST_KEY_IS2(k, kl, f->name) &&
-		    note_rename(c, obj, f->name, k, kl) < 0)
+		if (!ST_KEY_IS2(keys[last], lens[last], f->name) &&
+		    note_rename(c, obj, f->name, keys[last], lens[last]) < 0)
 			c->oom = 1;
 	}
-	if (c->oom) {
-		json_decref(copy);
-		return;
+	if (!c->oom) {
+		json_object_clear(obj);
+		if (json_object_update(obj, copy) < 0)
+			c->oom = 1;
 	}
-	json_object_clear(obj);
-	if (json_object_update(obj, copy) < 0)
-		c->oom = 1;
+out:
 	json_decref(copy);
+	free(vals);
+	free(keys);
+	free(lens);
+	free(fv);
 }
 
 void st__keymap_free(st__keymap *km)
@@ -752,6 +850,10 @@ int st__go_decode(json_t *v, st__groot root, const char *base, st__keymap *km,
 	c.out = out;
 	c.km = km;
 	c.base = base ? base : "";
+	if (out && out->st__dropped && ((st__dropped *)out->st__dropped)->n) {
+		st__dropped_seal(out->st__dropped);
+		c.dr = out->st__dropped;
+	}
 	*first = *first_ptr = NULL;
 	walk(&c, v, st__go_type(root));
 	st_segs_free(&c.segs);

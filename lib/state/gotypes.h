@@ -54,4 +54,16 @@ const gtype *st__go_type(st__groot root);
 /* Is it one of the resource structs (problems inside name the resource)? */
 int st__go_is_resource(const gtype *t);
 
+/* What Go made of a key given more than once (dupmerge.c). */
+typedef enum st__dup_how {
+	ST__DUP_LAST,    /* the last value, whole */
+	ST__DUP_MERGED,  /* later values decoded into the earlier ones */
+	ST__DUP_EARLIER  /* an earlier value (a later null or wrong type leaves it) */
+} st__dup_how;
+
+/* Go's value after decoding vals[0..n-1] (n >= 1, document order, each already walked) in turn
+ * into one value of type t (ptr: a pointer field): a new reference, NULL when out of memory.
+ * The values may be changed in place. */
+json_t *st__go_fold(json_t *const *vals, size_t n, const gtype *t, int ptr, st__dup_how *how);
+
 #endif

@@ -319,6 +319,8 @@ int st_state_from_json(st_state **out, json_t *root, const st_style *style,
 		memset(problems, 0, sizeof(*problems));
 	}
 	rc = st__state_bind(s, err);
+	/* the earlier values of duplicate keys were for the decoder */
+	st__dropped_free(&s->load_problems);
 	if (rc) {
 		st__err_file(err, name);
 		if (problems) {

@@ -155,6 +155,7 @@ void st_problems_clear(st_problems *list)
 		free(list->items[i].file);
 	}
 	free(list->items);
+	st__dropped_free(list);
 	memset(list, 0, sizeof(*list));
 }
 
