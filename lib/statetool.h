@@ -211,7 +211,9 @@ typedef struct st_parse_limits {
 
 /* Parses one JSON document from buf[0..len) into *out (new reference). Go's rules: numbers of
  * any size become float64 reals (an overflow to infinity is an error), "\u0000" is allowed,
- * duplicate keys keep the last value, invalid UTF-8 and lone surrogates become U+FFFD. Each
+ * duplicate keys keep the last value (an earlier value a later object, array or null replaced is
+ * kept in `problems` for st_state_from_json, whose decoder decodes the later value into it where
+ * Go does), invalid UTF-8 and lone surrogates become U+FFFD. Each
  * leniency is reported as a warning in `problems` when it is not NULL, with its JSON Pointer.
  * Errors carry line, column and offset. `name` names the input in messages (may be NULL). */
 ST_EXTERN int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
@@ -536,7 +538,9 @@ ST_EXTERN int st_state_load_buffer(st_state **out, const void *buf, size_t len, 
 /* Makes a state of a document already parsed with st_json_parse: `root` is stolen (even on
  * failure); `style` (may be NULL) and `problems` (may be NULL; its items are moved into the
  * state, leaving it empty) are what st_json_parse reported. The document is decoded as Go
- * decodes Pulumi's types (keys of its structs matched in any case and respelt; what Go's
+ * decodes Pulumi's types (keys of its structs matched in any case and respelt; a key given
+ * twice decoded into the earlier value as Go does, from the earlier values the reader kept in
+ * `problems` (without them the last value stands); what Go's
  * decoder refuses fails with ST_EFORMAT, Go's message and pointer). On failure `problems`
  * holds what the reader and the decoder found (rules decode/...), for the caller to report.
  * *out is new. */

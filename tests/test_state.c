@@ -242,6 +242,126 @@ static void test_keys_in_any_case(void **state)
 	st_state_free(s);
 }
 
+/* A key given twice, as Go's encoding/json decodes it (fixtures/dupkey: each state and what
+ * Go 1.19 made of it, re-encoded): the state loaded and canonicalized is Go's tree (the
+ * manifest's magic aside, which canonicalizing recomputes). */
+static json_t *dupkey_go(const char *name, st_state **sp)
+{
+	char rel[96], *p;
+	json_t *want = NULL;
+	st_error err;
+	st_error_clear(&err);
+	snprintf(rel, sizeof(rel), "dupkey/%s.json", name);
+	p = tu_fixture(rel);
+	assert_int_equal(st_state_load_file(sp, p, NULL, &err), ST_OK);
+	free(p);
+	snprintf(rel, sizeof(rel), "dupkey/%s.go.json", name);
+	p = tu_fixture(rel);
+	assert_int_equal(st_json_load_file(&want, p, 0, NULL, NULL, NULL, &err), ST_OK);
+	free(p);
+	return want;
+}
+
+static void drop_magic(json_t *root)
+{
+	json_t *m = json_object_get(json_object_get(json_object_get(json_object_get(root,
+		"checkpoint"), "latest"), "manifest"), "magic");
+	if (m)
+		json_object_del(json_object_get(json_object_get(json_object_get(root, "checkpoint"),
+								"latest"), "manifest"), "magic");
+}
+
+/* The message of the json/duplicate-key warning at `ptr` (NULL: none). */
+static const char *dup_msg(const st_state *s, const char *ptr)
+{
+	const st_problems *lp = st_state_load_problems(s);
+	for (size_t i = 0; i < lp->count; i++)
+		if (!strcmp(lp->items[i].rule, "json/duplicate-key") &&
+		    !strcmp(lp->items[i].pointer, ptr))
+			return lp->items[i].message;
+	return NULL;
+}
+
+static void test_dupkey_as_go(void **state)
+{
+	(void)state;
+	static const char *const names[] = {"base", "envelope-checkpoint", "envelope-case",
+		"latest-twice", "latest-null", "resources-twice", "resources-thrice",
+		"resources-empty", "inputs-twice", "key-in-inputs", "inputs-case", "manifest-twice",
+		"pending-twice", "nulls", "config-twice", "maps-slices", NULL};
+	for (int i = 0; names[i]; i++) {
+		st_state *s = NULL;
+		json_t *want = dupkey_go(names[i], &s);
+		st_state_canonicalize(s);
+		drop_magic(want);
+		drop_magic(s->root);
+		if (!json_equal(s->root, want)) {
+			char *got = json_dumps(s->root, JSON_SORT_KEYS);
+			fprintf(stderr, "%s: got %s\n", names[i], got);
+			free(got);
+			fail();
+		}
+		json_decref(want);
+		st_state_free(s);
+	}
+}
+
+/* What each json/duplicate-key warning says Go made of the key. */
+static void test_dupkey_messages(void **state)
+{
+	(void)state;
+	st_state *s = NULL;
+	json_t *want;
+
+	want = dupkey_go("inputs-twice", &s);
+	assert_string_equal(dup_msg(s, "/checkpoint/latest/resources/0/inputs"),
+			    "duplicate object key 'inputs': merged into the earlier value, as Pulumi "
+			    "does");
+	json_decref(want);
+	st_state_free(s);
+
+	want = dupkey_go("key-in-inputs", &s);
+	assert_string_equal(dup_msg(s, "/checkpoint/latest/resources/0/inputs/b"),
+			    "duplicate object key 'b': the last value is kept, as Pulumi does; "
+			    "earlier values are lost on save");
+	json_decref(want);
+	st_state_free(s);
+
+	want = dupkey_go("nulls", &s);
+	assert_string_equal(dup_msg(s, "/checkpoint/latest/resources/0/id"),
+			    "duplicate object key 'id': the earlier value is kept, as Pulumi does; "
+			    "the later value is lost on save");
+	assert_string_equal(dup_msg(s, "/checkpoint/latest/resources/0/inputs"),
+			    "duplicate object key 'inputs': the last value is kept, as Pulumi does; "
+			    "earlier values are lost on save");
+	assert_string_equal(dup_msg(s, "/checkpoint/latest/resources/0/customTimeouts"),
+			    "duplicate object key 'customTimeouts': merged into the earlier value, "
+			    "as Pulumi does");
+	json_decref(want);
+	st_state_free(s);
+
+	want = dupkey_go("inputs-case", &s);
+	assert_string_equal(dup_msg(s, "/checkpoint/latest/resources/0/Inputs"),
+			    "duplicate object key 'Inputs' (the field 'inputs'): merged into the "
+			    "earlier value, as Pulumi does");
+	json_decref(want);
+	st_state_free(s);
+
+	want = dupkey_go("envelope-checkpoint", &s);
+	assert_string_equal(dup_msg(s, "/checkpoint"),
+			    "duplicate object key 'checkpoint': the last value is kept, as Pulumi "
+			    "does; earlier values are lost on save");
+	json_decref(want);
+	st_state_free(s);
+
+	want = dupkey_go("latest-twice", &s);
+	assert_string_equal(dup_msg(s, "/checkpoint/latest"),
+			    "duplicate object key 'latest': merged into the earlier value, as Pulumi "
+			    "does");
+	json_decref(want);
+	st_state_free(s);
+}
+
 static void test_unknown_fields_kept(void **state)
 {
 	(void)state;
@@ -637,6 +757,8 @@ int main(void)
 		cmocka_unit_test(test_round_trip_pulumi_files),
 		cmocka_unit_test(test_envelopes_and_versions),
 		cmocka_unit_test(test_unknown_fields_kept),
+		cmocka_unit_test(test_dupkey_as_go),
+		cmocka_unit_test(test_dupkey_messages),
 		cmocka_unit_test(test_keys_in_any_case),
 		cmocka_unit_test(test_migrate_v1_like_pulumi),
 		cmocka_unit_test(test_migrate_v2_property_dependencies),

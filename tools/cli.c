@@ -504,15 +504,16 @@ int cli_refuse_lossy(const st_state *s, const char *name, int allow)
 	if (!n)
 		return EXIT_OK;
 	if (allow) {
-		cli_warnf("'%s' has %zu duplicate object key%s (first at %s); only the last value of "
-			  "each is written",
+		cli_warnf("'%s' has %zu duplicate object key%s (first at %s); each is written as "
+			  "Pulumi reads it (statetool validate tells what is kept)",
 			  name, n, n == 1 ? "" : "s", first);
 		return EXIT_OK;
 	}
 	cli_errorf("refusing to write: '%s' has %zu duplicate object key%s (first at %s); saving "
-		   "would keep only the last value of each and lose the others. Fix them by hand "
-		   "(statetool validate lists them), or pass --allow-duplicate-keys to keep the last "
-		   "values, as Pulumi does",
+		   "would write one value for each, as Pulumi reads it (an object merged into the "
+		   "earlier one, else the last value), and lose the others. Fix them by hand "
+		   "(statetool validate lists them), or pass --allow-duplicate-keys to write what "
+		   "Pulumi reads",
 		   name, n, n == 1 ? "" : "s", first);
 	return EXIT_FAIL;
 }

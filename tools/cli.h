@@ -169,8 +169,9 @@ int cli_lock(cli_target *t, st_lock **out);
  * exit code. */
 int cli_save(cli_target *t, st_state *s);
 
-/* Refuses (printing why) to write a state whose file had duplicate object keys: saving keeps
- * only the last value of each, so the others would be lost silently. Returns an exit code. */
+/* Refuses (printing why) to write a state whose file had duplicate object keys: saving writes
+ * one value for each, as Pulumi reads it, so the others would be lost silently. Returns an
+ * exit code. */
 int cli_refuse_lossy(const st_state *s, const char *name, int allow);
 
 /* Refuses (printing why) to change a state that is not where it claims to be (st_check_place

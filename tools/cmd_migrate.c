@@ -22,8 +22,9 @@ static const char help[] =
 	"  --json             the report as one JSON document\n"
 	"  --backend URL -s, --stack NAME   migrate a stack of a DIY backend\n"
 	"  --allow-duplicate-keys\n"
-	"                     write a state whose file repeats object keys, keeping the\n"
-	"                     last value of each (as Pulumi does); refused otherwise\n"
+	"                     write a state whose file repeats object keys as Pulumi\n"
+	"                     reads it (a later object merged into the earlier one, else\n"
+	"                     the last value); refused otherwise\n"
 	"  -h, --help         show this help\n";
 
 int cmd_migrate(int argc, char **argv)
