@@ -1,0 +1,62 @@
+#!/bin/sh
+# A key given twice is read as Pulumi (Go's encoding/json) reads it: a later object decoded into
+# the earlier one (fixtures/dupkey has Go's own results; test_state compares them all).
+. "$top_srcdir/tests/cli/lib.sh"
+
+M=3ff53efef69f38d19e364655131bbb113e416d3bf64bfb819065fa12acb29250
+HEAD='{"version":3,"checkpoint":{"stack":"dev","latest":{"manifest":{"time":"2024-01-01T00:00:00Z","magic":"'$M'","version":"v3.100.0"},"resources":['
+U=urn:pulumi:dev::p::t:m:R::a
+printf '%s{"urn":"%s","custom":true,"type":"t:m:R","inputs":{"a":1,"b":{"x":1}},"id":"i","inputs":{"b":{"y":2},"c":3}}]}}}\n' "$HEAD" "$U" > "$T/in.json"
+cp "$T/in.json" "$T/orig.json"
+
+run "validate: two inputs merge" st validate "$T/in.json"
+check_rc 0
+check_out "$T/in.json: warning: [json/duplicate-key] duplicate object key 'inputs': merged into the earlier value, as Pulumi does
+    at /checkpoint/latest/resources/0/inputs
+$T/in.json: valid, 0 errors, 1 warning (1 resource)"
+
+run "validate --json: the pointer" st validate --json "$T/in.json"
+check_rc 0
+check_out_has '"message": "duplicate object key '"'inputs'"': merged into the earlier value, as Pulumi does",'
+check_out_has '"pointer": "/checkpoint/latest/resources/0/inputs"'
+
+run "protect refused" st protect "$T/in.json" "$U"
+check_rc 1
+check_err_has "refusing to write: '$T/in.json' has 1 duplicate object key (first at /checkpoint/latest/resources/0/inputs); saving would write one value for each, as Pulumi reads it"
+check_same "$T/orig.json" "$T/in.json"; check_absent "$T/in.json.bak"
+
+run "protect --allow-duplicate-keys writes the merged resource" \
+	st protect --allow-duplicate-keys "$T/in.json" "$U"
+check_rc 0
+check_err_has "'$T/in.json' has 1 duplicate object key (first at /checkpoint/latest/resources/0/inputs); each is written as Pulumi reads it"
+check_file_is "$T/in.json" "$HEAD"'{"urn":"'$U'","custom":true,"type":"t:m:R","inputs":{"a":1,"b":{"y":2},"c":3},"id":"i","protect":true}]}}}
+'
+check_same "$T/orig.json" "$T/in.json.bak"
+run "validate after: no warning" st validate "$T/in.json"
+check_rc 0; check_out "$T/in.json: valid, 0 errors, 0 warnings (1 resource)"
+
+# two resources arrays: the elements decode into the earlier ones (id and protect survive)
+printf '%s{"urn":"%s","custom":true,"id":"a-1","type":"t:m:R","inputs":{"x":1},"protect":true}],"resources":[{"urn":"%s","inputs":{"y":2}}]}}}\n' "$HEAD" "$U" "$U" > "$T/res.json"
+run "validate: two resources arrays" st validate "$T/res.json"
+check_rc 0
+check_out "$T/res.json: warning: [json/duplicate-key] duplicate object key 'resources': merged into the earlier value, as Pulumi does
+    at /checkpoint/latest/resources
+$T/res.json: valid, 0 errors, 1 warning (1 resource)"
+run "convert: the merged resources" st convert --allow-duplicate-keys "$T/res.json" -o -
+check_rc 0
+check_out "$HEAD"'{"urn":"'$U'","custom":true,"id":"a-1","type":"t:m:R","inputs":{"x":1,"y":2},"protect":true}]}}}'
+
+# a property value is replaced whole; a scalar field keeps its value under a later null
+printf '%s{"urn":"%s","custom":true,"type":"t:m:R","id":"keep","id":null,"inputs":{"b":{"x":1},"b":{"y":2}}}]}}}\n' "$HEAD" "$U" > "$T/val.json"
+run "validate: last and earlier values" st validate "$T/val.json"
+check_rc 0
+check_out "$T/val.json: warning: [json/duplicate-key] duplicate object key 'id': the earlier value is kept, as Pulumi does; the later value is lost on save
+    at /checkpoint/latest/resources/0/id
+$T/val.json: warning: [json/duplicate-key] duplicate object key 'b': the last value is kept, as Pulumi does; earlier values are lost on save
+    at /checkpoint/latest/resources/0/inputs/b
+$T/val.json: valid, 0 errors, 2 warnings (1 resource)"
+run "convert: id kept, b replaced" st convert --allow-duplicate-keys "$T/val.json" -o -
+check_rc 0
+check_out "$HEAD"'{"urn":"'$U'","custom":true,"type":"t:m:R","id":"keep","inputs":{"b":{"y":2}}}]}}}'
+
+finish
