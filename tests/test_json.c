@@ -562,6 +562,50 @@ static void test_split_limits_and_shapes(void **state)
 	}
 }
 
+/* A key given twice in the second part of a split parse: the earlier value the second thread
+ * kept reaches the decoder, which merges as Go does (two "inputs" of one resource), on one
+ * thread and on two. Without the reader's record the last value would stand. */
+static void test_dupkey_split(void **state)
+{
+	(void)state;
+	st_buf b;
+	st_buf_init(&b);
+	st_buf_adds(&b, "{\"version\":3,\"checkpoint\":{\"stack\":\"dev\",\"latest\":{\"manifest\":"
+			"{\"time\":\"2024-01-01T00:00:00Z\",\"magic\":\"\",\"version\":\"\"},"
+			"\"resources\":[");
+	for (int i = 0; i < 40; i++)
+		st_buf_printf(&b, "%s{\"urn\":\"urn:pulumi:dev::p::t:m:R::r%d\",\"custom\":true,"
+				  "\"type\":\"t:m:R\",\"inputs\":{\"a\":%d}%s}",
+			      i ? "," : "", i, i, i == 30 ? ",\"inputs\":{\"b\":2}" : "");
+	st_buf_adds(&b, "]}}}");
+	for (int threads = 0; threads < 2; threads++) {
+		parsed r;
+		st_state *s = NULL;
+		st_error err;
+		unsigned long before = st__json_splits();
+		parse_with(&r, b.data, b.len, NULL, threads);
+		assert_int_equal(r.rc, ST_OK);
+		if (threads)
+			assert_true(st__json_splits() != before);
+		st_error_clear(&err);
+		assert_int_equal(st_state_from_json(&s, r.v, &r.style, &r.probs, "x.json", &err),
+				 ST_OK);
+		r.v = NULL;
+		json_t *in = json_object_get(json_array_get(st_state_resources(s, 0), 30), "inputs");
+		char *got = json_dumps(in, JSON_COMPACT);
+		assert_string_equal(got, "{\"a\":30.0,\"b\":2.0}");
+		free(got);
+		const st_problems *lp = st_state_load_problems(s);
+		assert_int_equal(lp->count, 1);
+		assert_string_equal(lp->items[0].pointer, "/checkpoint/latest/resources/30/inputs");
+		assert_string_equal(lp->items[0].message, "duplicate object key 'inputs': merged into "
+							  "the earlier value, as Pulumi does");
+		st_state_free(s);
+		parsed_free(&r);
+	}
+	st_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -578,6 +622,7 @@ int main(void)
 		cmocka_unit_test(test_write_read_equal),
 		cmocka_unit_test(test_split_same_result),
 		cmocka_unit_test(test_split_limits_and_shapes),
+		cmocka_unit_test(test_dupkey_split),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
