@@ -529,6 +529,38 @@ static json_t *parse_number(parser *ps)
 }
 
 
+/* A key given again (its frame's key cleared: the pointer is the object's plus the key). The
+ * decoder rewords the warning where Go decodes the later value into the earlier one. */
+static void duplicate_key(parser *ps, const char *key, size_t keylen)
+{
+	char *msg = st_asprintf("duplicate object key '%.*s': the last value is kept, as Pulumi "
+				"does; earlier values are lost on save",
+				(int)keylen, key);
+	lenient(ps, "json/duplicate-key", msg ? msg : "duplicate object key", key, keylen);
+	free(msg);
+	/* above the resources (the envelope's objects: three frames at most), the value dropped
+	 * may hold skeletons the lazy scan recorded: not kept */
+	if (ps->sk && !ps->sk->second && ps->nframes <= 3)
+		ps->sk->abort = 1;
+}
+
+/* The value obj[key] already holds when `val`, about to replace it, is an object, an array or
+ * null, which Go may decode into it (a struct field's value): kept for the decoder
+ * (st__dropped_add). Scalars replace what they replace, in Go too; no look-up for them. */
+static int keep_earlier(parser *ps, json_t *obj, const char *key, size_t keylen,
+			const json_t *val)
+{
+	json_t *earlier;
+	if (!ps->problems || !(json_is_object(val) || json_is_array(val) || json_is_null(val)))
+		return 0;
+	earlier = json_object_getn(obj, key, keylen);
+	if (earlier && st__dropped_add(ps->problems, obj, key, keylen, earlier)) {
+		st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
 static json_t *parse_object(parser *ps)
 {
 	json_t *obj;
@@ -603,33 +635,17 @@ static json_t *parse_object(parser *ps)
 		if (!val)
 			goto fail_key;
 		before = json_object_size(obj);
-		/* an earlier value a later object, array or null may be decoded into (Go decodes
-		 * into a struct field's value): kept for the decoder */
-		if (before && ps->problems && (json_is_object(val) || json_is_array(val) ||
-					       json_is_null(val))) {
-			json_t *earlier = json_object_getn(obj, key, keylen);
-			if (earlier && st__dropped_add(ps->problems, obj, key, keylen, earlier)) {
-				json_decref(val);
-				st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
-				goto fail_key;
-			}
+		if (before && keep_earlier(ps, obj, key, keylen, val) < 0) {
+			json_decref(val);
+			goto fail_key;
 		}
 		if (json_object_setn_new_nocheck(obj, key, keylen, val) < 0) {
 			st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
 			goto fail_key;
 		}
 		if (json_object_size(obj) == before) {
-			char *msg = st_asprintf("duplicate object key '%.*s': the last value is "
-						"kept, as Pulumi does; earlier values are lost on save",
-						(int)keylen, key);
 			f->key = NULL;
-			lenient(ps, "json/duplicate-key", msg ? msg : "duplicate object key",
-				key, keylen);
-			free(msg);
-			/* above the resources (the envelope's objects: three frames at most), the
-			 * value dropped may hold skeletons the lazy scan recorded: not kept */
-			if (ps->sk && !ps->sk->second && ps->nframes <= 3)
-				ps->sk->abort = 1;
+			duplicate_key(ps, key, keylen);
 		}
 		free(keycopy);
 		f->key = NULL;
