@@ -794,6 +794,12 @@ typedef int (*st_ref_fn)(void *ctx, st_ref *ref);
  * it, or a negative ST_E* code. A callback that changes or removes references must be given
  * an object it may change (the session's own, or an st__ref_copy). */
 int st__ref_foreach(json_t *r, unsigned what, st_ref_fn fn, void *ctx);
+/* st__ref_foreach over fields the caller already found in r (borrowed): found[k] is r's
+ * member named st__ref_field_name(1u << k), or NULL when r has none (the integrity check
+ * finds them in its own pass over the resource's members). */
+#define ST_REF_NFIELDS 6
+int st__ref_foreach_found(json_t *r, json_t *const found[ST_REF_NFIELDS], unsigned what,
+			  st_ref_fn fn, void *ctx);
 /* In a callback: replaces the reference by `value` (copied). ST_OK or ST_ENOMEM. */
 int st__ref_set(st_ref *ref, const char *value);
 /* The member name of a kind ("parent", ...), NULL for none. */

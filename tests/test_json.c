@@ -1,5 +1,6 @@
 /* The JSON reader and the Go-compatible writer. */
 #include "testutil.h"
+#include "json/read.h"
 #include <pthread.h>
 
 #include <dirent.h>
@@ -104,6 +105,51 @@ static void test_string_escapes_everywhere(void **state)
 				free(s);
 				json_decref(v);
 			}
+}
+
+/* The string scan's fast path (sixteen bytes at a time with SSE2, else eight) never steps
+ * over a byte that needs a look, wherever it stands; the reader finds each at every offset. */
+static void test_string_scan_every_offset(void **state)
+{
+	static const unsigned char specials[] = {'"', '\\', 0x00, 0x01, 0x1f, 0x80, 0xc3, 0xff};
+	static const unsigned char plain[] = {0x20, 0x7f, 'a', '~', '!', '#', '[', ']'};
+	unsigned char buf[80];
+	(void)state;
+	for (size_t len = 0; len <= 70; len++) {
+		for (size_t k = 0; k < sizeof(plain); k++) {
+			memset(buf, plain[k], len);
+			const unsigned char *q = st__json_skip_plain(buf, buf + len);
+			assert_true(q <= buf + len && buf + len - q < 8);
+		}
+		for (size_t at = 0; at < len; at++)
+			for (size_t k = 0; k < sizeof(specials); k++) {
+				memset(buf, 'a', len);
+				buf[at] = specials[k];
+				assert_true(st__json_skip_plain(buf, buf + len) <= buf + at);
+			}
+	}
+	/* the reader: a raw control byte at each offset is an error at its column */
+	for (size_t at = 0; at <= 40; at++) {
+		char text[64];
+		json_t *v = NULL;
+		st_error err;
+		memset(text, 'x', sizeof(text));
+		text[0] = '"';
+		text[1 + at] = '\x01';
+		text[50] = '"';
+		st_error_clear(&err);
+		assert_int_equal(st_json_parse(&v, text, 51, "t", NULL, NULL, NULL, &err), ST_EPARSE);
+		assert_null(v);
+		assert_int_equal(err.line, 1);
+		assert_int_equal(err.column, (int)at + 2);
+		/* and a two-byte character there is read whole */
+		text[1 + at] = (char)0xc3;
+		text[2 + at] = (char)0xa9;
+		assert_int_equal(st_json_parse(&v, text, 51, "t", NULL, NULL, NULL, &err), ST_OK);
+		assert_int_equal(json_string_length(v), 49);
+		assert_memory_equal(json_string_value(v) + at, "\xc3\xa9", 2);
+		json_decref(v);
+	}
 }
 
 static void test_strings_as_go(void **state)
@@ -373,12 +419,12 @@ static int same_both_ways(const char *text, size_t len, const st_parse_limits *l
 {
 	parsed a, b;
 	unsigned long before;
-	int split;
+	int was_split;
 
 	parse_with(&a, text, len, lim, 0);
 	before = st__json_splits();
 	parse_with(&b, text, len, lim, 1);
-	split = st__json_splits() != before;
+	was_split = st__json_splits() != before;
 	assert_int_equal(a.rc, b.rc);
 	if (a.dump || b.dump) {
 		assert_non_null(a.dump);
@@ -400,7 +446,7 @@ static int same_both_ways(const char *text, size_t len, const st_parse_limits *l
 		assert_memory_equal(&a.style, &b.style, sizeof(a.style));
 	parsed_free(&a);
 	parsed_free(&b);
-	return split;
+	return was_split;
 }
 
 /* A state-like document: n resources; element `bad` (if not -1) gets `insert` spliced in. */
@@ -611,6 +657,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_numbers_as_go),
 		cmocka_unit_test(test_strings_as_go),
+		cmocka_unit_test(test_string_scan_every_offset),
 		cmocka_unit_test(test_string_escapes_everywhere),
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_kinds_sort_maps_only),

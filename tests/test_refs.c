@@ -102,6 +102,33 @@ static void test_order_and_kinds(void **unused)
 	json_decref(r);
 }
 
+/* The walk over fields the caller found (the integrity check's): found[k] is the member
+ * for kind 1u << k; the same references in the same order as st__ref_foreach. */
+static void test_foreach_found(void **unused)
+{
+	json_t *r = tu_json(resource_text), *found[ST_REF_NFIELDS];
+	seen a = {0}, b = {0};
+	(void)unused;
+	for (size_t k = 0; k < ST_REF_NFIELDS; k++)
+		found[k] = json_object_get(r, st__ref_field_name((st_ref_kind)(1u << k)));
+	assert_int_equal(st__ref_foreach(r, ST_REF_ALL | ST_REF_SORTED, record, &a), 0);
+	assert_int_equal(st__ref_foreach_found(r, found, ST_REF_ALL | ST_REF_SORTED, record, &b),
+			 0);
+	assert_int_equal(a.n, 9);
+	assert_int_equal(b.n, a.n);
+	for (size_t i = 0; i < a.n; i++)
+		assert_string_equal(b.lines[i], a.lines[i]);
+	/* a field not given is not walked, whatever r holds */
+	memset(&b, 0, sizeof(b));
+	found[0] = NULL;
+	assert_int_equal(st__ref_foreach_found(r, found, ST_REF_PARENT | ST_REF_DEPENDENCY,
+					       record, &b),
+			 0);
+	assert_int_equal(b.n, 2);
+	assert_string_equal(b.lines[0], "dependencies - 0 " U("d1"));
+	json_decref(r);
+}
+
 static void test_remove_and_set(void **unused)
 {
 	json_t *r = tu_json(resource_text), *orig = json_deep_copy(r), *c;
@@ -304,6 +331,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fields_enumerated),
 		cmocka_unit_test(test_order_and_kinds),
+		cmocka_unit_test(test_foreach_found),
 		cmocka_unit_test(test_remove_and_set),
 		cmocka_unit_test(test_provider_refs),
 		cmocka_unit_test(test_every_caller_sees_every_field),

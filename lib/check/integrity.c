@@ -86,20 +86,28 @@ static int check_ref(void *p, st_ref *ref)
 }
 #pragma GCC diagnostic pop
 
-/* The references of resource i (the kinds in `what`), properties in sorted order. */
-static void check_refs(ictx *c, size_t i, const char *urn, json_t *r, unsigned what)
-{
-	ref_check rc = {c, i, urn};
-	if (st__ref_foreach(r, what | ST_REF_SORTED, check_ref, &rc) < 0)
-		NOMEM(c);
-}
-
 /* A resource's fields, found in one pass over its keys (cheaper than hashing each name). */
 typedef struct rfields {
-	json_t *urn, *type, *id, *parent, *provider, *custom, *del, *pending_repl, *deleted_with,
-		*deps, *pdeps, *replace_with;
-	json_t *props[4]; /* inputs, outputs, defaults, replacementTrigger */
+	json_t *urn, *type, *id, *custom, *del, *pending_repl;
+	json_t *refs[ST_REF_NFIELDS]; /* parent, dependencies, ... as st__ref_foreach_found */
+	json_t *props[4];             /* inputs, outputs, defaults, replacementTrigger */
 } rfields;
+
+#define RF_PARENT 0   /* refs[]: bit positions of the kinds (ST_REF_PARENT = 1u << 0, ...) */
+#define RF_DEPS 1
+#define RF_PDEPS 2
+#define RF_DELETED_WITH 3
+#define RF_REPLACE_WITH 4
+#define RF_PROVIDER 5
+
+/* The references of resource i (the kinds in `what`), properties in sorted order. */
+static void check_refs(ictx *c, size_t i, const char *urn, json_t *r, const rfields *rf,
+		       unsigned what)
+{
+	ref_check rc = {c, i, urn};
+	if (st__ref_foreach_found(r, rf->refs, what | ST_REF_SORTED, check_ref, &rc) < 0)
+		NOMEM(c);
+}
 
 static void res_fields(json_t *r, rfields *f)
 {
@@ -120,9 +128,9 @@ static void res_fields(json_t *r, rfields *f)
 		else if (ST_KEY_IS(k, kl, "id"))
 			slot = &f->id;
 		else if (ST_KEY_IS(k, kl, "parent"))
-			slot = &f->parent;
+			slot = &f->refs[RF_PARENT];
 		else if (ST_KEY_IS(k, kl, "provider"))
-			slot = &f->provider;
+			slot = &f->refs[RF_PROVIDER];
 		else if (ST_KEY_IS(k, kl, "custom"))
 			slot = &f->custom;
 		else if (ST_KEY_IS(k, kl, "delete"))
@@ -130,13 +138,13 @@ static void res_fields(json_t *r, rfields *f)
 		else if (ST_KEY_IS(k, kl, "pendingReplacement"))
 			slot = &f->pending_repl;
 		else if (ST_KEY_IS(k, kl, "deletedWith"))
-			slot = &f->deleted_with;
+			slot = &f->refs[RF_DELETED_WITH];
 		else if (ST_KEY_IS(k, kl, "dependencies"))
-			slot = &f->deps;
+			slot = &f->refs[RF_DEPS];
 		else if (ST_KEY_IS(k, kl, "propertyDependencies"))
-			slot = &f->pdeps;
+			slot = &f->refs[RF_PDEPS];
 		else if (ST_KEY_IS(k, kl, "replaceWith"))
-			slot = &f->replace_with;
+			slot = &f->refs[RF_REPLACE_WITH];
 		else if (ST_KEY_IS(k, kl, "inputs"))
 			slot = &f->props[0];
 		else if (ST_KEY_IS(k, kl, "outputs"))
@@ -625,12 +633,12 @@ static void check_duplicate(ic_run *run, size_t i, const char *urn)
 static void check_resource(ic_run *run, size_t i, json_t *r)
 {
 	ictx *c = run->c;
-	rfields rf;
+	rfields fields, *rf = &fields;
 	st_urn pu;
 	int urn_ok;
-	res_fields(r, &rf);
-	const char *urn = fstr(rf.urn), *type = fstr(rf.type), *id = fstr(rf.id);
-	const char *parent = fstr(rf.parent), *prov = fstr(rf.provider);
+	res_fields(r, rf);
+	const char *urn = fstr(rf->urn), *type = fstr(rf->type), *id = fstr(rf->id);
+	const char *parent = fstr(rf->refs[RF_PARENT]), *prov = fstr(rf->refs[RF_PROVIDER]);
 
 	if (!urn || !*urn) {
 		ERR("integrity/missing-urn", ptr_res(c, i, NULL), NULL,
@@ -640,7 +648,7 @@ static void check_resource(ic_run *run, size_t i, json_t *r)
 	if (!type || !*type)
 		ERR("integrity/missing-type", ptr_res(c, i, NULL), urn,
 		    "resource '%s' missing required 'type' field", urn);
-	if (!json_is_true(rf.custom) && id && *id)
+	if (!json_is_true(rf->custom) && id && *id)
 		ERR("integrity/custom-with-id", ptr_res(c, i, "id"), urn,
 		    "resource '%s' has 'custom' false but non-empty ID", urn);
 	if (!(urn_ok = st_urn_parse(urn, &pu) == ST_OK))
@@ -649,7 +657,7 @@ static void check_resource(ic_run *run, size_t i, json_t *r)
 	else
 		check_urn(run, i, urn, type, &pu);
 	if (type && !strcmp(type, ST_ROOT_STACK_TYPE) && (!parent || !*parent) &&
-	    !json_is_true(rf.del)) {
+	    !json_is_true(rf->del)) {
 		if (run->roots++ == 0)
 			run->first_root = i;
 		else
@@ -660,16 +668,16 @@ static void check_resource(ic_run *run, size_t i, json_t *r)
 	if (type && st_type_is_provider(type))
 		define_provider(run, i, urn, id);
 	if (prov && *prov)
-		check_provider_ref(run, i, urn, prov, json_is_true(rf.pending_repl));
-	check_refs(c, i, urn, r, ST_REF_PARENT);
+		check_provider_ref(run, i, urn, prov, json_is_true(rf->pending_repl));
+	check_refs(c, i, urn, r, rf, ST_REF_PARENT);
 	if (urn_ok && parent && *parent)
 		check_parent_type(c, i, urn, &pu, parent, type);
-	check_refs(c, i, urn, r, ST_REF_URNS & ~(unsigned)ST_REF_PARENT);
+	check_refs(c, i, urn, r, rf, ST_REF_URNS & ~(unsigned)ST_REF_PARENT);
 	if (run->wkp)
 		run->pos[i] = c->out->count;
 	else
-		walk_props(c, &rf, NULL, i, urn);
-	if (run->repeats && !json_is_true(rf.del))
+		walk_props(c, rf, NULL, i, urn);
+	if (run->repeats && !json_is_true(rf->del))
 		check_duplicate(run, i, urn);
 }
 

@@ -11,6 +11,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 typedef struct frame {
 	const char *key; /* current key in an object: in the input, or `owned` */
@@ -121,6 +124,31 @@ static inline int st__json_special8(const unsigned char *p)
 	b = w ^ (ST__ONES * '\\');
 	return ((((q - ST__ONES) & ~q) | ((b - ST__ONES) & ~b) | ((w - ST__ONES * 0x20) & ~w) | w) &
 		ST__HIGHS) != 0;
+}
+
+/* Past the plain bytes of a string at p: the first byte at or after p that needs a closer
+ * look (as st__json_special8), or a place before it the caller goes on from byte by byte (a
+ * block that holds one, or the last < 8 bytes before e). Never past such a byte. Sixteen
+ * bytes at a time with SSE2 (baseline on x86_64), else eight. */
+static inline const unsigned char *st__json_skip_plain(const unsigned char *p,
+						      const unsigned char *e)
+{
+#ifdef __SSE2__
+	/* a signed byte below 0x20 is a control byte or one >= 0x80 */
+	const __m128i q = _mm_set1_epi8('"'), b = _mm_set1_epi8('\\'), c = _mm_set1_epi8(0x20);
+	while (e - p >= 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		__m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, b)),
+					   _mm_cmplt_epi8(x, c));
+		int m = _mm_movemask_epi8(hit);
+		if (m)
+			return p + __builtin_ctz((unsigned)m);
+		p += 16;
+	}
+#endif
+	while (e - p >= 8 && !st__json_special8(p))
+		p += 8;
+	return p;
 }
 
 /* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid. p[0] >= 0x80. */

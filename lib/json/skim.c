@@ -138,8 +138,7 @@ static const unsigned char *ws_nl(const skim *sk, const unsigned char *p,
 	if (p >= e || *p != '\n')
 		return NULL;
 	p++;
-	il = strlen(sk->style.indent);
-	if (il == 4 && !memcmp(sk->style.indent, "    ", 4)) {
+	if (!memcmp(sk->style.indent, "    ", 5)) { /* four spaces (and the NUL): no strlen */
 		static const char spaces[] = "                                                "
 					     "                                                ";
 		while (depth) {
@@ -151,6 +150,7 @@ static const unsigned char *ws_nl(const skim *sk, const unsigned char *p,
 		}
 		return p;
 	}
+	il = strlen(sk->style.indent);
 	for (size_t i = 0; i < depth; i++) {
 		if ((size_t)(e - p) < il || memcmp(p, sk->style.indent, il))
 			return NULL;
@@ -199,8 +199,7 @@ static const unsigned char *ck_string(parser *ps, skim *sk, const unsigned char 
 	*esc = 0;
 	for (;;) {
 		unsigned c;
-		while (e - p >= 8 && !st__json_special8(p))
-			p += 8;
+		p = st__json_skip_plain(p, e);
 		if (p >= e)
 			return NULL;
 		c = *p;
@@ -407,7 +406,7 @@ static const unsigned char *ck_value(parser *ps, skim *sk, const unsigned char *
 static int resource_field(const unsigned char *k, size_t kl)
 {
 	for (const char *const *f = st_kind_fields(ST_K_RESOURCE); *f; f++)
-		if (strlen(*f) == kl && !memcmp(*f, k, kl))
+		if (**f == *k && strlen(*f) == kl && !memcmp(*f, k, kl))
 			return 1;
 	return 0;
 }

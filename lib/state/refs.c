@@ -136,14 +136,25 @@ static int visit_map(json_t *r, st_ref *ref, json_t *map, unsigned flags, st_ref
 	return rc;
 }
 
+_Static_assert(NFIELDS == ST_REF_NFIELDS, "the table and internal.h agree");
+
 int st__ref_foreach(json_t *r, unsigned what, st_ref_fn fn, void *ctx)
 {
 	json_t *found[NFIELDS];
-	int rc = ST_REF_NEXT, removed;
 
 	if (!json_is_object(r))
 		return 0;
 	find_fields(r, found);
+	return st__ref_foreach_found(r, found, what, fn, ctx);
+}
+
+int st__ref_foreach_found(json_t *r, json_t *const found[ST_REF_NFIELDS], unsigned what,
+			  st_ref_fn fn, void *ctx)
+{
+	int rc = ST_REF_NEXT, removed;
+
+	if (!json_is_object(r))
+		return 0;
 	for (size_t f = 0; f < NFIELDS && rc == ST_REF_NEXT; f++) {
 		st_ref ref;
 		if (!found[f] || !(what & fields[f].kind))
