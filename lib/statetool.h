@@ -1265,10 +1265,11 @@ ST_EXTERN json_t *st_import_generate(st_state *s, const size_t *idx, size_t n, s
  * time whether a stack in an object store changed, without a download); version 3 keeps each
  * URN of a stack once (urns), referred to by number, so the index is smaller than the states;
  * version 5 keeps urns WITHOUT ROWID on SQLite (a row's URN, parent and provider are each one
- * b-tree search).
+ * b-tree search); version 6 keeps a protected resource's URN, parent and provider as text on
+ * its row (and on SQLite in the partial index of protected rows), so --protected reads no URN.
  */
 
-#define ST_INDEX_SCHEMA_VERSION 5
+#define ST_INDEX_SCHEMA_VERSION 6
 
 
 typedef struct st_index st_index;

@@ -14,8 +14,10 @@ typedef enum ix_table {
 	IX_URNS,      /* stack_id, n, urn: each URN of the stack once, numbered from 0 */
 	IX_RESOURCES, /* stack_id, position, urn_n, type, name, id, import_id, parent_n,
 		       * provider_n, provider_id, custom, protect, delete, external, taint,
-		       * pending_replacement, retain_on_delete, created, modified (view:
-		       * resources) */
+		       * pending_replacement, retain_on_delete, created, modified,
+		       * protected_urn, protected_parent, protected_provider (those three: a
+		       * protected row's URN, parent and provider reference as text, else NULL)
+		       * (view: resources) */
 	IX_EDGES,     /* stack_id, from_n, kind, to_n, property (view: edges) */
 	IX_PROVIDERS, /* stack_id, urn, id, ref, package, version */
 	IX_PENDING,   /* stack_id, urn, type */

@@ -89,10 +89,47 @@ run "sql two statements" st query --backend "$B" --sql "SELECT 1; SELECT 2"
 check_rc 2
 run "schema version" st query --backend "$B" --sql "SELECT value FROM meta WHERE key = 'schema_version'"
 check_out "value
-5"
+6"
 # schema 5: a URN found by (stack, n) in one b-tree search
 run "urns without rowid" st query --backend "$B" --csv --sql "SELECT sql LIKE '%WITHOUT ROWID' AS wr FROM sqlite_master WHERE name = 'urns'"
 check_out "wr
+1"
+
+# schema 6: --protected reads a protected row's URN, parent and provider from its row (the
+# covering partial index on SQLite), not from urns: the same rows as through the URNs, for a
+# component, a provider, a delete: true copy (taint too) and a provider reference without "::"
+jq '.deployment.resources[0].protect = true | .deployment.resources[1].protect = true |
+	.deployment.resources[10].protect = true | .deployment.resources[10].taint = true |
+	.deployment.resources[12].protect = true | .deployment.resources[12].provider = "odd-ref" |
+	.deployment.resources[12].importID = "imp-1"' "$FIXTURES/edit/base.json" > "$T/p.json"
+run "protected rows indexed" st index update --db "$T/p.sqlite" "$T/p.json"
+check_rc 0
+run "protected: the rows" st query --db "$T/p.sqlite" --protected --csv
+check_rc 0; check_out "stack,urn,type,id,import_id,parent,provider,flags
+$T/p.json,urn:pulumi:dev::shop::pulumi:pulumi:Stack::shop-dev,pulumi:pulumi:Stack,,,,,\"component,protect\"
+$T/p.json,urn:pulumi:dev::shop::pulumi:providers:aws::default_6_0_0,pulumi:providers:aws,a1a1a1a1-0000-4000-8000-000000000001,,,,\"custom,protect\"
+$T/p.json,urn:pulumi:dev::shop::my:index:App\$my:index:Web\$aws:s3/bucket:Bucket::assets,aws:s3/bucket:Bucket,assets-1234,,urn:pulumi:dev::shop::my:index:App\$my:index:Web::web,urn:pulumi:dev::shop::pulumi:providers:aws::default_6_0_0::a1a1a1a1-0000-4000-8000-000000000001,\"custom,protect\"
+$T/p.json,urn:pulumi:dev::shop::my:index:App\$aws:ec2/instance:Instance::server,aws:ec2/instance:Instance,i-0old,,urn:pulumi:dev::shop::my:index:App::app,urn:pulumi:dev::shop::pulumi:providers:aws::eu::a1a1a1a1-0000-4000-8000-000000000002,\"custom,protect,delete,taint\"
+$T/p.json,urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::audit,aws:cloudwatch/logGroup:LogGroup,audit,imp-1,urn:pulumi:dev::shop::pulumi:pulumi:Stack::shop-dev,odd-ref,\"custom,protect\""
+# the same as the view resources gives (the URNs through urns), filters too
+viewq="SELECT s.qname AS stack, r.urn AS urn, r.type, r.id, r.import_id, r.parent AS parent, r.provider AS provider, trim((CASE WHEN r.custom <> 0 THEN 'custom' ELSE 'component' END) || (CASE WHEN r.protect <> 0 THEN ',protect' ELSE '' END) || (CASE WHEN r.\"delete\" <> 0 THEN ',delete' ELSE '' END) || (CASE WHEN r.taint <> 0 THEN ',taint' ELSE '' END) || (CASE WHEN r.external <> 0 THEN ',external' ELSE '' END)) AS flags FROM resources r JOIN stacks s ON s.id = r.stack_id WHERE r.protect <> 0"
+for f in "|" "--urn|*::a*|AND r.urn GLOB '*::a*'" "--type|aws:ec2/instance:Instance|AND r.type = 'aws:ec2/instance:Instance'" "--stack|$T/p.js??|AND s.qname GLOB '$T/p.js??'" "--id|audit|AND r.id = 'audit'" "--import-id|imp-1|AND r.import_id = 'imp-1'"; do
+	opt=${f%%|*}; rest=${f#*|}; arg=${rest%%|*}; cond=${rest#*|}
+	for fmt in --csv --json ""; do
+		"$STATETOOL" query --db "$T/p.sqlite" $fmt --sql "$viewq $cond ORDER BY s.qname, r.position" > "$T/want" 2>&1
+		if [ -n "$opt" ]; then
+			run "protected $opt $fmt: as through the URNs" st query --db "$T/p.sqlite" $fmt --protected "$opt" "$arg"
+		else
+			run "protected $fmt: as through the URNs" st query --db "$T/p.sqlite" $fmt --protected
+		fi
+		if [ -s "$T/want" ] && cmp -s "$T/want" "$T/out"; then ok; else bad "$(diff "$T/want" "$T/out" | head -5)"; fi
+	done
+done
+run "protected: the text only on protected rows" st query --db "$T/p.sqlite" --csv --sql "SELECT count(*) AS n, sum(protected_urn IS NOT NULL) AS p, sum((protect <> 0) != (protected_urn IS NOT NULL)) AS wrong FROM resource_rows"
+check_out "n,p,wrong
+13,5,0"
+run "protected: the covering partial index" st query --db "$T/p.sqlite" --csv --sql "SELECT sql LIKE '%protected_urn, protected_parent, protected_provider%WHERE protect <> 0' AS covering FROM sqlite_master WHERE name = 'resource_rows_protect'"
+check_out "covering
 1"
 
 # renamed, deleted, corrupted stacks
@@ -134,7 +171,7 @@ check_rc 1; check_err_has "no index at"
 run "old schema set up" sqlite3 "$T/f.sqlite" "UPDATE meta SET value='0' WHERE key='schema_version'"
 check_rc 0
 run "old schema" st index update --db "$T/f.sqlite" "$T/pt.json"
-check_rc 0; check_err_has "the index had schema version 0; rebuilt as version 5"
+check_rc 0; check_err_has "the index had schema version 0; rebuilt as version 6"
 # an index of schema 2 (resources and edges were tables, with full URNs; now views): rebuilt
 sqlite3 "$T/v2.sqlite" "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('schema_version', '2');
 CREATE TABLE stacks (id INTEGER PRIMARY KEY, qname TEXT UNIQUE NOT NULL, project TEXT, stack TEXT, path TEXT, size INTEGER, mtime_ns INTEGER, sha256 TEXT, version INTEGER, envelope TEXT, resources INTEGER, indexed_at TEXT, etag TEXT);
@@ -144,10 +181,10 @@ CREATE TABLE providers (stack_id INTEGER NOT NULL, urn TEXT NOT NULL, id TEXT, r
 CREATE TABLE pending (stack_id INTEGER NOT NULL, urn TEXT, type TEXT); CREATE TABLE secrets (stack_id INTEGER NOT NULL, urn TEXT, path TEXT);
 INSERT INTO stacks (id, qname) VALUES (1, 'organization/old/gone'); INSERT INTO resources (stack_id, position, urn) VALUES (1, 0, 'urn:pulumi:gone::old::a:b:C::x')"
 run "schema 2 rebuilt" st index update --db "$T/v2.sqlite" "$T/pt.json"
-check_rc 0; check_err_has "the index had schema version 2; rebuilt as version 5"
+check_rc 0; check_err_has "the index had schema version 2; rebuilt as version 6"
 run "schema 2 rebuilt: the new rows only" st query --db "$T/v2.sqlite" --csv --sql "SELECT (SELECT count(*) FROM stacks) AS stacks, (SELECT count(*) FROM resources WHERE urn LIKE '%gone%') AS old, (SELECT value FROM meta WHERE key = 'schema_version') AS v"
 check_rc 0; check_out "stacks,old,v
-1,0,5"
+1,0,6"
 
 # readers during updates never fail and never see a half-written stack: each round rewrites
 # every stack file (another layout, so another size) and reindexes all of them

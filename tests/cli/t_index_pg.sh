@@ -115,6 +115,11 @@ same3 "provider package@version" --provider aws@6.0.0
 same3 "provider package" --provider gcp
 same3 "provider urn" --provider 'urn:pulumi:dev::shop::pulumi:providers:gcp::default_7_2_0'
 same3 "protected" --protected
+# (schema 6: a protected row's URN, parent and provider from its row, on both engines)
+same3 "protected, urn glob" --protected --urn '*$*'
+same3 "protected, stack" --protected --stack 'edit/*'
+same3 "protected, type" --protected --type aws:s3/bucket:Bucket
+same3 "protected, a provider (through urns)" --protected --provider aws
 same3 "pending" --pending
 same3 "dependents-of" --dependents-of 'urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucket:Bucket::assets'
 same3 "dependents-of a component" --dependents-of 'urn:pulumi:dev::shop::my:index:App::app'
@@ -135,6 +140,7 @@ for sql in \
 	"SELECT s.qname, p.urn, p.type FROM pending p JOIN stacks s ON s.id = p.stack_id ORDER BY 1, 2, 3" \
 	"SELECT s.qname, x.urn, x.path FROM secrets x JOIN stacks s ON s.id = x.stack_id ORDER BY 1, 2, 3" \
 	"SELECT type, count(*) AS n FROM resources GROUP BY type ORDER BY n DESC, type" \
+	"SELECT s.qname, r.position, r.protected_urn, r.protected_parent, r.protected_provider, r.urn_n FROM resource_rows r JOIN stacks s ON s.id = r.stack_id WHERE r.protect <> 0 OR r.protected_urn IS NOT NULL ORDER BY 1, 2" \
 	"SELECT value FROM meta WHERE key = 'schema_version'"; do
 	same3 "--sql $sql" --sql "$sql"
 done
@@ -193,12 +199,12 @@ CREATE TABLE edges (stack_id BIGINT NOT NULL, from_urn TEXT NOT NULL, kind TEXT 
 INSERT INTO stacks (id, qname) VALUES (1, 'organization/old/gone'); INSERT INTO resources VALUES (1, 0, 'urn:pulumi:gone::old::a:b:C::x')" >/dev/null
 PGV="$ST_TEST_PG_URL?sslmode=disable&search_path=${SCHEMA}_v"
 run "schema 2 on postgres: a query says to rebuild" st query --db "$PGV" --type x
-check_rc 1; check_err_has "has schema version 2, not 5; run \`statetool index update\` to rebuild it"
+check_rc 1; check_err_has "has schema version 2, not 6; run \`statetool index update\` to rebuild it"
 run "schema 2 on postgres rebuilt" st index update --backend "$B" --db "$PGV"
-check_rc 0; check_err_has "the index had schema version 2; rebuilt as version 5"; check_out_has "14 indexed"
+check_rc 0; check_err_has "the index had schema version 2; rebuilt as version 6"; check_out_has "14 indexed"
 run "schema 2 on postgres rebuilt: the new rows only" st query --db "$PGV" --csv --sql "SELECT (SELECT count(*) FROM stacks) AS stacks, (SELECT count(*) FROM resources WHERE urn LIKE '%gone%') AS old, (SELECT value FROM meta WHERE key = 'schema_version') AS v"
 check_rc 0; check_out "stacks,old,v
-14,0,5"
+14,0,6"
 
 run "index --help names the URL's forms" st index update --help
 check_rc 0; check_out_has "postgres://[USER[:PASSWORD]@][HOST][:PORT][/DATABASE][?PARAMS]"
