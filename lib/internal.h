@@ -159,6 +159,7 @@ typedef enum st__tsite {
 	ST__T_JOURNAL_STAGE, /* the two-stack journal: the second side staged (always) */
 	ST__T_PREHASH,      /* a move: the old objects hashed ahead, beside the move (always) */
 	ST__T_INDEX,        /* the index: stacks read and parsed beside the writes: stacks */
+	ST__T_LIST,         /* a directory listed: its entries stat'ed (lib/store/filestore.c) */
 	ST__T_COUNT
 } st__tsite;
 

@@ -783,6 +783,69 @@ static void test_file_store_links_and_modes(void **state)
 	tu_rmdir(dir);
 }
 
+/* A listing of st_store_list, "KEY SIZE MTIME_NS ETAG" a line. */
+static char *listing_of(st_store *s, const char *prefix)
+{
+	st_store_entry *e;
+	size_t n;
+	st_buf b;
+	st_buf_init(&b);
+	assert_int_equal(st_store_list(s, prefix, 0, &e, &n, NULL), ST_OK);
+	for (size_t i = 0; i < n; i++)
+		st_buf_printf(&b, "%s %lld %lld %s\n", e[i].key, e[i].info.size, e[i].info.mtime_ns,
+			      e[i].info.etag);
+	st_store_entries_free(e, n);
+	return st_buf_take(&b, NULL);
+}
+
+/* A directory of 2,000 entries or more is stat'ed on two threads (ST__T_LIST): the same
+ * listing as on one, in the same order, with what it leaves out left out (a temporary file, a
+ * FIFO, a name that is no valid key) and its subdirectories walked. */
+static void test_file_store_list_two_threads(void **state)
+{
+	char *dir = tu_tmpdir(), path[600], *one, *two;
+	st_store *s;
+	(void)state;
+	assert_int_equal(st_store_open(&s, dir, NULL), ST_OK);
+	for (int i = 0; i < 2100; i++) {
+		char key[64], data[32];
+		snprintf(key, sizeof key, "stacks/p/s%d.json", i);
+		snprintf(data, sizeof data, "%0*d", 1 + i % 17, i);
+		assert_int_equal(st_store_write(s, key, data, strlen(data), NULL, NULL), ST_OK);
+	}
+	assert_int_equal(st_store_write(s, "stacks/p/sub/deep.json", "{}", 2, NULL, NULL), ST_OK);
+	snprintf(path, sizeof path, "%s/stacks/p/.s1.json.tmp-0123456789abcdef", dir);
+	tu_write(path, "x", 1);
+	snprintf(path, sizeof path, "%s/stacks/p/fifo", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	snprintf(path, sizeof path, "%s/stacks/p/back\\slash", dir);
+	tu_write(path, "x", 1);
+	assert_int_equal(st_set_threads(1, NULL), ST_OK);
+	unsigned long before = st__two_count(ST__T_LIST);
+	one = listing_of(s, "stacks/");
+	assert_int_equal(st__two_count(ST__T_LIST), before);
+	assert_int_equal(st_set_threads(2, NULL), ST_OK);
+	two = listing_of(s, "stacks/");
+	assert_int_equal(st__two_count(ST__T_LIST), before + 1); /* the big directory only */
+	assert_int_equal(st_set_threads(0, NULL), ST_OK);
+	assert_string_equal(one, two);
+	assert_non_null(strstr(one, "stacks/p/s0.json 1 "));
+	assert_non_null(strstr(one, "\nstacks/p/s16.json 17 "));
+	assert_non_null(strstr(one, "\nstacks/p/s2099.json 9 "));
+	assert_non_null(strstr(one, "\nstacks/p/sub/deep.json 2 "));
+	assert_null(strstr(one, "tmp-"));
+	assert_null(strstr(one, "fifo"));
+	assert_null(strstr(one, "slash"));
+	size_t lines = 0;
+	for (const char *c = one; *c; c++)
+		lines += *c == '\n';
+	assert_int_equal(lines, 2101);
+	free(one);
+	free(two);
+	st_store_free(s);
+	tu_rmdir(dir);
+}
+
 /* The step hook of the backup: the temporary link's name, found in the directory at "bak" 1. */
 typedef struct bak_seen {
 	const char *dir;
@@ -932,6 +995,7 @@ int main(void)
 		cmocka_unit_test(test_odd_keys),
 		cmocka_unit_test(test_open_errors),  cmocka_unit_test(test_file_store_links_and_modes),
 		cmocka_unit_test(test_file_store_backup_link),
+		cmocka_unit_test(test_file_store_list_two_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, drop_containers);
 }

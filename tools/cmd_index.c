@@ -205,21 +205,54 @@ typedef struct out {
 	size_t n;
 } out;
 
-static void csv_field(const char *v)
+/* A line of output gathered and written at once (20,000 rows: one locked write each, not one
+ * per field and separator); a longer one in pieces. */
+typedef struct line {
+	char b[8192];
+	size_t len;
+} line;
+
+static void line_add(line *l, const char *s, size_t n)
+{
+	if (l->len + n > sizeof(l->b)) {
+		fwrite(l->b, 1, l->len, stdout);
+		l->len = 0;
+	}
+	if (n > sizeof(l->b)) {
+		fwrite(s, 1, n, stdout);
+		return;
+	}
+	memcpy(l->b + l->len, s, n);
+	l->len += n;
+}
+
+static void csv_field(line *l, const char *v)
 {
 	if (!v)
 		return;
 	if (strpbrk(v, ",\"\n\r")) {
-		putchar('"');
-		for (const char *p = v; *p; p++) {
-			if (*p == '"')
-				putchar('"');
-			putchar(*p);
-		}
-		putchar('"');
+		line_add(l, "\"", 1);
+		for (const char *p = v; *p; p++)
+			line_add(l, *p == '"' ? "\"\"" : p, *p == '"' ? 2 : 1);
+		line_add(l, "\"", 1);
 	} else {
-		fputs(v, stdout);
+		line_add(l, v, strlen(v));
 	}
+}
+
+/* One line of the table (tab-separated, `none` for NULL) or of CSV. */
+static void put_line(int csv, int ncols, const char *const *vals, const char *none)
+{
+	line l;
+	l.len = 0;
+	for (int i = 0; i < ncols; i++) {
+		if (csv)
+			csv_field(&l, vals[i]);
+		else
+			line_add(&l, vals[i] ? vals[i] : none, strlen(vals[i] ? vals[i] : none));
+		line_add(&l, i + 1 < ncols ? (csv ? "," : "\t") : "\n", 1);
+	}
+	fwrite(l.b, 1, l.len, stdout);
 }
 
 static int on_row(void *ctx, int ncols, const char *const *names, const char *const *vals)
@@ -249,21 +282,9 @@ static int on_row(void *ctx, int ncols, const char *const *names, const char *co
 	}
 	if (!o->header) {
 		o->header = 1;
-		for (int i = 0; i < ncols; i++) {
-			if (o->mode == 2)
-				csv_field(names[i]);
-			else
-				fputs(names[i], stdout);
-			putchar(i + 1 < ncols ? (o->mode == 2 ? ',' : '\t') : '\n');
-		}
+		put_line(o->mode == 2, ncols, names, "");
 	}
-	for (int i = 0; i < ncols; i++) {
-		if (o->mode == 2)
-			csv_field(vals[i]);
-		else
-			fputs(vals[i] ? vals[i] : "-", stdout);
-		putchar(i + 1 < ncols ? (o->mode == 2 ? ',' : '\t') : '\n');
-	}
+	put_line(o->mode == 2, ncols, vals, "-");
 	return 0;
 }
 

@@ -19,10 +19,11 @@ static int run_stmt(sqlite3 *db, const char *path, sqlite3_stmt *st, st_index_ro
 		free(vals);
 		return st__err(err, ST_ENOMEM, "out of memory");
 	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		/* names after the step: the first step may re-prepare the statement (a bound GLOB
-		 * pattern can change the plan), which frees names taken before it */
-		for (int i = 0; i < ncols; i++)
+	for (size_t n = 0; (rc = sqlite3_step(st)) == SQLITE_ROW; n++) {
+		/* names after the first step: it may re-prepare the statement (a bound GLOB
+		 * pattern can change the plan), which frees names taken before it; later steps
+		 * keep them */
+		for (int i = 0; !n && i < ncols; i++)
 			names[i] = sqlite3_column_name(st, i);
 		for (int i = 0; i < ncols; i++)
 			vals[i] = (const char *)sqlite3_column_text(st, i);

@@ -75,6 +75,7 @@ static const struct {
 	[ST__T_JOURNAL_STAGE] = {"journal: second side staged", 0},
 	[ST__T_PREHASH] = {"move: old objects hashed ahead", 0},
 	[ST__T_INDEX] = {"index: stacks read beside the writes (stacks to read)", 8},
+	[ST__T_LIST] = {"directory listing: entries stat'ed (entries)", 2000},
 };
 
 static unsigned long runs[ST__T_COUNT];

@@ -132,6 +132,22 @@ run "protected: the covering partial index" st query --db "$T/p.sqlite" --csv --
 check_out "covering
 1"
 
+# a line of the table or of CSV is written at once: quotes doubled, NULL as '-' (table) or
+# nothing (CSV), and a line longer than the CLI's 8 KB buffer whole
+ys=$(awk 'BEGIN { while (i++ < 9000) printf "y" }')
+for fmt in --csv ""; do
+	run "a long line $fmt" st query --db "$T/p.sqlite" $fmt --sql "SELECT 'a\"b,c' AS x, NULL AS n, printf('%.9000c', 'y') AS long, 'z' AS z UNION ALL SELECT 'q', 'r', 's', 't'"
+	if [ "$fmt" = --csv ]; then
+		check_out "x,n,long,z
+\"a\"\"b,c\",,$ys,z
+q,r,s,t"
+	else
+		check_out "x	n	long	z
+a\"b,c	-	$ys	z
+q	r	s	t"
+	fi
+done
+
 # renamed, deleted, corrupted stacks
 mv "$B/.pulumi/stacks/data/eu.json" "$B/.pulumi/stacks/data/europe.json"
 rm "$B/.pulumi/stacks/shop/stage.json"
