@@ -518,6 +518,12 @@ typedef enum st__groot {
 } st__groot;
 
 /* The struct keys a load respelt (the key as written; the object is referenced). */
+/* JSON equality, the one way the library compares values (lib/json/value.c): objects by their
+ * keys' bytes whole (jansson's json_equal never finds a key holding "\u0000") in any order,
+ * arrays in order, numbers by value (1 and 1.0: both Go's float64), strings by bytes; shared
+ * values and members in the same order are compared without look-ups. NULL equals only NULL. */
+int st__json_equal(const json_t *a, const json_t *b);
+
 /*
  * The earlier values of duplicate keys (lib/json/value.c). The reader keeps, in its problems
  * list (st_problems.st__dropped), each value a later one under the same key replaced when the

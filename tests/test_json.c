@@ -652,6 +652,55 @@ static void test_dupkey_split(void **state)
 	st_buf_free(&b);
 }
 
+/* st__json_equal, the library's one equality: a key holding "\u0000" equals itself (jansson's
+ * json_equal looks keys up as C strings and never finds it), numbers by value, objects in any
+ * order, arrays in order, strings by every byte. */
+static void test_json_equal(void **state)
+{
+	(void)state;
+	const char *t = "{\"a\\u0000b\":{\"x\\u0000\":1},\"c\":[1,\"s\\u0000t\"]}";
+	json_t *a = NULL, *b = NULL, *c = NULL;
+	assert_int_equal(st_json_parse(&a, t, strlen(t), NULL, NULL, NULL, NULL, NULL), ST_OK);
+	assert_int_equal(st_json_parse(&b, t, strlen(t), NULL, NULL, NULL, NULL, NULL), ST_OK);
+	assert_false(json_equal(a, b)); /* jansson's */
+	assert_true(st__json_equal(a, b));
+	assert_true(st__json_equal(a, a));
+	/* another order */
+	t = "{\"c\":[1.0,\"s\\u0000t\"],\"a\\u0000b\":{\"x\\u0000\":1e0}}";
+	assert_int_equal(st_json_parse(&c, t, strlen(t), NULL, NULL, NULL, NULL, NULL), ST_OK);
+	assert_true(st__json_equal(a, c));
+	json_decref(c);
+	/* what differs: the bytes after a NUL, an array's order, a key's bytes after a NUL */
+	static const char *const other[] = {
+		"{\"a\\u0000b\":{\"x\\u0000\":1},\"c\":[1,\"s\\u0000u\"]}",
+		"{\"a\\u0000b\":{\"x\\u0000\":1},\"c\":[\"s\\u0000t\",1]}",
+		"{\"a\\u0000c\":{\"x\\u0000\":1},\"c\":[1,\"s\\u0000t\"]}",
+		"{\"a\\u0000b\":{\"x\\u0000\":2},\"c\":[1,\"s\\u0000t\"]}",
+		"{\"a\\u0000b\":{\"x\\u0000\":1},\"c\":[1,\"s\\u0000t\"],\"d\":null}",
+		NULL};
+	for (int i = 0; other[i]; i++) {
+		assert_int_equal(st_json_parse(&c, other[i], strlen(other[i]), NULL, NULL, NULL, NULL,
+					       NULL),
+				 ST_OK);
+		assert_false(st__json_equal(a, c));
+		assert_false(st__json_equal(c, a));
+		json_decref(c);
+	}
+	/* numbers by value, kinds otherwise */
+	c = json_integer(1);
+	json_t *r = json_real(1.0);
+	assert_true(st__json_equal(c, r));
+	assert_false(st__json_equal(c, json_true()));
+	assert_false(st__json_equal(json_null(), json_false()));
+	assert_true(st__json_equal(json_null(), json_null()));
+	assert_false(st__json_equal(NULL, json_null()));
+	assert_true(st__json_equal(NULL, NULL));
+	json_decref(c);
+	json_decref(r);
+	json_decref(a);
+	json_decref(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -670,6 +719,7 @@ int main(void)
 		cmocka_unit_test(test_split_same_result),
 		cmocka_unit_test(test_split_limits_and_shapes),
 		cmocka_unit_test(test_dupkey_split),
+		cmocka_unit_test(test_json_equal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

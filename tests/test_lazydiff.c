@@ -612,34 +612,6 @@ static int same_spans(const kase *k, st_state *lz, st_state *fl)
 	return 1;
 }
 
-/* json_equal, keys with a NUL byte included (json_equal looks keys up as C strings). */
-static int tree_equal(json_t *a, json_t *b)
-{
-	if (json_typeof(a) != json_typeof(b))
-		return 0;
-	if (json_is_object(a)) {
-		const char *key;
-		size_t kl;
-		json_t *v;
-		if (json_object_size(a) != json_object_size(b))
-			return 0;
-		json_object_keylen_foreach(a, key, kl, v) {
-			json_t *w = json_object_getn(b, key, kl);
-			if (!w || !tree_equal(v, w))
-				return 0;
-		}
-		return 1;
-	}
-	if (json_is_array(a)) {
-		if (json_array_size(a) != json_array_size(b))
-			return 0;
-		for (size_t i = 0; i < json_array_size(a); i++)
-			if (!tree_equal(json_array_get(a, i), json_array_get(b, i)))
-				return 0;
-		return 1;
-	}
-	return json_equal(a, b);
-}
 
 /* A lazy state against the full one: problems, style, spans, validate, the inflated tree. */
 static void same_state(const kase *k, const char *what, st_state *lz, st_state *fl)
@@ -666,7 +638,7 @@ static void same_state(const kase *k, const char *what, st_state *lz, st_state *
 	st_problems_clear(&pl);
 	st_problems_clear(&pf);
 	if (st__lazy_inflate_all(lz, NULL) != ST_OK || st__lazy_count(lz) != 0 ||
-	    !tree_equal(st_state_root(lz), st_state_root(fl))) {
+	    !st__json_equal(st_state_root(lz), st_state_root(fl))) {
 		char a[512], b[512];
 		snprintf(a, sizeof(a), "/tmp/lazydiff-%llu-%ld.lazy-tree", k->seed, k->number);
 		snprintf(b, sizeof(b), "/tmp/lazydiff-%llu-%ld.full-tree", k->seed, k->number);

@@ -110,38 +110,6 @@ static int type_ok(unsigned types, const json_t *v)
 	return 0;
 }
 
-/* JSON equality where numbers compare by value (1 and 1.0 are equal). */
-static int jequal(const json_t *a, const json_t *b)
-{
-	if (json_is_number(a) && json_is_number(b))
-		return json_number_value(a) == json_number_value(b);
-	if (json_typeof(a) != json_typeof(b))
-		return 0;
-	if (json_is_array(a)) {
-		size_t n = json_array_size(a);
-		if (n != json_array_size(b))
-			return 0;
-		for (size_t i = 0; i < n; i++)
-			if (!jequal(json_array_get(a, i), json_array_get(b, i)))
-				return 0;
-		return 1;
-	}
-	if (json_is_object(a)) {
-		const char *k;
-		size_t klen;
-		json_t *v;
-		if (json_object_size(a) != json_object_size(b))
-			return 0;
-		json_object_keylen_foreach((json_t *)a, k, klen, v) {
-			json_t *w = json_object_getn(b, k, klen);
-			if (!w || !jequal(v, w))
-				return 0;
-		}
-		return 1;
-	}
-	return json_equal(a, b);
-}
-
 static int validate(vctx *c, const snode *n, const json_t *v, int silent);
 
 /* Runs a subschema silently: 1 valid, 0 not. */
@@ -285,7 +253,7 @@ static int validate_array(vctx *c, const snode *n, const json_t *v, int silent)
 	if (n->unique) {
 		for (size_t i = 0; i < len; i++)
 			for (size_t k = i + 1; k < len; k++)
-				if (jequal(json_array_get(v, i), json_array_get(v, k)))
+				if (st__json_equal(json_array_get(v, i), json_array_get(v, k)))
 					FAIL_KW("uniqueItems", "items %zu and %zu are equal", i, k);
 	}
 	for (size_t i = 0; i < len; i++) {
@@ -361,14 +329,14 @@ static int validate_type_const_enum(vctx *c, const snode *n, const json_t *v, in
 			}
 		FAIL_KW("type", "expected %s, got %s", want, type_name(v));
 	}
-	if (n->const_ && !jequal(n->const_, v))
+	if (n->const_ && !st__json_equal(n->const_, v))
 		FAIL_KW("const", "value does not equal the required constant");
 	if (n->enum_) {
 		size_t i;
 		json_t *e;
 		int found = 0;
 		json_array_foreach(n->enum_, i, e)
-			if (jequal(e, v)) {
+			if (st__json_equal(e, v)) {
 				found = 1;
 				break;
 			}

@@ -147,3 +147,60 @@ const st__dropped_ent *st__dropped_of(const st__dropped *d, const json_t *obj,
 	*end = &d->v[hi];
 	return &d->v[lo];
 }
+
+/* ---- equality ---- */
+
+static int object_equal(json_t *a, json_t *b)
+{
+	void *ia, *ib;
+	if (json_object_size(a) != json_object_size(b))
+		return 0;
+	/* the same order (a copy, a value written again): member by member */
+	for (ia = json_object_iter(a), ib = json_object_iter(b); ia && ib;
+	     ia = json_object_iter_next(a, ia), ib = json_object_iter_next(b, ib)) {
+		size_t la = json_object_iter_key_len(ia);
+		if (la != json_object_iter_key_len(ib) ||
+		    memcmp(json_object_iter_key(ia), json_object_iter_key(ib), la))
+			break;
+		if (!st__json_equal(json_object_iter_value(ia), json_object_iter_value(ib)))
+			return 0;
+	}
+	if (!ia)
+		return 1;
+	/* another order: the rest by key, its bytes whole (a key may hold "\u0000") */
+	for (; ia; ia = json_object_iter_next(a, ia)) {
+		json_t *w = json_object_getn(b, json_object_iter_key(ia),
+					     json_object_iter_key_len(ia));
+		if (!w || !st__json_equal(json_object_iter_value(ia), w))
+			return 0;
+	}
+	return 1;
+}
+
+int st__json_equal(const json_t *a, const json_t *b)
+{
+	if (a == b)
+		return 1;
+	if (!a || !b)
+		return 0;
+	if (json_is_number(a) && json_is_number(b))
+		return json_number_value(a) == json_number_value(b);
+	if (json_typeof(a) != json_typeof(b))
+		return 0;
+	switch (json_typeof(a)) {
+	case JSON_OBJECT:
+		return object_equal((json_t *)a, (json_t *)b);
+	case JSON_ARRAY:
+		if (json_array_size(a) != json_array_size(b))
+			return 0;
+		for (size_t i = 0; i < json_array_size(a); i++)
+			if (!st__json_equal(json_array_get(a, i), json_array_get(b, i)))
+				return 0;
+		return 1;
+	case JSON_STRING:
+		return json_string_length(a) == json_string_length(b) &&
+		       !memcmp(json_string_value(a), json_string_value(b), json_string_length(a));
+	default:
+		return 1; /* true, false, null */
+	}
+}

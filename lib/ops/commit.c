@@ -38,45 +38,6 @@ static size_t count_errors(st_state *s)
 
 /* ---- commit: integrity and the diff ---- */
 
-/*
- * json_equal, quicker for a copy of a value: members in the same order, most of them the same
- * objects (a copy made along the path to what changed), are compared by pointer and position
- * before anything is looked up or walked.
- */
-static int same_value(json_t *a, json_t *b, int depth)
-{
-	if (a == b)
-		return 1;
-	if (!a || !b || json_typeof(a) != json_typeof(b) || depth > ST_DEFAULT_MAX_DEPTH)
-		return a && b && json_equal(a, b);
-	if (json_is_object(a)) {
-		void *ia, *ib;
-		if (json_object_size(a) != json_object_size(b))
-			return 0;
-		for (ia = json_object_iter(a), ib = json_object_iter(b); ia && ib;
-		     ia = json_object_iter_next(a, ia), ib = json_object_iter_next(b, ib)) {
-			size_t la = json_object_iter_key_len(ia);
-			if (la != json_object_iter_key_len(ib) ||
-			    memcmp(json_object_iter_key(ia), json_object_iter_key(ib), la))
-				return json_equal(a, b); /* another order: by key */
-			if (!same_value(json_object_iter_value(ia), json_object_iter_value(ib),
-					depth + 1))
-				return 0;
-		}
-		return 1;
-	}
-	if (json_is_array(a)) {
-		size_t n = json_array_size(a);
-		if (n != json_array_size(b))
-			return 0;
-		for (size_t i = 0; i < n; i++)
-			if (!same_value(json_array_get(a, i), json_array_get(b, i), depth + 1))
-				return 0;
-		return 1;
-	}
-	return json_equal(a, b);
-}
-
 static int diff_push(st_diff *d, char kind, const char *urn, json_t *a, json_t *b)
 {
 	st_diff_entry *it;
@@ -108,7 +69,7 @@ static int diff_push(st_diff *d, char kind, const char *urn, json_t *a, json_t *
 				bv = json_object_getn(b, k, kl);
 				aligned = 0;
 			}
-			if (!bv || !same_value(v, bv, 0))
+			if (!bv || !st__json_equal(v, bv))
 				it->fields[it->nfields++] = st_strdup(k);
 			if (ib)
 				ib = json_object_iter_next(b, ib);
@@ -236,7 +197,7 @@ static void compute_diff(st_edit *e, st_diff *d, const window *w)
 	d->pending_after = json_array_size(st__edit_pending(e));
 	if (d->pending_before == d->pending_after && e->base.ops) {
 		for (i = 0; i < d->pending_after; i++)
-			if (!json_equal(json_array_get(e->base.ops, i),
+			if (!st__json_equal(json_array_get(e->base.ops, i),
 					json_array_get(st__edit_pending(e), i)))
 				d->other_changed = 1;
 	}

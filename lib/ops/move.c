@@ -377,7 +377,7 @@ static int same_provider(const json_t *ex, const json_t *r)
 	const char *eid = st_json_str(ex, "id"), *id = st_json_str(r, "id");
 	json_t *ei = json_object_get(ex, "inputs"), *ri = json_object_get(r, "inputs");
 	return (eid && id && !strcmp(eid, id)) ||
-	       json_equal(ei ? ei : json_null(), ri ? ri : json_null());
+	       st__json_equal(ei ? ei : json_null(), ri ? ri : json_null());
 }
 
 /* Maps the provider reference `ref` (taken) to `to` (taken). */
@@ -524,7 +524,7 @@ static void plan_secrets(mv *c, json_t *ssp, json_t *dsp)
 {
 	const char *stype = st_json_str(ssp, "type");
 	if (dsp) {
-		c->reencrypt = ssp && !json_equal(ssp, dsp);
+		c->reencrypt = ssp && !st__json_equal(ssp, dsp);
 	} else if (ssp && stype && !strcmp(stype, "passphrase")) {
 		/* a passphrase provider of its own: the destination's passphrase, a new salt */
 		c->reencrypt = c->new_provider = 1;
@@ -756,7 +756,7 @@ static int set_extensions(st_edit *e, json_t *ext, st_error *err)
 {
 	json_t *dep = st_state_deployment(st__edit_state(e)), *old;
 	old = dep ? json_object_get(dep, "extensions") : NULL;
-	if ((!ext && !old) || (ext && old && json_equal(ext, old))) {
+	if ((!ext && !old) || (ext && old && st__json_equal(ext, old))) {
 		json_decref(ext);
 		return ST_OK;
 	}

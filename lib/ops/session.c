@@ -664,7 +664,7 @@ int st__edit_set_member(st_edit *e, const char *key, json_t *v, st_error *err)
 		json_object_del(d, key);
 		return ST_OK;
 	}
-	if (!json_equal(v, json_object_get(d, key)))
+	if (!st__json_equal(v, json_object_get(d, key)))
 		e->other_changed = 1;
 	if (st_obj_set_ordered(d, ST_K_DEPLOYMENT, key, v) < 0)
 		return st__err(err, ST_ENOMEM, "out of memory");
@@ -764,7 +764,7 @@ int st_edit_replace_deployment(st_edit *e, json_t *dep, st_error *err)
 	json_object_foreach(dep, k, v) {
 		if (!strcmp(k, "resources") || !strcmp(k, "pending_operations"))
 			continue;
-		if (!json_equal(v, json_object_get(before, k)))
+		if (!st__json_equal(v, json_object_get(before, k)))
 			e->other_changed = 1;
 	}
 	json_object_foreach(before, k, v) {

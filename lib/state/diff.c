@@ -115,7 +115,7 @@ static void diff_object(dctx *c, st_buf *path, json_t *a, json_t *b)
 
 static void diff_value(dctx *c, st_buf *path, json_t *a, json_t *b)
 {
-	if (json_equal(a, b))
+	if (st__json_equal(a, b))
 		return;
 	if (json_is_object(a) && json_is_object(b) && !json_object_get(a, ST_SIG_KEY) &&
 	    !json_object_get(b, ST_SIG_KEY)) {
@@ -248,7 +248,7 @@ static int compare(json_t *ra, json_t *rb, json_t *da, json_t *db, json_t *doc)
 			continue;
 		}
 		json_t *y = json_array_get(rb, (size_t)json_integer_value(ib));
-		if (json_equal(x, y))
+		if (st__json_equal(x, y))
 			continue;
 		dctx c = {json_array(), 0};
 		if (!c.changes)

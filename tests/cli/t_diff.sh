@@ -116,4 +116,10 @@ run "stdin twice" st diff - -
 check_rc 2; check_err_has "standard input can be only one side"
 run "no stack" st diff "$B#" "$D/a.json"
 check_rc 2; check_err_has "names no stack"
+# a property key holding "\u0000" equals itself (jansson's json_equal looks keys up as C strings)
+M=3ff53efef69f38d19e364655131bbb113e416d3bf64bfb819065fa12acb29250
+printf '{"version":3,"checkpoint":{"stack":"dev","latest":{"manifest":{"time":"2024-01-01T00:00:00Z","magic":"%s","version":"v3.100.0"},"resources":[{"urn":"urn:pulumi:dev::p::t:m:R::a","custom":true,"type":"t:m:R","inputs":{"a\\u0000b":{"x\\u0000":1}}}]}}}\n' "$M" > "$T/nul1.json"
+cp "$T/nul1.json" "$T/nul2.json"
+run "a key with NUL: no differences" st diff "$T/nul1.json" "$T/nul2.json"
+check_rc 0; check_out "no differences"
 finish
