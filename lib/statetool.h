@@ -220,7 +220,7 @@ ST_EXTERN int st_json_parse(json_t **out, const char *buf, size_t len, const cha
 			    const st_parse_limits *limits, st_style *style_out,
 			    st_problems *problems, st_error *err);
 
-/* st_json_parse of a file ("-" = standard input), plain or gzip, at most max_size bytes after
+/* st_json_parse of a file ("-" = standard input), plain, gzip or zstd, at most max_size bytes after
  * decompression (0: the default). A large plain file is mapped and its pages released as the
  * parser passes them, so the file and the tree are not both resident. */
 ST_EXTERN int st_json_load_file(json_t **out, const char *path, size_t max_size,
@@ -525,7 +525,7 @@ typedef struct st_load_opts {
 
 #define ST_LOAD_OPTS_INIT {ST_LOAD_OPTS_VERSION, 0, 0, 0, 0, NULL}
 
-/* Loads a state from a file ("-" = standard input), plain or gzip, in either envelope, any
+/* Loads a state from a file ("-" = standard input), plain, gzip or zstd, in either envelope, any
  * version Pulumi reads (0 to 4). Unknown versions and features are refused: ST_EVERSION or
  * ST_EFEATURE with Pulumi's wording. *out is new. */
 ST_EXTERN int st_state_load_file(st_state **out, const char *path, const st_load_opts *opts,
@@ -589,7 +589,9 @@ ST_EXTERN int st_state_set_envelope(st_state *state, st_envelope envelope, const
 
 /* Serializes with the state's style (or `style` when not NULL): struct fields in the order held
  * (Pulumi's own for files Pulumi wrote; fields statetool adds at Pulumi's position), Go maps
- * (property maps, config, propertyDependencies, ...) with sorted keys. *out is new (free()). */
+ * (property maps, config, propertyDependencies, ...) with sorted keys. *out is new (free()).
+ * A state loaded lazily from a file that another program has since rewritten in place (its
+ * size or modification time changed): ST_ECONFLICT, nothing made. */
 ST_EXTERN int st_state_dump(const st_state *state, const st_style *style, char **out, size_t *len,
 			    st_error *err);
 
@@ -598,7 +600,10 @@ ST_EXTERN int st_state_dump(const st_state *state, const st_style *style, char *
 ST_EXTERN void st_state_canonicalize(st_state *state);
 
 /* Saves atomically to `path` (NULL = where it was loaded from) with a .bak of the previous
- * file, the state's compression and the file's mode kept. Recomputes the manifest magic. */
+ * file, the state's compression and the file's mode kept. Recomputes the manifest magic.
+ * A state loaded lazily from a file that another program has rewritten in place since (its
+ * size or modification time changed, checked before the write and after its last byte):
+ * ST_ECONFLICT, nothing written. */
 ST_EXTERN int st_state_save(st_state *state, const char *path, const st_write_opts *opts,
 			    st_error *err);
 
@@ -1735,7 +1740,8 @@ typedef struct st_doctor_opts {
  * lock folders in the project layout, a .json beside the .json.gz Pulumi reads, journals and
  * staged objects of interrupted statetool operations), a physical ID held by resources of
  * two stacks (providers, external reads and pending deletes excluded), an index that is out of
- * date. ST_OK when the look ran, whatever it found; ST_EUNSUPPORTED for another kind. */
+ * date, a directory backend's temporary files (of writes) untouched for over an hour. ST_OK
+ * when the look ran, whatever it found; ST_EUNSUPPORTED for another kind. */
 ST_EXTERN int st_backend_doctor(st_backend *b, const st_doctor_opts *opts, st_doctor_report *out,
 				st_error *err);
 

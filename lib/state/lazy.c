@@ -5,6 +5,7 @@
  */
 #include "internal.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,7 +135,13 @@ int st__lazy_unchanged(const st_state *s, st_error *err)
 	struct stat now;
 	if (!lz || lz->fd < 0)
 		return ST_OK;
-	if (fstat(lz->fd, &now) == 0 && now.st_size == lz->src.st_size &&
+	if (fstat(lz->fd, &now) != 0) {
+		int e = errno;
+		st__err_file(err, s->path);
+		return st__err(err, ST_EIO, "cannot stat '%s': %s",
+			       s->path ? s->path : "the state file", strerror(e));
+	}
+	if (now.st_size == lz->src.st_size &&
 	    now.st_mtim.tv_sec == lz->src.st_mtim.tv_sec &&
 	    now.st_mtim.tv_nsec == lz->src.st_mtim.tv_nsec)
 		return ST_OK;
@@ -250,8 +257,10 @@ static int load_text(st_state **out, const char *text, size_t len, void *map, in
 	int rc;
 
 	*out = NULL;
-	if (fd >= 0 && fstat(fd, &src) != 0)
-		fd = -1; /* not kept: its runs are written from the text */
+	if (fd >= 0 && fstat(fd, &src) != 0) {
+		close(fd); /* not kept: its runs are written from the text, unchecked */
+		fd = -1;
+	}
 	if (opts)
 		lim.max_depth = opts->max_depth;
 	rc = st__json_parse_lazy(&root, text, len, name, &lim, &style, &problems, map != NULL,

@@ -392,7 +392,11 @@ static int check_temporaries(doctor *d, st_error *err)
 	st_store_entry *e = NULL;
 	size_t n = 0;
 	long long now = (long long)time(NULL);
-	int rc = st_store_list(d->s, ".pulumi/", ST__STORE_LIST_TEMPORARY, &e, &n, err);
+	int rc;
+
+	if (!st_backend_root(d->b))
+		return ST_OK; /* a store of objects: none */
+	rc = st_store_list(d->s, ".pulumi/", ST__STORE_LIST_TEMPORARY, &e, &n, err);
 
 	for (size_t i = 0; i < n && rc == ST_OK; i++) {
 		char *where, *fix;

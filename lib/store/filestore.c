@@ -123,6 +123,7 @@ static int open_object(file_store *fs, const char *key, int *fd, char **path, st
 			     "cannot open '%s': %s", *path, strerror(e));
 	} else if (fstat(*fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
 		close(*fd);
+		*fd = -1;
 		st__err_file(err, *path);
 		rc = st__err(err, ST_EIO, "cannot read '%s': it is a directory", *path);
 	} else {
@@ -662,7 +663,7 @@ static int walk(file_store *fs, const char *kdir, const char *name_prefix, int l
 		rc = read_dir(d, kdir, name_prefix, temps, &v, &n);
 	for (i = 0; i < n && rc == ST_OK; i++) {
 		char *key = v[i].key;
-		const struct stat *sb = &v[i].sb;
+		struct stat *sb = &v[i].sb;
 		v[i].key = NULL;
 		if (!v[i].ok) {
 			free(key);
@@ -678,6 +679,10 @@ static int walk(file_store *fs, const char *kdir, const char *name_prefix, int l
 				free(sub);
 			}
 		} else if (S_ISREG(sb->st_mode) || S_ISLNK(sb->st_mode)) {
+			const char *nm = key + strlen(kdir);
+			if (temps && !strncmp(nm, ".statetool-bak-", 15) && is_temporary(nm) &&
+			    sb->st_ctim.tv_sec > sb->st_mtim.tv_sec)
+				sb->st_mtim = sb->st_ctim; /* a backup's link keeps the file's time */
 			rc = add_entry(l, key, sb);
 		} else {
 			free(key);

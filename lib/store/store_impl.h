@@ -170,7 +170,9 @@ const char *st__diy_comp_ext(st_compression c);
 char *st__diy_lock_dir(const char *project, const char *stack);
 /* A listing flag of our own (doctor): a file store lists its temporary files too, the
  * ".NAME.tmp-HEX" of a write and the ".statetool-bak-HEX" of a backup, which listings never
- * show otherwise. Other stores have none. */
+ * show otherwise; a backup's with the later of its modification and change times (the hard
+ * link keeps the file's modification time; making it changes the change time). Other stores
+ * have none. */
 #define ST__STORE_LIST_TEMPORARY 0x80000000u
 /* Is the key's last component one of those temporary names? */
 int st__store_temporary(const char *key);
