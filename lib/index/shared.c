@@ -27,8 +27,10 @@ const int st__ix_table_ncols[IX_NTABLES] = {3, 22, 5, 6, 3, 3};
  * (protected_urn, protected_parent, protected_provider; NULL on every other row), and on SQLite
  * the partial index of protected rows covers every column --protected prints, so that query
  * reads that index alone: no row and no URN looked up per row (20,000 protected rows of 10,000
- * stacks were 45,000 page reads). PostgreSQL's partial index stays (stack_id, position): an
- * index entry there has a size limit that a long URN would pass. */
+ * stacks were 45,000 page reads; an entry whose three URNs are long, past about a quarter of a
+ * page together, spills into overflow pages: still right, a few more reads). PostgreSQL's
+ * partial index stays (stack_id, position): an index entry there has a size limit that a long
+ * URN would pass. */
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
 	"CREATE TABLE IF NOT EXISTS stacks ("

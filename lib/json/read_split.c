@@ -389,10 +389,6 @@ void st__json_split_start(parser *ps, split *sp, int threads)
 	atomic_init(&sp->cancel, 0);
 	st_error_clear(&sp->err);
 	sp->cfg = *ps;
-	/* the second thread scans to the split before it parses, so its share of the parsing is
-	 * the smaller one: split where both finish together (x = P / (2P - S), P the parse of
-	 * the whole text, S its scan; measured in thread CPU time on the bench state, lazily
-	 * P ~ 4 S and x ~ 0.57, in full P ~ 8 S and x ~ 0.53) */
 	/* at the middle: a share that evens out the threads' CPU (the second scans to the split
 	 * before it parses: lazily ~57% to the first) was measured at 100,000 resources no faster
 	 * in wall time and 150 MB (0.4x the file) higher in peak memory, so it is not taken */
