@@ -213,7 +213,8 @@ typedef struct st_parse_limits {
  * any size become float64 reals (an overflow to infinity is an error), "\u0000" is allowed,
  * duplicate keys keep the last value (an earlier value a later object, array or null replaced is
  * kept in `problems` for st_state_from_json, whose decoder decodes the later value into it where
- * Go does), invalid UTF-8 and lone surrogates become U+FFFD. Each
+ * Go does; so pass the same `problems` list to both: with NULL here nothing is kept, and a key
+ * given twice is read last-wins, not as Pulumi reads it), invalid UTF-8 and lone surrogates become U+FFFD. Each
  * leniency is reported as a warning in `problems` when it is not NULL, with its JSON Pointer.
  * Errors carry line, column and offset. `name` names the input in messages (may be NULL). */
 ST_EXTERN int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
