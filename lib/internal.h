@@ -402,6 +402,9 @@ void st__lazy_free(st__lazy *lz);
 /* Where the source bytes at p (inside the lazy state's text) are in the file they were mapped
  * from: 1 with *fd (borrowed: the state's) and *off, 0 when the text is not a file mapping. */
 int st__lazy_source(const st_state *s, const char *p, int *fd, off_t *off);
+/* A lazy state mapped from a file: its text (borrowed), the file's bytes from offset 0, and
+ * *len; NULL for any other state. */
+const char *st__lazy_file_text(const st_state *s, size_t *len);
 /* ST_OK when the file a lazy state was mapped from has kept the size and modification time it
  * had before the load (always for a state not mapped from a file), else ST_ECONFLICT: another
  * program rewrote it in place, so the text may no longer be the bytes that were proved. A save

@@ -1,6 +1,12 @@
 /* Move as an operation on two edit sessions committed together: a failure anywhere leaves both
  * states as they were, byte for byte; extension blobs as Pulumi carries them. */
 #include "testutil.h"
+#include "store/store_impl.h"
+
+#include <sodium.h>
+
+#include <fcntl.h>
+#include <sys/mman.h>
 
 static char *dump(st_state *s)
 {
@@ -378,6 +384,7 @@ static void test_check_after_move_as_full(void **unused)
 typedef struct seen_journal {
 	const char *path; /* the destination's file: its journal */
 	char text[1024];
+	int checked; /* staged objects whose hash was checked */
 } seen_journal;
 
 static void on_step(void *ctx, const char *op, int step)
@@ -393,6 +400,23 @@ static void on_step(void *ctx, const char *op, int step)
 	snprintf(sj->text, sizeof(sj->text), "%s %s",
 		 st_json_str(json_array_get(sides, 0), "old_hash"),
 		 st_json_str(json_array_get(sides, 1), "old_hash"));
+	/* each staged object's hash is a plain hash of its bytes */
+	for (size_t i = 0; i < 2; i++) {
+		json_t *sd = json_array_get(sides, i);
+		char *dir = strdup(sj->path), *slash = strrchr(dir, '/'), *sp, *bytes, hex[65];
+		unsigned char h[32];
+		size_t n = 0;
+		*slash = '\0';
+		assert_true(asprintf(&sp, "%s/%s", dir, st_json_str(sd, "staged")) > 0);
+		assert_non_null(bytes = tu_read(sp, &n));
+		crypto_generichash(h, sizeof(h), (const unsigned char *)bytes, n, NULL, 0);
+		sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+		assert_string_equal(st_json_str(sd, "new_hash"), hex);
+		sj->checked++;
+		free(bytes);
+		free(sp);
+		free(dir);
+	}
 	json_decref(j);
 	free(t);
 	free(jp);
@@ -401,8 +425,10 @@ static void on_step(void *ctx, const char *op, int step)
 /* One move between two files loaded lazily, written through the journal; `touch_src`: the
  * source rewritten with the same bytes after the load (another file's identity). The old
  * hashes the journal wrote go to sj. */
-/* A state of 3,000 resources over 4 MiB in the writer's style (a file that size is mapped,
- * and loaded lazily). New. */
+/* A state of big_count resources (3,000: over 4 MiB) in the writer's style (a file that size
+ * is mapped, and loaded lazily). New. */
+static int big_count = 3000;
+
 static char *big_state(const char *stack, const char *prefix)
 {
 	st_buf b;
@@ -417,7 +443,7 @@ static char *big_state(const char *stack, const char *prefix)
 			  "\"urn:pulumi:%s::p::pulumi:pulumi:Stack::p-%s\", \"custom\": false, "
 			  "\"type\": \"pulumi:pulumi:Stack\"}",
 		      stack, stack, stack);
-	for (int i = 0; i < 3000; i++)
+	for (int i = 0; i < big_count; i++)
 		st_buf_printf(&b, ", {\"urn\": \"urn:pulumi:%s::p::t:m:R::%s%d\", \"custom\": true, "
 				  "\"id\": \"i%d\", \"type\": \"t:m:R\", \"inputs\": {\"pad\": "
 				  "\"%s\"}}", stack, prefix, i, i, pad);
@@ -507,6 +533,173 @@ static void test_old_files_hashed_ahead(void **unused)
 	tu_rmdir(dir);
 }
 
+/* The staged objects' hashes start from the old files' ahead hashes: the destination's new
+ * file is its old one up to near its end (it gains a resource at the end of its array), so
+ * its first 8 MiB are not hashed again; the journal's hashes are plain hashes of the staged
+ * bytes (on_step checks), and the same without the ahead hashes. */
+static void test_staged_hash_from_ahead(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir();
+	seen_journal a = {0}, b = {0};
+	unsigned long skipped = st__taphash_skipped();
+	big_count = 6000; /* over 8 MiB */
+	st_set_threads(2, NULL);
+	journal_move(dir, 0, &a);
+	assert_int_equal(a.checked, 2);
+	assert_true(st__taphash_skipped() >= skipped + (8u << 20));
+	skipped = st__taphash_skipped();
+	st_set_threads(1, NULL); /* no hash ahead: plain hashes */
+	journal_move(dir, 0, &b);
+	assert_int_equal(b.checked, 2);
+	assert_int_equal(st__taphash_skipped(), skipped);
+	st_set_threads(0, NULL);
+	big_count = 3000;
+	assert_string_equal(a.text, b.text);
+	tu_rmdir(dir);
+}
+
+/* One case of test_taphash: the staged bytes as pieces, each from the old file's mapping at
+ * an offset (len bytes) or, with off -1, the byte 'X' len times, or with off -2 a copy (in
+ * other memory) of the mapping's bytes at the piece's own offset; the tap's hash equals a
+ * plain hash of the bytes. */
+typedef struct piece {
+	long off;
+	size_t len;
+} piece;
+
+static void taphash_case(const crypto_generichash_state *kept, const char *map, size_t size,
+			 const piece *pcs, size_t np, unsigned long want_skipped)
+{
+	st__taphash t;
+	crypto_generichash_state plain;
+	unsigned char h[32];
+	char got[65], want[65], *x = malloc(1 << 20);
+	unsigned long before = st__taphash_skipped();
+
+	assert_non_null(x);
+	memset(x, 'X', 1 << 20);
+	st__taphash_init(&t, kept, map, size);
+	crypto_generichash_init(&plain, NULL, 0, sizeof(h));
+	for (size_t i = 0, at = 0; i < np; at += pcs[i].len, i++) {
+		const char *p = pcs[i].off < 0 ? x : map + pcs[i].off;
+		assert_true(pcs[i].len <= (pcs[i].off < 0 ? (size_t)1 << 20 : size));
+		if (pcs[i].off == -2)
+			memcpy(x, map + at, pcs[i].len);
+		/* in uneven slices, as a writer hands them over */
+		for (size_t done = 0, k; done < pcs[i].len; done += k) {
+			k = pcs[i].len - done < 1234567 ? pcs[i].len - done : 1234567;
+			st__taphash_update(&t, p + done, k);
+			crypto_generichash_update(&plain, (const unsigned char *)p + done, k);
+		}
+	}
+	st__taphash_final(&t, got);
+	crypto_generichash_final(&plain, h, sizeof(h));
+	sodium_bin2hex(want, sizeof(want), h, sizeof(h));
+	assert_string_equal(got, want);
+	assert_int_equal(st__taphash_skipped() - before, want_skipped);
+	free(x);
+}
+
+/* An old file hashed ahead (its states kept every 8 MiB) and mapped, for test_taphash. */
+static const crypto_generichash_state *hashed_ahead(const char *path, size_t size,
+						    st__prehash **ph, char **map)
+{
+	char *data = malloc(size), hex[65];
+	const crypto_generichash_state *kept;
+	size_t got = 0;
+	int fd;
+	assert_non_null(data);
+	for (size_t i = 0; i < size; i++)
+		data[i] = (char)('a' + (i * 7 + i / 4099) % 26);
+	tu_write(path, data, size);
+	free(data);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_non_null(*ph = st__prehash_start(fd));
+	*map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(*map != MAP_FAILED);
+	close(fd);
+	assert_int_equal(st__prehash_take(*ph, path, hex), 1);
+	assert_non_null(kept = st__prehash_states(*ph, &got));
+	assert_int_equal(got, size);
+	return kept;
+}
+
+/* The tap's hash equals a plain hash of the staged bytes whatever they are: the same file,
+ * a change in the first byte, in the last, at and around an 8 MiB boundary, a staged file
+ * shorter or longer than the old, the old bytes at another offset, no states at all. */
+static void test_taphash(void **unused)
+{
+	(void)unused;
+	const size_t K = 8u << 20, size = 3 * K + 12345;
+	char *dir = tu_tmpdir(), *path, *map, *map2;
+	st__prehash *ph, *ph2;
+	const crypto_generichash_state *kept, *kept2;
+
+	st_set_threads(2, NULL);
+	assert_true(asprintf(&path, "%s/old.json", dir) > 0);
+	kept = hashed_ahead(path, size, &ph, &map);
+	{ /* the same bytes: nothing hashed again but the last 12,345 */
+		piece p[] = {{0, size}};
+		taphash_case(kept, map, size, p, 1, 3 * K);
+	}
+	{ /* the same bytes, their first 1 MiB from other memory (a writer's own chunk) */
+		piece p[] = {{-2, 1 << 20}, {1 << 20, size - (1 << 20)}};
+		taphash_case(kept, map, size, p, 2, 3 * K);
+	}
+	{ /* the first byte changed: all hashed */
+		piece p[] = {{-1, 1}, {1, size - 1}};
+		taphash_case(kept, map, size, p, 2, 0);
+	}
+	{ /* the last byte changed */
+		piece p[] = {{0, size - 1}, {-1, 1}};
+		taphash_case(kept, map, size, p, 2, 3 * K);
+	}
+	{ /* the byte at 8 MiB changed, then the one before it, then the one after */
+		piece p[] = {{0, K}, {-1, 1}, {(long)K + 1, size - K - 1}};
+		piece q[] = {{0, K - 1}, {-1, 1}, {(long)K, size - K}};
+		piece r[] = {{0, K + 1}, {-1, 1}, {(long)K + 2, size - K - 2}};
+		taphash_case(kept, map, size, p, 3, K);
+		taphash_case(kept, map, size, q, 3, 0);
+		taphash_case(kept, map, size, r, 3, K);
+	}
+	{ /* shorter: cut inside a slice, at 16 MiB exactly, and empty */
+		piece p[] = {{0, 2 * K + 5}};
+		piece q[] = {{0, 2 * K}};
+		taphash_case(kept, map, size, p, 1, 2 * K);
+		taphash_case(kept, map, size, q, 1, 2 * K);
+		taphash_case(kept, map, size, NULL, 0, 0);
+	}
+	{ /* longer: the old file and more */
+		piece p[] = {{0, size}, {-1, 100}};
+		taphash_case(kept, map, size, p, 2, 3 * K);
+	}
+	{ /* the old bytes, but shifted by one (a resource removed before them) */
+		piece p[] = {{1, size - 1}};
+		piece q[] = {{0, 10}, {11, size - 11}};
+		taphash_case(kept, map, size, p, 1, 0);
+		taphash_case(kept, map, size, q, 2, 0);
+	}
+	{ /* no states: a plain hash */
+		piece p[] = {{0, size}};
+		taphash_case(NULL, map, size, p, 1, 0);
+	}
+	/* a file of exactly 16 MiB, the same: the state after its last byte */
+	kept2 = hashed_ahead(path, 2 * K, &ph2, &map2);
+	{
+		piece p[] = {{0, 2 * K}};
+		taphash_case(kept2, map2, 2 * K, p, 1, 2 * K);
+	}
+	st_set_threads(0, NULL);
+	munmap(map, size);
+	munmap(map2, 2 * K);
+	st__prehash_free(ph);
+	st__prehash_free(ph2);
+	free(path);
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -518,6 +711,8 @@ int main(void)
 		cmocka_unit_test(test_invalid_result_refused),
 		cmocka_unit_test(test_check_after_move_as_full),
 		cmocka_unit_test(test_old_files_hashed_ahead),
+		cmocka_unit_test(test_staged_hash_from_ahead),
+		cmocka_unit_test(test_taphash),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

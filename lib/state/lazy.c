@@ -129,6 +129,15 @@ int st__lazy_source(const st_state *s, const char *p, int *fd, off_t *off)
 	return 1;
 }
 
+const char *st__lazy_file_text(const st_state *s, size_t *len)
+{
+	const st__lazy *lz = s ? s->lazy : NULL;
+	if (!lz || lz->fd < 0)
+		return NULL;
+	*len = lz->len;
+	return lz->text;
+}
+
 int st__lazy_unchanged(const st_state *s, st_error *err)
 {
 	const st__lazy *lz = s ? s->lazy : NULL;

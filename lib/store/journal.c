@@ -53,7 +53,11 @@ typedef struct jside {
 	st_state *state;
 	char *data;
 	size_t len;
-	crypto_generichash_state h;
+	st__taphash h; /* the staged object's hash */
+	/* the old object's hash taken from the ahead hash, and its states every 8 MiB (NULL:
+	 * none) */
+	int old_done;
+	const crypto_generichash_state *kept;
 	st__wcfg cfg; /* the writer's thread choices */
 	int hrc; /* hashing the old object */
 	st_error herr;
@@ -231,7 +235,7 @@ static int side_check(jside *sd, st_error *err)
 
 static void hash_chunk(void *ctx, const void *p, size_t n)
 {
-	crypto_generichash_update(ctx, (const unsigned char *)p, n);
+	st__taphash_update(ctx, p, n);
 }
 
 static int fill_side(void *ctx, st_store_writer *w, st_error *err)
@@ -246,36 +250,52 @@ static int fill_side(void *ctx, st_store_writer *w, st_error *err)
  * when `one_thread` (the caller keeps the other processor busy). */
 static int stage(jside *sd, int one_thread, st_error *err)
 {
-	unsigned char h[32];
+	size_t len = 0;
+	const char *map = sd->kept ? st__lazy_file_text(sd->state, &len) : NULL;
 	int rc;
 
 	sd->cfg.threads = one_thread ? 1 : 0;
-	crypto_generichash_init(&sd->h, NULL, 0, sizeof(h));
+	st__taphash_init(&sd->h, sd->kept, map, len);
 	rc = st__store_write_tap(sd->store, sd->staged, fill_side, sd, NULL, NULL, hash_chunk,
 				 &sd->h, err);
 	if (rc)
 		return rc;
-	crypto_generichash_final(&sd->h, h, sizeof(h));
-	sodium_bin2hex(sd->new_hex, sizeof(sd->new_hex), h, sizeof(h));
+	st__taphash_final(&sd->h, sd->new_hex);
 	return ST_OK;
+}
+
+/* A move's lazy state hashed its file ahead: taken when that is still the old object, with
+ * the states the staged object's hash starts from (when the state's text is that file's
+ * mapping). 1 when taken. */
+static int old_hash_ahead(jside *sd)
+{
+	size_t size = 0, len = 0;
+	const crypto_generichash_state *kept;
+	char *path;
+	int hit;
+
+	st_error_clear(&sd->herr);
+	if (!sd->state || !sd->state->prehash ||
+	    !(path = st__store_local_path(sd->store, sd->old_key)))
+		return 0;
+	hit = st__store_file_check(sd->store, sd->old_key, NULL) == ST_OK &&
+	      st__prehash_take(sd->state->prehash, path, sd->old_hex);
+	free(path);
+	if (!hit)
+		return 0;
+	sd->old_exists = 1;
+	sd->hrc = ST_OK;
+	kept = st__prehash_states(sd->state->prehash, &size);
+	if (kept && st__lazy_file_text(sd->state, &len) && len == size)
+		sd->kept = kept;
+	return 1;
 }
 
 static void old_hash(jside *sd)
 {
-	char *path;
+	if (sd->old_done)
+		return;
 	st_error_clear(&sd->herr);
-	/* a move's lazy state hashed its file ahead: taken when that is still the old object */
-	if (sd->state && sd->state->prehash &&
-	    (path = st__store_local_path(sd->store, sd->old_key)) != NULL) {
-		int hit = st__store_file_check(sd->store, sd->old_key, NULL) == ST_OK &&
-			  st__prehash_take(sd->state->prehash, path, sd->old_hex);
-		free(path);
-		if (hit) {
-			sd->old_exists = 1;
-			sd->hrc = ST_OK;
-			return;
-		}
-	}
 	sd->hrc = hash_object(0, sd->store, sd->old_key, sd->old_hex, &sd->old_exists, &sd->herr);
 }
 
@@ -313,8 +333,11 @@ static int stage_both(jside *A, jside *B, st_error *err)
 	int hashing = 0, staging = 0, rc, rc_b = ST_OK;
 
 	st_error_clear(&jb.err);
+	/* the hashes taken ahead first (waiting for them): the staging starts from them */
+	A->old_done = old_hash_ahead(A);
+	B->old_done = old_hash_ahead(B);
 	if (st__store_threadsafe(A->store) && st__store_threadsafe(B->store)) {
-		if (st__two_worth(ST__T_JOURNAL_HASH, 0, 0))
+		if (!(A->old_done && B->old_done) && st__two_worth(ST__T_JOURNAL_HASH, 0, 0))
 			hashing = st__two_start(&hth, ST__T_JOURNAL_HASH, old_hashes_main, both, 0);
 		if (st__two_worth(ST__T_JOURNAL_STAGE, 0, 0))
 			staging = st__two_start(&sth, ST__T_JOURNAL_STAGE, stage_main, &jb, 0);

@@ -9,33 +9,48 @@
 #include <sodium.h>
 
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-void st__blake2b_mapped_hex(const char *map, size_t len, char out[65])
+/* Hashes a mapping in 8 MiB slices, each slice's pages given back once hashed; with `kept`
+ * (len / 8 MiB + 1 states), the state before each slice and after the last whole one. */
+static void mapped_hex_keep(const char *map, size_t len, char out[65],
+			    crypto_generichash_state *kept)
 {
-	const size_t slice = 8u << 20;
 	crypto_generichash_state st;
 	unsigned char h[32];
 
 	crypto_generichash_init(&st, NULL, 0, sizeof(h));
-	for (size_t off = 0; off < len; off += slice) {
-		size_t n = len - off < slice ? len - off : slice;
+	for (size_t off = 0; off < len; off += ST__KEEP_EVERY) {
+		size_t n = len - off < ST__KEEP_EVERY ? len - off : ST__KEEP_EVERY;
+		if (kept)
+			kept[off / ST__KEEP_EVERY] = st;
 		crypto_generichash_update(&st, (const unsigned char *)map + off, n);
-		if (n == slice)
+		if (n == ST__KEEP_EVERY)
 			(void)madvise((void *)(map + off), n, MADV_DONTNEED);
 	}
+	if (kept && len % ST__KEEP_EVERY == 0)
+		kept[len / ST__KEEP_EVERY] = st;
 	crypto_generichash_final(&st, h, sizeof(h));
 	sodium_bin2hex(out, 65, h, sizeof(h));
+}
+
+void st__blake2b_mapped_hex(const char *map, size_t len, char out[65])
+{
+	mapped_hex_keep(map, len, out, NULL);
 }
 
 struct st__prehash {
 	int fd, ok;
 	struct stat before;
 	char hex[65];
+	/* kept[i]: the hash's state after i * 8 MiB bytes (NULL when it could not be allocated) */
+	crypto_generichash_state *kept;
+	size_t nkept;
 	st__two th;
 };
 
@@ -62,7 +77,11 @@ static void *prehash_main(void *arg)
 	void *map = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, p->fd, 0) : NULL;
 	if (map == MAP_FAILED)
 		return NULL;
-	st__blake2b_mapped_hex(map ? map : "", len, p->hex);
+	if (posix_memalign((void **)&p->kept, 64, (len / ST__KEEP_EVERY + 1) * sizeof(*p->kept)))
+		p->kept = NULL;
+	else
+		p->nkept = len / ST__KEEP_EVERY + 1;
+	mapped_hex_keep(map ? map : "", len, p->hex, p->kept);
 	if (map)
 		munmap(map, len);
 	p->ok = fstat(p->fd, &after) == 0 && same_file(&p->before, &after);
@@ -90,6 +109,7 @@ void st__prehash_free(st__prehash *p)
 		return;
 	st__two_join(&p->th);
 	close(p->fd);
+	free(p->kept);
 	free(p);
 }
 
@@ -102,4 +122,70 @@ int st__prehash_take(st__prehash *p, const char *path, char out[65])
 	memcpy(out, p->hex, 65);
 	__atomic_add_fetch(&prehash_hits, 1, __ATOMIC_RELAXED);
 	return 1;
+}
+
+const crypto_generichash_state *st__prehash_states(const st__prehash *p, size_t *size)
+{
+	*size = (size_t)p->before.st_size;
+	return p->ok && p->nkept == *size / ST__KEEP_EVERY + 1 ? p->kept : NULL;
+}
+
+/* ---- a staged object's hash, its prefix taken from the ahead hash ---- */
+
+static unsigned long tap_skipped;
+
+unsigned long st__taphash_skipped(void)
+{
+	return __atomic_load_n(&tap_skipped, __ATOMIC_RELAXED);
+}
+
+void st__taphash_init(st__taphash *t, const crypto_generichash_state *kept, const char *map,
+		      size_t len)
+{
+	memset(t, 0, sizeof(*t));
+	t->kept = kept;
+	t->map = map;
+	t->len = len;
+	t->same = kept && map;
+	if (!t->same)
+		crypto_generichash_init(&t->h, NULL, 0, 32);
+}
+
+/* The first byte that is not the old file's at its offset (or the end): the hash so far is
+ * the old file's first pos bytes, from the last state kept at or before pos. */
+static void taphash_resume(st__taphash *t)
+{
+	size_t k = t->pos / ST__KEEP_EVERY;
+	t->h = t->kept[k];
+	crypto_generichash_update(&t->h, (const unsigned char *)t->map + k * ST__KEEP_EVERY,
+				  t->pos - k * ST__KEEP_EVERY);
+	__atomic_add_fetch(&tap_skipped, k * ST__KEEP_EVERY, __ATOMIC_RELAXED);
+	t->same = 0;
+}
+
+void st__taphash_update(st__taphash *t, const void *p, size_t n)
+{
+	if (!n)
+		return;
+	if (t->same) {
+		uintptr_t a = (uintptr_t)p, m = (uintptr_t)t->map;
+		/* the bytes at the same offset of the old file's mapping are its bytes; others
+		 * (the writer's own: the envelope before the resources) are compared */
+		if (n <= t->len - t->pos &&
+		    ((a >= m && a - m == t->pos) || !memcmp(p, t->map + t->pos, n))) {
+			t->pos += n;
+			return;
+		}
+		taphash_resume(t);
+	}
+	crypto_generichash_update(&t->h, p, n);
+}
+
+void st__taphash_final(st__taphash *t, char out[65])
+{
+	unsigned char h[32];
+	if (t->same)
+		taphash_resume(t);
+	crypto_generichash_final(&t->h, h, sizeof(h));
+	sodium_bin2hex(out, 65, h, sizeof(h));
 }

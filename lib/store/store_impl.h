@@ -9,6 +9,8 @@
 
 #include "internal.h"
 
+#include <sodium.h>
+
 typedef struct st_store_ops {
 	const char *scheme;
 	/* Whole object into *data (new, NUL-terminated). ST_ENOTFOUND when missing. */
@@ -114,6 +116,31 @@ void st__blake2b_mapped_hex(const char *map, size_t len, char out[65]);
 /* The hash taken ahead (st__prehash_start), when the file at `path` is still the file hashed,
  * unchanged: 1 and out set, else 0 (the thread joined either way). */
 int st__prehash_take(st__prehash *p, const char *path, char out[65]);
+/* After a successful st__prehash_take: the hash's states kept every 8 MiB of the file
+ * (borrowed: the prehash's; [i] after i * 8 MiB bytes, *size / 8 MiB + 1 of them), or NULL
+ * when there are none. *size: the bytes hashed. */
+#define ST__KEEP_EVERY (8u << 20)
+const crypto_generichash_state *st__prehash_states(const st__prehash *p, size_t *size);
+
+/* A staged object's BLAKE2b-256 that does not hash again what the ahead hash read: while every
+ * byte so far equals the byte at the same offset of the old file's mapping `map` (len bytes,
+ * the file st__prehash_states describes; bytes given from that very place are not compared),
+ * bytes are only counted; at the first chunk that differs (or at the end) the hash starts from
+ * the last state kept at or before it and hashes on from the mapping, then the chunk. The
+ * result equals a plain hash of the bytes given. kept or map NULL: a plain hash.
+ * st__taphash_skipped() counts the bytes not hashed again (tests). */
+typedef struct st__taphash {
+	crypto_generichash_state h;
+	const crypto_generichash_state *kept; /* borrowed */
+	const char *map;                      /* borrowed */
+	size_t len, pos;
+	int same;
+} st__taphash;
+void st__taphash_init(st__taphash *t, const crypto_generichash_state *kept, const char *map,
+		      size_t len);
+void st__taphash_update(st__taphash *t, const void *p, size_t n);
+void st__taphash_final(st__taphash *t, char out[65]);
+unsigned long st__taphash_skipped(void);
 
 /* Writes a state to a key of a store (streamed when plain, compressed first otherwise),
  * manifest magic recomputed; `cfg` (may be NULL): the writer's thread choices. */
