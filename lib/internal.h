@@ -425,6 +425,9 @@ int st__store_writer_copy(st_store_writer *w, int fd, off_t off, const char *p, 
  * streamed write handed over (st_buf_add_span); st__store_copy_enable(0) makes every copy
  * take the fallback (the bytes written from memory), 1 restores. */
 unsigned long st__store_copied(void);
+/* For the tests: the file store writer's calls that handed written bytes to the disk early
+ * (sync_file_range, once per 8 MiB written). */
+unsigned long st__store_writebacks(void);
 unsigned long st__state_runs(void);
 void st__store_copy_enable(int on);
 int st__store_copy_enabled(void);

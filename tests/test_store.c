@@ -18,6 +18,7 @@
 #include "store/s3.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sodium.h>
 #include <time.h>
 
@@ -871,6 +872,61 @@ static void bak_step(void *ctx, const char *op, int step)
 /* A local file's .bak is a hard link (the old file's inode, bytes and mode; nothing copied),
  * made under a temporary name that a crash may leave and the next backup replaces; where no
  * link can be made, a copy with the same bytes and the old file's mode. */
+/* A file written in thousands of pieces (chunks and kernel copies from another file, as a
+ * lazy state's save after many edits) hands its bytes to the disk once per 8 MiB written,
+ * not once per piece; the bytes are the pieces'. */
+typedef struct pieces {
+	int fd;
+	const char *src;
+} pieces;
+
+static int fill_pieces(void *ctx, st_store_writer *w, st_error *err)
+{
+	pieces *pc = ctx;
+	char chunk[10000];
+	int rc = ST_OK;
+	for (int i = 0; rc == ST_OK && i < 1000; i++) {
+		memset(chunk, 'a' + i % 26, sizeof(chunk));
+		rc = st_store_writer_write(w, chunk, sizeof(chunk), err);
+		if (rc == ST_OK)
+			rc = st__store_writer_copy(w, pc->fd, (off_t)i * 10000, pc->src + i * 10000,
+						   10000, err);
+	}
+	return rc;
+}
+
+static void test_file_store_writeback_stride(void **state)
+{
+	char *dir = tu_tmpdir(), *src = malloc(10000000), *p = st_asprintf("%s/src", dir), *data;
+	unsigned long wb = st__store_writebacks(), copied = st__store_copied();
+	pieces pc = {-1, src};
+	st_store *s;
+	size_t len;
+	(void)state;
+	assert_non_null(src);
+	for (size_t i = 0; i < 10000000; i++)
+		src[i] = (char)('A' + i % 17);
+	tu_write(p, src, 10000000);
+	assert_true((pc.fd = open(p, O_RDONLY)) >= 0);
+	assert_int_equal(st_store_open(&s, dir, NULL), ST_OK);
+	assert_int_equal(st_store_write_fill(s, "out", fill_pieces, &pc, NULL, NULL), ST_OK);
+	/* 20,000,000 bytes in 2,000 pieces: the disk started on them twice (at 8 and 16 MiB) */
+	assert_int_equal(st__store_writebacks() - wb, 2);
+	assert_true(st__store_copied() - copied == 10000000 || !st__store_copy_enabled());
+	assert_int_equal(st_store_read(s, "out", 0, &data, &len, NULL, NULL), ST_OK);
+	assert_int_equal(len, 20000000);
+	for (int i = 0; i < 1000; i++) {
+		assert_true(data[i * 20000] == 'a' + i % 26 && data[i * 20000 + 9999] == 'a' + i % 26);
+		assert_memory_equal(data + i * 20000 + 10000, src + i * 10000, 10000);
+	}
+	close(pc.fd);
+	free(data);
+	st_store_free(s);
+	free(src);
+	free(p);
+	tu_rmdir(dir);
+}
+
 static void test_file_store_backup_link(void **state)
 {
 	char *dir = tu_tmpdir(), *p = st_asprintf("%s/s.json", dir);
@@ -995,6 +1051,7 @@ int main(void)
 		cmocka_unit_test(test_odd_keys),
 		cmocka_unit_test(test_open_errors),  cmocka_unit_test(test_file_store_links_and_modes),
 		cmocka_unit_test(test_file_store_backup_link),
+		cmocka_unit_test(test_file_store_writeback_stride),
 		cmocka_unit_test(test_file_store_list_two_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, drop_containers);

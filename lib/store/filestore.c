@@ -42,6 +42,7 @@ typedef struct file_writer {
 	mode_t mode;
 	unsigned flags;
 	off_t off;
+	off_t started; /* the bytes before it were handed to the disk (start_writeback) */
 } file_writer;
 
 static char *full_path(const file_store *fs, const char *key)
@@ -245,6 +246,32 @@ fail:
 	return rc;
 }
 
+static unsigned long writebacks;
+
+unsigned long st__store_writebacks(void)
+{
+	return __atomic_load_n(&writebacks, __ATOMIC_RELAXED);
+}
+
+/* The disk starts on the bytes written so far once 8 MiB have gathered since the last time,
+ * while the rest is made: the fsync before the rename then waits for the last few MiB, not the
+ * whole file. One call per 8 MiB, not one per piece (a lazy state's save comes in thousands
+ * of pieces when many resources were edited). Not every file system can: an error only means
+ * the fsync does it all. The durability is the fsync's, as before. */
+static void start_writeback(file_writer *w)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+	if (w->off - w->started < (off_t)(8u << 20))
+		return;
+	(void)sync_file_range(w->base.fd, w->started, w->off - w->started,
+			      SYNC_FILE_RANGE_WRITE);
+	__atomic_add_fetch(&writebacks, 1, __ATOMIC_RELAXED);
+	w->started = w->off;
+#else
+	(void)w;
+#endif
+}
+
 static int fs_write_chunk(st_store_writer *sw, const void *p, size_t n, st_error *err)
 {
 	file_writer *w = (file_writer *)sw;
@@ -252,19 +279,14 @@ static int fs_write_chunk(st_store_writer *sw, const void *p, size_t n, st_error
 		st__err_file(err, w->path);
 		return st__err(err, ST_EIO, "cannot write '%s': %s", w->tmp, strerror(errno));
 	}
-#ifdef SYNC_FILE_RANGE_WRITE
-	/* The disk starts on these bytes now, while the rest is made: the fsync before the
-	 * rename then waits for the last few chunks, not the whole file. (Not every file system
-	 * can: an error only means the fsync does it all.) */
-	(void)sync_file_range(w->base.fd, w->off, (off_t)n, SYNC_FILE_RANGE_WRITE);
-#endif
 	w->off += (off_t)n;
+	start_writeback(w);
 	return ST_OK;
 }
 
 /* A run of a lazy state's unchanged bytes, copied from its source file inside the kernel
- * (no trip through user memory), in slices so that the disk starts on each as the next is
- * copied (as fs_write_chunk). 1 where the kernel or the file systems cannot: EXDEV, ENOSYS,
+ * (no trip through user memory), in slices so that the disk starts on them as the next is
+ * copied (start_writeback). 1 where the kernel or the file systems cannot: EXDEV, ENOSYS,
  * EINVAL, EOPNOTSUPP, or a source shorter than expected; the caller writes the rest. */
 static int fs_write_copy(st_store_writer *sw, int fd, off_t off, size_t n, size_t *done,
 			 st_error *err)
@@ -285,11 +307,9 @@ static int fs_write_copy(st_store_writer *sw, int fd, off_t off, size_t n, size_
 			return st__err(err, ST_EIO, "cannot write '%s': %s", w->tmp,
 				       strerror(errno));
 		}
-#ifdef SYNC_FILE_RANGE_WRITE
-		(void)sync_file_range(w->base.fd, w->off, (off_t)r, SYNC_FILE_RANGE_WRITE);
-#endif
 		w->off += (off_t)r;
 		*done += (size_t)r;
+		start_writeback(w);
 	}
 	return ST_OK;
 #else

@@ -54,10 +54,7 @@ typedef struct jside {
 	char *data;
 	size_t len;
 	st__taphash h; /* the staged object's hash */
-	/* the old object's hash taken from the ahead hash, and its states every 8 MiB (NULL:
-	 * none) */
-	int old_done;
-	const crypto_generichash_state *kept;
+	int old_done;  /* the old object's hash taken from the ahead hash (h set up from it) */
 	st__wcfg cfg; /* the writer's thread choices */
 	int hrc; /* hashing the old object */
 	st_error herr;
@@ -250,12 +247,11 @@ static int fill_side(void *ctx, st_store_writer *w, st_error *err)
  * when `one_thread` (the caller keeps the other processor busy). */
 static int stage(jside *sd, int one_thread, st_error *err)
 {
-	size_t len = 0;
-	const char *map = sd->kept ? st__lazy_file_text(sd->state, &len) : NULL;
 	int rc;
 
 	sd->cfg.threads = one_thread ? 1 : 0;
-	st__taphash_init(&sd->h, sd->kept, map, len);
+	if (!sd->old_done)
+		st__taphash_init(&sd->h, NULL, NULL, 0);
 	rc = st__store_write_tap(sd->store, sd->staged, fill_side, sd, NULL, NULL, hash_chunk,
 				 &sd->h, err);
 	if (rc)
@@ -264,31 +260,24 @@ static int stage(jside *sd, int one_thread, st_error *err)
 	return ST_OK;
 }
 
-/* A move's lazy state hashed its file ahead: taken when that is still the old object, with
- * the states the staged object's hash starts from (when the state's text is that file's
- * mapping). 1 when taken. */
+/* A move's lazy state hashed its file ahead: taken when that is still the old object, the
+ * staged object's hash set up to start from it. 1 when taken. */
 static int old_hash_ahead(jside *sd)
 {
-	size_t size = 0, len = 0;
-	const crypto_generichash_state *kept;
 	char *path;
 	int hit;
 
 	st_error_clear(&sd->herr);
-	if (!sd->state || !sd->state->prehash ||
-	    !(path = st__store_local_path(sd->store, sd->old_key)))
+	if (!sd->state || !(path = st__store_local_path(sd->store, sd->old_key)))
 		return 0;
 	hit = st__store_file_check(sd->store, sd->old_key, NULL) == ST_OK &&
-	      st__prehash_take(sd->state->prehash, path, sd->old_hex);
+	      st__prehash_take_for(sd->state, path, sd->old_hex, &sd->h);
 	free(path);
-	if (!hit)
-		return 0;
-	sd->old_exists = 1;
-	sd->hrc = ST_OK;
-	kept = st__prehash_states(sd->state->prehash, &size);
-	if (kept && st__lazy_file_text(sd->state, &len) && len == size)
-		sd->kept = kept;
-	return 1;
+	if (hit) {
+		sd->old_exists = 1;
+		sd->hrc = ST_OK;
+	}
+	return hit;
 }
 
 static void old_hash(jside *sd)

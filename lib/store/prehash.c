@@ -130,6 +130,24 @@ const crypto_generichash_state *st__prehash_states(const st__prehash *p, size_t 
 	return p->ok && p->nkept == *size / ST__KEEP_EVERY + 1 ? p->kept : NULL;
 }
 
+int st__prehash_take_for(const st_state *s, const char *path, char out[65], st__taphash *t)
+{
+	const crypto_generichash_state *kept;
+	const char *map;
+	size_t size = 0, len = 0;
+
+	if (!s->prehash || !st__prehash_take(s->prehash, path, out))
+		return 0;
+	kept = st__prehash_states(s->prehash, &size);
+	map = st__lazy_file_text(s, &len);
+	if (!kept || !map || len != size) {
+		kept = NULL;
+		map = NULL;
+	}
+	st__taphash_init(t, kept, map, len);
+	return 1;
+}
+
 /* ---- a staged object's hash, its prefix taken from the ahead hash ---- */
 
 static unsigned long tap_skipped;

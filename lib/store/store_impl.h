@@ -141,6 +141,10 @@ void st__taphash_init(st__taphash *t, const crypto_generichash_state *kept, cons
 void st__taphash_update(st__taphash *t, const void *p, size_t n);
 void st__taphash_final(st__taphash *t, char out[65]);
 unsigned long st__taphash_skipped(void);
+/* st__prehash_take of a lazy state's ahead hash (s->prehash, may be NULL: 0) for the old file
+ * at `path`; when taken, *t is set up for the staged object's hash: from the kept states when
+ * the state's text is that file's mapping, else plain. 1 when taken. */
+int st__prehash_take_for(const st_state *s, const char *path, char out[65], st__taphash *t);
 
 /* Writes a state to a key of a store (streamed when plain, compressed first otherwise),
  * manifest magic recomputed; `cfg` (may be NULL): the writer's thread choices. */
