@@ -197,6 +197,11 @@ int st__opts_version(unsigned version, unsigned current, const char *what, st_er
 /* How many parses so far reached the second thread's part and took its result, elements
  * or error (for the tests). */
 unsigned long st__json_splits(void);
+/* How many parses were done again keeping the earlier values of duplicate keys (a later
+ * object, array or null replaced a value; lib/json/read.c), for the tests. */
+unsigned long st__json_reparses(void);
+/* Frees the problems after the first n (the counts follow). NULL: nothing. */
+void st__problems_truncate(st_problems *pr, size_t n);
 /* Test hook: documents of at least `min` bytes (0: back to the default, 1 MiB) are parsed on
  * two threads when threads may be used, and the first waits for the second's scan instead of
  * giving up on it. Process-wide; for the tests. */
@@ -556,6 +561,10 @@ int st__dropped_add(st_problems *pr, json_t *obj, const char *key, size_t keylen
 /* Moves `from`'s entries after `to`'s. ST_OK or ST_ENOMEM (then `from`'s are dropped). */
 int st__dropped_move(st_problems *to, st_problems *from);
 void st__dropped_free(st_problems *pr);
+/* How many entries pr holds (0: none); st__dropped_truncate frees those after the first n
+ * (the entries a parse added to a list that already held n). */
+size_t st__dropped_count(const st_problems *pr);
+void st__dropped_truncate(st_problems *pr, size_t n);
 /* Sorts the entries for lookups; the first entry of obj (NULL: none), its end in *end. */
 void st__dropped_seal(st__dropped *d);
 const st__dropped_ent *st__dropped_of(const st__dropped *d, const json_t *obj,

@@ -655,6 +655,95 @@ static void test_dupkey_split(void **state)
 	st_buf_free(&b);
 }
 
+/* Duplicate keys cost nothing until a later object, array or null replaces a value: only
+ * then is the document parsed again, keeping the earlier values (one entry each, the same
+ * tree and warnings as one parse that keeps them); a scalar replacing, or no list to keep them
+ * in, parses once. */
+static void test_dupkey_reparse(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text;
+		unsigned long reparses;
+		size_t dropped, warnings;
+		const char *dump;
+	} cases[] = {
+		{"{\"a\":{\"x\":1},\"b\":[1],\"c\":null}", 0, 0, 0,
+		 "{\"a\":{\"x\":1.0},\"b\":[1.0],\"c\":null}"},
+		{"{\"a\":{\"x\":1},\"a\":2,\"a\":\"s\"}", 0, 0, 2, "{\"a\":\"s\"}"},
+		{"{\"a\":1,\"a\":{\"x\":1},\"a\":2}", 1, 1, 2, "{\"a\":2.0}"},
+		{"{\"a\":{\"x\":1},\"a\":{\"y\":2}}", 1, 1, 1, "{\"a\":{\"y\":2.0}}"},
+		{"{\"a\":{\"x\":1},\"a\":[2],\"a\":null,\"a\":3}", 1, 2, 3, "{\"a\":3.0}"},
+		{"[{\"k\":{},\"k\":true},{\"k\":true,\"k\":[]}]", 1, 1, 2,
+		 "[{\"k\":true},{\"k\":[]}]"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		parsed r;
+		unsigned long before = st__json_reparses();
+		parse_with(&r, cases[i].text, strlen(cases[i].text), NULL, 0);
+		assert_int_equal(r.rc, ST_OK);
+		assert_int_equal(st__json_reparses() - before, cases[i].reparses);
+		assert_int_equal(st__dropped_count(&r.probs), cases[i].dropped);
+		assert_int_equal(r.probs.count, cases[i].warnings);
+		assert_int_equal(r.probs.warnings, cases[i].warnings);
+		assert_string_equal(r.dump, cases[i].dump);
+		parsed_free(&r);
+		/* without a list: last-wins, once */
+		json_t *v = NULL;
+		before = st__json_reparses();
+		assert_int_equal(st_json_parse(&v, cases[i].text, strlen(cases[i].text), NULL, NULL,
+					       NULL, NULL, NULL), ST_OK);
+		assert_int_equal(st__json_reparses(), before);
+		json_decref(v);
+	}
+	/* the earlier values kept are those replaced, in document order */
+	parsed r;
+	const char *t = "{\"a\":{\"x\":1},\"a\":[2],\"a\":null,\"a\":3}";
+	parse_with(&r, t, strlen(t), NULL, 0);
+	st__dropped *d = r.probs.st__dropped;
+	assert_non_null(d);
+	assert_int_equal(d->n, 2);
+	assert_ptr_equal(d->v[0].obj, r.v);
+	assert_string_equal(d->v[0].key, "a");
+	assert_true(json_is_object(d->v[0].val));
+	assert_true(json_is_array(d->v[1].val));
+	parsed_free(&r);
+}
+
+/* The lazy parse's fallback to a full parse (a duplicate key above the resources) takes back
+ * only the earlier values its own first parse kept: a list that already held some keeps
+ * them. */
+static void test_dupkey_lazy_fallback_keeps_callers(void **state)
+{
+	(void)state;
+	const char *t = "{\"version\":3,\"checkpoint\":{\"stack\":\"dev\",\"latest\":{\"manifest\":"
+			"{\"time\":\"2024-01-01T00:00:00Z\",\"magic\":\"\",\"version\":\"\"},"
+			"\"resources\":[]},\"latest\":{\"resources\":[]}}}";
+	st_problems pr = {0};
+	json_t *mine = json_pack("{s:i}", "k", 1), *earlier = json_pack("[i]", 1), *v = NULL;
+	st__lazy_rec *recs = NULL;
+	size_t nrecs = 0;
+	st_error err;
+	st_error_clear(&err);
+	assert_int_equal(st__dropped_add(&pr, mine, "k", 1, earlier), ST_OK);
+	assert_int_equal(st__json_parse_lazy(&v, t, strlen(t), "x.json", NULL, NULL, &pr, 0, 1,
+					     NULL, &recs, &nrecs, &err), ST_OK);
+	assert_null(recs);
+	st__dropped *d = pr.st__dropped;
+	assert_non_null(d);
+	assert_int_equal(d->n, 2);
+	assert_ptr_equal(d->v[0].obj, mine);
+	assert_ptr_equal(d->v[0].val, earlier);
+	assert_ptr_equal(d->v[1].obj, json_object_get(v, "checkpoint"));
+	assert_string_equal(d->v[1].key, "latest");
+	assert_int_equal(pr.count, 1);
+	assert_string_equal(pr.items[0].pointer, "/checkpoint/latest");
+	json_decref(v);
+	json_decref(mine);
+	json_decref(earlier);
+	st_problems_clear(&pr);
+}
+
 /* st__json_equal, the library's one equality: a key holding "\u0000" equals itself (jansson's
  * json_equal looks keys up as C strings and never finds it), numbers by value, objects in any
  * order, arrays in order, strings by every byte. */
@@ -722,6 +811,8 @@ int main(void)
 		cmocka_unit_test(test_split_same_result),
 		cmocka_unit_test(test_split_limits_and_shapes),
 		cmocka_unit_test(test_dupkey_split),
+		cmocka_unit_test(test_dupkey_reparse),
+		cmocka_unit_test(test_dupkey_lazy_fallback_keeps_callers),
 		cmocka_unit_test(test_json_equal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

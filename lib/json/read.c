@@ -5,7 +5,9 @@
  *  - "\u0000" is allowed in strings (keys too, through jansson's *n calls);
  *  - a duplicate key keeps the last value (a warning with the key's pointer); an earlier value
  *    a later object, array or null replaced is kept beside (st__dropped_add) for the decoder,
- *    which decodes the later one into it where Go does (lib/state/decode.c);
+ *    which decodes the later one into it where Go does (lib/state/decode.c). Such a
+ *    replacement is rare: the parse only notes it, and the document is parsed again keeping
+ *    the earlier values (so the common case looks nothing up);
  *  - invalid UTF-8 and lone surrogates become U+FFFD (a warning with the pointer);
  *  - no byte order mark, no comments, no trailing commas, nothing after the value.
  * It also notes the style of the text so that the writer can keep it.
@@ -543,14 +545,20 @@ static void duplicate_key(parser *ps, const char *key, size_t keylen)
 		ps->sk->abort = 1;
 }
 
-/* The value obj[key] already holds when `val`, about to replace it, is an object, an array or
- * null, which Go may decode into it (a struct field's value): kept for the decoder
- * (st__dropped_add). Scalars replace what they replace, in Go too; no look-up for them. */
+/* Can a later `val` be decoded into the value it replaces (an object, an array or null: Go
+ * may decode it into a struct field's value)? Scalars replace what they replace, in Go too. */
+static int may_merge(const json_t *val)
+{
+	return json_is_object(val) || json_is_array(val) || json_is_null(val);
+}
+
+/* The value obj[key] already holds when `val`, about to replace it, may merge into it: kept
+ * for the decoder (st__dropped_add). Only on the second parse (ps->keep). */
 static int keep_earlier(parser *ps, json_t *obj, const char *key, size_t keylen,
 			const json_t *val)
 {
 	json_t *earlier;
-	if (!ps->problems || !(json_is_object(val) || json_is_array(val) || json_is_null(val)))
+	if (!ps->problems || !may_merge(val))
 		return 0;
 	earlier = json_object_getn(obj, key, keylen);
 	if (earlier && st__dropped_add(ps->problems, obj, key, keylen, earlier)) {
@@ -634,7 +642,7 @@ static json_t *parse_object(parser *ps)
 		if (!val)
 			goto fail_key;
 		before = json_object_size(obj);
-		if (before && keep_earlier(ps, obj, key, keylen, val) < 0) {
+		if (ps->keep && before && keep_earlier(ps, obj, key, keylen, val) < 0) {
 			json_decref(val);
 			goto fail_key;
 		}
@@ -643,8 +651,11 @@ static json_t *parse_object(parser *ps)
 			goto fail_key;
 		}
 		if (json_object_size(obj) == before) {
+			/* a duplicate: the size did not grow (val, now obj's, is alive) */
 			f->key = NULL;
 			duplicate_key(ps, key, keylen);
+			if (!ps->keep && ps->problems && may_merge(val))
+				ps->replaced = 1; /* the earlier value is gone: parsed again */
 		}
 		free(keycopy);
 		f->key = NULL;
@@ -853,9 +864,19 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 				 features, NULL, err);
 }
 
-int st__json_parse_sk(json_t **out, const char *buf, size_t len, const char *name,
-		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
-		      int mapped, int threads, unsigned *features, skim *sk, st_error *err)
+static atomic_ulong reparses;
+
+unsigned long st__json_reparses(void)
+{
+	return atomic_load(&reparses);
+}
+
+/* One parse of the document (keep: the earlier values of duplicate keys are kept; *replaced:
+ * without keep, one was lost). */
+static int parse_doc(json_t **out, const char *buf, size_t len, const char *name,
+		     const st_parse_limits *limits, st_style *style_out, st_problems *problems,
+		     int mapped, int threads, unsigned *features, skim *sk, int keep,
+		     int *replaced, st_error *err)
 {
 	parser ps;
 	split spl;
@@ -876,6 +897,7 @@ int st__json_parse_sk(json_t **out, const char *buf, size_t len, const char *nam
 				   lc->decimal_point[0] : '.';
 	ps.release = mapped;
 	ps.released = ps.start;
+	ps.keep = keep;
 
 	if (ps.end - ps.start >= 3 && ps.p[0] == 0xef && ps.p[1] == 0xbb && ps.p[2] == 0xbf) {
 		st__json_fail_at(&ps, ps.p, ST_EPARSE, "invalid character 'ï' looking for beginning of "
@@ -927,6 +949,33 @@ int st__json_parse_sk(json_t **out, const char *buf, size_t len, const char *nam
 	}
 	if (features)
 		*features = ps.features;
+	*replaced = ps.replaced;
 	*out = v;
 	return ST_OK;
+}
+
+int st__json_parse_sk(json_t **out, const char *buf, size_t len, const char *name,
+		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
+		      int mapped, int threads, unsigned *features, skim *sk, st_error *err)
+{
+	size_t nprob = problems ? problems->count : 0, ndropped = st__dropped_count(problems);
+	int replaced = 0;
+	int rc = parse_doc(out, buf, len, name, limits, style_out, problems, mapped, threads,
+			   features, sk, 0, &replaced, err);
+	if (rc != ST_OK || !replaced)
+		return rc;
+	/* A later object, array or null replaced a value, which the decoder may need: all of it
+	 * again, keeping such values (the same tree and warnings; a mapped file's pages given
+	 * back fault in again). */
+	json_decref(*out);
+	*out = NULL;
+	st__problems_truncate(problems, nprob);
+	st__dropped_truncate(problems, ndropped);
+	if (sk) {
+		st__skim_free(sk);
+		st__skim_init(sk);
+	}
+	atomic_fetch_add(&reparses, 1);
+	return parse_doc(out, buf, len, name, limits, style_out, problems, mapped, threads,
+			 features, sk, 1, &replaced, err);
 }

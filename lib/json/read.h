@@ -74,6 +74,12 @@ typedef struct parser {
 	struct split *sp;
 	/* the lazy load's scanner (NULL: a full parse) */
 	skim *sk;
+	/* Duplicate keys: `keep` (the second parse only) keeps the earlier value a later object,
+	 * array or null replaces (st__dropped_add); without it such a replacement sets `replaced`
+	 * and the document is parsed again with `keep` (read.c: duplicates are rare, so the common
+	 * case costs no look-up). */
+	int keep;
+	int replaced;
 	/* The first top-level "version" (any case) whose number Go's int cannot take ("3.0"):
 	 * the literal is needed for Go's message, and the tree keeps only the double. */
 	char vlit[48];
@@ -100,6 +106,7 @@ typedef struct split {
 	st_problems problems;
 	int saw_html_escape, saw_long_bf, saw_short_bf;
 	unsigned features;
+	int replaced;
 	skim sk; /* the second thread's scanner, when the first has one */
 } split;
 

@@ -227,6 +227,7 @@ done:
 	sp->saw_long_bf = b.saw_long_bf;
 	sp->saw_short_bf = b.saw_short_bf;
 	sp->features = b.features;
+	sp->replaced = b.replaced;
 	for (size_t i = 0; i < b.nframes; i++)
 		free(b.frames[i].owned);
 	free(b.frames);
@@ -338,6 +339,7 @@ __attribute__((noinline)) int st__json_split_join(parser *ps, json_t *arr, size_
 	ps->saw_long_bf |= sp->saw_long_bf;
 	ps->saw_short_bf |= sp->saw_short_bf;
 	ps->features |= sp->features;
+	ps->replaced |= sp->replaced;
 	if (!sp->ok) {
 		ps->failed = 1;
 		ps->code = sp->code;

@@ -412,24 +412,6 @@ static int resource_field(const unsigned char *k, size_t kl)
 }
 
 /* Drops the problems from index n on (what a resource added before it was given up). */
-static void problems_truncate(st_problems *pr, size_t n)
-{
-	if (!pr)
-		return;
-	while (pr->count > n) {
-		st_problem *q = &pr->items[--pr->count];
-		if (q->severity == ST_SEV_ERROR)
-			pr->errors--;
-		else
-			pr->warnings--;
-		free(q->rule);
-		free(q->message);
-		free(q->pointer);
-		free(q->urn);
-		free(q->file);
-	}
-}
-
 typedef struct rstate {
 	const unsigned char *start;
 	size_t nprob, lenient, nframes;
@@ -443,7 +425,7 @@ static json_t *give_up(parser *ps, json_t *obj, const rstate *r)
 	ps->nframes = r->nframes;
 	if (ps->failed)
 		return NULL; /* a parse error in a member: the full parse's own */
-	problems_truncate(ps->problems, r->nprob);
+	st__problems_truncate(ps->problems, r->nprob);
 	ps->lenient = r->lenient;
 	ps->p = r->start;
 	ps->saw_html_escape = r->html;
@@ -636,7 +618,7 @@ int st__json_parse_lazy(json_t **out, const char *buf, size_t len, const char *n
 {
 	skim sk;
 	st_style style;
-	size_t nprob = problems ? problems->count : 0;
+	size_t nprob = problems ? problems->count : 0, ndropped = st__dropped_count(problems);
 	int rc;
 
 	*recs = NULL;
@@ -653,9 +635,8 @@ int st__json_parse_lazy(json_t **out, const char *buf, size_t len, const char *n
 		 * maps lost): all of it again, in full */
 		json_decref(*out);
 		*out = NULL;
-		problems_truncate(problems, nprob);
-		if (problems)
-			st__dropped_free(problems); /* the first parse's */
+		st__problems_truncate(problems, nprob);
+		st__dropped_truncate(problems, ndropped); /* the first parse's */
 		rc = st__json_parse_sk(out, buf, len, name, limits, &style, problems, mapped,
 				       threads, features, NULL, err);
 		sk.n = 0;

@@ -102,6 +102,29 @@ void st__dropped_free(st_problems *pr)
 	pr->st__dropped = NULL;
 }
 
+size_t st__dropped_count(const st_problems *pr)
+{
+	const st__dropped *d = pr ? pr->st__dropped : NULL;
+	return d ? d->n : 0;
+}
+
+void st__dropped_truncate(st_problems *pr, size_t n)
+{
+	st__dropped *d = pr ? pr->st__dropped : NULL;
+	if (!d)
+		return;
+	if (!n) {
+		st__dropped_free(pr);
+		return;
+	}
+	while (d->n > n) {
+		st__dropped_ent *e = &d->v[--d->n];
+		json_decref(e->obj);
+		json_decref(e->val);
+		free(e->key);
+	}
+}
+
 int st__dropped_move(st_problems *to, st_problems *from)
 {
 	st__dropped *f = from->st__dropped;

@@ -159,6 +159,24 @@ void st_problems_clear(st_problems *list)
 	memset(list, 0, sizeof(*list));
 }
 
+void st__problems_truncate(st_problems *pr, size_t n)
+{
+	if (!pr)
+		return;
+	while (pr->count > n) {
+		st_problem *q = &pr->items[--pr->count];
+		if (q->severity == ST_SEV_ERROR)
+			pr->errors--;
+		else
+			pr->warnings--;
+		free(q->rule);
+		free(q->message);
+		free(q->pointer);
+		free(q->urn);
+		free(q->file);
+	}
+}
+
 int st_changes_add(st_changes *c, const char *fmt, ...)
 {
 	va_list ap;
