@@ -534,6 +534,9 @@ typedef enum st__groot {
  * arrays in order, numbers by value (1 and 1.0: both Go's float64), strings by bytes; shared
  * values and members in the same order are compared without look-ups. NULL equals only NULL. */
 int st__json_equal(const json_t *a, const json_t *b);
+/* json_object_update with keys by their bytes whole (jansson's cuts a key at "\u0000"): each
+ * member of `other` set in `obj` (references taken). 0 or -1 (out of memory). */
+int st__json_update(json_t *obj, json_t *other);
 
 /*
  * The earlier values of duplicate keys (lib/json/value.c). The reader keeps, in its problems

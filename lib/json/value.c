@@ -43,6 +43,18 @@ json_t *st__json_copy(json_t *v)
 	return v ? json_deep_copy(v) : NULL; /* a scalar: the same as a copy */
 }
 
+int st__json_update(json_t *obj, json_t *other)
+{
+	const char *k;
+	size_t kl;
+	json_t *m;
+	json_object_keylen_foreach(other, k, kl, m) {
+		if (json_object_setn_nocheck(obj, k, kl, m) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int st_json_is_empty(const json_t *v)
 {
 	if (!v || json_is_null(v) || json_is_false(v))

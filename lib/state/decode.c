@@ -722,7 +722,7 @@ static void rebuild(dctx *c, json_t *obj, const gfield **fields, size_t n)
 	}
 	if (!c->oom) {
 		json_object_clear(obj);
-		if (json_object_update(obj, copy) < 0)
+		if (st__json_update(obj, copy) < 0)
 			c->oom = 1;
 	}
 out:

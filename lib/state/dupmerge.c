@@ -146,7 +146,7 @@ static json_t *merge(json_t *old, json_t *nw, const gtype *t, int ptr, int *merg
 		return merge_struct(old, nw, t, merged) ? NULL : json_incref(old);
 	case GK_MAP:
 		*merged = 1;
-		return json_object_update(old, nw) < 0 ? NULL : json_incref(old);
+		return st__json_update(old, nw) < 0 ? NULL : json_incref(old);
 	case GK_SLICE:
 		if (t->elem->k != GK_STRUCT || !json_array_size(nw))
 			return json_incref(nw);
