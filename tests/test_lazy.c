@@ -65,7 +65,7 @@ static void check_skeleton_maps(json_t *lr, json_t *fr)
 			continue;
 		want = json_deep_copy(json_object_get(fr, maps[m]));
 		assert_true(expect_pruned(want));
-		assert_true(json_equal(lv, want));
+		assert_true(st__json_equal(lv, want));
 		json_decref(want);
 		pruned_maps++;
 	}
@@ -130,7 +130,7 @@ static long compare(st_state *lz, int lrc, st_error *lerr, st_state *fl, int frc
 	st_problems_clear(&pf);
 	assert_int_equal(st__lazy_inflate_all(lz, NULL), ST_OK);
 	assert_int_equal(st__lazy_count(lz), 0);
-	assert_true(json_equal(st_state_root(lz), st_state_root(fl)));
+	assert_true(st__json_equal(st_state_root(lz), st_state_root(fl)));
 	return n;
 }
 
