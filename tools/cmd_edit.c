@@ -174,15 +174,27 @@ static int gained_warnings(ctx *c, const st_problems *after)
 	return n && !c->force ? EXIT_FAIL : EXIT_OK;
 }
 
-/* The deployment inside a parsed document: itself, or that of an envelope. */
-static json_t *deployment_of(json_t *doc)
+/* The deployment inside a parsed document (stolen): itself, or that of an envelope, which is
+ * checked as a load checks it (its version, how Go decodes it). NULL after printing. */
+static json_t *deployment_of(json_t *doc, const char *name)
 {
+	st_state *env = NULL;
+	st_error err = {0};
 	json_t *d;
-	if ((d = json_object_get(doc, "deployment")))
-		return json_incref(d);
-	if ((d = json_object_get(json_object_get(doc, "checkpoint"), "latest")))
-		return json_incref(d);
-	return json_incref(doc);
+
+	if (!json_is_object(doc) ||
+	    (!json_object_get(doc, "deployment") && !json_object_get(doc, "checkpoint")))
+		return doc;
+	if (st_state_from_json(&env, doc, NULL, NULL, name, &err) != ST_OK) {
+		cli_error(&err);
+		st_error_clear(&err);
+		return NULL;
+	}
+	d = json_incref(st_state_deployment(env));
+	st_state_free(env);
+	if (!d)
+		cli_errorf("%s: the file has no deployment", name);
+	return d;
 }
 
 static int ask_again(void)
@@ -245,8 +257,9 @@ static int apply(ctx *c, st_edit *e, st_state *s, const char *text, size_t len,
 		st_error_clear(err);
 		return EXIT_FAIL;
 	}
-	dep = deployment_of(doc);
-	json_decref(doc);
+	dep = deployment_of(doc, name);
+	if (!dep)
+		return EXIT_FAIL;
 	rc = st_edit_replace_deployment(e, dep, err);
 	if (rc) {
 		cli_error(err);
