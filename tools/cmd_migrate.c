@@ -3,6 +3,20 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+/* -o OUT names the state's own file (by path or by inode). */
+static int is_own_file(cli_target *t, const char *out)
+{
+	const char *where = cli_target_where(t);
+	struct stat a, b;
+	if (!out || !strcmp(out, "-") || !where || t->filter)
+		return 0;
+	if (!strcmp(where, out))
+		return 1;
+	return stat(where, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
 
 static const char help[] =
 	"usage: statetool migrate [options] STATE\n"
@@ -11,8 +25,10 @@ static const char help[] =
 	"Pulumi's own rules, or to 4 when a feature requires it, and report each change:\n"
 	"'defaults' dropped from v1 resources, 'propertyDependencies' filled from\n"
 	"'dependencies' (one entry per input), an empty manifest added where none was.\n"
-	"A state already at version 3 or 4 is left as it is. Without -o the state is\n"
-	"replaced in place (locked, atomically, the old file kept as STATE.bak). A STATE of\n"
+	"A state already at version 3 or 4 is left as it is. Without -o (or with -o\n"
+	"naming STATE itself) the state is replaced in place (locked, atomically, the old\n"
+	"file kept as STATE.bak; nothing written when there is nothing to migrate); -o OUT\n"
+	"is written even then, a copy, and the report says so. A STATE of\n"
 	"'-' (standard input), or -o -, is a filter: the result goes to standard output\n"
 	"(messages to stderr; nothing written when it fails; see FILTER MODE in the manual).\n"
 	"\n"
@@ -69,6 +85,10 @@ int cmd_migrate(int argc, char **argv)
 	if ((rc = cli_filter_begin(&t)) != EXIT_OK ||
 	    (rc = cli_target_resolve(&t, "migrate", 1)) != EXIT_OK)
 		goto done;
+	/* -o naming STATE itself is an in-place migration: locked, kept as .bak, and nothing
+	 * written when there is nothing to migrate */
+	if (is_own_file(&t, out))
+		out = t.out = NULL;
 	inplace = !out && !t.filter;
 	if (inplace && !dry && (rc = cli_lock(&t, &lock)) != EXIT_OK)
 		goto done;
@@ -91,16 +111,24 @@ int cmd_migrate(int argc, char **argv)
 		json_object_set_new(doc, "dry_run", json_boolean(dry));
 		json_object_set_new(doc, "from", json_integer(from));
 		json_object_set_new(doc, "to", json_integer(st_state_version(s)));
-		json_object_set_new(doc, "written", json_boolean(!dry && ch.count > 0));
+		json_object_set_new(doc, "written", json_boolean(!dry && (ch.count > 0 || !inplace)));
 		for (size_t i = 0; i < ch.count; i++)
 			json_array_append_new(arr, json_string(ch.lines[i]));
 		json_object_set_new(doc, "changes", arr);
 		cli_print_json(doc); /* (in filter mode on stderr) */
 		json_decref(doc);
 	} else {
-		if (ch.count == 0)
+		if (ch.count == 0 && (inplace || t.filter || dry))
 			printf("no change: %s is already version %d; nothing to migrate\n",
 			       cli_target_name(&t), from);
+		else if (ch.count == 0)
+			printf("no change: %s is already version %d; nothing to migrate; copied "
+			       "unchanged to %s\n",
+			       cli_target_name(&t), from, out);
+		else if (out && !t.filter)
+			printf("%s %s from version %d to %d, %s %s:\n", cli_target_name(&t),
+			       dry ? "would be migrated" : "migrated", from, st_state_version(s),
+			       dry ? "to be written to" : "written to", out);
 		else
 			printf("%s %s from version %d to %d:\n", cli_target_name(&t),
 			       dry ? "would be migrated" : "migrated", from, st_state_version(s));

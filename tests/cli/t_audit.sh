@@ -16,4 +16,33 @@ run "list version 99" st list "$T/v99.json"
 check_rc 1
 check_err "statetool: error: $T/v99.json: this stack's deployment version is too new (version 99; the newest supported is 4)"
 
+# migrate -o: says what it wrote; -o naming the state itself is an in-place migration
+cp "$G" "$T/m.json"
+ino=$(ls -i "$T/m.json" | cut -d' ' -f1)
+run "migrate -o itself, nothing to migrate" st migrate -o "$T/m.json" "$T/m.json"
+check_rc 0; check_out "no change: $T/m.json is already version 3; nothing to migrate"
+check_same "$G" "$T/m.json"; check_absent "$T/m.json.bak"; check_absent "$T/m.json.lock"
+if [ "$(ls -i "$T/m.json" | cut -d' ' -f1)" = "$ino" ]; then ok; else bad "m.json was replaced"; fi
+ln -s m.json "$T/m-link.json"
+run "migrate -o a link to itself" st migrate -o "$T/m-link.json" "$T/m.json"
+check_rc 0; check_out "no change: $T/m.json is already version 3; nothing to migrate"
+check_absent "$T/m.json.bak"
+run "migrate --json -o other" st migrate --json -o "$T/other.json" "$G"
+check_rc 0; check_out_has '"written": true,'; check_same "$G" "$T/other.json"
+rm -f "$T/other.json"
+run "migrate -o other, text" st migrate -o "$T/other.json" "$G"
+check_rc 0
+check_out "no change: $G is already version 3; nothing to migrate; copied unchanged to $T/other.json"
+check_same "$G" "$T/other.json"
+run "migrate --json in place, nothing to migrate" st migrate --json "$T/m.json"
+check_rc 0; check_out_has '"written": false,'
+cp "$FIXTURES/pulumi/checkpoint-v1.json" "$T/v1.json"
+run "migrate -o itself, version 1" st migrate -o "$T/v1.json" "$T/v1.json"
+check_rc 0; check_out_has "$T/v1.json migrated from version 1 to 3:"
+check_same "$FIXTURES/pulumi/checkpoint-v1.json" "$T/v1.json.bak"; check_absent "$T/v1.json.lock"
+run "migrate -o other, version 1" st migrate -o "$T/v1-out.json" "$FIXTURES/pulumi/checkpoint-v1.json"
+check_rc 0
+check_out_has "$FIXTURES/pulumi/checkpoint-v1.json migrated from version 1 to 3, written to $T/v1-out.json:"
+check_same "$T/v1.json" "$T/v1-out.json"
+
 finish
