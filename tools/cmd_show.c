@@ -36,7 +36,10 @@ static const char help[] =
 	"                     PULUMI_CONFIG_PASSPHRASE_FILE, --passphrase-file, or a prompt;\n"
 	"                     an error when none is available)\n"
 	"  --passphrase-file FILE   the stack's passphrase\n"
-	"  --names            list Pulumi's reference identifiers: IDENTIFIER URN\n"
+	"  --names            list Pulumi's reference identifiers: IDENTIFIER URN lines in\n"
+	"                     URN order; with --json an object identifier -> URN (URN\n"
+	"                     order), with --output json as `pulumi do show-resources\n"
+	"                     --output json` prints it (keys sorted, 2-space indented)\n"
 	"  -h, --help         show this help\n";
 
 /* --json: the resource as stored (an array for several copies of an exact URN). */
@@ -147,11 +150,57 @@ static int show_text(st_state *s, const char *query, int reveal, const char *pas
 	return rc;
 }
 
-static int show_names(st_state *s)
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* `pulumi do show-resources --output json`: Go's encoder of a map (keys sorted bytewise,
+ * 2-space indented, HTML escaped, a newline). */
+static int print_names_pulumi(json_t *names)
+{
+	st_style st = {0, "  ", 1, 1, 1};
+	size_t n = json_object_size(names), i = 0;
+	const char **keys = calloc(n + 1, sizeof(*keys)), *k;
+	json_t *sorted = json_object(), *v;
+	char *text = NULL;
+	size_t len = 0;
+	st_error err;
+	int rc = EXIT_FAIL;
+
+	st_error_clear(&err);
+	if (!keys || !sorted) {
+		cli_errorf("out of memory");
+		goto out;
+	}
+	json_object_foreach(names, k, v)
+		keys[i++] = k;
+	qsort(keys, n, sizeof(*keys), cmp_str);
+	for (i = 0; i < n; i++)
+		if (json_object_set(sorted, keys[i], json_object_get(names, keys[i]))) {
+			cli_errorf("out of memory");
+			goto out;
+		}
+	if (st_json_dump(sorted, &st, &text, &len, &err) != ST_OK) {
+		cli_error(&err);
+		goto out;
+	}
+	rc = cli_write_output("-", text, len);
+out:
+	free(text);
+	free(keys);
+	json_decref(sorted);
+	return rc;
+}
+
+/* --names: IDENTIFIER URN lines in URN order; --json: that object (identifier -> URN, in URN
+ * order) as statetool writes JSON; --output json: as Pulumi prints it. */
+static int show_names(st_state *s, int json, int pulumi_json)
 {
 	json_t *names = NULL, *v;
 	const char *k;
 	size_t w = 0;
+	int rc = EXIT_OK;
 	st_error err;
 
 	st_error_clear(&err);
@@ -159,13 +208,19 @@ static int show_names(st_state *s)
 		cli_error(&err);
 		return EXIT_FAIL;
 	}
-	json_object_foreach(names, k, v)
-		if (strlen(k) > w)
-			w = strlen(k);
-	json_object_foreach(names, k, v)
-		printf("%-*s  %s\n", (int)w, k, json_string_value(v));
+	if (json) {
+		rc = cli_print_json(names);
+	} else if (pulumi_json) {
+		rc = print_names_pulumi(names);
+	} else {
+		json_object_foreach(names, k, v)
+			if (strlen(k) > w)
+				w = strlen(k);
+		json_object_foreach(names, k, v)
+			printf("%-*s  %s\n", (int)w, k, json_string_value(v));
+	}
 	json_decref(names);
-	return EXIT_OK;
+	return rc;
 }
 
 int cmd_show(int argc, char **argv)
@@ -222,7 +277,7 @@ int cmd_show(int argc, char **argv)
 	if ((rc = cli_target_resolve(&t, "show", 1)) != EXIT_OK || (rc = cli_load(&t, &s)))
 		goto out;
 	if (names)
-		rc = show_names(s);
+		rc = show_names(s, json, pulumi_json);
 	else if (json)
 		rc = show_json(s, query, reveal, passfile);
 	else

@@ -45,4 +45,33 @@ check_rc 0
 check_out_has "$FIXTURES/pulumi/checkpoint-v1.json migrated from version 1 to 3, written to $T/v1-out.json:"
 check_same "$T/v1.json" "$T/v1-out.json"
 
+# show --names in JSON
+run "show --names --json" st show --names --json "$G"
+check_rc 0
+check_out '{
+    "audit_825454": "urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::audit",
+    "logs_8c14dc": "urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs",
+    "backup_b2770b": "urn:pulumi:dev::shop::gcp:storage/bucket:Bucket::backup",
+    "server_f53be2": "urn:pulumi:dev::shop::my:index:App$aws:ec2/instance:Instance::server",
+    "assets_d6df26": "urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucket:Bucket::assets",
+    "assets_policy_2a6045": "urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucketPolicy:BucketPolicy::assets-policy",
+    "web_207596": "urn:pulumi:dev::shop::my:index:App$my:index:Web::web",
+    "app_b9ca6e": "urn:pulumi:dev::shop::my:index:App::app"
+}'
+run "show --names --output json" st show --names --output json "$G"
+check_rc 0
+check_out '{
+  "app_b9ca6e": "urn:pulumi:dev::shop::my:index:App::app",
+  "assets_d6df26": "urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucket:Bucket::assets",
+  "assets_policy_2a6045": "urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucketPolicy:BucketPolicy::assets-policy",
+  "audit_825454": "urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::audit",
+  "backup_b2770b": "urn:pulumi:dev::shop::gcp:storage/bucket:Bucket::backup",
+  "logs_8c14dc": "urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::logs",
+  "server_f53be2": "urn:pulumi:dev::shop::my:index:App$aws:ec2/instance:Instance::server",
+  "web_207596": "urn:pulumi:dev::shop::my:index:App$my:index:Web::web"
+}'
+printf '{"version": 3, "deployment": {}}\n' >"$T/empty.json"
+run "show --names --output json, none" st show --names --output json "$T/empty.json"
+check_rc 0; check_out '{}'
+
 finish
