@@ -142,19 +142,24 @@ int cli_parse_size(const char *s, size_t *out)
 {
 	char *end;
 	unsigned long long v;
+	unsigned shift = 0;
+	if (*s < '0' || *s > '9')
+		return -1; /* strtoull takes a sign and spaces ("-5" a huge number) */
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || end == s)
+	if (end == s)
 		return -1;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
 	default: break;
 	}
 	if (*end || v == 0)
 		return -1;
-	*out = (size_t)v;
+	if (errno == ERANGE || v > (unsigned long long)SIZE_MAX >> shift)
+		return -2;
+	*out = (size_t)v << shift;
 	return 0;
 }
 
@@ -168,7 +173,12 @@ int cli_target_option(cli_target *t, int opt, const char *arg)
 		t->stack = arg;
 		return 1;
 	case OPT_MAX_SIZE:
-		if (cli_parse_size(arg, &t->max_size) < 0) {
+		switch (cli_parse_size(arg, &t->max_size)) {
+		case 0: break;
+		case -2:
+			cli_errorf("invalid --max-size '%s' (too large)", arg);
+			exit(EXIT_USAGE);
+		default:
 			cli_errorf("invalid --max-size '%s' (use bytes or a K, M, G suffix)", arg);
 			exit(EXIT_USAGE);
 		}

@@ -192,7 +192,8 @@ int cli_print_json(const json_t *v);
 /* Writes bytes to a file ("-" = stdout). */
 int cli_write_output(const char *path, const char *data, size_t len);
 
-/* Parses a size such as 512M or 2G. Returns 0 on success. */
+/* Parses a size such as 512M or 2G (digits, then an optional K, M or G; not 0). Returns 0 on
+ * success, -1 for a malformed size, -2 for one too large for a size_t. */
 int cli_parse_size(const char *s, size_t *out);
 
 /* Resolves each query (exact URN, name, URN suffix, #INDEX) to resource indexes, without

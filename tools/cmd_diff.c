@@ -114,8 +114,10 @@ int cmd_diff(int argc, char **argv)
 		case OPT_BACKEND: backend = optarg; break;
 		case OPT_JSON: json = 1; break;
 		case OPT_MAX_SIZE:
-			if (cli_parse_size(optarg, &max))
-				return cli_usage("diff", "bad size '%s'", optarg);
+			if ((rc = cli_parse_size(optarg, &max)) != 0)
+				return cli_usage("diff", "invalid --max-size '%s' (%s)", optarg,
+						 rc == -2 ? "too large"
+							  : "use bytes or a K, M, G suffix");
 			break;
 		case 'h': return cli_help(help);
 		default: return cli_usage("diff", "bad option");

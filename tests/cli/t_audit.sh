@@ -74,4 +74,23 @@ printf '{"version": 3, "deployment": {}}\n' >"$T/empty.json"
 run "show --names --output json, none" st show --names --output json "$T/empty.json"
 check_rc 0; check_out '{}'
 
+# --max-size: digits and a suffix, nothing negative, nothing that overflows
+for v in -5 ' 5' +5 0 1x; do
+	run "--max-size '$v'" st list --max-size "$v" "$G"
+	check_rc 2; check_err "statetool: error: invalid --max-size '$v' (use bytes or a K, M, G suffix)"
+	check_out_empty
+done
+for v in 99999999999999999999 17179869184G; do
+	run "--max-size $v" st list --max-size "$v" "$G"
+	check_rc 2; check_err "statetool: error: invalid --max-size '$v' (too large)"
+done
+run "diff --max-size -5" st diff --max-size -5 "$G" "$G"
+check_rc 2
+check_err "statetool: error: invalid --max-size '-5' (use bytes or a K, M, G suffix)
+Try 'statetool diff --help' for more information."
+run "--max-size 1K" st list --max-size 1K "$G"
+check_rc 1; check_err "statetool: error: '$G' is 11704 bytes, over the limit of 1024 bytes"
+run "--max-size 16G" st list --max-size 16G "$G"
+check_rc 0
+
 finish
