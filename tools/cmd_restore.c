@@ -180,6 +180,12 @@ static int print_compare(const json_t *doc)
 	return EXIT_OK;
 }
 
+static void warn_no_diff(const st_error *err)
+{
+	cli_warnf("no diff shown: %s%s%s", err->file[0] ? err->file : "", err->file[0] ? ": " : "",
+		  err->message[0] ? err->message : st_strerror(err->code));
+}
+
 /* Before the backup is put back: what changes, as for a generation (*doc, new; its text unless
  * `json`). None when the current state does not load, with a warning: putting its backup back
  * is how a broken state is mended. */
@@ -189,14 +195,15 @@ static int show_bak_diff(cli_target *t, int json, json_t **doc)
 	int missing = 0;
 	st_error_clear(&err);
 	if (compare_bak(t, doc, &missing, &err) != ST_OK && !missing)
-		cli_warnf("no diff shown: %s%s%s", err.file[0] ? err.file : "",
-			  err.file[0] ? ": " : "", err.message[0] ? err.message : st_strerror(err.code));
+		warn_no_diff(&err);
 	if (*doc && !json)
 		return print_compare(*doc);
 	return EXIT_OK;
 }
 
-/* restore --dry-run STATE: what putting STATE.bak back would change. */
+/* restore --dry-run STATE (a file's STATE.bak, a stack's .bak): what putting the backup back
+ * would change, with the real run's outcome: a backup missing or not loading is an error, a
+ * current state that does not load a warning (the backup would mend it). */
 static int dry_run_bak(cli_target *t, int json)
 {
 	json_t *doc = NULL;
@@ -205,14 +212,20 @@ static int dry_run_bak(cli_target *t, int json)
 
 	st_error_clear(&err);
 	if (compare_bak(t, &doc, &missing, &err) != ST_OK) {
-		if (missing == 1)
-			cli_errorf("no backup '%s.bak' to restore", t->path);
-		else
+		if (missing == 1) {
+			cli_errorf("no backup '%s.bak' to restore", cli_target_where(t));
+			return EXIT_FAIL;
+		}
+		if (missing == 2) {
 			cli_error(&err);
-		return EXIT_FAIL;
+			return EXIT_FAIL;
+		}
+		warn_no_diff(&err);
 	}
 	if (json)
 		rc = print_doc(t, "bak", 1, 0, doc);
+	else if (!doc)
+		rc = (printf("dry run: nothing written\n"), EXIT_OK);
 	else if ((rc = print_compare(doc)) == EXIT_OK)
 		/* a dry run with no change says so, as every command's does */
 		printf("%s\n", json_is_true(json_object_get(doc, "same"))
@@ -342,8 +355,8 @@ int cmd_restore(int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	if (gen || (dry_run && t.backend)) {
-		rc = restore_generation(&t, gen ? gen : "bak", dry_run, json);
+	if (gen) {
+		rc = restore_generation(&t, gen, dry_run, json);
 		goto out;
 	}
 	if (dry_run) {

@@ -93,4 +93,36 @@ check_rc 1; check_err "statetool: error: '$G' is 11704 bytes, over the limit of 
 run "--max-size 16G" st list --max-size 16G "$G"
 check_rc 0
 
+# restore --dry-run predicts the real run: a current state that does not parse is a warning
+cp "$G" "$T/r.json.bak"; printf '{"broken\n' >"$T/r.json"
+W="statetool: warning: no diff shown: $T/r.json: invalid character '\\x0a' in string literal"
+run "restore --dry-run, current broken" st restore --dry-run "$T/r.json"
+check_rc 0; check_out "dry run: nothing written"; check_err "$W"
+check_same "$G" "$T/r.json.bak"; check_file_is "$T/r.json" '{"broken
+'
+run "restore --dry-run --json, current broken" st restore --dry-run --json "$T/r.json"
+check_rc 0; check_out_has '"dry_run": true,'; check_out_has '"written": false'; check_err "$W"
+run "restore, current broken" st restore "$T/r.json"
+check_rc 0; check_out "restored $T/r.json from $T/r.json.bak (the replaced version is now $T/r.json.bak)"
+check_err "$W"; check_same "$G" "$T/r.json"
+printf 'x' >"$T/r.json.bak"
+run "restore --dry-run, backup broken" st restore --dry-run "$T/r.json"
+check_rc 1; check_err "statetool: error: $T/r.json.bak:1:1: invalid character 'x' looking for beginning of value"
+run "restore, backup broken" st restore "$T/r.json"
+check_rc 1; check_err "statetool: error: $T/r.json.bak:1:1: invalid character 'x' looking for beginning of value"
+B=$T/be
+mkdir -p "$B/.pulumi/stacks/shop"
+printf 'version: 1\n' >"$B/.pulumi/meta.yaml"
+st convert "$G" --envelope checkpoint --checkpoint-stack organization/shop/dev -o "$B/.pulumi/stacks/shop/dev.json" >/dev/null
+mv "$B/.pulumi/stacks/shop/dev.json" "$B/.pulumi/stacks/shop/dev.json.bak"
+printf '{"broken\n' >"$B/.pulumi/stacks/shop/dev.json"
+run "restore --dry-run of a stack, current broken" st restore --dry-run --backend "$B" -s shop/dev
+check_rc 0; check_out "dry run: nothing written"
+check_err "statetool: warning: no diff shown: $B/.pulumi/stacks/shop/dev.json: invalid character '\\x0a' in string literal"
+rm "$B/.pulumi/stacks/shop/dev.json.bak"
+run "restore --dry-run of a stack, no backup" st restore --dry-run --backend "$B" -s shop/dev
+check_rc 1; check_err "statetool: error: no backup '$B/.pulumi/stacks/shop/dev.json.bak' to restore"
+run "restore of a stack, no backup" st restore --backend "$B" -s shop/dev
+check_rc 1; check_err "statetool: error: no backup '$B/.pulumi/stacks/shop/dev.json.bak' to restore"
+
 finish
