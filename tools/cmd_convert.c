@@ -22,14 +22,16 @@ static const char help[] =
 	"  --envelope KIND         'export' ({\"version\",\"deployment\"}, as pulumi stack\n"
 	"                          export prints) or 'checkpoint' (a DIY backend file); a new\n"
 	"                          envelope takes current Pulumi's layout for it\n"
-	"  --checkpoint-stack NAME the checkpoint's stack (organization/PROJECT/STACK); by\n"
-	"                          default taken from the root stack resource's URN\n"
+	"  --checkpoint-stack NAME the checkpoint's stack (organization/PROJECT/STACK, or\n"
+	"                          PROJECT/STACK, STACK; names checked as --stack checks\n"
+	"                          them); by default taken from the root stack resource's URN\n"
 	"  --compact | --indent    compact (DIY backend files) or 4-space indented (export)\n"
 	"  --gzip | --zstd | --no-gzip\n"
 	"                          compress the output with gzip or zstd (as Pulumi's\n"
 	"                          .json.gz and .json.zst), or not at all\n"
 	"  --escape-html | --no-escape-html\n"
 	"                          write <, >, & as \\u003c, \\u003e, \\u0026 (older Pulumi)\n"
+	"                          (two flags of one of these groups: a usage error)\n"
 	"  --canonical             as Go marshals Pulumi's types: their field order (a\n"
 	"                          version 1 or 2 state keeps its own), the fields Go always\n"
 	"                          writes (their zero value when missing), empty omitempty\n"
@@ -91,6 +93,41 @@ typedef struct args {
 	int envelope, layout, compress, html, canonical, allow_dups, json;
 } args;
 
+/* --checkpoint-stack: organization/PROJECT/STACK, PROJECT/STACK or STACK, each name as
+ * Pulumi's rules allow (as --stack checks a DIY backend's stack names). Prints the refusal. */
+static int checkpoint_stack_valid(const char *ref)
+{
+	const char *s1 = strchr(ref, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+	const char *proj = s2 ? s1 + 1 : s1 ? ref : NULL, *stack = s2 ? s2 + 1 : s1 ? s1 + 1 : ref;
+	char project[128];
+
+	if (s2 && strchr(s2 + 1, '/')) {
+		cli_errorf("invalid stack name '%s': expected organization/project/stack, "
+			   "project/stack or stack", ref);
+		return 0;
+	}
+	if (s2 && (s1 - ref != 12 || strncmp(ref, "organization", 12))) {
+		cli_errorf("invalid stack name '%s': a DIY backend's organization is always "
+			   "'organization'", ref);
+		return 0;
+	}
+	if (proj) {
+		size_t n = (size_t)((s2 ? s2 : s1) - proj);
+		snprintf(project, sizeof(project), "%.*s", (int)(n < 127 ? n : 127), proj);
+		if (n > 100 || !st_project_name_valid(project))
+			return (cli_errorf("invalid project name '%.*s' in '%s': names may only contain "
+					   "alphanumerics, hyphens, underscores and periods (at most "
+					   "100, not '.' or '..')",
+					   (int)n, proj, ref), 0);
+	}
+	if (!st_stack_name_valid(stack))
+		return (cli_errorf("invalid stack name '%s' in '%s': names may only contain "
+				   "alphanumerics, hyphens, underscores and periods (at most 100, "
+				   "not '.' or '..')",
+				   stack, ref), 0);
+	return 1;
+}
+
 static int parse(int argc, char **argv, cli_target *t, args *a)
 {
 	static const struct option opts[] = {
@@ -112,10 +149,25 @@ static int parse(int argc, char **argv, cli_target *t, args *a)
 		{"json", no_argument, NULL, OPT_JSON},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
+	/* the flag that set each choice: another flag for it conflicts */
+	const char *layout_by = NULL, *compress_by = NULL, *html_by = NULL, **by;
 	int c;
 	while ((c = cli_getopt(argc, argv, "ho:", opts)) != -1) {
 		if (cli_target_option(t, c, optarg))
 			continue;
+		by = c == OPT_COMPACT || c == OPT_INDENT		     ? &layout_by
+		     : c == OPT_GZIP || c == OPT_ZSTD || c == OPT_NO_GZIP   ? &compress_by
+		     : c == OPT_ESCAPE_HTML || c == OPT_NO_ESCAPE_HTML ? &html_by
+									 : NULL;
+		if (by) {
+			const char *flag = argv[optind - 1];
+			for (size_t i = 0; opts[i].name; i++)
+				if (opts[i].val == c)
+					flag = opts[i].name;
+			if (*by && strcmp(*by, flag))
+				return cli_usage("convert", "give --%s or --%s, not both", *by, flag);
+			*by = flag;
+		}
 		switch (c) {
 		case 'o': a->out = optarg; break;
 		case OPT_ENVELOPE:
@@ -146,6 +198,8 @@ static int parse(int argc, char **argv, cli_target *t, args *a)
 		return cli_usage("convert", "too many arguments");
 	if (!a->out)
 		return cli_usage("convert", "missing -o OUT");
+	if (a->cp_stack && !checkpoint_stack_valid(a->cp_stack))
+		return EXIT_USAGE;
 	t->arg = optind < argc ? argv[optind] : NULL;
 	return -1;
 }

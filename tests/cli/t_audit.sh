@@ -125,4 +125,28 @@ check_rc 1; check_err "statetool: error: no backup '$B/.pulumi/stacks/shop/dev.j
 run "restore of a stack, no backup" st restore --backend "$B" -s shop/dev
 check_rc 1; check_err "statetool: error: no backup '$B/.pulumi/stacks/shop/dev.json.bak' to restore"
 
+# convert: --checkpoint-stack checked as --stack is; conflicting flags refused
+N='names may only contain alphanumerics, hyphens, underscores and periods (at most 100, not '"'.' or '..')"
+for c in "organization/../x|invalid project name '..' in 'organization/../x': $N" \
+	"organization/shop/..|invalid stack name '..' in 'organization/shop/..': $N" \
+	"shop/|invalid stack name '' in 'shop/': $N" \
+	"org/shop/dev|invalid stack name 'org/shop/dev': a DIY backend's organization is always 'organization'" \
+	"a/b/c/d|invalid stack name 'a/b/c/d': expected organization/project/stack, project/stack or stack"; do
+	name=${c%%|*}
+	run "convert --checkpoint-stack $name" st convert --envelope checkpoint --checkpoint-stack "$name" "$G" -o "$T/cs.json"
+	check_rc 2; check_err "statetool: error: ${c#*|}"; check_absent "$T/cs.json"
+done
+run "convert --checkpoint-stack organization/shop/dev" st convert --envelope checkpoint --checkpoint-stack organization/shop/dev "$G" -o "$T/cs.json"
+check_rc 0
+for c in "--gzip --zstd" "--zstd --no-gzip" "--compact --indent" "--escape-html --no-escape-html"; do
+	set -- $c
+	run "convert $c" st convert "$@" "$G" -o "$T/cf.json"
+	check_rc 2
+	check_err "statetool: error: give $1 or $2, not both
+Try 'statetool convert --help' for more information."
+	check_absent "$T/cf.json"
+done
+run "convert --gzip --gzip" st convert --gzip --gzip "$G" -o "$T/cf.json.gz"
+check_rc 0
+
 finish
