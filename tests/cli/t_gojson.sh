@@ -68,7 +68,8 @@ check_same "$R/27-tfmigrate-diy-testupsert.json" "$T/e.json"
 sed '0,/"created": "2025-12-03T20:58:41.349537Z"/s//"created": "yesterday"/' "$T/x.json" > "$T/bad.json"
 run "edit --from what Pulumi cannot decode" st edit --from "$T/bad.json" "$T/e.json"
 check_rc 1
-check_err 'statetool: error: parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006" (at /checkpoint/latest/resources/0/created)'
+# (a whole state is decoded as a load decodes it: the file and the place in it named)
+check_err "statetool: error: $T/bad.json: parsing time \"yesterday\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"yesterday\" as \"2006\" (at /deployment/resources/0/created)"
 check_same "$R/27-tfmigrate-diy-testupsert.json" "$T/e.json"
 
 # A document is what Pulumi would decode it as: a state, an import file, or neither.
