@@ -106,6 +106,17 @@ void cli_errorf(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+void cli_errorc(const char *code, const char *fmt, ...)
+{
+	va_list ap;
+	char msg[1024];
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	record(code, msg, NULL);
+	fprintf(stderr, "%s: error: %s\n", cli_prog, msg);
+}
+
 void cli_warnf(const char *fmt, ...)
 {
 	va_list ap;
@@ -161,6 +172,39 @@ int cli_parse_size(const char *s, size_t *out)
 		return -2;
 	*out = (size_t)v << shift;
 	return 0;
+}
+
+int cli_stack_ref_valid(const char *ref)
+{
+	const char *s1 = strchr(ref, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+	const char *proj = s2 ? s1 + 1 : s1 ? ref : NULL, *stack = s2 ? s2 + 1 : s1 ? s1 + 1 : ref;
+	char project[128];
+
+	if (s2 && strchr(s2 + 1, '/')) {
+		cli_errorf("invalid stack name '%s': expected organization/project/stack, "
+			   "project/stack or stack", ref);
+		return 0;
+	}
+	if (s2 && (s1 - ref != 12 || strncmp(ref, "organization", 12))) {
+		cli_errorf("invalid stack name '%s': a DIY backend's organization is always "
+			   "'organization'", ref);
+		return 0;
+	}
+	if (proj) {
+		size_t n = (size_t)((s2 ? s2 : s1) - proj);
+		snprintf(project, sizeof(project), "%.*s", (int)(n < 127 ? n : 127), proj);
+		if (n > 100 || !st_project_name_valid(project))
+			return (cli_errorf("invalid project name '%.*s' in '%s': names may only contain "
+					   "alphanumerics, hyphens, underscores and periods (at most "
+					   "100, not '.' or '..')",
+					   (int)n, proj, ref), 0);
+	}
+	if (!st_stack_name_valid(stack))
+		return (cli_errorf("invalid stack name '%s' in '%s': names may only contain "
+				   "alphanumerics, hyphens, underscores and periods (at most 100, "
+				   "not '.' or '..')",
+				   stack, ref), 0);
+	return 1;
 }
 
 int cli_target_option(cli_target *t, int opt, const char *arg)
@@ -250,6 +294,18 @@ static void index_touch(cli_target *t)
 }
 
 /* Opens the backend and resolves the stack; `ref` names it. */
+static int stack_missing(const cli_target *t, const char *ref)
+{
+	if (!st_backend_present(t->backend))
+		cli_errorc("not-found", "no Pulumi backend at '%s': it has no .pulumi directory (a "
+				       "mistyped path?)",
+			   st_backend_url(t->backend));
+	else
+		cli_errorc("not-found", "stack '%s' has no state file in backend '%s'", ref,
+			   st_backend_url(t->backend));
+	return EXIT_FAIL;
+}
+
 static int resolve_stack(cli_target *t, const char *url, const char *ref, int must_exist)
 {
 	st_error err;
@@ -272,18 +328,17 @@ static int resolve_stack(cli_target *t, const char *url, const char *ref, int mu
 		return EXIT_FAIL;
 	}
 	index_watch(t);
-	if (must_exist && !t->exists && !st_backend_present(t->backend)) {
-		cli_errorf("no Pulumi backend at '%s': it has no .pulumi directory (a mistyped "
-			   "path?)",
-			   st_backend_url(t->backend));
-		return EXIT_FAIL;
-	}
-	if (must_exist && !t->exists) {
-		cli_errorf("stack '%s' has no state file in backend '%s'", ref,
-			   st_backend_url(t->backend));
-		return EXIT_FAIL;
-	}
+	if (must_exist && !t->exists)
+		return stack_missing(t, ref);
 	return EXIT_OK;
+}
+
+int cli_target_missing(const cli_target *t)
+{
+	if (t->backend)
+		return stack_missing(t, t->stack ? t->stack : t->qname);
+	cli_errorc("not-found", "cannot open '%s': No such file or directory", t->path);
+	return EXIT_FAIL;
 }
 
 int cli_target_resolve(cli_target *t, const char *cmd, int must_exist)
@@ -296,8 +351,8 @@ int cli_target_resolve(cli_target *t, const char *cmd, int must_exist)
 	if (!t->arg && !t->stack) {
 		if (t->backend_url)
 			return cli_usage(cmd, "--backend needs --stack NAME");
-		return cli_usage(cmd, "missing STATE (a file, '-' for standard input, or "
-				      "--backend URL --stack NAME)");
+		return cli_usage(cmd, "missing STATE (a file, %sor --backend URL --stack NAME)",
+				 t->no_stdin ? "" : "'-' for standard input, ");
 	}
 	if (t->stack)
 		return resolve_stack(t, t->backend_url, t->stack, must_exist);
@@ -312,10 +367,8 @@ int cli_target_resolve(cli_target *t, const char *cmd, int must_exist)
 	}
 	t->path = strdup(t->arg);
 	t->exists = strcmp(t->arg, "-") == 0 || access(t->arg, F_OK) == 0;
-	if (must_exist && !t->exists) {
-		cli_errorf("cannot open '%s': No such file or directory", t->arg);
-		return EXIT_FAIL;
-	}
+	if (must_exist && !t->exists)
+		return cli_target_missing(t);
 	return EXIT_OK;
 }
 

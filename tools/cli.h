@@ -68,6 +68,7 @@ typedef struct cli_target {
 	size_t max_size;
 	const char *out; /* -o OUT as given ("-": standard output), or NULL */
 	int filter;      /* filter mode (cli_filter_begin): the result goes to standard output */
+	int no_stdin;    /* the command takes no '-' (its usage message offers none) */
 	char *tmpdir;    /* filter mode: the private directory the result is made in */
 	char *tmp;       /* filter mode: the result's file in it, copied to stdout when checked */
 	/* The stack's backend has an index (index_path): the object as it was when resolved.
@@ -88,6 +89,12 @@ void cli_env_apply(void);
 /* Prints "statetool: error: <file:line:col: >message" to stderr. */
 void cli_error(const st_error *err);
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same with the --json error code `code` (one of the library's: "not-found", ...). */
+void cli_errorc(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A resolved target whose state does not exist: "cannot open 'FILE': No such file or
+ * directory", or for a stack "stack 'NAME' has no state file in backend 'URL'" (or "no Pulumi
+ * backend at 'URL'..." when the backend has no .pulumi); code not-found. Returns EXIT_FAIL. */
+int cli_target_missing(const cli_target *t);
 void cli_warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* With --json (cli_json_mode), a command that fails without having printed its JSON document
  * prints one now: {"format_version", "command", "ok": false, "exit_code", "error": {"code",
@@ -192,6 +199,11 @@ int cli_print_json(const json_t *v);
 /* Writes bytes to a file ("-" = stdout). */
 int cli_write_output(const char *path, const char *data, size_t len);
 
+/* A stack named on the command line (--checkpoint-stack, --dest-stack...):
+ * organization/PROJECT/STACK, PROJECT/STACK or STACK, each name as Pulumi's rules allow (as
+ * --stack checks a DIY backend's stack names). 1 when valid; else 0, the refusal printed. */
+int cli_stack_ref_valid(const char *ref);
+
 /* Parses a size such as 512M or 2G (digits, then an optional K, M or G; not 0). Returns 0 on
  * success, -1 for a malformed size, -2 for one too large for a size_t. */
 int cli_parse_size(const char *s, size_t *out);
@@ -257,6 +269,7 @@ int cli_mutate_parse(int argc, char **argv, const char *help, const struct optio
 	"                     with the fields) and write nothing\n"                              \
 	"  --json             the summary as one JSON document\n"                               \
 	"  --allow-duplicate-keys   write a state whose file repeats object keys\n"             \
+	"  --max-size SIZE    refuse files that inflate beyond SIZE (default 4G)\n"            \
 	"  -y, --yes          accepted and ignored (statetool never asks for a confirmation)\n" \
 	"  -h, --help         show this help\n"                                                 \
 	"\n"                                                                                     \

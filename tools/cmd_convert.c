@@ -93,41 +93,6 @@ typedef struct args {
 	int envelope, layout, compress, html, canonical, allow_dups, json;
 } args;
 
-/* --checkpoint-stack: organization/PROJECT/STACK, PROJECT/STACK or STACK, each name as
- * Pulumi's rules allow (as --stack checks a DIY backend's stack names). Prints the refusal. */
-static int checkpoint_stack_valid(const char *ref)
-{
-	const char *s1 = strchr(ref, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
-	const char *proj = s2 ? s1 + 1 : s1 ? ref : NULL, *stack = s2 ? s2 + 1 : s1 ? s1 + 1 : ref;
-	char project[128];
-
-	if (s2 && strchr(s2 + 1, '/')) {
-		cli_errorf("invalid stack name '%s': expected organization/project/stack, "
-			   "project/stack or stack", ref);
-		return 0;
-	}
-	if (s2 && (s1 - ref != 12 || strncmp(ref, "organization", 12))) {
-		cli_errorf("invalid stack name '%s': a DIY backend's organization is always "
-			   "'organization'", ref);
-		return 0;
-	}
-	if (proj) {
-		size_t n = (size_t)((s2 ? s2 : s1) - proj);
-		snprintf(project, sizeof(project), "%.*s", (int)(n < 127 ? n : 127), proj);
-		if (n > 100 || !st_project_name_valid(project))
-			return (cli_errorf("invalid project name '%.*s' in '%s': names may only contain "
-					   "alphanumerics, hyphens, underscores and periods (at most "
-					   "100, not '.' or '..')",
-					   (int)n, proj, ref), 0);
-	}
-	if (!st_stack_name_valid(stack))
-		return (cli_errorf("invalid stack name '%s' in '%s': names may only contain "
-				   "alphanumerics, hyphens, underscores and periods (at most 100, "
-				   "not '.' or '..')",
-				   stack, ref), 0);
-	return 1;
-}
-
 static int parse(int argc, char **argv, cli_target *t, args *a)
 {
 	static const struct option opts[] = {
@@ -198,7 +163,7 @@ static int parse(int argc, char **argv, cli_target *t, args *a)
 		return cli_usage("convert", "too many arguments");
 	if (!a->out)
 		return cli_usage("convert", "missing -o OUT");
-	if (a->cp_stack && !checkpoint_stack_valid(a->cp_stack))
+	if (a->cp_stack && !cli_stack_ref_valid(a->cp_stack))
 		return EXIT_USAGE;
 	t->arg = optind < argc ? argv[optind] : NULL;
 	return -1;
@@ -296,6 +261,15 @@ int cmd_convert(int argc, char **argv)
 		if (!lock && strcmp(a.out, "-") &&
 		    (rc = cli_target_resolve(&ot, "convert", 0)) != EXIT_OK)
 			goto done;
+		/* as the commands that read a backend: a store with no .pulumi is no backend (a
+		 * mistyped path?), not one to start (see BACKENDS in the manual) */
+		if (ot.backend && !st_backend_present(ot.backend)) {
+			cli_errorc("not-found", "no Pulumi backend at '%s': it has no .pulumi "
+						"directory (a mistyped path?)",
+				   st_backend_url(ot.backend));
+			rc = EXIT_FAIL;
+			goto done;
+		}
 		if (ot.backend && (rc = cli_lock(&ot, &lock)) != EXIT_OK)
 			goto done;
 	}

@@ -22,6 +22,10 @@ static const char help[] =
 	"Filter mode (STATE '-', standard input, or -o -): the result goes to standard\n"
 	"output; the editor runs on the terminal (/dev/tty), and without one the command\n"
 	"is refused (exit 2): give --from FILE (not '-': standard input is the state).\n"
+	"Otherwise the editor gets the command's standard input and output: when either is\n"
+	"not a terminal and neither $VISUAL nor $EDITOR is set, the command is refused\n"
+	"(exit 2) rather than run vi without a terminal; an editor they name is run as it\n"
+	"is (a script needs no terminal).\n"
 	"\n"
 	"The new deployment must belong to the stack: a resource whose URN names another stack\n"
 	"(or project) is refused, as `pulumi stack import` refuses it, and so is a result with\n"
@@ -213,6 +217,13 @@ static int ask_again(void)
 	return again;
 }
 
+/* $VISUAL or $EDITOR names an editor (else vi is run). */
+static int editor_set(void)
+{
+	const char *v = getenv("VISUAL"), *e = getenv("EDITOR");
+	return (v && *v) || (e && *e);
+}
+
 /* In filter mode the editor's standard input and output are the terminal (/dev/tty): the
  * command's own carry the state. */
 static int run_editor(const char *path, int on_tty)
@@ -387,6 +398,14 @@ int cmd_edit(int argc, char **argv)
 					 strerror(errno));
 		close(tty);
 	}
+	if (!c.from && !filter && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) &&
+	    !editor_set())
+		/* vi on a pipe or a file: escapes on stdout, a hung or failed edit */
+		return cli_usage("edit", "standard %s is not a terminal, which the default editor "
+					 "(vi) needs: run edit on a terminal, set $VISUAL or $EDITOR "
+					 "to an editor that needs none, or give the new deployment "
+					 "with --from FILE",
+				 !isatty(STDIN_FILENO) ? "input" : "output");
 	c.mo = &mo;
 	mo.any_place = 1; /* the result is checked instead (other_stack) */
 	snprintf(mo.summary, sizeof(mo.summary), "State updated");

@@ -37,7 +37,9 @@ static const char help[] =
 	"                     is dropped, and a comment at the top of the graph counts them.\n"
 	"  --format dot|svg   DOT (the default), or SVG made by Graphviz's `dot -Tsvg`\n"
 	"                     (an error when dot is not installed)\n"
-	"  -o FILE            write to FILE (a name ending in .svg implies --format svg)\n"
+	"  -o, --output FILE  write to FILE ('-' = standard output); a name ending in .svg\n"
+	"                     implies --format svg (--format dot with it: a usage error)\n"
+	"  --max-size SIZE    refuse files that inflate beyond SIZE (default 4G)\n"
 	"  --backend URL -s, --stack NAME   a stack of a DIY backend\n"
 	"  -h, --help         show this help\n";
 
@@ -370,9 +372,15 @@ int cmd_graph(int argc, char **argv)
 		rc = cli_usage("graph", "unknown format '%s' (dot or svg)", format);
 		goto out;
 	}
+	int svg_name = out && strlen(out) > 4 && !strcmp(out + strlen(out) - 4, ".svg");
+	if (format && !strcmp(format, "dot") && svg_name) {
+		rc = cli_usage("graph", "give --format dot or -o '%s' (a .svg name means --format "
+					"svg), not both",
+			       out);
+		goto out;
+	}
 	if (!format)
-		format = out && strlen(out) > 4 && !strcmp(out + strlen(out) - 4, ".svg") ? "svg"
-											 : "dot";
+		format = svg_name ? "svg" : "dot";
 	if (argc - optind > 1 || (argc - optind == 1) == !!t.stack) {
 		rc = cli_usage("graph", t.stack ? "too many arguments" : "missing STATE");
 		goto out;

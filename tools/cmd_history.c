@@ -22,6 +22,7 @@ static const char help[] =
 	"Options:\n"
 	"  --backend URL -s, --stack NAME   the stack\n"
 	"  --json             one JSON document\n"
+	"  --max-size SIZE    refuse files that inflate beyond SIZE (default 4G)\n"
 	"  -h, --help         show this help\n";
 
 static const char *kind_name(st_generation_kind k)
@@ -100,6 +101,10 @@ int cmd_history(int argc, char **argv)
 	if (st_backend_generations(t.backend, t.qname, &g, &n, &err) != ST_OK) {
 		cli_error(&err);
 		rc = EXIT_FAIL;
+		goto out;
+	}
+	if (!n && !t.exists) { /* a mistyped stack: nothing of it at all */
+		rc = cli_target_missing(&t);
 		goto out;
 	}
 	counts = calloc(n + 1, sizeof(*counts));

@@ -307,6 +307,8 @@ static int parse(int argc, char **argv, args *a)
 	}
 	a->pos = argv + optind;
 	a->npos = argc - optind;
+	if (a->io.dest_stack && !cli_stack_ref_valid(a->io.dest_stack))
+		return EXIT_USAGE;
 	if (a->stack && a->dest)
 		return cli_usage("import", "give --dest or --stack, not both");
 	if (a->gen)

@@ -367,8 +367,21 @@ int cmd_query(int argc, char **argv)
 	char *dbpath = NULL;
 	st_error err;
 
+	const char *filter = NULL, *format = NULL; /* the first filter flag, output flag given */
+
 	st_error_clear(&err);
 	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
+		const char *flag = NULL;
+		for (size_t i = 0; opts[i].name; i++)
+			if (opts[i].val == c)
+				flag = opts[i].name;
+		if (((c >= X_URN && c <= X_DUPS) || c == X_INCPROV) && !filter)
+			filter = flag;
+		if (c == OPT_JSON || c == X_CSV) {
+			if (format && strcmp(format, flag))
+				return cli_usage("query", "give --%s or --%s, not both", format, flag);
+			format = flag;
+		}
 		switch (c) {
 		case OPT_BACKEND: backend = optarg; break;
 		case X_DB: db = optarg; break;
@@ -393,6 +406,8 @@ int cmd_query(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage("query", "unexpected argument '%s'", argv[optind]);
+	if (sql && filter) /* the SQL is the whole query: a filter would be dropped */
+		return cli_usage("query", "give --sql or --%s, not both", filter);
 	if (q.include_providers && !q.duplicate_ids)
 		return cli_usage("query", "--include-providers goes with --duplicate-ids");
 	if (fresh && db && !backend)

@@ -41,6 +41,7 @@ static const char help[] =
 	"                     write a state whose file repeats object keys as Pulumi\n"
 	"                     reads it (a later object merged into the earlier one, else\n"
 	"                     the last value); refused otherwise\n"
+	"  --max-size SIZE    refuse files that inflate beyond SIZE (default 4G)\n"
 	"  -h, --help         show this help\n";
 
 int cmd_migrate(int argc, char **argv)

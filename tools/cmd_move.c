@@ -118,6 +118,8 @@ static const char *side_label(side *sd)
 {
 	if (sd->t.filter)
 		return "<stdin>";
+	if (!sd->backend && sd->t.backend) /* a stack's file named by its path */
+		return cli_target_where(&sd->t);
 	return sd->backend ? sd->name : sd->t.path;
 }
 
@@ -430,6 +432,9 @@ static int parse(int argc, char **argv, args *a)
 		default: return cli_usage("move", "bad option");
 		}
 	}
+	if ((a->src.names && !cli_stack_ref_valid(a->src.names)) ||
+	    (a->dst.names && !cli_stack_ref_valid(a->dst.names)))
+		return EXIT_USAGE;
 	if (!a->src.name && !a->dst.name)
 		return cli_usage("move", "at least one of --source or --dest must be provided");
 	if (a->backend) {
@@ -691,7 +696,14 @@ static int open_sides(args *a)
 	int rc;
 	st_error_clear(&err);
 	if (!a->src.t.exists) {
-		cli_errorf("the source '%s' does not exist", side_label(&a->src));
+		cli_errorc("not-found", "the source '%s' does not exist", side_label(&a->src));
+		return EXIT_FAIL;
+	}
+	/* a store with no .pulumi is no backend to start (see BACKENDS in the manual) */
+	if (a->dst.t.backend && !st_backend_present(a->dst.t.backend)) {
+		cli_errorc("not-found", "no Pulumi backend at '%s': it has no .pulumi directory (a "
+					"mistyped path?)",
+			   st_backend_url(a->dst.t.backend));
 		return EXIT_FAIL;
 	}
 	if (!a->dry && ((!a->src.t.filter && (rc = cli_lock(&a->src.t, &a->src.lock)) != EXIT_OK) ||

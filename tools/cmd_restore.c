@@ -94,7 +94,7 @@ static int restore(const char *name, st_store *store, const char *key, const cha
 	st_error_clear(&err);
 	rc = st_store_read(store, bak, 0, &data, &len, NULL, &err);
 	if (rc == ST_ENOTFOUND) {
-		cli_errorf("no backup '%s.bak' to restore", name);
+		cli_errorc("not-found", "no backup '%s.bak' to restore", name);
 		return EXIT_FAIL;
 	}
 	/* the backup must be a state ... */
@@ -213,7 +213,8 @@ static int dry_run_bak(cli_target *t, int json)
 	st_error_clear(&err);
 	if (compare_bak(t, &doc, &missing, &err) != ST_OK) {
 		if (missing == 1) {
-			cli_errorf("no backup '%s.bak' to restore", cli_target_where(t));
+			cli_errorc("not-found", "no backup '%s.bak' to restore",
+				   cli_target_where(t));
 			return EXIT_FAIL;
 		}
 		if (missing == 2) {
@@ -342,6 +343,7 @@ int cmd_restore(int argc, char **argv)
 	if (argc - optind > 1)
 		return cli_usage("restore", "too many arguments");
 	t.arg = optind < argc ? argv[optind] : NULL;
+	t.no_stdin = 1;
 	if ((rc = cli_target_resolve(&t, "restore", 0)) != EXIT_OK)
 		goto out;
 	if (!t.backend && !strcmp(t.path, "-")) {

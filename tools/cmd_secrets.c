@@ -136,6 +136,14 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 		return cli_usage(mo.cmd, "too many arguments");
 	if (verify && c.output)
 		return cli_usage(mo.cmd, "-o goes with `secrets show`");
+	/* flags of the commands that write a state: accepted and ignored they would mislead */
+	if (c.config)
+		return cli_usage(mo.cmd, "--stack-config goes with `secrets rekey`");
+	if (c.newpassfile)
+		return cli_usage(mo.cmd, "--new-passphrase-file goes with `secrets rekey`");
+	if (mo.dry_run)
+		return cli_usage(mo.cmd, "--dry-run goes with `secrets encrypt` and `secrets "
+					 "rekey` (%s writes no state)", mo.cmd);
 	if ((rc = cli_target_resolve(&t, mo.cmd, 1)) != EXIT_OK || (rc = cli_load(&t, &s)))
 		goto out;
 	size_t cts = 0;
@@ -256,6 +264,8 @@ int cmd_secrets(int argc, char **argv)
 	t.out = c.output; /* -o -: the result to standard output (filter mode) */
 	if (!rekey && c.config)
 		return cli_usage(mo.cmd, "--stack-config goes with `secrets rekey`");
+	if (!rekey && c.newpassfile)
+		return cli_usage(mo.cmd, "--new-passphrase-file goes with `secrets rekey`");
 	c.mo = &mo;
 	if (rekey)
 		mo.after_save = rekey_config;

@@ -40,12 +40,18 @@ static const char help[] =
 	"                     URN order; with --json an object identifier -> URN (URN\n"
 	"                     order), with --output json as `pulumi do show-resources\n"
 	"                     --output json` prints it (keys sorted, 2-space indented)\n"
+	"  --max-size SIZE    refuse files that inflate beyond SIZE (default 4G)\n"
 	"  -h, --help         show this help\n";
 
-/* --json: the resource as stored (an array for several copies of an exact URN). */
+/* --json: the resource as stored (an array for several copies of an exact URN). With
+ * --show-secrets the resources found are revealed in a state of their own: the passphrase is
+ * needed only when they hold a ciphertext. */
 static int show_json(st_state *s, const char *query, int reveal, const char *passfile)
 {
-	size_t *hits = NULL, n = 0;
+	size_t *hits = NULL, n = 0, cts = 0;
+	st_state *only = NULL;
+	st_secrets *sec = NULL;
+	json_t *res, *mine;
 	st_error err;
 	int rc;
 
@@ -54,25 +60,30 @@ static int show_json(st_state *s, const char *query, int reveal, const char *pas
 		cli_error(&err);
 		return EXIT_FAIL;
 	}
+	res = st_state_resources(s, 0);
 	if (reveal) {
-		size_t cts = 0, pts = 0;
-		st_secrets *sec = NULL;
-		st_secrets_count(s, &cts, &pts);
-		if (cts) {
-			if ((rc = cli_open_secrets(s, passfile, 1, &sec)) != EXIT_OK) {
-				free(hits);
-				return rc;
-			}
-			rc = st_secrets_reveal(s, sec, &err);
-			st_secrets_free(sec);
-			if (rc != ST_OK) {
-				cli_error(&err);
-				free(hits);
-				return EXIT_FAIL;
-			}
+		if (st_state_new(&only, &err) != ST_OK || !(mine = st_state_resources(only, 1))) {
+			cli_error(&err);
+			rc = EXIT_FAIL;
+			goto out;
 		}
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(mine, json_deep_copy(json_array_get(res, hits[i])));
+		st_state_touch(only);
+		st_secrets_count(only, &cts, NULL);
+		/* (plaintexts are shown as they are: only ciphertexts change) */
+		if (cts && (rc = cli_open_secrets(s, passfile, 1, &sec)) != EXIT_OK)
+			goto out;
+		rc = cts ? st_secrets_reveal(only, sec, &err) : ST_OK;
+		if (rc != ST_OK) {
+			cli_error(&err);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		res = mine;
+		for (size_t i = 0; i < n; i++)
+			hits[i] = i;
 	}
-	json_t *res = st_state_resources(s, 0);
 	if (n == 1) {
 		rc = cli_print_json(json_array_get(res, hits[0]));
 	} else {
@@ -82,6 +93,9 @@ static int show_json(st_state *s, const char *query, int reveal, const char *pas
 		rc = cli_print_json(arr);
 		json_decref(arr);
 	}
+out:
+	st_secrets_free(sec);
+	st_state_free(only);
 	free(hits);
 	return rc;
 }

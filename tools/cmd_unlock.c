@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char help[] =
 	"usage: statetool unlock [options] STATE\n"
@@ -24,8 +25,10 @@ static const char help[] =
 	"                     too (its \"error\": code, message, position)\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Prints \"removed N lock(s) of TARGET\" (0 when there was none). Exit status 0, 1 when\n"
-	"the locks could not be removed, 2 on a usage error.\n";
+	"Prints \"removed N lock(s) of TARGET\" (0 when there was none). A STATE or stack\n"
+	"that does not exist is an error unless a lock of it was removed; STATE is not '-'.\n"
+	"Exit status 0, 1 when the locks could not be removed or there is no such state, 2\n"
+	"on a usage error.\n";
 
 int cmd_unlock(int argc, char **argv)
 {
@@ -37,6 +40,7 @@ int cmd_unlock(int argc, char **argv)
 		{NULL, 0, NULL, 0}};
 	cli_target t = {0};
 	int c, rc, removed = 0, json = 0;
+	struct stat sb;
 	st_error err;
 
 	st_error_clear(&err);
@@ -54,8 +58,19 @@ int cmd_unlock(int argc, char **argv)
 	if (argc - optind > 1)
 		return cli_usage("unlock", "too many arguments");
 	t.arg = optind < argc ? argv[optind] : NULL;
+	t.no_stdin = 1;
 	if ((rc = cli_target_resolve(&t, "unlock", 0)) != EXIT_OK)
 		goto out;
+	if (!t.backend && !strcmp(t.path, "-")) {
+		rc = cli_usage("unlock", "standard input has no lock (filter mode takes none): "
+					 "unlock works on a file or a stack");
+		goto out;
+	}
+	if (!t.backend && t.exists && stat(t.path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		cli_errorf("cannot unlock '%s': it is a directory, not a state file", t.path);
+		rc = EXIT_FAIL;
+		goto out;
+	}
 	if (t.backend)
 		rc = st_unlock_stack(t.backend, t.qname, &removed, &err);
 	else
@@ -63,6 +78,12 @@ int cmd_unlock(int argc, char **argv)
 	if (rc) {
 		cli_error(&err);
 		rc = EXIT_FAIL;
+		goto out;
+	}
+	/* a mistyped name is no success: the locks of a missing state are removed (a stray one
+	 * is how a crash can leave it), but with none a missing state is an error */
+	if (!removed && !t.exists) {
+		rc = cli_target_missing(&t);
 		goto out;
 	}
 	if (json) {

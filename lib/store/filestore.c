@@ -832,8 +832,11 @@ int st__store_file_open(st_store **out, const char *root, const char *url, st_er
 	struct stat sb;
 
 	*out = NULL;
-	if (stat(root, &sb) < 0 || !S_ISDIR(sb.st_mode))
+	if (stat(root, &sb) < 0)
 		return st__err(err, ST_ENOTFOUND, "backend directory '%s' does not exist", root);
+	if (!S_ISDIR(sb.st_mode))
+		return st__err(err, ST_ENOTFOUND, "backend '%s' is not a directory",
+			       root);
 	return make_store(out, root, url, 1, err);
 }
 
@@ -879,6 +882,50 @@ char *st__store_local_path(const st_store *s, const char *key)
 	if (s->ops != &file_ops)
 		return NULL;
 	return full_path((const file_store *)s, key);
+}
+
+char *st__store_file_missing_dir(const st_store *s, const char *key)
+{
+	const file_store *fs = (const file_store *)s;
+	struct stat sb;
+	char *p;
+
+	if (s->ops != &file_ops || !(p = full_path(fs, key)))
+		return NULL;
+	/* each directory of the key from the outermost: the first one missing */
+	for (const char *sl = strchr(key, '/'); sl; sl = strchr(sl + 1, '/')) {
+		size_t n = strlen(fs->root) + (size_t)(sl - key);
+		char c = p[n];
+		p[n] = '\0';
+		int missing = stat(p, &sb) != 0;
+		p[n] = c;
+		if (missing) {
+			char *prefix = st_strndup(key, (size_t)(sl - key) + 1);
+			free(p);
+			return prefix;
+		}
+	}
+	free(p);
+	return NULL;
+}
+
+void st__store_file_prune(const st_store *s, const char *key, const char *upto)
+{
+	const file_store *fs = (const file_store *)s;
+	size_t keep = upto ? strlen(upto) : 0, rootlen;
+	char *p, *sl;
+
+	if (s->ops != &file_ops || !upto || !keep || strncmp(key, upto, keep) ||
+	    !(p = full_path(fs, key)))
+		return;
+	rootlen = strlen(fs->root);
+	/* from the key's own directory outwards, while the directory is within `upto` */
+	while ((sl = strrchr(p + rootlen, '/')) != NULL && (size_t)(sl - (p + rootlen)) + 1 >= keep) {
+		*sl = '\0';
+		if (rmdir(p) != 0)
+			break;
+	}
+	free(p);
 }
 
 int st__store_file_check(const st_store *s, const char *key, st_error *err)

@@ -22,6 +22,7 @@ struct st_lock {
 	st_store *store; /* the backend's (borrowed), or owned for a file's lock */
 	int owns_store;
 	char *key;
+	char *made; /* a local directory the lock's write created (its key prefix), or NULL */
 };
 
 static char *lock_content(void)
@@ -216,7 +217,7 @@ static int new_lock(st_lock **out, st_store *s, int owns, char *key, st_error *e
 int st__lock_store(st_lock **out, st_store *s, const char *dir, const char *hint, st_error *err)
 {
 	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
-	char uuid[37], *key, *content;
+	char uuid[37], *key, *content, *made;
 	int rc;
 
 	*out = NULL;
@@ -231,15 +232,25 @@ int st__lock_store(st_lock **out, st_store *s, const char *dir, const char *hint
 		return st__err(err, ST_ENOMEM, "out of memory");
 	}
 	wo.flags = ST_STORE_CREATE_ONLY;
+	/* the lock's folders (.pulumi/locks/organization/PROJECT/STACK/) go with it: a failed
+	 * command, or one on a stack that never had them, leaves none behind */
+	made = st__store_file_missing_dir(s, key);
 	rc = st_store_write(s, key, content, strlen(content), &wo, err);
 	free(content);
 	if (rc == ST_OK && (rc = foreign_locks(s, dir, key, hint, err)) != ST_OK)
 		st_store_delete(s, key, NULL); /* someone came at the same time: we withdraw */
 	if (rc) {
+		st__store_file_prune(s, key, made);
+		free(made);
 		free(key);
 		return rc;
 	}
-	return new_lock(out, s, 0, key, err);
+	if ((rc = new_lock(out, s, 0, key, err)) != ST_OK) {
+		free(made);
+		return rc;
+	}
+	(*out)->made = made;
+	return ST_OK;
 }
 
 int st__locks_check(st_store *s, const char *dir, const char *hint, st_error *err)
@@ -356,9 +367,12 @@ int st_lock_release(st_lock *lk, st_error *err)
 			     "required: %s",
 			     where ? where : lk->key, derr.message);
 		free(where);
+	} else {
+		st__store_file_prune(lk->store, lk->key, lk->made);
 	}
 	if (lk->owns_store)
 		st_store_free(lk->store);
+	free(lk->made);
 	free(lk->key);
 	free(lk);
 	return rc;

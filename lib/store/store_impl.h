@@ -110,6 +110,14 @@ char *st__store_local_path(const st_store *s, const char *key);
  * ST_OK for any other store. */
 int st__store_file_check(const st_store *s, const char *key, st_error *err);
 
+/* A file store: the key prefix ("a/b/") of the outermost directory of `key` that does not
+ * exist yet (new), or NULL when they all exist, on failure, or for another store. */
+char *st__store_file_missing_dir(const st_store *s, const char *key);
+/* A file store: removes the empty directories of `key` from its own up to `upto` (a prefix
+ * st__store_file_missing_dir gave) included, stopping at one that is not empty. What a
+ * failed or finished lock created is so taken away again. */
+void st__store_file_prune(const st_store *s, const char *key, const char *upto);
+
 /* BLAKE2b-256 (hex) of a mapping, its pages given back every 8 MiB as the hash passes them
  * (prehash.c). */
 void st__blake2b_mapped_hex(const char *map, size_t len, char out[65]);

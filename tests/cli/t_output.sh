@@ -317,7 +317,7 @@ check_out "{
     \"ok\": false,
     \"exit_code\": 1,
     \"error\": {
-        \"code\": \"error\",
+        \"code\": \"not-found\",
         \"message\": \"no backup '$T/c-export.json.bak' to restore\"
     }
 }"
