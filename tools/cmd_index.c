@@ -336,6 +336,24 @@ static int refresh(st_index *ix, st_backend *b)
 	return rc;
 }
 
+/* query: records the first filter flag and output flag given; --json with --csv is a usage
+ * error (printed). */
+static int note_flag(const struct option *opts, int c, const char **filter, const char **format)
+{
+	const char *flag = NULL;
+	for (size_t i = 0; opts[i].name; i++)
+		if (opts[i].val == c)
+			flag = opts[i].name;
+	if (((c >= X_URN && c <= X_DUPS) || c == X_INCPROV) && !*filter)
+		*filter = flag;
+	if (c == OPT_JSON || c == X_CSV) {
+		if (*format && strcmp(*format, flag))
+			return cli_usage("query", "give --%s or --%s, not both", *format, flag);
+		*format = flag;
+	}
+	return EXIT_OK;
+}
+
 int cmd_query(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -371,17 +389,8 @@ int cmd_query(int argc, char **argv)
 
 	st_error_clear(&err);
 	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
-		const char *flag = NULL;
-		for (size_t i = 0; opts[i].name; i++)
-			if (opts[i].val == c)
-				flag = opts[i].name;
-		if (((c >= X_URN && c <= X_DUPS) || c == X_INCPROV) && !filter)
-			filter = flag;
-		if (c == OPT_JSON || c == X_CSV) {
-			if (format && strcmp(format, flag))
-				return cli_usage("query", "give --%s or --%s, not both", format, flag);
-			format = flag;
-		}
+		if (note_flag(opts, c, &filter, &format) != EXIT_OK)
+			return EXIT_USAGE;
 		switch (c) {
 		case OPT_BACKEND: backend = optarg; break;
 		case X_DB: db = optarg; break;

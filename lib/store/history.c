@@ -203,7 +203,8 @@ int st_backend_generations(st_backend *b, const char *stack, st_generation **out
 		}
 		st_store_entries_free(e, ne);
 	}
-	qsort(v, n, sizeof(*v), gen_cmp);
+	if (n) /* (v is NULL with none: qsort's pointer must not be) */
+		qsort(v, n, sizeof(*v), gen_cmp);
 	*out = v;
 	*count = n;
 	v = NULL;
