@@ -416,6 +416,8 @@ const char *st__lazy_file_text(const st_state *s, size_t *len);
  * checks before it starts (a truncated mapping would end the process with SIGBUS) and after
  * its last byte, before anything is renamed into place. */
 int st__lazy_unchanged(const st_state *s, st_error *err);
+/* That ST_ECONFLICT (the state's file rewritten in place while in use), set in err. */
+int st__lazy_rewritten(const st_state *s, st_error *err);
 /* Maps a plain file of at least 4 MiB for reading (lib/state/state.c): 0 done, 1 not a
  * candidate (small, compressed, not regular, unreadable: the caller reads it). With fd
  * non-NULL the file stays open in *fd (new: the caller closes it) when mapped. */

@@ -455,8 +455,20 @@ static char *big_state(const char *stack, const char *prefix)
 	return out;
 }
 
+static int journal_move_rc(const char *dir, int touch_src, seen_journal *sj, st_error *serr);
+
 static void journal_move(const char *dir, int touch_src, seen_journal *sj)
 {
+	st_error err;
+	st_error_clear(&err);
+	if (journal_move_rc(dir, touch_src, sj, &err) != ST_OK)
+		fail_msg("%s", err.message);
+}
+
+/* The same, the save's result returned (its error in err). */
+static int journal_move_rc(const char *dir, int touch_src, seen_journal *sj, st_error *serr)
+{
+	int rc;
 	char *sp, *dp;
 	st_state *src = NULL, *dst = NULL;
 	st_edit *se, *de;
@@ -498,7 +510,7 @@ static void journal_move(const char *dir, int touch_src, seen_journal *sj)
 	assert_int_equal(st_set_hooks(&h, NULL), ST_OK);
 	st_error_clear(&err);
 	assert_int_equal(st_edit_commit_pair(de, se, NULL, NULL, NULL, NULL, NULL, &err), ST_OK);
-	assert_int_equal(st_state_save_pair("move", dst, dp, src, sp, &err), ST_OK);
+	rc = st_state_save_pair("move", dst, dp, src, sp, serr);
 	st_set_hooks(NULL, NULL);
 	st_move_report_clear(&rep);
 	st_edit_free(se);
@@ -509,6 +521,7 @@ static void journal_move(const char *dir, int touch_src, seen_journal *sj)
 	free(dp);
 	free(st);
 	free(dt);
+	return rc;
 }
 
 /* A move hashes the old files ahead, beside the move; the journal takes those hashes only for
@@ -559,6 +572,79 @@ static void test_staged_hash_from_ahead(void **unused)
 	tu_rmdir(dir);
 }
 
+/* The file st__prehash_taken_hook rewrites in place, and how often it did. */
+static const char *rewrite_path;
+static int rewrites;
+
+/* One byte at 1 MiB (inside a resource the save copies from the file) changed in place, the
+ * size and modification time kept (only the change time tells, so the stream's checks pass):
+ * after the journal took the ahead hash, before the staged object is written. */
+static void rewrite_in_place(const char *path)
+{
+	struct stat sb;
+	struct timespec ts[2];
+	char c;
+	int fd;
+	if (!rewrite_path || strcmp(path, rewrite_path))
+		return;
+	assert_true((fd = open(path, O_RDWR)) >= 0);
+	assert_int_equal(fstat(fd, &sb), 0);
+	assert_int_equal(pread(fd, &c, 1, 1 << 20), 1);
+	assert_int_equal(c, 'x');
+	c = 'y';
+	usleep(20000); /* (a new change time) */
+	assert_int_equal(pwrite(fd, &c, 1, 1 << 20), 1);
+	ts[0] = sb.st_atim;
+	ts[1] = sb.st_mtim;
+	assert_int_equal(futimens(fd, ts), 0);
+	close(fd);
+	rewrites++;
+}
+
+/* The destination's file rewritten in place (size and modification time kept) after the
+ * journal took its ahead hash: the staged bytes are the file's new bytes, the hash kept for
+ * its first 8 MiB the old ones, so the save is refused (ST_ECONFLICT, the staged objects
+ * removed, no journal); without the check it wrote a journal whose new_hash is not the
+ * staged bytes' (on_step fails). */
+static void test_staged_hash_file_rewritten(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir(), *dp, *want, *p;
+	seen_journal a = {0};
+	st_error err;
+	struct stat sb;
+	big_count = 6000; /* over 8 MiB */
+	assert_true(asprintf(&dp, "%s/dst.json", dir) > 0);
+	rewrite_path = dp;
+	rewrites = 0;
+	st__prehash_taken_hook = rewrite_in_place;
+	st_set_threads(2, NULL);
+	st_error_clear(&err);
+	assert_int_equal(journal_move_rc(dir, 0, &a, &err), ST_ECONFLICT);
+	st_set_threads(0, NULL);
+	st__prehash_taken_hook = NULL;
+	rewrite_path = NULL;
+	big_count = 3000;
+	assert_int_equal(rewrites, 1);
+	assert_int_equal(a.checked, 0);
+	assert_true(asprintf(&want, "'%s' was rewritten in place by another program while "
+				    "statetool was using it; nothing was written: run the command "
+				    "again", dp) > 0);
+	assert_string_equal(err.message, want);
+	/* nothing staged or journalled is left */
+	const char *left[] = {"dst.json.statetool-new", "src.json.statetool-new",
+			      "dst.json.statetool-journal", "src.json.statetool-journal",
+			      "dst.json.bak", "src.json.bak"};
+	for (size_t i = 0; i < sizeof(left) / sizeof(*left); i++) {
+		assert_true(asprintf(&p, "%s/%s", dir, left[i]) > 0);
+		assert_int_equal(lstat(p, &sb), -1);
+		free(p);
+	}
+	free(want);
+	free(dp);
+	tu_rmdir(dir);
+}
+
 /* One case of test_taphash: the staged bytes as pieces, each from the old file's mapping at
  * an offset (len bytes) or, with off -1, the byte 'X' len times, or with off -2 a copy (in
  * other memory) of the mapping's bytes at the piece's own offset; the tap's hash equals a
@@ -593,7 +679,7 @@ static void taphash_case(const crypto_generichash_state *kept, const char *map, 
 			crypto_generichash_update(&plain, (const unsigned char *)p + done, k);
 		}
 	}
-	st__taphash_final(&t, got);
+	assert_int_equal(st__taphash_final(&t, got, NULL), ST_OK);
 	crypto_generichash_final(&plain, h, sizeof(h));
 	sodium_bin2hex(want, sizeof(want), h, sizeof(h));
 	assert_string_equal(got, want);
@@ -712,6 +798,7 @@ int main(void)
 		cmocka_unit_test(test_check_after_move_as_full),
 		cmocka_unit_test(test_old_files_hashed_ahead),
 		cmocka_unit_test(test_staged_hash_from_ahead),
+		cmocka_unit_test(test_staged_hash_file_rewritten),
 		cmocka_unit_test(test_taphash),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

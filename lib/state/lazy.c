@@ -154,6 +154,11 @@ int st__lazy_unchanged(const st_state *s, st_error *err)
 	    now.st_mtim.tv_sec == lz->src.st_mtim.tv_sec &&
 	    now.st_mtim.tv_nsec == lz->src.st_mtim.tv_nsec)
 		return ST_OK;
+	return st__lazy_rewritten(s, err);
+}
+
+int st__lazy_rewritten(const st_state *s, st_error *err)
+{
 	st__err_file(err, s->path);
 	return st__err(err, ST_ECONFLICT, "'%s' was rewritten in place by another program while "
 		       "statetool was using it; nothing was written: run the command again",

@@ -254,10 +254,7 @@ static int stage(jside *sd, int one_thread, st_error *err)
 		st__taphash_init(&sd->h, NULL, NULL, 0);
 	rc = st__store_write_tap(sd->store, sd->staged, fill_side, sd, NULL, NULL, hash_chunk,
 				 &sd->h, err);
-	if (rc)
-		return rc;
-	st__taphash_final(&sd->h, sd->new_hex);
-	return ST_OK;
+	return rc ? rc : st__taphash_final(&sd->h, sd->new_hex, err);
 }
 
 /* A move's lazy state hashed its file ahead: taken when that is still the old object, the

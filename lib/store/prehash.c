@@ -130,6 +130,8 @@ const crypto_generichash_state *st__prehash_states(const st__prehash *p, size_t 
 	return p->ok && p->nkept == *size / ST__KEEP_EVERY + 1 ? p->kept : NULL;
 }
 
+void (*st__prehash_taken_hook)(const char *path);
+
 int st__prehash_take_for(const st_state *s, const char *path, char out[65], st__taphash *t)
 {
 	const crypto_generichash_state *kept;
@@ -145,7 +147,17 @@ int st__prehash_take_for(const st_state *s, const char *path, char out[65], st__
 		map = NULL;
 	}
 	st__taphash_init(t, kept, map, len);
+	if (t->same)
+		t->of = s;
+	if (t->of && st__prehash_taken_hook)
+		st__prehash_taken_hook(s->path);
 	return 1;
+}
+
+int st__prehash_still(const st__prehash *p)
+{
+	struct stat now;
+	return fstat(p->fd, &now) == 0 && same_file(&p->before, &now);
 }
 
 /* ---- a staged object's hash, its prefix taken from the ahead hash ---- */
@@ -199,11 +211,16 @@ void st__taphash_update(st__taphash *t, const void *p, size_t n)
 	crypto_generichash_update(&t->h, p, n);
 }
 
-void st__taphash_final(st__taphash *t, char out[65])
+int st__taphash_final(st__taphash *t, char out[65], st_error *err)
 {
 	unsigned char h[32];
 	if (t->same)
 		taphash_resume(t);
 	crypto_generichash_final(&t->h, h, sizeof(h));
 	sodium_bin2hex(out, 65, h, sizeof(h));
+	/* the mapping's bytes (streamed, skipped, hashed on resuming) are the bytes the kept
+	 * states hashed only while no one wrote to the file since the ahead hash began */
+	if (t->of && !st__prehash_still(t->of->prehash))
+		return st__lazy_rewritten(t->of, err);
+	return ST_OK;
 }

@@ -143,16 +143,27 @@ typedef struct st__taphash {
 	const char *map;                      /* borrowed */
 	size_t len, pos;
 	int same;
+	const st_state *of; /* borrowed: the lazy state whose file is `map` (st__prehash_take_for) */
 } st__taphash;
 void st__taphash_init(st__taphash *t, const crypto_generichash_state *kept, const char *map,
 		      size_t len);
 void st__taphash_update(st__taphash *t, const void *p, size_t n);
-void st__taphash_final(st__taphash *t, char out[65]);
+/* The hash, out set. ST_OK; with `of` set, ST_ECONFLICT when the file hashed ahead is no
+ * longer the same file, unchanged (st__prehash_still), after the last byte read from `map`:
+ * its bytes under the mapping, streamed or hashed, may not be those the kept states hashed
+ * (a rewrite in place keeping size and modification time passes st__lazy_unchanged). */
+int st__taphash_final(st__taphash *t, char out[65], st_error *err);
 unsigned long st__taphash_skipped(void);
+/* The file hashed ahead still the same file, unchanged since the hash started (device, inode,
+ * size, modification and change times): 1, else 0. */
+int st__prehash_still(const st__prehash *p);
 /* st__prehash_take of a lazy state's ahead hash (s->prehash, may be NULL: 0) for the old file
  * at `path`; when taken, *t is set up for the staged object's hash: from the kept states when
  * the state's text is that file's mapping, else plain. 1 when taken. */
 int st__prehash_take_for(const st_state *s, const char *path, char out[65], st__taphash *t);
+/* Test hook: called by st__prehash_take_for when it set *t up from the old file's mapping,
+ * with the state's path (the staged object not yet written). */
+extern void (*st__prehash_taken_hook)(const char *path);
 
 /* Writes a state to a key of a store (streamed when plain, compressed first otherwise),
  * manifest magic recomputed; `cfg` (may be NULL): the writer's thread choices. */
