@@ -572,13 +572,14 @@ static void test_staged_hash_from_ahead(void **unused)
 	tu_rmdir(dir);
 }
 
-/* The file st__prehash_taken_hook rewrites in place, and how often it did. */
+/* The file st__prehash_taken_hook rewrites in place, where, and how often it did. */
 static const char *rewrite_path;
+static off_t rewrite_at = 1 << 20;
 static int rewrites;
 
-/* One byte at 1 MiB (inside a resource the save copies from the file) changed in place, the
- * size and modification time kept (only the change time tells, so the stream's checks pass):
- * after the journal took the ahead hash, before the staged object is written. */
+/* One byte at rewrite_at (1 MiB: inside a resource the save copies from the file) changed in
+ * place, the size and modification time kept (only the change time tells, so the stream's
+ * checks pass): after the journal took the ahead hash, before the staged object is written. */
 static void rewrite_in_place(const char *path)
 {
 	struct stat sb;
@@ -589,11 +590,10 @@ static void rewrite_in_place(const char *path)
 		return;
 	assert_true((fd = open(path, O_RDWR)) >= 0);
 	assert_int_equal(fstat(fd, &sb), 0);
-	assert_int_equal(pread(fd, &c, 1, 1 << 20), 1);
-	assert_int_equal(c, 'x');
-	c = 'y';
+	assert_int_equal(pread(fd, &c, 1, rewrite_at), 1);
+	c = c == 'y' ? 'z' : 'y';
 	usleep(20000); /* (a new change time) */
-	assert_int_equal(pwrite(fd, &c, 1, 1 << 20), 1);
+	assert_int_equal(pwrite(fd, &c, 1, rewrite_at), 1);
 	ts[0] = sb.st_atim;
 	ts[1] = sb.st_mtim;
 	assert_int_equal(futimens(fd, ts), 0);
@@ -642,6 +642,57 @@ static void test_staged_hash_file_rewritten(void **unused)
 	}
 	free(want);
 	free(dp);
+	tu_rmdir(dir);
+}
+
+/* The reviewer's case: a staged object the old file's bytes to its end, so the hash reads the
+ * mapping again (from its last 8 MiB state) only when finished; the file rewritten in place
+ * before that, size and modification time kept: ST_ECONFLICT, not a hash of bytes that were
+ * never staged. Untouched: ST_OK, the plain hash. */
+static void test_taphash_final_file_rewritten(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir(), *path, *text, hex[65], got[65], want[65];
+	st_state *s = NULL;
+	st__taphash t;
+	const char *map;
+	size_t len = 0;
+	st_error err;
+
+	big_count = 6000; /* over 8 MiB */
+	text = big_state("dev", "r");
+	big_count = 3000;
+	assert_true(asprintf(&path, "%s/old.json", dir) > 0);
+	tu_write(path, text, strlen(text));
+	crypto_generichash((unsigned char *)hex, 32, (const unsigned char *)text, strlen(text),
+			   NULL, 0);
+	sodium_bin2hex(want, sizeof(want), (unsigned char *)hex, 32);
+	st_set_threads(2, NULL);
+	for (int rewrite = 0; rewrite < 2; rewrite++) {
+		st_error_clear(&err);
+		assert_int_equal(st__state_load_lazy(&s, path, NULL, &err), ST_OK);
+		st__lazy_prehash(s);
+		assert_int_equal(st__prehash_take_for(s, path, hex, &t), 1);
+		assert_ptr_equal(t.of, s);
+		assert_non_null(map = st__lazy_file_text(s, &len));
+		assert_int_equal(len, strlen(text));
+		st__taphash_update(&t, map, len); /* the same bytes, from the mapping */
+		if (rewrite) { /* a byte the hash reads again, past its last state */
+			rewrite_path = path;
+			rewrite_at = (8 << 20) + 100;
+			rewrite_in_place(path);
+			rewrite_at = 1 << 20;
+			rewrite_path = NULL;
+		}
+		assert_int_equal(st__taphash_final(&t, got, &err), rewrite ? ST_ECONFLICT : ST_OK);
+		if (!rewrite)
+			assert_string_equal(got, want);
+		st_state_free(s);
+		s = NULL;
+	}
+	st_set_threads(0, NULL);
+	free(text);
+	free(path);
 	tu_rmdir(dir);
 }
 
@@ -799,6 +850,7 @@ int main(void)
 		cmocka_unit_test(test_old_files_hashed_ahead),
 		cmocka_unit_test(test_staged_hash_from_ahead),
 		cmocka_unit_test(test_staged_hash_file_rewritten),
+		cmocka_unit_test(test_taphash_final_file_rewritten),
 		cmocka_unit_test(test_taphash),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
