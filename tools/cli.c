@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,22 +48,31 @@ static void record(const char *code, const char *msg, const st_error *err)
 	}
 }
 
+/* The --json document of a failure. */
+static json_t *fail_doc(const char *cmd, int rc, const char *code, const char *message)
+{
+	json_t *doc = json_object(), *e = json_object();
+
+	json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
+	json_object_set_new(doc, "command", json_string(cmd));
+	json_object_set_new(doc, "ok", json_false());
+	json_object_set_new(doc, "exit_code", json_integer(rc));
+	json_object_set_new(e, "code", json_string(code));
+	json_object_set_new(e, "message", json_string(message));
+	json_object_set_new(doc, "error", e);
+	return doc;
+}
+
 void cli_json_fail(const char *cmd, int rc)
 {
 	json_t *doc, *e;
 
 	if (!cli_json_mode || rc == EXIT_OK || json_printed)
 		return;
-	doc = json_object();
-	e = json_object();
-	json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
-	json_object_set_new(doc, "command", json_string(cmd));
-	json_object_set_new(doc, "ok", json_false());
-	json_object_set_new(doc, "exit_code", json_integer(rc));
-	json_object_set_new(e, "code", json_string(first_err.set ? first_err.code
-							      : rc == EXIT_USAGE ? "usage" : "error"));
-	json_object_set_new(e, "message", json_string(first_err.set ? first_err.message
-								 : "the command failed"));
+	doc = fail_doc(cmd, rc,
+		       first_err.set ? first_err.code : rc == EXIT_USAGE ? "usage" : "error",
+		       first_err.set ? first_err.message : "the command failed");
+	e = json_object_get(doc, "error");
 	if (first_err.file[0])
 		json_object_set_new(e, "file", json_string(first_err.file));
 	if (first_err.pointer[0])
@@ -71,9 +81,49 @@ void cli_json_fail(const char *cmd, int rc)
 		json_object_set_new(e, "line", json_integer(first_err.line));
 		json_object_set_new(e, "column", json_integer(first_err.column));
 	}
-	json_object_set_new(doc, "error", e);
 	cli_print_json(doc);
 	json_decref(doc);
+}
+
+/* SIGBUS: another program truncated a file while the command was reading it through a
+ * mapping (the library checks a mapped file before it writes and after its last byte, not at
+ * every read). The command stops at once. What it was writing is still a temporary file, and
+ * a move's journal is finished or undone by the next command on its stacks, so no state is
+ * left half-written. The messages are made before the command runs: a signal handler may
+ * only write(2). */
+#define BUS_MESSAGE                                                                             \
+	"a file was truncated by another program while statetool was reading it (SIGBUS); no "  \
+	"state was left half-written: run the command again"
+static char *bus_json;
+static size_t bus_json_len;
+
+static void on_sigbus(int sig)
+{
+	static const char line[] = "statetool: error: " BUS_MESSAGE "\n";
+	ssize_t w;
+
+	(void)sig;
+	if (bus_json && !json_printed)
+		w = write(STDOUT_FILENO, bus_json, bus_json_len);
+	w = write(STDERR_FILENO, line, sizeof(line) - 1);
+	(void)w;
+	_exit(EXIT_FAIL);
+}
+
+void cli_catch_sigbus(const char *cmd)
+{
+	struct sigaction sa;
+
+	if (cli_json_mode) {
+		json_t *doc = fail_doc(cmd, EXIT_FAIL, "conflict", BUS_MESSAGE);
+		if (st_json_dump(doc, NULL, &bus_json, &bus_json_len, NULL) != ST_OK)
+			bus_json = NULL;
+		json_decref(doc);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigbus;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
 }
 
 void cli_error(const st_error *err)

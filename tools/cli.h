@@ -101,6 +101,10 @@ void cli_warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * "message", and where known "file", "pointer", "line", "column"}}, from the first error it
  * reported (cli_error, cli_errorf, cli_usage). Called by main once the command returned. */
 void cli_json_fail(const char *cmd, int rc);
+/* Turns a SIGBUS (a file the command reads through a mapping truncated by another program)
+ * into an error: the message on stderr (and with --json the failure document, code
+ * "conflict", on stdout) and exit 1 instead of a crash. Called by main before the command. */
+void cli_catch_sigbus(const char *cmd);
 
 /* Prints a usage error and the hint to run --help; returns EXIT_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -104,7 +104,9 @@ int main(int argc, char **argv)
 			cli_json_mode = 1;
 	for (const cli_command *c = commands; c->name; c++) {
 		if (!strcmp(c->name, argv[1])) {
-			int rc = c->run(argc - 1, argv + 1);
+			int rc;
+			cli_catch_sigbus(c->name);
+			rc = c->run(argc - 1, argv + 1);
 			fflush(stdout);
 			cli_json_fail(c->name, rc);
 			return rc;

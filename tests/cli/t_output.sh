@@ -369,4 +369,40 @@ run "query in a pipe" st query --backend "$E" --type my:index:Comp
 check_rc 0
 check_out "$(printf 'stack\turn\ttype\tid\timport_id\tparent\tprovider\tflags\norganization/proj/dev\turn:pulumi:dev::proj::my:index:Comp::c\tmy:index:Comp\t-\t-\turn:pulumi:dev::proj::pulumi:pulumi:Stack::proj-dev\t-\tcomponent')"
 
+# 6. SIGBUS (another program truncated a file the command was reading through a mapping): a
+# message and exit 1, not a crash, and with --json the failure document. A truncation between
+# the library's checks cannot be timed in a test, so the signal itself is sent, while the
+# command waits in read(2) on standard input (a FIFO whose writer never writes).
+mkfifo "$T/fifo"
+sleep 120 > "$T/fifo" &
+holder=$!
+"$STATETOOL" validate --json - < "$T/fifo" > "$T/out" 2> "$T/err" &
+pid=$!
+i=0
+if [ -r /proc/self/syscall ]; then
+	while [ $i -lt 600 ] && ! grep -q '^0 0x0 ' "/proc/$pid/syscall" 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+else
+	sleep 3
+fi
+current="SIGBUS"
+kill -BUS "$pid"
+wait "$pid"
+rc=$?
+kill "$holder" 2>/dev/null
+check_rc 1
+check_out '{
+    "format_version": 1,
+    "command": "validate",
+    "ok": false,
+    "exit_code": 1,
+    "error": {
+        "code": "conflict",
+        "message": "a file was truncated by another program while statetool was reading it (SIGBUS); no state was left half-written: run the command again"
+    }
+}'
+check_err "statetool: error: a file was truncated by another program while statetool was reading it (SIGBUS); no state was left half-written: run the command again"
+
 finish
