@@ -16,6 +16,7 @@
 #include "store/azblob.h"
 #include "store/gcs.h"
 #include "store/s3.h"
+#include "store/store_impl.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -1040,6 +1041,45 @@ static int drop_containers(void **state)
 	return 0;
 }
 
+/* The object stores' one rule for a listed name: relative to the store's prefix, a level kept
+ * with its '/', and what no key can name left out (s3, azblob and gcs all list through it). */
+static void test_listing_names(void **state)
+{
+	static const struct {
+		const char *name;
+		int dir;
+		const char *key; /* NULL: left out */
+	} cases[] = {
+		{"p/a/b.json", 0, "a/b.json"},	{"p/a/", 1, "a/"},     {"p/", 1, NULL},
+		{"p/", 0, NULL},		{"p", 0, NULL},	       {"q/a", 0, NULL},
+		{"pa/b", 0, "a/b"},		{"p/a/", 0, NULL},     {"p/a", 1, NULL},
+		{"p/a//b", 0, NULL},		{"p/../x", 0, NULL},   {"p/a/./b/", 1, NULL},
+		{"p/a\\b", 0, NULL},		{"p/.pulumi/x", 0, ".pulumi/x"},
+	};
+	st__listing l = {0};
+	st_store_info info = {7, 42, "e"};
+	size_t want = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t before = l.n;
+		assert_int_equal(st__listing_add_name(&l, i == 6 ? "p" : "p/", strdup(cases[i].name),
+						      cases[i].dir, &info),
+				 ST_OK);
+		if (!cases[i].key) {
+			assert_int_equal(l.n, before);
+			continue;
+		}
+		assert_int_equal(l.n, before + 1);
+		assert_string_equal(l.v[before].key, cases[i].key);
+		assert_int_equal(l.v[before].info.size, 7);
+		assert_string_equal(l.v[before].info.etag, "e");
+		want++;
+	}
+	assert_int_equal(l.n, want);
+	st_store_entries_free(l.v, l.n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1053,6 +1093,7 @@ int main(void)
 		cmocka_unit_test(test_file_store_backup_link),
 		cmocka_unit_test(test_file_store_writeback_stride),
 		cmocka_unit_test(test_file_store_list_two_threads),
+		cmocka_unit_test(test_listing_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, drop_containers);
 }

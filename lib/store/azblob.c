@@ -531,49 +531,6 @@ static int az_copy(st_store *ss, const char *src, const char *dst, int for_backu
 
 /* ---- list ---- */
 
-typedef struct listing {
-	st_store_entry *v;
-	size_t n, cap;
-} listing;
-
-/* Adds a listed name (as the service has it: escaped, the store's prefix first); names that are
- * no valid key of this store are left out. */
-static int add_name(listing *l, const az_store *s, const char *raw, int dir, st_store_info *info)
-{
-	char *name = st__azblob_unescape_key(raw), *key;
-	size_t pl = strlen(s->cfg.prefix);
-	if (!name)
-		return ST_ENOMEM;
-	if (strncmp(name, s->cfg.prefix, pl) || !name[pl]) {
-		free(name);
-		return ST_OK;
-	}
-	key = name + pl;
-	size_t kn = strlen(key);
-	char *probe = dir && kn && key[kn - 1] == '/' ? st_strndup(key, kn - 1) : NULL;
-	int valid = dir ? probe && st_store_key_valid(probe) : st_store_key_valid(key);
-	free(probe);
-	if (!valid) {
-		free(name);
-		return ST_OK;
-	}
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 64;
-		st_store_entry *nv = realloc(l->v, nc * sizeof(*nv));
-		if (!nv) {
-			free(name);
-			return ST_ENOMEM;
-		}
-		l->v = nv;
-		l->cap = nc;
-	}
-	memmove(name, key, kn + 1);
-	l->v[l->n].key = name;
-	l->v[l->n].info = *info;
-	l->n++;
-	return ST_OK;
-}
-
 /* The <Name> of a listed element in [in, end), decoded (Encoded="true", as the service marks
  * a name with characters XML cannot hold: percent-encoded): 1 and *out (new), 0 when there is
  * none, -1 when out of memory. */
@@ -620,8 +577,18 @@ static int listed_info(const char *in, const char *end, st_store_info *info)
 	return oom ? -1 : 0;
 }
 
+/* A listed name as the service gives it (borrowed): decoded as the DIY backend escapes keys,
+ * then into l (see st__listing_add_name). */
+static int add_listed(st__listing *l, const az_store *s, const char *raw, int dir,
+		      const st_store_info *info)
+{
+	char *name = st__azblob_unescape_key(raw);
+	return name ? st__listing_add_name(l, s->cfg.prefix, name, dir, info) : ST_ENOMEM;
+}
+
 /* One page of a listing: its entries into l, the next marker (new, NULL at the end). */
-static int list_page(az_store *s, listing *l, const char *query, char **next, st_error *err)
+static int list_page(az_store *s, st__listing *l, const char *query, char **next,
+		     st_error *err)
 {
 	az_req q;
 	st_http_resp resp;
@@ -642,7 +609,7 @@ static int list_page(az_store *s, listing *l, const char *query, char **next, st
 			if (got < 0 || (!k && listed_info(in, in_end, &info) < 0))
 				rc = ST_ENOMEM;
 			else if (got)
-				rc = add_name(l, s, name, k, &info);
+				rc = add_listed(l, s, name, k, &info);
 			free(name);
 		}
 	}
@@ -666,7 +633,7 @@ static int az_list(st_store *ss, const char *prefix, unsigned flags, st_store_en
 		   size_t *count, st_error *err)
 {
 	az_store *s = (az_store *)ss;
-	listing l = {0};
+	st__listing l = {0};
 	char *full = st_asprintf("%s%s", s->cfg.prefix, prefix);
 	char *esc = full ? st__azblob_escape_key(full, 1) : NULL;
 	char *marker = NULL;

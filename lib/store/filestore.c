@@ -547,30 +547,15 @@ static int fs_remove(st_store *s, const char *key, st_error *err)
 
 /* ---- listing ---- */
 
-typedef struct listing {
-	st_store_entry *v;
-	size_t n, cap;
-} listing;
-
-static int add_entry(listing *l, char *key, const struct stat *sb)
+static int add_entry(st__listing *l, char *key, const struct stat *sb)
 {
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 32;
-		st_store_entry *nv = realloc(l->v, nc * sizeof(*nv));
-		if (!nv) {
-			free(key);
-			return ST_ENOMEM;
-		}
-		l->v = nv;
-		l->cap = nc;
-	}
-	memset(&l->v[l->n], 0, sizeof(l->v[l->n]));
-	l->v[l->n].key = key;
-	l->v[l->n].info.size = -1;
+	st_store_info info;
+
+	memset(&info, 0, sizeof(info));
+	info.size = -1;
 	if (sb)
-		fill_info(sb, &l->v[l->n].info);
-	l->n++;
-	return ST_OK;
+		fill_info(sb, &info);
+	return st__listing_add(l, key, &info);
 }
 
 /* Our own temporary files are not objects yet: a listing never shows them. */
@@ -669,7 +654,7 @@ static int read_dir(DIR *d, const char *kdir, const char *name_prefix, int temps
 /* Walks dir (the key prefix `kdir`, "" or ending in '/'), adding keys that start with kdir +
  * `name_prefix`; deeper levels are walked, or (levels) listed once as "kdir/sub/". */
 static int walk(file_store *fs, const char *kdir, const char *name_prefix, int levels,
-		int temps, listing *l)
+		int temps, st__listing *l)
 {
 	char *dpath = st_asprintf("%s%s", fs->root, kdir);
 	DIR *d = dpath ? opendir(*dpath ? dpath : ".") : NULL;
@@ -723,7 +708,7 @@ static int fs_list(st_store *s, const char *prefix, unsigned flags, st_store_ent
 	file_store *fs = (file_store *)s;
 	const char *slash = strrchr(prefix, '/');
 	char *kdir = slash ? st_strndup(prefix, (size_t)(slash - prefix + 1)) : st_strdup("");
-	listing l = {0};
+	st__listing l = {0};
 	int rc;
 
 	if (!kdir)

@@ -545,52 +545,18 @@ static int gcs_copy(st_store *ss, const char *src, const char *dst, int for_back
 
 /* ---- list ---- */
 
-typedef struct listing {
-	st_store_entry *v;
-	size_t n, cap;
-} listing;
-
-/* Adds a listed name (as stored: escaped, the store's prefix first); names that are no valid key
- * of this store are left out. ST_OK or ST_ENOMEM. */
-static int add_listed(listing *l, const gcs_store *s, const char *raw, int dir,
+/* A listed name as the service gives it (borrowed): decoded as the DIY backend escapes keys,
+ * then into l (see st__listing_add_name). */
+static int add_listed(st__listing *l, const gcs_store *s, const char *raw, int dir,
 		      const st_store_info *info)
 {
-	char *name = st__azblob_unescape_key(raw), *key;
-	size_t pl = strlen(s->cfg.prefix);
-	if (!name)
-		return ST_ENOMEM;
-	if (strncmp(name, s->cfg.prefix, pl) || !name[pl]) {
-		free(name);
-		return ST_OK;
-	}
-	key = name + pl;
-	size_t kn = strlen(key);
-	char *probe = dir && key[kn - 1] == '/' ? st_strndup(key, kn - 1) : NULL;
-	int valid = dir ? probe && st_store_key_valid(probe) : st_store_key_valid(key);
-	free(probe);
-	if (!valid) {
-		free(name);
-		return ST_OK;
-	}
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 64;
-		st_store_entry *nv = realloc(l->v, nc * sizeof(*nv));
-		if (!nv) {
-			free(name);
-			return ST_ENOMEM;
-		}
-		l->v = nv;
-		l->cap = nc;
-	}
-	memmove(name, key, kn + 1);
-	l->v[l->n].key = name;
-	l->v[l->n].info = *info;
-	l->n++;
-	return ST_OK;
+	char *name = st__azblob_unescape_key(raw);
+	return name ? st__listing_add_name(l, s->cfg.prefix, name, dir, info) : ST_ENOMEM;
 }
 
 /* One page: its items and prefixes into l, the next page's token (new, NULL at the end). */
-static int list_page(gcs_store *s, listing *l, const char *query, char **next, st_error *err)
+static int list_page(gcs_store *s, st__listing *l, const char *query, char **next,
+		     st_error *err)
 {
 	gcs_req q;
 	st_http_resp resp;
@@ -638,7 +604,7 @@ static int gcs_list(st_store *ss, const char *prefix, unsigned flags, st_store_e
 		    size_t *count, st_error *err)
 {
 	gcs_store *s = (gcs_store *)ss;
-	listing l = {NULL, 0, 0};
+	st__listing l = {NULL, 0, 0};
 	char *full = st_asprintf("%s%s", s->cfg.prefix, prefix);
 	char *esc = full ? st__gcs_escape_key(full) : NULL;
 	char *token = NULL;

@@ -444,32 +444,9 @@ static int s3_write_commit(st_store_writer *sw, st_error *err)
 
 /* ---- listings ---- */
 
-typedef struct listing {
-	st_store_entry *v;
-	size_t n, cap;
-} listing;
-
-static int add(listing *l, char *key, const st_store_info *info)
-{
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		st_store_entry *v = realloc(l->v, cap * sizeof(*v));
-		if (!v) {
-			free(key);
-			return -1;
-		}
-		l->v = v;
-		l->cap = cap;
-	}
-	l->v[l->n].key = key;
-	l->v[l->n++].info = *info;
-	return 0;
-}
-
 /* One page's <Contents> and <CommonPrefixes> into l (keys made relative to the store). */
-static int parse_page(const s3_store *s, const char *b, const char *e, listing *l)
+static int parse_page(const s3_store *s, const char *b, const char *e, st__listing *l)
 {
-	size_t pl = strlen(s->cfg.prefix);
 	const char *in, *in_end, *p;
 	static const char *const kinds[] = {"Contents", "CommonPrefixes"};
 
@@ -486,20 +463,6 @@ static int parse_page(const s3_store *s, const char *b, const char *e, listing *
 			free(raw);
 			if (!key)
 				return -1;
-			size_t kl = strlen(key);
-			/* keys the store cannot name (a console's "folder/" marker, "a//b") are
-			 * left out */
-			int usable = kl > pl && !strncmp(key, s->cfg.prefix, pl);
-			if (usable) {
-				char *probe = st_strndup(key + pl, kl - pl - (k ? 1 : 0));
-				usable = probe && st_store_key_valid(probe) && (k || key[kl - 1] != '/');
-				free(probe);
-			}
-			if (!usable) {
-				free(key);
-				continue;
-			}
-			memmove(key, key + pl, kl - pl + 1);
 			memset(&info, 0, sizeof(info));
 			info.size = -1;
 			if (!k) {
@@ -517,7 +480,7 @@ static int parse_page(const s3_store *s, const char *b, const char *e, listing *
 					return -1;
 				}
 			}
-			if (add(l, key, &info) < 0)
+			if (st__listing_add_name(l, s->cfg.prefix, key, k, &info) != ST_OK)
 				return -1;
 		}
 	}
@@ -528,7 +491,7 @@ static int s3_list(st_store *st, const char *prefix, unsigned flags, st_store_en
 		   size_t *count, st_error *err)
 {
 	s3_store *s = (s3_store *)st;
-	listing l = {NULL, 0, 0};
+	st__listing l = {NULL, 0, 0};
 	char *full = st_asprintf("%s%s", s->cfg.prefix, prefix), *token = NULL, maxk[16];
 	int rc = full ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
 

@@ -325,6 +325,47 @@ static int cmp_entry(const void *a, const void *b)
 	return strcmp(((const st_store_entry *)a)->key, ((const st_store_entry *)b)->key);
 }
 
+int st__listing_add(st__listing *l, char *key, const st_store_info *info)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		st_store_entry *v = realloc(l->v, cap * sizeof(*v));
+		if (!v) {
+			free(key);
+			return ST_ENOMEM;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n].key = key;
+	l->v[l->n++].info = *info;
+	return ST_OK;
+}
+
+int st__listing_add_name(st__listing *l, const char *prefix, char *name, int dir,
+			 const st_store_info *info)
+{
+	size_t pl = strlen(prefix), n = strlen(name);
+	int usable = n > pl && !strncmp(name, prefix, pl);
+
+	if (usable && dir) { /* "a/b/": a level whose name without its '/' is a valid key */
+		usable = name[n - 1] == '/';
+		if (usable) {
+			name[n - 1] = '\0';
+			usable = st_store_key_valid(name + pl);
+			name[n - 1] = '/';
+		}
+	} else if (usable) {
+		usable = st_store_key_valid(name + pl);
+	}
+	if (!usable) {
+		free(name);
+		return ST_OK;
+	}
+	memmove(name, name + pl, n - pl + 1);
+	return st__listing_add(l, name, info);
+}
+
 size_t st__store_entries_settle(st_store_entry *v, size_t n)
 {
 	size_t j = 0;

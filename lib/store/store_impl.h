@@ -83,6 +83,23 @@ int st__store_write_tap(st_store *s, const char *key, st_store_fill_fn fill, voi
 /* The store's `rename` (see st_store_ops), or a copy then a delete. */
 int st__store_rename(st_store *s, const char *src, const char *dst, st_error *err);
 
+/* A listing as a store makes it: entries appended, then put in order by
+ * st__store_entries_settle. */
+typedef struct st__listing {
+	st_store_entry *v;
+	size_t n, cap;
+} st__listing;
+
+/* Appends an entry; `key` is stolen (freed when out of memory). ST_OK or ST_ENOMEM. */
+int st__listing_add(st__listing *l, char *key, const st_store_info *info);
+
+/* Appends an object store's listed name (stolen: a full object name, already decoded), made
+ * relative to the store's `prefix`; `dir`: a level (a common prefix, ending in '/', kept so).
+ * A name outside the prefix, the prefix itself, and a name the store cannot name as a key (a
+ * console's "folder/" marker, "a//b", "..") are left out (freed). ST_OK or ST_ENOMEM. */
+int st__listing_add_name(st__listing *l, const char *prefix, char *name, int dir,
+			 const st_store_info *info);
+
 /* A store's listing put in order: sorted by key (unless it already is), a key listed twice (a
  * level that came back on two pages) kept once, its copy freed. The entries kept: the count. */
 size_t st__store_entries_settle(st_store_entry *v, size_t n);
