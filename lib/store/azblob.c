@@ -577,13 +577,11 @@ static int listed_info(const char *in, const char *end, st_store_info *info)
 	return oom ? -1 : 0;
 }
 
-/* A listed name as the service gives it (borrowed): decoded as the DIY backend escapes keys,
- * then into l (see st__listing_add_name). */
-static int add_listed(st__listing *l, const az_store *s, const char *raw, int dir,
-		      const st_store_info *info)
+int st__azblob_add_listed(st__listing *l, const char *prefix, const char *raw, int dir,
+			  const st_store_info *info)
 {
 	char *name = st__azblob_unescape_key(raw);
-	return name ? st__listing_add_name(l, s->cfg.prefix, name, dir, info) : ST_ENOMEM;
+	return name ? st__listing_add_name(l, prefix, name, dir, info) : ST_ENOMEM;
 }
 
 /* One page of a listing: its entries into l, the next marker (new, NULL at the end). */
@@ -609,7 +607,7 @@ static int list_page(az_store *s, st__listing *l, const char *query, char **next
 			if (got < 0 || (!k && listed_info(in, in_end, &info) < 0))
 				rc = ST_ENOMEM;
 			else if (got)
-				rc = add_listed(l, s, name, k, &info);
+				rc = st__azblob_add_listed(l, s->cfg.prefix, name, k, &info);
 			free(name);
 		}
 	}

@@ -98,6 +98,11 @@ int st__azblob_sign(const st_azblob_sign_in *in, char **authz, char **sts, st_er
 char *st__azblob_escape_key(const char *key, int is_prefix);
 /* The reverse (a listing's names). New; NULL when out of memory. */
 char *st__azblob_unescape_key(const char *name);
+/* A listed name as Azure or GCS gives it (borrowed), unescaped, into l (st__listing_add_name
+ * under `prefix`). ST_OK or ST_ENOMEM. */
+struct st__listing;
+int st__azblob_add_listed(struct st__listing *l, const char *prefix, const char *raw, int dir,
+			  const st_store_info *info);
 
 /* 1 when the text at s[i] (of n bytes) would read as an escape "__0xHEX__" (gocloud's
  * HexUnescape), which gocloud escapes wherever it stands; shared with gcs.c. */

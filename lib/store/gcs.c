@@ -545,15 +545,6 @@ static int gcs_copy(st_store *ss, const char *src, const char *dst, int for_back
 
 /* ---- list ---- */
 
-/* A listed name as the service gives it (borrowed): decoded as the DIY backend escapes keys,
- * then into l (see st__listing_add_name). */
-static int add_listed(st__listing *l, const gcs_store *s, const char *raw, int dir,
-		      const st_store_info *info)
-{
-	char *name = st__azblob_unescape_key(raw);
-	return name ? st__listing_add_name(l, s->cfg.prefix, name, dir, info) : ST_ENOMEM;
-}
-
 /* One page: its items and prefixes into l, the next page's token (new, NULL at the end). */
 static int list_page(gcs_store *s, st__listing *l, const char *query, char **next,
 		     st_error *err)
@@ -581,13 +572,13 @@ static int list_page(gcs_store *s, st__listing *l, const char *query, char **nex
 		st_store_info info = {-1, 0, ""};
 		info_from_resource(o, &info);
 		if (name)
-			rc = add_listed(l, s, name, 0, &info);
+			rc = st__azblob_add_listed(l, s->cfg.prefix, name, 0, &info);
 	}
 	for (size_t i = 0; rc == ST_OK && i < json_array_size(prefixes); i++) {
 		const char *p = json_string_value(json_array_get(prefixes, i));
 		st_store_info info = {-1, 0, ""};
 		if (p && *p)
-			rc = add_listed(l, s, p, 1, &info);
+			rc = st__azblob_add_listed(l, s->cfg.prefix, p, 1, &info);
 	}
 	const char *tok = json_string_value(json_object_get(j, "nextPageToken"));
 	if (rc == ST_OK && tok && *tok && !(*next = st_strdup(tok)))
