@@ -205,12 +205,16 @@ static int rebuild_damaged(st_index *ix, st_error *err)
 	st__ixs_finalize(ix);
 	sqlite3_close(ix->db);
 	ix->db = NULL;
-	aside = st_asprintf("%s.corrupt", path);
-	if (aside && rename(path, aside) == 0)
-		st_changes_add(ix->notes, "the index '%s' was damaged: moved aside to '%s' and "
-			       "rebuilt", path, aside);
-	else
-		unlink(path);
+	if (!(aside = st_asprintf("%s.corrupt", path)))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	if (rename(path, aside) != 0) {
+		rc = st__err(err, ST_EIO, "the index '%s' is damaged and cannot be moved aside to "
+			     "'%s': %s; nothing was changed", path, aside, strerror(errno));
+		free(aside);
+		return rc;
+	}
+	st_changes_add(ix->notes, "the index '%s' was damaged: moved aside to '%s' and rebuilt",
+		       path, aside);
 	free(aside);
 	wal = st_asprintf("%s-wal", path);
 	shm = st_asprintf("%s-shm", path);
@@ -249,6 +253,55 @@ void st__ixs_finalize(st_index *ix)
 	}
 }
 
+/* An existing file at `path` is refused unless it may be an index: a directory, or a file
+ * of another kind (not empty and without SQLite's header), is never moved aside or replaced:
+ * a mistyped --db must not cost anyone a file. */
+static int check_index_file(const char *path, st_error *err)
+{
+	static const char magic[16] = "SQLite format 3";
+	char head[16];
+	struct stat sb;
+	ssize_t n;
+	int fd;
+
+	if (stat(path, &sb) != 0)
+		return ST_OK; /* none yet (or unreadable: opening says why) */
+	if (S_ISDIR(sb.st_mode))
+		return st__err(err, ST_EINVAL, "the index '%s' is a directory, not a file", path);
+	if (!S_ISREG(sb.st_mode) || sb.st_size == 0 || (fd = open(path, O_RDONLY)) < 0)
+		return ST_OK;
+	n = read(fd, head, sizeof(head));
+	close(fd);
+	if (n == (ssize_t)sizeof(head) && !memcmp(head, magic, sizeof(head)))
+		return ST_OK;
+	return st__err(err, ST_EREFUSED, "'%s' is not an SQLite database, so not an index: "
+		       "refusing to replace it (give --db an index, or a path where none exists "
+		       "yet)", path);
+}
+
+/* An SQLite database with tables but no index schema version is someone else's: refused, so
+ * that an update never adds its tables to it. (A first build's tables and version are made in
+ * one transaction: an interrupted one leaves no tables.) */
+static int check_ours(st_index *ix, st_error *err)
+{
+	sqlite3_stmt *st;
+	int tables = 0;
+
+	if (schema_version(ix) != -1)
+		return ST_OK;
+	if (sqlite3_prepare_v2(ix->db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) ==
+	    SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			tables = sqlite3_column_int(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (!tables)
+		return ST_OK;
+	return st__err(err, ST_EREFUSED, "'%s' is an SQLite database but not a statetool index: "
+		       "refusing to change it (give --db an index, or a path where none exists "
+		       "yet)", ix->path);
+}
+
 int st_index_open(st_index **out, const char *path, int readonly, st_changes *notes,
 		  st_error *err)
 {
@@ -277,6 +330,8 @@ int st_index_open(st_index **out, const char *path, int readonly, st_changes *no
 			     "link", path);
 		goto fail;
 	}
+	if ((rc = check_index_file(path, err)) != ST_OK)
+		goto fail;
 	created = !readonly && access(path, F_OK) != 0;
 	if (created && (rc = create_new(ix, err)) != ST_OK)
 		goto fail;
@@ -294,6 +349,8 @@ int st_index_open(st_index **out, const char *path, int readonly, st_changes *no
 		}
 		if ((rc = rebuild_damaged(ix, err)) != ST_OK)
 			goto fail;
+	} else if (!created && (rc = check_ours(ix, err)) != ST_OK) {
+		goto fail;
 	}
 	if (!readonly) {
 		if ((rc = init_schema(ix, notes, err)) != ST_OK)

@@ -176,12 +176,41 @@ check_rc 0
 current="no plaintext in the database"
 if ! grep -q hunter2 "$T/f.sqlite" "$T/f.sqlite-wal" 2>/dev/null; then ok; else bad "plaintext in the index"; fi
 
-# a damaged or foreign index is rebuilt, with a message
-printf 'this is not a database at all, just some bytes that are long enough to be a header......' > "$T/bad.sqlite"
+# a damaged index (SQLite's header, garbage after it) is moved aside and rebuilt, with a message
+printf 'SQLite format 3\000 and then garbage, garbage, garbage, garbage, garbage, garbage......' > "$T/bad.sqlite"
 run "corrupt index rebuilt" st index update --db "$T/bad.sqlite" "$T/pt.json"
 check_rc 0; check_err_has "was damaged: moved aside to '$T/bad.sqlite.corrupt' and rebuilt"
-run "query on a damaged index" sh -c "printf 'garbage garbage garbage garbage garbage garbage garbage garbage garbage!!' > '$T/bad2.sqlite'; '$STATETOOL' query --db '$T/bad2.sqlite' --type x"
+run "query on a damaged index" sh -c "printf 'SQLite format 3\000 garbage garbage garbage garbage garbage garbage garbage!!' > '$T/bad2.sqlite'; '$STATETOOL' query --db '$T/bad2.sqlite' --type x"
 check_rc 1; check_err_has "is damaged; run \`statetool index update\` to rebuild it"
+# ... but one that cannot be moved aside stays as it was
+cp "$T/bad2.sqlite" "$T/bad2.copy"
+mkdir "$T/bad2.sqlite.corrupt"
+run "damaged index that cannot be moved aside" st index update --db "$T/bad2.sqlite" "$T/pt.json"
+check_rc 1
+check_err "statetool: error: the index '$T/bad2.sqlite' is damaged and cannot be moved aside to '$T/bad2.sqlite.corrupt': Is a directory; nothing was changed"
+check_same "$T/bad2.sqlite" "$T/bad2.copy"
+# a file that is no SQLite database (a mistyped --db: a state) is never moved aside or replaced
+cp "$T/pt.json" "$T/state-as-db.json"
+for how in "index update --db $T/state-as-db.json $T/pt.json" \
+	   "query --db $T/state-as-db.json --type x" \
+	   "query --backend $B --db $T/state-as-db.json --refresh --type x"; do
+	run "not SQLite: $how" st $how
+	check_rc 1
+	check_err "statetool: error: '$T/state-as-db.json' is not an SQLite database, so not an index: refusing to replace it (give --db an index, or a path where none exists yet)"
+	check_same "$T/state-as-db.json" "$T/pt.json"
+	check_absent "$T/state-as-db.json.corrupt"
+done
+# nor is another program's SQLite database changed, nor a directory used
+sqlite3 "$T/other.db" "CREATE TABLE notes(a TEXT); INSERT INTO notes VALUES ('mine');"
+cp "$T/other.db" "$T/other.copy"
+run "another SQLite database" st index update --db "$T/other.db" "$T/pt.json"
+check_rc 1
+check_err "statetool: error: '$T/other.db' is an SQLite database but not a statetool index: refusing to change it (give --db an index, or a path where none exists yet)"
+check_same "$T/other.db" "$T/other.copy"
+run "another SQLite database, query" st query --db "$T/other.db" --type x
+check_rc 1; check_err_has "is an SQLite database but not a statetool index"
+run "a directory as the index" st index update --db "$T" "$T/pt.json"
+check_rc 1; check_err "statetool: error: the index '$T' is a directory, not a file"
 run "no index yet" st query --db "$T/none.sqlite" --type x
 check_rc 1; check_err_has "no index at"
 run "old schema set up" sqlite3 "$T/f.sqlite" "UPDATE meta SET value='0' WHERE key='schema_version'"
