@@ -347,6 +347,8 @@ ST_EXTERN int st_store_stat(st_store *s, const char *key, st_store_info *info, s
 /* Flags of a write. */
 #define ST_STORE_CREATE_ONLY 1u /* only when no object has the key (else ST_EEXIST, nothing
 				 * written): O_EXCL, If-None-Match: *, ifGenerationMatch=0... */
+#define ST_STORE_EXACT_MODE 2u  /* where the store has modes: the new file gets `mode` even
+				 * where one exists (plaintext secrets must not keep 0644) */
 
 /* Called once the new content is complete and durable, before it becomes visible: anything
  * but ST_OK abandons the write (the old object stays as it was) and is returned. */
@@ -462,7 +464,7 @@ ST_EXTERN int st_file_decompress(const void *data, size_t len, size_t max_size, 
 				 st_error *err);
 
 /* Options for st_file_write_atomic and the saves. */
-#define ST_WRITE_OPTS_VERSION 1
+#define ST_WRITE_OPTS_VERSION 2
 
 typedef struct st_write_opts {
 	unsigned version;            /* ST_WRITE_OPTS_VERSION */
@@ -470,9 +472,11 @@ typedef struct st_write_opts {
 	int backup;                  /* 1: keep the previous file as <path>.bak */
 	mode_t mode;    /* mode for a new file; an existing file keeps its own. 0 means 0644 */
 	int threads;    /* writing a big state: 0 = automatic (st_set_threads), 1 = one, 2 = two */
+	int exact_mode; /* (version 2) 1: the file gets `mode` even where one exists: a file of
+			 * plaintext secrets written over a 0644 one must not stay readable */
 } st_write_opts;
 
-#define ST_WRITE_OPTS_INIT {ST_WRITE_OPTS_VERSION, ST_COMPRESS_NONE, 0, 0, 0}
+#define ST_WRITE_OPTS_INIT {ST_WRITE_OPTS_VERSION, ST_COMPRESS_NONE, 0, 0, 0, 0}
 
 /* Replaces `path` with data[0..len) atomically: a temporary file in the same directory, fsync,
  * the old file kept as <path>.bak (when asked), rename, fsync of the directory. A crash leaves

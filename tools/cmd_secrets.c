@@ -33,7 +33,8 @@ static const char help[] =
 	"  --passphrase-file FILE       the stack's passphrase\n"
 	"  --new-passphrase-file FILE   rekey: the new passphrase\n"
 	"  --stack-config FILE          rekey: the stack's Pulumi.<stack>.yaml to rewrite\n"
-	"  -o, --output FILE            show: write to FILE (mode 0600) instead of stdout;\n"
+	"  -o, --output FILE            show: write to FILE (mode 0600, also over an existing\n"
+	"                               file) instead of stdout;\n"
 	"                               encrypt, rekey: only '-' (the result to stdout)\n"
 	"  --json                       verify and the mutating ones: one JSON document\n"
 	"encrypt and rekey take the options of every mutating command:\n" CLI_MUTATE_HELP;
@@ -221,6 +222,7 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 		if (c.output) {
 			st_write_opts wo = ST_WRITE_OPTS_INIT;
 			wo.mode = 0600;
+			wo.exact_mode = 1; /* also over an existing 0644 file */
 			rc = st_file_write_atomic(c.output, data, len, &wo, &err) == ST_OK ? EXIT_OK
 											  : EXIT_FAIL;
 			if (rc)

@@ -505,6 +505,8 @@ int st__file_write_atomic_fill(const char *path, st_store_fill_fn fill, void *ct
 	so.proceed = proceed;
 	so.proceed_ctx = proceed_ctx;
 	so.mode = opts ? opts->mode : 0;
+	if (opts && opts->version >= 2 && opts->exact_mode)
+		so.flags |= ST_STORE_EXACT_MODE;
 	rc = st__store_write_fill(s, key, fill, ctx, &so, "write", err);
 out:
 	free(bak);

@@ -212,7 +212,9 @@ static int fs_write_begin(st_store *s, const char *key, const st_store_write_opt
 		rc = st__err(err, ST_EEXIST, "'%s' exists already", w->path);
 		goto fail;
 	}
-	w->mode = exists ? (sb.st_mode & 07777) : (opts->mode ? opts->mode : 0644);
+	w->mode = opts->mode ? opts->mode : 0644;
+	if (exists && !(opts->flags & ST_STORE_EXACT_MODE))
+		w->mode = sb.st_mode & 07777; /* an existing file keeps its mode */
 	if (strchr(key, '/') && (rc = st_mkdir_p(w->dir, 0755, err)) != ST_OK)
 		goto fail;
 	st_random_hex(rnd, 8);

@@ -19,6 +19,14 @@ check_rc 0
 run "show -o mode" stat -c %a "$T/shown.json"
 check_out "600"
 rm -f "$T/shown.json"
+# over an existing world-readable file: the plaintext must not keep its 0644
+echo x > "$T/shown.json"
+chmod 644 "$T/shown.json"
+run "show -o over a 0644 file" penv secrets show "$P/valid-deployment-v3.json" -o "$T/shown.json"
+check_rc 0
+run "show -o over a 0644 file: mode" stat -c %a "$T/shown.json"
+check_out "600"
+rm -f "$T/shown.json"
 run "verify" penv secrets verify "$P/valid-deployment-v3.json"
 check_rc 0; check_out "2 secrets, 0 failed to decrypt"
 # no secret encrypted: a passphrase given is checked against the provider's salt; none given is
