@@ -990,6 +990,14 @@ ST_EXTERN int st_edit_secrets_rekey(st_edit *e, st_secrets *from, st_secrets *to
 ST_EXTERN int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *count,
 			      st_error *err);
 
+/* st_config_rekey on a configuration's text[0..len) (borrowed), writing nothing: *out_text
+ * (new, NUL-terminated, *out_len bytes; free()) is the text st_config_rekey would write, so a
+ * caller can check every secure value before it changes anything else. `name` (may be NULL)
+ * is the file named in errors. */
+ST_EXTERN int st_config_rekey_text(const char *text, size_t len, const char *name,
+				   st_secrets *from, st_secrets *to, char **out_text,
+				   size_t *out_len, size_t *count, st_error *err);
+
 /* ---------------------------------------------------------------------------------------------
  * One resource, as `pulumi state get` finds and prints it
  */

@@ -45,6 +45,9 @@ typedef struct ctx {
 	const char *passfile, *newpassfile, *config, *output;
 	cli_mutate_opts *mo;
 	st_secrets *from, *to;
+	char *config_text; /* rekey: --stack-config's new text, made before the state is saved */
+	size_t config_len;
+	size_t config_count;
 } ctx;
 
 static int extra(int opt, const char *arg, void *p)
@@ -82,12 +85,29 @@ static int run_encrypt(st_edit *e, st_state *s, void *arg, st_error *err)
 	return rc;
 }
 
+/* --stack-config read and rekeyed in memory before the state changes: a missing or unreadable
+ * file, or a secure value that does not decrypt, stops the command with nothing written. */
+static int prepare_config(ctx *c, st_error *err)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc = st_file_read(c->config, 16 << 20, &text, &len, NULL, err);
+
+	if (rc == ST_OK)
+		rc = st_config_rekey_text(text, len, c->config, c->from, c->to, &c->config_text,
+					  &c->config_len, &c->config_count, err);
+	free(text);
+	return rc;
+}
+
 static int run_rekey(st_edit *e, st_state *s, void *arg, st_error *err)
 {
 	ctx *c = arg;
 	size_t n = 0;
 	int rc = cli_open_secrets_pair(s, c->passfile, c->newpassfile, &c->from, &c->to);
 	if (rc != EXIT_OK)
+		return rc;
+	if (c->config && (rc = prepare_config(c, err)) != ST_OK)
 		return rc;
 	rc = st_edit_secrets_rekey(e, c->from, c->to, &n, err);
 	if (rc == ST_OK)
@@ -100,12 +120,14 @@ static int run_rekey(st_edit *e, st_state *s, void *arg, st_error *err)
 static int rekey_config(void *arg)
 {
 	ctx *c = arg;
-	size_t n = 0;
+	size_t n = c->config_count;
+	st_write_opts wo = ST_WRITE_OPTS_INIT;
 	st_error err;
-	if (!c->config)
+	if (!c->config_text)
 		return EXIT_OK;
 	st_error_clear(&err);
-	if (st_config_rekey(c->config, c->from, c->to, &n, &err) != ST_OK) {
+	wo.backup = 1;
+	if (st_file_write_atomic(c->config, c->config_text, c->config_len, &wo, &err) != ST_OK) {
 		cli_error(&err);
 		cli_errorf("the state was rekeyed but '%s' was not; its secure values still use "
 			   "the old passphrase (the state's previous version is in its .bak)",
@@ -274,5 +296,6 @@ int cmd_secrets(int argc, char **argv)
 	rc = cli_mutate(&t, &mo, rekey ? run_rekey : run_encrypt, &c);
 	st_secrets_free(c.from);
 	st_secrets_free(c.to);
+	free(c.config_text);
 	return rc;
 }

@@ -8,35 +8,36 @@
 
 /* ---- stack configuration files ---- */
 
-int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *count,
-		    st_error *err)
+int st_config_rekey_text(const char *text, size_t len, const char *name, st_secrets *from,
+			 st_secrets *to, char **out_text, size_t *out_len, size_t *count, st_error *err)
 {
 	ST_ASSERT_ARG(from);
 	ST_ASSERT_ARG(to);
-	char *text = NULL, *line, *nl;
-	size_t len = 0, n = 0;
+	ST_ASSERT_ARG(out_text);
+	const char *line, *nl;
+	size_t n = 0;
 	st_buf out;
-	int rc, saw_salt = 0;
+	int rc = ST_OK, saw_salt = 0;
 
+	*out_text = NULL;
+	if (out_len)
+		*out_len = 0;
 	if (count)
 		*count = 0;
-	rc = st_file_read(path, 16 << 20, &text, &len, NULL, err);
-	if (rc)
-		return rc;
 	st_buf_init(&out);
 	for (line = text; line < text + len; line = nl) {
-		char *eol = memchr(line, '\n', (size_t)(text + len - line));
+		const char *eol = memchr(line, '\n', (size_t)(text + len - line));
 		nl = eol ? eol + 1 : text + len;
 		size_t ll = (size_t)(nl - line);
-		char *salt = NULL, *sec = NULL;
+		const char *salt = NULL, *sec = NULL;
 		/* encryptionsalt: v1:... (top level) */
-		char *p = line;
+		const char *p = line;
 		while (p < nl && (*p == ' ' || *p == '\t'))
 			p++;
 		if (!strncmp(p, "encryptionsalt:", 15) && p == line) {
 			salt = p;
 		} else {
-			char *q = p;
+			const char *q = p;
 			while (q + 7 < nl && strncmp(q, "secure:", 7))
 				q++;
 			if (q + 7 < nl && !strncmp(q, "secure:", 7))
@@ -52,7 +53,8 @@ int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *
 			continue;
 		}
 		if (sec) {
-			char *v = sec + 7, *ve, *pt = NULL, *ct = NULL, *val;
+			const char *v = sec + 7, *ve;
+			char *pt = NULL, *ct = NULL, *val;
 			size_t ptlen = 0;
 			while (v < nl && (*v == ' ' || *v == '\t'))
 				v++;
@@ -65,13 +67,15 @@ int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *
 				continue;
 			}
 			val = st_strndup(v, (size_t)(ve - v));
-			rc = val ? st_secrets_decrypt(from, val, &pt, &ptlen, err) : ST_ENOMEM;
+			rc = val ? st_secrets_decrypt(from, val, &pt, &ptlen, err)
+				 : st__err(err, ST_ENOMEM, "out of memory");
 			if (rc == ST_OK)
 				rc = st_secrets_encrypt(to, pt, ptlen, &ct, err);
 			st_secret_free(pt, ptlen);
 			free(val);
 			if (rc) {
-				st__err_file(err, path);
+				if (name)
+					st__err_file(err, name);
 				free(ct);
 				goto fail;
 			}
@@ -97,16 +101,41 @@ int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto fail;
 	}
-	{
+	if (!(*out_text = st_buf_take(&out, out_len)) && !(*out_text = strdup(""))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (count)
+		*count = n;
+	return ST_OK;
+fail:
+	st_buf_free(&out);
+	return rc;
+}
+
+int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *count,
+		    st_error *err)
+{
+	ST_ASSERT_ARG(from);
+	ST_ASSERT_ARG(to);
+	char *text = NULL, *out = NULL;
+	size_t len = 0, out_len = 0;
+	int rc;
+
+	if (count)
+		*count = 0;
+	if ((rc = st_file_read(path, 16 << 20, &text, &len, NULL, err)) != ST_OK)
+		return rc;
+	rc = st_config_rekey_text(text, len, path, from, to, &out, &out_len, count, err);
+	if (rc == ST_OK) {
 		st_write_opts wo = ST_WRITE_OPTS_INIT;
 		wo.backup = 1;
-		rc = st_file_write_atomic(path, out.data, out.len, &wo, err);
+		rc = st_file_write_atomic(path, out, out_len, &wo, err);
+		if (rc && count)
+			*count = 0;
 	}
-	if (rc == ST_OK && count)
-		*count = n;
-fail:
 	sodium_memzero(text, len);
 	free(text);
-	st_buf_free(&out);
+	free(out);
 	return rc;
 }

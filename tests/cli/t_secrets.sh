@@ -121,6 +121,22 @@ run "new passphrase show" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL
 check_out_has '"plaintext": "\"hunter2\""'
 run "old passphrase" penv secrets verify "$T/rk.json"
 check_rc 1; check_err_has "incorrect passphrase"
+# a --stack-config that is missing, or holds a secure value the passphrase does not open, is
+# found before anything is written: the state and the config as they were
+cp "$P/valid-deployment-v3.json" "$T/rk2.json"
+run "rekey, config missing" penv secrets rekey --new-passphrase-file "$T/newpw" --stack-config "$T/nope.yaml" "$T/rk2.json"
+check_rc 1
+check_err_has "$T/nope.yaml"
+check_err_lacks "was rekeyed"
+check_same "$P/valid-deployment-v3.json" "$T/rk2.json"; check_absent "$T/rk2.json.bak"
+printf 'encryptionsalt: v1:AQIDBAUGBwg=:v1:AAECAwQFBgcICQoL:IYoikRHf10peey65kizoQjW7FClwEA==\nconfig:\n  p:x:\n    secure: v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAAAAAAAA\n' > "$T/badcfg.yaml"
+cp "$T/badcfg.yaml" "$T/badcfg.before"
+run "rekey, config value does not decrypt" penv secrets rekey --new-passphrase-file "$T/newpw" --stack-config "$T/badcfg.yaml" "$T/rk2.json"
+check_rc 1
+check_err_has "$T/badcfg.yaml"
+check_err_lacks "was rekeyed"
+check_same "$P/valid-deployment-v3.json" "$T/rk2.json"; check_absent "$T/rk2.json.bak"
+check_same "$T/badcfg.before" "$T/badcfg.yaml"; check_absent "$T/badcfg.yaml.bak"
 run "rekey without new passphrase" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets rekey "$T/rk.json" </dev/null
 check_rc 1; check_err_has "passphrase must be set with PULUMI_CONFIG_PASSPHRASE_NEW or PULUMI_CONFIG_PASSPHRASE_NEW_FILE environment variables (or --new-passphrase-file)"
 
