@@ -25,9 +25,10 @@ static const char help_list[] =
 	"error (\"URN\" did not correspond to a pending create), and so is a resource that\n"
 	"is in the state already. `pending clear` names this way out when it clears a\n"
 	"`creating` operation. What it clears stays recoverable: the cleared operations are\n"
-	"written beside the state as STATE.pending-cleared.json (a stack without a local file:\n"
-	"printed on standard error), and the previous state is kept as STATE.bak\n"
-	"(`statetool restore STATE` puts it back).\n"
+	"added to the list in STATE.pending-cleared.json beside the state (each clear adds\n"
+	"to it; a file there that is no such list stops the command before anything is\n"
+	"written; a stack without a local file: printed on standard error), and the previous\n"
+	"state is kept as STATE.bak (`statetool restore STATE` puts it back).\n"
 	"\n"
 	"Options:\n"
 	"  --backend URL -s, --stack NAME   a stack of a DIY backend\n"
@@ -42,6 +43,7 @@ typedef struct ctx {
 	cli_mutate_opts *mo;
 	cli_target *t;
 	json_t *cleared; /* the operations the clear removes (a copy) */
+	json_t *record;  /* what STATE.pending-cleared.json held before (an array), or NULL */
 	size_t creating; /* how many of them are `creating` */
 	char *saved;     /* where they were written */
 } ctx;
@@ -108,6 +110,38 @@ static int keep_cleared(ctx *c, json_t *ops, const char *const *urns, size_t n)
 	return EXIT_OK;
 }
 
+/* The record beside a state file is added to, never overwritten: an earlier clear's operations
+ * stay in it. Read before anything is written; one that is not a list of operations stops the
+ * command (nothing written). */
+static int read_record(ctx *c)
+{
+	char *path;
+	st_error err;
+	int rc;
+
+	if (!c->t->path || c->t->filter)
+		return EXIT_OK;
+	if (asprintf(&path, "%s.pending-cleared.json", c->t->path) < 0) {
+		cli_errorf("out of memory");
+		return EXIT_FAIL;
+	}
+	st_error_clear(&err);
+	rc = st_json_load_file(&c->record, path, 0, NULL, NULL, NULL, &err);
+	if (rc == ST_ENOTFOUND) {
+		c->record = json_array();
+		rc = c->record ? ST_OK : ST_ENOMEM;
+	} else if (rc == ST_OK && !json_is_array(c->record)) {
+		rc = ST_EFORMAT;
+	}
+	if (rc == ST_EFORMAT || rc == ST_EPARSE)
+		cli_errorf("'%s' is not the list of cleared operations statetool keeps there: move "
+			   "it away and run the command again (nothing was written)", path);
+	else if (rc != ST_OK)
+		cli_error(&err);
+	free(path);
+	return rc == ST_OK ? EXIT_OK : EXIT_FAIL;
+}
+
 static int run_clear(st_edit *e, st_state *s, void *arg, st_error *err)
 {
 	ctx *c = arg;
@@ -126,6 +160,10 @@ static int run_clear(st_edit *e, st_state *s, void *arg, st_error *err)
 				return EXIT_FAIL;
 			}
 		}
+	}
+	if (read_record(c) != EXIT_OK) {
+		free(urns);
+		return EXIT_FAIL;
 	}
 	if (keep_cleared(c, ops, urns, (size_t)c->nq) != EXIT_OK) {
 		free(urns);
@@ -154,7 +192,9 @@ static int after_clear(void *arg)
 	if (!json_array_size(c->cleared))
 		return EXIT_OK;
 	st_style_export(&st);
-	if (st_json_dump(c->cleared, &st, &text, &len, NULL) != ST_OK)
+	if (c->record && json_array_extend(c->record, c->cleared))
+		return EXIT_FAIL;
+	if (st_json_dump(c->record ? c->record : c->cleared, &st, &text, &len, NULL) != ST_OK)
 		return EXIT_FAIL;
 	char *nl = realloc(text, len + 2);
 	if (!nl) {
@@ -324,6 +364,7 @@ int cmd_pending(int argc, char **argv)
 		mo.after_save = after_clear;
 		rc = cli_mutate(&t, &mo, run_clear, &c);
 		json_decref(c.cleared);
+		json_decref(c.record);
 		free(c.saved);
 		return rc;
 	}

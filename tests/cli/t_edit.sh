@@ -77,6 +77,7 @@ expect_result "pending clear one" pending-clear-logs.json st pending clear "$S" 
 fresh
 # clearing a `creating` operation: Pulumi's way out named, what was cleared kept
 fresh
+rm -f "$S.pending-cleared.json"
 run "pending clear: creating" st pending clear "$S" queue
 check_rc 0
 check_out "removed pending creating operation on urn:pulumi:dev::shop::aws:sqs/queue:Queue::queue
@@ -89,6 +90,22 @@ check_out "1"
 run "pending clear: nothing creating" st pending clear "$S"
 check_rc 0; check_err_empty
 check_out_has "1 pending operation removed (saved in $S.pending-cleared.json; the previous state is $S.bak); run \`pulumi refresh\` next"
+# the second clear added to the record: the first one's operation is still there
+run "the record keeps both clears" sh -c "grep -c -e '\"type\": \"creating\"' -e '\"type\": \"updating\"' '$S.pending-cleared.json'"
+check_out "2"
+run "the record is a list of both" sh -c "jq -c '[.[].type]' '$S.pending-cleared.json'"
+check_out '["creating","updating"]'
+rm -f "$S.pending-cleared.json"
+# a record that is not a list of operations is never overwritten: nothing is written
+fresh
+echo 'my notes' > "$S.pending-cleared.json"
+cp "$S" "$T/before-clear.json"
+run "pending clear: record not a list" st pending clear "$S" queue
+check_rc 1
+check_err "statetool: error: '$S.pending-cleared.json' is not the list of cleared operations statetool keeps there: move it away and run the command again (nothing was written)"
+check_same "$T/before-clear.json" "$S"
+check_file_is "$S.pending-cleared.json" "my notes
+"
 rm -f "$S.pending-cleared.json"
 # a pending create recorded by its ID (pulumi refresh --import-pending-creates URN ID)
 fresh
