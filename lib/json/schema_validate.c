@@ -23,6 +23,8 @@ typedef struct vctx {
 	const json_t *ref_inst; /* the instance of the innermost $ref followed */
 	int ref_n;            /* $refs followed in a row on that same instance */
 	int overflow;
+	int in_secret;        /* inside a secret ({sig: secret, plaintext: "<JSON text>"}): a
+			       * message never quotes a string (its members are all strings) */
 } vctx;
 
 /* Values nested deeper than this are not checked against the schema (the walk is recursive;
@@ -341,7 +343,7 @@ static int validate_type_const_enum(vctx *c, const snode *n, const json_t *v, in
 				break;
 			}
 		if (!found) {
-			if (json_is_string(v))
+			if (json_is_string(v) && !c->in_secret)
 				FAIL_KW("enum", "'%s' is not one of the allowed values",
 					json_string_value(v));
 			else
@@ -364,8 +366,14 @@ static int validate_string(vctx *c, const snode *n, const json_t *v, int silent)
 		if (n->has_max_len && (double)cps > n->max_len)
 			FAIL_KW("maxLength", "string is longer than %g characters", n->max_len);
 	}
-	if (n->has_pattern && regexec(&n->pattern, s, 0, NULL, 0) != 0)
-		FAIL_KW("pattern", "'%.200s' does not match the pattern '%s'", s, n->pattern_src);
+	if (n->has_pattern && regexec(&n->pattern, s, 0, NULL, 0) != 0) {
+		if (c->in_secret)
+			FAIL_KW("pattern", "the string does not match the pattern '%s'",
+				n->pattern_src);
+		else
+			FAIL_KW("pattern", "'%.200s' does not match the pattern '%s'", s,
+				n->pattern_src);
+	}
 done:
 	return ok;
 }
@@ -469,7 +477,26 @@ static int validate_ref(vctx *c, const snode *n, const json_t *v, int silent)
 }
 
 /* A value against a node: every phase (silent: up to the first that fails, for probes). */
+/* Is v a secret ({ST_SIG_KEY: ST_SIG_SECRET, ...})? Its plaintext, if any, is never quoted. */
+static int is_secret(const json_t *v)
+{
+	const char *sig = json_string_value(json_object_get(v, ST_SIG_KEY));
+	return sig && !strcmp(sig, ST_SIG_SECRET);
+}
+
+static int validate_value(vctx *c, const snode *n, const json_t *v, int silent);
+
 static int validate(vctx *c, const snode *n, const json_t *v, int silent)
+{
+	int secret = json_is_object(v) && is_secret(v), ok;
+
+	c->in_secret += secret;
+	ok = validate_value(c, n, v, silent);
+	c->in_secret -= secret;
+	return ok;
+}
+
+static int validate_value(vctx *c, const snode *n, const json_t *v, int silent)
 {
 	int ok = 1;
 

@@ -89,6 +89,23 @@ run "resource schema ok" st validate --resource-schema "$T/tags.json" "$P/valid-
 check_rc 0
 run "resource schema fails" st validate --resource-schema "$T/tags.json" "$V/secrets-no-provider.json" "$P/checkpoint-v3.json"
 check_rc 1; check_out_has "error: [resource-schema/required] missing required field 'inputs'"
+# a schema that looks into a plaintext secret: the message never quotes the secret's value
+# (enum, pattern), nor does --json; a string outside a secret is still quoted
+printf '{"properties":{"inputs":{"properties":{"tags":{"properties":{"plaintext":{"enum":["x"]}}}}}}}' > "$T/rs-enum.json"
+printf '{"properties":{"inputs":{"properties":{"tags":{"properties":{"plaintext":{"pattern":"^x$"}}},"bucket":{"enum":["other"]}}}}}' > "$T/rs-pattern.json"
+for sch in rs-enum rs-pattern; do
+	for fmt in "" --json; do
+		run "secret not quoted: $sch $fmt" st validate $fmt --resource-schema "$T/$sch.json" "$V/secrets-plaintext.json"
+		check_rc 1
+		check_out_lacks "hunter2"; check_err_lacks "hunter2"
+		check_out_has "/tags/plaintext"
+	done
+done
+run "secret not quoted: enum" st validate --resource-schema "$T/rs-enum.json" "$V/secrets-plaintext.json"
+check_out_has "error: [resource-schema/enum] value is not one of the allowed values"
+run "secret not quoted: pattern" st validate --resource-schema "$T/rs-pattern.json" "$V/secrets-plaintext.json"
+check_out_has "error: [resource-schema/pattern] the string does not match the pattern '^x\$'"
+check_out_has "error: [resource-schema/enum] 'b-123' is not one of the allowed values"
 printf '{"required": ["nothing-has-this"]}' > "$T/doc.json"
 run "document schema" st validate --schema "$T/doc.json" "$P/valid-deployment-v3.json"
 check_rc 1; check_out_has "[user-schema/required] missing required field 'nothing-has-this'"
