@@ -482,6 +482,26 @@ static void test_rekey_state_and_config(void **state)
 	free(val);
 	free(got);
 	free(want_head);
+	/* st_config_rekey_text reads text[0..len) only: a block without a NUL, ending inside
+	 * "encryptionsalt:" and inside "secure:" (an over-read is an ASan/valgrind error); a
+	 * config without a salt gets one first */
+	static const char *const cuts[] = {"encryptionsa", "a:\n  b:\n    secu", "x: 1"};
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		size_t cl = strlen(cuts[i]), ol = 0;
+		char *blk = malloc(cl), *out = NULL;
+		assert_non_null(blk);
+		memcpy(blk, cuts[i], cl);
+		assert_int_equal(st_config_rekey_text(blk, cl, NULL, old, neu, &out, &ol, &n, NULL),
+				 ST_OK);
+		assert_int_equal(n, 0);
+		char *want = st_asprintf("encryptionsalt: %s\n%s", st_secrets_encryptionsalt(neu),
+					 cuts[i]);
+		assert_int_equal(ol, strlen(want));
+		assert_string_equal(out, want);
+		free(want);
+		free(out);
+		free(blk);
+	}
 	free(text);
 	free(ct);
 	free(cfg);

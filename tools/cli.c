@@ -19,7 +19,7 @@ static struct {
 } first_err;
 
 /* A JSON document was written to stdout (cli_print_json). */
-static int json_printed;
+static volatile sig_atomic_t json_printed;
 
 static const char *code_name(int code)
 {
@@ -89,23 +89,60 @@ void cli_json_fail(const char *cmd, int rc)
  * mapping (the library checks a mapped file before it writes and after its last byte, not at
  * every read). The command stops at once. What it was writing is still a temporary file, and
  * a move's journal is finished or undone by the next command on its stacks, so no state is
- * left half-written. The messages are made before the command runs: a signal handler may
- * only write(2). */
+ * left half-written; a lock the command took stays, so the message names how to remove it.
+ * A signal handler may only write(2): the messages are made before (bus_prepare, again when
+ * a lock is taken). Another SIGBUS (a misaligned access: a bug) is left to the default. */
 #define BUS_MESSAGE                                                                             \
 	"a file was truncated by another program while statetool was reading it (SIGBUS); no "  \
-	"state was left half-written: run the command again"
-static char *bus_json;
-static size_t bus_json_len;
+	"state was left half-written"
+static const char *bus_cmd;
+static char bus_line[1024];
+static size_t bus_line_len;
+static char *volatile bus_json;
+static volatile size_t bus_json_len;
 
-static void on_sigbus(int sig)
+static char bus_unlocks[600]; /* how to remove the locks taken: "`statetool unlock X`" ... */
+static int bus_nlocks;
+
+static void bus_prepare(void)
 {
-	static const char line[] = "statetool: error: " BUS_MESSAGE "\n";
+	char msg[900];
+	char *doc_text = NULL, *old = bus_json;
+	size_t doc_len = 0;
+	int n;
+
+	if (bus_nlocks)
+		snprintf(msg, sizeof(msg), "%s, but the lock%s it took may remain: remove %s with "
+			 "%s; then run the command again", BUS_MESSAGE, bus_nlocks > 1 ? "s" : "",
+			 bus_nlocks > 1 ? "them" : "it", bus_unlocks);
+	else
+		snprintf(msg, sizeof(msg), "%s: run the command again", BUS_MESSAGE);
+	n = snprintf(bus_line, sizeof(bus_line), "%s: error: %s\n", cli_prog, msg);
+	bus_line_len = n < 0 ? 0 : (size_t)n < sizeof(bus_line) ? (size_t)n : sizeof(bus_line) - 1;
+	if (!cli_json_mode)
+		return;
+	json_t *doc = fail_doc(bus_cmd, EXIT_FAIL, "conflict", msg);
+	if (doc && st_json_dump(doc, NULL, &doc_text, &doc_len, NULL) == ST_OK) {
+		bus_json = NULL;
+		bus_json_len = doc_len;
+		bus_json = doc_text;
+		free(old);
+	}
+	json_decref(doc);
+}
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
 	ssize_t w;
 
-	(void)sig;
+	(void)uc;
+	if (si->si_code != BUS_ADRERR && si->si_code != SI_USER) {
+		signal(sig, SIG_DFL); /* the faulting access runs again, now to the default */
+		return;
+	}
 	if (bus_json && !json_printed)
 		w = write(STDOUT_FILENO, bus_json, bus_json_len);
-	w = write(STDERR_FILENO, line, sizeof(line) - 1);
+	w = write(STDERR_FILENO, bus_line, bus_line_len);
 	(void)w;
 	_exit(EXIT_FAIL);
 }
@@ -114,14 +151,11 @@ void cli_catch_sigbus(const char *cmd)
 {
 	struct sigaction sa;
 
-	if (cli_json_mode) {
-		json_t *doc = fail_doc(cmd, EXIT_FAIL, "conflict", BUS_MESSAGE);
-		if (st_json_dump(doc, NULL, &bus_json, &bus_json_len, NULL) != ST_OK)
-			bus_json = NULL;
-		json_decref(doc);
-	}
+	bus_cmd = cmd;
+	bus_prepare();
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_sigbus;
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, NULL);
 }
@@ -545,6 +579,15 @@ int cli_lock(cli_target *t, st_lock **out)
 		return EXIT_FAIL;
 	}
 	cli_target_forget(t); /* a writer may have changed the object before the lock */
+	if (bus_cmd) { /* the SIGBUS message names the lock (a URL may hold a password: not) */
+		size_t used = strlen(bus_unlocks);
+		snprintf(bus_unlocks + used, sizeof(bus_unlocks) - used,
+			 t->backend ? "%s`statetool unlock -s %s` (and its --backend)"
+				    : "%s`statetool unlock %s`",
+			 used ? " and " : "", t->backend ? t->qname : t->path);
+		bus_nlocks++;
+		bus_prepare();
+	}
 	return EXIT_OK;
 }
 

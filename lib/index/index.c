@@ -86,19 +86,29 @@ static int open_db(st_index *ix, st_error *err)
 /* Is the database usable? Read-only opens check the header and the schema (cheap, so a query
  * stays in milliseconds; a damaged page met later is reported by the query itself); an update
  * runs PRAGMA quick_check over every page first, so it never builds on a damaged file. */
+/* 1 when the index reads as sound; 0 when damaged; -1 when another connection holds it busy
+ * past the timeout (not damage: never moved aside for it). */
 static int healthy(st_index *ix, int thorough)
 {
 	sqlite3_stmt *st;
-	int ok = 0;
+	int ok = 0, rc;
 	const char *sql = thorough ? "PRAGMA quick_check" : "SELECT count(*) FROM sqlite_master";
-	if (sqlite3_prepare_v2(ix->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return 0;
-	if (sqlite3_step(st) == SQLITE_ROW) {
+	if ((rc = sqlite3_prepare_v2(ix->db, sql, -1, &st, NULL)) != SQLITE_OK)
+		return rc == SQLITE_BUSY || rc == SQLITE_LOCKED ? -1 : 0;
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *r = (const char *)sqlite3_column_text(st, 0);
 		ok = r && (!thorough || !strcmp(r, "ok"));
+	} else if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+		ok = -1;
 	}
 	sqlite3_finalize(st);
 	return ok;
+}
+
+static int busy(const st_index *ix, st_error *err)
+{
+	return st__err(err, ST_ELOCKED, "the index '%s' is held by another program (SQLite: "
+		       "database is locked); nothing was changed: try again", ix->path);
 }
 
 /* Every table and view of any schema version (a name is a table in one version, a view in
@@ -236,10 +246,12 @@ int st__ixs_sound(st_index *ix, int *rebuilt, st_error *err)
 	*rebuilt = 0;
 	if (ix->sound)
 		return ST_OK;
-	if (healthy(ix, 1)) {
+	if ((rc = healthy(ix, 1)) == 1) {
 		ix->sound = 1;
 		return ST_OK;
 	}
+	if (rc < 0)
+		return busy(ix, err);
 	if ((rc = rebuild_damaged(ix, err)) == ST_OK && (rc = init_schema(ix, ix->notes, err)) == ST_OK)
 		*rebuilt = 1;
 	return rc;
@@ -341,7 +353,11 @@ int st_index_open(st_index **out, const char *path, int readonly, st_changes *no
 	 * (st__ixs_sound), so an update that writes nothing stays quick */
 	ix->sound = created;
 	ix->notes = notes;
-	if (!healthy(ix, 0)) {
+	if ((rc = healthy(ix, 0)) < 0) {
+		rc = busy(ix, err);
+		goto fail;
+	}
+	if (!rc) {
 		if (readonly) {
 			rc = st__err(err, ST_EFORMAT, "the index '%s' is damaged; run `statetool "
 				     "index update` to rebuild it", path);

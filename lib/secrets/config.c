@@ -34,13 +34,13 @@ int st_config_rekey_text(const char *text, size_t len, const char *name, st_secr
 		const char *p = line;
 		while (p < nl && (*p == ' ' || *p == '\t'))
 			p++;
-		if (!strncmp(p, "encryptionsalt:", 15) && p == line) {
+		if (p == line && (size_t)(nl - p) >= 15 && !memcmp(p, "encryptionsalt:", 15)) {
 			salt = p;
 		} else {
 			const char *q = p;
-			while (q + 7 < nl && strncmp(q, "secure:", 7))
+			while (q + 7 < nl && memcmp(q, "secure:", 7))
 				q++;
-			if (q + 7 < nl && !strncmp(q, "secure:", 7))
+			if (q + 7 < nl && !memcmp(q, "secure:", 7))
 				sec = q;
 		}
 		if (salt) {
@@ -92,7 +92,8 @@ int st_config_rekey_text(const char *text, size_t len, const char *name, st_secr
 		/* Pulumi writes encryptionsalt first. */
 		st_buf b2;
 		st_buf_init(&b2);
-		st_buf_printf(&b2, "encryptionsalt: %s\n", st_secrets_encryptionsalt(to));
+		const char *ns = st_secrets_encryptionsalt(to);
+		st_buf_printf(&b2, "encryptionsalt: %s\n", ns ? ns : "");
 		st_buf_add(&b2, out.data ? out.data : "", out.len);
 		st_buf_free(&out);
 		out = b2;

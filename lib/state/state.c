@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 const char *const st_known_features[] = {"refreshBeforeUpdate", "views", "hooks", "taint",
@@ -949,8 +950,9 @@ int st__state_save_checked(st_state *s, const char *path, const st_write_opts *o
 		path = s->path;
 	if (!path)
 		return st__err(err, ST_EINVAL, "no file to save to");
-	if (opts)
-		wo = *opts;
+	if (opts) /* only the fields of the caller's version: a version 1 struct is shorter */
+		memcpy(&wo, opts, opts->version >= 2 ? sizeof(wo)
+						     : offsetof(st_write_opts, exact_mode));
 	else
 		wo.backup = 1;
 	wo.compression = s->compression;

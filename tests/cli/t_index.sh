@@ -209,6 +209,20 @@ check_err "statetool: error: '$T/other.db' is an SQLite database but not a state
 check_same "$T/other.db" "$T/other.copy"
 run "another SQLite database, query" st query --db "$T/other.db" --type x
 check_rc 1; check_err_has "is an SQLite database but not a statetool index"
+# held locked by another program past SQLite's 10 s wait: an error, never taken for damage
+mkfifo "$T/sqlin"
+sqlite3 "$T/other.db" < "$T/sqlin" &
+holder=$!
+exec 9> "$T/sqlin"
+echo "BEGIN EXCLUSIVE; INSERT INTO notes VALUES ('busy');" >&9
+sleep 1
+run "another program holds the database" st index update --db "$T/other.db" "$T/pt.json"
+check_rc 1
+check_err "statetool: error: the index '$T/other.db' is held by another program (SQLite: database is locked); nothing was changed: try again"
+check_absent "$T/other.db.corrupt"
+exec 9>&- # end of its input: sqlite3 rolls back and exits
+wait "$holder"
+check_same "$T/other.db" "$T/other.copy"
 run "a directory as the index" st index update --db "$T" "$T/pt.json"
 check_rc 1; check_err "statetool: error: the index '$T' is a directory, not a file"
 run "no index yet" st query --db "$T/none.sqlite" --type x
