@@ -364,7 +364,7 @@ typedef struct st_store_write_opts {
 	st_store_proceed_fn proceed; /* may be NULL */
 	void *proceed_ctx;
 	mode_t mode;            /* a new file's mode where the store has modes (0: 0644); an
-				 * existing file keeps its own */
+				 * existing file keeps its own unless ST_STORE_EXACT_MODE */
 } st_store_write_opts;
 
 #define ST_STORE_WRITE_OPTS_INIT {ST_STORE_WRITE_OPTS_VERSION, 0, NULL, NULL, NULL, 0}

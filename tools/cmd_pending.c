@@ -44,8 +44,8 @@ typedef struct ctx {
 	cli_target *t;
 	json_t *cleared; /* the operations the clear removes (a copy) */
 	json_t *record;  /* what STATE.pending-cleared.json held before (an array), or NULL */
+	char *saved;     /* that file (read_record), where the cleared operations go */
 	size_t creating; /* how many of them are `creating` */
-	char *saved;     /* where they were written */
 } ctx;
 
 /* Resolves a query among the pending operations' URNs: exact, name, suffix. */
@@ -121,10 +121,12 @@ static int read_record(ctx *c)
 
 	if (!c->t->path || c->t->filter)
 		return EXIT_OK;
-	if (asprintf(&path, "%s.pending-cleared.json", c->t->path) < 0) {
+	if (asprintf(&c->saved, "%s.pending-cleared.json", c->t->path) < 0) {
+		c->saved = NULL;
 		cli_errorf("out of memory");
 		return EXIT_FAIL;
 	}
+	path = c->saved;
 	st_error_clear(&err);
 	rc = st_json_load_file(&c->record, path, 0, NULL, NULL, NULL, &err);
 	if (rc == ST_ENOTFOUND) {
@@ -138,7 +140,6 @@ static int read_record(ctx *c)
 			   "it away and run the command again (nothing was written)", path);
 	else if (rc != ST_OK)
 		cli_error(&err);
-	free(path);
 	return rc == ST_OK ? EXIT_OK : EXIT_FAIL;
 }
 
@@ -204,9 +205,9 @@ static int after_clear(void *arg)
 	text = nl;
 	text[len++] = '\n';
 	text[len] = '\0';
-	/* (filter mode: no file written beside the input, which is not changed) */
-	if (c->t->path && !c->t->filter &&
-	    asprintf(&c->saved, "%s.pending-cleared.json", c->t->path) >= 0) {
+	/* (filter mode: no file written beside the input, which is not changed; read_record
+	 * named the file) */
+	if (c->saved) {
 		st_write_opts wo = ST_WRITE_OPTS_INIT;
 		st_error err;
 		st_error_clear(&err);

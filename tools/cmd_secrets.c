@@ -96,7 +96,7 @@ static int prepare_config(ctx *c, st_error *err)
 	if (rc == ST_OK)
 		rc = st_config_rekey_text(text, len, c->config, c->from, c->to, &c->config_text,
 					  &c->config_len, &c->config_count, err);
-	free(text);
+	st_secret_free(text, len); /* ciphertexts only, wiped as st_config_rekey wipes them */
 	return rc;
 }
 

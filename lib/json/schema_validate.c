@@ -476,7 +476,6 @@ static int validate_ref(vctx *c, const snode *n, const json_t *v, int silent)
 	return ok;
 }
 
-/* A value against a node: every phase (silent: up to the first that fails, for probes). */
 /* Is v a secret ({ST_SIG_KEY: ST_SIG_SECRET, ...})? Its plaintext, if any, is never quoted. */
 static int is_secret(const json_t *v)
 {
@@ -486,6 +485,7 @@ static int is_secret(const json_t *v)
 
 static int validate_value(vctx *c, const snode *n, const json_t *v, int silent);
 
+/* A value against a node: every phase (silent: up to the first that fails, for probes). */
 static int validate(vctx *c, const snode *n, const json_t *v, int silent)
 {
 	int secret = json_is_object(v) && is_secret(v), ok;
