@@ -671,7 +671,10 @@ ST_EXTERN int st_check_place(st_state *state, const char *place, unsigned flags,
 
 /* Validates a `pulumi import --file` document (borrowed) as Pulumi decodes it (rules
  * decode/...; the keys of its structs, matched in any case as Go does, are respelt in `doc`)
- * and by schemas/import.json. `schema` may be NULL (built-in schemas loaded per call). */
+ * and by schemas/import.json. `schema` may be NULL (built-in schemas loaded per call). A key
+ * given twice decodes as Go decodes it (a later struct or map merged into the earlier one,
+ * json/duplicate-key reworded) when `out` is the list st_json_parse filled for `doc` (its
+ * earlier values are freed here); else the last value of each key is taken. */
 ST_EXTERN int st_validate_import_file(json_t *doc, st_schema *schema, st_problems *out,
 				      st_error *err);
 
@@ -1244,7 +1247,8 @@ ST_EXTERN void st_import_report_clear(st_import_report *r);
  * (names, IDs, components, parents and providers through nameTable, ambiguous URNs, versions,
  * unknown values), with Pulumi's messages and JSON Pointers; every error in one run. URNs are
  * built for `stack` and `project` (NULL: placeholders, which change no verdict). Problems are
- * appended to `out`; the result is ST_OK even when there are problems. */
+ * appended to `out`; the result is ST_OK even when there are problems. Keys given twice: as
+ * st_validate_import_file (pass the list st_json_parse filled for `doc`). */
 ST_EXTERN int st_import_check(json_t *doc, const char *stack, const char *project,
 			      st_schema *schema, st_problems *out, st_error *err);
 
@@ -1257,7 +1261,9 @@ ST_EXTERN int st_import_check(json_t *doc, const char *stack, const char *projec
  * problem of the file and of the file against the state goes to `problems` (may be NULL) in one
  * run (ST_EINVAL for the file's, ST_ECONFLICT for conflicts alone). Plaintext secrets need
  * opts->secrets (else ST_EPASSPHRASE with report->needs_secrets set). `report` is filled (its
- * previous content is not freed); on any error the session is as it was. */
+ * previous content is not freed); on any error the session is as it was. Keys given twice in
+ * the file decode as Go decodes them when `problems` is the list st_json_parse filled for `doc`
+ * (as st_validate_import_file; `doc` is changed to what Go decodes); else last-wins. */
 ST_EXTERN int st_edit_import(st_edit *e, json_t *doc, const st_import_opts *opts,
 			     st_import_report *report, st_problems *problems, st_error *err);
 

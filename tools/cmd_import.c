@@ -35,6 +35,9 @@ static const char help[] =
 	"    duplicate specs are refused\n"
 	"  * values marked secret ({\"4dabf...\": \"1b47...\", \"plaintext\": ...}) are encrypted\n"
 	"    under the destination's secrets provider\n"
+	"  * a key given twice in the file is read as Pulumi reads it (Go's encoding/json): two\n"
+	"    resources arrays decode each spec into the earlier one, two nameTable (or a\n"
+	"    spec's inputs or outputs) merge their keys; a warning each (json/duplicate-key)\n"
 	"\n"
 	"Reading a resource (Pulumi's step 1 is the provider's Read; statetool has none):\n"
 	"  * outputs (and inputs) given in the file are used as they are;\n"
@@ -331,8 +334,9 @@ static int parse(int argc, char **argv, args *a)
 	return -1;
 }
 
-/* The import file, or the inline resource as a one-spec file. */
-static int read_doc(const args *a, json_t **doc)
+/* The import file, or the inline resource as a one-spec file; the reader's warnings (and the
+ * earlier values of keys given twice, for the import to decode as Pulumi does) in *rp. */
+static int read_doc(const args *a, json_t **doc, st_problems *rp)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -345,7 +349,7 @@ static int read_doc(const args *a, json_t **doc)
 	}
 	if (st_file_read(a->file, 64u << 20, &text, &len, NULL, &err) != ST_OK ||
 	    st_json_parse(doc, text, len, strcmp(a->file, "-") ? a->file : "<stdin>", NULL, NULL,
-			  NULL, &err) != ST_OK) {
+			  rp, &err) != ST_OK) {
 		free(text);
 		cli_error(&err);
 		return EXIT_FAIL;
@@ -354,36 +358,40 @@ static int read_doc(const args *a, json_t **doc)
 	return EXIT_OK;
 }
 
-/* Each problem of the file, as an error or a warning. */
-static void print_problems(const args *a, const st_problems *p)
+/* The first n problems of the file, each as an error or a warning. */
+static void print_problems(const args *a, const st_problems *p, size_t n)
 {
-	for (size_t i = 0; i < p->count; i++)
+	for (size_t i = 0; i < p->count && i < n; i++)
 		fprintf(stderr, "%s: %s: %s\n    at %s\n", a->file ? a->file : "import",
 			p->items[i].severity == ST_SEV_ERROR ? "error" : "warning",
 			p->items[i].message, p->items[i].pointer);
 }
 
-/* The import in the session; when the file holds secrets, again with the destination's
- * secrets manager. */
+/* The import in the session (rp: the reader's list, which the import's problems join); when
+ * the file holds secrets, again with the destination's secrets manager: the file was decoded
+ * (keys given twice merged), so of the first run's problems only the reader's are kept. */
 static int import_into(const args *a, st_edit *e, st_state *s, json_t *doc, st_import_opts *io,
-		       st_import_report *rep, st_secrets **sec)
+		       st_import_report *rep, st_secrets **sec, st_problems *rp)
 {
-	st_problems probs = {0};
+	st_problems again = {0};
+	size_t nread = rp->count;
 	st_error err;
 	int rc;
 
 	st_error_clear(&err);
-	rc = st_edit_import(e, doc, io, rep, &probs, &err);
+	rc = st_edit_import(e, doc, io, rep, rp, &err);
 	if (rc == ST_EPASSPHRASE && rep->needs_secrets) {
-		st_problems_clear(&probs);
 		st_error_clear(&err);
 		if ((rc = cli_open_secrets(s, a->passfile, 1, sec)) != EXIT_OK)
 			return rc;
 		io->secrets = *sec;
-		rc = st_edit_import(e, doc, io, rep, &probs, &err);
+		rc = st_edit_import(e, doc, io, rep, &again, &err);
+		print_problems(a, rp, nread);
+		print_problems(a, &again, again.count);
+	} else {
+		print_problems(a, rp, rp->count);
 	}
-	print_problems(a, &probs);
-	st_problems_clear(&probs);
+	st_problems_clear(&again);
 	if (rc != ST_OK) {
 		cli_error(&err);
 		return EXIT_FAIL;
@@ -456,13 +464,14 @@ static int run_import(args *a, cli_target *t)
 	st_edit *e = NULL;
 	json_t *doc = NULL;
 	st_import_report rep = {0};
+	st_problems rp = {0};
 	st_error err;
 	int rc, written = 0;
 
 	st_error_clear(&err);
 	/* filter mode (--dest -, or -o -): the result to stdout, nothing locked */
 	if ((rc = cli_filter_begin(t)) != EXIT_OK ||
-	    (rc = cli_target_resolve(t, "import", 1)) != EXIT_OK || (rc = read_doc(a, &doc)))
+	    (rc = cli_target_resolve(t, "import", 1)) != EXIT_OK || (rc = read_doc(a, &doc, &rp)))
 		goto out;
 	if ((!a->dry && !t->filter && (rc = cli_lock(t, &lock)) != EXIT_OK) ||
 	    (rc = cli_load(t, &s)) ||
@@ -481,7 +490,7 @@ static int run_import(args *a, cli_target *t)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	if ((rc = import_into(a, e, s, doc, &a->io, &rep, &sec)) != EXIT_OK ||
+	if ((rc = import_into(a, e, s, doc, &a->io, &rep, &sec, &rp)) != EXIT_OK ||
 	    (rc = commit(a, t, e, &written)) != EXIT_OK ||
 	    (written && (rc = cli_filter_emit(t)) != EXIT_OK))
 		goto out;
@@ -489,6 +498,7 @@ static int run_import(args *a, cli_target *t)
 out:
 	st_edit_free(e);
 	st_import_report_clear(&rep);
+	st_problems_clear(&rp);
 	json_decref(doc);
 	st_secrets_free(sec);
 	if (lock)

@@ -199,10 +199,11 @@ static void validate_doc(vrun *v, int rc, st_error *err, json_t *doc, st_style *
 		/* An import file, as `pulumi import --file` reads and checks it (the names of a
 		 * stack and project only place the URNs it builds) */
 		kind = "import";
+		/* the reader's list: keys given twice decode as Go decodes them */
+		rc = st_import_check(doc, NULL, NULL, v->vo.schema, lp, err);
 		for (size_t i = 0; i < lp->count; i++)
 			st_problems_add(&p, lp->items[i].severity, lp->items[i].rule,
 					lp->items[i].pointer, NULL, "%s", lp->items[i].message);
-		rc = st_import_check(doc, NULL, NULL, v->vo.schema, &p, err);
 		nres = (long long)json_array_size(json_object_get(doc, "resources"));
 		json_decref(doc);
 	} else if (rc == ST_OK && st_doc_kind_of(doc) == ST_DOC_NEITHER) {

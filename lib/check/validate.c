@@ -232,6 +232,9 @@ int st_validate_import_file(json_t *doc, st_schema *schema, st_problems *out, st
 	/* As `pulumi import` decodes it: keys of its structs in any case, Go's type errors (and
 	 * then nothing more, as for a state that does not load). */
 	rc = st__go_decode(doc, ST__G_IMPORT, "", &km, out, &first, &first_ptr);
+	/* the earlier values of duplicate keys (st_json_parse's, in `out`) were for the decoder:
+	 * decoded into the later ones as Go does, they are done with */
+	st__dropped_free(out);
 	for (size_t i = 0; i < km.n; i++) {
 		json_decref(km.v[i].obj);
 		free(km.v[i].orig);

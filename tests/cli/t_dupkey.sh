@@ -59,4 +59,50 @@ run "convert: id kept, b replaced" st convert --allow-duplicate-keys "$T/val.jso
 check_rc 0
 check_out "$HEAD"'{"urn":"'$U'","custom":true,"type":"t:m:R","id":"keep","inputs":{"b":{"y":2}}}]}}}'
 
+# import files (`pulumi import --file`) as Go decodes them (operations.importFile): a resources
+# array given twice decodes its elements into the earlier ones, a map given twice (nameTable,
+# a spec's outputs) keeps the earlier keys and takes the later value of each key given again
+: "${JSONGET:?set JSONGET to tests/jsonget}"
+cp "$FIXTURES/edit/base.json" "$T/dest.json"
+cp "$T/dest.json" "$T/dest.orig"
+printf '{"resources":[{"type":"a:b:C","name":"x","id":"1","outputs":{"k":1}}],"resources":[{"name":"y"}]}\n' > "$T/imp-res.json"
+run "import: resources given twice" st import --dry-run --dest "$T/dest.json" --file "$T/imp-res.json"
+check_rc 0
+check_out_has "would add urn:pulumi:dev::shop::a:b:C::y (ID 1)"
+check_err "$T/imp-res.json: warning: duplicate object key 'resources': merged into the earlier value, as Pulumi does
+    at /resources"
+check_same "$T/dest.orig" "$T/dest.json"
+run "validate: an import file's resources given twice" st validate "$T/imp-res.json"
+check_rc 0
+check_out "$T/imp-res.json: warning: [json/duplicate-key] duplicate object key 'resources': merged into the earlier value, as Pulumi does
+    at /resources
+$T/imp-res.json: valid, 0 errors, 1 warning (1 resource)"
+
+printf '{"nameTable":{"p":"urn:pulumi:dev::shop::my:index:App::app"},"resources":[{"type":"a:b:C","name":"m","id":"2","parent":"p","outputs":{"a":1,"b":{"x":1}},"outputs":{"b":{"y":2},"c":3}}],"nameTable":{"q":"urn:pulumi:dev::shop::my:index:App::app"}}\n' > "$T/imp-map.json"
+run "import: maps given twice" st import --dest "$T/dest.json" --file "$T/imp-map.json"
+check_rc 0
+check_out_has "added urn:pulumi:dev::shop::my:index:App\$a:b:C::m (ID 2)"
+check_err "$T/imp-map.json: warning: duplicate object key 'outputs': merged into the earlier value, as Pulumi does
+    at /resources/0/outputs
+$T/imp-map.json: warning: duplicate object key 'nameTable': merged into the earlier value, as Pulumi does
+    at /nameTable"
+run "the imported outputs" sh -c "'$STATETOOL' show --json '$T/dest.json' m | '$JSONGET' outputs parent"
+check_rc 0
+check_out '{"a":1,"b":{"y":2},"c":3}
+urn:pulumi:dev::shop::my:index:App::app'
+
+# with secrets to encrypt the import runs again with the destination's secrets manager: the
+# reader's warning is said once, the file decoded once
+printf '{"resources":[{"type":"aws:rds/instance:Instance","name":"db","id":"db-1","version":"6.0.0","outputs":{"a":1}}],"resources":[{"outputs":{"password":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","plaintext":"\\"import-me\\""}}}]}\n' > "$T/imp-sec.json"
+cp "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/sd.json"
+run "import: secrets and resources given twice" env PULUMI_CONFIG_PASSPHRASE="correct horse battery staple" "$STATETOOL" import --dest "$T/sd.json" --file "$T/imp-sec.json"
+check_rc 0
+check_out_has "with encrypted secrets"
+check_err "$T/imp-sec.json: warning: duplicate object key 'resources': merged into the earlier value, as Pulumi does
+    at /resources"
+run "the secret's resource" sh -c "'$STATETOOL' show --json '$T/sd.json' db | '$JSONGET' id outputs.a"
+check_rc 0
+check_out 'db-1
+1'
+
 finish
