@@ -69,31 +69,42 @@ static void emit(dctx *c, const char *path, const char *op, json_t *a, json_t *b
 
 static void diff_value(dctx *c, st_buf *path, json_t *a, json_t *b);
 
+/* A key by its bytes whole ("\u0000" included). */
+typedef struct dkey {
+	const char *k;
+	size_t n;
+} dkey;
+
+/* Byte order, a prefix first (Go's sort of a map's string keys). */
 static int keycmp(const void *x, const void *y)
 {
-	return strcmp(*(const char *const *)x, *(const char *const *)y);
+	const dkey *a = x, *b = y;
+	int r = memcmp(a->k, b->k, a->n < b->n ? a->n : b->n);
+	return r ? r : (a->n > b->n) - (a->n < b->n);
 }
 
 /* The members of two objects, in sorted key order (a Go map's order; Pulumi's property maps). */
 static void diff_object(dctx *c, st_buf *path, json_t *a, json_t *b)
 {
-	size_t n = json_object_size(a) + json_object_size(b), k = 0, base = path->len;
-	const char **keys = malloc((n + 1) * sizeof(*keys)), *key;
+	size_t n = json_object_size(a) + json_object_size(b), k = 0, base = path->len, kl;
+	dkey *keys = malloc((n + 1) * sizeof(*keys));
+	const char *key;
 	json_t *v;
 	if (!keys) {
 		c->oom = 1;
 		return;
 	}
-	json_object_foreach(a, key, v)
-		keys[k++] = key;
-	json_object_foreach(b, key, v)
-		if (!json_object_get(a, key))
-			keys[k++] = key;
+	json_object_keylen_foreach(a, key, kl, v)
+		keys[k++] = (dkey){key, kl};
+	json_object_keylen_foreach(b, key, kl, v)
+		if (!json_object_getn(a, key, kl))
+			keys[k++] = (dkey){key, kl};
 	qsort(keys, k, sizeof(*keys), keycmp);
 	for (size_t i = 0; i < k && !c->oom; i++) {
-		json_t *x = json_object_get(a, keys[i]), *y = json_object_get(b, keys[i]);
+		json_t *x = json_object_getn(a, keys[i].k, keys[i].n);
+		json_t *y = json_object_getn(b, keys[i].k, keys[i].n);
 		path->len = base;
-		st_pointer_add_key(path, keys[i], strlen(keys[i]));
+		st_pointer_add_key(path, keys[i].k, keys[i].n);
 		st_buf_addc(path, '\0');
 		path->len--;
 		if (path->oom) {
@@ -194,12 +205,13 @@ static void diff_resource(dctx *c, json_t *a, json_t *b)
 {
 	st_buf path;
 	const char *key;
+	size_t kl;
 	json_t *v;
 	st_buf_init(&path);
-	json_object_foreach(a, key, v) {
-		json_t *w = json_object_get(b, key);
+	json_object_keylen_foreach(a, key, kl, v) {
+		json_t *w = json_object_getn(b, key, kl);
 		path.len = 0;
-		st_pointer_add_key(&path, key, strlen(key));
+		st_pointer_add_key(&path, key, kl);
 		st_buf_addc(&path, '\0');
 		path.len--;
 		if (path.oom) {
@@ -211,11 +223,11 @@ static void diff_resource(dctx *c, json_t *a, json_t *b)
 		else
 			diff_value(c, &path, v, w);
 	}
-	json_object_foreach(b, key, v) {
-		if (json_object_get(a, key) || c->oom)
+	json_object_keylen_foreach(b, key, kl, v) {
+		if (json_object_getn(a, key, kl) || c->oom)
 			continue;
 		path.len = 0;
-		st_pointer_add_key(&path, key, strlen(key));
+		st_pointer_add_key(&path, key, kl);
 		st_buf_addc(&path, '\0');
 		if (path.oom) {
 			c->oom = 1;
@@ -275,8 +287,8 @@ static int compare(json_t *ra, json_t *rb, json_t *da, json_t *db, json_t *doc)
 		json_t *xa = json_object(), *xb = json_object();
 		st_buf_init(&path);
 		if (xa && xb) {
-			json_object_update(xa, da ? da : xa);
-			json_object_update(xb, db ? db : xb);
+			st__json_update(xa, da ? da : xa);
+			st__json_update(xb, db ? db : xb);
 			json_object_del(xa, "resources");
 			json_object_del(xb, "resources");
 			json_object_del(xa, "manifest");

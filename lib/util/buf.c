@@ -184,6 +184,8 @@ void st_pointer_add_key(st_buf *b, const char *key, size_t len)
 			st_buf_add(b, "~0", 2);
 		else if (key[i] == '/')
 			st_buf_add(b, "~1", 2);
+		else if (!key[i])
+			st_buf_add(b, "\\u0000", 6); /* a pointer is a C string: the JSON escape */
 		else
 			st_buf_addc(b, key[i]);
 	}

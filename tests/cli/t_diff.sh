@@ -122,4 +122,20 @@ printf '{"version":3,"checkpoint":{"stack":"dev","latest":{"manifest":{"time":"2
 cp "$T/nul1.json" "$T/nul2.json"
 run "a key with NUL: no differences" st diff "$T/nul1.json" "$T/nul2.json"
 check_rc 0; check_out "no differences"
+# keys holding "\u0000" in a change's JSON Pointer: whole, the NUL written \u0000 (as
+# validate writes it), in byte order; the deployment's own members too
+printf '{"version":3,"checkpoint":{"stack":"dev","latest":{"manifest":{"time":"2024-01-01T00:00:00Z","magic":"%s","version":"v3.100.0"},"k\\u0000":1,"resources":[{"urn":"urn:pulumi:dev::p::t:m:R::a","custom":true,"type":"t:m:R","inputs":{"a\\u0000c":1,"a":0,"a\\u0000b":{"x\\u0000":2}}}]}}}\n' "$M" > "$T/nul3.json"
+run "keys with NUL: the pointers" st diff "$T/nul1.json" "$T/nul3.json"
+check_rc 1
+check_out '~ urn:pulumi:dev::p::t:m:R::a
+    + /inputs/a: 0
+    ~ /inputs/a\u0000b/x\u0000: 1 => 2
+    + /inputs/a\u0000c: 1
+~ deployment
+    + /k\u0000: 1
+0 added, 0 removed, 1 changed, deployment changed'
+printf '{"version":3,"checkpoint":{"stack":"dev","latest":{"resources":[{"urn":"urn:pulumi:dev::p::t:m:R::a","custom":true,"type":"t:m:R","inputs":{"a\\u0000b":1,"a\\u0000b":2}}]}}}\n' > "$T/nul4.json"
+run "validate: the same pointer" st validate --json "$T/nul4.json"
+check_rc 0
+check_out_has '"pointer": "/checkpoint/latest/resources/0/inputs/a\\u0000b"'
 finish
