@@ -234,6 +234,14 @@ ST_EXTERN int st_json_load_file(json_t **out, const char *path, size_t max_size,
 ST_EXTERN int st_json_dump(const json_t *value, const st_style *style, char **out, size_t *len,
 			   st_error *err);
 
+/* st_json_dump of `value` (borrowed) as it stands `depth` levels deep inside a document that
+ * the caller writes around it (a row of an array streamed one element at a time): its inner
+ * lines indented depth + 1 levels, no trailing newline whatever the style says. The bytes are
+ * the ones st_json_dump writes for that value in place in the whole document. *out is new
+ * (free()), followed by a NUL. */
+ST_EXTERN int st_json_dump_at(const json_t *value, const st_style *style, size_t depth,
+			      char **out, size_t *len, st_error *err);
+
 /* Formats a double as Go's encoding/json formats a float64 into buf (at least 32 bytes).
  * Returns the length. NaN and infinities are not representable and return -1. */
 ST_EXTERN int st_json_format_number(double v, char *buf, size_t size);

@@ -868,6 +868,15 @@ static int o_json_dump(st_state *s, st_error *er)
 	return rc;
 }
 
+static int o_json_dump_at(st_state *s, st_error *er)
+{
+	char *out = NULL;
+	size_t len;
+	int rc = st_json_dump_at(st_state_root(s), NULL, 2, &out, &len, er);
+	free(out);
+	return rc;
+}
+
 static int o_schema_new(st_state *s, st_error *er)
 {
 	st_schema *sc = NULL;
@@ -1094,7 +1103,8 @@ typedef struct oom_case {
 
 #define OOM(fn) {"st_" #fn, o_##fn}
 static const oom_case oom_cases[] = {
-	OOM(json_dump), OOM(schema_new), OOM(schema_add), OOM(state_new), OOM(state_dump),
+	OOM(json_dump), OOM(json_dump_at), OOM(schema_new), OOM(schema_add), OOM(state_new),
+	OOM(state_dump),
 	OOM(schema_builtin), OOM(integrity_check), OOM(state_migrate), OOM(edit_begin),
 	OOM(edit_pending_clear), OOM(edit_pending_import), OOM(secrets_new_passphrase),
 	OOM(secrets_verify), OOM(backend_list), OOM(import_check), OOM(state_autonames),

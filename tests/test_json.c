@@ -747,6 +747,42 @@ static void test_dupkey_lazy_fallback_keeps_callers(void **state)
 /* st__json_equal, the library's one equality: a key holding "\u0000" equals itself (jansson's
  * json_equal looks keys up as C strings and never finds it), numbers by value, objects in any
  * order, arrays in order, strings by every byte. */
+/* st_json_dump_at: an element written on its own at depth 2 is the bytes st_json_dump gives
+ * it in place inside the whole document (a streamed array: query --json), NULL style = export;
+ * an unwritable value is an error, not bytes. */
+static void test_dump_at(void **state)
+{
+	(void)state;
+	json_t *row = json_pack("{s:s,s:n,s:{s:[i,s]},s:s}", "stack", "org/p/s", "id", "x",
+				"y", 1, "q\"<\n", "z", "\xe2\x80\xa8");
+	json_t *doc = json_pack("{s:i,s:[O,O]}", "format_version", 1, "rows", row, row);
+	char *whole = NULL, *one = NULL, *want;
+	size_t wl, ol;
+	assert_non_null(row);
+	assert_non_null(doc);
+	assert_int_equal(st_json_dump(doc, NULL, &whole, &wl, NULL), ST_OK);
+	assert_int_equal(st_json_dump_at(row, NULL, 2, &one, &ol, NULL), ST_OK);
+	assert_int_equal(strlen(one), ol);
+	want = st_asprintf("{\n    \"format_version\": 1,\n    \"rows\": [\n        %s,\n        "
+			   "%s\n    ]\n}\n", one, one);
+	assert_string_equal(whole, want);
+	assert_string_equal(one, "{\n            \"stack\": \"org/p/s\",\n            \"id\": null,"
+				 "\n            \"x\": {\n                \"y\": [\n                    1,"
+				 "\n                    \"q\\\"<\\n\"\n                ]\n            },"
+				 "\n            \"z\": \"\\u2028\"\n        }");
+	free(want);
+	free(one);
+	free(whole);
+	/* depth 0, a scalar */
+	json_t *a = json_string("a");
+	assert_int_equal(st_json_dump_at(a, NULL, 0, &one, &ol, NULL), ST_OK);
+	assert_string_equal(one, "\"a\"");
+	free(one);
+	json_decref(a);
+	json_decref(row);
+	json_decref(doc);
+}
+
 static void test_json_equal(void **state)
 {
 	(void)state;
@@ -814,6 +850,7 @@ int main(void)
 		cmocka_unit_test(test_dupkey_reparse),
 		cmocka_unit_test(test_dupkey_lazy_fallback_keeps_callers),
 		cmocka_unit_test(test_json_equal),
+		cmocka_unit_test(test_dump_at),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -629,6 +629,11 @@ int cli_print_json(const json_t *v)
 	return EXIT_OK;
 }
 
+void cli_json_begun(void)
+{
+	json_printed = 1;
+}
+
 int cli_write_output(const char *path, const char *data, size_t len)
 {
 	if (!strcmp(path, "-"))

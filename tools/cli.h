@@ -200,6 +200,9 @@ void cli_print_table(const json_t *rows);
 
 /* Writes a JSON value to stdout, 4-space indented, with a newline. */
 int cli_print_json(const json_t *v);
+/* A JSON document is being written to stdout in pieces (query --json streams its rows): a
+ * failure from now on prints no second document (cli_json_fail); the first stays unfinished. */
+void cli_json_begun(void);
 /* Writes bytes to a file ("-" = stdout). */
 int cli_write_output(const char *path, const char *data, size_t len);
 

@@ -80,7 +80,9 @@ static const char help_query[] =
 	"  --refresh            first re-index the stacks that changed since they were\n"
 	"                       indexed (as `index update` does: unchanged ones are not read)\n"
 	"  --json | --csv       output format (default: a table; aligned on a terminal,\n"
-	"                       tab-separated otherwise; 'no resources' when none match)\n"
+	"                       tab-separated otherwise; 'no resources' when none match);\n"
+	"                       written as the rows come (--json: one document, streamed; a\n"
+	"                       query failing after its first 64 KB leaves it unfinished)\n"
 	"  -h, --help           show this help\n"
 	"Tables: meta, stacks, resources, edges, providers, pending, secrets (see statetool(1)).\n"
 	"\n"
@@ -197,75 +199,170 @@ out:
 	return rc;
 }
 
+/*
+ * The answer gathered in one buffer and written 64 KB at a time (20,000 rows: a hundred
+ * writes, not one per line). The first piece is held until the buffer first fills, so a query
+ * that fails before then prints nothing of its answer (with --json, the error document alone);
+ * a longer answer is streamed, rows as they come, never held whole in memory (with --json,
+ * 20,000 rows are 6 MB of document, not 60 MB of values).
+ */
 typedef struct out {
 	int mode; /* 0 table, 1 json, 2 csv */
 	int header;
-	json_t *rows;
 	json_t *align; /* a table on a terminal: rows kept to align their columns */
 	size_t n;
+	st_error *err;
+	/* --json: the document's frame as the writer makes it: before the first row ("{",
+	 * "format_version", "rows": [ and the first row's indentation), between two rows and
+	 * after the last */
+	char *frame;
+	size_t head, sep_at, sep_len, tail_at;
+	int streamed; /* part of the answer is out */
+	int wfail;    /* standard output failed (said): the query stops */
+	size_t len;
+	char b[65536];
 } out;
 
-/* A line of output gathered and written at once (20,000 rows: one locked write each, not one
- * per field and separator); a longer one in pieces. */
-typedef struct line {
-	char b[8192];
-	size_t len;
-} line;
-
-static void line_add(line *l, const char *s, size_t n)
+/* Writes what the buffer holds (cli_stdout_write: one write(2), stdio flushed first); a
+ * failure is said once (cli_stdout_write) and stops the query. */
+static void out_write(out *o, const char *s, size_t n)
 {
-	if (l->len + n > sizeof(l->b)) {
-		fwrite(l->b, 1, l->len, stdout);
-		l->len = 0;
+	if (!o->wfail && n) {
+		o->streamed = 1;
+		if (o->mode == 1)
+			cli_json_begun();
+		if (cli_stdout_write(s, n) != EXIT_OK)
+			o->wfail = 1;
 	}
-	if (n > sizeof(l->b)) {
-		fwrite(s, 1, n, stdout);
-		return;
-	}
-	memcpy(l->b + l->len, s, n);
-	l->len += n;
 }
 
-static void csv_field(line *l, const char *v)
+static void out_flush(out *o)
+{
+	out_write(o, o->b, o->len);
+	o->len = 0;
+}
+
+/* A query that failed: the rest of an answer already partly out is written (rows before the
+ * failure, an unfinished document); an answer still held is dropped. */
+static void out_flush_if_streamed(out *o)
+{
+	if (o->streamed)
+		out_flush(o);
+	o->len = 0;
+}
+
+static void out_add(out *o, const char *s, size_t n)
+{
+	if (o->len + n > sizeof(o->b))
+		out_flush(o);
+	if (n > sizeof(o->b)) {
+		out_write(o, s, n);
+		return;
+	}
+	memcpy(o->b + o->len, s, n);
+	o->len += n;
+}
+
+static void csv_field(out *o, const char *v)
 {
 	if (!v)
 		return;
 	if (strpbrk(v, ",\"\n\r")) {
-		line_add(l, "\"", 1);
+		out_add(o, "\"", 1);
 		for (const char *p = v; *p; p++)
-			line_add(l, *p == '"' ? "\"\"" : p, *p == '"' ? 2 : 1);
-		line_add(l, "\"", 1);
+			out_add(o, *p == '"' ? "\"\"" : p, *p == '"' ? 2 : 1);
+		out_add(o, "\"", 1);
 	} else {
-		line_add(l, v, strlen(v));
+		out_add(o, v, strlen(v));
 	}
 }
 
 /* One line of the table (tab-separated, `none` for NULL) or of CSV. */
-static void put_line(int csv, int ncols, const char *const *vals, const char *none)
+static void put_line(out *o, int csv, int ncols, const char *const *vals, const char *none)
 {
-	line l;
-	l.len = 0;
 	for (int i = 0; i < ncols; i++) {
 		if (csv)
-			csv_field(&l, vals[i]);
+			csv_field(o, vals[i]);
 		else
-			line_add(&l, vals[i] ? vals[i] : none, strlen(vals[i] ? vals[i] : none));
-		line_add(&l, i + 1 < ncols ? (csv ? "," : "\t") : "\n", 1);
+			out_add(o, vals[i] ? vals[i] : none, strlen(vals[i] ? vals[i] : none));
+		out_add(o, i + 1 < ncols ? (csv ? "," : "\t") : "\n", 1);
 	}
-	fwrite(l.b, 1, l.len, stdout);
+}
+
+/* The document of --json with `rows` (NULL: one row, null, whose place gives the frame), as
+ * the writer makes it. New string, or NULL (err set). */
+static char *json_doc(const json_t *rows, size_t *len, st_error *err)
+{
+	json_t *d = json_object();
+	char *text = NULL;
+	json_object_set_new(d, "format_version", json_integer(CLI_JSON_FORMAT));
+	json_object_set_new(d, "rows", rows ? json_incref((json_t *)rows) : json_pack("[n]"));
+	if (st_json_dump(d, NULL, &text, len, err) != ST_OK)
+		text = NULL;
+	json_decref(d);
+	return text;
+}
+
+/* --json: the frame around the rows, cut from the document of one null row: what precedes
+ * it, what follows it, and between two rows a comma and the indentation before the first. */
+static int json_frame(out *o)
+{
+	size_t len;
+	char *at, *open;
+	if (!(o->frame = json_doc(NULL, &len, o->err)))
+		return -1;
+	at = strstr(o->frame, "null");
+	open = at ? memchr(o->frame, '[', (size_t)(at - o->frame)) : NULL;
+	if (!open) { /* cannot happen: the writer wrote the null row */
+		o->err->code = ST_EINVAL;
+		snprintf(o->err->message, sizeof(o->err->message), "cannot write the rows as JSON");
+		return -1;
+	}
+	o->head = (size_t)(at - o->frame);
+	o->sep_at = (size_t)(open + 1 - o->frame);
+	o->sep_len = o->head - o->sep_at;
+	o->tail_at = o->head + 4;
+	return 0;
+}
+
+/* One row of --json: an object of its columns (a name twice: its last value in its first
+ * place), written as it stands in the document. */
+static int json_row(out *o, int ncols, const char *const *names, const char *const *vals)
+{
+	json_t *r = json_object();
+	char *text = NULL;
+	size_t len;
+	int rc;
+	for (int i = 0; i < ncols; i++)
+		json_object_set_new(r, names[i], vals[i] ? json_string(vals[i]) : json_null());
+	if (!r) {
+		o->err->code = ST_ENOMEM;
+		snprintf(o->err->message, sizeof(o->err->message), "out of memory");
+		return ST_ENOMEM;
+	}
+	rc = st_json_dump_at(r, NULL, 2, &text, &len, o->err);
+	json_decref(r);
+	if (rc != ST_OK)
+		return rc;
+	if (o->n == 1) {
+		out_add(o, o->frame, o->head);
+	} else {
+		out_add(o, ",", 1);
+		out_add(o, o->frame + o->sep_at, o->sep_len);
+	}
+	out_add(o, text, len);
+	free(text);
+	return 0;
 }
 
 static int on_row(void *ctx, int ncols, const char *const *names, const char *const *vals)
 {
 	out *o = ctx;
+	if (o->wfail)
+		return ST_EIO;
 	o->n++;
-	if (o->mode == 1) {
-		json_t *r = json_object();
-		for (int i = 0; i < ncols; i++)
-			json_object_set_new(r, names[i], vals[i] ? json_string(vals[i]) : json_null());
-		json_array_append_new(o->rows, r);
-		return 0;
-	}
+	if (o->mode == 1)
+		return json_row(o, ncols, names, vals);
 	if (o->align) {
 		json_t *r = json_array();
 		if (!o->header) {
@@ -282,9 +379,9 @@ static int on_row(void *ctx, int ncols, const char *const *names, const char *co
 	}
 	if (!o->header) {
 		o->header = 1;
-		put_line(o->mode == 2, ncols, names, "");
+		put_line(o, o->mode == 2, ncols, names, "");
 	}
-	put_line(o->mode == 2, ncols, vals, "-");
+	put_line(o, o->mode == 2, ncols, vals, "-");
 	return 0;
 }
 
@@ -378,7 +475,7 @@ int cmd_query(int argc, char **argv)
 		{NULL, 0, NULL, 0}};
 	const char *backend = NULL, *db = NULL, *sql = NULL;
 	st_index_query q = ST_INDEX_QUERY_INIT;
-	out o = {0};
+	static out o; /* its buffer: 64 KB */
 	int c, rc, fresh = 0;
 	st_backend *b = NULL;
 	st_index *ix = NULL;
@@ -443,31 +540,53 @@ int cmd_query(int argc, char **argv)
 	} else if (b) {
 		warn_stale(ix, b);
 	}
-	if (o.mode == 1)
-		o.rows = json_array();
-	else if (o.mode == 0 && isatty(STDOUT_FILENO))
+	o.err = &err;
+	if (o.mode == 1 && json_frame(&o)) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto done;
+	}
+	if (o.mode == 0 && isatty(STDOUT_FILENO))
 		o.align = json_array();
 	rc = sql ? st_index_sql(ix, sql, on_row, &o, &err) : st_index_query_run(ix, &q, on_row, &o, &err);
+	if (rc != ST_OK && o.wfail) {
+		rc = EXIT_FAIL;
+		goto done;
+	}
 	if (rc != ST_OK) {
+		out_flush_if_streamed(&o);
 		cli_error(&err);
 		rc = err.code == ST_EINVAL || err.code == ST_EREFUSED ? EXIT_USAGE : EXIT_FAIL;
 		goto done;
 	}
-	if (o.mode == 1) {
-		json_t *d = json_object();
-		json_object_set_new(d, "format_version", json_integer(CLI_JSON_FORMAT));
-		json_object_set_new(d, "rows", o.rows);
-		o.rows = NULL;
-		cli_print_json(d);
-		json_decref(d);
-	} else if (o.align) {
-		cli_print_table(o.align);
+	if (o.mode == 1 && !o.n) {
+		/* no rows: the document as a whole ("rows": []) */
+		json_t *none = json_array();
+		size_t len;
+		char *text = json_doc(none, &len, &err);
+		json_decref(none);
+		if (!text) {
+			cli_error(&err);
+			rc = EXIT_FAIL;
+			goto done;
+		}
+		out_add(&o, text, len);
+		free(text);
+	} else if (o.mode == 1) {
+		out_add(&o, o.frame + o.tail_at, strlen(o.frame + o.tail_at));
 	}
+	out_flush(&o);
+	if (o.wfail) {
+		rc = EXIT_FAIL;
+		goto done;
+	}
+	if (o.align)
+		cli_print_table(o.align);
 	if (o.mode == 0 && !o.n)
 		printf(sql ? "no rows\n" : "no resources\n");
 	rc = EXIT_OK;
 done:
-	json_decref(o.rows);
+	free(o.frame);
 	json_decref(o.align);
 	st_index_close(ix);
 	st_backend_free(b);

@@ -901,6 +901,28 @@ int st_json_dump(const json_t *value, const st_style *style, char **out, size_t 
 	return *out ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
 }
 
+int st_json_dump_at(const json_t *value, const st_style *style, size_t depth, char **out,
+		    size_t *len, st_error *err)
+{
+	st_buf b;
+	st_style def;
+	int rc;
+
+	if (!style) {
+		st_style_export(&def);
+		style = &def;
+	}
+	st_buf_init(&b);
+	rc = st__json_write_at(&b, value, style, ST_K_ANY, depth);
+	if (rc) {
+		st_buf_free(&b);
+		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
+					      "value cannot be written as JSON (NaN or infinity)");
+	}
+	*out = st_buf_take(&b, len);
+	return *out ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
+}
+
 /* ---- canonical field order ---- */
 
 static int field_rank(const char *const *fields, const char *key)

@@ -132,21 +132,86 @@ run "protected: the covering partial index" st query --db "$T/p.sqlite" --csv --
 check_out "covering
 1"
 
-# a line of the table or of CSV is written at once: quotes doubled, NULL as '-' (table) or
-# nothing (CSV), and a line longer than the CLI's 8 KB buffer whole
-ys=$(awk 'BEGIN { while (i++ < 9000) printf "y" }')
-for fmt in --csv ""; do
-	run "a long line $fmt" st query --db "$T/p.sqlite" $fmt --sql "SELECT 'a\"b,c' AS x, NULL AS n, printf('%.9000c', 'y') AS long, 'z' AS z UNION ALL SELECT 'q', 'r', 's', 't'"
+# the answer goes out in 64 KB pieces: quotes doubled, NULL as '-' (table) or nothing (CSV)
+# or null (JSON), a name twice (JSON: its last value in its first place), and a value longer
+# than the CLI's buffer whole
+ys=$(awk 'BEGIN { while (i++ < 70000) printf "y" }')
+for fmt in --csv "" --json; do
+	run "a long line $fmt" st query --db "$T/p.sqlite" $fmt --sql "SELECT 'a\"b,c' AS x, NULL AS n, printf('%.70000c', 'y') AS long, 'z' AS z, 'w' AS x UNION ALL SELECT 'q', 'r', 's', 't', 'u'"
 	if [ "$fmt" = --csv ]; then
-		check_out "x,n,long,z
-\"a\"\"b,c\",,$ys,z
-q,r,s,t"
+		check_out "x,n,long,z,x
+\"a\"\"b,c\",,$ys,z,w
+q,r,s,t,u"
+	elif [ "$fmt" = --json ]; then
+		check_out "{
+    \"format_version\": 1,
+    \"rows\": [
+        {
+            \"x\": \"w\",
+            \"n\": null,
+            \"long\": \"$ys\",
+            \"z\": \"z\"
+        },
+        {
+            \"x\": \"u\",
+            \"n\": \"r\",
+            \"long\": \"s\",
+            \"z\": \"t\"
+        }
+    ]
+}"
 	else
-		check_out "x	n	long	z
-a\"b,c	-	$ys	z
-q	r	s	t"
+		check_out "x	n	long	z	x
+a\"b,c	-	$ys	z	w
+q	r	s	t	u"
 	fi
+	check_rc 0
 done
+# --json: an answer of many pieces is one document, row by row as the writer makes it (the
+# same bytes as jq's 4-space layout for these plain values), no row, the JSON escapes
+rows="WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 3000)"
+run "json in pieces" st query --db "$T/p.sqlite" --json --sql "$rows SELECT i, printf('%.30c', 'v') AS v, NULL AS n FROM c"
+check_rc 0
+if [ "$(wc -c < "$T/out")" -gt 200000 ] && jq --indent 4 . "$T/out" | cmp -s - "$T/out" &&
+	[ "$(jq '.rows | length' "$T/out")" = 3000 ] && [ "$(jq -r '.rows[2999].i' "$T/out")" = 3000 ]; then
+	ok
+else
+	bad "not one document of 3000 rows in jq's layout"
+fi
+run "json no row" st query --db "$T/p.sqlite" --json --sql "SELECT 1 AS a WHERE 0"
+check_out "{
+    \"format_version\": 1,
+    \"rows\": []
+}"
+run "json escapes" st query --db "$T/p.sqlite" --json --sql "SELECT '<&>' || char(10, 9, 1, 8232) || '\"\\' AS \"a\"\"b\""
+check_out "{
+    \"format_version\": 1,
+    \"rows\": [
+        {
+            \"a\\\"b\": \"<&>\\n\\t\\u0001\\u2028\\\"\\\\\"
+        }
+    ]
+}"
+# a query that fails: before 64 KB of answer, nothing of it is out (with --json, the error
+# document alone); after, the rows before the failure are out, the document unfinished and no
+# second one after it
+fail="CASE WHEN i < 3000 THEN printf('%.30c', 'v') ELSE abs(-9223372036854775807 - 1) END AS v"
+run "json fails early" st query --db "$T/p.sqlite" --json --sql "$(echo "$rows" | sed 's/3000/10/') SELECT i, $(echo "$fail" | sed 's/3000/10/') FROM c"
+check_rc 1; check_err_has "query failed: integer overflow"
+if [ "$(jq -c '[.ok, .error.code, (.rows | length)]' "$T/out")" = '[false,"io",0]' ]; then ok; else bad "not the error document alone"; fi
+run "json fails late" st query --db "$T/p.sqlite" --json --sql "$rows SELECT i, $fail FROM c"
+check_rc 1; check_err_has "query failed: integer overflow"
+check_out_lacks '"ok": false'
+if head -c 200 "$T/out" | grep -q '"rows": \[' && tail -n 4 "$T/out" | tr -d ' \n' | grep -qx '{"i":"2999","v":"vvvvvvvvvvvvvvvvvvvvvvvvvvvvvv"}'; then
+	ok
+else
+	bad "not the rows up to the failure"
+fi
+run "csv fails late" st query --db "$T/p.sqlite" --csv --sql "$rows SELECT i, $fail FROM c"
+check_rc 1
+if [ "$(wc -l < "$T/out")" = 3000 ] && [ "$(tail -n 1 "$T/out")" = "2999,vvvvvvvvvvvvvvvvvvvvvvvvvvvvvv" ]; then ok; else bad "not the rows up to the failure"; fi
+run "csv fails early" st query --db "$T/p.sqlite" --csv --sql "$(echo "$rows" | sed 's/3000/10/') SELECT i, $(echo "$fail" | sed 's/3000/10/') FROM c"
+check_rc 1; check_out_empty
 
 # renamed, deleted, corrupted stacks
 mv "$B/.pulumi/stacks/data/eu.json" "$B/.pulumi/stacks/data/europe.json"
