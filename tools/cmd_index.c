@@ -451,6 +451,53 @@ static int note_flag(const struct option *opts, int c, const char **filter, cons
 	return EXIT_OK;
 }
 
+/* Runs the query (or --sql) and writes its answer in o's format: an exit status. */
+static int answer(st_index *ix, const char *sql, const st_index_query *q, out *o)
+{
+	st_error err;
+	int rc;
+
+	st_error_clear(&err);
+	o->err = &err;
+	if (o->mode == 1 && json_frame(o)) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	if (o->mode == 0 && isatty(STDOUT_FILENO))
+		o->align = json_array();
+	rc = sql ? st_index_sql(ix, sql, on_row, o, &err) : st_index_query_run(ix, q, on_row, o, &err);
+	if (rc != ST_OK && !o->wfail) {
+		out_flush_if_streamed(o);
+		cli_error(&err);
+		rc = err.code == ST_EINVAL || err.code == ST_EREFUSED ? EXIT_USAGE : EXIT_FAIL;
+	} else if (rc == ST_OK && o->mode == 1 && !o->n) {
+		/* no rows: the document as a whole ("rows": []) */
+		json_t *none = json_array();
+		size_t len;
+		char *text = json_doc(none, &len, &err);
+		json_decref(none);
+		if (text)
+			out_add(o, text, len);
+		else
+			cli_error(&err);
+		rc = text ? ST_OK : EXIT_FAIL;
+		free(text);
+	} else if (rc == ST_OK && o->mode == 1) {
+		out_add(o, o->frame + o->tail_at, strlen(o->frame + o->tail_at));
+	}
+	if (rc == ST_OK)
+		out_flush(o);
+	if (rc == ST_OK && !o->wfail && o->align)
+		cli_print_table(o->align);
+	if (rc == ST_OK && !o->wfail && o->mode == 0 && !o->n)
+		printf(sql ? "no rows\n" : "no resources\n");
+	free(o->frame);
+	json_decref(o->align);
+	o->frame = NULL;
+	o->align = NULL;
+	return o->wfail ? EXIT_FAIL : rc ? rc : EXIT_OK;
+}
+
 int cmd_query(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -481,7 +528,6 @@ int cmd_query(int argc, char **argv)
 	st_index *ix = NULL;
 	char *dbpath = NULL;
 	st_error err;
-
 	const char *filter = NULL, *format = NULL; /* the first filter flag, output flag given */
 
 	st_error_clear(&err);
@@ -540,54 +586,8 @@ int cmd_query(int argc, char **argv)
 	} else if (b) {
 		warn_stale(ix, b);
 	}
-	o.err = &err;
-	if (o.mode == 1 && json_frame(&o)) {
-		cli_error(&err);
-		rc = EXIT_FAIL;
-		goto done;
-	}
-	if (o.mode == 0 && isatty(STDOUT_FILENO))
-		o.align = json_array();
-	rc = sql ? st_index_sql(ix, sql, on_row, &o, &err) : st_index_query_run(ix, &q, on_row, &o, &err);
-	if (rc != ST_OK && o.wfail) {
-		rc = EXIT_FAIL;
-		goto done;
-	}
-	if (rc != ST_OK) {
-		out_flush_if_streamed(&o);
-		cli_error(&err);
-		rc = err.code == ST_EINVAL || err.code == ST_EREFUSED ? EXIT_USAGE : EXIT_FAIL;
-		goto done;
-	}
-	if (o.mode == 1 && !o.n) {
-		/* no rows: the document as a whole ("rows": []) */
-		json_t *none = json_array();
-		size_t len;
-		char *text = json_doc(none, &len, &err);
-		json_decref(none);
-		if (!text) {
-			cli_error(&err);
-			rc = EXIT_FAIL;
-			goto done;
-		}
-		out_add(&o, text, len);
-		free(text);
-	} else if (o.mode == 1) {
-		out_add(&o, o.frame + o.tail_at, strlen(o.frame + o.tail_at));
-	}
-	out_flush(&o);
-	if (o.wfail) {
-		rc = EXIT_FAIL;
-		goto done;
-	}
-	if (o.align)
-		cli_print_table(o.align);
-	if (o.mode == 0 && !o.n)
-		printf(sql ? "no rows\n" : "no resources\n");
-	rc = EXIT_OK;
+	rc = answer(ix, sql, &q, &o);
 done:
-	free(o.frame);
-	json_decref(o.align);
 	st_index_close(ix);
 	st_backend_free(b);
 	free(dbpath);

@@ -212,6 +212,14 @@ check_rc 1
 if [ "$(wc -l < "$T/out")" = 3000 ] && [ "$(tail -n 1 "$T/out")" = "2999,vvvvvvvvvvvvvvvvvvvvvvvvvvvvvv" ]; then ok; else bad "not the rows up to the failure"; fi
 run "csv fails early" st query --db "$T/p.sqlite" --csv --sql "$(echo "$rows" | sed 's/3000/10/') SELECT i, $(echo "$fail" | sed 's/3000/10/') FROM c"
 check_rc 1; check_out_empty
+# standard output that fails: said once, exit 1 (a short answer and one of many pieces)
+if [ -w /dev/full ]; then
+	for q in "SELECT 1 AS a" "$rows SELECT i FROM c"; do
+		run "stdout full" sh -c "'$STATETOOL' query --db '$T/p.sqlite' --json --sql '$q' > /dev/full"
+		check_rc 1
+		if [ "$(grep -c 'cannot write to standard output' "$T/err")" = 1 ]; then ok; else bad "not said once"; fi
+	done
+fi
 
 # renamed, deleted, corrupted stacks
 mv "$B/.pulumi/stacks/data/eu.json" "$B/.pulumi/stacks/data/europe.json"
