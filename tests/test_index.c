@@ -192,6 +192,55 @@ static void set_mtime(const char *path, time_t sec, long nsec)
  * (same size, a new time; the directory's time as it was), a file replaced by another of the
  * same size and time (a new inode), a new stack and a removed one are each named, once,
  * sorted; nothing is named once the index is updated. */
+/* The staleness check compares each listed key's place with the index's in pieces
+ * (st__ix_place_init: head + key + tail): the same answer as making the place
+ * (st__ix_where_at) for keys of a local store named by an absolute path, by a relative one
+ * with "." and ".." (from a current directory and from none) and of object stores. */
+static void test_place_cut(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir(), abs1[600], abs2[600], old[4096];
+	snprintf(abs1, sizeof abs1, "%s/b", dir);
+	snprintf(abs2, sizeof abs2, "%s/b/", dir);
+	const char *const urls[] = {abs1, abs2, "b/./c/../d", "./b", "..",
+				    "s3://bkt/pre/fix?region=eu-west-1&anonymous=true",
+				    "gs://bkt?anonymous=true"};
+	assert_non_null(getcwd(old, sizeof old));
+	assert_int_equal(chdir(dir), 0);
+	assert_int_equal(mkdir("b", 0700), 0);
+	assert_int_equal(mkdir("b/c", 0700), 0);
+	assert_int_equal(mkdir("b/d", 0700), 0);
+	static const char *const keys[] = {".pulumi/stacks/p/s1.json", "a", "x/y.json.gz",
+					   ".pulumi/stacks/s..json"};
+	static const char *const cwds[] = {"/home/u/w", "/", NULL};
+	for (size_t u = 0; u < sizeof(urls) / sizeof(urls[0]); u++) {
+		st_store *st = NULL;
+		st_error err;
+		st_error_clear(&err);
+		if (st_store_open(&st, urls[u], &err) != ST_OK)
+			fail_msg("%s: %s", urls[u], err.message);
+		for (size_t c = 0; c < sizeof(cwds) / sizeof(cwds[0]); c++) {
+			ix_scope sc;
+			assert_int_equal(st__ix_place_init(&sc, st, cwds[c]), ST_OK);
+			for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+				char *w = st__ix_where_at(st, keys[k], cwds[c]);
+				assert_non_null(w);
+				if (!st__ix_place_is(&sc, w, keys[k]))
+					fail_msg("%s from %s: %s is not %s + %s + %s", urls[u],
+						 cwds[c] ? cwds[c] : "(none)", w, sc.head, keys[k],
+						 sc.tail);
+				/* another key's place is not this one's */
+				assert_false(st__ix_place_is(&sc, w, "a/b"));
+				free(w);
+			}
+			st__ix_scope_free(&sc);
+		}
+		st_store_free(st);
+	}
+	assert_int_equal(chdir(old), 0);
+	free(dir);
+}
+
 static void test_stale(void **unused)
 {
 	(void)unused;
@@ -469,6 +518,7 @@ int main(void)
 		cmocka_unit_test(test_update_state_and_query),
 		cmocka_unit_test(test_update_two_threads),
 		cmocka_unit_test(test_first_build),
+		cmocka_unit_test(test_place_cut),
 		cmocka_unit_test(test_stale),
 		cmocka_unit_test(test_protected_plan),
 	};

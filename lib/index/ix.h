@@ -71,6 +71,13 @@ typedef struct ix_scope {
 int st__ix_scope_init(ix_scope *sc, const st_store *store); /* ST_OK or ST_ENOMEM */
 int st__ix_in_scope(const ix_scope *sc, const char *path);
 void st__ix_scope_free(ix_scope *sc);
+/* The place of every key of `store` (st__ix_where_at with `cwd`) cut around the key: a key
+ * with no empty, "." or ".." segment (every key a listing gives, st_store_key_valid) is at
+ * head + key + tail, so a listing of 10,000 stacks is compared with the index without making
+ * each place. ST_OK or ST_ENOMEM; freed with st__ix_scope_free. */
+int st__ix_place_init(ix_scope *sc, const st_store *store, const char *cwd);
+/* Is `path` the place of `key` (st__ix_place_init's cut)? */
+int st__ix_place_is(const ix_scope *sc, const char *path, const char *key);
 
 /* What --sql says, on both engines, of a statement that returns no rows (BEGIN, COMMIT, SET,
  * PRAGMA x = y, ...) or copies (COPY): they change a session or a transaction, not data, but

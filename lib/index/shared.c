@@ -672,6 +672,33 @@ int st__ix_scope_init(ix_scope *sc, const st_store *store)
 	return ST_OK;
 }
 
+int st__ix_place_init(ix_scope *sc, const st_store *store, const char *cwd)
+{
+	/* the key "\001" (no stack's): one segment, as every key's are, joined and cleaned up
+	 * segment by segment as a key's (st__ix_where_at) */
+	char *w = st__ix_where_at(store, "\001", cwd), *mark = w ? strchr(w, '\001') : NULL;
+
+	sc->head = sc->tail = NULL;
+	if (!mark) { /* (no mark: cannot happen, every place names its key) */
+		free(w);
+		return ST_ENOMEM;
+	}
+	*mark = '\0';
+	sc->head = w;
+	if (!(sc->tail = st_strdup(mark + 1))) {
+		st__ix_scope_free(sc);
+		return ST_ENOMEM;
+	}
+	return ST_OK;
+}
+
+int st__ix_place_is(const ix_scope *sc, const char *path, const char *key)
+{
+	size_t h = strlen(sc->head), k = strlen(key);
+	return !strncmp(path, sc->head, h) && !strncmp(path + h, key, k) &&
+	       !strcmp(path + h + k, sc->tail);
+}
+
 int st__ix_in_scope(const ix_scope *sc, const char *path)
 {
 	size_t n, h, t;
