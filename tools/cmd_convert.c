@@ -1,9 +1,12 @@
 /* statetool convert: another envelope, layout, escaping or compression; same content. */
 #include "cli.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char help[] =
 	"usage: statetool convert [options] IN -o OUT\n"
@@ -206,7 +209,41 @@ static int reshape(st_state *s, const args *a)
 
 /* To standard output (filter mode), or atomically (with a .bak) to a file unless it would
  * come back with the same content (a compressed one would get other bytes; it keeps its own). */
-static int write_out(st_state *s, cli_target *t, const args *a, int inplace, int *written)
+/* Makes the missing folders of `path` (a new project's in a backend, as Pulumi makes it on
+ * stack init); *made: the outermost one made (new), or NULL. -1 with errno on failure. */
+static int make_parents(const char *path, char **made)
+{
+	char *p = strdup(path), *sl;
+	*made = NULL;
+	for (sl = p ? strchr(p + 1, '/') : NULL; sl; sl = strchr(sl + 1, '/')) {
+		*sl = '\0';
+		if (mkdir(p, 0755) == 0 && !*made && !(*made = strdup(p)))
+			errno = ENOMEM;
+		if (errno && errno != EEXIST) {
+			free(p);
+			return -1;
+		}
+		errno = 0;
+		*sl = '/';
+	}
+	free(p);
+	return p ? 0 : -1;
+}
+
+/* Takes away the folders make_parents made, innermost first, while they are empty. */
+static void unmake_parents(const char *path, const char *made)
+{
+	char *p = made ? strdup(path) : NULL, *sl;
+	while (p && (sl = strrchr(p, '/')) && (size_t)(sl - p) >= strlen(made)) {
+		*sl = '\0';
+		if (rmdir(p) != 0)
+			break;
+	}
+	free(p);
+}
+
+static int write_out(st_state *s, cli_target *t, const args *a, int inplace, int *written,
+		     int in_backend)
 {
 	st_error err;
 	st_error_clear(&err);
@@ -224,12 +261,21 @@ static int write_out(st_state *s, cli_target *t, const args *a, int inplace, int
 		return EXIT_OK;
 	}
 	st_write_opts wo = ST_WRITE_OPTS_INIT;
+	char *made = NULL;
 	wo.backup = 1;
 	wo.threads = cli_threads;
+	errno = 0;
+	if (in_backend && make_parents(a->out, &made) != 0) {
+		cli_errorf("cannot create the folders of '%s': %s", a->out, strerror(errno));
+		return EXIT_FAIL;
+	}
 	if (st_state_save(s, a->out, &wo, &err) != ST_OK) {
+		unmake_parents(a->out, made);
+		free(made);
 		cli_error(&err);
 		return EXIT_FAIL;
 	}
+	free(made);
 	return EXIT_OK;
 }
 
@@ -280,7 +326,7 @@ int cmd_convert(int argc, char **argv)
 	/* written into a stack of a backend: it must be that stack's state */
 	if (ot.backend && (rc = cli_refuse_misplaced(s, &ot, a.out)) != EXIT_OK)
 		goto done;
-	rc = write_out(s, &t, &a, inplace, &written);
+	rc = write_out(s, &t, &a, inplace, &written, ot.backend != NULL);
 	if (rc == EXIT_OK && a.json)
 		rc = print_doc(s, &t, a.out, written);
 done:

@@ -307,4 +307,14 @@ run "move into a backend by path names it" st move --dry-run --source "$T/mv.jso
 check_rc 0
 check_out_has "Planning to move the following resources from $T/mv.json to $B5/.pulumi/stacks/shop/new.json:"
 
+B7=$T/be7
+mkdir -p "$B7/.pulumi"
+printf 'version: 1\n' >"$B7/.pulumi/meta.yaml"
+run "convert -o a new project's stack in a backend" st convert "$G" --envelope checkpoint -o "$B7/.pulumi/stacks/shop/dev.json"
+check_rc 0; check_out_empty
+run "it is a stack of it" st stacks --backend "$B7"
+check_rc 0
+check_out "organization/shop/dev                          13  v3  $B7/.pulumi/stacks/shop/dev.json"
+check_absent "$B7/.pulumi/locks"
+
 finish
