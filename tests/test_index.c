@@ -188,10 +188,6 @@ static void set_mtime(const char *path, time_t sec, long nsec)
 	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
 }
 
-/* st_index_stale looks at every stack's file, not at its directory: a file written in place
- * (same size, a new time; the directory's time as it was), a file replaced by another of the
- * same size and time (a new inode), a new stack and a removed one are each named, once,
- * sorted; nothing is named once the index is updated. */
 /* The staleness check compares each listed key's place with the index's in pieces
  * (st__ix_place_init: head + key + tail): the same answer as making the place
  * (st__ix_where_at) for keys of a local store named by an absolute path, by a relative one
@@ -241,6 +237,10 @@ static void test_place_cut(void **unused)
 	free(dir);
 }
 
+/* st_index_stale looks at every stack's file, not at its directory: a file written in place
+ * (same size, a new time; the directory's time as it was), a file replaced by another of the
+ * same size and time (a new inode), a new stack and a removed one are each named, once,
+ * sorted; nothing is named once the index is updated. */
 static void test_stale(void **unused)
 {
 	(void)unused;

@@ -652,6 +652,20 @@ static void test_dupkey_split(void **state)
 		st_state_free(s);
 		parsed_free(&r);
 	}
+	/* without a list the second thread's duplicate parses nothing again either */
+	{
+		json_t *v = NULL;
+		unsigned long reparses = st__json_reparses(), splits = st__json_splits();
+		st_set_threads(2, NULL);
+		st__json_split_test(16);
+		assert_int_equal(st_json_parse(&v, b.data, b.len, NULL, NULL, NULL, NULL, NULL),
+				 ST_OK);
+		st_set_threads(0, NULL);
+		st__json_split_test(0);
+		assert_true(st__json_splits() != splits);
+		assert_int_equal(st__json_reparses(), reparses);
+		json_decref(v);
+	}
 	st_buf_free(&b);
 }
 
@@ -744,12 +758,8 @@ static void test_dupkey_lazy_fallback_keeps_callers(void **state)
 	st_problems_clear(&pr);
 }
 
-/* st__json_equal, the library's one equality: a key holding "\u0000" equals itself (jansson's
- * json_equal looks keys up as C strings and never finds it), numbers by value, objects in any
- * order, arrays in order, strings by every byte. */
 /* st_json_dump_at: an element written on its own at depth 2 is the bytes st_json_dump gives
- * it in place inside the whole document (a streamed array: query --json), NULL style = export;
- * an unwritable value is an error, not bytes. */
+ * it in place inside the whole document (a streamed array: query --json), NULL style = export. */
 static void test_dump_at(void **state)
 {
 	(void)state;
@@ -783,6 +793,9 @@ static void test_dump_at(void **state)
 	json_decref(doc);
 }
 
+/* st__json_equal, the library's one equality: a key holding "\u0000" equals itself (jansson's
+ * json_equal looks keys up as C strings and never finds it), numbers by value, objects in any
+ * order, arrays in order, strings by every byte. */
 static void test_json_equal(void **state)
 {
 	(void)state;

@@ -377,7 +377,7 @@ static void index_touch(cli_target *t)
 	st_index_close(ix);
 }
 
-/* Opens the backend and resolves the stack; `ref` names it. */
+/* A stack that does not resolve: its backend missing, or no state file in it (not-found). */
 static int stack_missing(const cli_target *t, const char *ref)
 {
 	if (!st_backend_present(t->backend))
@@ -390,6 +390,7 @@ static int stack_missing(const cli_target *t, const char *ref)
 	return EXIT_FAIL;
 }
 
+/* Opens the backend and resolves the stack; `ref` names it. */
 static int resolve_stack(cli_target *t, const char *url, const char *ref, int must_exist)
 {
 	st_error err;

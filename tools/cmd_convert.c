@@ -207,29 +207,6 @@ static int reshape(st_state *s, const args *a)
 	return EXIT_OK;
 }
 
-/* To standard output (filter mode), or atomically (with a .bak) to a file unless it would
- * come back with the same content (a compressed one would get other bytes; it keeps its own). */
-/* Makes the missing folders of `path` (a new project's in a backend, as Pulumi makes it on
- * stack init); *made: the outermost one made (new), or NULL. -1 with errno on failure. */
-static int make_parents(const char *path, char **made)
-{
-	char *p = strdup(path), *sl;
-	*made = NULL;
-	for (sl = p ? strchr(p + 1, '/') : NULL; sl; sl = strchr(sl + 1, '/')) {
-		*sl = '\0';
-		if (mkdir(p, 0755) == 0 && !*made && !(*made = strdup(p)))
-			errno = ENOMEM;
-		if (errno && errno != EEXIST) {
-			free(p);
-			return -1;
-		}
-		errno = 0;
-		*sl = '/';
-	}
-	free(p);
-	return p ? 0 : -1;
-}
-
 /* Takes away the folders make_parents made, innermost first, while they are empty. */
 static void unmake_parents(const char *path, const char *made)
 {
@@ -242,6 +219,40 @@ static void unmake_parents(const char *path, const char *made)
 	free(p);
 }
 
+/* Makes the missing folders of `path` (a new project's in a backend, as Pulumi makes it on
+ * stack init); *made: the outermost one made (new), or NULL. -1 with errno on failure (and
+ * nothing made left behind). */
+static int make_parents(const char *path, char **made)
+{
+	char *p = strdup(path), *sl;
+	int saved;
+	*made = NULL;
+	if (!p) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (sl = strchr(p + 1, '/'); sl; sl = strchr(sl + 1, '/')) {
+		*sl = '\0';
+		if (mkdir(p, 0755) == 0 && !*made && !(*made = strdup(p)))
+			errno = ENOMEM;
+		if (errno && errno != EEXIST) {
+			saved = errno;
+			free(p);
+			unmake_parents(path, *made); /* what this call made goes again */
+			free(*made);
+			*made = NULL;
+			errno = saved;
+			return -1;
+		}
+		errno = 0;
+		*sl = '/';
+	}
+	free(p);
+	return 0;
+}
+
+/* To standard output (filter mode), or atomically (with a .bak) to a file unless it would
+ * come back with the same content (a compressed one would get other bytes; it keeps its own). */
 static int write_out(st_state *s, cli_target *t, const args *a, int inplace, int *written,
 		     int in_backend)
 {

@@ -105,6 +105,17 @@ int cmd_migrate(int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto done;
 	}
+	/* written first, reported after: a failed write reports nothing but its error */
+	if (!dry && !(ch.count == 0 && inplace)) {
+		if (inplace || t.filter) {
+			rc = cli_save(&t, s); /* (filter mode: written even when unchanged) */
+		} else if (st_state_save(s, out, NULL, &err) != ST_OK) {
+			cli_error(&err);
+			rc = EXIT_FAIL;
+		}
+		if (rc != EXIT_OK)
+			goto done;
+	}
 	if (json) {
 		json_t *doc = json_object(), *arr = json_array();
 		json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
@@ -135,14 +146,6 @@ int cmd_migrate(int argc, char **argv)
 			       dry ? "would be migrated" : "migrated", from, st_state_version(s));
 		for (size_t i = 0; i < ch.count; i++)
 			printf("  %s\n", ch.lines[i]);
-	}
-	if (dry || (ch.count == 0 && inplace))
-		goto done;
-	if (inplace || t.filter) {
-		rc = cli_save(&t, s); /* (filter mode: written even when unchanged) */
-	} else if (st_state_save(s, out, NULL, &err) != ST_OK) {
-		cli_error(&err);
-		rc = EXIT_FAIL;
 	}
 done:
 	if (lock)

@@ -203,7 +203,8 @@ static void validate_doc(vrun *v, int rc, st_error *err, json_t *doc, st_style *
 		rc = st_import_check(doc, NULL, NULL, v->vo.schema, lp, err);
 		for (size_t i = 0; i < lp->count; i++)
 			st_problems_add(&p, lp->items[i].severity, lp->items[i].rule,
-					lp->items[i].pointer, NULL, "%s", lp->items[i].message);
+					lp->items[i].pointer, lp->items[i].urn, "%s",
+					lp->items[i].message);
 		nres = (long long)json_array_size(json_object_get(doc, "resources"));
 		json_decref(doc);
 	} else if (rc == ST_OK && st_doc_kind_of(doc) == ST_DOC_NEITHER) {

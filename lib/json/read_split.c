@@ -339,7 +339,10 @@ __attribute__((noinline)) int st__json_split_join(parser *ps, json_t *arr, size_
 	ps->saw_long_bf |= sp->saw_long_bf;
 	ps->saw_short_bf |= sp->saw_short_bf;
 	ps->features |= sp->features;
-	ps->replaced |= sp->replaced;
+	/* (the second thread always collects problems; a caller without a list keeps no earlier
+	 * value, so nothing is parsed again for one) */
+	if (ps->problems)
+		ps->replaced |= sp->replaced;
 	if (!sp->ok) {
 		ps->failed = 1;
 		ps->code = sp->code;

@@ -884,7 +884,7 @@ char *st__store_file_missing_dir(const st_store *s, const char *key)
 		size_t n = strlen(fs->root) + (size_t)(sl - key);
 		char c = p[n];
 		p[n] = '\0';
-		int missing = stat(p, &sb) != 0;
+		int missing = stat(p, &sb) != 0 && errno == ENOENT;
 		p[n] = c;
 		if (missing) {
 			char *prefix = st_strndup(key, (size_t)(sl - key) + 1);

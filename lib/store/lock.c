@@ -233,9 +233,25 @@ int st__lock_store(st_lock **out, st_store *s, const char *dir, const char *hint
 	}
 	wo.flags = ST_STORE_CREATE_ONLY;
 	/* the lock's folders (.pulumi/locks/organization/PROJECT/STACK/) go with it: a failed
-	 * command, or one on a stack that never had them, leaves none behind */
-	made = st__store_file_missing_dir(s, key);
-	rc = st_store_write(s, key, content, strlen(content), &wo, err);
+	 * command, or one on a stack that never had them, leaves none behind. Another command's
+	 * release may take a folder away between the write's mkdir and its file: then again. */
+	for (int tries = 0;; tries++) {
+		st_error werr;
+		char *gone;
+		st_error_clear(&werr);
+		made = st__store_file_missing_dir(s, key);
+		rc = st_store_write(s, key, content, strlen(content), &wo, &werr);
+		gone = rc != ST_OK && rc != ST_EEXIST && tries < 4
+			       ? st__store_file_missing_dir(s, key)
+			       : NULL;
+		if (!gone) {
+			if (rc)
+				st__err_copy(err, &werr);
+			break;
+		}
+		free(gone);
+		free(made);
+	}
 	free(content);
 	if (rc == ST_OK && (rc = foreign_locks(s, dir, key, hint, err)) != ST_OK)
 		st_store_delete(s, key, NULL); /* someone came at the same time: we withdraw */

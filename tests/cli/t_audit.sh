@@ -44,6 +44,11 @@ run "migrate -o other, version 1" st migrate -o "$T/v1-out.json" "$FIXTURES/pulu
 check_rc 0
 check_out_has "$FIXTURES/pulumi/checkpoint-v1.json migrated from version 1 to 3, written to $T/v1-out.json:"
 check_same "$T/v1.json" "$T/v1-out.json"
+# a write that fails reports nothing but its error (no "written to", no success document)
+run "migrate -o into a missing folder" st migrate -o "$T/no-such-dir/out.json" "$FIXTURES/pulumi/checkpoint-v1.json"
+check_rc 1; check_out_empty; check_err_has "$T/no-such-dir"
+run "migrate --json -o into a missing folder" st migrate --json -o "$T/no-such-dir/out.json" "$FIXTURES/pulumi/checkpoint-v1.json"
+check_rc 1; check_out_lacks '"written": true'; check_out_has '"ok": false'
 
 # show --names in JSON
 run "show --names --json" st show --names --json "$G"
