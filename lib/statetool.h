@@ -237,8 +237,8 @@ ST_EXTERN int st_json_dump(const json_t *value, const st_style *style, char **ou
 /* st_json_dump of `value` (borrowed) as it stands `depth` levels deep inside a document that
  * the caller writes around it (a row of an array streamed one element at a time): its inner
  * lines indented depth + 1 levels, no trailing newline whatever the style says. The bytes are
- * the ones st_json_dump writes for that value in place in the whole document. *out is new
- * (free()), followed by a NUL. */
+ * the ones st_json_dump writes for that value in place in the whole document (at depth 0:
+ * st_json_dump's bytes without its trailing newline). *out is new (free()), followed by a NUL. */
 ST_EXTERN int st_json_dump_at(const json_t *value, const st_style *style, size_t depth,
 			      char **out, size_t *len, st_error *err);
 

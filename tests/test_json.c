@@ -793,6 +793,46 @@ static void test_dump_at(void **state)
 	json_decref(doc);
 }
 
+/* st_json_dump and st_json_dump_at share their writing: at depth 0 a big array goes onto a
+ * second thread in both, and the bytes are the same but for st_json_dump's trailing newline,
+ * which follows the style. */
+static void test_dump_at_big(void **state)
+{
+	(void)state;
+	json_t *rows = json_array(), *doc;
+	char *whole = NULL, *one = NULL;
+	size_t wl, ol;
+	unsigned long splits;
+	st_style st;
+
+	for (int i = 0; i < 600; i++)
+		json_array_append_new(rows, json_pack("{s:i,s:s}", "n", i, "s", "x"));
+	doc = json_pack("{s:o}", "rows", rows);
+	assert_int_equal(st_set_threads(2, NULL), ST_OK);
+	splits = st__json_write_splits();
+	assert_int_equal(st_json_dump(doc, NULL, &whole, &wl, NULL), ST_OK);
+	assert_int_equal(st__json_write_splits(), splits + 1);
+	assert_int_equal(st_json_dump_at(doc, NULL, 0, &one, &ol, NULL), ST_OK);
+	assert_int_equal(st__json_write_splits(), splits + 2);
+	assert_int_equal(wl, ol + 1);
+	assert_int_equal(whole[ol], '\n');
+	assert_memory_equal(whole, one, ol);
+	assert_int_equal(one[ol], '\0');
+	free(one);
+	free(whole);
+	/* a style without the newline: st_json_dump writes what st_json_dump_at writes */
+	st_style_checkpoint(&st);
+	assert_int_equal(st_json_dump(doc, &st, &whole, &wl, NULL), ST_OK);
+	assert_int_equal(st_json_dump_at(doc, &st, 0, &one, &ol, NULL), ST_OK);
+	assert_int_equal(wl, ol);
+	assert_memory_equal(whole, one, ol);
+	assert_int_equal(whole[wl - 1], '}');
+	free(one);
+	free(whole);
+	st_set_threads(0, NULL);
+	json_decref(doc);
+}
+
 /* st__json_equal, the library's one equality: a key holding "\u0000" equals itself (jansson's
  * json_equal looks keys up as C strings and never finds it), numbers by value, objects in any
  * order, arrays in order, strings by every byte. */
@@ -864,6 +904,7 @@ int main(void)
 		cmocka_unit_test(test_dupkey_lazy_fallback_keeps_callers),
 		cmocka_unit_test(test_json_equal),
 		cmocka_unit_test(test_dump_at),
+		cmocka_unit_test(test_dump_at_big),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

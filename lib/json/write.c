@@ -879,19 +879,24 @@ int st__json_write_at(st_buf *b, const json_t *v, const st_style *style, st_kind
 	return ST_OK;
 }
 
-int st_json_dump(const json_t *value, const st_style *style, char **out, size_t *len,
-		 st_error *err)
+/* st_json_dump and st_json_dump_at: `value` at `depth`; at depth 0 through st__json_write (a big
+ * array split onto a second thread), with the style's trailing newline when `whole`. */
+static int dump(const json_t *value, const st_style *style, size_t depth, int whole, char **out,
+		size_t *len, st_error *err)
 {
 	st_buf b;
-	st_style def;
+	st_style s;
 	int rc;
 
-	if (!style) {
-		st_style_export(&def);
-		style = &def;
-	}
+	if (style)
+		s = *style;
+	else
+		st_style_export(&s);
+	if (!whole)
+		s.trailing_newline = 0;
 	st_buf_init(&b);
-	rc = st__json_write(&b, value, style, ST_K_ANY, NULL);
+	rc = depth ? st__json_write_at(&b, value, &s, ST_K_ANY, depth)
+		   : st__json_write(&b, value, &s, ST_K_ANY, NULL);
 	if (rc) {
 		st_buf_free(&b);
 		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
@@ -901,26 +906,16 @@ int st_json_dump(const json_t *value, const st_style *style, char **out, size_t 
 	return *out ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
 }
 
+int st_json_dump(const json_t *value, const st_style *style, char **out, size_t *len,
+		 st_error *err)
+{
+	return dump(value, style, 0, 1, out, len, err);
+}
+
 int st_json_dump_at(const json_t *value, const st_style *style, size_t depth, char **out,
 		    size_t *len, st_error *err)
 {
-	st_buf b;
-	st_style def;
-	int rc;
-
-	if (!style) {
-		st_style_export(&def);
-		style = &def;
-	}
-	st_buf_init(&b);
-	rc = st__json_write_at(&b, value, style, ST_K_ANY, depth);
-	if (rc) {
-		st_buf_free(&b);
-		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
-					      "value cannot be written as JSON (NaN or infinity)");
-	}
-	*out = st_buf_take(&b, len);
-	return *out ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
+	return dump(value, style, depth, 0, out, len, err);
 }
 
 /* ---- canonical field order ---- */
