@@ -107,6 +107,9 @@ unsigned long st__prefaults(void);
 /* JSON Pointer helpers: append one reference token, escaping ~ and /. */
 void st_pointer_add_key(st_buf *b, const char *key, size_t len);
 void st_pointer_add_index(st_buf *b, size_t index);
+/* A key for a message, whole: a NUL as st_pointer_add_key writes it ("\u0000"), every other
+ * byte as it is. */
+void st__key_text(st_buf *b, const char *key, size_t len);
 
 /* Where a walk over a value is, kept as segments and made into a JSON Pointer only when a
  * problem needs one. A segment is a key (key, len) or an array index (key NULL, index in len). */

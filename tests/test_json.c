@@ -318,6 +318,30 @@ static void test_go_leniency(void **state)
 	json_decref(v);
 }
 
+/* A duplicate key holding a NUL: the warning names it whole, the NUL written as its pointer
+ * writes it (both are C strings). */
+static void test_dupkey_nul(void **state)
+{
+	(void)state;
+	const char *text = "{\"a\\u0000b\":1,\"a\\u0000b\":2,\"\\u0000\":3,\"\\u0000\":4}";
+	json_t *v = NULL;
+	st_problems probs = {0};
+	assert_int_equal(st_json_parse(&v, text, strlen(text), NULL, NULL, NULL, &probs, NULL),
+			 ST_OK);
+	assert_int_equal(probs.count, 2);
+	assert_string_equal(probs.items[0].rule, "json/duplicate-key");
+	assert_string_equal(probs.items[0].pointer, "/a\\u0000b");
+	assert_string_equal(probs.items[0].message,
+			    "duplicate object key 'a\\u0000b': the last value is kept, as Pulumi "
+			    "does; earlier values are lost on save");
+	assert_string_equal(probs.items[1].pointer, "/\\u0000");
+	assert_string_equal(probs.items[1].message,
+			    "duplicate object key '\\u0000': the last value is kept, as Pulumi does; "
+			    "earlier values are lost on save");
+	st_problems_clear(&probs);
+	json_decref(v);
+}
+
 static void test_nested_pointer(void **state)
 {
 	(void)state;
@@ -905,6 +929,7 @@ int main(void)
 		cmocka_unit_test(test_json_equal),
 		cmocka_unit_test(test_dump_at),
 		cmocka_unit_test(test_dump_at_big),
+		cmocka_unit_test(test_dupkey_nul),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -534,11 +534,13 @@ static json_t *parse_number(parser *ps)
  * decoder rewords the warning where Go decodes the later value into the earlier one. */
 static void duplicate_key(parser *ps, const char *key, size_t keylen)
 {
-	char *msg = st_asprintf("duplicate object key '%.*s': the last value is kept, as Pulumi "
-				"does; earlier values are lost on save",
-				(int)keylen, key);
-	lenient(ps, "json/duplicate-key", msg ? msg : "duplicate object key", key, keylen);
-	free(msg);
+	st_buf msg;
+	st_buf_init(&msg);
+	st_buf_adds(&msg, "duplicate object key '");
+	st__key_text(&msg, key, keylen);
+	st_buf_adds(&msg, "': the last value is kept, as Pulumi does; earlier values are lost on save");
+	lenient(ps, "json/duplicate-key", msg.oom ? "duplicate object key" : msg.data, key, keylen);
+	st_buf_free(&msg);
 	/* above the resources (the envelope's objects: three frames at most), the value dropped
 	 * may hold skeletons the lazy scan recorded: not kept */
 	if (ps->sk && !ps->sk->second && ps->nframes <= 3)

@@ -191,6 +191,18 @@ void st_pointer_add_key(st_buf *b, const char *key, size_t len)
 	}
 }
 
+void st__key_text(st_buf *b, const char *key, size_t len)
+{
+	const char *nul;
+	while ((nul = memchr(key, '\0', len))) {
+		st_buf_add(b, key, (size_t)(nul - key));
+		st_buf_add(b, "\\u0000", 6);
+		len -= (size_t)(nul - key) + 1;
+		key = nul + 1;
+	}
+	st_buf_add(b, key, len);
+}
+
 void st_pointer_add_index(st_buf *b, size_t index)
 {
 	st_buf_printf(b, "/%zu", index);
