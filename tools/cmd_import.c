@@ -382,8 +382,10 @@ static int import_into(const args *a, st_edit *e, st_state *s, json_t *doc, st_i
 	rc = st_edit_import(e, doc, io, rep, rp, &err);
 	if (rc == ST_EPASSPHRASE && rep->needs_secrets) {
 		st_error_clear(&err);
-		if ((rc = cli_open_secrets(s, a->passfile, 1, sec)) != EXIT_OK)
+		if ((rc = cli_open_secrets(s, a->passfile, 1, sec)) != EXIT_OK) {
+			print_problems(a, rp, nread); /* the file's warnings all the same */
 			return rc;
+		}
 		io->secrets = *sec;
 		rc = st_edit_import(e, doc, io, rep, &again, &err);
 		print_problems(a, rp, nread);

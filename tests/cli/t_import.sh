@@ -216,6 +216,14 @@ check_rc 0; check_out_has "with encrypted secrets"
 if grep -q import-me-secret "$T/sd.json"; then bad "plaintext in the state"; else ok; fi
 run "secret decrypts" env PULUMI_CONFIG_PASSPHRASE="correct horse battery staple" "$STATETOOL" secrets verify "$T/sd.json"
 check_rc 0; check_out "3 secrets, 0 failed to decrypt"
+# the file's warnings are printed also when the destination's secrets cannot be opened
+sed 's/"name":"db",/"name":"db","name":"db",/' "$T/secret.json" > "$T/secretdup.json"
+cp "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/sd.json"
+run "secret import, wrong passphrase" env PULUMI_CONFIG_PASSPHRASE=wrong "$STATETOOL" import --dest "$T/sd.json" --file "$T/secretdup.json"
+check_rc 1; check_out_empty; check_same "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/sd.json"
+check_err "statetool: error: incorrect passphrase, please set PULUMI_CONFIG_PASSPHRASE to the correct passphrase or set PULUMI_CONFIG_PASSPHRASE_FILE to a file containing the passphrase
+$T/secretdup.json: warning: duplicate object key 'name': the last value is kept, as Pulumi does; earlier values are lost on save
+    at /resources/0/name"
 
 # dry run; --generate-specs reverses it
 fresh
