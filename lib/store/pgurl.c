@@ -4,7 +4,8 @@
  *   - `table` (default pulumi_state) names the table and is removed; every other query
  *     parameter is a connection parameter: a libpq keyword is passed as it is, any other name
  *     (search_path, timezone, ...) is a server setting, which lib/pq sends at start-up and
- *     libpq takes as "-c NAME=VALUE" in `options`;
+ *     libpq takes as "-c NAME=VALUE" in `options`; of a parameter given twice the first
+ *     value counts (url.Values.Get) and an empty value is left out (lib/pq's accrue);
  *   - user, password, host, port and database from the URL (percent-decoded as Go decodes
  *     them); what the URL leaves out, libpq reads from PGHOST, PGPORT, PGUSER, PGPASSWORD,
  *     PGDATABASE, PGSSLMODE, ... and ~/.pgpass itself, as lib/pq does;
@@ -193,11 +194,50 @@ static int add_setting(st_pg_url *u, const char *name, const char *value)
 	return rc;
 }
 
-/* One query parameter (name and value decoded). */
+/* lib/pq puts the URL's user, password, host, port and dbname and then each query parameter
+ * into one connection string as k='v' (' and \ escaped), sorts it and lets the last of a key
+ * win: a query parameter naming one of those replaces the URL's value only if it sorts after
+ * it. Is `q` the one lib/pq keeps over `url`? */
+static int sorts_after(const char *url, const char *q)
+{
+	st_buf a, b;
+	int after;
+
+	st_buf_init(&a);
+	st_buf_init(&b);
+	for (const char *s = url; *s; s++) {
+		if (*s == '\'' || *s == '\\')
+			st_buf_addc(&a, '\\');
+		st_buf_addc(&a, *s);
+	}
+	for (const char *s = q; *s; s++) {
+		if (*s == '\'' || *s == '\\')
+			st_buf_addc(&b, '\\');
+		st_buf_addc(&b, *s);
+	}
+	st_buf_addc(&a, '\'');
+	st_buf_addc(&b, '\'');
+	/* out of memory: the query's value, as before lib/pq's rule was followed */
+	after = a.oom || b.oom || strcmp(b.data, a.data) > 0;
+	if (a.data)
+		sodium_memzero(a.data, a.len);
+	if (b.data)
+		sodium_memzero(b.data, b.len);
+	st_buf_free(&a);
+	st_buf_free(&b);
+	return after;
+}
+
+/* One query parameter (name and value decoded), the first of its name (Go's url.Values.Get,
+ * which Pulumi's table and lib/pq's parameters use). */
 static int query_param(st_pg_url *u, const char *name, const char *value, st_error *err)
 {
+	static const char *const from_url[] = {"user", "password", "host", "port", "dbname"};
+	const char *old;
 	int k;
 	if (!strcmp(name, "table")) {
+		if (!*value) /* Pulumi: "" is the default table */
+			return ST_OK;
 		if (!valid_table(value))
 			return st__err(err, ST_EINVAL,
 				       "postgres: table name '%s' is not a plain SQL name (a letter or "
@@ -206,11 +246,15 @@ static int query_param(st_pg_url *u, const char *name, const char *value, st_err
 		free(u->table);
 		return (u->table = strdup(value)) ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
 	}
-	if (!*name)
+	if (!*name || !*value) /* lib/pq's accrue leaves an empty value out */
 		return ST_OK;
+	for (size_t i = 0; i < sizeof(from_url) / sizeof(from_url[0]); i++)
+		if (!strcmp(name, from_url[i]) && (old = st__pg_url_get(u, name)) &&
+		    !sorts_after(old, value))
+			return ST_OK;
 	if ((k = libpq_keyword(name)) < 0)
 		return st__err(err, ST_ENOMEM, "out of memory");
-	if (k && !strcmp(name, "password") && *value) {
+	if (k && !strcmp(name, "password")) {
 		free(u->password);
 		if (!(u->password = strdup(value)))
 			return st__err(err, ST_ENOMEM, "out of memory");
@@ -220,8 +264,25 @@ static int query_param(st_pg_url *u, const char *name, const char *value, st_err
 	return ST_OK;
 }
 
+/* Did the query before `end` have a parameter named `name` (decoded)? */
+static int seen_before(const char *q, const char *end, const char *name)
+{
+	int found = 0;
+	while (!found && q < end) {
+		size_t n = strcspn(q, "&;");
+		const char *eq = memchr(q, '=', n);
+		int bad = 0;
+		char *prev = unescape(q, eq ? (size_t)(eq - q) : n, 1, &bad);
+		found = prev && !strcmp(prev, name);
+		free(prev);
+		q += n + (q[n] != '\0');
+	}
+	return found;
+}
+
 static int parse_query(st_pg_url *u, const char *q, st_buf *red, st_error *err)
 {
+	const char *start = q;
 	int rc = ST_OK;
 	while (rc == ST_OK && *q) {
 		size_t n = strcspn(q, "&;");
@@ -236,7 +297,7 @@ static int parse_query(st_pg_url *u, const char *q, st_buf *red, st_error *err)
 			rc = st__err(err, ST_ENOMEM, "out of memory");
 		else if (q[n] == ';')
 			rc = st__err(err, ST_EINVAL, "postgres: the URL's query has a ';' (Go refuses it)");
-		else
+		else if (!seen_before(start, q, name))
 			rc = query_param(u, name, value, err);
 		if (rc == ST_OK && n && name && strcmp(name, "password")) {
 			st_buf_addc(red, red->len && memchr(red->data, '?', red->len) ? '&' : '?');
