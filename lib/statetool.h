@@ -1555,7 +1555,8 @@ typedef struct st_backend_save_opts {
 
 /* Saves a stack's state as Pulumi's DIY backend saves it: the previous object kept as
  * <object>.bak, the new one written atomically where the store allows it, in the compression
- * PULUMI_DIY_BACKEND_GZIP (alias PULUMI_SELF_MANAGED_STATE_GZIP) or PULUMI_DIY_BACKEND_ZSTD
+ * PULUMI_DIY_BACKEND_GZIP (alias PULUMI_SELF_MANAGED_STATE_GZIP) or PULUMI_DIY_BACKEND_ZSTD (alias
+ * PULUMI_SELF_MANAGED_STATE_ZSTD)
  * ask for ("1" or "true"; set to anything else: none), else the state's own. On a change of
  * compression the new object is written first, then the old one is copied to its .bak and
  * removed. Recomputes the manifest magic. `opts` may be NULL. */

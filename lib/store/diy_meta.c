@@ -164,6 +164,8 @@ int st__diy_env_compression(st_compression *c, int *set, st_error *err)
 	const char *gz = getenv("PULUMI_DIY_BACKEND_GZIP"), *zs = getenv("PULUMI_DIY_BACKEND_ZSTD");
 	if (!gz)
 		gz = getenv("PULUMI_SELF_MANAGED_STATE_GZIP");
+	if (!zs)
+		zs = getenv("PULUMI_SELF_MANAGED_STATE_ZSTD");
 	*set = gz || zs;
 	*c = ST_COMPRESS_NONE;
 	/* the environment, not an argument, is at fault: not ST_EINVAL (a usage error) */

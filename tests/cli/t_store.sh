@@ -124,6 +124,18 @@ run "a variable set to false: plain" env PULUMI_DIY_BACKEND_ZSTD=false "$STATETO
 check_rc 0; check_absent "$D/z.json.zst"
 run "plain is plain" jq -r .checkpoint.stack "$D/z.json"
 check_out 'organization/proj/z'
+# Pulumi's alias of the zstd variable (env.Alternative("SELF_MANAGED_STATE_ZSTD")), read only
+# when PULUMI_DIY_BACKEND_ZSTD is unset
+run "alias of the zstd variable" env PULUMI_SELF_MANAGED_STATE_ZSTD=true "$STATETOOL" protect --backend "$B" --stack proj/z --all
+check_rc 0; check_absent "$D/z.json"
+run "the alias's file is zstd" sh -c "zstd -q -d -c '$D/z.json.zst' | jq -r .checkpoint.stack"
+check_out 'organization/proj/z'
+run "gzip and the zstd alias: Pulumi's error" env PULUMI_DIY_BACKEND_GZIP=1 PULUMI_SELF_MANAGED_STATE_ZSTD=1 "$STATETOOL" unprotect --backend "$B" --stack proj/z --all
+check_rc 1; check_err "statetool: error: DIY_BACKEND_GZIP and DIY_BACKEND_ZSTD cannot both be enabled"
+run "the main zstd variable wins over its alias" env PULUMI_DIY_BACKEND_ZSTD=0 PULUMI_SELF_MANAGED_STATE_ZSTD=1 "$STATETOOL" unprotect --backend "$B" --stack proj/z --all
+check_rc 0; check_absent "$D/z.json.zst"
+run "plain again" jq -r .checkpoint.stack "$D/z.json"
+check_out 'organization/proj/z'
 # a truncated zstd stack: refused with a clear message, nothing changed
 zstd -q -c "$P/valid-checkpoint-v3-diy.json" | head -c 300 > "$D/t.json.zst"
 cp "$D/t.json.zst" "$T/t-before.zst"
