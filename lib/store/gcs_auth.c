@@ -239,11 +239,21 @@ static int from_json(st_gcs_cfg *cfg, const char *text, size_t len, const char *
 	int rc = ST_OK;
 
 	*who = NULL;
-	if (!j || !json_is_object(j)) {
+	if (!j) {
+		/* jansson ends its text with "near '<token>'": the token may be the secret's own
+		 * first characters, so only the reason and the place are told */
+		char *near = strstr(je.text, " near ");
+		if (near)
+			*near = '\0';
+		return st__err(err, ST_EINVAL,
+			       "gs: unable to parse credentials from %s: not JSON (%s at line %d, "
+			       "column %d)",
+			       what, je.text, je.line, je.column);
+	}
+	if (!json_is_object(j)) {
 		json_decref(j);
 		return st__err(err, ST_EINVAL,
-			       "gs: unable to parse credentials from %s: %s", what,
-			       j ? "not a JSON object" : je.text);
+			       "gs: unable to parse credentials from %s: not a JSON object", what);
 	}
 	type = jstr(j, "type");
 	if (json_object_get(j, "installed") || json_object_get(j, "web")) {
