@@ -700,8 +700,7 @@ int cli_refuse_misplaced(st_state *s, const cli_target *t, const char *name)
 		   "`statetool validate` lists the mismatches):",
 		   name);
 	for (size_t i = 0; i < p.count; i++)
-		fprintf(stderr, "  [%s] %s\n    at %s\n", p.items[i].rule, p.items[i].message,
-			p.items[i].pointer);
+		cli_problem(&p.items[i]);
 	st_problems_clear(&p);
 	return EXIT_FAIL;
 }
@@ -836,4 +835,16 @@ void cli_print_table(const json_t *rows)
 		putchar('\n');
 	}
 	free(width);
+}
+
+void cli_problem_at(const st_problem *q)
+{
+	if (q->pointer && q->pointer[0])
+		fprintf(stderr, "    at %s\n", q->pointer);
+}
+
+void cli_problem(const st_problem *q)
+{
+	fprintf(stderr, "  [%s] %s\n", q->rule, q->message);
+	cli_problem_at(q);
 }

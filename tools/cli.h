@@ -89,6 +89,11 @@ void cli_env_apply(void);
 /* Prints "statetool: error: <file:line:col: >message" to stderr. */
 void cli_error(const st_error *err);
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* One problem on stderr as "  [RULE] MESSAGE", then "    at POINTER" unless the pointer is the
+ * document's root (""), as validate prints it. */
+void cli_problem(const st_problem *q);
+/* The "    at POINTER" line of a problem printed in another shape: nothing for the root. */
+void cli_problem_at(const st_problem *q);
 /* The same with the --json error code `code` (one of the library's: "not-found", ...). */
 void cli_errorc(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A resolved target whose state does not exist: "cannot open 'FILE': No such file or

@@ -172,7 +172,7 @@ static int gained_warnings(ctx *c, const st_problems *after)
 		if (c->force)
 			cli_warnf("[%s] %s (at %s)", q->rule, q->message, q->pointer);
 		else
-			fprintf(stderr, "  [%s] %s\n    at %s\n", q->rule, q->message, q->pointer);
+			cli_problem(q);
 	}
 	free(isnew);
 	return n && !c->force ? EXIT_FAIL : EXIT_OK;
@@ -292,8 +292,7 @@ static int apply(ctx *c, st_edit *e, st_state *s, const char *text, size_t len,
 			   p.errors, p.errors == 1 ? "" : "s");
 		for (size_t i = 0; i < p.count; i++)
 			if (p.items[i].severity == ST_SEV_ERROR)
-				fprintf(stderr, "  [%s] %s\n    at %s\n", p.items[i].rule,
-					p.items[i].message, p.items[i].pointer);
+				cli_problem(&p.items[i]);
 		st_problems_clear(&p);
 		st_edit_rollback(e);
 		return EXIT_FAIL;

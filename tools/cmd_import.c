@@ -361,10 +361,12 @@ static int read_doc(const args *a, json_t **doc, st_problems *rp)
 /* The first n problems of the file, each as an error or a warning. */
 static void print_problems(const args *a, const st_problems *p, size_t n)
 {
-	for (size_t i = 0; i < p->count && i < n; i++)
-		fprintf(stderr, "%s: %s: %s\n    at %s\n", a->file ? a->file : "import",
+	for (size_t i = 0; i < p->count && i < n; i++) {
+		fprintf(stderr, "%s: %s: %s\n", a->file ? a->file : "import",
 			p->items[i].severity == ST_SEV_ERROR ? "error" : "warning",
-			p->items[i].message, p->items[i].pointer);
+			p->items[i].message);
+		cli_problem_at(&p->items[i]);
+	}
 }
 
 /* The import in the session (rp: the reader's list, which the import's problems join); when
@@ -415,8 +417,7 @@ static int commit(const args *a, cli_target *t, st_edit *e, int *written)
 	if (rc != ST_OK) {
 		cli_error(&err);
 		for (size_t i = 0; i < probs.count; i++)
-			fprintf(stderr, "  [%s] %s\n    at %s\n", probs.items[i].rule,
-				probs.items[i].message, probs.items[i].pointer);
+			cli_problem(&probs.items[i]);
 	}
 	st_problems_clear(&probs);
 	return rc == ST_OK ? EXIT_OK : EXIT_FAIL;

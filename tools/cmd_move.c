@@ -598,8 +598,7 @@ static int commit_cloud(args *a)
 	if (rc != ST_OK) {
 		cli_error(&err);
 		for (size_t i = 0; i < probs.count; i++)
-			fprintf(stderr, "  [%s] %s\n    at %s\n", probs.items[i].rule,
-				probs.items[i].message, probs.items[i].pointer);
+			cli_problem(&probs.items[i]);
 		st_problems_clear(&probs);
 		return EXIT_FAIL;
 	}
@@ -676,8 +675,7 @@ static int commit(args *a)
 	if (rc != ST_OK) {
 		cli_error(&err);
 		for (size_t i = 0; i < probs.count; i++)
-			fprintf(stderr, "  [%s] %s\n    at %s\n", probs.items[i].rule,
-				probs.items[i].message, probs.items[i].pointer);
+			cli_problem(&probs.items[i]);
 	}
 	st_problems_clear(&probs);
 out:

@@ -42,8 +42,7 @@ static int run(st_edit *e, st_state *s, void *arg, st_error *err)
 			   p.errors, p.errors == 1 ? "" : "s");
 		for (size_t i = 0; i < p.count; i++)
 			if (p.items[i].severity == ST_SEV_ERROR)
-				fprintf(stderr, "  [%s] %s\n    at %s\n", p.items[i].rule,
-					p.items[i].message, p.items[i].pointer);
+				cli_problem(&p.items[i]);
 		fprintf(stderr, "Repair it by hand: statetool edit STATE (or export, edit, import)\n");
 		st_problems_clear(&p);
 		return EXIT_FAIL;

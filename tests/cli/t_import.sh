@@ -109,6 +109,13 @@ check_rc 1; check_err_has "duplicate import '1' of type 'a:b:C'"
 printf '{"resources": [{"type": 5}]}' > "$T/schema.json"
 run "schema" st import --dest "$D" --file "$T/schema.json"
 check_rc 1; check_err_has "json: cannot unmarshal number into Go struct field importSpec.resources.type of type tokens.Type"
+# a problem at the document's root has no "at" line (its JSON Pointer is ""), as validate prints it
+printf '[]' > "$T/array.json"
+run "top level not an object" st import --dest "$D" --file "$T/array.json"
+check_rc 1; check_out_empty
+check_err "$T/array.json: error: json: cannot unmarshal array into Go value of type operations.importFile
+statetool: error: the import file has 1 error; nothing was imported"
+check_same "$E/base.json" "$D"
 
 # every error in one run: the schema's, each spec's, names, providers, and the file against
 # the state; a spec the schema finds malformed is left to the schema's problem
