@@ -203,11 +203,10 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 			cli_print_json(doc);
 			json_decref(doc);
 		} else {
-			for (size_t i = 0; i < p.count; i++) {
-				fprintf(stderr, "%s: error: %s: %s\n", cli_target_name(&t),
-					p.items[i].urn ? p.items[i].urn : "?", p.items[i].message);
-				cli_problem_at(&p.items[i]);
-			}
+			for (size_t i = 0; i < p.count; i++)
+				fprintf(stderr, "%s: error: %s: %s\n    at %s\n", cli_target_name(&t),
+					p.items[i].urn ? p.items[i].urn : "?", p.items[i].message,
+					p.items[i].pointer);
 			printf("%zu secret%s, %zu failed to decrypt\n", n, n == 1 ? "" : "s",
 			       p.count);
 			if (passphrase && !checked)
