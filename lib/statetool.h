@@ -1657,6 +1657,12 @@ ST_EXTERN int st_lock_stack(st_lock **out, st_backend *b, const char *stack, st_
 /* Takes the lock of a plain state file: <path>.lock created exclusively, same content. */
 ST_EXTERN int st_lock_file(st_lock **out, const char *path, st_error *err);
 
+/* Whether someone else holds the lock of a backend stack (or of a plain file), without taking
+ * it: ST_OK when no one does, else ST_ELOCKED with the message st_lock_stack (st_lock_file)
+ * would give. What a --dry-run tells of the real run. A Pulumi Cloud stack has no lock: ST_OK. */
+ST_EXTERN int st_lock_check_stack(st_backend *b, const char *stack, st_error *err);
+ST_EXTERN int st_lock_check_file(const char *path, st_error *err);
+
 /* Releases and frees a lock. Accepts NULL. Returns ST_OK or ST_EIO (the file could not be
  * removed; the message says where it is). */
 ST_EXTERN int st_lock_release(st_lock *lock, st_error *err);

@@ -861,6 +861,24 @@ static int c_lock_stack(st_error *err)
 	return st_lock_stack(&l, F.b, bad_stack, err);
 }
 
+static int c_lock_check_stack(st_error *err)
+{
+	return st_lock_check_stack(F.b, bad_stack, err);
+}
+
+/* A file whose lock another holds. */
+static int c_lock_check_file(st_error *err)
+{
+	char *p = scratch("clocked.json");
+	st_lock *l = NULL;
+	int rc;
+	assert_int_equal(st_lock_file(&l, p, NULL), ST_OK);
+	rc = st_lock_check_file(p, err);
+	assert_int_equal(st_lock_release(l, NULL), ST_OK);
+	free(p);
+	return rc;
+}
+
 static int c_lock_file(st_error *err)
 {
 	st_lock *l = NULL;
@@ -951,7 +969,7 @@ static const err_case cases[] = {
 	CASE(index_update_state), CASE(index_update_backend), CASE(index_update_files), CASE(index_update_stack),
 	CASE(index_query_run), CASE(index_sql), CASE(provider_ref_parse), CASE(backend_open), CASE(backend_default_url),
 	CASE(backend_resolve), CASE(backend_resolve_key), CASE(backend_load), CASE(backend_save),
-	CASE(backend_stack_key), CASE(backend_stack_path), CASE(lock_stack), CASE(lock_file),
+	CASE(backend_stack_key), CASE(backend_stack_path), CASE(lock_stack), CASE(lock_file), CASE(lock_check_stack), CASE(lock_check_file),
 	CASE(lock_release), CASE(unlock_stack), CASE(unlock_file), CASE(backend_upgrade),
 	CASE(backend_doctor), CASE(edit_pending_import), CASE(backend_generations),
 	CASE(backend_generation_load), CASE(backend_keep_generation), CASE(compare_text),

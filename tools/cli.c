@@ -469,6 +469,8 @@ void cli_target_free(cli_target *t)
 	free(t->qname);
 	free(t->where);
 	free(t->key);
+	free(t->locked);
+	t->locked = NULL;
 	t->key = NULL;
 	t->backend = NULL;
 	t->path = NULL;
@@ -590,6 +592,29 @@ int cli_lock(cli_target *t, st_lock **out)
 		bus_prepare();
 	}
 	return EXIT_OK;
+}
+
+void cli_dry_lock(cli_target *t)
+{
+	st_error err;
+	int rc;
+
+	if (t->filter || (!t->backend && !t->path))
+		return;
+	st_error_clear(&err);
+	rc = t->backend ? st_lock_check_stack(t->backend, t->qname, &err)
+			: st_lock_check_file(t->path, &err);
+	if (rc != ST_ELOCKED)
+		return; /* (a store that cannot be listed fails the run itself) */
+	fprintf(stderr, "%s: note: the real run would be refused: %s\n", cli_prog, err.message);
+	free(t->locked);
+	t->locked = strdup(err.message);
+}
+
+void cli_dry_locked_json(json_t *doc, const cli_target *t)
+{
+	if (t->locked)
+		json_object_set_new(doc, "locked", json_string(t->locked));
 }
 
 int cli_save(cli_target *t, st_state *s)

@@ -76,6 +76,7 @@ typedef struct cli_target {
 	 * change), so the index never answers from what statetool itself replaced. */
 	char *index_path;
 	st_store_info seen;
+	char *locked; /* a dry run: the message of the lock the real run would meet (cli_dry_lock) */
 } cli_target;
 
 extern const char *cli_prog;
@@ -181,6 +182,12 @@ int cli_load_ex(cli_target *t, st_state **out, int lazy);
 extern int cli_lazy; /* 0: STATETOOL_LAZY=0, every state loaded in full */
 /* Takes the target's lock (Pulumi's for a stack, <file>.lock for a file). */
 int cli_lock(cli_target *t, st_lock **out);
+/* A dry run takes no lock (nor does Pulumi's preview) but tells of one the real run would meet:
+ * a note on stderr, and the lock's message kept in t->locked for a --json document's "locked"
+ * member (cli_dry_locked_json). */
+void cli_dry_lock(cli_target *t);
+/* Adds "locked" (t->locked) to a --json document when a dry run met a lock. */
+void cli_dry_locked_json(json_t *doc, const cli_target *t);
 /* Saves a state to the target (its backend for a stack, with a .bak). Prints errors; returns an
  * exit code. */
 int cli_save(cli_target *t, st_state *s);
@@ -278,7 +285,8 @@ int cli_mutate_parse(int argc, char **argv, const char *help, const struct optio
 	"  -o -               write the result to standard output, not back to STATE\n"        \
 	"                     (a STATE of '-', standard input, is always written there)\n"     \
 	"  --dry-run          print what would change (resources added, removed, changed,\n"   \
-	"                     with the fields) and write nothing\n"                              \
+	"                     with the fields) and write nothing (a lock the real run would\n"  \
+	"                     meet is noted)\n"                                                  \
 	"  --json             the summary as one JSON document\n"                               \
 	"  --allow-duplicate-keys   write a state whose file repeats object keys\n"             \
 	"  --max-size SIZE    refuse files that inflate beyond SIZE (default 4G)\n"            \

@@ -70,7 +70,8 @@ static const char help[] =
 	"  --generate-specs       write an import file describing resources of STATE\n"
 	"  -o, --output FILE      with --generate-specs: where to write ('-' = stdout);\n"
 	"                         else only '-': the result to stdout, STATE unchanged\n"
-	"  --dry-run              print what would be added; write nothing\n"
+	"  --dry-run              print what would be added; write nothing (a lock the real run\n"
+	"                         would meet is noted)\n"
 	"  --json                 the summary as one JSON document\n"
 	"  --backend URL          --dest names a stack of this DIY backend\n"
 	"  -h, --help             show this help\n";
@@ -431,13 +432,15 @@ static json_t *lines_json(const st_changes *c)
 	return arr;
 }
 
-static void print_report(const args *a, const st_import_report *rep, int written)
+static void print_report(const args *a, const cli_target *t, const st_import_report *rep,
+			 int written)
 {
 	if (a->json) {
 		json_t *o = json_object();
 		json_object_set_new(o, "format_version", json_integer(CLI_JSON_FORMAT));
 		json_object_set_new(o, "dry_run", json_boolean(a->dry));
 		json_object_set_new(o, "written", json_boolean(written));
+		cli_dry_locked_json(o, t);
 		json_object_set_new(o, "added", lines_json(&rep->added));
 		json_object_set_new(o, "unchanged", lines_json(&rep->noops));
 		json_object_set_new(o, "notes", lines_json(&rep->notes));
@@ -476,6 +479,8 @@ static int run_import(args *a, cli_target *t)
 	if ((rc = cli_filter_begin(t)) != EXIT_OK ||
 	    (rc = cli_target_resolve(t, "import", 1)) != EXIT_OK || (rc = read_doc(a, &doc, &rp)))
 		goto out;
+	if (a->dry)
+		cli_dry_lock(t);
 	if ((!a->dry && !t->filter && (rc = cli_lock(t, &lock)) != EXIT_OK) ||
 	    (rc = cli_load(t, &s)) ||
 	    (rc = cli_refuse_lossy(s, cli_target_name(t), a->dups)) != EXIT_OK ||
@@ -497,7 +502,7 @@ static int run_import(args *a, cli_target *t)
 	    (rc = commit(a, t, e, &written)) != EXIT_OK ||
 	    (written && (rc = cli_filter_emit(t)) != EXIT_OK))
 		goto out;
-	print_report(a, &rep, written);
+	print_report(a, t, &rep, written);
 out:
 	st_edit_free(e);
 	st_import_report_clear(&rep);

@@ -34,7 +34,8 @@ static const char help[] =
 	"\n"
 	"Options:\n"
 	"  -o, --output OUT   write the result to OUT ('-' = standard output) instead\n"
-	"  --dry-run          report what would change; write nothing\n"
+	"  --dry-run          report what would change; write nothing (a lock the real run\n"
+	"                     would meet is noted)\n"
 	"  --json             the report as one JSON document\n"
 	"  --backend URL -s, --stack NAME   migrate a stack of a DIY backend\n"
 	"  --allow-duplicate-keys\n"
@@ -91,7 +92,9 @@ int cmd_migrate(int argc, char **argv)
 	if (is_own_file(&t, out))
 		out = t.out = NULL;
 	inplace = !out && !t.filter;
-	if (inplace && !dry && (rc = cli_lock(&t, &lock)) != EXIT_OK)
+	if (inplace && dry)
+		cli_dry_lock(&t);
+	else if (inplace && (rc = cli_lock(&t, &lock)) != EXIT_OK)
 		goto done;
 	if ((rc = cli_load(&t, &s)) != EXIT_OK ||
 	    (rc = cli_refuse_lossy(s, cli_target_name(&t), allow_dups)) != EXIT_OK ||
@@ -121,6 +124,7 @@ int cmd_migrate(int argc, char **argv)
 		json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
 		json_object_set_new(doc, "command", json_string("migrate"));
 		json_object_set_new(doc, "dry_run", json_boolean(dry));
+		cli_dry_locked_json(doc, &t);
 		json_object_set_new(doc, "from", json_integer(from));
 		json_object_set_new(doc, "to", json_integer(st_state_version(s)));
 		json_object_set_new(doc, "written", json_boolean(!dry && (ch.count > 0 || !inplace)));

@@ -72,7 +72,8 @@ static const char help[] =
 	"  --source-stack P/S, --dest-stack P/S       the project and stack a side belongs to\n"
 	"  --include-parents            also move the ancestors of the selected resources\n"
 	"  --source-passphrase-file F, --dest-passphrase-file F\n"
-	"  --dry-run                    print the plan and write nothing\n"
+	"  --dry-run                    print the plan and write nothing (a lock the real run\n"
+	"                               would meet is noted)\n"
 	"  --json                       the plan and outcome as one JSON document\n"
 	"  --recover                    complete an interrupted move of SRC and DST\n"
 	"  -o -                         the '-' side's result to standard output (the default)\n"
@@ -566,6 +567,10 @@ static void print_outcome(args *a, st_move_report *rep)
 		json_object_set_new(doc, "dest", json_string(side_label(&a->dst)));
 		json_object_set_new(doc, "dry_run", json_boolean(a->dry));
 		json_object_set_new(doc, "written", json_boolean(!a->dry));
+		if (a->src.t.locked || a->dst.t.locked)
+			json_object_set_new(doc, "locked",
+					    json_pack("{s:s?,s:s?}", "source", a->src.t.locked,
+						      "dest", a->dst.t.locked));
 		for (size_t i = 0; i < rep->nmoved; i++)
 			json_array_append_new(mv, json_string(rep->moved_urns[i]));
 		json_object_set_new(doc, "moved", mv);
@@ -704,9 +709,13 @@ static int open_sides(args *a)
 			   st_backend_url(a->dst.t.backend));
 		return EXIT_FAIL;
 	}
-	if (!a->dry && ((!a->src.t.filter && (rc = cli_lock(&a->src.t, &a->src.lock)) != EXIT_OK) ||
-			(!a->dst.t.filter && (rc = cli_lock(&a->dst.t, &a->dst.lock)) != EXIT_OK)))
+	if (a->dry) {
+		cli_dry_lock(&a->src.t);
+		cli_dry_lock(&a->dst.t);
+	} else if ((!a->src.t.filter && (rc = cli_lock(&a->src.t, &a->src.lock)) != EXIT_OK) ||
+		   (!a->dst.t.filter && (rc = cli_lock(&a->dst.t, &a->dst.lock)) != EXIT_OK)) {
 		return rc;
+	}
 	if ((rc = load_side(&a->src, a->dups)) != EXIT_OK ||
 	    (rc = load_side(&a->dst, a->dups)) != EXIT_OK)
 		return rc;

@@ -30,7 +30,8 @@ static const char help[] =
 	"Options:\n"
 	"  --backend URL -s, --stack NAME   a stack of a DIY backend\n"
 	"  --generation ID    the generation to put back (stacks only)\n"
-	"  --dry-run          print what would change and write nothing\n"
+	"  --dry-run          print what would change and write nothing (a lock the real\n"
+	"                     run would meet is noted)\n"
 	"  --json             the result as one JSON document: {\"format_version\": 1,\n"
 	"                     \"command\": \"restore\", \"target\", \"from\" (\"bak\" or the\n"
 	"                     generation), \"dry_run\", \"written\"}, with the comparison's\n"
@@ -75,6 +76,7 @@ static int print_doc(const cli_target *t, const char *from, int dry_run, int wri
 		cli_errorf("out of memory");
 		return EXIT_FAIL;
 	}
+	cli_dry_locked_json(top, t);
 	rc = cli_print_json(top);
 	json_decref(top);
 	return rc;
@@ -211,6 +213,7 @@ static int dry_run_bak(cli_target *t, int json)
 	int rc, missing;
 
 	st_error_clear(&err);
+	cli_dry_lock(t);
 	if (compare_bak(t, &doc, &missing, &err) != ST_OK) {
 		if (missing == 1) {
 			cli_errorc("not-found", "no backup '%s.bak' to restore",
@@ -250,7 +253,9 @@ static int restore_generation(cli_target *t, const char *gen, int dry_run, int j
 
 	st_error_clear(&err);
 	lo.max_size = t->max_size;
-	if (!dry_run && (rc = cli_lock(t, &lock)) != EXIT_OK)
+	if (dry_run)
+		cli_dry_lock(t);
+	else if ((rc = cli_lock(t, &lock)) != EXIT_OK)
 		return rc;
 	rc = st_backend_generation_load(t->backend, t->qname, gen, &lo, &old, &err);
 	if (rc == ST_OK) {

@@ -59,14 +59,16 @@ int cli_find(st_state *s, char *const *queries, int n, int allow_copies, size_t 
 }
 
 static void print_json_summary(const char *cmd, int dry, int written, st_changes *ch,
-			       st_diff *d, const char *path)
+			       st_diff *d, const cli_target *t)
 {
+	const char *path = t->filter ? "-" : cli_target_where(t);
 	json_t *doc = json_object(), *arr = json_array(), *res = json_object();
 	json_t *added = json_array(), *removed = json_array(), *changed = json_array();
 	json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
 	json_object_set_new(doc, "command", json_string(cmd));
 	json_object_set_new(doc, "dry_run", json_boolean(dry));
 	json_object_set_new(doc, "written", json_boolean(written));
+	cli_dry_locked_json(doc, t);
 	if (written && path)
 		json_object_set_new(doc, "file", json_string(path));
 	for (size_t i = 0; i < ch->count; i++)
@@ -132,7 +134,9 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 	if ((rc = cli_filter_begin(t)) != EXIT_OK ||
 	    (rc = cli_target_resolve(t, mo->cmd, 1)) != EXIT_OK)
 		goto out;
-	if (!mo->dry_run && !t->filter && (rc = cli_lock(t, &lock)) != EXIT_OK)
+	if (mo->dry_run)
+		cli_dry_lock(t);
+	else if (!t->filter && (rc = cli_lock(t, &lock)) != EXIT_OK)
 		goto out;
 	if ((rc = cli_load_ex(t, &s, mo->lazy)) != EXIT_OK ||
 	    (rc = cli_refuse_lossy(s, cli_target_name(t), mo->allow_dups)) != EXIT_OK ||
@@ -165,8 +169,7 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 	if (rc != ST_OK) {
 		cli_error(&err);
 		for (size_t i = 0; i < probs.count; i++)
-			fprintf(stderr, "  [%s] %s\n    at %s\n", probs.items[i].rule,
-				probs.items[i].message, probs.items[i].pointer);
+			cli_problem(&probs.items[i]);
 		rc = EXIT_FAIL;
 		goto out;
 	}
@@ -179,8 +182,7 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 	if (write && mo->after_save && (rc = mo->after_save(arg)) != EXIT_OK)
 		goto out;
 	if (mo->json) {
-		print_json_summary(mo->cmd, mo->dry_run, write, &ch, &d,
-				   t->filter ? "-" : cli_target_where(t));
+		print_json_summary(mo->cmd, mo->dry_run, write, &ch, &d, t);
 	} else {
 		if (mo->dry_run && ch.count)
 			printf("Planned changes:\n");

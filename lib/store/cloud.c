@@ -711,7 +711,7 @@ static int cloud_lock(st_backend *bb, const char *ref, st_lock **out, st_error *
 {
 	(void)bb;
 	(void)ref;
-	return st__lock_none(out, err);
+	return out ? st__lock_none(out, err) : ST_OK;
 }
 
 static int cloud_unlock(st_backend *bb, const char *ref, int *removed, st_error *err)

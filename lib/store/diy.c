@@ -807,7 +807,8 @@ static int diy_lock(st_backend *bb, const char *ref, st_lock **out, st_error *er
 	char *project = NULL, *stack = NULL, *dir, *hint, *url;
 	int rc = diy_split(b, ref, &project, &stack, err);
 
-	*out = NULL;
+	if (out)
+		*out = NULL;
 	if (rc)
 		return rc;
 	dir = st__diy_lock_dir(project, stack);
@@ -819,8 +820,9 @@ static int diy_lock(st_backend *bb, const char *ref, st_lock **out, st_error *er
 	free(url);
 	free(project);
 	free(stack);
-	rc = dir && hint ? st__lock_store(out, b->store, dir, hint, err)
-			 : st__err(err, ST_ENOMEM, "out of memory");
+	rc = !dir || !hint ? st__err(err, ST_ENOMEM, "out of memory")
+	     : out	   ? st__lock_store(out, b->store, dir, hint, err)
+			   : st__locks_check(b->store, dir, hint, err);
 	free(dir);
 	free(hint);
 	return rc;

@@ -310,6 +310,46 @@ int st_unlock_stack(st_backend *b, const char *stack, int *removed, st_error *er
 	return b->ops->unlock(b, stack, removed, err);
 }
 
+/* Pulumi's message for the plain file `path` whose lock object `lkey` is there. */
+static int file_locked(st_store *s, const char *lkey, const char *path, st_error *err)
+{
+	st_buf desc;
+	char *hint = st_asprintf("statetool unlock %s", path);
+	int rc;
+
+	st_buf_init(&desc);
+	describe_lock(&desc, s, lkey);
+	rc = locked_error(err, 1, &desc, hint ? hint : "statetool unlock");
+	free(hint);
+	return rc;
+}
+
+int st_lock_check_file(const char *path, st_error *err)
+{
+	st_store *s = NULL;
+	char *key = NULL, *lkey;
+	int rc;
+
+	ST_ASSERT_ARG(path);
+	if ((rc = st__store_for_path(&s, &key, path, err)) != ST_OK)
+		return rc;
+	lkey = st_asprintf("%s.lock", key);
+	free(key);
+	if (!lkey)
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+	else if (st_store_stat(s, lkey, NULL, NULL) == ST_OK)
+		rc = file_locked(s, lkey, path, err);
+	free(lkey);
+	st_store_free(s);
+	return rc;
+}
+
+int st_lock_check_stack(st_backend *b, const char *stack, st_error *err)
+{
+	ST_ASSERT_ARG(b);
+	return b->ops->lock(b, stack, NULL, err);
+}
+
 int st_lock_file(st_lock **out, const char *path, st_error *err)
 {
 	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
@@ -335,12 +375,7 @@ int st_lock_file(st_lock **out, const char *path, st_error *err)
 	rc = st_store_write(s, lkey, content, strlen(content), &wo, &werr);
 	free(content);
 	if (rc == ST_EEXIST) {
-		st_buf desc;
-		char *hint = st_asprintf("statetool unlock %s", path);
-		st_buf_init(&desc);
-		describe_lock(&desc, s, lkey);
-		rc = locked_error(err, 1, &desc, hint ? hint : "statetool unlock");
-		free(hint);
+		rc = file_locked(s, lkey, path, err);
 	} else if (rc) {
 		if (err)
 			*err = werr;

@@ -210,6 +210,7 @@ typedef struct st_backend_ops {
 		    st_error *err);
 	int (*save)(st_backend *b, const char *stack, st_state *state,
 		    const st_backend_save_opts *opts, const st__wcfg *cfg, st_error *err);
+	/* out NULL: only whether someone else holds the lock (ST_ELOCKED), none taken */
 	int (*lock)(st_backend *b, const char *stack, st_lock **out, st_error *err);
 	int (*unlock)(st_backend *b, const char *stack, int *removed, st_error *err);
 	void (*free)(st_backend *b);

@@ -35,6 +35,43 @@ check_rc 1
 check_err_has "the stack is currently locked by 1 lock(s)"
 check_err_has "created by alice@ci-runner (pid 4242) at 2024-05-01T10:00:00Z"
 check_same "$T/before.json" "$B/.pulumi/stacks/proj/dev.json"
+# A dry run takes no lock (nor does Pulumi's preview) but says the real run would be refused
+LOCKMSG="the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file with \`pulumi cancel\` (or \`statetool unlock --backend $B --stack proj/dev\`).
+  $B/.pulumi/locks/organization/proj/dev/6a1f0e2c-0000-4000-8000-000000000001.json: created by alice@ci-runner (pid 4242) at 2024-05-01T10:00:00Z"
+ls -R "$B/.pulumi/locks" > "$T/locks-before"
+run "dry run of an edit on a locked stack" st protect --dry-run --backend "$B" --stack proj/dev --all
+check_rc 0; check_out_has "dry run: nothing written"
+check_err "statetool: note: the real run would be refused: $LOCKMSG
+statetool: warning: the program's \`protect\` resource option overrides this flag on the next update"
+run "dry run --json: locked" sh -c "'$STATETOOL' protect --dry-run --json --backend '$B' --stack proj/dev --all | '$JSONGET' locked"
+check_rc 0; check_out "$LOCKMSG"
+printf '{"resources":[{"type":"aws:s3/bucket:Bucket","name":"zz","id":"zz-1","inputs":{}}]}' > "$T/imp1.json"
+run "dry run of an import" st import --dry-run --backend "$B" --stack proj/dev --file "$T/imp1.json" --no-read
+check_rc 0; check_out_has "dry run: nothing written"; check_err "statetool: note: the real run would be refused: $LOCKMSG"
+run "dry run of an import --json" sh -c "'$STATETOOL' import --dry-run --json --backend '$B' --stack proj/dev --file '$T/imp1.json' --no-read | '$JSONGET' locked"
+check_rc 0; check_out "$LOCKMSG"
+sed -e 's/organization\/proj\/dev/organization\/proj\/src/' -e 's/urn:pulumi:dev::/urn:pulumi:src::/g' -e 's/Comp::c/Comp::m/' -e 's/Bucket::b/Bucket::bm/' "$P/valid-checkpoint-v3-diy.json" > "$B/.pulumi/stacks/proj/src.json"
+cp "$B/.pulumi/stacks/proj/src.json" "$T/src-before.json"
+run "dry run of a move into it" sh -c "'$STATETOOL' move --dry-run --json --source-backend '$B' --source proj/src --dest-backend '$B' --dest proj/dev 'urn:pulumi:src::proj::my:index:Comp::m' | '$JSONGET' locked.dest"
+check_rc 0; check_out "$LOCKMSG"; check_err_has "statetool: note: the real run would be refused: the stack is currently locked"
+run "the real move is refused" st move --source-backend "$B" --source proj/src --dest-backend "$B" --dest proj/dev 'urn:pulumi:src::proj::my:index:Comp::m'
+check_rc 1; check_err_has "$LOCKMSG"
+check_same "$T/before.json" "$B/.pulumi/stacks/proj/dev.json"
+check_same "$T/src-before.json" "$B/.pulumi/stacks/proj/src.json"
+mv "$B/.pulumi/stacks/proj/src.json" "$T/src.json"
+ls -R "$B/.pulumi/locks" > "$T/locks-after"
+check_same "$T/locks-before" "$T/locks-after"
+run "no note without a lock" st protect --dry-run "$T/src.json" --all
+check_rc 0; check_err_lacks "the real run would be refused"
+# a plain file's lock (<file>.lock) alike
+cp "$B/.pulumi/stacks/proj/dev.json" "$T/plain.json"
+printf '{"pid":4242,"username":"alice","hostname":"ci-runner","timestamp":"2024-05-01T10:00:00Z"}' > "$T/plain.json.lock"
+run "dry run on a locked file" st unprotect --dry-run "$T/plain.json" --all
+check_rc 0; check_err_has "statetool: note: the real run would be refused: the stack is currently locked by 1 lock(s)"
+check_err_has "\`statetool unlock $T/plain.json\`"
+run "the real run on a locked file" st unprotect "$T/plain.json" --all
+check_rc 1; check_err_has "the stack is currently locked by 1 lock(s)"
+rm -f "$T/plain.json.lock"
 run "unlock" st unlock --backend "$B" --stack proj/dev
 check_rc 0; check_out "removed 1 lock of proj/dev"
 run "after unlock" st convert --backend "$B" --stack proj/dev --indent -o "$B/.pulumi/stacks/proj/dev.json"
