@@ -53,7 +53,7 @@ static int flag_command(int argc, char **argv, const char *cmd, const char *flag
 {
 	static const struct option extra_opts[] = {{"all", no_argument, NULL, OPT_ALL},
 						   {NULL, 0, NULL, 0}};
-	char help[2048];
+	char help[4096];
 	cli_target t = {0};
 	cli_mutate_opts mo = {.cmd = cmd, .lazy = 1};
 	ctx c = {.flag = flag, .on = on, .verb = verb};
