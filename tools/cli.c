@@ -496,6 +496,27 @@ const char *cli_target_names(const cli_target *t, char *buf, size_t n)
 	return buf;
 }
 
+int cli_refuse_other_names(const cli_target *t, const char *names, const char *cmd,
+			   const char *opt)
+{
+	char buf[256];
+	const char *own, *slash;
+	int same;
+
+	if (!names || !t->backend)
+		return EXIT_OK;
+	if ((own = cli_target_names(t, buf, sizeof(buf))))
+		same = !strcmp(own, names);
+	else /* the legacy layout: a stack's name alone */
+		same = t->qname && (slash = strchr(names, '/')) && !strcmp(slash + 1, t->qname);
+	if (same)
+		return EXIT_OK;
+	return cli_usage(cmd,
+			 "%s %s names another stack than %s: a stack of a backend belongs to the "
+			 "stack and project its place names, as Pulumi sees it (leave %s out)",
+			 opt, names, own ? own : t->qname ? t->qname : "the stack", opt);
+}
+
 const char *cli_target_where(const cli_target *t)
 {
 	return t->backend ? t->where : t->path;

@@ -147,6 +147,11 @@ const char *cli_target_name(const cli_target *t);
 const char *cli_target_names(const cli_target *t, char *buf, size_t n);
 /* Where the target's state is, for messages and --json: the file, or the stack's object. */
 const char *cli_target_where(const cli_target *t);
+/* A stack of a backend is the stack and project its place names, as Pulumi sees it: an option
+ * (`opt`, e.g. "--dest-stack") naming another PROJECT/STACK for it is a usage error of `cmd`
+ * (EXIT_USAGE); EXIT_OK when `names` is NULL, agrees, or the target is a file. */
+int cli_refuse_other_names(const cli_target *t, const char *names, const char *cmd,
+			   const char *opt);
 /* Completes an interrupted two-stack operation on the target, if any (notes on stderr);
  * `known` (may be NULL) is a store the caller has open for the other side. */
 int cli_recover(cli_target *t, st_store *known);

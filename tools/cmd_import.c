@@ -50,7 +50,9 @@ static const char help[] =
 	"    `pulumi refresh` fills them in. Without any of these it is an error.\n"
 	"\n"
 	"The destination's stack and project come from --dest-stack PROJECT/STACK, else the\n"
-	"checkpoint's `stack`, else the file's place in a DIY backend, else its URNs.\n"
+	"checkpoint's `stack`, else the file's place in a DIY backend, else its URNs. A stack of\n"
+	"a backend is the one its place names (as Pulumi sees it): --dest-stack naming another\n"
+	"is a usage error.\n"
 	"\n"
 	"Options:\n"
 	"  --dest STATE           the destination file (or a stack, with --backend URL);\n"
@@ -477,7 +479,9 @@ static int run_import(args *a, cli_target *t)
 	st_error_clear(&err);
 	/* filter mode (--dest -, or -o -): the result to stdout, nothing locked */
 	if ((rc = cli_filter_begin(t)) != EXIT_OK ||
-	    (rc = cli_target_resolve(t, "import", 1)) != EXIT_OK || (rc = read_doc(a, &doc, &rp)))
+	    (rc = cli_target_resolve(t, "import", 1)) != EXIT_OK ||
+	    (rc = cli_refuse_other_names(t, a->io.dest_stack, "import", "--dest-stack")) != EXIT_OK ||
+	    (rc = read_doc(a, &doc, &rp)))
 		goto out;
 	if (a->dry)
 		cli_dry_lock(t);

@@ -50,7 +50,9 @@ static const char help[] =
 	"PULUMI CLOUD).\n"
 	"\n"
 	"A stack's name and project come from --source-stack/--dest-stack PROJECT/STACK, else\n"
-	"the checkpoint's `stack`, else the file's place in a DIY backend, else the URNs.\n"
+	"the checkpoint's `stack`, else the file's place in a DIY backend, else the URNs. A\n"
+	"stack of a backend is the one its place names (as Pulumi sees it): naming another is\n"
+	"a usage error.\n"
 	"\n"
 	"Filter mode: SRC or DST (a file side) may be '-': that side is read from standard\n"
 	"input and its result written to standard output (-o - says so too; not both '-').\n"
@@ -110,9 +112,11 @@ static int resolve_side(side *sd, const char *what)
 		sd->t.arg = sd->name;
 	}
 	/* '-': standard input, the side's result to standard output (filter mode) */
-	if ((rc = cli_filter_begin(&sd->t)) != EXIT_OK)
+	if ((rc = cli_filter_begin(&sd->t)) != EXIT_OK ||
+	    (rc = cli_target_resolve(&sd->t, "move", 0)) != EXIT_OK)
 		return rc;
-	return cli_target_resolve(&sd->t, "move", 0);
+	return cli_refuse_other_names(&sd->t, sd->names, "move",
+				      strcmp(what, "source") ? "--dest-stack" : "--source-stack");
 }
 
 static const char *side_label(side *sd)

@@ -63,6 +63,24 @@ ls -R "$B/.pulumi/locks" > "$T/locks-after"
 check_same "$T/locks-before" "$T/locks-after"
 run "no note without a lock" st protect --dry-run "$T/src.json" --all
 check_rc 0; check_err_lacks "the real run would be refused"
+# --dest-stack (--source-stack) naming another stack than a backend stack's place: a usage
+# error, nothing written (it wrote URNs of stack 'zzz' into proj/b, which Pulumi's next update
+# would delete)
+S0=$B/.pulumi/stacks/proj/src.json
+cp "$T/src.json" "$S0"
+run "move --dest-stack another stack" st move --backend "$B" --source proj/src --dest proj/newb --dest-stack proj/zzz 'urn:pulumi:src::proj::my:index:Comp::m'
+check_rc 2
+check_err "statetool: error: --dest-stack proj/zzz names another stack than proj/newb: a stack of a backend belongs to the stack and project its place names, as Pulumi sees it (leave --dest-stack out)
+Try 'statetool move --help' for more information."
+check_same "$T/src.json" "$S0"; check_absent "$B/.pulumi/stacks/proj/newb.json"
+run "move --source-stack another stack" st move --backend "$B" --source proj/src --dest proj/newb --source-stack other/src 'urn:pulumi:src::proj::my:index:Comp::m'
+check_rc 2; check_err_has "statetool: error: --source-stack other/src names another stack than proj/src"
+run "import --dest-stack another stack" st import --backend "$B" --stack proj/src --dest-stack proj/other --file "$T/imp1.json" --no-read
+check_rc 2; check_err_has "statetool: error: --dest-stack proj/other names another stack than proj/src"
+check_same "$T/src.json" "$S0"
+run "import --dest-stack its own names" st import --dry-run --backend "$B" --stack proj/src --dest-stack proj/src --file "$T/imp1.json" --no-read
+check_rc 0; check_out_has "would add urn:pulumi:src::proj::aws:s3/bucket:Bucket::zz (ID zz-1)"
+rm "$S0"
 # a plain file's lock (<file>.lock) alike
 cp "$B/.pulumi/stacks/proj/dev.json" "$T/plain.json"
 printf '{"pid":4242,"username":"alice","hostname":"ci-runner","timestamp":"2024-05-01T10:00:00Z"}' > "$T/plain.json.lock"
