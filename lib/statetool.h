@@ -1600,7 +1600,9 @@ ST_EXTERN int st_project_name_valid(const char *name);
  * PULUMI_DIY_BACKEND_DISABLE_CHECKPOINT_BACKUPS, alias PULUMI_DISABLE_CHECKPOINT_BACKUPS, is
  * "1" or "true"), and writes an update record <stack>-<UnixNano>.history.json with a copy of
  * the state beside it (<stack>-<UnixNano>.checkpoint.json) in .pulumi/history/<project>/
- * <stack>/. st_backend_save does as Pulumi's updates do: after writing, the new state is
+ * <stack>/. With PULUMI_DIY_BACKEND_RETAIN_CHECKPOINTS (alias PULUMI_RETAIN_CHECKPOINTS) "1" or
+ * "true", Pulumi also writes each saved object again as <object>.<UnixNano> beside it, and so
+ * does st_backend_save. st_backend_save does as Pulumi's updates do: after writing, the new state is
  * copied to the backups; before, the state it replaces is copied there too (timed by its
  * modification time) unless the newest backup already holds its bytes. So each statetool
  * change leaves the state before and after it as generations.

@@ -22,6 +22,15 @@ static int backups_disabled(void)
 	return env_true(v);
 }
 
+/* PULUMI_DIY_BACKEND_RETAIN_CHECKPOINTS (alias PULUMI_RETAIN_CHECKPOINTS). */
+static int checkpoints_retained(void)
+{
+	const char *v = getenv("PULUMI_DIY_BACKEND_RETAIN_CHECKPOINTS");
+	if (!v)
+		v = getenv("PULUMI_RETAIN_CHECKPOINTS");
+	return env_true(v);
+}
+
 static char *backup_dir(const char *project, const char *stack)
 {
 	return project ? st_asprintf(".pulumi/backups/%s/%s/", project, stack)
@@ -298,6 +307,16 @@ static int same_bytes(st_store *s, const char *a, const char *b)
 	return same;
 }
 
+/* Pulumi's saveCheckpoint, when checkpoints are retained: the object just written, again as
+ * <object>.<UnixNano> beside it (which no listing takes for a stack). */
+static int retain_checkpoint(st_store *s, const char *key, st_error *err)
+{
+	char *dst = st_asprintf("%s.%lld", key, now_ns());
+	int rc = dst ? st_store_copy(s, key, dst, err) : st__err(err, ST_ENOMEM, "out of memory");
+	free(dst);
+	return rc;
+}
+
 int st__diy_generation(st_backend *b, const char *stack, const char *key, int before,
 		       st_error *err)
 {
@@ -307,6 +326,9 @@ int st__diy_generation(st_backend *b, const char *stack, const char *key, int be
 	const char *ext = json_ext(key);
 	int rc;
 
+	if (s && ext && !before && checkpoints_retained() &&
+	    (rc = retain_checkpoint(s, key, err)) != ST_OK)
+		return rc;
 	if (!s || !ext || backups_disabled())
 		return ST_OK;
 	if ((rc = st__diy_names(b, stack, &project, &name, err)) != ST_OK)

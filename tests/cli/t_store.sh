@@ -136,6 +136,26 @@ run "the main zstd variable wins over its alias" env PULUMI_DIY_BACKEND_ZSTD=0 P
 check_rc 0; check_absent "$D/z.json.zst"
 run "plain again" jq -r .checkpoint.stack "$D/z.json"
 check_out 'organization/proj/z'
+# PULUMI_DIY_BACKEND_RETAIN_CHECKPOINTS (alias PULUMI_RETAIN_CHECKPOINTS): each save's bytes
+# again as <object>.<UnixNano> beside it (Pulumi's saveCheckpoint), which no listing takes for a stack
+run "retained checkpoint" env PULUMI_DIY_BACKEND_RETAIN_CHECKPOINTS=true "$STATETOOL" protect --backend "$B" --stack proj/z --all
+check_rc 0
+run "one copy, named <object>.<digits>" sh -c "cd '$D' && ls | grep -E '^z\.json\.[0-9]{18,}\$' | wc -l"
+check_out "1"
+check_same "$D/z.json" "$D/$(cd "$D" && ls | grep -E '^z\.json\.[0-9]+$')"
+run "the alias, read when the main variable is unset" env PULUMI_RETAIN_CHECKPOINTS=1 "$STATETOOL" unprotect --backend "$B" --stack proj/z --all
+check_rc 0
+run "two copies" sh -c "cd '$D' && ls | grep -cE '^z\.json\.[0-9]+\$'"
+check_out "2"
+run "the main variable wins over its alias" env PULUMI_DIY_BACKEND_RETAIN_CHECKPOINTS=false PULUMI_RETAIN_CHECKPOINTS=1 "$STATETOOL" protect --backend "$B" --stack proj/z --all
+check_rc 0
+run "still two" sh -c "cd '$D' && ls | grep -cE '^z\.json\.[0-9]+\$'"
+check_out "2"
+run "a retained copy is no stack" st list --backend "$B" --stack proj/z
+check_rc 0; check_out_has "my:index:Comp::c"
+run "stacks lists z once" sh -c "'$STATETOOL' stacks --backend '$B' | grep -c 'organization/proj/z '"
+check_out "1"
+rm -f "$D"/z.json.[0-9]*
 # a truncated zstd stack: refused with a clear message, nothing changed
 zstd -q -c "$P/valid-checkpoint-v3-diy.json" | head -c 300 > "$D/t.json.zst"
 cp "$D/t.json.zst" "$T/t-before.zst"
