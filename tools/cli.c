@@ -615,6 +615,24 @@ int cli_lock(cli_target *t, st_lock **out)
 	return EXIT_OK;
 }
 
+void cli_unlock(const cli_target *t, st_lock *lock)
+{
+	st_error err;
+
+	st_error_clear(&err);
+	if (!lock || st_lock_release(lock, &err) == ST_OK)
+		return;
+	/* (a URL may hold a password: the stack's name, not its backend's URL) */
+	if (t->backend)
+		fprintf(stderr,
+			"%s: warning: %s; remove it with `statetool unlock -s %s` (and its "
+			"--backend)\n",
+			cli_prog, err.message, t->qname);
+	else
+		fprintf(stderr, "%s: warning: %s; remove it with `statetool unlock %s`\n", cli_prog,
+			err.message, t->path);
+}
+
 void cli_dry_lock(cli_target *t)
 {
 	st_error err;

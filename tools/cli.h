@@ -187,6 +187,10 @@ int cli_load_ex(cli_target *t, st_state **out, int lazy);
 extern int cli_lazy; /* 0: STATETOOL_LAZY=0, every state loaded in full */
 /* Takes the target's lock (Pulumi's for a stack, <file>.lock for a file). */
 int cli_lock(cli_target *t, st_lock **out);
+/* Releases a lock cli_lock took on t (NULL: nothing). The change is done whatever happens, so
+ * a lock that cannot be removed is a warning, not a failure: Pulumi's message and the
+ * `statetool unlock` that removes it (the next `pulumi up` would find the stack locked). */
+void cli_unlock(const cli_target *t, st_lock *lock);
 /* A dry run takes no lock (nor does Pulumi's preview) but tells of one the real run would meet:
  * a note on stderr, and the lock's message kept in t->locked for a --json document's "locked"
  * member (cli_dry_locked_json). */

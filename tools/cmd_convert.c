@@ -341,8 +341,7 @@ int cmd_convert(int argc, char **argv)
 	if (rc == EXIT_OK && a.json)
 		rc = print_doc(s, &t, a.out, written);
 done:
-	if (lock)
-		st_lock_release(lock, NULL);
+	cli_unlock(ot.backend ? &ot : &t, lock);
 	cli_target_free(&ot);
 	cli_state_done(s);
 	cli_target_free(&t);

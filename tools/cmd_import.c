@@ -513,8 +513,7 @@ out:
 	st_problems_clear(&rp);
 	json_decref(doc);
 	st_secrets_free(sec);
-	if (lock)
-		st_lock_release(lock, NULL);
+	cli_unlock(t, lock);
 	cli_state_done(s);
 	cli_target_free(t);
 	return rc;

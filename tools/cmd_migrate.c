@@ -152,8 +152,7 @@ int cmd_migrate(int argc, char **argv)
 			printf("  %s\n", ch.lines[i]);
 	}
 done:
-	if (lock)
-		st_lock_release(lock, NULL);
+	cli_unlock(&t, lock);
 	st_changes_clear(&ch);
 	st_state_free(s);
 	cli_target_free(&t);

@@ -734,8 +734,7 @@ static int open_sides(args *a)
 static void close_side(side *sd)
 {
 	st_edit_free(sd->e);
-	if (sd->lock)
-		st_lock_release(sd->lock, NULL);
+	cli_unlock(&sd->t, sd->lock);
 	cli_state_done(sd->s);
 	cli_target_free(&sd->t);
 }

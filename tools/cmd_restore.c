@@ -303,8 +303,7 @@ out:
 	json_decref(doc);
 	st_state_free(cur);
 	st_state_free(old);
-	if (lock)
-		st_lock_release(lock, NULL);
+	cli_unlock(t, lock);
 	return rc;
 }
 
@@ -412,8 +411,7 @@ out:
 	json_decref(doc);
 	free(key);
 	free(bak);
-	if (lock)
-		st_lock_release(lock, NULL);
+	cli_unlock(&t, lock);
 	if (owned)
 		st_store_free(store);
 	cli_target_free(&t);

@@ -205,8 +205,7 @@ out:
 	st_changes_clear(&ch);
 	st_diff_clear(&d);
 	st_problems_clear(&probs);
-	if (lock)
-		st_lock_release(lock, NULL);
+	cli_unlock(t, lock);
 	cli_state_done(s);
 	cli_target_free(t);
 	if (rc == EXIT_OK)

@@ -216,6 +216,19 @@ run "SAS: locked" st untaint --backend "$SU" --stack proj/dev 'urn:pulumi:dev::p
 check_rc 1; check_err_has "the stack is currently locked by 1 lock(s)"
 run "SAS: unlock" st unlock --backend "$SU" --stack proj/dev
 check_rc 0; check_out "removed 1 lock of proj/dev"
+# no delete permission: the change is made, but its lock cannot be removed: a warning naming
+# the lock and the unlock that removes it (Pulumi's message), exit 0 (it was silent)
+AZURE_STORAGE_SAS_TOKEN=$(sas racwl)
+SIG=${AZURE_STORAGE_SAS_TOKEN##*sig=}
+run "SAS without delete: an edit leaves its lock, and says so" st protect --backend "$SU" --stack proj/dev 'urn:pulumi:dev::proj::my:index:Comp::c'
+check_rc 0; check_out_has "protected"
+check_err_has "statetool: warning: there was a problem deleting the lock at azblob://$C/state/.pulumi/locks/organization/proj/dev/"
+check_err_has "manual clean up may be required: azblob: DeleteBlob"
+check_err_has "; remove it with \`statetool unlock -s organization/proj/dev\` (and its --backend)"
+check_err_lacks "$SIG"; check_err_lacks "sig="
+AZURE_STORAGE_SAS_TOKEN=$(sas racwdl)
+run "SAS: the left lock is removed" st unlock --backend "$SU" --stack proj/dev
+check_rc 0; check_out "removed 1 lock of proj/dev"
 # read-only: reading works, a change is refused and changes nothing
 AZURE_STORAGE_SAS_TOKEN=$(sas rl)
 SIG=${AZURE_STORAGE_SAS_TOKEN##*sig=}
