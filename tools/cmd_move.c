@@ -466,8 +466,47 @@ static int parse(int argc, char **argv, args *a)
 	return -1;
 }
 
+static int param_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A place as a URL with its query's parameters sorted ("s3://b/k?region=r&endpoint=e" and
+ * "s3://b/k?endpoint=e&region=r" are one object); new, NULL when out of memory. */
+static char *canon_where(const char *w)
+{
+	const char *q = strchr(w, '?');
+	char *dup, *params[64], *p, *save = NULL, *out;
+	size_t n = 0, len = strlen(w);
+
+	if (!q || !(dup = strdup(q + 1)))
+		return q ? NULL : strdup(w);
+	for (p = strtok_r(dup, "&", &save); p; p = strtok_r(NULL, "&", &save)) {
+		if (n == 64) { /* no URL of a store has as many: compared as it is */
+			free(dup);
+			return strdup(w);
+		}
+		params[n++] = p;
+	}
+	qsort(params, n, sizeof(*params), param_cmp);
+	if ((out = malloc(len + 2))) {
+		size_t used = (size_t)(q - w);
+		memcpy(out, w, used);
+		for (size_t i = 0; i < n; i++) {
+			size_t pl = strlen(params[i]);
+			out[used++] = i ? '&' : '?';
+			memcpy(out + used, params[i], pl);
+			used += pl;
+		}
+		out[used] = '\0';
+	}
+	free(dup);
+	return out;
+}
+
 /* Do the two sides name the same stack or file? The same backend and stack, or the same
- * object: where each is (a local file of a file store is compared by its inode). */
+ * object: where each is (its URL's parameters in any order; a local file of a file store is
+ * compared by its inode). */
 static int same_target(const side *a, const side *b)
 {
 	const char *wa = cli_target_where(&a->t), *wb = cli_target_where(&b->t);
@@ -478,6 +517,12 @@ static int same_target(const side *a, const side *b)
 	if (!wa || !wb)
 		return 0;
 	if (!strcmp(wa, wb))
+		return 1;
+	char *ca = canon_where(wa), *cb = canon_where(wb);
+	int same = ca && cb && !strcmp(ca, cb);
+	free(ca);
+	free(cb);
+	if (same)
 		return 1;
 	return stat(wa, &sa) == 0 && stat(wb, &sb) == 0 && sa.st_dev == sb.st_dev &&
 	       sa.st_ino == sb.st_ino;
@@ -642,6 +687,20 @@ static int write_pair(void *ctx, st_state *dst, st_state *src, st_error *err)
 	return st_journal_save("move", &A, &B, err);
 }
 
+/* A move that failed after its commit point (a journal written) is not undone but finished:
+ * the destination holds the resources and the source may still hold them. Says so. */
+static void say_committed(const st_pair_side to[2])
+{
+	if (!st_journal_pending_key(to[0].store, to[0].key) &&
+	    !st_journal_pending_key(to[1].store, to[1].key))
+		return;
+	fprintf(stderr,
+		"%s: note: the move is committed but not finished: `statetool move --recover` "
+		"with the same --source and --dest (and backends), or any statetool command on "
+		"either stack, completes it\n",
+		cli_prog);
+}
+
 /* Both sessions committed as one: checked, then (not on a dry run) written; a failure rolls
  * both back. */
 static int commit(args *a)
@@ -685,6 +744,8 @@ static int commit(args *a)
 		cli_error(&err);
 		for (size_t i = 0; i < probs.count; i++)
 			cli_problem(&probs.items[i]);
+		if (!a->dry)
+			say_committed(to);
 	}
 	st_problems_clear(&probs);
 out:

@@ -89,6 +89,35 @@ static const char *short_name(const st_stack_info *si, char *buf, size_t n)
 
 /* ---- one stack's state ---- */
 
+/* The fix of a state in the wrong place. A copy of another stack's object (its checkpoint
+ * and its URNs name that stack) goes back to the name it holds: `stack rename`, which
+ * rewrites the checkpoint and the URNs together. Else an edit of the URNs (judged by the
+ * checkpoint, which names the place). */
+static int add_place_fixes(doctor *d, st_state *s, const st_problems *pl, const char *name,
+			   const char *where)
+{
+	const char *cs = st_state_checkpoint_stack(s);
+	int copy = 0, rc = ST_OK;
+	char args[1200];
+
+	for (size_t i = 0; i < pl->count; i++)
+		copy |= !strcmp(pl->items[i].rule, "place/stack-mismatch") ? 1
+			: !strcmp(pl->items[i].rule, "place/urn-mismatch")  ? 2
+									    : 0;
+	if (copy == 3 && cs && !strncmp(cs, "organization/", 13))
+		snprintf(args, sizeof(args), "--stack %s %s", name, cs + 13);
+	else
+		snprintf(args, sizeof(args), "--stack %s", name);
+	for (size_t i = 0; rc == ST_OK && i < pl->count; i++) {
+		char *msg = st_asprintf("[%s] %s", pl->items[i].rule, pl->items[i].message);
+		rc = msg ? add_fix(d, "place", name, where, copy == 3 ? "stack rename" : "edit",
+				   args, msg)
+			 : ST_ENOMEM;
+		free(msg);
+	}
+	return rc;
+}
+
 static int check_problems(doctor *d, st_state *s, const char *qname, const char *name,
 			  const char *where)
 {
@@ -99,8 +128,9 @@ static int check_problems(doctor *d, st_state *s, const char *qname, const char 
 
 	vo.skip_schema = 1;
 	snprintf(args, sizeof(args), "--stack %s", name);
+	/* every URN against the place, as the editing commands check it before a change */
 	if ((rc = st_validate(s, &vo, &p, NULL)) != ST_OK ||
-	    (rc = st_check_place(s, qname, 0, &pl, NULL)) != ST_OK)
+	    (rc = st_check_place(s, qname, ST_PLACE_ALL, &pl, NULL)) != ST_OK)
 		goto out;
 	for (size_t i = 0; i < p.count && !first[0]; i++)
 		if (p.items[i].severity == ST_SEV_ERROR)
@@ -112,11 +142,8 @@ static int check_problems(doctor *d, st_state *s, const char *qname, const char 
 		rc = msg ? add_fix(d, "integrity", name, where, "repair", args, msg) : ST_ENOMEM;
 		free(msg);
 	}
-	for (size_t i = 0; rc == ST_OK && i < pl.count; i++) {
-		char *msg = st_asprintf("[%s] %s", pl.items[i].rule, pl.items[i].message);
-		rc = msg ? add_fix(d, "place", name, where, "edit", args, msg) : ST_ENOMEM;
-		free(msg);
-	}
+	if (rc == ST_OK)
+		rc = add_place_fixes(d, s, &pl, name, where);
 out:
 	st_problems_clear(&p);
 	st_problems_clear(&pl);

@@ -229,6 +229,19 @@ check_err_lacks "$SIG"; check_err_lacks "sig="
 AZURE_STORAGE_SAS_TOKEN=$(sas racwdl)
 run "SAS: the left lock is removed" st unlock --backend "$SU" --stack proj/dev
 check_rc 0; check_out "removed 1 lock of proj/dev"
+# a move that fails after its commit point (the staged object cannot be deleted once
+# installed) says it is committed and how it is completed; the next command completes it
+AZURE_STORAGE_SAS_TOKEN=$(sas racwl)
+run "SAS without delete: a move fails after its commit" env PULUMI_CONFIG_PASSPHRASE="correct horse battery staple" "$STATETOOL" move --backend "$SU" --source proj/prod --dest proj/moved 'urn:pulumi:prod::proj::my:index:Comp::c'
+check_rc 1
+check_err_has "statetool: note: the move is committed but not finished: \`statetool move --recover\` with the same --source and --dest (and backends), or any statetool command on either stack, completes it"
+AZURE_STORAGE_SAS_TOKEN=$(sas racwdl)
+run "SAS: the next command completes it" env PULUMI_CONFIG_PASSPHRASE="correct horse battery staple" "$STATETOOL" move --recover --backend "$SU" --source proj/prod --dest proj/moved
+check_rc 0; check_out_has "the interrupted move is complete; its journal is removed"
+run "SAS: the moved resource is in the destination" st list --backend "$SU" --stack proj/moved
+check_rc 0; check_out_has "my:index:Comp::c"
+st unlock --backend "$SU" --stack proj/prod >/dev/null 2>&1
+st unlock --backend "$SU" --stack proj/moved >/dev/null 2>&1
 # read-only: reading works, a change is refused and changes nothing
 AZURE_STORAGE_SAS_TOKEN=$(sas rl)
 SIG=${AZURE_STORAGE_SAS_TOKEN##*sig=}

@@ -152,4 +152,31 @@ run "usage: --lock-age" st doctor --backend "$L" --lock-age soon
 check_rc 2; check_err_has "invalid --lock-age 'soon'"
 run "a missing backend" st doctor --backend "$T/nowhere"
 check_rc 1; check_err_has "statetool: error: "
+# states in the wrong place: a copy of another stack's object (its checkpoint and URNs name
+# 'orig') goes back by `stack rename`, which fixes both; URNs of another stack under a
+# checkpoint that names the place (what a --dest-stack could write) are reported too (the
+# editing commands refuse that stack), fixed by an edit of the URNs
+P2=$T/p2
+mkdir -p "$P2/.pulumi/stacks/shop"
+printf 'version: 1\n' >"$P2/.pulumi/meta.yaml"
+ck shop orig "$(root shop orig),$(bucket shop orig b b-9)" >"$P2/.pulumi/stacks/shop/copy.json"
+printf '{"version":3,"checkpoint":{"stack":"organization/shop/mixed","latest":{"manifest":{"time":"2024-01-02T03:04:05Z","magic":"%s","version":"v3.100.0"},"resources":[%s]}}}\n' \
+	"$MAGIC" "$(root shop zzz),$(bucket shop zzz m m-1)" >"$P2/.pulumi/stacks/shop/mixed.json"
+run "misplaced states" st doctor --backend "$P2"
+check_rc 1
+check_out "shop/copy: place: [place/stack-mismatch] the checkpoint names stack 'organization/shop/orig', but it is the state of stack 'organization/shop/copy' (where it lies in its backend; Pulumi goes by that, and writes 'organization/shop/copy' at its next save)
+  at: $P2/.pulumi/stacks/shop/copy.json
+  fix: statetool stack rename --backend $P2 --stack shop/copy shop/orig
+shop/copy: place: [place/urn-mismatch] 2 resource URNs name stack 'orig' of project 'shop' (the first: urn:pulumi:orig::shop::pulumi:pulumi:Stack::shop-orig), but it is the state of stack 'copy' of project 'shop': Pulumi would see none of them in the program's stack
+  at: $P2/.pulumi/stacks/shop/copy.json
+  fix: statetool stack rename --backend $P2 --stack shop/copy shop/orig
+shop/mixed: place: [place/urn-mismatch] 2 resource URNs name stack 'zzz' of project 'shop' (the first: urn:pulumi:zzz::shop::pulumi:pulumi:Stack::shop-zzz), but it is the state of stack 'mixed' of project 'shop': Pulumi would see none of them in the program's stack
+  at: $P2/.pulumi/stacks/shop/mixed.json
+  fix: statetool edit --backend $P2 --stack shop/mixed
+3 problems found (2 stacks checked)"
+run "the rename it names fixes the copy" st stack rename --backend "$P2" --stack shop/copy shop/orig
+check_rc 0
+rm "$P2/.pulumi/stacks/shop/mixed.json"
+run "then no problem" st doctor --backend "$P2"
+check_rc 0; check_out "no problems found (1 stack checked)"
 finish

@@ -87,6 +87,16 @@ cp "$T/got" "$T/edited.json"
 run "no lock left behind" st unlock --backend "$B" --stack proj/dev
 check_rc 0; check_out "removed 0 locks of proj/dev"
 
+# the same stack through the URL's parameters in another order: the same-stack usage error,
+# not a lock "held by another process" (the command's own, taken for the first side)
+B2="s3://$bucket/team?region=${ST_TEST_S3_REGION:-us-east-1}&use_path_style=true&endpoint=$EP"
+run "move to itself, parameters reordered" st move --source-backend "$B" --dest-backend "$B2" --source proj/dev --dest proj/dev 'urn:pulumi:dev::proj::my:index:Comp::c'
+check_rc 2; check_err_has "the source and the destination are the same stack"
+check_err_lacks "currently locked"
+check_object "$K/stacks/proj/dev.json" "$T/edited.json"
+run "no lock left by it" st unlock --backend "$B" --stack proj/dev
+check_rc 0; check_out "removed 0 locks of proj/dev"
+
 # ---- a lock held by Pulumi ----
 printf '{"pid":4242,"username":"alice","hostname":"ci-runner","timestamp":"2024-05-01T10:00:00.123456789+02:00"}' >"$T/lock.json"
 run "put Pulumi's lock" s3 PUT "/$bucket/$K/locks/organization/proj/dev/6a1f0e2c-0000-4000-8000-000000000001.json" "$T/lock.json"
