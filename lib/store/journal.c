@@ -14,9 +14,13 @@
  *      under another key is kept as its .bak and removed
  *   6. B installed
  *   7. A's journal removed; then B's
- * Recovery (st_journal_recover_key, st_backend_recover) reads a journal beside either side,
- * opens the other side's store from the URL in it and rolls forward: a side still holding its
- * old bytes gets its staged version. Before step 4 completes, only one journal or none exists
+ * Each side also names the lock the writer holds on it ("lock", and "lock_made", the folder
+ * the lock's write made; pairlock.c): optional members, absent in journals of older statetools.
+ * Recovery (st_journal_recover_key; st_backend_recover in journal_names.c) reads a journal
+ * beside either side, opens the other side's store from the URL in it, takes both stacks'
+ * locks (a lock other than the crashed operation's own refuses it: pairlock.c) and rolls
+ * forward: a side still holding its old bytes gets its staged version; then the crashed
+ * operation's locks are removed. Before step 4 completes, only one journal or none exists
  * and nothing has been replaced, so rolling forward is still exactly the operation that was
  * asked for. Nothing depends on a rename across stores: only on a write (or a copy) replacing
  * an object whole. Journals of version 2 (BLAKE2b-256) and 1 (SHA-256), which name local files
@@ -37,8 +41,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define JOURNAL_SUFFIX ".statetool-journal"
-#define STAGED_SUFFIX ".statetool-new"
 #define JOURNAL_VERSION 3
 
 /* One side of the operation, as the writer and the recovery see it. */
@@ -47,6 +49,7 @@ typedef struct jside {
 	int owns;
 	char *url;                         /* the store's locator */
 	char *key, *old_key, *staged, *journal; /* old_key: where the current version is */
+	char *lock, *lock_made; /* the writer's lock on the side and the folder it made, or NULL */
 	char old_hex[65], new_hex[65];
 	int old_exists;
 	/* the new version while writing: a state streamed, or bytes (a compressed state) */
@@ -69,6 +72,8 @@ static void jside_free(jside *sd)
 	free(sd->old_key);
 	free(sd->staged);
 	free(sd->journal);
+	free(sd->lock);
+	free(sd->lock_made);
 	free(sd->data);
 	memset(sd, 0, sizeof(*sd));
 }
@@ -201,6 +206,7 @@ static int side_prepare(jside *sd, const st_pair_side *in, st_error *err)
 	    !(sd->staged = st_asprintf("%s" STAGED_SUFFIX, in->key)) ||
 	    !(sd->journal = st_asprintf("%s" JOURNAL_SUFFIX, old)))
 		return st__err(err, ST_ENOMEM, "out of memory");
+	st__pairlock_mine(in->store, in->key, &sd->lock, &sd->lock_made);
 	st_state_fix_magic(in->state);
 	if (st_state_compression(in->state) == ST_COMPRESS_NONE) {
 		sd->state = in->state;
@@ -357,8 +363,11 @@ static json_t *side_json(const jside *sd)
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "store", sd->url, "key", sd->key,
 			      "old_hash", sd->old_exists ? sd->old_hex : "", "new_hash",
 			      sd->new_hex, "staged", sd->staged, "journal", sd->journal);
-	if (o && strcmp(sd->key, sd->old_key) &&
-	    json_object_set_new(o, "old_key", json_string(sd->old_key))) {
+	if (o && ((strcmp(sd->key, sd->old_key) &&
+		   json_object_set_new(o, "old_key", json_string(sd->old_key))) ||
+		  (sd->lock && json_object_set_new(o, "lock", json_string(sd->lock))) ||
+		  (sd->lock_made &&
+		   json_object_set_new(o, "lock_made", json_string(sd->lock_made))))) {
 		json_decref(o);
 		return NULL;
 	}
@@ -509,9 +518,14 @@ static void journal_free(journal *j)
 	jside_free(&j->side[1]);
 }
 
-/* The store of a side: one the caller has open when its locator matches, else opened. */
-static int side_store(jside *sd, st_store *const *known, size_t nknown, st_error *err)
+/* The store of a side: one the caller has open when its locator matches, else opened from
+ * the journal's URL, which has no credentials: a failure says so. */
+static int side_store(const journal *j, jside *sd, st_store *const *known, size_t nknown,
+		      st_error *err)
 {
+	st_error oerr;
+	int rc, pg = !strncmp(sd->url, "postgres://", 11) || !strncmp(sd->url, "postgresql://", 13);
+
 	for (size_t i = 0; i < nknown; i++) {
 		char *loc = known[i] ? st__store_locator(known[i]) : NULL;
 		int same = loc && !strcmp(loc, sd->url);
@@ -522,7 +536,15 @@ static int side_store(jside *sd, st_store *const *known, size_t nknown, st_error
 		}
 	}
 	sd->owns = 1;
-	return st_store_open(&sd->store, sd->url, err);
+	st_error_clear(&oerr);
+	if ((rc = st_store_open(&sd->store, sd->url, &oerr)) == ST_OK || rc == ST_ENOMEM)
+		return rc == ST_OK ? ST_OK : st__err(err, rc, "out of memory");
+	return st__err(err, rc,
+		       "cannot complete the interrupted %s recorded in '%s': %s; the journal keeps "
+		       "no credentials: they come from the environment%s, or `statetool move "
+		       "--recover` with the same URLs completes it",
+		       j->op ? j->op : "operation", j->where ? j->where : "?", oerr.message,
+		       pg ? " (PGPASSWORD or PGPASSFILE: the URL's password is not kept)" : "");
 }
 
 static int sibling(const char *key, const char *of, const char *suffix)
@@ -538,14 +560,20 @@ static int parse_v3(jside *sd, json_t *f, st_error *err)
 	const char *old = st_json_str(f, "old_key"), *staged = st_json_str(f, "staged");
 	const char *jn = st_json_str(f, "journal");
 	const char *oh = st_json_str(f, "old_hash"), *nh = st_json_str(f, "new_hash");
+	const char *lk = st_json_str(f, "lock"), *made = st_json_str(f, "lock_made");
 
 	if (!old)
 		old = key;
 	if (!url || !key || !oh || !nh || strlen(oh) > 64 || strlen(nh) > 64 ||
 	    !st_store_key_valid(key) || !st_store_key_valid(old) ||
-	    !sibling(staged, key, STAGED_SUFFIX) || (jn && !sibling(jn, old, JOURNAL_SUFFIX)))
+	    !sibling(staged, key, STAGED_SUFFIX) || (jn && !sibling(jn, old, JOURNAL_SUFFIX)) ||
+	    (json_object_get(f, "lock") && (!lk || !st_store_key_valid(lk))) ||
+	    (json_object_get(f, "lock_made") && (!lk || !made || strncmp(lk, made, strlen(made)))))
 		return st__err(err, ST_EFORMAT, "the journal names a side it cannot describe (a "
-						"store, a key, its staged object beside it, hashes)");
+						"store, a key, its staged object beside it, hashes, "
+						"its lock)");
+	if ((lk && !(sd->lock = st_strdup(lk))) || (made && !(sd->lock_made = st_strdup(made))))
+		return st__err(err, ST_ENOMEM, "out of memory");
 	if (!(sd->url = st_strdup(url)) || !(sd->key = st_strdup(key)) ||
 	    !(sd->old_key = st_strdup(old)) || !(sd->staged = st_strdup(staged)) ||
 	    !(sd->journal = st_asprintf("%s" JOURNAL_SUFFIX, old)))
@@ -617,7 +645,7 @@ static int journal_read(journal *j, st_store *s, const char *jkey, st_store *con
 		rc = v == JOURNAL_VERSION ? parse_v3(&j->side[i], f, err)
 					  : parse_v12(&j->side[i], f, j->v1, err);
 		if (rc == ST_OK && !j->side[i].store)
-			rc = side_store(&j->side[i], known, nknown, err);
+			rc = side_store(j, &j->side[i], known, nknown, err);
 	}
 	return rc;
 }
@@ -704,7 +732,24 @@ static int tidy_installed(const journal *j, jside *sd, st_error *err)
 	return rc;
 }
 
-static int recover_journal(journal *j, st_changes *report, st_error *err)
+/* The recovery's locks on both sides (see pairlock.c): refused, nothing written, when someone
+ * else holds one. */
+static int recover_lock(const journal *j, st_lock *taken[2], st_error *err)
+{
+	const char *loc[2] = {j->side[0].url, j->side[1].url};
+	const char *key[2] = {j->side[0].key, j->side[1].key};
+	char *tail = st__pairlock_tail(j->op, j->where ? j->where : "?", loc, key);
+	int rc = tail ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
+
+	for (int i = 0; rc == ST_OK && i < 2; i++)
+		rc = st__pairlock_take(&taken[i], j->side[i].store, j->side[i].key,
+				       j->side[i].lock, tail, err);
+	free(tail);
+	return rc;
+}
+
+/* Each side not yet installed gets its staged version; the journals go. */
+static int roll_forward(journal *j, st_changes *report, st_error *err)
 {
 	int installed[2], rc;
 
@@ -728,6 +773,22 @@ static int recover_journal(journal *j, st_changes *report, st_error *err)
 		remove_quietly(j->side[i].store, j->side[i].journal);
 	st_changes_add(report, "the interrupted %s is complete; its journal is removed", j->op);
 	return ST_OK;
+}
+
+static int recover_journal(journal *j, st_changes *report, st_error *err)
+{
+	st_lock *taken[2] = {NULL, NULL};
+	int rc = recover_lock(j, taken, err);
+
+	if (rc == ST_OK)
+		rc = roll_forward(j, report, err);
+	for (int i = 0; i < 2; i++)
+		st_lock_release(taken[i], NULL);
+	/* complete: the crashed operation's locks go (never this process's: not recorded) */
+	for (int i = 0; rc == ST_OK && i < 2; i++)
+		st__pairlock_remove(j->side[i].store, j->op, j->side[i].lock,
+				    j->side[i].lock_made, report);
+	return rc;
 }
 
 int st_journal_recover_key(st_store *s, const char *key, st_store *const *known, size_t nknown,
@@ -789,95 +850,6 @@ int st_journal_pending_key(st_store *s, const char *key)
 
 /* ---- plain files ---- */
 
-int st_journal_pending(const char *path, char **other)
-{
-	st_store *s = NULL;
-	char *key = NULL, *jkey = NULL, *me = NULL;
-	json_t *doc = NULL, *arr, *f;
-	size_t i;
-	int found = 0;
-
-	if (other)
-		*other = NULL;
-	if (st__store_for_path(&s, &key, path, NULL) != ST_OK)
-		return 0;
-	found = st_journal_pending_key(s, key);
-	if (found && other && (jkey = st_asprintf("%s" JOURNAL_SUFFIX, key))) {
-		char *text = NULL;
-		size_t len;
-		if (st_store_read(s, jkey, 1 << 20, &text, &len, NULL, NULL) == ST_OK)
-			st_json_parse(&doc, text, len, NULL, NULL, NULL, NULL, NULL);
-		free(text);
-		me = st__store_local_path(s, key);
-	}
-	arr = json_object_get(doc, "sides") ? json_object_get(doc, "sides")
-					    : json_object_get(doc, "files");
-	json_array_foreach(arr, i, f) {
-		const char *p = st_json_str(f, "path"), *u = st_json_str(f, "store");
-		const char *k = st_json_str(f, "key");
-		char *w = p ? st_strdup(p)
-		      : u && k && !strncmp(u, "file://", 7) ? st_asprintf("%s/%s", u + 7, k)
-		      : u && k ? st_asprintf("%s/%s", u, k) : NULL;
-		char real[4096];
-		if (w && me && realpath(me, real) && !strcmp(real, w)) {
-			free(w);
-			continue;
-		}
-		if (other && !*other)
-			*other = w;
-		else
-			free(w);
-	}
-	json_decref(doc);
-	free(me);
-	free(jkey);
-	free(key);
-	st_store_free(s);
-	return found;
-}
-
-int st_journal_recover(const char *path, st_changes *report, st_error *err)
-{
-	st_store *s = NULL;
-	char *key = NULL;
-	int rc = st__store_for_path(&s, &key, path, err);
-
-	if (rc == ST_OK)
-		rc = st_journal_recover_key(s, key, NULL, 0, 0, report, err);
-	free(key);
-	st_store_free(s);
-	return rc;
-}
-
-/* Two plain files as one operation: each written by the store of its directory. */
-static int pair_paths(const char *op, st_state *a, const char *path_a, st_state *b,
-		      const char *path_b, st_error *err)
-{
-	st_store *sa = NULL, *sb = NULL;
-	char *ka = NULL, *kb = NULL;
-	int rc = st__store_for_path(&sa, &ka, path_a, err);
-
-	if (rc == ST_OK)
-		rc = st__store_for_path(&sb, &kb, path_b, err);
-	if (rc == ST_OK) {
-		st_pair_side A = {sa, ka, NULL, a}, B = {sb, kb, NULL, b};
-		rc = st_journal_save(op, &A, &B, err);
-	}
-	free(ka);
-	free(kb);
-	st_store_free(sa);
-	st_store_free(sb);
-	return rc;
-}
-
-int st_state_save_pair(const char *op, st_state *a, const char *path_a, st_state *b,
-		       const char *path_b, st_error *err)
-{
-	ST_ASSERT_ARG(a);
-	ST_ASSERT_ARG(b);
-	return pair_paths(op, a, path_a, b, path_b, err);
-}
-
 int st_journal_write_pair(const char *op, const char *path_a, const void *data_a, size_t len_a,
 			  const char *path_b, const void *data_b, size_t len_b, st_error *err)
 {
@@ -904,6 +876,8 @@ int st_journal_write_pair(const char *op, const char *path_a, const void *data_a
 		B.store = sb;
 		A.key = ka;
 		B.key = kb;
+		st__pairlock_mine(sa, ka, &A.lock, &A.lock_made);
+		st__pairlock_mine(sb, kb, &B.lock, &B.lock_made);
 		ka = kb = NULL;
 		memcpy(A.data, data_a, len_a);
 		memcpy(B.data, data_b, len_b);
@@ -917,80 +891,5 @@ int st_journal_write_pair(const char *op, const char *path_a, const void *data_a
 	free(kb);
 	st_store_free(sa);
 	st_store_free(sb);
-	return rc;
-}
-
-/* ---- stacks of backends ---- */
-
-int st_backend_save_pair(const char *op, st_backend *ba, const char *stack_a, st_state *a,
-			 st_backend *bb, const char *stack_b, st_state *b, st_error *err)
-{
-	char *ka = NULL, *oa = NULL, *kb = NULL, *ob = NULL;
-	int rc;
-
-	ST_ASSERT_ARG(ba);
-	ST_ASSERT_ARG(bb);
-	rc = st_backend_stack_target(ba, stack_a, a, &ka, &oa, err);
-
-	if (rc == ST_OK)
-		rc = st_backend_stack_target(bb, stack_b, b, &kb, &ob, err);
-	/* each stack's state before and after is a generation (st__diy_generation) */
-	if (rc == ST_OK && st_backend_store(ba) &&
-	    (oa || st_store_stat(st_backend_store(ba), ka, NULL, NULL) == ST_OK))
-		rc = st__diy_generation(ba, stack_a, oa ? oa : ka, 1, err);
-	if (rc == ST_OK && st_backend_store(bb) &&
-	    (ob || st_store_stat(st_backend_store(bb), kb, NULL, NULL) == ST_OK))
-		rc = st__diy_generation(bb, stack_b, ob ? ob : kb, 1, err);
-	if (rc == ST_OK) {
-		st_pair_side A = {st_backend_store(ba), ka, oa, a};
-		st_pair_side B = {st_backend_store(bb), kb, ob, b};
-		rc = st_journal_save(op, &A, &B, err);
-	}
-	if (rc == ST_OK)
-		rc = st__diy_generation(ba, stack_a, ka, 0, err);
-	if (rc == ST_OK)
-		rc = st__diy_generation(bb, stack_b, kb, 0, err);
-	free(ka);
-	free(oa);
-	free(kb);
-	free(ob);
-	return rc;
-}
-
-int st_backend_recover(st_backend *b, const char *stack, st_store *const *known, size_t nknown,
-		       unsigned flags, st_changes *report, st_error *err)
-{
-	st_store *s;
-	st_store_entry *e = NULL;
-	char *prefix = NULL;
-	size_t n = 0, js = strlen(JOURNAL_SUFFIX), ss = strlen(STAGED_SUFFIX);
-	int rc;
-
-	ST_ASSERT_ARG(b);
-	s = st_backend_store(b);
-	if (!s)
-		return ST_OK; /* a backend without a store writes no journal */
-	if ((rc = st__diy_stack_prefix(b, stack, &prefix, err)) != ST_OK)
-		return rc;
-	rc = st_store_list(s, prefix, 0, &e, &n, err);
-	/* journals first (they may name the staged objects), then staged leftovers */
-	for (int pass = 0; rc == ST_OK && pass < 2; pass++) {
-		for (size_t i = 0; rc == ST_OK && i < n; i++) {
-			size_t kl = strlen(e[i].key), sl = pass ? ss : js;
-			if (kl <= sl || strcmp(e[i].key + kl - sl, pass ? STAGED_SUFFIX
-									 : JOURNAL_SUFFIX))
-				continue;
-			e[i].key[kl - sl] = '\0';
-			if (pass == 0)
-				rc = st_journal_recover_key(s, e[i].key, known, nknown, 0, report,
-							    err);
-			else if (flags & ST_JOURNAL_CLEAN_STAGED)
-				rc = st_journal_recover_key(s, e[i].key, known, nknown,
-							    ST_JOURNAL_CLEAN_STAGED, report, err);
-			e[i].key[kl - sl] = pass ? STAGED_SUFFIX[0] : JOURNAL_SUFFIX[0];
-		}
-	}
-	st_store_entries_free(e, n);
-	free(prefix);
 	return rc;
 }

@@ -10,6 +10,7 @@
 #include "store_impl.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <time.h>
@@ -23,7 +24,89 @@ struct st_lock {
 	int owns_store;
 	char *key;
 	char *made; /* a local directory the lock's write created (its key prefix), or NULL */
+	char *loc;  /* the store's locator while the lock is held (registered), or NULL */
 };
+
+/* The locks this process holds, by their store's locator: a two-stack journal records the ones
+ * on its stacks, and a recovery does not take them for someone else's (pairlock.c). */
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
+static const st_lock **held;
+static size_t nheld, held_cap;
+
+/* Registered (quietly not when out of memory: a recovery then counts the lock as another's
+ * and refuses, the safe side). */
+static void held_add(st_lock *lk)
+{
+	if (!(lk->loc = st__store_locator(lk->store)))
+		return;
+	pthread_mutex_lock(&held_mu);
+	if (nheld == held_cap) {
+		size_t cap = held_cap ? held_cap * 2 : 4;
+		const st_lock **v = realloc(held, cap * sizeof(*v));
+		if (v) {
+			held = v;
+			held_cap = cap;
+		}
+	}
+	if (nheld < held_cap)
+		held[nheld++] = lk;
+	pthread_mutex_unlock(&held_mu);
+}
+
+static void held_remove(const st_lock *lk)
+{
+	pthread_mutex_lock(&held_mu);
+	for (size_t i = 0; i < nheld; i++)
+		if (held[i] == lk) {
+			held[i] = held[--nheld];
+			break;
+		}
+	if (!nheld) {
+		free(held);
+		held = NULL;
+		held_cap = 0;
+	}
+	pthread_mutex_unlock(&held_mu);
+}
+
+/* Is `key` (with `dir`: any object directly in the folder `dir`) a lock this process holds in
+ * the store at `loc`? 1 and *key_out, *made_out (new, may be NULL) when it is. */
+static int held_find(const char *loc, const char *dir, const char *key, char **key_out,
+		     char **made_out)
+{
+	int found = 0;
+	size_t dl = dir ? strlen(dir) : 0;
+
+	pthread_mutex_lock(&held_mu);
+	for (size_t i = 0; !found && i < nheld; i++) {
+		const st_lock *lk = held[i];
+		if (!lk->loc || strcmp(lk->loc, loc))
+			continue;
+		found = dir ? !strncmp(lk->key, dir, dl) && !strchr(lk->key + dl, '/')
+			    : !strcmp(lk->key, key);
+		if (found && key_out)
+			*key_out = st_strdup(lk->key);
+		if (found && made_out)
+			*made_out = lk->made ? st_strdup(lk->made) : NULL;
+	}
+	pthread_mutex_unlock(&held_mu);
+	return found;
+}
+
+int st__lock_held(st_store *s, const char *dir, const char *key, char **key_out,
+		  char **made_out)
+{
+	char *loc = st__store_locator(s);
+	int found;
+
+	if (key_out)
+		*key_out = NULL;
+	if (made_out)
+		*made_out = NULL;
+	found = loc && held_find(loc, dir, key, key_out, made_out);
+	free(loc);
+	return found;
+}
 
 static char *lock_content(void)
 {
@@ -162,38 +245,82 @@ int st__lock_stale(st_store *s, const char *key, long long max_age_s, char **des
 	return *desc ? ST_OK : ST_ENOMEM;
 }
 
-static int locked_error(st_error *err, size_t count, st_buf *desc, const char *unlock_hint)
+static int locked_error(st_error *err, size_t count, st_buf *desc, const char *unlock_hint,
+			const char *tail)
 {
 	st__err(err, ST_ELOCKED,
 		"the stack is currently locked by %zu lock(s). Either wait for the other "
-		"process(es) to end or delete the lock file with `pulumi cancel` (or `%s`).%s",
-		count, unlock_hint, desc->data ? desc->data : "");
+		"process(es) to end or delete the lock file with `pulumi cancel` (or `%s`).%s%s",
+		count, unlock_hint, desc->data ? desc->data : "", tail ? tail : "");
 	st_buf_free(desc);
 	return ST_ELOCKED;
 }
 
-/* Every object in the lock folder but `mine`: someone's lock. */
-static int foreign_locks(st_store *s, const char *dir, const char *mine, const char *hint,
+/* Whose locks are not someone else's: `mine` (the one just written), `own` (a crashed
+ * operation's, which its recovery completes), and with `held` every lock this process holds;
+ * `tail` ends the message of a refusal. */
+typedef struct lock_excl {
+	const char *mine, *own, *tail;
+	int held;
+} lock_excl;
+
+/* Is the lock `key` one whose process is still running on this host? (A crashed
+ * operation's own lock whose process runs is that operation still at work, not a crash.) */
+static int alive_here(st_store *s, const char *key)
+{
+	char *data = NULL, host[256] = "";
+	size_t len;
+	json_t *o = NULL;
+	const char *h;
+	double pid;
+	int alive = 0;
+
+	if (st_store_read(s, key, 1 << 16, &data, &len, NULL, NULL) == ST_OK &&
+	    st_json_parse(&o, data, len, NULL, NULL, NULL, NULL, NULL) == ST_OK &&
+	    (h = st_json_str(o, "hostname")) && gethostname(host, sizeof(host) - 1) == 0 &&
+	    !strcmp(h, host)) {
+		pid = json_number_value(json_object_get(o, "pid"));
+		alive = pid >= 1 && pid <= 4194304 &&
+			(kill((pid_t)pid, 0) == 0 || errno == EPERM);
+	}
+	json_decref(o);
+	free(data);
+	return alive;
+}
+
+static int excluded(const lock_excl *x, st_store *s, const char *loc, const char *key)
+{
+	return (x->mine && !strcmp(key, x->mine)) ||
+	       (x->own && !strcmp(key, x->own) && !alive_here(s, key)) ||
+	       (x->held && loc && held_find(loc, NULL, key, NULL, NULL));
+}
+
+/* Every object in the lock folder but those of `x`: someone's lock. */
+static int foreign_locks(st_store *s, const char *dir, const lock_excl *x, const char *hint,
 			 st_error *err)
 {
 	st_store_entry *e = NULL;
 	size_t n = 0, count = 0;
 	st_buf desc;
+	char *loc = x->held ? st__store_locator(s) : NULL;
 	int rc = st_store_list(s, dir, ST_STORE_LIST_DIRS, &e, &n, err);
 
-	if (rc)
+	if (rc) {
+		free(loc);
 		return rc;
+	}
 	st_buf_init(&desc);
 	for (size_t i = 0; i < n; i++) {
 		size_t kl = strlen(e[i].key);
-		if (e[i].key[kl - 1] == '/' || (mine && !strcmp(e[i].key, mine)))
+		if (e[i].key[kl - 1] == '/' || excluded(x, s, loc, e[i].key))
 			continue;
 		count++;
 		describe_lock(&desc, s, e[i].key);
 	}
 	st_store_entries_free(e, n);
+	free(loc);
 	if (count)
-		return locked_error(err, count, &desc, hint);
+		return locked_error(err, count, &desc, hint, x->tail);
 	st_buf_free(&desc);
 	return ST_OK;
 }
@@ -214,14 +341,15 @@ static int new_lock(st_lock **out, st_store *s, int owns, char *key, st_error *e
 	return ST_OK;
 }
 
-int st__lock_store(st_lock **out, st_store *s, const char *dir, const char *hint, st_error *err)
+static int lock_store(st_lock **out, st_store *s, const char *dir, const char *hint,
+		      lock_excl x, st_error *err)
 {
 	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
 	char uuid[37], *key, *content, *made;
 	int rc;
 
 	*out = NULL;
-	if ((rc = foreign_locks(s, dir, NULL, hint, err)) != ST_OK)
+	if ((rc = foreign_locks(s, dir, &x, hint, err)) != ST_OK)
 		return rc;
 	st_uuid4(uuid);
 	key = st_asprintf("%s%s.json", dir, uuid);
@@ -253,7 +381,8 @@ int st__lock_store(st_lock **out, st_store *s, const char *dir, const char *hint
 		free(made);
 	}
 	free(content);
-	if (rc == ST_OK && (rc = foreign_locks(s, dir, key, hint, err)) != ST_OK)
+	x.mine = key;
+	if (rc == ST_OK && (rc = foreign_locks(s, dir, &x, hint, err)) != ST_OK)
 		st_store_delete(s, key, NULL); /* someone came at the same time: we withdraw */
 	if (rc) {
 		st__store_file_prune(s, key, made);
@@ -266,12 +395,47 @@ int st__lock_store(st_lock **out, st_store *s, const char *dir, const char *hint
 		return rc;
 	}
 	(*out)->made = made;
+	held_add(*out);
 	return ST_OK;
+}
+
+int st__lock_store(st_lock **out, st_store *s, const char *dir, const char *hint, st_error *err)
+{
+	lock_excl x = {NULL, NULL, NULL, 0};
+	return lock_store(out, s, dir, hint, x, err);
+}
+
+int st__lock_store_own(st_lock **out, st_store *s, const char *dir, const char *own,
+		       const char *hint, const char *tail, st_error *err)
+{
+	lock_excl x = {NULL, own, tail, 1};
+	return lock_store(out, s, dir, hint, x, err);
 }
 
 int st__locks_check(st_store *s, const char *dir, const char *hint, st_error *err)
 {
-	return foreign_locks(s, dir, NULL, hint, err);
+	lock_excl x = {NULL, NULL, NULL, 0};
+	return foreign_locks(s, dir, &x, hint, err);
+}
+
+int st__lock_file_check(st_store *s, const char *lkey, const char *own, const char *hint,
+			const char *tail, st_error *err)
+{
+	lock_excl x = {NULL, own, tail, 1};
+	char *loc;
+	st_buf desc;
+	int rc = st_store_stat(s, lkey, NULL, NULL), mine;
+
+	if (rc != ST_OK)
+		return ST_OK; /* none (or none this process can see: the write would say) */
+	loc = st__store_locator(s);
+	mine = excluded(&x, s, loc, lkey);
+	free(loc);
+	if (mine)
+		return ST_OK;
+	st_buf_init(&desc);
+	describe_lock(&desc, s, lkey);
+	return locked_error(err, 1, &desc, hint, tail);
 }
 
 int st__unlock_store(st_store *s, const char *dir, int *removed, st_error *err)
@@ -319,7 +483,7 @@ static int file_locked(st_store *s, const char *lkey, const char *path, st_error
 
 	st_buf_init(&desc);
 	describe_lock(&desc, s, lkey);
-	rc = locked_error(err, 1, &desc, hint ? hint : "statetool unlock");
+	rc = locked_error(err, 1, &desc, hint ? hint : "statetool unlock", NULL);
 	free(hint);
 	return rc;
 }
@@ -390,7 +554,9 @@ int st_lock_file(st_lock **out, const char *path, st_error *err)
 		st_store_free(s);
 		return rc;
 	}
-	return new_lock(out, s, 1, lkey, err);
+	if ((rc = new_lock(out, s, 1, lkey, err)) == ST_OK)
+		held_add(*out);
+	return rc;
 }
 
 int st__lock_none(st_lock **out, st_error *err)
@@ -410,6 +576,8 @@ int st_lock_release(st_lock *lk, st_error *err)
 		free(lk);
 		return ST_OK;
 	}
+	if (lk->loc)
+		held_remove(lk);
 	st_error_clear(&derr);
 	if (st_store_delete(lk->store, lk->key, &derr) != ST_OK && derr.code != ST_ENOTFOUND) {
 		char *where = st__store_where(lk->store, lk->key);
@@ -424,6 +592,7 @@ int st_lock_release(st_lock *lk, st_error *err)
 	if (lk->owns_store)
 		st_store_free(lk->store);
 	free(lk->made);
+	free(lk->loc);
 	free(lk->key);
 	free(lk);
 	return rc;

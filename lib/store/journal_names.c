@@ -1,0 +1,176 @@
+/*
+ * Two-stack operations named by what the commands name: plain files by their paths (each in the
+ * file store of its directory) and stacks of DIY backends, each side's object chosen as a save
+ * chooses it; their recovery too. The protocol itself, on (store, key) sides, is journal.c's.
+ */
+#include "store_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- plain files ---- */
+
+int st_journal_pending(const char *path, char **other)
+{
+	st_store *s = NULL;
+	char *key = NULL, *jkey = NULL, *me = NULL;
+	json_t *doc = NULL, *arr, *f;
+	size_t i;
+	int found = 0;
+
+	if (other)
+		*other = NULL;
+	if (st__store_for_path(&s, &key, path, NULL) != ST_OK)
+		return 0;
+	found = st_journal_pending_key(s, key);
+	if (found && other && (jkey = st_asprintf("%s" JOURNAL_SUFFIX, key))) {
+		char *text = NULL;
+		size_t len;
+		if (st_store_read(s, jkey, 1 << 20, &text, &len, NULL, NULL) == ST_OK)
+			st_json_parse(&doc, text, len, NULL, NULL, NULL, NULL, NULL);
+		free(text);
+		me = st__store_local_path(s, key);
+	}
+	arr = json_object_get(doc, "sides") ? json_object_get(doc, "sides")
+					    : json_object_get(doc, "files");
+	json_array_foreach(arr, i, f) {
+		const char *p = st_json_str(f, "path"), *u = st_json_str(f, "store");
+		const char *k = st_json_str(f, "key");
+		char *w = p ? st_strdup(p)
+		      : u && k && !strncmp(u, "file://", 7) ? st_asprintf("%s/%s", u + 7, k)
+		      : u && k ? st_asprintf("%s/%s", u, k) : NULL;
+		char real[4096];
+		if (w && me && realpath(me, real) && !strcmp(real, w)) {
+			free(w);
+			continue;
+		}
+		if (other && !*other)
+			*other = w;
+		else
+			free(w);
+	}
+	json_decref(doc);
+	free(me);
+	free(jkey);
+	free(key);
+	st_store_free(s);
+	return found;
+}
+
+int st_journal_recover(const char *path, st_changes *report, st_error *err)
+{
+	st_store *s = NULL;
+	char *key = NULL;
+	int rc = st__store_for_path(&s, &key, path, err);
+
+	if (rc == ST_OK)
+		rc = st_journal_recover_key(s, key, NULL, 0, 0, report, err);
+	free(key);
+	st_store_free(s);
+	return rc;
+}
+
+/* Two plain files as one operation: each written by the store of its directory. */
+static int pair_paths(const char *op, st_state *a, const char *path_a, st_state *b,
+		      const char *path_b, st_error *err)
+{
+	st_store *sa = NULL, *sb = NULL;
+	char *ka = NULL, *kb = NULL;
+	int rc = st__store_for_path(&sa, &ka, path_a, err);
+
+	if (rc == ST_OK)
+		rc = st__store_for_path(&sb, &kb, path_b, err);
+	if (rc == ST_OK) {
+		st_pair_side A = {sa, ka, NULL, a}, B = {sb, kb, NULL, b};
+		rc = st_journal_save(op, &A, &B, err);
+	}
+	free(ka);
+	free(kb);
+	st_store_free(sa);
+	st_store_free(sb);
+	return rc;
+}
+
+int st_state_save_pair(const char *op, st_state *a, const char *path_a, st_state *b,
+		       const char *path_b, st_error *err)
+{
+	ST_ASSERT_ARG(a);
+	ST_ASSERT_ARG(b);
+	return pair_paths(op, a, path_a, b, path_b, err);
+}
+
+/* ---- stacks of backends ---- */
+
+int st_backend_save_pair(const char *op, st_backend *ba, const char *stack_a, st_state *a,
+			 st_backend *bb, const char *stack_b, st_state *b, st_error *err)
+{
+	char *ka = NULL, *oa = NULL, *kb = NULL, *ob = NULL;
+	int rc;
+
+	ST_ASSERT_ARG(ba);
+	ST_ASSERT_ARG(bb);
+	rc = st_backend_stack_target(ba, stack_a, a, &ka, &oa, err);
+
+	if (rc == ST_OK)
+		rc = st_backend_stack_target(bb, stack_b, b, &kb, &ob, err);
+	/* each stack's state before and after is a generation (st__diy_generation) */
+	if (rc == ST_OK && st_backend_store(ba) &&
+	    (oa || st_store_stat(st_backend_store(ba), ka, NULL, NULL) == ST_OK))
+		rc = st__diy_generation(ba, stack_a, oa ? oa : ka, 1, err);
+	if (rc == ST_OK && st_backend_store(bb) &&
+	    (ob || st_store_stat(st_backend_store(bb), kb, NULL, NULL) == ST_OK))
+		rc = st__diy_generation(bb, stack_b, ob ? ob : kb, 1, err);
+	if (rc == ST_OK) {
+		st_pair_side A = {st_backend_store(ba), ka, oa, a};
+		st_pair_side B = {st_backend_store(bb), kb, ob, b};
+		rc = st_journal_save(op, &A, &B, err);
+	}
+	if (rc == ST_OK)
+		rc = st__diy_generation(ba, stack_a, ka, 0, err);
+	if (rc == ST_OK)
+		rc = st__diy_generation(bb, stack_b, kb, 0, err);
+	free(ka);
+	free(oa);
+	free(kb);
+	free(ob);
+	return rc;
+}
+
+int st_backend_recover(st_backend *b, const char *stack, st_store *const *known, size_t nknown,
+		       unsigned flags, st_changes *report, st_error *err)
+{
+	st_store *s;
+	st_store_entry *e = NULL;
+	char *prefix = NULL;
+	size_t n = 0, js = strlen(JOURNAL_SUFFIX), ss = strlen(STAGED_SUFFIX);
+	int rc;
+
+	ST_ASSERT_ARG(b);
+	s = st_backend_store(b);
+	if (!s)
+		return ST_OK; /* a backend without a store writes no journal */
+	if ((rc = st__diy_stack_prefix(b, stack, &prefix, err)) != ST_OK)
+		return rc;
+	rc = st_store_list(s, prefix, 0, &e, &n, err);
+	/* journals first (they may name the staged objects), then staged leftovers */
+	for (int pass = 0; rc == ST_OK && pass < 2; pass++) {
+		for (size_t i = 0; rc == ST_OK && i < n; i++) {
+			size_t kl = strlen(e[i].key), sl = pass ? ss : js;
+			if (kl <= sl || strcmp(e[i].key + kl - sl, pass ? STAGED_SUFFIX
+									 : JOURNAL_SUFFIX))
+				continue;
+			e[i].key[kl - sl] = '\0';
+			if (pass == 0)
+				rc = st_journal_recover_key(s, e[i].key, known, nknown, 0, report,
+							    err);
+			else if (flags & ST_JOURNAL_CLEAN_STAGED)
+				rc = st_journal_recover_key(s, e[i].key, known, nknown,
+							    ST_JOURNAL_CLEAN_STAGED, report, err);
+			e[i].key[kl - sl] = pass ? STAGED_SUFFIX[0] : JOURNAL_SUFFIX[0];
+		}
+	}
+	st_store_entries_free(e, n);
+	free(prefix);
+	return rc;
+}

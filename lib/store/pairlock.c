@@ -1,0 +1,159 @@
+/*
+ * The locks of a two-stack operation (journal.c). The writer holds each stack's lock (a DIY
+ * stack's lock folder, a plain file's <file>.lock: lock.c) and its journal names them
+ * (st__pairlock_mine), so that a recovery can tell the crashed operation's own locks from
+ * anyone else's. A recovery writes a stack only as a save would: it takes the stack's lock
+ * (st__pairlock_take), where a lock other than the crashed operation's own and this process's
+ * refuses it with Pulumi's message, nothing changed on either side; once the operation is
+ * complete, the crashed operation's locks are removed (st__pairlock_remove), with the folders
+ * their writes made, as a release would. A journal that names no lock (written by an older
+ * statetool) has none of its own: every lock is then someone else's.
+ */
+#include "store_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STACKS ".pulumi/stacks/"
+
+static int has_suffix(const char *s, size_t n, const char *suffix)
+{
+	size_t sl = strlen(suffix);
+	return n > sl && !memcmp(s + n - sl, suffix, sl);
+}
+
+/* A DIY stack key's names: "P/S" (or "S" in the legacy layout) in *names (new); NULL when the
+ * key is no stack object (a plain file). */
+static char *stack_names(const char *key)
+{
+	static const char *const ends[] = {".json", ".json.gz", ".json.zst"};
+	const char *rest = key + strlen(STACKS), *slash;
+	size_t n = strlen(rest);
+
+	if (strncmp(key, STACKS, strlen(STACKS)))
+		return NULL;
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+		if (!has_suffix(rest, n, ends[i]))
+			continue;
+		n -= strlen(ends[i]);
+		slash = memchr(rest, '/', n);
+		if (slash && (slash == rest || memchr(slash + 1, '/', n - (size_t)(slash + 1 - rest))))
+			return NULL;
+		return st_asprintf("%.*s", (int)n, rest);
+	}
+	return NULL;
+}
+
+/* Where the lock of the side at `key` is: *dir, a DIY stack's lock folder, or *file, a plain
+ * file's <key>.lock (one set, new). ST_OK or ST_ENOMEM. */
+static int lock_place(const char *key, char **dir, char **file)
+{
+	char *names = stack_names(key), *slash;
+
+	*dir = *file = NULL;
+	if (!names) {
+		*file = st_asprintf("%s.lock", key);
+		return *file ? ST_OK : ST_ENOMEM;
+	}
+	slash = strchr(names, '/');
+	if (slash)
+		*slash = '\0';
+	*dir = slash ? st__diy_lock_dir(names, slash + 1) : st__diy_lock_dir(NULL, names);
+	free(names);
+	return *dir ? ST_OK : ST_ENOMEM;
+}
+
+void st__pairlock_mine(st_store *s, const char *key, char **lock, char **made)
+{
+	char *dir = NULL, *file = NULL;
+
+	*lock = *made = NULL;
+	if (lock_place(key, &dir, &file) == ST_OK)
+		st__lock_held(s, dir, file, lock, made);
+	free(dir);
+	free(file);
+}
+
+/* A plain file's path from its store's locator (file://DIR) and key, or NULL. */
+static char *file_path(const char *loc, const char *key)
+{
+	return strncmp(loc, "file://", 7) ? NULL : st_asprintf("%s/%s", loc + 7, key);
+}
+
+/* `--<role>-backend URL --<role> P/S` or `--<role> PATH` for move --recover (new). */
+static char *side_args(const char *role, const char *loc, const char *key)
+{
+	char *names = stack_names(key), *path = names ? NULL : file_path(loc, key);
+	char *w = st__shell_word(names ? loc : path ? path : key), *out;
+
+	out = !w      ? NULL
+	      : names ? st_asprintf("--%s-backend %s --%s %s", role, w, role, names)
+		      : st_asprintf("--%s %s", role, w);
+	free(names);
+	free(path);
+	free(w);
+	return out;
+}
+
+char *st__pairlock_tail(const char *op, const char *journal, const char *const loc[2],
+			const char *const key[2])
+{
+	char *a = side_args("dest", loc[0], key[0]), *b = side_args("source", loc[1], key[1]);
+	char *out = a && b ? st_asprintf("\nan interrupted %s is pending (journal '%s'): once the "
+					 "lock is gone, `statetool move --recover %s %s` (or any "
+					 "statetool command on either stack) completes it",
+					 op, journal, b, a)
+			   : NULL;
+	free(a);
+	free(b);
+	return out;
+}
+
+/* The command that removes the side's lock (new). */
+static char *unlock_hint(const char *loc, const char *key)
+{
+	char *names = stack_names(key), *path = names ? NULL : file_path(loc, key);
+	char *w = st__shell_word(names ? loc : path ? path : key), *out;
+
+	out = !w      ? NULL
+	      : names ? st_asprintf("statetool unlock --backend %s --stack %s", w, names)
+		      : st_asprintf("statetool unlock %s", w);
+	free(names);
+	free(path);
+	free(w);
+	return out;
+}
+
+int st__pairlock_take(st_lock **taken, st_store *s, const char *key, const char *own,
+		      const char *tail, st_error *err)
+{
+	char *dir = NULL, *file = NULL, *loc = st__store_locator(s), *hint = NULL;
+	int rc = loc && lock_place(key, &dir, &file) == ST_OK && (hint = unlock_hint(loc, key))
+			 ? ST_OK
+			 : st__err(err, ST_ENOMEM, "out of memory");
+
+	*taken = NULL;
+	/* a lock this process holds there already (the command that runs the recovery) */
+	if (rc == ST_OK && !st__lock_held(s, dir, file, NULL, NULL))
+		rc = dir ? st__lock_store_own(taken, s, dir, own, hint, tail, err)
+			 : st__lock_file_check(s, file, own, hint, tail, err);
+	free(dir);
+	free(file);
+	free(loc);
+	free(hint);
+	return rc;
+}
+
+void st__pairlock_remove(st_store *s, const char *op, const char *own, const char *made,
+			 st_changes *report)
+{
+	char *w;
+
+	if (!own || st_store_delete(s, own, NULL) != ST_OK)
+		return;
+	st__store_file_prune(s, own, made);
+	w = st__store_where(s, own);
+	st_changes_add(report, "removed the interrupted %s's lock %s", op, w ? w : own);
+	free(w);
+}
