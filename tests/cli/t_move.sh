@@ -292,6 +292,49 @@ for step in 1 2 3 4 5 6 7; do
 	rm -f "$B"/.pulumi/stacks/test/*.lock
 done
 
+# a journal that names no lock (a statetool before journals named them): every lock there is
+# another's, the killed move's too; once they are removed (statetool unlock), it completes
+setup children.json
+run "crash at pair:5 (no lock named)" env STATETOOL_CRASH_AT=pair:5 "$STATETOOL" move --backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
+check_rc 137
+for j in "$B"/.pulumi/stacks/test/*.statetool-journal; do
+	sed 's/,"lock":"[^"]*"//g; s/,"lock_made":"[^"]*"//g' "$j" > "$T/j" && cat "$T/j" > "$j"
+done
+run "journals without lock members" sh -c "cat '$B'/.pulumi/stacks/test/*.statetool-journal | grep -c lock"
+check_out "0"
+(cd "$B" && find . -type f | sort | xargs md5sum) > "$T/before"
+run "an unnamed lock is another's" st list --backend "$B" --stack test/sourceStack
+check_rc 1; check_err_has "statetool: error: the stack is currently locked by 1 lock(s)."
+check_err_has "[stale: that process is no longer running]"
+check_err_has "an interrupted move is pending (journal '$B/.pulumi/stacks/test/"
+check_err_has "statetool move --recover --source-backend file://$B --source test/sourceStack --dest-backend file://$B --dest test/destStack\` (or any statetool command on either stack) completes it"
+run "refused: no byte changed" sh -c "cd '$B' && find . -type f | sort | xargs md5sum"
+check_same "$T/before" "$T/out"
+run "unlock the source" st unlock --backend "$B" --stack test/sourceStack
+check_rc 0; check_out "removed 1 lock of test/sourceStack"
+run "unlock the destination" st unlock --backend "$B" --stack test/destStack
+check_rc 0; check_out "removed 1 lock of test/destStack"
+run "unlocked: list completes it" st list --backend "$B" --stack test/sourceStack
+check_rc 0; check_err_has "note: the interrupted move is complete; its journal is removed"
+run "completed (no lock named)" urns test/destStack
+check_out_has "urn:pulumi:destStack::test::a:b:c::name"
+
+# the other side's store cannot be opened from the journal's URL (which keeps no credentials):
+# the message says which interrupted move, and where the credentials come from
+setup children.json
+run "crash at pair:5 (other store)" env STATETOOL_CRASH_AT=pair:5 "$STATETOOL" move --backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
+check_rc 137
+JS=$B/.pulumi/stacks/test/sourceStack.json.statetool-journal
+sed 's|"store":"file://[^"]*","key":".pulumi/stacks/test/destStack.json"|"store":"postgres://statetool@127.0.0.1:1/nodb?sslmode=disable","key":".pulumi/stacks/test/destStack.json"|' "$JS" > "$T/j" && cat "$T/j" > "$JS"
+run "the journal names the other store" grep -c '"store":"postgres://statetool@127.0.0.1:1/nodb?sslmode=disable"' "$JS"
+check_out "1"
+(cd "$B" && find . -type f | sort | xargs md5sum) > "$T/before"
+run "the other store cannot be opened" env -u PGPASSWORD -u PGPASSFILE -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE -u PGSERVICE "$STATETOOL" list --backend "$B" --stack test/sourceStack
+check_rc 1
+check_err "statetool: error: cannot complete the interrupted move recorded in '$JS': postgres: cannot connect to 127.0.0.1:1 (database 'nodb', user 'statetool'): Connection refused (5 attempts; no PG* variable set); the journal keeps no credentials: they come from the environment (PGPASSWORD or PGPASSFILE: the URL's password is not kept), or \`statetool move --recover\` with the same URLs completes it"
+run "cannot open: no byte changed" sh -c "cd '$B' && find . -type f | sort | xargs md5sum"
+check_same "$T/before" "$T/out"
+
 # a crash between the hard link that becomes the source's .bak and its rename (inside the
 # first install, after the commit point): recovery completes the move, the source's .bak holds
 # its bytes before the move with its mode, and the link left under its temporary name is gone

@@ -61,6 +61,10 @@ store() {
 put() { "$STORETOOL" put "$1" "$2"; }              # put URL KEY < data
 keys() { "$STORETOOL" ls "$1" "${2:-}"; }            # keys URL [PREFIX]
 leftovers() { keys "$1" | grep -c 'statetool-'; }    # staged objects and journals
+locks() { keys "$1" | grep -c '^\.pulumi/locks/'; }   # lock objects
+bothlocks() { echo "$(locks "$A") $(locks "$B")"; }
+bothleft() { echo "$(leftovers "$A") $(leftovers "$B")"; }
+dump() { for k in $(keys "$1"); do echo "== $k"; "$STORETOOL" cat "$1" "$k"; done; } # every byte
 setup() { # setup ROUND: $A holds the source stack, $B is empty
 	A=$(store "$1" A)
 	B=$(store "$1" B)
@@ -288,6 +292,12 @@ crash_round() { # STEP [ENV...]: one kill and its recovery
 	check_out "0"
 	run "no leftovers in B after pair:$step $*" leftovers "$B"
 	check_out "0"
+	# from the first journal on, the recovery removes the killed move's locks (the journal
+	# names them); before it, nothing names them and they stay (statetool unlock)
+	if [ "$step" -ge 3 ]; then
+		run "the killed move's locks removed after pair:$step $*" bothlocks
+		check_out "0 0"
+	fi
 }
 for step in 1 2 3 4 5 6 7; do
 	crash_round $step
@@ -313,11 +323,20 @@ run "the journal, version 3" "$STORETOOL" cat "$B" "$DK.statetool-journal"
 check_out_has '"statetool_journal":3,"hash":"blake2b-256","operation":"move","sides":[{"store":"'
 check_out_has '","key":".pulumi/stacks/test/destStack.json","old_hash":"","new_hash":"'
 check_out_has '","key":".pulumi/stacks/test/sourceStack.json","old_hash":"'
-check_out_has '"staged":".pulumi/stacks/test/sourceStack.json.statetool-new","journal":".pulumi/stacks/test/sourceStack.json.statetool-journal"}]}'
+check_out_has '"staged":".pulumi/stacks/test/sourceStack.json.statetool-new","journal":".pulumi/stacks/test/sourceStack.json.statetool-journal","lock":".pulumi/locks/organization/test/sourceStack/'
+check_out_has '"journal":".pulumi/stacks/test/destStack.json.statetool-journal","lock":".pulumi/locks/organization/test/destStack/'
+run "the killed move's locks" sh -c "'$STORETOOL' ls '$A' .pulumi/locks/organization/test/sourceStack/ | wc -l; '$STORETOOL' ls '$B' .pulumi/locks/organization/test/destStack/ | wc -l"
+check_out "1
+1"
 run "list on the source side completes it" st list --backend "$A" --stack test/sourceStack
 check_rc 0; check_err_has "note: completed the interrupted move: wrote "
 check_err_has "note: the interrupted move is complete; its journal is removed"
+check_err_has "note: removed the interrupted move's lock "
 check_out_has "urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0"
+current="both locks named"
+if [ "$(grep -c "note: removed the interrupted move's lock .*/\.pulumi/locks/organization/test/" "$T/err")" = 2 ]; then ok; else bad "not both locks named"; fi
+run "the killed move's locks are gone" bothlocks
+check_out "0 0"
 run "the source after the move" urns "$A" test/sourceStack
 check_out "urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0"
 run "destination complete" urns "$B" test/destStack
@@ -326,6 +345,46 @@ run "no leftovers (A)" leftovers "$A"
 check_out "0"
 run "no leftovers (B)" leftovers "$B"
 check_out "0"
+
+# recovery honours locks: with another's lock on a side (a `pulumi up` started after someone
+# removed the killed move's lock with `pulumi cancel`), no command completes the move and no byte
+# changes on either side; once that lock is gone, it completes
+setup foreign
+run "crash at pair:5 (foreign)" env STATETOOL_CRASH_AT=pair:5 "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
+check_rc 137
+for k in $(keys "$A" | grep '^\.pulumi/locks/'); do "$STORETOOL" rm "$A" "$k"; done
+printf '{"pid":4242,"username":"alice","hostname":"ci.example","timestamp":"2026-11-24T22:00:00Z"}' |
+	put "$A" .pulumi/locks/organization/test/sourceStack/99999999-0000-0000-0000-000000000000.json
+dump "$A" >"$T/a.before"; dump "$B" >"$T/b.before"
+for how in "list A:st list --backend $A --stack test/sourceStack" \
+	"list B:st list --backend $B --stack test/destStack" \
+	"move --recover:mv_ --recover"; do
+	run "${how%%:*} while another holds a lock" ${how#*:}
+	check_rc 1
+	check_err_has "the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file with \`pulumi cancel\` (or \`statetool unlock --backend "
+	check_err_has "/.pulumi/locks/organization/test/sourceStack/99999999-0000-0000-0000-000000000000.json"
+	check_err_has ": created by alice@ci.example (pid 4242) at 2026-11-24T22:00:00Z"
+	check_err_has "an interrupted move is pending (journal '"
+	check_err_has "'): once the lock is gone, \`statetool move --recover --source-backend "
+	check_err_has " --source test/sourceStack --dest-backend "
+	check_err_has " --dest test/destStack\` (or any statetool command on either stack) completes it"
+	current="${how%%:*}: no byte changed"
+	dump "$A" >"$T/a.after"; dump "$B" >"$T/b.after"
+	if cmp -s "$T/a.before" "$T/a.after" && cmp -s "$T/b.before" "$T/b.after"; then ok; else bad "a store changed"; fi
+done
+run "list --json while another holds a lock" st list --json --backend "$A" --stack test/sourceStack
+check_rc 1; check_out_has '"code": "locked"'
+"$STORETOOL" rm "$A" .pulumi/locks/organization/test/sourceStack/99999999-0000-0000-0000-000000000000.json
+run "the lock gone: list on the destination side completes it" st list --backend "$B" --stack test/destStack
+check_rc 0; check_err_has "note: the interrupted move is complete; its journal is removed"
+check_err_has "note: removed the interrupted move's lock "
+check_out_has "urn:pulumi:destStack::test::a:b:c::name"
+run "completed: the source" urns "$A" test/sourceStack
+check_out "urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0"
+run "completed: no lock left" bothlocks
+check_out "0 0"
+run "completed: no journal or staged object left" bothleft
+check_out "0 0"
 
 # a journal this statetool does not know is refused, and nothing is touched
 setup unknown
