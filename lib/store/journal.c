@@ -50,6 +50,7 @@ typedef struct jside {
 	char *url;                         /* the store's locator */
 	char *key, *old_key, *staged, *journal; /* old_key: where the current version is */
 	char *lock, *lock_made; /* the writer's lock on the side and the folder it made, or NULL */
+	char lock_hash[65];     /* its bytes' BLAKE2b-256 (hex): a plain file's lock has one name */
 	char old_hex[65], new_hex[65];
 	int old_exists;
 	/* the new version while writing: a state streamed, or bytes (a compressed state) */
@@ -206,7 +207,7 @@ static int side_prepare(jside *sd, const st_pair_side *in, st_error *err)
 	    !(sd->staged = st_asprintf("%s" STAGED_SUFFIX, in->key)) ||
 	    !(sd->journal = st_asprintf("%s" JOURNAL_SUFFIX, old)))
 		return st__err(err, ST_ENOMEM, "out of memory");
-	st__pairlock_mine(in->store, in->key, &sd->lock, &sd->lock_made);
+	st__pairlock_mine(in->store, in->key, &sd->lock, &sd->lock_made, sd->lock_hash);
 	st_state_fix_magic(in->state);
 	if (st_state_compression(in->state) == ST_COMPRESS_NONE) {
 		sd->state = in->state;
@@ -365,7 +366,8 @@ static json_t *side_json(const jside *sd)
 			      sd->new_hex, "staged", sd->staged, "journal", sd->journal);
 	if (o && ((strcmp(sd->key, sd->old_key) &&
 		   json_object_set_new(o, "old_key", json_string(sd->old_key))) ||
-		  (sd->lock && json_object_set_new(o, "lock", json_string(sd->lock))) ||
+		  (sd->lock && (json_object_set_new(o, "lock", json_string(sd->lock)) ||
+				json_object_set_new(o, "lock_hash", json_string(sd->lock_hash)))) ||
 		  (sd->lock_made &&
 		   json_object_set_new(o, "lock_made", json_string(sd->lock_made))))) {
 		json_decref(o);
@@ -561,19 +563,22 @@ static int parse_v3(jside *sd, json_t *f, st_error *err)
 	const char *jn = st_json_str(f, "journal");
 	const char *oh = st_json_str(f, "old_hash"), *nh = st_json_str(f, "new_hash");
 	const char *lk = st_json_str(f, "lock"), *made = st_json_str(f, "lock_made");
+	const char *lh = st_json_str(f, "lock_hash");
 
 	if (!old)
 		old = key;
 	if (!url || !key || !oh || !nh || strlen(oh) > 64 || strlen(nh) > 64 ||
 	    !st_store_key_valid(key) || !st_store_key_valid(old) ||
 	    !sibling(staged, key, STAGED_SUFFIX) || (jn && !sibling(jn, old, JOURNAL_SUFFIX)) ||
-	    (json_object_get(f, "lock") && (!lk || !st_store_key_valid(lk))) ||
+	    (json_object_get(f, "lock") && (!lk || !st_store_key_valid(lk) || !lh ||
+					      strlen(lh) != 64)) ||
 	    (json_object_get(f, "lock_made") && (!lk || !made || strncmp(lk, made, strlen(made)))))
 		return st__err(err, ST_EFORMAT, "the journal names a side it cannot describe (a "
 						"store, a key, its staged object beside it, hashes, "
 						"its lock)");
 	if ((lk && !(sd->lock = st_strdup(lk))) || (made && !(sd->lock_made = st_strdup(made))))
 		return st__err(err, ST_ENOMEM, "out of memory");
+	snprintf(sd->lock_hash, sizeof(sd->lock_hash), "%s", lh ? lh : "");
 	if (!(sd->url = st_strdup(url)) || !(sd->key = st_strdup(key)) ||
 	    !(sd->old_key = st_strdup(old)) || !(sd->staged = st_strdup(staged)) ||
 	    !(sd->journal = st_asprintf("%s" JOURNAL_SUFFIX, old)))
@@ -743,7 +748,7 @@ static int recover_lock(const journal *j, st_lock *taken[2], st_error *err)
 
 	for (int i = 0; rc == ST_OK && i < 2; i++)
 		rc = st__pairlock_take(&taken[i], j->side[i].store, j->side[i].key,
-				       j->side[i].lock, tail, err);
+				       j->side[i].lock, j->side[i].lock_hash, tail, err);
 	free(tail);
 	return rc;
 }
@@ -787,7 +792,7 @@ static int recover_journal(journal *j, st_changes *report, st_error *err)
 	/* complete: the crashed operation's locks go (never this process's: not recorded) */
 	for (int i = 0; rc == ST_OK && i < 2; i++)
 		st__pairlock_remove(j->side[i].store, j->op, j->side[i].lock,
-				    j->side[i].lock_made, report);
+				    j->side[i].lock_hash, j->side[i].lock_made, report);
 	return rc;
 }
 
@@ -876,8 +881,8 @@ int st_journal_write_pair(const char *op, const char *path_a, const void *data_a
 		B.store = sb;
 		A.key = ka;
 		B.key = kb;
-		st__pairlock_mine(sa, ka, &A.lock, &A.lock_made);
-		st__pairlock_mine(sb, kb, &B.lock, &B.lock_made);
+		st__pairlock_mine(sa, ka, &A.lock, &A.lock_made, A.lock_hash);
+		st__pairlock_mine(sb, kb, &B.lock, &B.lock_made, B.lock_hash);
 		ka = kb = NULL;
 		memcpy(A.data, data_a, len_a);
 		memcpy(B.data, data_b, len_b);

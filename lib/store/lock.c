@@ -25,7 +25,28 @@ struct st_lock {
 	char *key;
 	char *made; /* a local directory the lock's write created (its key prefix), or NULL */
 	char *loc;  /* the store's locator while the lock is held (registered), or NULL */
+	char hash[65]; /* BLAKE2b-256 (hex) of the lock object's bytes: a plain file's lock has
+			* a fixed name, so its bytes tell ours from another's */
 };
+
+static void bytes_hash(const void *data, size_t len, char out[65])
+{
+	unsigned char h[32];
+	crypto_generichash(h, sizeof(h), data, len, NULL, 0);
+	sodium_bin2hex(out, 65, h, sizeof(h));
+}
+
+/* Is the lock object `key` the one whose bytes hash to `hash`? */
+static int lock_is(st_store *s, const char *key, const char *hash)
+{
+	char *data = NULL, h[65] = "";
+	size_t len;
+
+	if (st_store_read(s, key, 1 << 16, &data, &len, NULL, NULL) == ST_OK)
+		bytes_hash(data, len, h);
+	free(data);
+	return h[0] && !strcmp(h, hash);
+}
 
 /* The locks this process holds, by their store's locator: a two-stack journal records the ones
  * on its stacks, and a recovery does not take them for someone else's (pairlock.c). */
@@ -72,7 +93,7 @@ static void held_remove(const st_lock *lk)
 /* Is `key` (with `dir`: any object directly in the folder `dir`) a lock this process holds in
  * the store at `loc`? 1 and *key_out, *made_out (new, may be NULL) when it is. */
 static int held_find(const char *loc, const char *dir, const char *key, char **key_out,
-		     char **made_out)
+		     char **made_out, char *hash_out)
 {
 	int found = 0;
 	size_t dl = dir ? strlen(dir) : 0;
@@ -88,13 +109,15 @@ static int held_find(const char *loc, const char *dir, const char *key, char **k
 			*key_out = st_strdup(lk->key);
 		if (found && made_out)
 			*made_out = lk->made ? st_strdup(lk->made) : NULL;
+		if (found && hash_out)
+			memcpy(hash_out, lk->hash, 65);
 	}
 	pthread_mutex_unlock(&held_mu);
 	return found;
 }
 
 int st__lock_held(st_store *s, const char *dir, const char *key, char **key_out,
-		  char **made_out)
+		  char **made_out, char *hash_out)
 {
 	char *loc = st__store_locator(s);
 	int found;
@@ -103,7 +126,7 @@ int st__lock_held(st_store *s, const char *dir, const char *key, char **key_out,
 		*key_out = NULL;
 	if (made_out)
 		*made_out = NULL;
-	found = loc && held_find(loc, dir, key, key_out, made_out);
+	found = loc && held_find(loc, dir, key, key_out, made_out, hash_out);
 	free(loc);
 	return found;
 }
@@ -260,7 +283,7 @@ static int locked_error(st_error *err, size_t count, st_buf *desc, const char *u
  * operation's, which its recovery completes), and with `held` every lock this process holds;
  * `tail` ends the message of a refusal. */
 typedef struct lock_excl {
-	const char *mine, *own, *tail;
+	const char *mine, *own, *own_hash, *tail;
 	int held;
 } lock_excl;
 
@@ -291,8 +314,9 @@ static int alive_here(st_store *s, const char *key)
 static int excluded(const lock_excl *x, st_store *s, const char *loc, const char *key)
 {
 	return (x->mine && !strcmp(key, x->mine)) ||
-	       (x->own && !strcmp(key, x->own) && !alive_here(s, key)) ||
-	       (x->held && loc && held_find(loc, NULL, key, NULL, NULL));
+	       (x->own && !strcmp(key, x->own) && x->own_hash && lock_is(s, key, x->own_hash) &&
+		!alive_here(s, key)) ||
+	       (x->held && loc && held_find(loc, NULL, key, NULL, NULL, NULL));
 }
 
 /* Every object in the lock folder but those of `x`: someone's lock. */
@@ -345,7 +369,7 @@ static int lock_store(st_lock **out, st_store *s, const char *dir, const char *h
 		      lock_excl x, st_error *err)
 {
 	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
-	char uuid[37], *key, *content, *made;
+	char uuid[37], *key, *content, *made, hash[65];
 	int rc;
 
 	*out = NULL;
@@ -380,6 +404,7 @@ static int lock_store(st_lock **out, st_store *s, const char *dir, const char *h
 		free(gone);
 		free(made);
 	}
+	bytes_hash(content, strlen(content), hash);
 	free(content);
 	x.mine = key;
 	if (rc == ST_OK && (rc = foreign_locks(s, dir, &x, hint, err)) != ST_OK)
@@ -395,33 +420,34 @@ static int lock_store(st_lock **out, st_store *s, const char *dir, const char *h
 		return rc;
 	}
 	(*out)->made = made;
+	memcpy((*out)->hash, hash, sizeof(hash));
 	held_add(*out);
 	return ST_OK;
 }
 
 int st__lock_store(st_lock **out, st_store *s, const char *dir, const char *hint, st_error *err)
 {
-	lock_excl x = {NULL, NULL, NULL, 0};
+	lock_excl x = {NULL, NULL, NULL, NULL, 0};
 	return lock_store(out, s, dir, hint, x, err);
 }
 
 int st__lock_store_own(st_lock **out, st_store *s, const char *dir, const char *own,
-		       const char *hint, const char *tail, st_error *err)
+		       const char *own_hash, const char *hint, const char *tail, st_error *err)
 {
-	lock_excl x = {NULL, own, tail, 1};
+	lock_excl x = {NULL, own, own_hash, tail, 1};
 	return lock_store(out, s, dir, hint, x, err);
 }
 
 int st__locks_check(st_store *s, const char *dir, const char *hint, st_error *err)
 {
-	lock_excl x = {NULL, NULL, NULL, 0};
+	lock_excl x = {NULL, NULL, NULL, NULL, 0};
 	return foreign_locks(s, dir, &x, hint, err);
 }
 
-int st__lock_file_check(st_store *s, const char *lkey, const char *own, const char *hint,
-			const char *tail, st_error *err)
+int st__lock_file_check(st_store *s, const char *lkey, const char *own, const char *own_hash,
+			const char *hint, const char *tail, st_error *err)
 {
-	lock_excl x = {NULL, own, tail, 1};
+	lock_excl x = {NULL, own, own_hash, tail, 1};
 	char *loc;
 	st_buf desc;
 	int rc = st_store_stat(s, lkey, NULL, NULL), mine;
@@ -518,7 +544,7 @@ int st_lock_file(st_lock **out, const char *path, st_error *err)
 {
 	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
 	st_store *s = NULL;
-	char *key = NULL, *lkey, *content;
+	char *key = NULL, *lkey, *content, hash[65] = "";
 	st_error werr;
 	int rc;
 
@@ -537,6 +563,7 @@ int st_lock_file(st_lock **out, const char *path, st_error *err)
 	wo.flags = ST_STORE_CREATE_ONLY;
 	st_error_clear(&werr);
 	rc = st_store_write(s, lkey, content, strlen(content), &wo, &werr);
+	bytes_hash(content, strlen(content), hash);
 	free(content);
 	if (rc == ST_EEXIST) {
 		rc = file_locked(s, lkey, path, err);
@@ -554,8 +581,10 @@ int st_lock_file(st_lock **out, const char *path, st_error *err)
 		st_store_free(s);
 		return rc;
 	}
-	if ((rc = new_lock(out, s, 1, lkey, err)) == ST_OK)
+	if ((rc = new_lock(out, s, 1, lkey, err)) == ST_OK) {
+		memcpy((*out)->hash, hash, sizeof(hash));
 		held_add(*out);
+	}
 	return rc;
 }
 
@@ -625,4 +654,9 @@ int st_unlock_file(const char *path, int *removed, st_error *err)
 	free(lkey);
 	st_store_free(s);
 	return rc;
+}
+
+int st__lock_remove_if(st_store *s, const char *key, const char *hash)
+{
+	return lock_is(s, key, hash) && st_store_delete(s, key, NULL) == ST_OK;
 }

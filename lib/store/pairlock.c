@@ -64,13 +64,14 @@ static int lock_place(const char *key, char **dir, char **file)
 	return *dir ? ST_OK : ST_ENOMEM;
 }
 
-void st__pairlock_mine(st_store *s, const char *key, char **lock, char **made)
+void st__pairlock_mine(st_store *s, const char *key, char **lock, char **made, char hash[65])
 {
 	char *dir = NULL, *file = NULL;
 
 	*lock = *made = NULL;
+	hash[0] = '\0';
 	if (lock_place(key, &dir, &file) == ST_OK)
-		st__lock_held(s, dir, file, lock, made);
+		st__lock_held(s, dir, file, lock, made, hash);
 	free(dir);
 	free(file);
 }
@@ -126,7 +127,7 @@ static char *unlock_hint(const char *loc, const char *key)
 }
 
 int st__pairlock_take(st_lock **taken, st_store *s, const char *key, const char *own,
-		      const char *tail, st_error *err)
+		      const char *own_hash, const char *tail, st_error *err)
 {
 	char *dir = NULL, *file = NULL, *loc = st__store_locator(s), *hint = NULL;
 	int rc = loc && lock_place(key, &dir, &file) == ST_OK && (hint = unlock_hint(loc, key))
@@ -135,9 +136,9 @@ int st__pairlock_take(st_lock **taken, st_store *s, const char *key, const char 
 
 	*taken = NULL;
 	/* a lock this process holds there already (the command that runs the recovery) */
-	if (rc == ST_OK && !st__lock_held(s, dir, file, NULL, NULL))
-		rc = dir ? st__lock_store_own(taken, s, dir, own, hint, tail, err)
-			 : st__lock_file_check(s, file, own, hint, tail, err);
+	if (rc == ST_OK && !st__lock_held(s, dir, file, NULL, NULL, NULL))
+		rc = dir ? st__lock_store_own(taken, s, dir, own, own_hash, hint, tail, err)
+			 : st__lock_file_check(s, file, own, own_hash, hint, tail, err);
 	free(dir);
 	free(file);
 	free(loc);
@@ -145,12 +146,12 @@ int st__pairlock_take(st_lock **taken, st_store *s, const char *key, const char 
 	return rc;
 }
 
-void st__pairlock_remove(st_store *s, const char *op, const char *own, const char *made,
-			 st_changes *report)
+void st__pairlock_remove(st_store *s, const char *op, const char *own, const char *own_hash,
+			 const char *made, st_changes *report)
 {
 	char *w;
 
-	if (!own || st_store_delete(s, own, NULL) != ST_OK)
+	if (!own || !own_hash || !st__lock_remove_if(s, own, own_hash))
 		return;
 	st__store_file_prune(s, own, made);
 	w = st__store_where(s, own);

@@ -289,21 +289,25 @@ int st__unlock_store(st_store *s, const char *dir, int *removed, st_error *err);
  * anything; nothing is written. */
 int st__locks_check(st_store *s, const char *dir, const char *hint, st_error *err);
 /* st__lock_store for a recovery (pairlock.c): `own` (may be NULL), the crashed operation's
- * lock (unless its process still runs on this host: then the operation is still at work), and
- * the locks this process holds are not someone else's; `tail` (may be NULL) ends
- * the message of a refusal. */
+ * lock, when its bytes still hash to `own_hash` (BLAKE2b-256, hex) and its process does not
+ * still run on this host (then the operation is still at work), and the locks this process
+ * holds are not someone else's; `tail` (may be NULL) ends the message of a refusal. */
 int st__lock_store_own(st_lock **out, st_store *s, const char *dir, const char *own,
-		       const char *hint, const char *tail, st_error *err);
+		       const char *own_hash, const char *hint, const char *tail, st_error *err);
 /* ST_ELOCKED (as st__locks_check, `tail` ending the message) when the lock object `lkey` of a
- * plain file exists and is neither `own` (may be NULL) nor held by this process. */
-int st__lock_file_check(st_store *s, const char *lkey, const char *own, const char *hint,
-			const char *tail, st_error *err);
+ * plain file exists and is neither `own` (as st__lock_store_own) nor held by this process. */
+int st__lock_file_check(st_store *s, const char *lkey, const char *own, const char *own_hash,
+			const char *hint, const char *tail, st_error *err);
 /* Is `key` (with `dir`, ending in '/': any lock object directly in that folder) a lock this
  * process holds (st__lock_store, st_lock_file) in a store with the locator of `s`? 1 and
  * *key_out (its key) and *made_out (the folder its write made, or NULL) (both new; either may
- * be a NULL pointer) when it is, else 0. */
+ * be a NULL pointer) and hash_out (65 bytes, may be NULL: its bytes' BLAKE2b-256 in hex) when
+ * it is, else 0. */
 int st__lock_held(st_store *s, const char *dir, const char *key, char **key_out,
-		  char **made_out);
+		  char **made_out, char *hash_out);
+/* Removes the lock object `key` when its bytes still hash to `hash` (st__lock_held): 1 when
+ * removed. */
+int st__lock_remove_if(st_store *s, const char *key, const char *hash);
 /* A lock object described as a lock error describes it ("<where>: created by ..."; *desc new)
  * and whether it is stale: it cannot be parsed, its process is gone from this host, or it is
  * older than max_age_s seconds (0: never by age). ST_OK or ST_ENOMEM. */
@@ -316,7 +320,7 @@ int st__lock_stale(st_store *s, const char *key, long long max_age_s, char **des
 /* The lock this process holds on the side at `key` of `s` (a DIY stack's lock folder, a plain
  * file's <key>.lock): *lock its key and *made the folder its write made (both new, NULL when
  * none), for the journal. */
-void st__pairlock_mine(st_store *s, const char *key, char **lock, char **made);
+void st__pairlock_mine(st_store *s, const char *key, char **lock, char **made, char hash[65]);
 /* What a refusal of a recovery adds to Pulumi's message: that the operation `op` recorded in
  * `journal` is pending and the `statetool move --recover` that completes it (new; NULL when
  * out of memory). loc, key: the journal's two sides, the destination first. */
@@ -324,14 +328,15 @@ char *st__pairlock_tail(const char *op, const char *journal, const char *const l
 			const char *const key[2]);
 /* A recovery's lock on the side at `key` (*taken new, NULL when this process holds one there
  * already or the side is a plain file, whose lock is only checked): ST_ELOCKED, `tail` ending
- * Pulumi's message, when a lock other than `own` (the crashed operation's, may be NULL) and
- * this process's is there. */
+ * Pulumi's message, when a lock other than `own` (the crashed operation's, may be NULL, with
+ * the hash of its bytes `own_hash`) and this process's is there. */
 int st__pairlock_take(st_lock **taken, st_store *s, const char *key, const char *own,
-		      const char *tail, st_error *err);
-/* Removes the crashed operation's lock `own` (may be NULL) and the folders its write made
- * (`made`), with a line for `report`; nothing when it is gone already. */
-void st__pairlock_remove(st_store *s, const char *op, const char *own, const char *made,
-			 st_changes *report);
+		      const char *own_hash, const char *tail, st_error *err);
+/* Removes the crashed operation's lock `own` (may be NULL) when it still holds the bytes of
+ * `own_hash`, and the folders its write made (`made`), with a line for `report`; nothing when
+ * it is gone already or holds other bytes. */
+void st__pairlock_remove(st_store *s, const char *op, const char *own, const char *own_hash,
+			 const char *made, st_changes *report);
 
 /* Sets a DIY backend's layout (after an upgrade). */
 void st__diy_set_project_mode(st_backend *b, int on);

@@ -298,7 +298,7 @@ setup children.json
 run "crash at pair:5 (no lock named)" env STATETOOL_CRASH_AT=pair:5 "$STATETOOL" move --backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
 check_rc 137
 for j in "$B"/.pulumi/stacks/test/*.statetool-journal; do
-	sed 's/,"lock":"[^"]*"//g; s/,"lock_made":"[^"]*"//g' "$j" > "$T/j" && cat "$T/j" > "$j"
+	sed 's/,"lock":"[^"]*"//g; s/,"lock_hash":"[^"]*"//g; s/,"lock_made":"[^"]*"//g' "$j" > "$T/j" && cat "$T/j" > "$j"
 done
 run "journals without lock members" sh -c "cat '$B'/.pulumi/stacks/test/*.statetool-journal | grep -c lock"
 check_out "0"
@@ -318,6 +318,31 @@ run "unlocked: list completes it" st list --backend "$B" --stack test/sourceStac
 check_rc 0; check_err_has "note: the interrupted move is complete; its journal is removed"
 run "completed (no lock named)" urns test/destStack
 check_out_has "urn:pulumi:destStack::test::a:b:c::name"
+
+# plain files: a file's lock has one name (<file>.lock), so the journal keeps the hash of the
+# killed move's lock too: another's lock under that name is no lock of the move
+PF=$T/pf
+rm -rf "$PF"; mkdir -p "$PF"; cp "$M/children.json" "$PF/a.json"
+run "crash at pair:5 (plain files)" env STATETOOL_CRASH_AT=pair:5 "$STATETOOL" move --source "$PF/a.json" --dest "$PF/b.json" --dest-stack test/prod "urn:pulumi:$S::test::a:b:c::name"
+check_rc 137
+run "the journal names the file's lock" cat "$PF/a.json.statetool-journal"
+check_out_has '"lock":"a.json.lock","lock_hash":"'
+printf '{"pid":4242,"username":"alice","hostname":"ci.example","timestamp":"2026-11-24T22:00:00Z"}' > "$PF/a.json.lock"
+(cd "$PF" && ls -A | sort | xargs md5sum) > "$T/before"
+run "another's lock on a plain file" st list "$PF/b.json"
+check_rc 1; check_err_has "statetool: error: the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file with \`pulumi cancel\` (or \`statetool unlock $PF/a.json\`)."
+check_err_has "$PF/a.json.lock: created by alice@ci.example (pid 4242) at 2026-11-24T22:00:00Z"
+check_err_has "\`statetool move --recover --source $PF/a.json --dest $PF/b.json\` (or any statetool command on either stack) completes it"
+run "plain files: no byte changed" sh -c "cd '$PF' && ls -A | sort | xargs md5sum"
+check_same "$T/before" "$T/out"
+rm "$PF/a.json.lock"
+run "plain files: the lock gone, list completes it" st list "$PF/b.json"
+check_rc 0; check_err_has "note: removed the interrupted move's lock $PF/b.json.lock"
+check_out_has "urn:pulumi:prod::test::a:b:c::name"
+run "plain files: nothing left" ls -A "$PF"
+check_out "a.json
+a.json.bak
+b.json"
 
 # the other side's store cannot be opened from the journal's URL (which keeps no credentials):
 # the message says which interrupted move, and where the credentials come from
