@@ -23,16 +23,18 @@ static int has_suffix(const char *s, size_t n, const char *suffix)
 	return n > sl && !memcmp(s + n - sl, suffix, sl);
 }
 
-/* A DIY stack key's names: "P/S" (or "S" in the legacy layout) in *names (new); NULL when the
- * key is no stack object (a plain file). */
+/* A DIY stack key's names: "P/S" (or "S" in the legacy layout) (new); NULL when the key is no
+ * stack object (a plain file). */
 static char *stack_names(const char *key)
 {
 	static const char *const ends[] = {".json", ".json.gz", ".json.zst"};
-	const char *rest = key + strlen(STACKS), *slash;
-	size_t n = strlen(rest);
+	const char *rest, *slash;
+	size_t n;
 
 	if (strncmp(key, STACKS, strlen(STACKS)))
 		return NULL;
+	rest = key + strlen(STACKS);
+	n = strlen(rest);
 	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
 		if (!has_suffix(rest, n, ends[i]))
 			continue;
