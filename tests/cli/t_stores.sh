@@ -361,6 +361,18 @@ for how in "list A:st list --backend $A --stack test/sourceStack" \
 	"move --recover:mv_ --recover"; do
 	run "${how%%:*} while another holds a lock" ${how#*:}
 	check_rc 1
+	case "${how%%:*}:$A" in
+	"list B:postgres://"*)
+		# the journal keeps no password and PGPASSWORD is unset: from B's side, A's store
+		# cannot be opened; the message says which move and where credentials come from
+		check_err_has "statetool: error: cannot complete the interrupted move recorded in '"
+		check_err_has "/.pulumi/stacks/test/destStack.json.statetool-journal': postgres: cannot connect to "
+		check_err_has "; the journal keeps no credentials: they come from the environment (PGPASSWORD or PGPASSFILE: the URL's password is not kept), or \`statetool move --recover\` with the same URLs completes it"
+		dump "$A" >"$T/a.after"; dump "$B" >"$T/b.after"
+		current="list B: A cannot be opened: no byte changed"
+		if cmp -s "$T/a.before" "$T/a.after" && cmp -s "$T/b.before" "$T/b.after"; then ok; else bad "a store changed"; fi
+		continue ;;
+	esac
 	check_err_has "the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file with \`pulumi cancel\` (or \`statetool unlock --backend "
 	check_err_has "/.pulumi/locks/organization/test/sourceStack/99999999-0000-0000-0000-000000000000.json"
 	check_err_has ": created by alice@ci.example (pid 4242) at 2026-11-24T22:00:00Z"
@@ -375,9 +387,17 @@ done
 run "list --json while another holds a lock" st list --json --backend "$A" --stack test/sourceStack
 check_rc 1; check_out_has '"code": "locked"'
 "$STORETOOL" rm "$A" .pulumi/locks/organization/test/sourceStack/99999999-0000-0000-0000-000000000000.json
-run "the lock gone: list on the destination side completes it" st list --backend "$B" --stack test/destStack
-check_rc 0; check_err_has "note: the interrupted move is complete; its journal is removed"
+case "$A" in
+postgres://*) # (B's side cannot open A's store: above) from A's side
+	run "the lock gone: list on the source side completes it" st list --backend "$A" --stack test/sourceStack
+	check_rc 0; check_out_has "urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0" ;;
+*)
+	run "the lock gone: list on the destination side completes it" st list --backend "$B" --stack test/destStack
+	check_rc 0; check_out_has "urn:pulumi:destStack::test::a:b:c::name" ;;
+esac
+check_err_has "note: the interrupted move is complete; its journal is removed"
 check_err_has "note: removed the interrupted move's lock "
+run "completed: the destination" urns "$B" test/destStack
 check_out_has "urn:pulumi:destStack::test::a:b:c::name"
 run "completed: the source" urns "$A" test/sourceStack
 check_out "urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0"
