@@ -1569,6 +1569,14 @@ ST_EXTERN int st_backend_save(st_backend *b, const char *stack, st_state *state,
 ST_EXTERN int st_backend_stack_key(st_backend *b, const char *stack, char **key, int *exists,
 				   st_error *err);
 
+/* For a DIY backend: the key of a stack's .bak in st_backend_store (new): the newest (by
+ * modification time, as the stack's object is chosen) of <stack>.json.bak, .json.gz.bak and
+ * .json.zst.bak, so after a change of compression the old name's .bak, which Pulumi's
+ * messages name; when there is none, *key is <object>.bak and *exists is 0. `exists` may be
+ * NULL. ST_EUNSUPPORTED for other kinds. */
+ST_EXTERN int st_backend_stack_bak(st_backend *b, const char *stack, char **key, int *exists,
+				   st_error *err);
+
 /* For a DIY backend: where a save of `state` to `stack` goes, as st_backend_save decides it:
  * *key (new) in the compression PULUMI_DIY_BACKEND_GZIP/ZSTD ask for, else the state's own
  * (which is set on the state), and *old_key (new, or NULL) the stack's current object when it

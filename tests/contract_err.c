@@ -758,6 +758,13 @@ static int c_backend_stack_key(st_error *err)
 	return st_backend_stack_key(F.b, bad_stack, &k, &ex, err);
 }
 
+static int c_backend_stack_bak(st_error *err)
+{
+	char *k = NULL;
+	int ex = 0;
+	return st_backend_stack_bak(F.b, bad_stack, &k, &ex, err);
+}
+
 static int c_backend_stack_path(st_error *err)
 {
 	char *p = NULL;
@@ -969,7 +976,7 @@ static const err_case cases[] = {
 	CASE(index_update_state), CASE(index_update_backend), CASE(index_update_files), CASE(index_update_stack),
 	CASE(index_query_run), CASE(index_sql), CASE(provider_ref_parse), CASE(backend_open), CASE(backend_default_url),
 	CASE(backend_resolve), CASE(backend_resolve_key), CASE(backend_load), CASE(backend_save),
-	CASE(backend_stack_key), CASE(backend_stack_path), CASE(lock_stack), CASE(lock_file), CASE(lock_check_stack), CASE(lock_check_file),
+	CASE(backend_stack_key), CASE(backend_stack_bak), CASE(backend_stack_path), CASE(lock_stack), CASE(lock_file), CASE(lock_check_stack), CASE(lock_check_file),
 	CASE(lock_release), CASE(unlock_stack), CASE(unlock_file), CASE(backend_upgrade),
 	CASE(backend_doctor), CASE(edit_pending_import), CASE(backend_generations),
 	CASE(backend_generation_load), CASE(backend_keep_generation), CASE(compare_text),

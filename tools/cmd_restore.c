@@ -16,7 +16,10 @@ static const char help[] =
 	"changes is printed first, as `statetool diff` prints it (current => backup,\n"
 	"secrets masked); a current state that does not load is restored without a diff,\n"
 	"with a warning. A stack (named by --stack or by its file's path inside a DIY\n"
-	"backend) is restored under Pulumi's lock, in its backend's store. Not for a STATE\n"
+	"backend) is restored under Pulumi's lock, in its backend's store; its backup is\n"
+	"the newest of its .json.bak, .json.gz.bak and .json.zst.bak (after a change of\n"
+	"compression, the old name's, as Pulumi leaves it), put back under its own name\n"
+	"(the current object becomes its own .bak and goes away). Not for a STATE\n"
 	"of '-' (standard input): filter mode keeps no backup; keep the export you piped in.\n"
 	"\n"
 	"With --generation ID (an ID `statetool history` lists: a copy in the stack's\n"
@@ -40,8 +43,9 @@ static const char help[] =
 	"                     \"error\": code, message, position)\n"
 	"  -h, --help         show this help\n";
 
-/* The store and key of the target's object (store borrowed from the backend, or new). */
-static int locate(cli_target *t, st_store **store, int *owned, char **key)
+/* The store and key of the target's object (store borrowed from the backend, or new); for a
+ * stack, *exists 0 when it has no object yet. */
+static int locate(cli_target *t, st_store **store, int *owned, char **key, int *exists)
 {
 	st_error err;
 	int rc;
@@ -50,7 +54,7 @@ static int locate(cli_target *t, st_store **store, int *owned, char **key)
 	*owned = !t->backend;
 	if (t->backend) {
 		*store = st_backend_store(t->backend);
-		rc = st_backend_stack_key(t->backend, t->qname, key, NULL, &err);
+		rc = st_backend_stack_key(t->backend, t->qname, key, exists, &err);
 	} else {
 		rc = st_store_open_file(store, key, t->path, &err);
 	}
@@ -82,11 +86,17 @@ static int print_doc(const cli_target *t, const char *from, int dry_run, int wri
 	return rc;
 }
 
-static int restore(const char *name, st_store *store, const char *key, const char *bak)
+/* Puts `bak` back, byte for byte (compressed or not), as `to` (its name without .bak); the
+ * current object `key` becomes `keybak` (its .bak). A stack's .bak may be another name's (the
+ * state before a change of compression, dev.json.bak beside dev.json.gz): then the current
+ * object is copied to its .bak and goes away after the write, as a save that changes the
+ * compression does (the newer object is the stack's, so a stop between the two leaves the
+ * restored state in place). `shown` names the backup in messages. */
+static int restore(st_store *store, const char *key, int exists, const char *bak,
+		   const char *to, const char *keybak, const char *shown)
 {
-	char shown[4096]; /* the backup as messages name it: NAME.bak */
-	snprintf(shown, sizeof(shown), "%s.bak", name);
 	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
+	int other = strcmp(to, key) != 0;
 	char *data = NULL;
 	size_t len = 0;
 	st_state *s = NULL;
@@ -96,7 +106,7 @@ static int restore(const char *name, st_store *store, const char *key, const cha
 	st_error_clear(&err);
 	rc = st_store_read(store, bak, 0, &data, &len, NULL, &err);
 	if (rc == ST_ENOTFOUND) {
-		cli_errorc("not-found", "no backup '%s.bak' to restore", name);
+		cli_errorc("not-found", "no backup '%s' to restore", shown);
 		return EXIT_FAIL;
 	}
 	/* the backup must be a state ... */
@@ -108,10 +118,14 @@ static int restore(const char *name, st_store *store, const char *key, const cha
 			rc = st_state_load_buffer(&s, plain, plen, shown, NULL, &err);
 		free(plain);
 	}
-	/* ... and goes back byte for byte (compressed or not); the current one becomes .bak */
-	wo.backup_key = bak;
+	/* ... and goes back; the current one becomes its .bak */
+	wo.backup_key = other ? NULL : keybak;
+	if (rc == ST_OK && other && exists)
+		rc = st_store_copy(store, key, keybak, &err);
 	if (rc == ST_OK)
-		rc = st_store_write(store, key, data, len, &wo, &err);
+		rc = st_store_write(store, to, data, len, &wo, &err);
+	if (rc == ST_OK && other && exists)
+		rc = st_store_delete(store, key, &err);
 	free(data);
 	st_state_free(s);
 	if (rc) {
@@ -119,6 +133,35 @@ static int restore(const char *name, st_store *store, const char *key, const cha
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;
+}
+
+/* The backup as messages name it (new): a file's STATE.bak, a stack's .bak in its store (the
+ * object's name, then any query of the store's URL). *key (new, may be NULL) its key. */
+static char *bak_where(cli_target *t, char **key, int *exists)
+{
+	st_error err;
+	char *k = NULL, *w = NULL;
+
+	st_error_clear(&err);
+	if (key)
+		*key = NULL;
+	if (exists)
+		*exists = 0;
+	if (!t->backend) {
+		if (asprintf(&w, "%s.bak", t->path) < 0)
+			w = NULL;
+		return w;
+	}
+	if (st_backend_stack_bak(t->backend, t->qname, &k, exists, &err) != ST_OK) {
+		cli_error(&err);
+		return NULL;
+	}
+	w = st_store_where(st_backend_store(t->backend), k);
+	if (key)
+		*key = k;
+	else
+		free(k);
+	return w;
 }
 
 /* What putting the backup back would change: *doc (new) compares the current state (an empty
@@ -216,8 +259,10 @@ static int dry_run_bak(cli_target *t, int json)
 	cli_dry_lock(t);
 	if (compare_bak(t, &doc, &missing, &err) != ST_OK) {
 		if (missing == 1) {
-			cli_errorc("not-found", "no backup '%s.bak' to restore",
-				   cli_target_where(t));
+			char *w = bak_where(t, NULL, NULL);
+			if (w)
+				cli_errorc("not-found", "no backup '%s' to restore", w);
+			free(w);
 			return EXIT_FAIL;
 		}
 		if (missing == 2) {
@@ -307,6 +352,80 @@ out:
 	return rc;
 }
 
+/* restore STATE (a file's STATE.bak, a stack's .bak): under the lock, the diff, then the
+ * backup put back, the states replaced and restored kept as generations (a stack's). */
+static int restore_bak(cli_target *t, int json)
+{
+	char *key = NULL, *bak = NULL, *to = NULL, *keybak = NULL, *shown = NULL;
+	char *to_where = NULL, *keybak_where = NULL;
+	int rc, owned = 0, exists = 1;
+	st_store *store = NULL;
+	st_lock *lock = NULL;
+	json_t *doc = NULL;
+
+	if ((rc = locate(t, &store, &owned, &key, &exists)) != EXIT_OK ||
+	    (rc = cli_lock(t, &lock)) != EXIT_OK)
+		goto out;
+	/* the backup (a stack's: the newest of its .bak names), where it goes (its own name)
+	 * and where the replaced state goes (the current object's .bak), as keys and for
+	 * messages */
+	if (!(shown = bak_where(t, &bak, NULL))) {
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	if (!bak && asprintf(&bak, "%s.bak", key) < 0)
+		bak = NULL;
+	to = bak ? strndup(bak, strlen(bak) - 4) : NULL;
+	if (!to || asprintf(&keybak, "%s.bak", key) < 0 ||
+	    !(to_where = t->backend ? st_store_where(store, to) : strdup(t->path)) ||
+	    !(keybak_where = t->backend ? st_store_where(store, keybak) : strdup(shown))) {
+		cli_errorf("out of memory");
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	if (t->backend && st_backend_store(t->backend)) { /* the state replaced stays a generation */
+		st_error gerr;
+		st_error_clear(&gerr);
+		if (st_backend_keep_generation(t->backend, t->qname, &gerr) != ST_OK &&
+		    gerr.code != ST_ENOTFOUND) {
+			cli_error(&gerr);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+	}
+	if ((rc = show_bak_diff(t, json, &doc)) != EXIT_OK ||
+	    (rc = restore(store, key, exists, bak, to, keybak, shown)) != EXIT_OK)
+		goto out;
+	if (t->backend && st_backend_store(t->backend)) { /* a change like any other: the restored
+							  * state is a generation */
+		st_error gerr;
+		st_error_clear(&gerr);
+		if (st_backend_keep_generation(t->backend, t->qname, &gerr) != ST_OK) {
+			cli_error(&gerr);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+	}
+	if (json)
+		rc = print_doc(t, "bak", 0, 1, doc);
+	else
+		printf("restored %s from %s (the replaced version is now %s)\n", to_where, shown,
+		       keybak_where);
+out:
+	json_decref(doc);
+	free(key);
+	free(bak);
+	free(to);
+	free(keybak);
+	free(shown);
+	free(to_where);
+	free(keybak_where);
+	cli_unlock(t, lock);
+	if (owned)
+		st_store_free(store);
+	return rc;
+}
+
 int cmd_restore(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -319,11 +438,7 @@ int cmd_restore(int argc, char **argv)
 		{NULL, 0, NULL, 0}};
 	cli_target t = {0};
 	const char *gen = NULL;
-	int c, rc, owned = 0, dry_run = 0, json = 0;
-	char *key = NULL, *bak = NULL;
-	st_store *store = NULL;
-	st_lock *lock = NULL;
-	json_t *doc = NULL;
+	int c, rc, dry_run = 0, json = 0;
 
 	while ((c = cli_getopt(argc, argv, "h", opts)) != -1) {
 		if (cli_target_option(&t, c, optarg))
@@ -369,51 +484,8 @@ int cmd_restore(int argc, char **argv)
 		rc = dry_run_bak(&t, json);
 		goto out;
 	}
-	if ((rc = locate(&t, &store, &owned, &key)) != EXIT_OK)
-		goto out;
-	if (!(bak = malloc(strlen(key) + 5))) {
-		rc = EXIT_FAIL;
-		goto out;
-	}
-	snprintf(bak, strlen(key) + 5, "%s.bak", key);
-	if ((rc = cli_lock(&t, &lock)) != EXIT_OK)
-		goto out;
-	const char *name = cli_target_where(&t);
-	if (t.backend && st_backend_store(t.backend)) { /* the state replaced stays a generation */
-		st_error gerr;
-		st_error_clear(&gerr);
-		if (st_backend_keep_generation(t.backend, t.qname, &gerr) != ST_OK &&
-		    gerr.code != ST_ENOTFOUND) {
-			cli_error(&gerr);
-			rc = EXIT_FAIL;
-			goto out;
-		}
-	}
-	if ((rc = show_bak_diff(&t, json, &doc)) != EXIT_OK ||
-	    (rc = restore(name, store, key, bak)) != EXIT_OK)
-		goto out;
-	if (t.backend && st_backend_store(t.backend)) { /* a change like any other: the restored
-							  * state is a generation */
-		st_error gerr;
-		st_error_clear(&gerr);
-		if (st_backend_keep_generation(t.backend, t.qname, &gerr) != ST_OK) {
-			cli_error(&gerr);
-			rc = EXIT_FAIL;
-			goto out;
-		}
-	}
-	if (json)
-		rc = print_doc(&t, "bak", 0, 1, doc);
-	else
-		printf("restored %s from %s.bak (the replaced version is now %s.bak)\n", name, name,
-		       name);
+	rc = restore_bak(&t, json);
 out:
-	json_decref(doc);
-	free(key);
-	free(bak);
-	cli_unlock(&t, lock);
-	if (owned)
-		st_store_free(store);
 	cli_target_free(&t);
 	return rc;
 }

@@ -1,7 +1,8 @@
 /* A DIY stack's generations, as Pulumi's DIY backend keeps them (pkg/backend/diy/state.go):
  * backupStack's copies .pulumi/backups/<project>/<stack>/<stack>.<UnixNano>.json[.gz|.zst],
  * addToHistory's update records .pulumi/history/<project>/<stack>/<stack>-<UnixNano>.history.json
- * with the state after the update beside them (.checkpoint.json), and the object's .bak.
+ * with the state after the update beside them (.checkpoint.json), and the object's .bak (the
+ * newest of the stack's .json.bak, .json.gz.bak and .json.zst.bak).
  * statetool's saves add to the backups as Pulumi's updates do. */
 #include "internal.h"
 #include "store_impl.h"
@@ -161,6 +162,66 @@ static int add_gen(st_generation **v, size_t *n, size_t *cap, st_generation_kind
 	return g->id && g->key ? 0 : -1;
 }
 
+/* The stack's .bak beside its object `cur`: the newest (by modification time, the later key
+ * on a tie, as the object itself is chosen) of <stack>.json.bak, .json.gz.bak and
+ * .json.zst.bak. A change of compression leaves the state before it as the OLD name's .bak,
+ * as Pulumi does (state.go, backupTarget of oldFile), and Pulumi's messages name that one.
+ * *key new; *info set when one exists, else *key is <cur>.bak and *exists 0. */
+static int find_bak(st_store *s, const char *cur, char **key, int *exists, st_store_info *info,
+		    st_error *err)
+{
+	const char *ext = json_ext(cur);
+	size_t bl = ext ? (size_t)(ext - cur) : strlen(cur);
+	char *prefix = st_asprintf("%.*s.json", (int)bl, cur);
+	st_store_entry *e = NULL, *best = NULL;
+	size_t ne = 0;
+	int rc;
+
+	*key = NULL;
+	*exists = 0;
+	if (!prefix)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	rc = st_store_list(s, prefix, 0, &e, &ne, err);
+	free(prefix);
+	for (size_t i = 0; rc == ST_OK && i < ne; i++) {
+		const char *rest = e[i].key + bl;
+		if ((!strcmp(rest, ".json.bak") || !strcmp(rest, ".json.gz.bak") ||
+		     !strcmp(rest, ".json.zst.bak")) &&
+		    (!best || e[i].info.mtime_ns >= best->info.mtime_ns))
+			best = &e[i];
+	}
+	if (rc == ST_OK && best) {
+		*key = best->key;
+		best->key = NULL;
+		*info = best->info;
+		*exists = 1;
+	} else if (rc == ST_OK && !(*key = st_asprintf("%s.bak", cur))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+	}
+	st_store_entries_free(e, ne);
+	return rc;
+}
+
+int st_backend_stack_bak(st_backend *b, const char *stack, char **key, int *exists,
+			 st_error *err)
+{
+	ST_ASSERT_ARG(b);
+	st_store_info info;
+	char *cur = NULL;
+	int ex, rc;
+
+	*key = NULL;
+	if (exists)
+		*exists = 0;
+	if ((rc = st_backend_stack_key(b, stack, &cur, NULL, err)) != ST_OK)
+		return rc;
+	rc = find_bak(st_backend_store(b), cur, key, &ex, &info, err);
+	if (rc == ST_OK && exists)
+		*exists = ex;
+	free(cur);
+	return rc;
+}
+
 int st_backend_generations(st_backend *b, const char *stack, st_generation **out,
 			   size_t *count, st_error *err)
 {
@@ -170,7 +231,7 @@ int st_backend_generations(st_backend *b, const char *stack, st_generation **out
 	st_generation *v = NULL;
 	size_t n = 0, cap = 0;
 	st_store_info info;
-	int rc, exists = 0;
+	int rc, exists = 0, bak_exists = 0;
 
 	*out = NULL;
 	*count = 0;
@@ -183,14 +244,14 @@ int st_backend_generations(st_backend *b, const char *stack, st_generation **out
 		goto out;
 	dirs[0] = backup_dir(project, name);
 	dirs[1] = history_dir(project, name);
-	bak = st_asprintf("%s.bak", cur);
-	if (!dirs[0] || !dirs[1] || !bak)
+	if (!dirs[0] || !dirs[1])
 		goto oom;
 	if (exists && st_store_stat(s, cur, &info, NULL) == ST_OK &&
 	    add_gen(&v, &n, &cap, ST_GEN_CURRENT, "current", cur, info.mtime_ns, &info))
 		goto oom;
-	if (st_store_stat(s, bak, &info, NULL) == ST_OK &&
-	    add_gen(&v, &n, &cap, ST_GEN_BAK, "bak", bak, info.mtime_ns, &info))
+	if ((rc = find_bak(s, cur, &bak, &bak_exists, &info, err)) != ST_OK)
+		goto out;
+	if (bak_exists && add_gen(&v, &n, &cap, ST_GEN_BAK, "bak", bak, info.mtime_ns, &info))
 		goto oom;
 	for (int d = 0; d < 2; d++) {
 		st_store_entry *e = NULL;

@@ -194,6 +194,42 @@ check_rc 0
 run "restore --dry-run of a stack: its .bak" st restore --backend "$B" --stack proj/dev --dry-run
 check_rc 0; check_out_has "    + /protect: true"; check_out_has "dry run: nothing written"
 
+# after a change of compression the stack's .bak is the OLD name's, as Pulumi leaves it (and
+# names it in its messages): restore, history and --generation bak find it
+Z=$T/z
+mkdir -p "$Z/.pulumi/stacks/proj"
+printf 'version: 1\n' > "$Z/.pulumi/meta.yaml"
+cp "$T/v1.json" "$Z/.pulumi/stacks/proj/dev.json"
+run "a change to gzip" env PULUMI_DIY_BACKEND_GZIP=1 "$STATETOOL" protect --backend "$Z" --stack proj/dev "$C"
+check_rc 0
+cp "$Z/.pulumi/stacks/proj/dev.json.gz" "$T/v2.json.gz"
+run "the old name's .bak" ls "$Z/.pulumi/stacks/proj"
+check_out "dev.json.bak
+dev.json.gz"
+run "history: its bak" sh -c "'$STATETOOL' history --backend '$Z' --stack proj/dev --json | grep -A1 '\"id\": \"bak\"'"
+check_rc 0; check_out '            "id": "bak",
+            "kind": "bak",'
+run "restore --generation bak --dry-run" st restore --backend "$Z" --stack proj/dev --generation bak --dry-run
+check_rc 0; check_out_has "    - /protect: true"; check_out_has "dry run: nothing written"
+run "restore --dry-run" st restore --backend "$Z" --stack proj/dev --dry-run
+check_rc 0; check_out_has "    - /protect: true"; check_out_has "dry run: nothing written"
+run "restore: the old name's .bak, as it was" st restore --backend "$Z" --stack proj/dev
+check_rc 0; check_out_has "restored $Z/.pulumi/stacks/proj/dev.json from $Z/.pulumi/stacks/proj/dev.json.bak (the replaced version is now $Z/.pulumi/stacks/proj/dev.json.gz.bak)"
+check_same "$Z/.pulumi/stacks/proj/dev.json" "$T/v1.json"
+check_same "$Z/.pulumi/stacks/proj/dev.json.gz.bak" "$T/v2.json.gz"
+run "the gzip object is gone" ls "$Z/.pulumi/stacks/proj"
+check_out "dev.json
+dev.json.bak
+dev.json.gz.bak"
+run "and back again" st restore --backend "$Z" --stack proj/dev
+check_rc 0; check_out_has "restored $Z/.pulumi/stacks/proj/dev.json.gz from $Z/.pulumi/stacks/proj/dev.json.gz.bak (the replaced version is now $Z/.pulumi/stacks/proj/dev.json.bak)"
+check_same "$Z/.pulumi/stacks/proj/dev.json.gz" "$T/v2.json.gz"
+check_same "$Z/.pulumi/stacks/proj/dev.json.bak" "$T/v1.json"
+run "gzip again" ls "$Z/.pulumi/stacks/proj"
+check_out "dev.json.bak
+dev.json.gz
+dev.json.gz.bak"
+
 # Pulumi's switch: no backups
 n0=$(ls "$B/.pulumi/backups/proj/dev" | wc -l)
 run "backups disabled" env PULUMI_DIY_BACKEND_DISABLE_CHECKPOINT_BACKUPS=true "$STATETOOL" unprotect --backend "$B" --stack proj/dev "$C"
@@ -275,6 +311,26 @@ dev.N.json  T        3188          8  backup'
 	check_rc 0
 	run "s3: diff of two generations" st diff "$S#proj/dev@bak" "$S#proj/dev"
 	check_rc 1; check_out_has "    - /protect: true"
+	# the .bak of a change to zstd (the old name's) is restored; messages name the object,
+	# then the URL's query
+	Q="?endpoint=$EP&use_path_style=true&region=$R"
+	Z3="s3://$bucket/z$Q"
+	printf 'version: 1\n' | "$STORETOOL" put "$Z3" .pulumi/meta.yaml
+	"$STORETOOL" put "$Z3" .pulumi/stacks/proj/dev.json < "$T/v1.json"
+	run "s3: a change to zstd" env PULUMI_DIY_BACKEND_ZSTD=1 "$STATETOOL" protect --backend "$Z3" --stack proj/dev "$C"
+	check_rc 0
+	run "s3: restore the old name's .bak" st restore --backend "$Z3" --stack proj/dev
+	check_rc 0; check_out_has "restored s3://$bucket/z/.pulumi/stacks/proj/dev.json$Q from s3://$bucket/z/.pulumi/stacks/proj/dev.json.bak$Q (the replaced version is now s3://$bucket/z/.pulumi/stacks/proj/dev.json.zst.bak$Q)"
+	run "s3: restored" sh -c "'$STORETOOL' cat '$Z3' .pulumi/stacks/proj/dev.json | cmp - '$T/v1.json'"
+	check_rc 0
+	run "s3: the zstd object is gone" "$STORETOOL" ls "$Z3" .pulumi/stacks/
+	check_out ".pulumi/stacks/proj/dev.json
+.pulumi/stacks/proj/dev.json.bak
+.pulumi/stacks/proj/dev.json.zst.bak"
+	run "s3: no backup" st restore --backend "$S" --stack proj/nob
+	check_rc 1; check_err "statetool: error: no backup 's3://$bucket/h/.pulumi/stacks/proj/nob.json.bak$Q' to restore"
+	run "s3: no backup, --dry-run" st restore --backend "$S" --stack proj/nob --dry-run
+	check_rc 1; check_err "statetool: error: no backup 's3://$bucket/h/.pulumi/stacks/proj/nob.json.bak$Q' to restore"
 else
 	skip_or_fail "s3 test server" "the S3 part: no S3 test server in $envfile"
 fi
