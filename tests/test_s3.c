@@ -177,13 +177,28 @@ static const conf_case CASES[] = {
 	{"bad prefix", "s3://b/a/../c", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
 	 "s3: invalid key prefix in 's3://b/a/../c'"},
 	{"bad boolean", "s3://bucket?disableSSL=banana", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
-	 "invalid value for query parameter \"disableSSL\": \"banana\" is not a boolean"},
+	 "s3: invalid value \"banana\" for query parameter \"disableSSL\": a boolean (true, "
+	 "false, 1, 0, t, f) is expected"},
+	{"bad boolean, fips", "s3://bucket?fips=maybe", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
+	 "s3: invalid value \"maybe\" for query parameter \"fips\": a boolean"},
+	{"bad number", "s3://bucket?rate_limiter_capacity=abc", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
+	 "s3: invalid value \"abc\" for query parameter \"rate_limiter_capacity\": a whole "
+	 "number is expected"},
+	{"bad number, a space", "s3://bucket?rate_limiter_capacity=+5", {ENV_KEYS}, NULL, NULL,
+	 ST_EINVAL, "s3: invalid value \" 5\" for query parameter \"rate_limiter_capacity\""},
+	{"bad awssdk", "s3://bucket?awssdk=v3", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
+	 "s3: invalid value \"v3\" for query parameter \"awssdk\": v1 or v2 is expected"},
+	{"bad checksum", "s3://bucket?request_checksum_calculation=x", {ENV_KEYS}, NULL, NULL,
+	 ST_EINVAL,
+	 "s3: invalid value \"x\" for query parameter \"request_checksum_calculation\": "
+	 "when_supported or when_required is expected"},
 	{"unknown parameter", "s3://bucket?foo=1", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
 	 "s3: unknown query parameter \"foo\""},
 	{"role", "s3://bucket?role=arn:aws:iam::1:role/x", {ENV_KEYS}, NULL, NULL, ST_EUNSUPPORTED,
 	 "s3: the query parameter \"role\" (assuming a role through STS) is not supported"},
 	{"bad ssetype", "s3://bucket?ssetype=rot13", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
-	 "\"rot13\" is not a valid value for \"ssetype\""},
+	 "s3: invalid value \"rot13\" for query parameter \"ssetype\": AES256, aws:kms or "
+	 "aws:kms:dsse is expected"},
 	{"endpoint scheme", "s3://bucket?endpoint=ftp://x", {ENV_KEYS}, NULL, NULL, ST_EINVAL,
 	 "s3: the endpoint 'ftp://x' is neither http:// nor https://"},
 	{"a named profile that is nowhere", "s3://bucket", {"AWS_PROFILE=ghost"},
@@ -286,6 +301,52 @@ static void test_config_table(void **state)
 		case_env = NULL;
 		for (size_t k = 0; k < no; k++)
 			free(own[k]);
+		free(aws);
+		tu_rmdir(home);
+	}
+}
+
+/* Where a custom endpoint came from, for the messages of an endpoint that cannot be reached:
+ * the URL, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's endpoint_url; none for AWS's. */
+static void test_endpoint_from(void **state)
+{
+	static const struct {
+		const char *url, *env, *config, *want;
+	} cases[] = {
+		{"s3://b?endpoint=http://u:1", "AWS_ENDPOINT_URL_S3=http://e:1", NULL,
+		 "http://u:1|the URL's endpoint parameter"},
+		{"s3://b", "AWS_ENDPOINT_URL_S3=http://e:1", "[default]\nendpoint_url = http://p:1\n",
+		 "http://e:1|AWS_ENDPOINT_URL_S3"},
+		{"s3://b", "AWS_ENDPOINT_URL=http://g:1", "[default]\nendpoint_url = http://p:1\n",
+		 "http://g:1|AWS_ENDPOINT_URL"},
+		{"s3://b?profile=lab", NULL,
+		 "[profile lab]\nendpoint_url = http://p:1\naws_access_key_id = A\n"
+		 "aws_secret_access_key = s\n",
+		 "http://p:1|endpoint_url of profile 'lab'"},
+		{"s3://b", NULL, NULL, "https://s3.us-east-1.amazonaws.com|(none)"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *home = tu_tmpdir(), *aws = st_asprintf("%s/.aws", home), *got;
+		char *h = st_asprintf("HOME=%s", home);
+		const char *env[] = {h, ENV_KEYS, cases[i].env, NULL};
+		st_s3_config c;
+		st_error err;
+
+		assert_int_equal(mkdir(aws, 0700), 0);
+		if (cases[i].config)
+			write_file(aws, "config", cases[i].config);
+		case_env = env;
+		st_error_clear(&err);
+		if (st__s3_config_load(&c, cases[i].url, table_env, &err) != ST_OK)
+			fail_msg("%s: %s", cases[i].url, err.message);
+		got = st_asprintf("%s|%s", c.endpoint, c.endpoint_from ? c.endpoint_from : "(none)");
+		if (strcmp(got, cases[i].want))
+			fail_msg("%s:\n got  %s\n want %s", cases[i].url, got, cases[i].want);
+		free(got);
+		st__s3_config_free(&c);
+		case_env = NULL;
+		free(h);
 		free(aws);
 		tu_rmdir(home);
 	}
@@ -467,7 +528,13 @@ static void test_unreachable(void **state)
 	want = st_asprintf("s3: cannot reach 127.0.0.1:%d (ListObjectsV2 'statetool-s3-test'): ",
 			   port);
 	assert_true(!strncmp(err.message, want, strlen(want)));
-	assert_non_null(strstr(err.message, "(3 attempts)"));
+	free(want);
+	/* and where the endpoint came from */
+	want = st_asprintf("(3 attempts); endpoint http://127.0.0.1:%d from the URL's endpoint "
+			   "parameter",
+			   port);
+	if (!strstr(err.message, want))
+		fail_msg("'%s' lacks '%s'", err.message, want);
 	free(want);
 	st_store_free(s);
 	free(ep);
@@ -817,7 +884,8 @@ static void test_aws_answers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_config_table),   cmocka_unit_test(test_wrong_credentials),
+		cmocka_unit_test(test_config_table),   cmocka_unit_test(test_endpoint_from),
+		cmocka_unit_test(test_wrong_credentials),
 		cmocka_unit_test(test_missing_bucket), cmocka_unit_test(test_unreachable),
 		cmocka_unit_test(test_failing_half_way), cmocka_unit_test(test_pages),
 		cmocka_unit_test(test_aws_answers),    cmocka_unit_test(test_load_named_object),

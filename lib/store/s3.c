@@ -718,6 +718,19 @@ int st__store_s3_open(st_store **out, const char *url, st_error *err)
 		s3_free(&s->base);
 		return rc;
 	}
+	/* an endpoint that cannot be reached (or answers wrongly) says where it came from, as
+	 * azblob's and gs's do (a stray AWS_ENDPOINT_URL_S3 of a local emulator is a classic) */
+	if (s->cfg.endpoint_from) {
+		char *note = st_asprintf("endpoint %s from %s", s->cfg.endpoint,
+					 s->cfg.endpoint_from);
+		rc = note ? st__http_set_note(s->http, note, err)
+			  : st__err(err, ST_ENOMEM, "out of memory");
+		free(note);
+		if (rc != ST_OK) {
+			s3_free(&s->base);
+			return rc;
+		}
+	}
 	*out = &s->base;
 	return ST_OK;
 }

@@ -16,6 +16,7 @@ typedef struct st_s3_config {
 	char *prefix;          /* "" or "a/b/": every key of the store is under it */
 	char *endpoint;        /* scheme://host[:port][/path], no trailing '/' */
 	int custom_endpoint;   /* the endpoint came from the URL, the environment or a profile */
+	char *endpoint_from;   /* which of them, for messages (NULL: AWS's own endpoint) */
 	int path_style;        /* https://host/bucket/key, else https://bucket.host/key */
 	char *region;
 	char *region_from;     /* where the region came from, for messages */

@@ -51,6 +51,7 @@ void st__s3_config_free(st_s3_config *c)
 	free(c->bucket);
 	free(c->prefix);
 	free(c->endpoint);
+	free(c->endpoint_from);
 	free(c->region);
 	free(c->region_from);
 	free(c->profile);
@@ -235,9 +236,9 @@ static int param(params *p, const char *k, const char *v, st_error *err)
 			continue;
 		if (parse_bool(v, (int *)((char *)p + bools[i].off)) < 0)
 			return st__err(err, ST_EINVAL,
-				       "invalid value for query parameter \"%s\": \"%s\" is not a "
-				       "boolean (true, false, 1, 0...)",
-				       k, v);
+				       "s3: invalid value \"%s\" for query parameter \"%s\": a boolean "
+				       "(true, false, 1, 0, t, f) is expected",
+				       v, k);
 		return ST_OK;
 	}
 	if (!strcmp(k, "region"))
@@ -252,22 +253,26 @@ static int param(params *p, const char *k, const char *v, st_error *err)
 		p->kmskeyid = v;
 	else if (!strcmp(k, "awssdk")) {
 		if (strcmp(v, "v1") && strcmp(v, "v2") && strcmp(v, "V1") && strcmp(v, "V2"))
-			return st__err(err, ST_EINVAL, "invalid value for query parameter \"awssdk\": "
-						       "\"%s\" (v1 or v2)", v);
+			return st__err(err, ST_EINVAL, "s3: invalid value \"%s\" for query parameter "
+						       "\"awssdk\": v1 or v2 is expected", v);
 	} else if (!strcmp(k, "request_checksum_calculation") ||
 		   !strcmp(k, "response_checksum_validation")) {
 		/* statetool sends no CRC checksums and verifies none: both values mean that */
 		if (strcasecmp(v, "when_supported") && strcasecmp(v, "when_required"))
 			return st__err(err, ST_EINVAL,
-				       "invalid value for query parameter \"%s\": \"%s\" "
-				       "(when_supported or when_required)",
-				       k, v);
+				       "s3: invalid value \"%s\" for query parameter \"%s\": "
+				       "when_supported or when_required is expected",
+				       v, k);
 	} else if (!strcmp(k, "rate_limiter_capacity")) {
+		/* Go's strconv.Atoi: an optional sign, then digits only */
+		const char *d = v + (*v == '+' || *v == '-');
 		char *end;
+		errno = 0;
 		(void)strtol(v, &end, 10);
-		if (!*v || *end)
-			return st__err(err, ST_EINVAL, "invalid value for query parameter "
-						       "\"rate_limiter_capacity\": \"%s\"", v);
+		if (*d < '0' || *d > '9' || *end || errno)
+			return st__err(err, ST_EINVAL, "s3: invalid value \"%s\" for query parameter "
+						       "\"rate_limiter_capacity\": a whole number is "
+						       "expected", v);
 	} else if (!strcmp(k, "role")) {
 		return st__err(err, ST_EUNSUPPORTED,
 			       "s3: the query parameter \"role\" (assuming a role through STS) is not "
@@ -399,15 +404,22 @@ static int set_endpoint(st_s3_config *c, const params *p, st_env_fn env, st_erro
 
 	if (ignore)
 		(void)parse_bool(ignore, &ign);
-	if (!ep && !ign)
-		ep = env_of(env, "AWS_ENDPOINT_URL_S3");
-	if (!ep && !ign)
-		ep = env_of(env, "AWS_ENDPOINT_URL");
-	if (!ep && !ign && c->endpoint) /* the profile's endpoint_url, put there by the caller */
+	const char *from = "the URL's endpoint parameter";
+	if (!ep && !ign && (ep = env_of(env, "AWS_ENDPOINT_URL_S3")))
+		from = "AWS_ENDPOINT_URL_S3";
+	if (!ep && !ign && (ep = env_of(env, "AWS_ENDPOINT_URL")))
+		from = "AWS_ENDPOINT_URL";
+	if (!ep && !ign && c->endpoint) { /* the profile's endpoint_url, put there by the caller */
 		ep = c->endpoint;
+		from = NULL;
+	}
 	char *v;
 	if (ep) {
 		c->custom_endpoint = 1;
+		c->endpoint_from = from ? st_strdup(from)
+					: st_asprintf("endpoint_url of profile '%s'", c->profile);
+		if (!c->endpoint_from)
+			return st__err(err, ST_ENOMEM, "out of memory");
 		if (strstr(ep, "://"))
 			v = st_strdup(ep);
 		else /* Pulumi's translation: a bare host gets its scheme */
@@ -583,7 +595,9 @@ int st__s3_config_load(st_s3_config *c, const char *url, st_env_fn env, st_error
 				: !strcmp(p.ssetype, "aws:kms:dsse") ? "aws:kms:dsse"
 								     : NULL;
 		if (!v) {
-			rc = st__err(err, ST_EINVAL, "\"%s\" is not a valid value for \"ssetype\"",
+			rc = st__err(err, ST_EINVAL,
+				     "s3: invalid value \"%s\" for query parameter \"ssetype\": "
+				     "AES256, aws:kms or aws:kms:dsse is expected",
 				     p.ssetype);
 			goto out;
 		}

@@ -27,7 +27,7 @@ if command -v openssl >/dev/null 2>&1; then
 	run "a self-signed certificate" env STATETOOL_HTTP_LOG="$T/http.log" "$STATETOOL" stacks \
 		--backend "s3://b?endpoint=https://127.0.0.1:$port&use_path_style=true"
 	check_rc 1
-	check_err "statetool: error: s3: TLS with 127.0.0.1:$port failed (GetObject 'b/.pulumi/meta.yaml'): SSL certificate problem: self-signed certificate"
+	check_err "statetool: error: s3: TLS with 127.0.0.1:$port failed (GetObject 'b/.pulumi/meta.yaml'): SSL certificate problem: self-signed certificate; endpoint https://127.0.0.1:$port from the URL's endpoint parameter"
 	run "not retried" cat "$T/http.log"
 	check_out "GET 127.0.0.1:$port /b/.pulumi/meta.yaml 0"
 	kill "$tls" 2>/dev/null
@@ -42,8 +42,14 @@ run "unreachable" env STATETOOL_HTTP_RETRIES=2 STATETOOL_HTTP_BACKOFF_MS=1 STATE
 	"$STATETOOL" stacks --backend "s3://b/p?endpoint=http://127.0.0.1:1&use_path_style=true"
 check_rc 1
 check_err_has "statetool: error: s3: cannot reach 127.0.0.1:1 (GetObject 'b/p/.pulumi/meta.yaml'): "
-check_err_has "(3 attempts)"
+check_err_has "(3 attempts); endpoint http://127.0.0.1:1 from the URL's endpoint parameter"
 check_err_lacks "sk-not-to-print"
+# a stray AWS_ENDPOINT_URL_S3 (a local emulator's) is named as the endpoint's source
+run "unreachable, from AWS_ENDPOINT_URL_S3" env STATETOOL_HTTP_RETRIES=0 AWS_ENDPOINT_URL_S3=http://127.0.0.1:1 \
+	"$STATETOOL" stacks --backend "s3://b/p?use_path_style=true"
+check_rc 1
+check_err_has "statetool: error: s3: cannot reach 127.0.0.1:1 (GetObject 'b/p/.pulumi/meta.yaml'): "
+check_err_has "; endpoint http://127.0.0.1:1 from AWS_ENDPOINT_URL_S3"
 run "each attempt logged, no query string" cat "$T/http.log"
 check_out "GET 127.0.0.1:1 /b/p/.pulumi/meta.yaml 0
 GET 127.0.0.1:1 /b/p/.pulumi/meta.yaml 0

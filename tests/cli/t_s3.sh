@@ -146,6 +146,12 @@ check_err_has "statetool: error: s3: cannot reach 127.0.0.1:1 (GetObject '$bucke
 check_err_has "(2 attempts)"
 run "unknown parameter" st stacks --backend "s3://$bucket?endpoint=$EP&colour=blue"
 check_rc 2; check_err 'statetool: error: s3: unknown query parameter "colour"'
+run "a parameter's bad value" st stacks --backend "s3://$bucket?endpoint=$EP&fips=maybe"
+check_rc 2; check_err 'statetool: error: s3: invalid value "maybe" for query parameter "fips": a boolean (true, false, 1, 0, t, f) is expected'
+run "not a number" st stacks --backend "s3://$bucket?endpoint=$EP&rate_limiter_capacity=abc"
+check_rc 2; check_err 'statetool: error: s3: invalid value "abc" for query parameter "rate_limiter_capacity": a whole number is expected'
+run "no such ssetype" st stacks --backend "s3://$bucket?endpoint=$EP&ssetype=bogus"
+check_rc 2; check_err 'statetool: error: s3: invalid value "bogus" for query parameter "ssetype": AES256, aws:kms or aws:kms:dsse is expected'
 run "nothing changed by the errors" st stacks --backend "$B"
 check_rc 0; check_out_has "organization/proj/dev"
 check_object "$K/stacks/proj/dev.json.bak" "$T/edited.json"
