@@ -732,6 +732,71 @@ static void test_open_errors(void **state)
 	tu_rmdir(dir);
 }
 
+/* file:// URLs as Pulumi reads them: the query is gocloud fileblob's parameters (checked as
+ * fileblob checks them, an unknown one refused), the path before it percent-decoded. */
+static void test_file_url(void **state)
+{
+	static const struct {
+		const char *tail, *msg;
+	} bad[] = {
+		{"?foo=bar", "file: invalid query parameter \"foo\" (file:// takes no_tmp_dir, "
+			     "create_dir, dir_file_mode, metadata, base_url and secret_key_path)"},
+		{"?no_tmp_dir=true&=x", "file: invalid query parameter \"\" (file:// takes"},
+		{"?metadata=sidecar", "file: invalid value \"sidecar\" for query parameter "
+				      "\"metadata\": skip (or nothing) is expected"},
+		{"?dir_file_mode=0o789", "file: invalid value \"0o789\" for query parameter "
+					 "\"dir_file_mode\": a file mode (0755, 0o755, 493...) is "
+					 "expected"},
+		{"?dir_file_mode=0x100000000", "\"dir_file_mode\": a file mode"},
+		{"?base_url=/show", "file: the query parameters \"base_url\" and \"secret_key_path\" "
+				    "go together"},
+		{"/x%zz", "file: the path of 'file://DIR/x%zz' has a malformed %-escape"},
+		{"/x%00y", "file: the path of 'file://DIR/x%00y' has a NUL (%00)"},
+	};
+	char *dir = tu_tmpdir(), *sub = st_asprintf("%s/a b+c", dir), *url, *w;
+	st_store *s = NULL;
+	st_error err;
+	(void)state;
+	assert_int_equal(mkdir(sub, 0755), 0);
+	/* %20 is a space, '+' in a path a plus; the query is fileblob's, and changes nothing */
+	url = st_asprintf("file://%s/a%%20b+c?no_tmp_dir=false&create_dir=1&dir_file_mode=0o755&"
+			  "metadata=skip&base_url=%%2Fshow&secret_key_path=k&a%%zz=dropped&x;y=1",
+			  dir);
+	st_error_clear(&err);
+	if (st_store_open(&s, url, &err) != ST_OK)
+		fail_msg("%s: %s", url, err.message);
+	w = st_store_where(s, "k");
+	char *where = st_asprintf("%s/a b+c/k", dir);
+	assert_string_equal(w, where);
+	free(where);
+	free(w);
+	assert_string_equal(st_store_url(s), url); /* as given, for messages */
+	st_store_free(s);
+	free(url);
+	/* a '#' ends the path as it ends it in the URL fileblob opens */
+	url = st_asprintf("file://%s/a%%20b+c#frag", dir);
+	assert_int_equal(st_store_open(&s, url, NULL), ST_OK);
+	st_store_free(s);
+	free(url);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *d = strstr(bad[i].msg, "DIR");
+		char *want = d ? st_asprintf("%.*s%s%s", (int)(d - bad[i].msg), bad[i].msg, dir, d + 3)
+			       : st_strdup(bad[i].msg);
+		url = st_asprintf("file://%s%s", dir, bad[i].tail);
+		st_error_clear(&err);
+		s = NULL;
+		assert_int_equal(st_store_open(&s, url, &err), ST_EINVAL);
+		assert_null(s);
+		if (!strstr(err.message, want))
+			fail_msg("%s:\n got  %s\n want %s", url, err.message, want);
+		free(want);
+		free(url);
+	}
+	assert_int_equal(rmdir(sub), 0);
+	free(sub);
+	tu_rmdir(dir);
+}
+
 static void test_file_store_links_and_modes(void **state)
 {
 	char *dir = tu_tmpdir(), *p, *q;
@@ -1089,7 +1154,8 @@ int main(void)
 		cmocka_unit_test(test_copy),         cmocka_unit_test(test_bad_keys),
 		cmocka_unit_test(test_proceed),      cmocka_unit_test(test_fill),
 		cmocka_unit_test(test_odd_keys),
-		cmocka_unit_test(test_open_errors),  cmocka_unit_test(test_file_store_links_and_modes),
+		cmocka_unit_test(test_open_errors),  cmocka_unit_test(test_file_url),
+		cmocka_unit_test(test_file_store_links_and_modes),
 		cmocka_unit_test(test_file_store_backup_link),
 		cmocka_unit_test(test_file_store_writeback_stride),
 		cmocka_unit_test(test_file_store_list_two_threads),

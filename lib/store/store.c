@@ -15,7 +15,9 @@
 #include "azblob.h"
 #include "gcs.h"
 #include "s3.h"
+#include "xml.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,10 +62,132 @@ static int has_scheme(const char *url, const char *scheme)
 	return !strncmp(url, scheme, n) && !strncmp(url + n, "://", 3);
 }
 
+/* ---- file:// URLs as Pulumi reads them ---- */
+
+/* Does [p, p + n) have only well-formed %-escapes (Go's url.Parse refuses the rest)? */
+static int escapes_ok(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] == '%' && (i + 2 >= n || !isxdigit((unsigned char)p[i + 1]) ||
+				    !isxdigit((unsigned char)p[i + 2])))
+			return 0;
+	return 1;
+}
+
+/* strconv.ParseUint(v, 0, 32): 0x/0o/0b prefixes, a leading 0 is octal. */
+static int go_mode(const char *v)
+{
+	int base = 10;
+	unsigned long long n = 0;
+	if (v[0] == '0' && v[1] && strchr("xXoObB", v[1])) {
+		base = strchr("xX", v[1]) ? 16 : strchr("oO", v[1]) ? 8 : 2;
+		v += 2;
+	} else if (v[0] == '0' && v[1]) {
+		base = 8;
+		v++;
+	}
+	if (!*v)
+		return 0;
+	for (; *v; v++) {
+		int d = isdigit((unsigned char)*v) ? *v - '0'
+			: isxdigit((unsigned char)*v) ? tolower((unsigned char)*v) - 'a' + 10
+						      : 99;
+		if (d >= base || (n = n * (unsigned)base + (unsigned)d) > 0xffffffffULL)
+			return 0;
+	}
+	return 1;
+}
+
+/* The first value of each of fileblob's parameters, as url.Values.Get (decoded, new). */
+enum { F_NO_TMP_DIR, F_CREATE_DIR, F_DIR_FILE_MODE, F_METADATA, F_BASE_URL, F_SECRET_KEY_PATH, F_N };
+static const char *const file_params[F_N] = {"no_tmp_dir", "create_dir", "dir_file_mode",
+					     "metadata", "base_url", "secret_key_path"};
+
+/* The query of a file:// URL, checked as gocloud's fileblob checks it (an unknown name is its
+ * error; a pair Go's url.ParseQuery drops, a bad escape or a ';', is dropped). None of the
+ * parameters changes what statetool does: it writes temporary files beside their target (as
+ * no_tmp_dir asks), makes no backend directory, writes no .attrs files, signs no URLs. */
+static int file_query(const char *q, size_t qn, st_error *err)
+{
+	char *v[F_N] = {NULL};
+	int rc = ST_OK;
+
+	for (const char *a = q, *e = q + qn; rc == ST_OK && a < e;) {
+		const char *amp = memchr(a, '&', (size_t)(e - a)), *ae = amp ? amp : e;
+		const char *eq = memchr(a, '=', (size_t)(ae - a));
+		size_t kn = (size_t)((eq ? eq : ae) - a);
+		char *k = NULL, *val = NULL;
+		int i = 0;
+		if (ae > a && escapes_ok(a, (size_t)(ae - a)) && !memchr(a, ';', (size_t)(ae - a))) {
+			k = st__url_decode(a, kn, 1);
+			val = eq ? st__url_decode(eq + 1, (size_t)(ae - eq - 1), 1) : st_strdup("");
+			if (!k || !val)
+				rc = st__err(err, ST_ENOMEM, "out of memory");
+			for (i = 0; rc == ST_OK && i < F_N && strcmp(k, file_params[i]); i++)
+				;
+			if (rc == ST_OK && i == F_N)
+				rc = st__err(err, ST_EINVAL,
+					     "file: invalid query parameter \"%s\" (file:// takes "
+					     "no_tmp_dir, create_dir, dir_file_mode, metadata, base_url "
+					     "and secret_key_path)",
+					     k);
+		}
+		if (rc == ST_OK && val && !v[i]) {
+			v[i] = val;
+			val = NULL;
+		}
+		free(k);
+		free(val);
+		a = ae + (ae < e);
+	}
+	if (rc == ST_OK && v[F_METADATA] && *v[F_METADATA] && strcmp(v[F_METADATA], "skip"))
+		rc = st__err(err, ST_EINVAL,
+			     "file: invalid value \"%s\" for query parameter \"metadata\": skip (or "
+			     "nothing) is expected",
+			     v[F_METADATA]);
+	if (rc == ST_OK && v[F_DIR_FILE_MODE] && *v[F_DIR_FILE_MODE] && !go_mode(v[F_DIR_FILE_MODE]))
+		rc = st__err(err, ST_EINVAL,
+			     "file: invalid value \"%s\" for query parameter \"dir_file_mode\": a "
+			     "file mode (0755, 0o755, 493...) is expected",
+			     v[F_DIR_FILE_MODE]);
+	if (rc == ST_OK && !(v[F_BASE_URL] && *v[F_BASE_URL]) !=
+			       !(v[F_SECRET_KEY_PATH] && *v[F_SECRET_KEY_PATH]))
+		rc = st__err(err, ST_EINVAL,
+			     "file: the query parameters \"base_url\" and \"secret_key_path\" go "
+			     "together (one without the other is fileblob's error)");
+	for (int i = 0; i < F_N; i++)
+		free(v[i]);
+	return rc;
+}
+
+/* file://PATH[?QUERY] as Pulumi reads it (massageBlobPath, pkg/backend/diy/backend.go, then
+ * fileblob): the query split off and checked, the path up to '?' (or a '#': the fragment of
+ * the URL fileblob parses) percent-decoded. *path new. */
+static int file_url(const char *url, char **path, st_error *err)
+{
+	const char *p = url + 7;
+	size_t pn = strcspn(p, "?#");
+	int rc;
+
+	*path = NULL;
+	if (p[pn] == '?' && (rc = file_query(p + pn + 1, strcspn(p + pn + 1, "#"), err)) != ST_OK)
+		return rc;
+	if (!escapes_ok(p, pn))
+		return st__err(err, ST_EINVAL, "file: the path of '%s' has a malformed %%-escape",
+			       url);
+	for (size_t i = 0; i + 2 < pn; i++) /* (no file name holds a NUL) */
+		if (p[i] == '%' && p[i + 1] == '0' && p[i + 2] == '0')
+			return st__err(err, ST_EINVAL, "file: the path of '%s' has a NUL (%%00)",
+				       url);
+	if (!(*path = st__url_decode(p, pn, 0)))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	return ST_OK;
+}
+
 int st_store_open(st_store **out, const char *url, st_error *err)
 {
 	const char *path = url;
-	char *expanded = NULL;
+	char *expanded = NULL, *decoded = NULL;
 	int rc;
 
 	*out = NULL;
@@ -76,7 +200,9 @@ int st_store_open(st_store **out, const char *url, st_error *err)
 	if (has_scheme(url, "gs"))
 		return st__store_gcs_open(out, url, err);
 	if (has_scheme(url, "file")) {
-		path = url + 7;
+		if ((rc = file_url(url, &decoded, err)) != ST_OK)
+			return rc;
+		path = decoded;
 	} else if (has_scheme(url, "postgres")) {
 		return st__store_pg_open(out, url, err);
 	} else if (has_scheme(url, "postgresql")) {
@@ -94,16 +220,18 @@ int st_store_open(st_store **out, const char *url, st_error *err)
 	}
 	if (path[0] == '~' && (path[1] == '/' || !path[1]) && getenv("HOME")) {
 		expanded = st_asprintf("%s%s", getenv("HOME"), path + 1);
-		if (!expanded)
+		if (!expanded) {
+			free(decoded);
 			return st__err(err, ST_ENOMEM, "out of memory");
+		}
 		path = expanded;
 	}
-	if (!*path) {
-		free(expanded);
-		return st__err(err, ST_EINVAL, "backend '%s' names no directory", url);
-	}
-	rc = st__store_file_open(out, path, url, err);
+	if (!*path)
+		rc = st__err(err, ST_EINVAL, "backend '%s' names no directory", url);
+	else
+		rc = st__store_file_open(out, path, url, err);
 	free(expanded);
+	free(decoded);
 	return rc;
 }
 

@@ -20,6 +20,14 @@ run "list stack" st list --backend "$B" --stack proj/dev
 check_rc 0; check_out_has "my:index:Comp::c"
 run "list env stack" env PULUMI_BACKEND_URL="file://$B" "$STATETOOL" list --stack organization/proj/prod
 check_rc 0; check_out_has "my:index:Comp::c"
+# file:// URLs as Pulumi reads them: the path %-decoded, the query (gocloud fileblob's
+# parameters) split off and checked
+mkdir -p "$T/sp ace"
+cp -R "$B/.pulumi" "$T/sp ace/"
+run "file:// with %20 and a query" st stacks --backend "file://$T/sp%20ace?no_tmp_dir=false"
+check_rc 0; check_out_has "organization/proj/dev                           4  v3  $T/sp ace/.pulumi/stacks/proj/dev.json"
+run "file:// with an unknown query parameter" st stacks --backend "file://$B?foo=bar"
+check_rc 2; check_err 'statetool: error: file: invalid query parameter "foo" (file:// takes no_tmp_dir, create_dir, dir_file_mode, metadata, base_url and secret_key_path)'
 run "stack and file" st list --backend "$B" --stack proj/dev "$P/todo.json"
 check_rc 2
 run "backend without stack" st list --backend "$B"
