@@ -995,11 +995,30 @@ ST_EXTERN int st_edit_secrets_encrypt(st_edit *e, st_secrets *s, size_t *count, 
 ST_EXTERN int st_edit_secrets_rekey(st_edit *e, st_secrets *from, st_secrets *to, size_t *count,
 				    st_error *err);
 
-/* Rewrites a stack configuration file (Pulumi.<stack>.yaml) for a new passphrase: its
- * `encryptionsalt` and every `secure:` value (decrypted with `from`, encrypted with `to`); all
- * else stays byte-identical. Written atomically with a .bak. */
+/* Rewrites a stack configuration file (Pulumi.<stack>.yaml) for a new passphrase. The file is
+ * read as YAML (its first document, as Pulumi reads it): every `secure` value of `config` (a
+ * mapping of the single key `secure`, at any depth, any scalar style) is decrypted with `from`
+ * and encrypted with `to`, the `encryptionsalt` is replaced (or added as the first key), and
+ * `secretsprovider` and `encryptedkey` lines are removed, as Pulumi's passphrase manager clears
+ * them. Each change is made at the value's byte span, in its style; all else stays
+ * byte-identical. `from` must open the file's values: the manager of the file's own
+ * `encryptionsalt` when it has one (st_config_scan). A secure value that does not decrypt, or
+ * that cannot be rewritten in place (an alias, a block scalar, an anchored or tagged value), is
+ * an error naming its config key, with err->line and err->column, and nothing is written.
+ * Written atomically with a .bak. */
 ST_EXTERN int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *count,
 			      st_error *err);
+
+#define ST_CONFIG_SECRETSPROVIDER 1u /* the file has a `secretsprovider` */
+#define ST_CONFIG_ENCRYPTEDKEY 2u    /* the file has an `encryptedkey` */
+
+/* Reads a stack configuration's text[0..len) (borrowed) as st_config_rekey_text does: *salt
+ * (new, free(); NULL when the file has none) is its `encryptionsalt`, for st_secrets_open
+ * ({"type": "passphrase", "state": {"salt": *salt}}); *other (may be NULL) the
+ * ST_CONFIG_* fields of another secrets provider that a rekey removes. `name` (may be NULL) is
+ * the file named in errors (not YAML, not a mapping: ST_EPARSE, ST_EFORMAT, with the line). */
+ST_EXTERN int st_config_scan(const char *text, size_t len, const char *name, char **salt,
+			     unsigned *other, st_error *err);
 
 /* st_config_rekey on a configuration's text[0..len) (borrowed), writing nothing: *out_text
  * (new, NUL-terminated, *out_len bytes; free()) is the text st_config_rekey would write, so a

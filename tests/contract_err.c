@@ -543,9 +543,17 @@ static int c_config_rekey(st_error *err)
 static int c_config_rekey_text(st_error *err)
 {
 	char *out = NULL;
-	int rc = st_config_rekey_text("a:\n  secure: not-base64!\n", 25, "Pulumi.dev.yaml", F.b64,
-				      F.b64, &out, NULL, NULL, err);
+	int rc = st_config_rekey_text("config:\n  p:a:\n    secure: not-base64!\n", 39,
+				      "Pulumi.dev.yaml", F.b64, F.b64, &out, NULL, NULL, err);
 	free(out);
+	return rc;
+}
+
+static int c_config_scan(st_error *err)
+{
+	char *salt = NULL;
+	int rc = st_config_scan("config: [\n", 10, "Pulumi.dev.yaml", &salt, NULL, err);
+	free(salt);
 	return rc;
 }
 
@@ -967,7 +975,7 @@ static const err_case cases[] = {
 	CASE(edit_move),
 	CASE(secrets_open), CASE(secrets_custom), CASE(secrets_encrypt), CASE(secrets_decrypt),
 	CASE(secrets_reveal), CASE(edit_secrets_encrypt),
-	CASE(edit_secrets_rekey), CASE(config_rekey), CASE(config_rekey_text), CASE(stack_names), CASE(move),
+	CASE(edit_secrets_rekey), CASE(config_rekey), CASE(config_rekey_text), CASE(config_scan), CASE(stack_names), CASE(move),
 	CASE(journal_write_pair), CASE(state_save_pair), CASE(journal_recover),
 	CASE(journal_save), CASE(journal_recover_key), CASE(backend_save_pair),
 	CASE(backend_recover), CASE(backend_stack_target), CASE(backend_load_json),

@@ -483,9 +483,9 @@ static void test_rekey_state_and_config(void **state)
 	free(got);
 	free(want_head);
 	/* st_config_rekey_text reads text[0..len) only: a block without a NUL, ending inside
-	 * "encryptionsalt:" and inside "secure:" (an over-read is an ASan/valgrind error); a
+	 * inside a comment and inside "secure:" (an over-read is an ASan/valgrind error); a
 	 * config without a salt gets one first */
-	static const char *const cuts[] = {"encryptionsa", "a:\n  b:\n    secu", "x: 1"};
+	static const char *const cuts[] = {"# encryptionsa", "a:\n  b:\n    secu", "x: 1"};
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		size_t cl = strlen(cuts[i]), ol = 0;
 		char *blk = malloc(cl), *out = NULL;
@@ -511,6 +511,132 @@ static void test_rekey_state_and_config(void **state)
 	st_state_free(s);
 }
 
+
+/* A custom manager whose ciphertexts are "old:"/"new:" + the plaintext: exact output bytes. */
+static int cfg_enc(void *ctx, const char *pt, size_t len, char **ct, st_error *err)
+{
+	(void)ctx;
+	(void)err;
+	*ct = st_asprintf("new:%.*s", (int)len, pt);
+	return ST_OK;
+}
+
+static int cfg_dec(void *ctx, const char *ct, char **pt, size_t *len, st_error *err)
+{
+	(void)ctx;
+	if (strncmp(ct, "old:", 4))
+		return st__err(err, ST_ESECRETS, "not old");
+	*pt = st_strdup(ct + 4);
+	*len = strlen(ct + 4);
+	return ST_OK;
+}
+
+static char *cfg_rekey(const char *in, int want_rc, size_t *n, st_error *err)
+{
+	st_secrets_callbacks cb = ST_SECRETS_CALLBACKS_INIT;
+	st_secrets *m;
+	char *out = NULL;
+	cb.encrypt = cfg_enc;
+	cb.decrypt = cfg_dec;
+	assert_int_equal(st_secrets_custom(&m, "test", &cb, NULL), ST_OK);
+	st_error_clear(err);
+	assert_int_equal(st_config_rekey_text(in, strlen(in), "P.yaml", m, m, &out, NULL, n, err),
+			 want_rc);
+	st_secrets_free(m);
+	return out;
+}
+
+/* audit25b E1, E2, E12: every `secure` value of config is found by the YAML parser whatever its
+ * style (quoted, flow, quoted key, nested) and rewritten in its style; `secure:` as text, a
+ * mapping of `secure` and other keys, keys outside config are left as they are; the other
+ * provider's secretsprovider/encryptedkey lines go; what cannot be rewritten in place, or does
+ * not decrypt, is refused naming the config key and line. */
+static void test_config_yaml(void **state)
+{
+	(void)state;
+	st_error err;
+	size_t n = 0;
+	char *out, *salt;
+	unsigned other;
+	const char *in = "# secure: a comment\n"
+			 "encryptionsalt: 'v1:x'   # kept\n"
+			 "config:\n"
+			 "  p:a:\n    secure: \"old:A\"\n"
+			 "  p:b: {\"secure\": 'old:B'}\n"
+			 "  p:c:\n    \"secure\": old:C\r\n"
+			 "  p:d: \"text with secure: inside\"\n"
+			 "  p:insecure: x\n"
+			 "  p:e:\n    - secure: not-a-ciphertext\n      other: 1\n"
+			 "  p:\xc3\xbc: {n: [{secure: old:F}]}  # \xc3\xbc\n"
+			 "secure: not-config\n";
+	out = cfg_rekey(in, ST_OK, &n, &err);
+	assert_int_equal(n, 4);
+	assert_string_equal(out, "# secure: a comment\n"
+				 "encryptionsalt: ''   # kept\n"
+				 "config:\n"
+				 "  p:a:\n    secure: \"new:A\"\n"
+				 "  p:b: {\"secure\": 'new:B'}\n"
+				 "  p:c:\n    \"secure\": new:C\r\n"
+				 "  p:d: \"text with secure: inside\"\n"
+				 "  p:insecure: x\n"
+				 "  p:e:\n    - secure: not-a-ciphertext\n      other: 1\n"
+				 "  p:\xc3\xbc: {n: [{secure: new:F}]}  # \xc3\xbc\n"
+				 "secure: not-config\n");
+	free(out);
+	assert_int_equal(st_config_scan(in, strlen(in), NULL, &salt, &other, NULL), ST_OK);
+	assert_string_equal(salt, "v1:x");
+	assert_int_equal(other, 0);
+	free(salt);
+
+	in = "secretsprovider: awskms://alias/x  # kms\nconfig:\n  p:a:\n    secure: old:A\n"
+	     "encryptedkey: QUJD\n";
+	out = cfg_rekey(in, ST_OK, &n, &err);
+	assert_int_equal(n, 1);
+	assert_string_equal(out, "encryptionsalt: \nconfig:\n  p:a:\n    secure: new:A\n");
+	free(out);
+	assert_int_equal(st_config_scan(in, strlen(in), NULL, &salt, &other, NULL), ST_OK);
+	assert_null(salt);
+	assert_int_equal(other, ST_CONFIG_SECRETSPROVIDER | ST_CONFIG_ENCRYPTEDKEY);
+	/* `encryptionsalt:` without a value is none (to Pulumi too): the value goes after the key */
+	in = "encryptionsalt:   # none\nconfig:\n  p:a: 1\n";
+	out = cfg_rekey(in, ST_OK, &n, &err);
+	assert_string_equal(out, "encryptionsalt:    # none\nconfig:\n  p:a: 1\n");
+	free(out);
+	assert_int_equal(st_config_scan(in, strlen(in), NULL, &salt, &other, NULL), ST_OK);
+	assert_null(salt);
+
+	static const struct {
+		const char *in, *msg;
+		int rc, line, col;
+	} bad[] = {
+		{"config:\n  p:a:\n    secure: |\n      old:A\n",
+		 "config 'p:a': a secure value written as a block scalar (| or >) is not rewritten "
+		 "in place: write it as `secure: v1:...` (nothing was changed)",
+		 ST_EUNSUPPORTED, 3, 13},
+		{"x: &a old:A\nconfig:\n  p:a:\n    secure: *a\n",
+		 "config 'p:a': a secure value written as an alias is not rewritten in place: "
+		 "write it as `secure: v1:...` (nothing was changed)",
+		 ST_EUNSUPPORTED, 4, 13},
+		{"config:\n  p:a: x\n  p:b:\n    secure: 'old'\n",
+		 "config 'p:b': secure value does not decrypt (not old)", ST_ESECRETS, 4, 13},
+		{"config: [\n", "not valid YAML: did not find expected node content", ST_EPARSE, 2,
+		 1},
+		{"- config\n", "not a stack configuration (a YAML mapping)", ST_EFORMAT, 1, 1},
+		{"{encryptedkey: x}\n",
+		 "'encryptedkey' is not on a line of its own: remove it by hand (the passphrase "
+		 "provider replaces it, as Pulumi does)",
+		 ST_EUNSUPPORTED, 1, 16},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		out = cfg_rekey(bad[i].in, bad[i].rc, &n, &err);
+		assert_null(out);
+		assert_int_equal(n, 0);
+		assert_string_equal(err.message, bad[i].msg);
+		assert_string_equal(err.file, "P.yaml");
+		assert_int_equal(err.line, bad[i].line);
+		assert_int_equal(err.column, bad[i].col);
+	}
+}
 
 /* A rekey changes the deployment's secrets provider; a rollback puts every byte back. */
 static void test_rekey_rolled_back(void **state)
@@ -557,6 +683,7 @@ int main(void)
 		cmocka_unit_test(test_other_providers_pass_through),
 		cmocka_unit_test(test_custom_provider_encrypt_and_rekey),
 		cmocka_unit_test(test_rekey_state_and_config),
+		cmocka_unit_test(test_config_yaml),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

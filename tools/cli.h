@@ -324,8 +324,15 @@ int cli_open_secrets(st_state *s, const char *passphrase_file, int need_key, st_
 /* For a rekey: reads the current passphrase and then the new one (PULUMI_CONFIG_PASSPHRASE_NEW
  * or its _FILE, or the file given), opens the state's secrets with the first and makes a
  * passphrase manager with a new salt from the second; both keys are derived at once. */
+typedef struct cli_config_key {
+	const char *file, *salt; /* the stack config and its encryptionsalt (NULL: none) */
+	st_secrets *out;         /* new: the config's own key, NULL when it is the state's */
+} cli_config_key;
+/* With `cfg` (may be NULL): also opens the stack config's own key with the current
+ * passphrase (an incorrect passphrase for it is an error naming cfg->file). */
 int cli_open_secrets_pair(st_state *s, const char *passphrase_file,
-			  const char *new_passphrase_file, st_secrets **from, st_secrets **to);
+			  const char *new_passphrase_file, cli_config_key *cfg, st_secrets **from,
+			  st_secrets **to);
 
 int cmd_secrets(int argc, char **argv);
 int cmd_move(int argc, char **argv);

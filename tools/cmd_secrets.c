@@ -19,7 +19,10 @@ static const char help[] =
 	"           stack's secrets provider; existing ciphertexts are kept as they are\n"
 	"  rekey    re-encrypt every secret under a new passphrase and a new salt, and print\n"
 	"           the new `encryptionsalt:` line; with --stack-config Pulumi.<stack>.yaml\n"
-	"           also rewrite that file's encryptionsalt and its `secure:` values\n"
+	"           also rewrite that file's encryptionsalt and its `secure` values (read\n"
+	"           as YAML, opened with the file's own encryptionsalt, rewritten in place\n"
+	"           in their style) and remove its secretsprovider and encryptedkey lines,\n"
+	"           as Pulumi does\n"
 	"\n"
 	"Passphrase (never from the command line), first found wins:\n"
 	"  PULUMI_CONFIG_PASSPHRASE (set, even empty), PULUMI_CONFIG_PASSPHRASE_FILE,\n"
@@ -45,6 +48,8 @@ typedef struct ctx {
 	const char *passfile, *newpassfile, *config, *output;
 	cli_mutate_opts *mo;
 	st_secrets *from, *to;
+	st_secrets *config_from; /* rekey: the config's own key (its encryptionsalt), or NULL */
+	unsigned config_other;   /* rekey: ST_CONFIG_* lines the rewrite removes */
 	char *config_text; /* rekey: --stack-config's new text, made before the state is saved */
 	size_t config_len;
 	size_t config_count;
@@ -86,16 +91,26 @@ static int run_encrypt(st_edit *e, st_state *s, void *arg, st_error *err)
 }
 
 /* --stack-config read and rekeyed in memory before the state changes: a missing or unreadable
- * file, or a secure value that does not decrypt, stops the command with nothing written. */
-static int prepare_config(ctx *c, st_error *err)
+ * file, or a secure value that does not decrypt, stops the command with nothing written. The
+ * config's values are opened with the key of its own encryptionsalt, as Pulumi opens them. */
+static int prepare_config(ctx *c, st_state *s, st_error *err)
 {
-	char *text = NULL;
+	char *text = NULL, *salt = NULL;
 	size_t len = 0;
 	int rc = st_file_read(c->config, 16 << 20, &text, &len, NULL, err);
 
 	if (rc == ST_OK)
-		rc = st_config_rekey_text(text, len, c->config, c->from, c->to, &c->config_text,
-					  &c->config_len, &c->config_count, err);
+		rc = st_config_scan(text, len, c->config, &salt, &c->config_other, err);
+	if (rc == ST_OK) {
+		cli_config_key ck = {c->config, salt, NULL};
+		rc = cli_open_secrets_pair(s, c->passfile, c->newpassfile, &ck, &c->from, &c->to);
+		c->config_from = ck.out;
+	}
+	if (rc == ST_OK)
+		rc = st_config_rekey_text(text, len, c->config,
+					  c->config_from ? c->config_from : c->from, c->to,
+					  &c->config_text, &c->config_len, &c->config_count, err);
+	free(salt);
 	st_secret_free(text, len); /* ciphertexts only, wiped as st_config_rekey wipes them */
 	return rc;
 }
@@ -104,10 +119,10 @@ static int run_rekey(st_edit *e, st_state *s, void *arg, st_error *err)
 {
 	ctx *c = arg;
 	size_t n = 0;
-	int rc = cli_open_secrets_pair(s, c->passfile, c->newpassfile, &c->from, &c->to);
-	if (rc != EXIT_OK)
-		return rc;
-	if (c->config && (rc = prepare_config(c, err)) != ST_OK)
+	int rc = c->config ? prepare_config(c, s, err)
+			   : cli_open_secrets_pair(s, c->passfile, c->newpassfile, NULL, &c->from,
+						   &c->to);
+	if (rc != ST_OK)
 		return rc;
 	rc = st_edit_secrets_rekey(e, c->from, c->to, &n, err);
 	if (rc == ST_OK)
@@ -134,9 +149,17 @@ static int rekey_config(void *arg)
 			   c->config);
 		return EXIT_FAIL;
 	}
-	if (!c->mo->json)
+	if (!c->mo->json) {
+		unsigned o = c->config_other;
 		printf("%s: encryptionsalt and %zu secure value%s rewritten\n", c->config, n,
 		       n == 1 ? "" : "s");
+		if (o)
+			printf("%s: %s%s%s removed: the passphrase provider replaces them, as Pulumi "
+			       "does\n",
+			       c->config, o & ST_CONFIG_SECRETSPROVIDER ? "secretsprovider" : "",
+			       o == (ST_CONFIG_SECRETSPROVIDER | ST_CONFIG_ENCRYPTEDKEY) ? " and " : "",
+			       o & ST_CONFIG_ENCRYPTEDKEY ? "encryptedkey" : "");
+	}
 	return EXIT_OK;
 }
 
@@ -296,6 +319,7 @@ int cmd_secrets(int argc, char **argv)
 	rc = cli_mutate(&t, &mo, rekey ? run_rekey : run_encrypt, &c);
 	st_secrets_free(c.from);
 	st_secrets_free(c.to);
+	st_secrets_free(c.config_from);
 	free(c.config_text);
 	return rc;
 }

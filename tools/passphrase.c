@@ -195,8 +195,35 @@ static void *derive_new(void *arg)
 	return NULL;
 }
 
+/* The stack config's own key (pkg/secrets/passphrase: a config is opened with the salt it
+ * holds), with the state's passphrase: cfg->out stays NULL when the salt is the state's. */
+static int open_config_key(json_t *sp, const char *pass, size_t len, cli_config_key *cfg)
+{
+	const char *ssalt = json_string_value(json_object_get(json_object_get(sp, "state"), "salt"));
+	const char *type = json_string_value(json_object_get(sp, "type"));
+	json_t *csp;
+	st_error err;
+	int rc;
+
+	if (!cfg || !cfg->salt ||
+	    (type && !strcmp(type, "passphrase") && ssalt && !strcmp(ssalt, cfg->salt)))
+		return EXIT_OK;
+	st_error_clear(&err);
+	csp = json_pack("{s:s,s:{s:s}}", "type", "passphrase", "state", "salt", cfg->salt);
+	rc = csp ? st_secrets_open(&cfg->out, csp, pass ? pass : "", len, &err) : ST_ENOMEM;
+	json_decref(csp);
+	if (rc == ST_OK)
+		return EXIT_OK;
+	if (!csp)
+		cli_errorf("out of memory");
+	else
+		cli_errorf("%s: its encryptionsalt: %s", cfg->file, err.message);
+	return EXIT_FAIL;
+}
+
 int cli_open_secrets_pair(st_state *s, const char *passphrase_file,
-			  const char *new_passphrase_file, st_secrets **from, st_secrets **to)
+			  const char *new_passphrase_file, cli_config_key *cfg, st_secrets **from,
+			  st_secrets **to)
 {
 	json_t *dep = st_state_deployment(s);
 	json_t *sp = dep ? json_object_get(dep, "secrets_providers") : NULL;
@@ -210,11 +237,13 @@ int cli_open_secrets_pair(st_state *s, const char *passphrase_file,
 
 	st_error_clear(&err);
 	*from = *to = NULL;
+	if (cfg)
+		cfg->out = NULL;
 	if (!type) {
 		cli_errorf("the state has no secrets provider (no 'secrets_providers')");
 		return EXIT_FAIL;
 	}
-	if (!strcmp(type, "passphrase") &&
+	if ((!strcmp(type, "passphrase") || (cfg && cfg->salt)) &&
 	    (rc = cli_passphrase("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE",
 				 passphrase_file, "Enter your passphrase to unlock config/secrets: ",
 				 0, &pass, &len)) != EXIT_OK)
@@ -235,11 +264,13 @@ int cli_open_secrets_pair(st_state *s, const char *passphrase_file,
 		pthread_join(th, NULL);
 	else
 		derive_new(&job);
+	*to = job.out;
+	int crc = rc == ST_OK && job.rc == ST_OK ? open_config_key(sp, pass, len, cfg) : EXIT_OK;
 	cli_passphrase_free(pass);
 	cli_passphrase_free(newpass);
-	*to = job.out;
-	if (rc != ST_OK || job.rc != ST_OK) {
-		cli_error(rc != ST_OK ? &err : &job.err);
+	if (rc != ST_OK || job.rc != ST_OK || crc != EXIT_OK) {
+		if (crc == EXIT_OK)
+			cli_error(rc != ST_OK ? &err : &job.err);
 		st_secrets_free(*from);
 		st_secrets_free(*to);
 		*from = *to = NULL;

@@ -140,6 +140,79 @@ check_same "$T/badcfg.before" "$T/badcfg.yaml"; check_absent "$T/badcfg.yaml.bak
 run "rekey without new passphrase" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets rekey "$T/rk.json" </dev/null
 check_rc 1; check_err_has "passphrase must be set with PULUMI_CONFIG_PASSPHRASE_NEW or PULUMI_CONFIG_PASSPHRASE_NEW_FILE environment variables (or --new-passphrase-file)"
 
+# audit25b E1: the config is read as YAML; a secure value in quotes, in a flow mapping, under a
+# quoted key, nested, is rewritten in its style (the old code skipped them and rewrote the salt:
+# the secret then under a key nobody had); everything else byte for byte. E2: `secure:` as text
+# is no secure value.
+C='v1:ZGVmZ2hpamtsbW5v:LudbcPrKaMQk1R3NNyum5aNq3uSzkG2zCA=='
+S='v1:AQIDBAUGBwg=:v1:AAECAwQFBgcICQoL:IYoikRHf10peey65kizoQjW7FClwEA=='
+cp "$P/valid-deployment-v3.json" "$T/q.json"
+cat > "$T/Pq.yaml" <<Y
+# secure: see wiki
+encryptionsalt: "$S"   # salt
+config:
+  proj:a:
+    secure: "$C"
+  proj:b: {"secure": '$C'}
+  proj:c:
+    "secure": $C
+  proj:note: "use secure: always" # secure: x
+  proj:insecure: x
+  proj:d: {nested: [{secure: $C}]}
+Y
+cp "$T/Pq.yaml" "$T/Pq.before"
+run "rekey, quoted secure values" penv secrets rekey --new-passphrase-file "$T/newpw" --stack-config "$T/Pq.yaml" "$T/q.json"
+check_rc 0
+check_out_has "$T/Pq.yaml: encryptionsalt and 4 secure values rewritten"
+qsalt=$(sed -n 's/^encryptionsalt: //p' "$T/out")
+run "quoted: no old ciphertext left" grep -c -e "$C" -e "$S" "$T/Pq.yaml"
+check_out "0"
+ct='v1:[A-Za-z0-9+/]*=*:[A-Za-z0-9+/]*=*'
+sed "s|$S|SALT|; s|$ct|CT|g" "$T/Pq.before" > "$T/Pq.shape"
+run "quoted: the rest byte for byte" sed "s|$qsalt|SALT|; s|$ct|CT|g" "$T/Pq.yaml"
+if cmp -s "$T/out" "$T/Pq.shape"; then ok; else bad "Pq.yaml changed beyond its values"; fi
+check_same "$T/Pq.before" "$T/Pq.yaml.bak"
+# E7: the config is opened with its own encryptionsalt, not the state's: a state of the same
+# passphrase but another salt (rekeyed on its own) and this config rekey together
+cp "$P/valid-deployment-v3.json" "$T/q2.json"
+penv secrets rekey --new-passphrase-file "$T/newpw" "$T/q2.json" > /dev/null
+printf 'third\n' > "$T/pw3"
+run "rekey, config salt is not the state's" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets rekey --new-passphrase-file "$T/pw3" --stack-config "$T/Pq.yaml" "$T/q2.json"
+check_rc 0
+check_out_has "$T/Pq.yaml: encryptionsalt and 4 secure values rewritten"
+# ... and a passphrase that opens the state but not the config's salt: Pulumi's message, naming
+# the file, nothing written
+cp "$P/valid-deployment-v3.json" "$T/q3.json"
+cp "$T/Pq.yaml" "$T/Pq.before"
+run "rekey, config salt of another passphrase" penv secrets rekey --new-passphrase-file "$T/newpw" --stack-config "$T/Pq.yaml" "$T/q3.json"
+check_rc 1
+check_err "statetool: error: $T/Pq.yaml: its encryptionsalt: incorrect passphrase, please set PULUMI_CONFIG_PASSPHRASE to the correct passphrase or set PULUMI_CONFIG_PASSPHRASE_FILE to a file containing the passphrase"
+check_same "$P/valid-deployment-v3.json" "$T/q3.json"; check_absent "$T/q3.json.bak"
+check_same "$T/Pq.before" "$T/Pq.yaml"
+# E2: a value in a block scalar cannot be rewritten in place: refused by key and line, nothing
+# written; a value that does not decrypt likewise
+printf 'config:\n  proj:a: x\n  proj:b:\n    secure: >-\n      %s\n' "$C" > "$T/Pb.yaml"
+cp "$T/Pb.yaml" "$T/Pb.before"
+run "rekey, block scalar" penv secrets rekey --new-passphrase-file "$T/newpw" --stack-config "$T/Pb.yaml" "$T/q3.json"
+check_rc 1
+check_err "statetool: error: $T/Pb.yaml:4:13: config 'proj:b': a secure value written as a block scalar (| or >) is not rewritten in place: write it as \`secure: v1:...\` (nothing was changed)"
+check_same "$P/valid-deployment-v3.json" "$T/q3.json"; check_absent "$T/q3.json.bak"
+check_same "$T/Pb.before" "$T/Pb.yaml"; check_absent "$T/Pb.yaml.bak"
+run "rekey, config value does not decrypt: key and line" penv secrets rekey --new-passphrase-file "$T/newpw" --stack-config "$T/badcfg.yaml" "$T/q3.json"
+check_rc 1
+check_err "statetool: error: $T/badcfg.yaml:4:13: config 'p:x': secure value does not decrypt (cipher: message authentication failed (wrong key, or the ciphertext was altered))"
+# E12: the passphrase provider replaces another provider's secretsprovider and encryptedkey, as
+# Pulumi's does (pkg/secrets/passphrase/manager.go)
+printf 'secretsprovider: awskms://alias/x  # kms\nencryptedkey: QUJDREVG\nconfig:\n  proj:a: x\n' > "$T/Pk.yaml"
+run "rekey, config of another provider" penv secrets rekey --new-passphrase-file "$T/newpw" --stack-config "$T/Pk.yaml" "$T/q3.json"
+check_rc 0
+check_out_has "$T/Pk.yaml: secretsprovider and encryptedkey removed: the passphrase provider replaces them, as Pulumi does"
+ksalt=$(sed -n 's/^encryptionsalt: //p' "$T/out")
+check_file_is "$T/Pk.yaml" "encryptionsalt: $ksalt
+config:
+  proj:a: x
+"
+
 # Secrets pass through every other command untouched.
 cp "$P/valid-deployment-v3.json" "$T/pass.json"
 st protect "$T/pass.json" c >/dev/null
