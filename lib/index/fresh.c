@@ -3,40 +3,25 @@
 #include "ix.h"
 
 #include <limits.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-typedef struct held_ctx {
-	known_set *ks;
+/* The comparison: the listing first, then each of the index's stacks compared with its listed
+ * stack in place, as its row is read (nothing of the index kept: a backend of 10,000 stacks is
+ * compared without copying 10,000 rows). */
+typedef struct held_cmp {
+	const st_stack_info *infos;
+	size_t n;
+	st_strmap by;        /* qname -> index in infos + 1 (slot.a), keys borrowed */
+	unsigned char *seen; /* infos[i] has a row in the index */
+	ix_scope place;      /* where each listed stack's row must come from (st__ix_place_is) */
+	ix_scope scope;      /* the rows of this backend's store (st__ix_in_scope) */
+	st_index_stale_stack *res;
+	size_t nr;
 	int oom;
-} held_ctx;
-
-/* One row of the stacks table read through st_index_sql (the PostgreSQL index). */
-static int on_stack(void *ctx, int ncols, const char *const *names, const char *const *vals)
-{
-	held_ctx *h = ctx;
-	(void)names;
-	if (ncols != 5 || !vals[0])
-		return 0;
-	if (st__ix_known_add(h->ks, vals[0], vals[1], vals[2] ? strtoll(vals[2], NULL, 10) : -2,
-			     vals[3] ? strtoll(vals[3], NULL, 10) : -2, NULL, vals[4]))
-		h->oom = 1;
-	return h->oom;
-}
-
-/* What the index holds of each stack: ST_OK, ST_ENOMEM or the index's error. */
-static int held_load(st_index *ix, known_set *ks, st_error *err)
-{
-	held_ctx h = {ks, 0};
-	int rc;
-	if (!ix->pg)
-		return st__ixs_known_load(ix, ks, err); /* typed columns, no text round trip */
-	st_strmap_init(&ks->by);
-	rc = st_index_sql(ix, "SELECT qname, path, size, mtime_ns, etag FROM stacks", on_stack, &h,
-			  err);
-	return h.oom ? st__err(err, ST_ENOMEM, "out of memory") : rc;
-}
+} held_cmp;
 
 static int stale_add(st_index_stale_stack **out, size_t *n, const char *qname, char kind)
 {
@@ -51,55 +36,134 @@ static int stale_add(st_index_stale_stack **out, size_t *n, const char *qname, c
 	return 0;
 }
 
+/* One stack's row of the index (NULL text as "", NULL numbers as -2): '~' when its listed
+ * stack's object changed, '+' when that stack is indexed from elsewhere, '-' when this
+ * backend's store no longer lists it. Non-zero (out of memory) stops the walk. */
+static int held_row(held_cmp *h, const char *qname, size_t qlen, const char *path,
+		    long long size, long long mtime_ns, const char *etag)
+{
+	st_strmap_slot *sl = st_strmap_getn(&h->by, qname, qlen);
+	char kind = 0;
+
+	if (sl && sl->a) {
+		const st_stack_info *in = &h->infos[sl->a - 1];
+		h->seen[sl->a - 1] = 1;
+		if (!st__ix_place_is(&h->place, path, in->key))
+			kind = '+'; /* indexed from elsewhere */
+		else if (size != in->size || mtime_ns != in->mtime_ns || strcmp(etag, in->etag))
+			kind = '~';
+	} else if (st__ix_in_scope(&h->scope, path[0] ? path : NULL)) {
+		/* gone: an indexed stack of this backend's store that the listing lacks (an
+		 * index may hold the stacks of several backends) */
+		kind = '-';
+	}
+	if (kind && stale_add(&h->res, &h->nr, qname, kind))
+		h->oom = 1;
+	return h->oom;
+}
+
+static const char held_sql[] = "SELECT qname, path, size, mtime_ns, etag FROM stacks";
+
+/* One row of the stacks table read through st_index_sql (the PostgreSQL index). */
+static int on_stack(void *ctx, int ncols, const char *const *names, const char *const *vals)
+{
+	(void)names;
+	if (ncols != 5 || !vals[0])
+		return 0;
+	return held_row(ctx, vals[0], strlen(vals[0]), vals[1] ? vals[1] : "",
+			vals[2] ? strtoll(vals[2], NULL, 10) : -2,
+			vals[3] ? strtoll(vals[3], NULL, 10) : -2, vals[4] ? vals[4] : "");
+}
+
+static long long col_int(sqlite3_stmt *q, int c)
+{
+	return sqlite3_column_type(q, c) == SQLITE_NULL ? -2 : sqlite3_column_int64(q, c);
+}
+
+static const char *col_text(sqlite3_stmt *q, int c)
+{
+	const char *t = (const char *)sqlite3_column_text(q, c);
+	return t ? t : "";
+}
+
+/* Every stack's row of the index through held_row: ST_OK, ST_ENOMEM or the index's error.
+ * SQLite's columns are read typed, in place (no text round trip, no copy). */
+static int held_walk(st_index *ix, held_cmp *h, st_error *err)
+{
+	sqlite3_stmt *q;
+	int rc = ST_OK, src;
+
+	if (ix->pg) {
+		rc = st_index_sql(ix, held_sql, on_stack, h, err);
+		return h->oom ? st__err(err, ST_ENOMEM, "out of memory") : rc;
+	}
+	if (sqlite3_prepare_v2(ix->db, held_sql, -1, &q, NULL) != SQLITE_OK)
+		return st__ixsqlite_err(ix->db, ix->path, err, "cannot read the index");
+	while ((src = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *qname = (const char *)sqlite3_column_text(q, 0);
+		if (qname && held_row(h, qname, (size_t)sqlite3_column_bytes(q, 0), col_text(q, 1),
+				      col_int(q, 2), col_int(q, 3), col_text(q, 4)))
+			break;
+	}
+	if (h->oom)
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+	else if (src != SQLITE_DONE)
+		rc = st__ixsqlite_err(ix->db, ix->path, err, "cannot read the index");
+	sqlite3_finalize(q);
+	return rc;
+}
+
 static int stale_cmp(const void *a, const void *b)
 {
 	return strcmp(((const st_index_stale_stack *)a)->qname,
 		      ((const st_index_stale_stack *)b)->qname);
 }
 
-/* Compares each listed stack with what the index holds of it (one lookup per listed stack,
- * its place compared with the index's in pieces, nothing allocated: a backend of 10,000
- * stacks is compared in milliseconds). -1 when out of memory. */
-static int compare(known_set *ks, st_store *store, const st_stack_info *infos, size_t n,
-		   st_index_stale_stack **res, size_t *nr)
+/* The listing looked up by name, the places cut once (st__ix_place_init: each listed stack's
+ * place compared with the index's in pieces, nothing made per stack). ST_OK or ST_ENOMEM. */
+static int held_init(held_cmp *h, st_store *store, const st_stack_info *infos, size_t n)
 {
 	char cwd_buf[PATH_MAX];
 	const char *cwd = getcwd(cwd_buf, sizeof(cwd_buf)); /* once, not per stack */
-	ix_scope place;
 
-	if (st__ix_place_init(&place, store, cwd) != ST_OK)
-		return -1;
+	h->infos = infos;
+	h->n = n;
+	st_strmap_init(&h->by);
+	if (!(h->seen = calloc(n ? n : 1, 1)) || st__ix_place_init(&h->place, store, cwd) ||
+	    st__ix_scope_init(&h->scope, store))
+		return ST_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		st_strmap_slot *sl = st_strmap_get(&ks->by, infos[i].qname);
-		known *h = sl && sl->a ? &ks->v[sl->a - 1] : NULL;
-		char kind = 0;
-		if (h)
-			h->listed = 1;
-		if (!h || !st__ix_place_is(&place, h->path, infos[i].key))
-			kind = '+'; /* not indexed, or indexed from elsewhere */
-		else if (h->size != infos[i].size || h->mtime_ns != infos[i].mtime_ns ||
-			 strcmp(h->etag, infos[i].etag))
-			kind = '~';
-		if (kind && stale_add(res, nr, infos[i].qname, kind)) {
-			st__ix_scope_free(&place);
-			return -1;
-		}
+		int created;
+		st_strmap_slot *sl = st_strmap_put(&h->by, infos[i].qname, &created);
+		if (!sl)
+			return ST_ENOMEM;
+		sl->a = i + 1;
 	}
-	st__ix_scope_free(&place);
-	/* gone: an indexed stack of this backend's store that the listing lacks (an index may
-	 * hold the stacks of several backends) */
-	ix_scope sc;
-	if (st__ix_scope_init(&sc, store) != ST_OK)
-		return -1;
-	for (size_t i = 0; i < ks->n; i++)
-		if (!ks->v[i].listed &&
-		    st__ix_in_scope(&sc, ks->v[i].path[0] ? ks->v[i].path : NULL) &&
-		    stale_add(res, nr, ks->v[i].qname, '-')) {
-			st__ix_scope_free(&sc);
-			return -1;
-		}
-	st__ix_scope_free(&sc);
-	return 0;
+	return ST_OK;
+}
+
+static void held_free(held_cmp *h)
+{
+	st_strmap_free(&h->by);
+	free(h->seen);
+	st__ix_scope_free(&h->place);
+	st__ix_scope_free(&h->scope);
+}
+
+/* Compares the listing with the index's rows: *res and *nr as st_index_stale gives them. */
+static int compare(st_index *ix, st_store *store, const st_stack_info *infos, size_t n,
+		   held_cmp *h, st_error *err)
+{
+	int rc = held_init(h, store, infos, n);
+
+	if (rc != ST_OK)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	if ((rc = held_walk(ix, h, err)) != ST_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++) /* not indexed */
+		if (!h->seen[i] && stale_add(&h->res, &h->nr, infos[i].qname, '+'))
+			return st__err(err, ST_ENOMEM, "out of memory");
+	return ST_OK;
 }
 
 int st_index_stale(st_index *ix, st_backend *b, st_index_stale_stack **out, size_t *count,
@@ -108,9 +172,8 @@ int st_index_stale(st_index *ix, st_backend *b, st_index_stale_stack **out, size
 	ST_ASSERT_ARG(ix);
 	ST_ASSERT_ARG(b);
 	st_stack_info *infos = NULL;
-	st_index_stale_stack *res = NULL;
-	known_set ks = {0};
-	size_t n = 0, nr = 0;
+	held_cmp h;
+	size_t n = 0;
 	int rc;
 
 	*out = NULL;
@@ -118,21 +181,20 @@ int st_index_stale(st_index *ix, st_backend *b, st_index_stale_stack **out, size
 	if (!st_backend_store(b))
 		return st__err(err, ST_EUNSUPPORTED, "backend '%s' keeps its stacks in no store",
 			       st_backend_url(b));
-	rc = held_load(ix, &ks, err);
+	memset(&h, 0, sizeof(h));
+	rc = st_backend_list(b, &infos, &n, err);
 	if (rc == ST_OK)
-		rc = st_backend_list(b, &infos, &n, err);
-	if (rc == ST_OK && compare(&ks, st_backend_store(b), infos, n, &res, &nr))
-		rc = st__err(err, ST_ENOMEM, "out of memory");
+		rc = compare(ix, st_backend_store(b), infos, n, &h, err);
+	held_free(&h);
 	st_stack_infos_free(infos, n);
-	st__ixs_known_free(&ks);
 	if (rc != ST_OK) {
-		st_index_stale_free(res, nr);
+		st_index_stale_free(h.res, h.nr);
 		return rc;
 	}
-	if (nr > 1)
-		qsort(res, nr, sizeof(*res), stale_cmp);
-	*out = res;
-	*count = nr;
+	if (h.nr > 1)
+		qsort(h.res, h.nr, sizeof(*h.res), stale_cmp);
+	*out = h.res;
+	*count = h.nr;
 	return ST_OK;
 }
 
