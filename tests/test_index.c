@@ -512,6 +512,47 @@ static void test_protected_plan(void **unused)
 	tu_rmdir(dir);
 }
 
+static int flags_row(void *ctx, int ncols, const char *const *names, const char *const *v)
+{
+	int f[5];
+	char text[IX_FLAGS_MAX];
+	(void)names;
+	assert_int_equal(ncols, 6);
+	for (int i = 0; i < 5; i++)
+		f[i] = atoi(v[i]);
+	assert_int_equal(st__ix_flags_text(text, f), strlen(v[5]));
+	assert_string_equal(text, v[5]);
+	++*(int *)ctx;
+	return 0;
+}
+
+/* The flags' text SQLite's queries make in C (st__ix_flags_text) is the text PostgreSQL's SQL
+ * makes, for each of the 32 combinations (custom, protect, delete, taint, external). */
+static void test_flags_text(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir(), db[512];
+	st_index *ix = NULL;
+	int n = 0;
+
+	snprintf(db, sizeof db, "%s/ix.sqlite", dir);
+	assert_int_equal(st_index_open(&ix, db, 0, NULL, NULL), ST_OK);
+	assert_int_equal(
+		st_index_sql(ix,
+			     "WITH b(v) AS (VALUES (0), (1)) SELECT c.v, p.v, d.v, t.v, e.v, "
+			     "trim((CASE WHEN c.v <> 0 THEN 'custom' ELSE 'component' END) || "
+			     "(CASE WHEN p.v <> 0 THEN ',protect' ELSE '' END) || "
+			     "(CASE WHEN d.v <> 0 THEN ',delete' ELSE '' END) || "
+			     "(CASE WHEN t.v <> 0 THEN ',taint' ELSE '' END) || "
+			     "(CASE WHEN e.v <> 0 THEN ',external' ELSE '' END)) "
+			     "FROM b c, b p, b d, b t, b e",
+			     flags_row, &n, NULL),
+		ST_OK);
+	assert_int_equal(n, 32);
+	st_index_close(ix);
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -521,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_place_cut),
 		cmocka_unit_test(test_stale),
 		cmocka_unit_test(test_protected_plan),
+		cmocka_unit_test(test_flags_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

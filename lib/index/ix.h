@@ -57,6 +57,18 @@ char *st__ix_schema_sql(int pg);
 int st__ix_query_sql(const st_index_query *q, int pg, st_buf *sql, const char *binds[16],
 		     int *nb, char *owned[16], int *nowned);
 
+/* The columns of st_index_query_run's rows. On SQLite the query's last five columns are the
+ * flags custom, protect, delete, taint and external as numbers (IX_QUERY_SQLITE_COLS in all),
+ * and the engine gives their text as the column `flags`; PostgreSQL's query gives it. */
+#define IX_QUERY_COLS 8
+#define IX_QUERY_SQLITE_COLS 12
+/* "component,protect,delete,taint,external" and its end */
+#define IX_FLAGS_MAX 48
+/* The text of `flags` from the five numbers (non-zero: set), as PostgreSQL's SQL makes it:
+ * "custom" or "component", then ",protect", ",delete", ",taint", ",external" for those set.
+ * Returns its length. */
+size_t st__ix_flags_text(char out[IX_FLAGS_MAX], const int f[5]);
+
 /* A GLOB pattern (SQLite's: '*', '?', '[...]' with '^' to negate) as an anchored POSIX regular
  * expression. New string. */
 char *st__ix_glob_regex(const char *glob);

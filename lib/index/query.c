@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int stmt_end(sqlite3 *db, const char *path, int rc, st_error *err);
+
 static int run_stmt(sqlite3 *db, const char *path, sqlite3_stmt *st, st_index_row_fn row,
 		    void *ctx, st_error *err)
 {
@@ -32,8 +34,12 @@ static int run_stmt(sqlite3 *db, const char *path, sqlite3_stmt *st, st_index_ro
 	}
 	free(names);
 	free(vals);
-	if (user)
-		return user;
+	return user ? user : stmt_end(db, path, rc, err);
+}
+
+/* How a statement's steps ended (rc: the last step's): ST_OK, or the error. */
+static int stmt_end(sqlite3 *db, const char *path, int rc, st_error *err)
+{
 	if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
 		return st__err(err, ST_EFORMAT, "the index '%s' is damaged (%s); run `statetool "
 			       "index update` to rebuild it", path, sqlite3_errmsg(db));
@@ -78,6 +84,36 @@ int st__ixsqlite_sql(struct sqlite3 *db, const char *path, const char *sql,
 	return rc;
 }
 
+/* st_index_query_run's rows: the seven text columns as they are, the five flags as their text
+ * (st__ix_flags_text), in the column `flags`. */
+static int run_query(sqlite3 *db, const char *path, sqlite3_stmt *st, st_index_row_fn row,
+		     void *ctx, st_error *err)
+{
+	const char *names[IX_QUERY_COLS + 1] = {0}, *vals[IX_QUERY_COLS + 1] = {0};
+	char flags[IX_FLAGS_MAX];
+	int rc, user = 0;
+
+	if (sqlite3_column_count(st) != IX_QUERY_SQLITE_COLS) /* cannot happen: shared.c's SQL */
+		return st__err(err, ST_EIO, "index '%s': the query has %d columns", path,
+			       sqlite3_column_count(st));
+	names[IX_QUERY_COLS - 1] = "flags";
+	vals[IX_QUERY_COLS - 1] = flags;
+	for (size_t n = 0; (rc = sqlite3_step(st)) == SQLITE_ROW; n++) {
+		int f[5];
+		/* names after the first step (run_stmt says why) */
+		for (int i = 0; !n && i < IX_QUERY_COLS - 1; i++)
+			names[i] = sqlite3_column_name(st, i);
+		for (int i = 0; i < IX_QUERY_COLS - 1; i++)
+			vals[i] = (const char *)sqlite3_column_text(st, i);
+		for (int i = 0; i < 5; i++)
+			f[i] = sqlite3_column_int(st, IX_QUERY_COLS - 1 + i) != 0;
+		st__ix_flags_text(flags, f);
+		if (row && (user = row(ctx, IX_QUERY_COLS, names, vals)) != 0)
+			break;
+	}
+	return user ? user : stmt_end(db, path, rc, err);
+}
+
 int st__ixsqlite_query(struct sqlite3 *db, const char *path, const st_index_query *q,
 		       st_index_row_fn row, void *ctx, st_error *err)
 {
@@ -98,7 +134,7 @@ int st__ixsqlite_query(struct sqlite3 *db, const char *path, const st_index_quer
 	}
 	for (int i = 0; i < nb; i++)
 		sqlite3_bind_text(st, i + 1, binds[i], -1, SQLITE_STATIC);
-	rc = run_stmt(db, path, st, row, ctx, err);
+	rc = run_query(db, path, st, row, ctx, err);
 	sqlite3_finalize(st);
 out:
 	for (int i = 0; i < no; i++)
