@@ -1145,6 +1145,56 @@ static void test_listing_names(void **state)
 	st_store_entries_free(l.v, l.n);
 }
 
+/* The message of a library that cannot be loaded: "SCHEME: cannot load LIB (NAME): NAME: ...;
+ * install it (Debian, Ubuntu: PACKAGE)" (the middle is dlopen's own words). */
+static void assert_cannot_load(const st_error *err, const char *scheme, const char *lib,
+			       const char *name, const char *package)
+{
+	char *head = st_asprintf("%s: cannot load %s (%s): %s: ", scheme, lib, name, name),
+	     *tail = st_asprintf("; install it (Debian, Ubuntu: %s)", package);
+	size_t n = strlen(err->message), t = strlen(tail);
+	assert_int_equal(err->code, ST_EUNSUPPORTED);
+	if (strncmp(err->message, head, strlen(head)) || n < t || strcmp(err->message + n - t, tail))
+		fail_msg("unexpected message: %s", err->message);
+	free(head);
+	free(tail);
+}
+
+/* libcurl and libpq are loaded when a URL first needs one (lib/store/dl.c), not when the
+ * program starts: without them a local store works, and a store that needs one fails to open,
+ * naming the library and its package (each time it is asked). */
+static void test_missing_libraries(void **state)
+{
+	st_store *s = NULL;
+	st_store_entry *e = NULL;
+	size_t n = 0;
+	st_error err;
+	char *dir = tu_tmpdir();
+	(void)state;
+
+	st__dl_names("libst-missing-curl.so.4", "libst-missing-pq.so.5");
+	assert_int_equal(st_store_open(&s, dir, NULL), ST_OK);
+	assert_int_equal(st_store_list(s, "", 0, &e, &n, NULL), ST_OK);
+	st_store_free(s);
+	setenv("AWS_ACCESS_KEY_ID", "AKIDSTATETOOLTEST", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "not-a-secret", 1);
+	for (int i = 0; i < 2; i++) {
+		st_error_clear(&err);
+		assert_int_equal(st_store_open(&s, "s3://b?region=us-east-1&endpoint=http://"
+						   "127.0.0.1:9&use_path_style=true", &err),
+				 ST_EUNSUPPORTED);
+		assert_null(s);
+		assert_cannot_load(&err, "s3", "libcurl", "libst-missing-curl.so.4", "libcurl4");
+		st_error_clear(&err);
+		assert_int_equal(st_store_open(&s, "postgres://u@127.0.0.1:9/db", &err),
+				 ST_EUNSUPPORTED);
+		assert_null(s);
+		assert_cannot_load(&err, "postgres", "libpq", "libst-missing-pq.so.5", "libpq5");
+	}
+	st__dl_names(NULL, NULL); /* the real ones, for what follows */
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1160,6 +1210,7 @@ int main(void)
 		cmocka_unit_test(test_file_store_writeback_stride),
 		cmocka_unit_test(test_file_store_list_two_threads),
 		cmocka_unit_test(test_listing_names),
+		cmocka_unit_test(test_missing_libraries),
 	};
 	return cmocka_run_group_tests(tests, NULL, drop_containers);
 }

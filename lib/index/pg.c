@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/dl.h" /* last: libpq through its table */
+
 struct st_ixpg {
 	st_pgc c;
 	int readonly;

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dl.h" /* last: libcurl through its table */
+
 struct st_http {
 	const char *scheme;
 	char *note; /* appended to every message (st__http_set_note), or NULL */
@@ -273,6 +275,9 @@ int st__http_new(st_http **out, const char *scheme, const st_http_opts *opts, st
 	st_http *h;
 
 	*out = NULL;
+	int rc = st__curl_load(scheme, err); /* the library, on first use */
+	if (rc != ST_OK)
+		return rc;
 	pthread_once(&global_once, global_init);
 	if (global_rc != CURLE_OK)
 		return st__err(err, ST_EIO, "%s: cannot initialise libcurl: %s", scheme,

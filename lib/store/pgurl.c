@@ -25,6 +25,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "dl.h" /* last: libpq through its table */
+
 /* The PG* variables libpq reads, for messages ("which variables were read"). */
 static const char *const pg_env[] = {
 	"PGHOST",    "PGHOSTADDR",  "PGPORT",         "PGDATABASE",        "PGUSER",
@@ -436,6 +438,8 @@ int st__pg_url_parse(const char *url, st_pg_url *u, st_error *err)
 	memset(u, 0, sizeof(*u));
 	if (strncmp(url, "postgres://", 11))
 		return st__err(err, ST_EINVAL, "postgres: not a postgres:// URL");
+	if ((rc = st__pq_load("postgres", err)) != ST_OK) /* the library, on first use */
+		return rc;
 	p = url + 11;
 	auth = p;
 	alen = strcspn(p, "/?#");

@@ -40,6 +40,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "dl.h" /* last: libpq through its table */
+
 typedef struct pg_writer pg_writer;
 
 typedef struct pg_store {

@@ -342,4 +342,8 @@ void st__pairlock_remove(st_store *s, const char *op, const char *own, const cha
 void st__diy_set_project_mode(st_backend *b, int on);
 /* (st__shell_word, `s` as one shell word, is in internal.h: lib/util/str.c.) */
 
+/* Tests (lib/store/dl.c): the names of libcurl and libpq to load instead of the built-in
+ * sonames (NULL: those), forgetting what was loaded or failed (only while no handle exists). */
+void st__dl_names(const char *curl, const char *pq);
+
 #endif
