@@ -668,17 +668,14 @@ char *st__ix_where_at(const st_store *store, const char *key, const char *cwd)
 	return abs;
 }
 
-int st__ix_scope_init(ix_scope *sc, const st_store *store)
+/* A place made for a key holding the mark '\001' (`w`, new; NULL when out of memory), cut
+ * there: sc->head the part before the mark, sc->tail the part after. ST_OK or ST_ENOMEM. */
+static int cut_at_mark(ix_scope *sc, char *w)
 {
-	char *w, *mark;
+	char *mark = w ? strchr(w, '\001') : NULL;
 
 	sc->head = sc->tail = NULL;
-	if (!store)
-		return ST_OK;
-	/* a key no stack has, to find where a key goes in the store's place */
-	if (!(w = st__ix_where(store, ".pulumi/\001")))
-		return ST_ENOMEM;
-	if (!(mark = strchr(w, '\001'))) { /* cannot happen: every place names its key */
+	if (!mark) { /* (a place without its mark: cannot happen, every place names its key) */
 		free(w);
 		return ST_ENOMEM;
 	}
@@ -691,24 +688,20 @@ int st__ix_scope_init(ix_scope *sc, const st_store *store)
 	return ST_OK;
 }
 
+int st__ix_scope_init(ix_scope *sc, const st_store *store)
+{
+	sc->head = sc->tail = NULL;
+	if (!store)
+		return ST_OK;
+	/* a key no stack has, to find where a key goes in the store's place */
+	return cut_at_mark(sc, st__ix_where(store, ".pulumi/\001"));
+}
+
 int st__ix_place_init(ix_scope *sc, const st_store *store, const char *cwd)
 {
 	/* the key "\001" (no stack's): one segment, as every key's are, joined and cleaned up
 	 * segment by segment as a key's (st__ix_where_at) */
-	char *w = st__ix_where_at(store, "\001", cwd), *mark = w ? strchr(w, '\001') : NULL;
-
-	sc->head = sc->tail = NULL;
-	if (!mark) { /* (no mark: cannot happen, every place names its key) */
-		free(w);
-		return ST_ENOMEM;
-	}
-	*mark = '\0';
-	sc->head = w;
-	if (!(sc->tail = st_strdup(mark + 1))) {
-		st__ix_scope_free(sc);
-		return ST_ENOMEM;
-	}
-	return ST_OK;
+	return cut_at_mark(sc, st__ix_where_at(store, "\001", cwd));
 }
 
 int st__ix_place_is(const ix_scope *sc, const char *path, const char *key)

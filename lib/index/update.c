@@ -819,19 +819,6 @@ out:
 	return rc;
 }
 
-/* The problems after the first n dropped. */
-static void problems_truncate(st_problems *l, size_t n)
-{
-	while (l->count > n) {
-		st_problem *p = &l->items[--l->count];
-		free(p->rule);
-		free(p->message);
-		free(p->pointer);
-		free(p->urn);
-		free(p->file);
-	}
-}
-
 /* Indexes the stacks of a backend (infos, n) or the files paths[0..n): the work of
  * st_index_update_backend and st_index_update_files. A stack that cannot be read is a failure
  * of its own; running out of memory (or an index that cannot be written) ends the update. */
@@ -842,7 +829,7 @@ static int update_many(st_index *ix, const st_stack_info *infos, st_store *store
 {
 	st_index_stats local = {0};
 	st_problems nowhere = {0};
-	size_t nfail = failures ? failures->count : 0;
+	size_t nfail = failures ? failures->count : 0, ndropped = st__dropped_count(failures);
 	int rc;
 
 	if (!stats)
@@ -852,8 +839,8 @@ static int update_many(st_index *ix, const st_stack_info *infos, st_store *store
 	if (rc == IX_REBUILT) {
 		/* the index was damaged (found before the first write) and is new: everything
 		 * again, into it */
-		if (failures)
-			problems_truncate(failures, nfail);
+		st__problems_truncate(failures, nfail); /* (their counts too) */
+		st__dropped_truncate(failures, ndropped);
 		rc = update_pass(ix, infos, store, cloud, paths, n, do_prune, progress, pctx, stats,
 				 failures ? failures : &nowhere, err);
 	}

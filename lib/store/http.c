@@ -4,11 +4,10 @@
  * each attempt (curl keeps its live connections, so requests to one host share one).
  */
 #include "http.h"
+#include "dl.h" /* libcurl (curl.h), through its table: loaded on first use */
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -18,11 +17,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "dl.h" /* last: libcurl through its table */
 
 struct st_http {
 	const char *scheme;
@@ -275,9 +271,8 @@ int st__http_new(st_http **out, const char *scheme, const st_http_opts *opts, st
 	st_http *h;
 
 	*out = NULL;
-	int rc = st__curl_load(scheme, err); /* the library, on first use */
-	if (rc != ST_OK)
-		return rc;
+	if (st__curl_load(scheme, err) != ST_OK) /* the library, on first use */
+		return ST_EUNSUPPORTED;
 	pthread_once(&global_once, global_init);
 	if (global_rc != CURLE_OK)
 		return st__err(err, ST_EIO, "%s: cannot initialise libcurl: %s", scheme,
