@@ -512,6 +512,52 @@ static void test_protected_plan(void **unused)
 	tu_rmdir(dir);
 }
 
+/* An update that finds its index damaged before its first write (PRAGMA quick_check) starts
+ * again on a new one: what the first pass reported is dropped, its counts too, so each stack
+ * that cannot be read is reported once. */
+static void test_rebuilt_failures(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir(), db[512], bad[512], good[512], good2[512];
+	char *src = tu_fixture("edit/base.json");
+	const char *one[] = {good}, *two[] = {bad, good2}; /* good2: new, so the update writes */
+	size_t len = 0;
+	char *data = tu_read(src, &len);
+	st_problems failures = {0};
+	st_index *ix = NULL;
+	struct stat sb;
+	int fd;
+
+	snprintf(db, sizeof db, "%s/ix.sqlite", dir);
+	snprintf(bad, sizeof bad, "%s/a-bad.json", dir);
+	snprintf(good, sizeof good, "%s/b-good.json", dir);
+	snprintf(good2, sizeof good2, "%s/c-good.json", dir);
+	tu_write(good, data, len);
+	tu_write(good2, data, len);
+	tu_write(bad, "{\"version\": 3, \"deployment\": ", 29);
+	assert_int_equal(st_index_open(&ix, db, 0, NULL, NULL), ST_OK);
+	assert_int_equal(st_index_update_files(ix, one, 1, 0, NULL, NULL, NULL, NULL, NULL), ST_OK);
+	st_index_close(ix);
+	/* the last page damaged: an open reads the schema's page alone and finds nothing */
+	assert_int_equal(stat(db, &sb), 0);
+	assert_true(sb.st_size > 8192);
+	memset(data, 0x5a, 4096);
+	assert_true((fd = open(db, O_WRONLY)) >= 0);
+	assert_int_equal(pwrite(fd, data, 4096, sb.st_size - 4096), 4096);
+	close(fd);
+	assert_int_equal(st_index_open(&ix, db, 0, NULL, NULL), ST_OK);
+	assert_int_equal(st_index_update_files(ix, two, 2, 0, NULL, NULL, NULL, &failures, NULL),
+			 ST_OK);
+	st_index_close(ix);
+	assert_int_equal(access(strcat(db, ".corrupt"), F_OK), 0); /* it was found and moved */
+	assert_int_equal(failures.count, 1);
+	assert_int_equal(failures.errors + failures.warnings, 1);
+	st_problems_clear(&failures);
+	free(data);
+	free(src);
+	tu_rmdir(dir);
+}
+
 static int flags_row(void *ctx, int ncols, const char *const *names, const char *const *v)
 {
 	int f[5];
@@ -563,6 +609,7 @@ int main(void)
 		cmocka_unit_test(test_stale),
 		cmocka_unit_test(test_protected_plan),
 		cmocka_unit_test(test_flags_text),
+		cmocka_unit_test(test_rebuilt_failures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
