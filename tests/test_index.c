@@ -289,10 +289,20 @@ static void test_stale(void **unused)
 	data = tu_read(path, &len);
 	tu_write(tmp, data, len);
 	free(data);
+	/* s4: a newer variant beside it is its object now (indexed from elsewhere); s0: an older
+	 * one is not (each stack named once whatever its variants) */
+	char gz4[1024], gz5[1024];
+	snprintf(gz4, sizeof gz4, "%s/s4.json.gz", dpath);
+	snprintf(gz5, sizeof gz5, "%s/s0.json.zst", dpath);
+	tu_write(gz4, "x", 1);
+	tu_write(gz5, "x", 1);
+	set_mtime(gz5, 1000000000, 0);
 	got = stale_list(ix, b);
 	assert_string_equal(got, "~ organization/p/s1\n~ organization/p/s2\n- organization/p/s3\n"
-				 "+ organization/p/s9\n");
+				 "+ organization/p/s4\n+ organization/p/s9\n");
 	free(got);
+	assert_int_equal(unlink(gz4), 0);
+	assert_int_equal(unlink(gz5), 0);
 
 	/* brought up to date: nothing to name */
 	assert_int_equal(st_index_update_backend(ix, b, NULL, NULL, &stats, NULL, NULL), ST_OK);

@@ -1,6 +1,7 @@
 /* Whether an index is up to date with its backend (st_index_stale): the backend's listing
  * against what the index holds of each stack, on either engine. */
 #include "ix.h"
+#include "store/store_impl.h"
 
 #include <limits.h>
 #include <sqlite3.h>
@@ -182,7 +183,7 @@ int st_index_stale(st_index *ix, st_backend *b, st_index_stale_stack **out, size
 		return st__err(err, ST_EUNSUPPORTED, "backend '%s' keeps its stacks in no store",
 			       st_backend_url(b));
 	memset(&h, 0, sizeof(h));
-	rc = st_backend_list(b, &infos, &n, err);
+	rc = st__backend_list_brief(b, &infos, &n, err);
 	if (rc == ST_OK)
 		rc = compare(ix, st_backend_store(b), infos, n, &h, err);
 	held_free(&h);

@@ -323,13 +323,27 @@ static int cmp_info(const void *a, const void *b)
 	return c ? c : strcmp(x->name, y->name);
 }
 
+static char *qname_of(const char *project, const char *name)
+{
+	return project ? st_strconcat("organization/", project, "/", name, (char *)NULL)
+		       : st_strdup(name);
+}
+
 static int add_info(diy_backend *b, st_stack_info **arr, size_t *n, size_t *cap,
-		    const char *project, const char *name, st_store_entry *e)
+		    const char *project, const char *name, st_store_entry *e, int brief)
 {
 	st_stack_info *si;
-	/* the entries come sorted, so a stack's variants are next to each other */
-	if (*n && !strcmp((*arr)[*n - 1].name, name) &&
-	    !strcmp((*arr)[*n - 1].project ? (*arr)[*n - 1].project : "", project ? project : "")) {
+	char *q = brief ? qname_of(project, name) : NULL;
+
+	if (brief && !q)
+		return ST_ENOMEM;
+	/* the entries come sorted, so a stack's variants are next to each other (brief: told by
+	 * the qname, the only name kept) */
+	if (*n && (brief ? !strcmp((*arr)[*n - 1].qname, q)
+			 : !strcmp((*arr)[*n - 1].name, name) &&
+				   !strcmp((*arr)[*n - 1].project ? (*arr)[*n - 1].project : "",
+					   project ? project : ""))) {
+		free(q);
 		si = &(*arr)[*n - 1];
 		if (e->info.mtime_ns < si->mtime_ns)
 			return ST_OK;
@@ -339,21 +353,26 @@ static int add_info(diy_backend *b, st_stack_info **arr, size_t *n, size_t *cap,
 		if (*n == *cap) {
 			size_t nc = *cap ? *cap * 2 : 16;
 			st_stack_info *na = realloc(*arr, nc * sizeof(*na));
-			if (!na)
+			if (!na) {
+				free(q);
 				return ST_ENOMEM;
+			}
 			*arr = na;
 			*cap = nc;
 		}
 		si = &(*arr)[(*n)++];
 		memset(si, 0, sizeof(*si));
-		si->name = st_strdup(name);
-		si->project = project ? st_strdup(project) : NULL;
-		si->qname = project ? st_strconcat("organization/", project, "/", name, (char *)NULL)
-				    : st_strdup(name);
-		if (!si->name || (project && !si->project) || !si->qname)
-			return ST_ENOMEM;
+		if (brief) {
+			si->qname = q;
+		} else {
+			si->name = st_strdup(name);
+			si->project = project ? st_strdup(project) : NULL;
+			si->qname = qname_of(project, name);
+			if (!si->name || (project && !si->project) || !si->qname)
+				return ST_ENOMEM;
+		}
 	}
-	si->path = st__store_local_path(b->store, e->key);
+	si->path = brief ? NULL : st__store_local_path(b->store, e->key);
 	si->key = e->key; /* taken: the listing's entries are freed next */
 	e->key = NULL;
 	si->size = e->info.size;
@@ -362,9 +381,10 @@ static int add_info(diy_backend *b, st_stack_info **arr, size_t *n, size_t *cap,
 	return si->key ? ST_OK : ST_ENOMEM;
 }
 
-static int diy_list(st_backend *bb, st_stack_info **out, size_t *count, st_error *err)
+/* The stacks of a DIY backend (st_backend_list; brief: st__backend_list_brief). */
+static int list_stacks(diy_backend *b, int brief, st_stack_info **out, size_t *count,
+		       st_error *err)
 {
-	diy_backend *b = (diy_backend *)bb;
 	st_stack_info *arr = NULL;
 	st_store_entry *e = NULL;
 	size_t n = 0, na = 0, cap = 0;
@@ -375,6 +395,12 @@ static int diy_list(st_backend *bb, st_stack_info **out, size_t *count, st_error
 	rc = st_store_list(b->store, STACKS, 0, &e, &n, err);
 	if (rc)
 		return rc;
+	/* at most one stack per entry: made once, not grown */
+	if (n && !(arr = malloc(n * sizeof(*arr)))) {
+		st_store_entries_free(e, n);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	cap = n;
 	for (size_t i = 0; i < n && rc == ST_OK; i++) {
 		const char *rel = e[i].key + strlen(STACKS), *slash = strchr(rel, '/');
 		char *project = NULL, *name;
@@ -397,7 +423,7 @@ static int diy_list(st_backend *bb, st_stack_info **out, size_t *count, st_error
 			continue;
 		}
 		if (st_stack_name_valid(name))
-			rc = add_info(b, &arr, &na, &cap, project, name, &e[i]);
+			rc = add_info(b, &arr, &na, &cap, project, name, &e[i], brief);
 		free(name);
 		free(project);
 	}
@@ -406,11 +432,22 @@ static int diy_list(st_backend *bb, st_stack_info **out, size_t *count, st_error
 		st_stack_infos_free(arr, na);
 		return st__err(err, rc, "out of memory");
 	}
-	if (!st__sorted(arr, na, sizeof(*arr), cmp_info))
+	if (!brief && !st__sorted(arr, na, sizeof(*arr), cmp_info))
 		qsort(arr, na, sizeof(*arr), cmp_info); /* the keys' order is mostly this one */
 	*out = arr;
 	*count = na;
 	return ST_OK;
+}
+
+static int diy_list(st_backend *bb, st_stack_info **out, size_t *count, st_error *err)
+{
+	return list_stacks((diy_backend *)bb, 0, out, count, err);
+}
+
+int st__backend_list_brief(st_backend *b, st_stack_info **out, size_t *count, st_error *err)
+{
+	diy_backend *d = as_diy(b);
+	return d ? list_stacks(d, 1, out, count, err) : st_backend_list(b, out, count, err);
 }
 
 int st_backend_list(st_backend *b, st_stack_info **out, size_t *count, st_error *err)

@@ -277,6 +277,12 @@ int st__diy_names(st_backend *b, const char *stack, char **project, char **name,
 int st__diy_generation(st_backend *b, const char *stack, const char *key, int before,
 		       st_error *err);
 
+/* st_backend_list as the index's staleness check needs it (lib/index/fresh.c): of a DIY
+ * backend, each stack's qname, key, size, time and tag only (name, project and path NULL: a
+ * listing of 10,000 stacks makes 30,000 strings fewer), in the keys' order rather than
+ * sorted by name; another backend's listing in full. */
+int st__backend_list_brief(st_backend *b, st_stack_info **out, size_t *count, st_error *err);
+
 /* The store of a DIY backend (borrowed), NULL for another kind. */
 st_store *st__backend_diy_store(const st_backend *b);
 
