@@ -1,8 +1,12 @@
 /* statetool secrets show|verify|encrypt|rekey. */
 #include "cli.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char help[] =
 	"usage: statetool secrets show [options] STATE [RESOURCE] [-o FILE]\n"
@@ -37,7 +41,8 @@ static const char help[] =
 	"  --new-passphrase-file FILE   rekey: the new passphrase\n"
 	"  --stack-config FILE          rekey: the stack's Pulumi.<stack>.yaml to rewrite\n"
 	"  -o, --output FILE            show: write to FILE (mode 0600, also over an existing\n"
-	"                               file) instead of stdout;\n"
+	"                               file; never the state, its .bak or a file inside a\n"
+	"                               backend's .pulumi) instead of stdout;\n"
 	"                               encrypt, rekey: only '-' (the result to stdout)\n"
 	"  --json                       verify and the mutating ones: one JSON document\n"
 	"encrypt and rekey take the options of every mutating command:\n" CLI_MUTATE_HELP;
@@ -53,6 +58,8 @@ typedef struct ctx {
 	char *config_text; /* rekey: --stack-config's new text, made before the state is saved */
 	size_t config_len;
 	size_t config_count;
+	const cli_target *t; /* encrypt: the state written, and how many secrets were plaintext */
+	size_t encrypted;
 } ctx;
 
 static int extra(int opt, const char *arg, void *p)
@@ -87,7 +94,38 @@ static int run_encrypt(st_edit *e, st_state *s, void *arg, st_error *err)
 	if (rc == ST_OK)
 		snprintf(c->mo->summary, sizeof(c->mo->summary), "%zu secret%s encrypted", n,
 			 n == 1 ? "" : "s");
+	c->encrypted = n;
 	return rc;
+}
+
+/* The version encrypt replaced still holds its plaintext secrets, as the .bak every change
+ * keeps (and, in a backend, as a generation): a local .bak is made 0600, and the copies are
+ * named so that they can be removed once the encrypted state is checked. */
+static int encrypt_saved(void *arg)
+{
+	ctx *c = arg;
+	const char *where = c->t->filter ? NULL : cli_target_where(c->t);
+	char *bak = NULL;
+	int local;
+
+	if (!c->encrypted || !where || asprintf(&bak, "%s.bak", where) < 0)
+		return EXIT_OK;
+	local = chmod(bak, 0600) == 0;
+	if (c->t->backend)
+		fprintf(stderr,
+			"%s: warning: the version before, with %zu plaintext secret%s, is kept as "
+			"the stack's .bak%s and as a generation (`statetool history`): remove them "
+			"once the encrypted state is checked\n",
+			cli_prog, c->encrypted, c->encrypted == 1 ? "" : "s",
+			local ? " (made 0600)" : "");
+	else
+		fprintf(stderr,
+			"%s: warning: the version before, with %zu plaintext secret%s, is kept as "
+			"'%s'%s: remove it once the encrypted state is checked\n",
+			cli_prog, c->encrypted, c->encrypted == 1 ? "" : "s", bak,
+			local ? " (made 0600)" : "");
+	free(bak);
+	return EXIT_OK;
 }
 
 /* --stack-config read and rekeyed in memory before the state changes: a missing or unreadable
@@ -163,6 +201,55 @@ static int rekey_config(void *arg)
 	return EXIT_OK;
 }
 
+/* The folder of `path` resolved (links, ., ..) and its last part: where a write would land
+ * (new; NULL when the folder does not exist). */
+static char *landing(const char *path)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	char *out;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path ? slash - path : 1), path);
+	if (!realpath(dir, real))
+		return NULL;
+	return asprintf(&out, "%s/%s", strcmp(real, "/") ? real : "", slash ? slash + 1 : path) < 0
+		       ? NULL
+		       : out;
+}
+
+/* `secrets show -o` writes plaintext: never over the state it read (or its .bak), and never
+ * into a backend's .pulumi folder, where it would be a stack's object or its copy (Pulumi
+ * reads plaintext secrets, so nobody would notice, and its next save copies them on). */
+static int refuse_plain_out(const char *cmd, const char *out, const cli_target *t)
+{
+	const char *where = cli_target_where(t);
+	char *land = landing(out), *bak = NULL;
+	struct stat so, sw;
+	int same = 0, inside = land && strstr(land, "/.pulumi/") != NULL;
+
+	if (where && asprintf(&bak, "%s.bak", where) < 0)
+		bak = NULL;
+	if (where && stat(out, &so) == 0)
+		for (int i = 0; i < 2 && !same; i++)
+			same = (!i || bak) && stat(i ? bak : where, &sw) == 0 &&
+			       so.st_dev == sw.st_dev && so.st_ino == sw.st_ino;
+	free(land);
+	free(bak);
+	if (same)
+		return cli_usage(cmd, "refusing to write decrypted secrets over '%s': it is the "
+				      "state (or its .bak); give a file of its own",
+				 out);
+	if (inside)
+		return cli_usage(cmd, "refusing to write decrypted secrets to '%s': it is inside a "
+				      "Pulumi backend's .pulumi folder, where a plaintext copy would "
+				      "be kept as a stack's object; give a file outside the backend",
+				 out);
+	return EXIT_OK;
+}
+
 static int cmd_show_verify(int argc, char **argv, int verify)
 {
 	cli_target t = {0};
@@ -190,7 +277,10 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 	if (mo.dry_run)
 		return cli_usage(mo.cmd, "--dry-run goes with `secrets encrypt` and `secrets "
 					 "rekey` (%s writes no state)", mo.cmd);
-	if ((rc = cli_target_resolve(&t, mo.cmd, 1)) != EXIT_OK || (rc = cli_load(&t, &s)))
+	if ((rc = cli_target_resolve(&t, mo.cmd, 1)) != EXIT_OK ||
+	    (c.output && strcmp(c.output, "-") &&
+	     (rc = refuse_plain_out(mo.cmd, c.output, &t)) != EXIT_OK) ||
+	    (rc = cli_load(&t, &s)))
 		goto out;
 	size_t cts = 0;
 	st_secrets_count(s, &cts, NULL);
@@ -314,8 +404,8 @@ int cmd_secrets(int argc, char **argv)
 	if (!rekey && c.newpassfile)
 		return cli_usage(mo.cmd, "--new-passphrase-file goes with `secrets rekey`");
 	c.mo = &mo;
-	if (rekey)
-		mo.after_save = rekey_config;
+	c.t = &t;
+	mo.after_save = rekey ? rekey_config : encrypt_saved;
 	rc = cli_mutate(&t, &mo, rekey ? run_rekey : run_encrypt, &c);
 	st_secrets_free(c.from);
 	st_secrets_free(c.to);

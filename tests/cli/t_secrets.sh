@@ -27,6 +27,29 @@ check_rc 0
 run "show -o over a 0644 file: mode" stat -c %a "$T/shown.json"
 check_out "600"
 rm -f "$T/shown.json"
+# -o never writes the plaintext over the state it read (or its .bak), nor into a backend's
+# .pulumi folder (a stack's object, which Pulumi would read and copy on): exit 2, nothing written
+cp "$P/valid-deployment-v3.json" "$T/so.json"; cp "$T/so.json" "$T/so.json.bak"
+run "show -o the state itself" penv secrets show "$T/so.json" -o "$T/so.json"
+check_rc 2; check_err_has "statetool: error: refusing to write decrypted secrets over '$T/so.json': it is the state (or its .bak); give a file of its own"
+check_same "$P/valid-deployment-v3.json" "$T/so.json"
+ln -s so.json "$T/so-link.json"
+run "show -o a link to the state" penv secrets show "$T/so.json" -o "$T/so-link.json"
+check_rc 2; check_same "$P/valid-deployment-v3.json" "$T/so.json"
+run "show -o its .bak" penv secrets show "$T/so.json" -o "$T/so.json.bak"
+check_rc 2; check_same "$P/valid-deployment-v3.json" "$T/so.json.bak"
+SB=$T/sb
+mkdir -p "$SB/.pulumi/stacks/proj"; printf 'version: 1\n' > "$SB/.pulumi/meta.yaml"
+gzip -c "$P/valid-checkpoint-v3-diy.json" > "$SB/.pulumi/stacks/proj/dev.json.gz"
+cp "$SB/.pulumi/stacks/proj/dev.json.gz" "$T/dev-before.gz"
+run "show -o a backend's stack object" penv secrets show --backend "$SB" --stack proj/dev -o "$SB/.pulumi/stacks/proj/dev.json.gz"
+check_rc 2; check_err_has "statetool: error: refusing to write decrypted secrets over '$SB/.pulumi/stacks/proj/dev.json.gz': it is the state (or its .bak)"
+check_same "$T/dev-before.gz" "$SB/.pulumi/stacks/proj/dev.json.gz"
+run "show -o a new stack in a backend" sh -c "cd '$SB/.pulumi/stacks' && PULUMI_CONFIG_PASSPHRASE='$PW' '$STATETOOL' secrets show '$T/so.json' -o proj/new.json"
+check_rc 2; check_absent "$SB/.pulumi/stacks/proj/new.json"
+check_err_has "statetool: error: refusing to write decrypted secrets to 'proj/new.json': it is inside a Pulumi backend's .pulumi folder, where a plaintext copy would be kept as a stack's object; give a file outside the backend"
+run "show -o beside the backend is fine" penv secrets show --backend "$SB" --stack proj/dev -o "$T/dev-plain.json"
+check_rc 0; check_out_empty
 run "verify" penv secrets verify "$P/valid-deployment-v3.json"
 check_rc 0; check_out "2 secrets, 0 failed to decrypt"
 # no secret encrypted: a passphrase given is checked against the provider's salt; none given is
@@ -77,8 +100,13 @@ check_rc 1; check_err_has "message authentication failed"
 
 # encrypt: plaintext secrets become ciphertext; existing ciphertext is kept byte for byte
 cp "$V/secrets-plaintext.json" "$T/pt.json"
+chmod 644 "$T/pt.json"
 run "encrypt" penv secrets encrypt "$T/pt.json"
 check_rc 0; check_out_has "1 secret encrypted"
+# the version before keeps its plaintext as the .bak: made 0600, and named
+check_err_has "statetool: warning: the version before, with 1 plaintext secret, is kept as '$T/pt.json.bak' (made 0600): remove it once the encrypted state is checked"
+run "the .bak with the plaintext is 0600" stat -c %a "$T/pt.json.bak"
+check_out "600"
 if grep -q hunter2 "$T/pt.json"; then bad "plaintext left in the state"; else ok; fi
 run "encrypted valid" st validate "$T/pt.json"
 check_rc 0; check_out_has "valid, 0 errors, 0 warnings"
@@ -86,6 +114,15 @@ run "encrypted verify" penv secrets verify "$T/pt.json"
 check_rc 0; check_out "2 secrets, 0 failed to decrypt"
 run "old ciphertext kept" grep -c 'LudbcPrKaMQk1R3NNyum5aNq3uSzkG2zCA==' "$T/pt.json"
 check_out "1"
+# a backend stack: its .bak and its generation are named
+EB=$T/eb
+mkdir -p "$EB/.pulumi/stacks/proj"; printf 'version: 1\n' > "$EB/.pulumi/meta.yaml"
+jq '{version: 3, checkpoint: {stack: "organization/proj/dev", latest: .deployment}}' "$V/secrets-plaintext.json" > "$EB/.pulumi/stacks/proj/dev.json"
+run "encrypt a backend stack" penv secrets encrypt --backend "$EB" --stack proj/dev
+check_rc 0
+check_err_has "statetool: warning: the version before, with 1 plaintext secret, is kept as the stack's .bak (made 0600) and as a generation (\`statetool history\`): remove them once the encrypted state is checked"
+run "nothing to encrypt: no warning" penv secrets encrypt --backend "$EB" --stack proj/dev
+check_rc 0; check_err_lacks "plaintext secret"
 cp "$V/secrets-plaintext.json" "$T/pt2.json"
 run "encrypt wrong passphrase" env PULUMI_CONFIG_PASSPHRASE=wrong "$STATETOOL" secrets encrypt "$T/pt2.json"
 check_rc 1; check_err_has "incorrect passphrase"
