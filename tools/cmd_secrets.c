@@ -250,6 +250,44 @@ static int refuse_plain_out(const char *cmd, const char *out, const cli_target *
 	return EXIT_OK;
 }
 
+/* The decrypted state (or the one resource named) to stdout or -o FILE (0600). */
+static int print_shown(st_state *s, char **pos, int npos, const char *output)
+{
+	json_t *what = st_state_root(s);
+	char *data = NULL;
+	size_t len = 0;
+	st_style st;
+	st_error err;
+	int rc;
+
+	st_error_clear(&err);
+	st_style_export(&st);
+	if (npos == 1) {
+		size_t *hits = NULL, nh = 0;
+		if ((rc = cli_find(s, pos, 1, 1, &hits, &nh)) != EXIT_OK)
+			return rc;
+		what = json_array_get(st_state_resources(s, 0), hits[0]);
+		free(hits);
+	}
+	if (st_json_dump(what, &st, &data, &len, &err) != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	if (output) {
+		st_write_opts wo = ST_WRITE_OPTS_INIT;
+		wo.mode = 0600;
+		wo.exact_mode = 1; /* also over an existing 0644 file */
+		rc = st_file_write_atomic(output, data, len, &wo, &err) == ST_OK ? EXIT_OK
+										  : EXIT_FAIL;
+		if (rc)
+			cli_error(&err);
+	} else {
+		rc = cli_write_output("-", data, len);
+	}
+	st_secret_free(data, len);
+	return rc;
+}
+
 static int cmd_show_verify(int argc, char **argv, int verify)
 {
 	cli_target t = {0};
@@ -336,37 +374,7 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	{
-		json_t *what = st_state_root(s);
-		char *data = NULL;
-		size_t len = 0;
-		st_style st;
-		st_style_export(&st);
-		if (npos == 1) {
-			size_t *hits = NULL, nh = 0;
-			if ((rc = cli_find(s, pos, 1, 1, &hits, &nh)) != EXIT_OK)
-				goto out;
-			what = json_array_get(st_state_resources(s, 0), hits[0]);
-			free(hits);
-		}
-		if (st_json_dump(what, &st, &data, &len, &err) != ST_OK) {
-			cli_error(&err);
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		if (c.output) {
-			st_write_opts wo = ST_WRITE_OPTS_INIT;
-			wo.mode = 0600;
-			wo.exact_mode = 1; /* also over an existing 0644 file */
-			rc = st_file_write_atomic(c.output, data, len, &wo, &err) == ST_OK ? EXIT_OK
-											  : EXIT_FAIL;
-			if (rc)
-				cli_error(&err);
-		} else {
-			rc = cli_write_output("-", data, len);
-		}
-		st_secret_free(data, len);
-	}
+	rc = print_shown(s, pos, npos, c.output);
 out:
 	st_secrets_free(sec);
 	cli_state_done(s);
