@@ -744,6 +744,22 @@ static const st_backend_ops cloud_ops = {
 	cloud_free,
 };
 
+/* A URL for a message: its user and password replaced by *** and its query and fragment
+ * left out, either of which may hold a token (new). */
+static char *url_shown(const char *url)
+{
+	const char *host = strstr(url, "://"), *end, *at;
+	host = host ? host + 3 : url;
+	end = host + strcspn(host, "?#");
+	at = memchr(host, '@', (size_t)(end - host));
+	if (at && memchr(host, '/', (size_t)(at - host)))
+		at = NULL; /* an @ in the path */
+	if (at)
+		return st_asprintf("%.*s***%.*s%s", (int)(host - url), url, (int)(end - at), at,
+				   *end ? "?..." : "");
+	return st_asprintf("%.*s%s", (int)(end - url), url, *end ? "?..." : "");
+}
+
 int st__cloud_open(st_backend **out, const char *url, st_error *err)
 {
 	cloud_backend *b = calloc(1, sizeof(*b));
@@ -762,9 +778,13 @@ int st__cloud_open(st_backend **out, const char *url, st_error *err)
 	for (n = strlen(b->api); n > 0 && b->api[n - 1] == '/'; n--)
 		b->api[n - 1] = '\0';
 	if (strpbrk(b->api + (b->api[4] == 's' ? 8 : 7), "?#@") || !b->api[b->api[4] == 's' ? 8 : 7]) {
+		char *shown = url_shown(url);
 		rc = st__err(err, ST_EINVAL,
-			     "pulumi cloud: '%s' is no service URL (https://HOST[:PORT][/PATH])",
-			     url);
+			     "pulumi cloud: '%s' is no service URL (https://HOST[:PORT][/PATH]; a "
+			     "user, password or query is not read: the token comes from "
+			     "PULUMI_ACCESS_TOKEN or `pulumi login`)",
+			     shown ? shown : "?");
+		free(shown);
 		goto fail;
 	}
 	if ((rc = find_token(b->api, &b->token, &from, err)) != ST_OK)

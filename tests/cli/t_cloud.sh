@@ -45,6 +45,13 @@ other/shop/dev                                 13  v3  other/shop/dev"
 grep -c 'GET /api/user/stacks' "$S/requests.log" >"$T/n"
 check_file_is "$T/n" "2
 "
+# a URL with a user, password or query: refused without echoing them (a token may be there)
+run "a password in the URL is not echoed" env PULUMI_BACKEND_URL='https://u:sekret-token-42@api.pulumi.example' "$STATETOOL" stacks
+check_rc 2
+check_err "statetool: error: pulumi cloud: 'https://***@api.pulumi.example' is no service URL (https://HOST[:PORT][/PATH]; a user, password or query is not read: the token comes from PULUMI_ACCESS_TOKEN or \`pulumi login\`)"
+run "a query in the URL is not echoed, --json" st list --json --backend 'https://127.0.0.1:1/?token=sekret-token-42' -s a/b/c
+check_rc 2; check_out_lacks "sekret"; check_err_lacks "sekret"
+check_out_has "pulumi cloud: 'https://127.0.0.1:1/?...' is no service URL"
 run "stacks --json: the layout is cloud" st stacks --backend "$U" --json
 check_rc 0
 check_out_has '"layout": "cloud"'
