@@ -48,8 +48,9 @@ typedef struct mv {
 	char *sstack, *sproj, *dstack, *dproj;
 	const char *droot;     /* the destination's root stack URN (borrowed) */
 	/* secrets: re-encrypt moved ciphertexts from `from` to `to`; give the destination a
-	 * provider of its own (new_provider) or the source's (adopt) */
-	int reencrypt, new_provider, adopt, reencrypted;
+	 * provider of its own (new_provider) or the source's (adopt); a source whose secrets
+	 * Pulumi Cloud holds for that stack (service_held) gives none of them away */
+	int reencrypt, new_provider, adopt, reencrypted, service_held;
 } mv;
 
 static void free_map_values(st_strmap *m, int keys_too)
@@ -528,6 +529,10 @@ static void plan_secrets(mv *c, json_t *ssp, json_t *dsp)
 	} else if (ssp && stype && !strcmp(stype, "passphrase")) {
 		/* a passphrase provider of its own: the destination's passphrase, a new salt */
 		c->reencrypt = c->new_provider = 1;
+	} else if (ssp && stype && !strcmp(stype, "service")) {
+		/* its state names the source stack, whose secrets only the service decrypts: never
+		 * another stack's (Pulumi's state move gives the destination its own manager) */
+		c->service_held = 1;
 	} else if (ssp) {
 		c->adopt = 1;
 	}
@@ -551,6 +556,12 @@ static int reencrypt(mv *c, json_t *copy, const char *old)
 {
 	size_t cnt = 0;
 	int rc;
+	if (c->service_held && st__secrets_count_ciphertexts(copy))
+		return st__err(c->err, ST_EUNSUPPORTED,
+			       "the resources to move hold secrets that Pulumi Cloud keeps for the "
+			       "source stack (its 'service' secrets provider), and the destination "
+			       "has no secrets provider: give it one first (pulumi stack init "
+			       "--secrets-provider passphrase, or any other), then move them");
 	if (!c->reencrypt || !st__secrets_count_ciphertexts(copy))
 		return ST_OK;
 	if (!c->o->source_secrets || !c->o->dest_secrets)
