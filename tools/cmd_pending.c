@@ -219,16 +219,19 @@ static int after_clear(void *arg)
 		fprintf(stderr, "%s: the cleared pending operations:\n%s", cli_prog, text);
 	}
 	free(text);
+	/* the commands as they are typed: a stack by --stack (its URL may hold a password) */
+	const char *sarg = c->t->backend ? "--stack " : "",
+		   *also = c->t->backend ? " (with its --backend)" : "";
 	if (c->creating)
 		cli_warnf("%zu cleared operation%s %s `creating`: the resource%s may exist while "
 			  "the state no longer records %s. To record %s by %s ID instead, "
-			  "`statetool restore %s` puts the previous state back and `statetool "
-			  "pending import %s URN ID` (or Pulumi's `pulumi refresh "
+			  "`statetool restore %s%s`%s puts the previous state back and `statetool "
+			  "pending import %s%s URN ID` (or Pulumi's `pulumi refresh "
 			  "--import-pending-creates URN ID`) records %s",
 			  c->creating, c->creating == 1 ? "" : "s", c->creating == 1 ? "was" : "were",
 			  c->creating == 1 ? "" : "s", c->creating == 1 ? "it" : "them",
-			  c->creating == 1 ? "it" : "them", c->creating == 1 ? "its" : "their",
-			  cli_target_name(c->t), cli_target_name(c->t),
+			  c->creating == 1 ? "it" : "them", c->creating == 1 ? "its" : "their", sarg,
+			  cli_target_name(c->t), also, sarg, cli_target_name(c->t),
 			  c->creating == 1 ? "it" : "them");
 	if (c->saved && rc == EXIT_OK) {
 		size_t removed = json_array_size(c->cleared);

@@ -83,6 +83,15 @@ check_rc 0
 check_out "removed pending creating operation on urn:pulumi:dev::shop::aws:sqs/queue:Queue::queue
 1 pending operation removed (saved in $S.pending-cleared.json; the previous state is $S.bak)"
 check_err "statetool: warning: 1 cleared operation was \`creating\`: the resource may exist while the state no longer records it. To record it by its ID instead, \`statetool restore $S\` puts the previous state back and \`statetool pending import $S URN ID\` (or Pulumi's \`pulumi refresh --import-pending-creates URN ID\`) records it"
+# a backend stack: the commands as they are typed (--stack, the backend said, not its URL)
+PB=$T/pb
+mkdir -p "$PB/.pulumi/stacks/shop"; printf 'version: 1\n' > "$PB/.pulumi/meta.yaml"
+jq '{version: 3, checkpoint: {stack: "organization/shop/dev", latest: .deployment}}' "$S.bak" > "$PB/.pulumi/stacks/shop/dev.json"
+run "pending clear of a backend stack: creating" st pending clear --backend "$PB" --stack shop/dev queue
+check_rc 0
+check_err_has "To record it by its ID instead, \`statetool restore --stack shop/dev\` (with its --backend) puts the previous state back and \`statetool pending import --stack shop/dev URN ID\` (or Pulumi's"
+run "the restore it names works" st restore --dry-run --backend "$PB" --stack shop/dev
+check_rc 0
 run "the cleared operation kept" st pending --json "$S.bak"
 check_out_has '"type": "creating"'
 run "the cleared file" sh -c "grep -c '\"type\": \"creating\"' '$S.pending-cleared.json'"
