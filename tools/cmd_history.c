@@ -1,8 +1,10 @@
 /* statetool history: a stack's generations (Pulumi's backups and update history, the .bak). */
 #include "cli.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static const char help[] =
@@ -92,9 +94,23 @@ int cmd_history(int argc, char **argv)
 	t.arg = optind < argc ? argv[optind] : NULL;
 	if ((rc = cli_target_resolve(&t, "history", 0)) != EXIT_OK)
 		goto out;
+	if (!t.backend && !t.exists) {
+		rc = cli_target_missing(&t);
+		goto out;
+	}
 	if (!t.backend) {
-		cli_errorf("'%s' is not a stack of a DIY backend: a file has no generations "
-			   "(only %s.bak)", t.path, t.path);
+		struct stat sb;
+		char *bak = NULL;
+		int has_bak = asprintf(&bak, "%s.bak", t.path) >= 0 && stat(bak, &sb) == 0;
+		free(bak);
+		if (has_bak)
+			cli_errorf("'%s' is not a stack of a DIY backend: a file has no generations "
+				   "(only %s.bak: `statetool restore %s` puts it back)",
+				   t.path, t.path, t.path);
+		else
+			cli_errorf("'%s' is not a stack of a DIY backend: a file has no generations "
+				   "(and it has no .bak)",
+				   t.path);
 		rc = EXIT_FAIL;
 		goto out;
 	}

@@ -245,10 +245,14 @@ run "two more" sh -c "ls '$B/.pulumi/backups/proj/dev' | wc -l"
 check_out "$((n0 + 2))"
 
 # a file has no generations
-run "history of a file" st history "$T/v1.json"
-check_rc 1; check_err "statetool: error: '$T/v1.json' is not a stack of a DIY backend: a file has no generations (only $T/v1.json.bak)"
+run "history of a file without a .bak" st history "$T/v1.json"
+check_rc 1; check_err "statetool: error: '$T/v1.json' is not a stack of a DIY backend: a file has no generations (and it has no .bak)"
+run "history of a missing file" st history "$T/missing.json"
+check_rc 1; check_err "statetool: error: cannot open '$T/missing.json': No such file or directory"
 cp "$T/v1.json" "$T/f.json"
 st protect "$T/f.json" "$C" >/dev/null 2>&1
+run "history of a file with a .bak" st history "$T/f.json"
+check_rc 1; check_err "statetool: error: '$T/f.json' is not a stack of a DIY backend: a file has no generations (only $T/f.json.bak: \`statetool restore $T/f.json\` puts it back)"
 run "restore --generation of a file" st restore "$T/f.json" --generation bak
 check_rc 1; check_err_has "a file has only its .bak"
 run "restore --dry-run of a file" st restore "$T/f.json" --dry-run
