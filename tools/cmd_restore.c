@@ -319,6 +319,12 @@ static int restore_generation(cli_target *t, const char *gen, int dry_run, int j
 		rc = EXIT_FAIL;
 		goto out;
 	}
+	/* a generation that is another stack's state (a copied backups folder, a hand-placed
+	 * file) is refused as every change is: Pulumi would see none of its resources */
+	char name[600];
+	snprintf(name, sizeof(name), "generation %s of %s", gen, t->qname);
+	if ((rc = cli_refuse_misplaced(old, t, name)) != EXIT_OK)
+		goto out;
 	if (!json)
 		fwrite(text, 1, len, stdout);
 	if (dry_run || json_is_true(json_object_get(doc, "same"))) {

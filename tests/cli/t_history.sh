@@ -338,4 +338,19 @@ dev.N.json  T        3188          8  backup'
 else
 	skip_or_fail "s3 test server" "the S3 part: no S3 test server in $envfile"
 fi
+# a generation that is another stack's state (a copied backups folder, a hand-placed file) is
+# refused as every change of a misplaced state is, --dry-run too: nothing written
+G2=$T/g2
+mkdir -p "$G2/.pulumi/stacks/proj" "$G2/.pulumi/backups/proj/dev"
+printf 'version: 1\n' > "$G2/.pulumi/meta.yaml"
+cp "$FIXTURES/pulumi/valid-checkpoint-v3-diy.json" "$G2/.pulumi/stacks/proj/dev.json"
+printf '{"version":3,"checkpoint":{"stack":"organization/proj/other","latest":{"manifest":{"time":"2024-01-01T00:00:00Z","magic":"","version":""},"resources":[{"urn":"urn:pulumi:other::proj::pulumi:pulumi:Stack::proj-other","custom":false,"type":"pulumi:pulumi:Stack"}]}}}' > "$G2/.pulumi/backups/proj/dev/dev.1700000007000000000.json"
+for dry in "" --dry-run; do
+	run "restore another stack's generation $dry" st restore $dry --backend "$G2" --stack proj/dev --generation dev.1700000007000000000.json
+	check_rc 1; check_out_empty
+	check_err_has "statetool: error: refusing to change 'generation dev.1700000007000000000.json of organization/proj/dev': it is not where it claims to be"
+	check_err_has "[place/urn-mismatch] 1 resource URN names stack 'other' of project 'proj'"
+	check_same "$FIXTURES/pulumi/valid-checkpoint-v3-diy.json" "$G2/.pulumi/stacks/proj/dev.json"
+	check_absent "$G2/.pulumi/stacks/proj/dev.json.bak"
+done
 finish
