@@ -28,7 +28,9 @@ static const char help[] =
 	"                       organization/PROJECT/NAME)\n"
 	"  -h, --help           show this help\n"
 	"\n"
-	"Prints \"Renamed OLD to NEW\" (Pulumi's words). Exit status 0, 1 when the rename\n"
+	"Prints \"Renamed OLD to NEW\" (Pulumi's words). pulumi stack rename also renames the\n"
+	"project's Pulumi.<stack>.yaml; statetool changes the backend only and says so (a\n"
+	"note on stderr): rename that file yourself. Exit status 0, 1 when the rename\n"
 	"failed, 2 on a usage error.\n";
 
 static int stack_rename(int argc, char **argv)
@@ -64,7 +66,18 @@ static int stack_rename(int argc, char **argv)
 		cli_error(&err);
 		rc = err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
 	} else {
+		/* Pulumi's stack rename also renames the project's Pulumi.<stack>.yaml; statetool
+		 * has no project folder, so it says so (the config holds the passphrase's salt) */
+		const char *os = strrchr(oq, '/'), *ns = strrchr(nq, '/');
+		os = os ? os + 1 : oq;
+		ns = ns ? ns + 1 : nq;
 		printf("Renamed %s to %s\n", oq, nq);
+		if (strcmp(os, ns))
+			fprintf(stderr,
+				"statetool: note: rename the project's Pulumi.%s.yaml to "
+				"Pulumi.%s.yaml, as pulumi stack rename does (statetool changes the "
+				"backend only; the file holds the stack's config and encryptionsalt)\n",
+				os, ns);
 	}
 	free(oq);
 	free(nq);

@@ -35,7 +35,8 @@ cp -r "$B" "$T/b0"
 sed 's/urn:pulumi:dev::shop::/urn:pulumi:prod::shop::/g; s/Stack::shop-dev/Stack::shop-prod/g; s/"stack":"organization\/shop\/dev"/"stack":"organization\/shop\/prod"/' "$T/dev.json" >"$T/want-prod.json"
 
 run "rename" st stack rename --backend "$B" --stack shop/dev prod
-check_rc 0; check_out "Renamed organization/shop/dev to organization/shop/prod"; check_err_empty
+check_rc 0; check_out "Renamed organization/shop/dev to organization/shop/prod"
+check_err "statetool: note: rename the project's Pulumi.dev.yaml to Pulumi.prod.yaml, as pulumi stack rename does (statetool changes the backend only; the file holds the stack's config and encryptionsalt)"
 run "the new object" cat "$D/prod.json"
 check_same "$T/want-prod.json" "$T/out"
 run "another stack's and another project's URNs left alone" grep -c 'urn:pulumi:dev::lib::aws:s3/bucket:Bucket::x' "$D/prod.json"
