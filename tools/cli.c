@@ -377,6 +377,33 @@ static void index_touch(cli_target *t)
 	st_index_close(ix);
 }
 
+void cli_index_stacks(st_backend *b, const char *const *qnames, size_t n)
+{
+	char *p = st_backend_store(b) ? st_index_default_path(b) : NULL;
+	st_index *ix = NULL;
+	st_changes notes = {0};
+	st_problems fails = {0};
+	st_error err;
+	int rc;
+
+	if (!p || access(p, F_OK) != 0) {
+		free(p);
+		return;
+	}
+	st_error_clear(&err);
+	rc = st_index_open(&ix, p, 0, &notes, &err);
+	for (size_t i = 0; rc == ST_OK && i < n; i++)
+		rc = st_index_update_stack(ix, b, qnames[i], NULL, &fails, &err);
+	if (rc != ST_OK)
+		cli_warnf("the index '%s' was not updated: %s", p, err.message);
+	for (size_t i = 0; i < fails.count; i++)
+		cli_warnf("the index '%s': %s", p, fails.items[i].message);
+	st_problems_clear(&fails);
+	st_changes_clear(&notes);
+	st_index_close(ix);
+	free(p);
+}
+
 /* A stack that does not resolve: its backend missing, or no state file in it (not-found). */
 static int stack_missing(const cli_target *t, const char *ref)
 {

@@ -187,6 +187,10 @@ int cli_load_ex(cli_target *t, st_state **out, int lazy);
 extern int cli_lazy; /* 0: STATETOOL_LAZY=0, every state loaded in full */
 /* Takes the target's lock (Pulumi's for a stack, <file>.lock for a file). */
 int cli_lock(cli_target *t, st_lock **out);
+/* Brings the backend's default index (when it has one) up to date for stacks statetool
+ * changed outside a target (a rename: the old name dropped, the new one indexed). Warns, never
+ * fails: the index is a cache. */
+void cli_index_stacks(st_backend *b, const char *const *qnames, size_t n);
 /* Releases a lock cli_lock took on t (NULL: nothing). The change is done whatever happens, so
  * a lock that cannot be removed is a warning, not a failure: Pulumi's message and the
  * `statetool unlock` that removes it (the next `pulumi up` would find the stack locked). */

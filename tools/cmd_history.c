@@ -63,6 +63,24 @@ static char *update_note(const json_t *u)
 	return s;
 }
 
+/* A plain file has no generations: its .bak, when there is one, is what restore puts back. */
+static int no_generations(const char *path)
+{
+	struct stat sb;
+	char *bak = NULL;
+	int has_bak = asprintf(&bak, "%s.bak", path) >= 0 && stat(bak, &sb) == 0;
+	free(bak);
+	if (has_bak)
+		cli_errorf("'%s' is not a stack of a DIY backend: a file has no generations (only "
+			   "%s.bak: `statetool restore %s` puts it back)",
+			   path, path, path);
+	else
+		cli_errorf("'%s' is not a stack of a DIY backend: a file has no generations (and it "
+			   "has no .bak)",
+			   path);
+	return EXIT_FAIL;
+}
+
 int cmd_history(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -99,19 +117,7 @@ int cmd_history(int argc, char **argv)
 		goto out;
 	}
 	if (!t.backend) {
-		struct stat sb;
-		char *bak = NULL;
-		int has_bak = asprintf(&bak, "%s.bak", t.path) >= 0 && stat(bak, &sb) == 0;
-		free(bak);
-		if (has_bak)
-			cli_errorf("'%s' is not a stack of a DIY backend: a file has no generations "
-				   "(only %s.bak: `statetool restore %s` puts it back)",
-				   t.path, t.path, t.path);
-		else
-			cli_errorf("'%s' is not a stack of a DIY backend: a file has no generations "
-				   "(and it has no .bak)",
-				   t.path);
-		rc = EXIT_FAIL;
+		rc = no_generations(t.path);
 		goto out;
 	}
 	if (st_backend_generations(t.backend, t.qname, &g, &n, &err) != ST_OK) {

@@ -71,7 +71,9 @@ static int stack_rename(int argc, char **argv)
 		const char *os = strrchr(oq, '/'), *ns = strrchr(nq, '/');
 		os = os ? os + 1 : oq;
 		ns = ns ? ns + 1 : nq;
+		const char *both[2] = {oq, nq};
 		printf("Renamed %s to %s\n", oq, nq);
+		cli_index_stacks(b, both, 2);
 		if (strcmp(os, ns))
 			fprintf(stderr,
 				"statetool: note: rename the project's Pulumi.%s.yaml to "

@@ -129,4 +129,15 @@ run "legacy: URNs" st list --backend "$L" --stack prod --json
 check_out_has '"urn": "urn:pulumi:prod::shop::aws:s3/bucket:Bucket::b"'
 run "legacy: no project" st stack rename --backend "$L" --stack prod web/prod
 check_rc 2; check_err_has "the backend is in the legacy layout, which has none"
+# a backend with an index: the rename updates it (the old name dropped, the new one indexed),
+# as every statetool change to a stack does, so a query answers without a staleness warning
+X=$T/ix
+mkdir -p "$X/.pulumi/stacks/shop"; printf 'version: 1\n' > "$X/.pulumi/meta.yaml"
+cp "$T/dev.json" "$X/.pulumi/stacks/shop/dev.json"
+st index update --backend "$X" >/dev/null 2>&1
+run "rename with an index" st stack rename --backend "$X" --stack shop/dev prod
+check_rc 0
+run "the index has the new name only" st query --backend "$X" --csv --urn '*'
+check_rc 0; check_err_empty
+check_out_has "organization/shop/prod"; check_out_lacks "organization/shop/dev"
 finish
