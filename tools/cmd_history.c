@@ -18,7 +18,8 @@ static const char help[] =
 	"records (.pulumi/history/PROJECT/STACK/STACK-UNIXNANO.checkpoint.json, with the\n"
 	"update's kind, result and message from the .history.json beside it). Each with\n"
 	"its ID (what `restore --generation` and `diff #STACK@ID` take), time (UTC; from\n"
-	"the name, else the object's modification time), size in bytes and resource\n"
+	"the name, else the object's modification time), size in bytes ('-', null: a store\n"
+	"whose listing has none, PostgreSQL) and resource\n"
 	"count (- when it cannot be read as a state).\n"
 	"\n"
 	"Options:\n"
@@ -152,9 +153,11 @@ int cmd_history(int argc, char **argv)
 				snprintf(tn, sizeof(tn), "%.19s.%09lldZ", tb, g[i].time_ns % 1000000000LL);
 			else
 				snprintf(tn, sizeof(tn), "%s", tb);
-			json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I}", "id", g[i].id, "kind",
+			/* a store whose listing has no sizes (postgres): unknown, null */
+			json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o}", "id", g[i].id, "kind",
 					      kind_name(g[i].kind), "key", g[i].key, "time", tn,
-					      "size", (json_int_t)g[i].size);
+					      "size", g[i].size >= 0 ? json_integer(g[i].size)
+								     : json_null());
 			if (o && counts[i] >= 0)
 				json_object_set_new(o, "resources", json_integer(counts[i]));
 			else if (o)
@@ -179,14 +182,16 @@ int cmd_history(int argc, char **argv)
 			wid = strlen(g[i].id);
 	printf("%-*s  %-20s  %10s  %9s  %s\n", (int)wid, "ID", "TIME", "SIZE", "RESOURCES", "KIND");
 	for (i = 0; i < n; i++) {
-		char tb[32], cb[24];
+		char tb[32], cb[24], sb[24] = "-";
 		char *note = update_note(g[i].update);
 		fmt_time(g[i].time_ns, tb, sizeof(tb));
 		if (counts[i] >= 0)
 			snprintf(cb, sizeof(cb), "%lld", counts[i]);
 		else
 			snprintf(cb, sizeof(cb), "-");
-		printf("%-*s  %-20s  %10lld  %9s  %s%s%s%s\n", (int)wid, g[i].id, tb, g[i].size, cb,
+		if (g[i].size >= 0)
+			snprintf(sb, sizeof(sb), "%lld", g[i].size);
+		printf("%-*s  %-20s  %10s  %9s  %s%s%s%s\n", (int)wid, g[i].id, tb, sb, cb,
 		       kind_name(g[i].kind), note ? " (" : "", note ? note : "", note ? ")" : "");
 		free(note);
 	}

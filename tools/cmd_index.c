@@ -86,11 +86,13 @@ static const char help_query[] =
 	"  -h, --help           show this help\n"
 	"Tables: meta, stacks, resources, edges, providers, pending, secrets (see statetool(1)).\n"
 	"\n"
-	"The index never answers from stale data silently: each stack of the backend is\n"
-	"compared with what was indexed (from one listing: size, time and tag of its object,\n"
-	"nothing read), and a stack changed, added or gone since is named on standard error\n"
-	"(--refresh re-indexes them first). statetool's own changes to a stack update an\n"
-	"existing index for that stack as they are written.\n";
+	"With a backend (--backend, or $PULUMI_BACKEND_URL) the index never answers from\n"
+	"stale data silently: each stack of the backend is compared with what was indexed\n"
+	"(from one listing: size, time and tag of its object, nothing read), and a stack\n"
+	"changed, added or gone since is named on standard error (--refresh re-indexes them\n"
+	"first). With --db alone nothing is compared: the answer is as indexed. statetool's\n"
+	"own changes to a stack update its backend's default index as they are written (an\n"
+	"index elsewhere, given by --db, only by `index update`).\n";
 
 enum { X_DB = 7000, X_URN, X_TYPE, X_ID, X_IMPORT, X_STACK, X_PROV, X_PROT, X_PEND, X_DEPS,
        X_DUPS, X_SQL, X_CSV, X_INCPROV, X_REFRESH };

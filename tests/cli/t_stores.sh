@@ -142,7 +142,8 @@ sed 's/urn:pulumi:sourceStack::test::/urn:pulumi:prod::test::/g; s/"stack":"orga
 # the keys, each statetool generation's UnixNano as N
 gkeys() { keys "$1" | sed 's/\.17[1-9][0-9]\{16\}\.json/.N.json/'; }
 run "stack rename" st stack rename --backend "$A" --stack test/sourceStack prod
-check_rc 0; check_out "Renamed organization/test/sourceStack to organization/test/prod"; check_err_empty
+check_rc 0; check_out "Renamed organization/test/sourceStack to organization/test/prod"
+check_err "statetool: note: rename the project's Pulumi.sourceStack.yaml to Pulumi.prod.yaml, as pulumi stack rename does (statetool changes the backend only; the file holds the stack's config and encryptionsalt)"
 run "stack rename: the objects" gkeys "$A"
 check_out ".pulumi/backups/test/prod/prod.1700000000000000000.json
 .pulumi/backups/test/prod/prod.N.json
@@ -405,6 +406,12 @@ run "completed: no lock left" bothlocks
 check_out "0 0"
 run "completed: no journal or staged object left" bothleft
 check_out "0 0"
+
+# history on any store: a size the listing does not give (PostgreSQL's) is unknown, never -1
+run "history: no size of -1" st history --backend "$A" --stack test/sourceStack
+check_rc 0; check_out_has "backup"; check_out_lacks " -1 "
+run "history --json: no size of -1" st history --json --backend "$A" --stack test/sourceStack
+check_rc 0; check_out_lacks '"size": -1'
 
 # a journal this statetool does not know is refused, and nothing is touched
 setup unknown
