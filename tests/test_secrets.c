@@ -588,6 +588,28 @@ static void test_config_yaml(void **state)
 	assert_int_equal(other, 0);
 	free(salt);
 
+	/* a UTF-8 BOM is kept and not counted as a character: the spans stay where they are
+	 * (given the BOM, the parser's positions were one character late) */
+	in = "\xEF\xBB\xBF# c\nencryptionsalt: v1:x\nconfig:\n  p:a:\n    secure: old:A\n";
+	out = cfg_rekey(in, ST_OK, &n, &err);
+	assert_int_equal(n, 1);
+	assert_string_equal(out, "\xEF\xBB\xBF# c\nencryptionsalt: \nconfig:\n  p:a:\n    secure: new:A\n");
+	free(out);
+	in = "\xEF\xBB\xBF" "config:\n  p:a:\n    secure: 'old:A'\n";
+	out = cfg_rekey(in, ST_OK, &n, &err);
+	assert_int_equal(n, 1);
+	assert_string_equal(out, "\xEF\xBB\xBF" "encryptionsalt: \nconfig:\n  p:a:\n    secure: 'new:A'\n");
+	free(out);
+
+	/* a YAML null is no salt, as an empty one (Pulumi reads it as "") */
+	in = "encryptionsalt: ~\nconfig:\n  p:a:\n    secure: old:A\n";
+	assert_int_equal(st_config_scan(in, strlen(in), NULL, &salt, &other, NULL), ST_OK);
+	assert_null(salt);
+	in = "encryptionsalt: 'null'\n";
+	assert_int_equal(st_config_scan(in, strlen(in), NULL, &salt, &other, NULL), ST_OK);
+	assert_string_equal(salt, "null");
+	free(salt);
+
 	in = "secretsprovider: awskms://alias/x  # kms\nconfig:\n  p:a:\n    secure: old:A\n"
 	     "encryptedkey: QUJD\n";
 	out = cfg_rekey(in, ST_OK, &n, &err);

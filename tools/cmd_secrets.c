@@ -232,10 +232,16 @@ static int refuse_plain_out(const char *cmd, const char *out, const cli_target *
 
 	if (where && asprintf(&bak, "%s.bak", where) < 0)
 		bak = NULL;
+	/* by inode (a hard link), and by name (a .bak not there yet) */
 	if (where && stat(out, &so) == 0)
 		for (int i = 0; i < 2 && !same; i++)
 			same = (!i || bak) && stat(i ? bak : where, &sw) == 0 &&
 			       so.st_dev == sw.st_dev && so.st_ino == sw.st_ino;
+	for (int i = 0; i < 2 && !same && land && where; i++) {
+		char *other = i && !bak ? NULL : landing(i ? bak : where);
+		same = other && !strcmp(other, land);
+		free(other);
+	}
 	free(land);
 	free(bak);
 	if (same)

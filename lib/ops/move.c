@@ -700,6 +700,12 @@ static int pending(mv *c)
 		    json_object_set_new(nr, "urn", json_string((const char *)sl->p)) ||
 		    st__ref_rewrite(nr, &c->urnmap, &c->provmap, NULL))
 			goto oom;
+		/* its inputs and outputs hold secrets as the resource's do */
+		if ((rc = reencrypt(c, nr, u)) != ST_OK) {
+			json_decref(keep);
+			json_decref(nd);
+			return rc;
+		}
 		moved++;
 		st_changes_add(&c->rep->plan, "move pending %s operation on %s",
 			       st_json_str(op, "type") ? st_json_str(op, "type") : "?", u);

@@ -323,7 +323,9 @@ static int scan_text(scan *sc, const char *text, size_t len, st_error *err)
 		return st__err(err, ST_EUNSUPPORTED, "not UTF-8 (a UTF-16 file is not rewritten)");
 	if (!yaml_parser_initialize(&p))
 		return oom(err);
-	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	/* the parser reads past the BOM (index 0 is the character after it, as byte_at counts);
+	 * given the BOM with the encoding forced it would count the BOM as a character */
+	yaml_parser_set_input_string(&p, (const unsigned char *)text + sc->bom, len - sc->bom);
 	yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);
 	while (rc == ST_OK && !done) {
 		if (!yaml_parser_parse(&p, &ev)) {
@@ -514,9 +516,12 @@ int st_config_scan(const char *text, size_t len, const char *name, char **salt, 
 	if (other)
 		*other = 0;
 	rc = scan_text(&sc, text ? text : "", len, err);
-	/* an empty encryptionsalt is none, as to Pulumi */
-	if (rc == ST_OK && sc.has_salt && sc.salt.value && sc.salt.value[0] &&
-	    !(*salt = st_strdup(sc.salt.value)))
+	/* an empty encryptionsalt is none, as to Pulumi, and so is a YAML null (~, null) */
+	int none = !sc.has_salt || !sc.salt.value || !sc.salt.value[0] ||
+		   (sc.salt.style == YAML_PLAIN_SCALAR_STYLE &&
+		    (!strcmp(sc.salt.value, "~") || !strcmp(sc.salt.value, "null") ||
+		     !strcmp(sc.salt.value, "Null") || !strcmp(sc.salt.value, "NULL")));
+	if (rc == ST_OK && !none && !(*salt = st_strdup(sc.salt.value)))
 		rc = oom(err);
 	if (rc == ST_OK && other)
 		*other = sc.other;

@@ -748,12 +748,14 @@ static const st_backend_ops cloud_ops = {
  * left out, either of which may hold a token (new). */
 static char *url_shown(const char *url)
 {
-	const char *host = strstr(url, "://"), *end, *at;
+	const char *host = strstr(url, "://"), *end, *at = NULL;
 	host = host ? host + 3 : url;
 	end = host + strcspn(host, "?#");
-	at = memchr(host, '@', (size_t)(end - host));
-	if (at && memchr(host, '/', (size_t)(at - host)))
-		at = NULL; /* an @ in the path */
+	/* Go splits the user information off at the last '@'; any '@' is taken for one (a
+	 * password may hold a '/'): more is masked than needed, never less */
+	for (const char *p = host; p < end; p++)
+		if (*p == '@')
+			at = p;
 	if (at)
 		return st_asprintf("%.*s***%.*s%s", (int)(host - url), url, (int)(end - at), at,
 				   *end ? "?..." : "");

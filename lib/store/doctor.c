@@ -104,17 +104,31 @@ static int add_place_fixes(doctor *d, st_state *s, const st_problems *pl, const 
 		copy |= !strcmp(pl->items[i].rule, "place/stack-mismatch") ? 1
 			: !strcmp(pl->items[i].rule, "place/urn-mismatch")  ? 2
 									    : 0;
-	if (copy == 3 && cs && !strncmp(cs, "organization/", 13))
+	int exists = 0;
+	char *dup = NULL, *q = NULL;
+	if (copy == 3 && cs && !strncmp(cs, "organization/", 13) &&
+	    st_backend_resolve(d->b, cs + 13, &q, &exists, NULL) != ST_OK)
+		exists = 0;
+	free(q);
+	if (copy == 3 && cs && !strncmp(cs, "organization/", 13) && exists)
+		/* the stack it is a copy of is there: two stacks hold the same resources, and the
+		 * copy cannot go back; Pulumi removes a stack without touching its resources */
+		dup = st_asprintf("pulumi stack rm --force --stack %s (after pulumi login %s): a "
+				  "copy of %s, which exists",
+				  name, d->url, cs + 13);
+	else if (copy == 3 && cs && !strncmp(cs, "organization/", 13))
 		snprintf(args, sizeof(args), "--stack %s %s", name, cs + 13);
 	else
 		snprintf(args, sizeof(args), "--stack %s", name);
 	for (size_t i = 0; rc == ST_OK && i < pl->count; i++) {
 		char *msg = st_asprintf("[%s] %s", pl->items[i].rule, pl->items[i].message);
-		rc = msg ? add_fix(d, "place", name, where, copy == 3 ? "stack rename" : "edit",
-				   args, msg)
-			 : ST_ENOMEM;
+		rc = !msg ? ST_ENOMEM
+		     : dup ? add(d, "place", name, where, dup, "%s", msg)
+			   : add_fix(d, "place", name, where, copy == 3 ? "stack rename" : "edit",
+				     args, msg);
 		free(msg);
 	}
+	free(dup);
 	return rc;
 }
 

@@ -239,17 +239,12 @@ static int from_json(st_gcs_cfg *cfg, const char *text, size_t len, const char *
 	int rc = ST_OK;
 
 	*who = NULL;
-	if (!j) {
-		/* jansson ends its text with "near '<token>'": the token may be the secret's own
-		 * first characters, so only the reason and the place are told */
-		char *near = strstr(je.text, " near ");
-		if (near)
-			*near = '\0';
+	if (!j) /* jansson's text may quote the secret's bytes ("near '<token>'", a control
+		 * character, a \\u escape): only the place is told */
 		return st__err(err, ST_EINVAL,
-			       "gs: unable to parse credentials from %s: not JSON (%s at line %d, "
+			       "gs: unable to parse credentials from %s: not JSON (at line %d, "
 			       "column %d)",
-			       what, je.text, je.line, je.column);
-	}
+			       what, je.line, je.column);
 	if (!json_is_object(j)) {
 		json_decref(j);
 		return st__err(err, ST_EINVAL,

@@ -572,7 +572,8 @@ static int parse_v3(jside *sd, json_t *f, st_error *err)
 	    !sibling(staged, key, STAGED_SUFFIX) || (jn && !sibling(jn, old, JOURNAL_SUFFIX)) ||
 	    (json_object_get(f, "lock") && (!lk || !st_store_key_valid(lk) || !lh ||
 					      strlen(lh) != 64)) ||
-	    (json_object_get(f, "lock_made") && (!lk || !made || strncmp(lk, made, strlen(made)))))
+	    (json_object_get(f, "lock_made") && (!lk || !made || strncmp(lk, made, strlen(made)))) ||
+	    (lk && !st__pairlock_fits(key, lk, made)))
 		return st__err(err, ST_EFORMAT, "the journal names a side it cannot describe (a "
 						"store, a key, its staged object beside it, hashes, "
 						"its lock)");

@@ -287,8 +287,10 @@ typedef struct lock_excl {
 	int held;
 } lock_excl;
 
-/* Is the lock `key` one whose process is still running on this host? (A crashed
- * operation's own lock whose process runs is that operation still at work, not a crash.) */
+/* May the process of the lock `key` still be running? On this host: its pid is alive (and is
+ * not this process). On another host, or when the lock cannot be read as one: yes, since no
+ * process table here tells (a crashed operation's own lock whose process may run is that
+ * operation still at work: only `statetool unlock` says otherwise). */
 static int alive_here(st_store *s, const char *key)
 {
 	char *data = NULL, host[256] = "";
@@ -298,12 +300,18 @@ static int alive_here(st_store *s, const char *key)
 	double pid;
 	int alive = 0;
 
-	if (st_store_read(s, key, 1 << 16, &data, &len, NULL, NULL) == ST_OK &&
-	    st_json_parse(&o, data, len, NULL, NULL, NULL, NULL, NULL) == ST_OK &&
-	    (h = st_json_str(o, "hostname")) && gethostname(host, sizeof(host) - 1) == 0 &&
-	    !strcmp(h, host)) {
+	if (st_store_read(s, key, 1 << 16, &data, &len, NULL, NULL) != ST_OK) {
+		alive = 0; /* gone meanwhile */
+	} else if (st_json_parse(&o, data, len, NULL, NULL, NULL, NULL, NULL) != ST_OK ||
+		   !(h = st_json_str(o, "hostname")) ||
+		   gethostname(host, sizeof(host) - 1) != 0 || strcmp(h, host)) {
+		/* another host's (or one that cannot be read): its move may still be running
+		 * there, and no process table here tells; only an unlock releases it */
+		alive = 1;
+	} else {
 		pid = json_number_value(json_object_get(o, "pid"));
-		alive = pid >= 1 && pid <= 4194304 &&
+		/* this very process cannot be the crashed move (its own locks are known) */
+		alive = pid >= 1 && pid <= 4194304 && (pid_t)pid != getpid() &&
 			(kill((pid_t)pid, 0) == 0 || errno == EPERM);
 	}
 	json_decref(o);

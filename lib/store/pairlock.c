@@ -66,6 +66,21 @@ static int lock_place(const char *key, char **dir, char **file)
 	return *dir ? ST_OK : ST_ENOMEM;
 }
 
+int st__pairlock_fits(const char *key, const char *lock, const char *made)
+{
+	char *dir = NULL, *file = NULL;
+	int fits = 0;
+
+	if (lock_place(key, &dir, &file) == ST_OK)
+		fits = dir ? !strncmp(lock, dir, strlen(dir)) && !strchr(lock + strlen(dir), '/') &&
+				     lock[strlen(dir)] != '\0' &&
+				     (!made || !strncmp(dir, made, strlen(made)))
+			   : !strcmp(lock, file) && !made;
+	free(dir);
+	free(file);
+	return fits;
+}
+
 void st__pairlock_mine(st_store *s, const char *key, char **lock, char **made, char hash[65])
 {
 	char *dir = NULL, *file = NULL;

@@ -327,6 +327,10 @@ int st__lock_stale(st_store *s, const char *key, long long max_age_s, char **des
  * file's <key>.lock): *lock its key and *made the folder its write made (both new, NULL when
  * none), for the journal. */
 void st__pairlock_mine(st_store *s, const char *key, char **lock, char **made, char hash[65]);
+/* Does a journal's `lock` (and `lock_made`, may be NULL) lie where the lock of the side at
+ * `key` goes (its stack's lock folder, or <key>.lock)? A journal naming any other object would
+ * have a recovery remove it. */
+int st__pairlock_fits(const char *key, const char *lock, const char *made);
 /* What a refusal of a recovery adds to Pulumi's message: that the operation `op` recorded in
  * `journal` is pending and the `statetool move --recover` that completes it (new; NULL when
  * out of memory). loc, key: the journal's two sides, the destination first. */

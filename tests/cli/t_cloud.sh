@@ -49,6 +49,10 @@ check_file_is "$T/n" "2
 run "a password in the URL is not echoed" env PULUMI_BACKEND_URL='https://u:sekret-token-42@api.pulumi.example' "$STATETOOL" stacks
 check_rc 2
 check_err "statetool: error: pulumi cloud: 'https://***@api.pulumi.example' is no service URL (https://HOST[:PORT][/PATH]; a user, password or query is not read: the token comes from PULUMI_ACCESS_TOKEN or \`pulumi login\`)"
+for u in 'https://us:p@ss@api.pulumi.com' 'https://us:tok/en@api.pulumi.com'; do
+	run "a password with '@' or '/' is not echoed: $u" st stacks --backend "$u"
+	check_rc 2; check_err_lacks "ss@"; check_err_lacks "tok/en"; check_err_has "'https://***@api.pulumi.com'"
+done
 run "a query in the URL is not echoed, --json" st list --json --backend 'https://127.0.0.1:1/?token=sekret-token-42' -s a/b/c
 check_rc 2; check_out_lacks "sekret"; check_err_lacks "sekret"
 check_out_has "pulumi cloud: 'https://127.0.0.1:1/?...' is no service URL"

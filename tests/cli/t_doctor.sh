@@ -177,6 +177,14 @@ shop/mixed: place: [place/urn-mismatch] 2 resource URNs name stack 'zzz' of proj
 run "the rename it names fixes the copy" st stack rename --backend "$P2" --stack shop/copy shop/orig
 check_rc 0
 rm "$P2/.pulumi/stacks/shop/mixed.json"
+# a copy of a stack that exists cannot go back: the fix is to remove the copy (Pulumi's stack rm
+# leaves the resources alone), as the rename would be refused
+cp "$P2/.pulumi/stacks/shop/orig.json" "$P2/.pulumi/stacks/shop/dup.json"
+run "a copy of an existing stack" st doctor --backend "$P2"
+check_rc 1
+check_out_has "  fix: pulumi stack rm --force --stack shop/dup (after pulumi login $P2): a copy of shop/orig, which exists"
+check_out_lacks "stack rename"
+rm "$P2/.pulumi/stacks/shop/dup.json"
 run "then no problem" st doctor --backend "$P2"
 check_rc 0; check_out "no problems found (1 stack checked)"
 finish

@@ -153,9 +153,9 @@ check_rc 0; check_out "proj/prod: valid, 0 errors, 0 warnings (4 resources)"
 # credentials that do not parse: the reason and the place, never the text (jansson's "near
 # '<token>'" would print a secret's first characters)
 run "GOOGLE_CREDENTIALS not JSON" env -u GOOGLE_APPLICATION_CREDENTIALS GOOGLE_CREDENTIALS='SECRETword-not-json' "$STATETOOL" list --backend "$U" --stack proj/prod
-check_rc 2; check_err "statetool: error: gs: unable to parse credentials from \$GOOGLE_CREDENTIALS: not JSON ('[' or '{' expected at line 1, column 10)"
+check_rc 2; check_err "statetool: error: gs: unable to parse credentials from \$GOOGLE_CREDENTIALS: not JSON (at line 1, column 10)"
 run "GOOGLE_CREDENTIALS cut short, --json" env -u GOOGLE_APPLICATION_CREDENTIALS GOOGLE_CREDENTIALS='{"type":"authorized_user","refresh_token":"1//0gSECRET' "$STATETOOL" list --json --backend "$U" --stack proj/prod
-check_rc 2; check_out_lacks "SECRET"; check_err_lacks "SECRET"; check_out_has "not JSON (premature end of input at line 1, column"
+check_rc 2; check_out_lacks "SECRET"; check_err_lacks "SECRET"; check_out_has "not JSON (at line 1, column"
 
 # ---- errors: each names gs and what was read, never a secret ----
 gcsfake_key "$FIXTURES/gcs/wrong-key.pem" >"$T/wrong.json"

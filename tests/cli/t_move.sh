@@ -220,6 +220,15 @@ check_rc 0; check_out_has '"plaintext": "\"hunter2\""'
 run "secret files valid" st validate "$T/sec-src.json" "$T/sec-dst.json"
 check_rc 0
 
+# a moved resource's pending operation holds its secrets too: re-encrypted with it
+jq '.deployment.pending_operations = [{"resource": (.deployment.resources[] | select(.urn | endswith("Bucket::b"))), "type": "updating"}]' "$FIXTURES/pulumi/valid-deployment-v3.json" > "$T/pend-src.json"
+st convert "$FIXTURES/edit/delete-all-force.json" -o "$T/pend-dst.json" >/dev/null
+env PULUMI_CONFIG_PASSPHRASE="correct horse battery staple" PULUMI_CONFIG_PASSPHRASE_NEW="other passphrase" "$STATETOOL" secrets rekey "$T/pend-dst.json" >/dev/null
+run "a pending operation's secrets re-encrypted" env STATETOOL_SOURCE_PASSPHRASE="correct horse battery staple" "$STATETOOL" move --dest-passphrase-file "$T/dpw" --source "$T/pend-src.json" --dest "$T/pend-dst.json" --dest-stack shop/dev 'urn:pulumi:dev::proj::my:index:Comp::c'
+check_rc 0; check_out_has "move pending updating operation on urn:pulumi:dev::proj::my:index:Comp\$aws:s3/bucket:Bucket::b"
+run "every secret of the destination decrypts with its passphrase" env PULUMI_CONFIG_PASSPHRASE="other passphrase" "$STATETOOL" secrets verify "$T/pend-dst.json"
+check_rc 0; check_out "4 secrets, 0 failed to decrypt"
+
 # a new destination gets a passphrase provider of its own: its passphrase, a new salt
 cp "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/ns-src.json"
 printf '{"version":3,"deployment":null}\n' > "$T/ns-dst.json"
@@ -346,6 +355,22 @@ run "plain files: nothing left" ls -A "$PF"
 check_out "a.json
 a.json.bak
 b.json"
+
+# a journal whose lock names another object than the side's lock (damaged, hand-edited) is
+# refused: its recovery would have removed that object as the move's lock
+rm -rf "$PF"; mkdir -p "$PF"; cp "$M/children.json" "$PF/a.json"; cp "$M/children.json" "$PF/c.json"
+run "crash at pair:5 (plain files, again)" env STATETOOL_CRASH_AT=pair:5 "$STATETOOL" move --source "$PF/a.json" --dest "$PF/b.json" --dest-stack test/prod "urn:pulumi:$S::test::a:b:c::name"
+check_rc 137
+H=$(b2sum -l 256 "$PF/c.json" | cut -d' ' -f1)
+for j in "$PF/a.json.statetool-journal" "$PF/b.json.statetool-journal"; do
+	sed "s/\"lock\":\"a.json.lock\",\"lock_hash\":\"[0-9a-f]*\"/\"lock\":\"c.json\",\"lock_hash\":\"$H\"/" "$j" > "$T/j" && cat "$T/j" > "$j"
+done
+rm -f "$PF/a.json.lock"
+run "the journal names c.json as a lock" grep -c '"lock":"c.json"' "$PF/a.json.statetool-journal"
+check_out "1"
+run "a journal naming another object as its lock is refused" st list "$PF/b.json"
+check_rc 1; check_err_has "the journal names a side it cannot describe"
+check_same "$M/children.json" "$PF/c.json"
 
 # the other side's store cannot be opened from the journal's URL (which keeps no credentials):
 # the message says which interrupted move, and where the credentials come from

@@ -38,6 +38,10 @@ run "show -o a link to the state" penv secrets show "$T/so.json" -o "$T/so-link.
 check_rc 2; check_same "$P/valid-deployment-v3.json" "$T/so.json"
 run "show -o its .bak" penv secrets show "$T/so.json" -o "$T/so.json.bak"
 check_rc 2; check_same "$P/valid-deployment-v3.json" "$T/so.json.bak"
+cp "$P/valid-deployment-v3.json" "$T/nb.json"
+run "show -o its .bak, none there yet" penv secrets show "$T/nb.json" -o "$T/nb.json.bak"
+check_rc 2; check_absent "$T/nb.json.bak"
+check_err_has "statetool: error: refusing to write decrypted secrets over '$T/nb.json.bak': it is the state (or its .bak)"
 SB=$T/sb
 mkdir -p "$SB/.pulumi/stacks/proj"; printf 'version: 1\n' > "$SB/.pulumi/meta.yaml"
 gzip -c "$P/valid-checkpoint-v3-diy.json" > "$SB/.pulumi/stacks/proj/dev.json.gz"
