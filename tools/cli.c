@@ -351,56 +351,49 @@ static void index_watch(cli_target *t)
 	}
 }
 
-/* Brings the index up to date for a stack statetool changed. Never fails the command: the
+/* Updates the index at `p` for stacks of `b` statetool changed. Never fails the command: the
  * index is a cache, and a failure only makes it stale (query says so). */
-static void index_touch(cli_target *t)
+static void index_update(const char *p, st_backend *b, const char *const *qnames, size_t n)
 {
-	st_store_info now;
 	st_index *ix = NULL;
 	st_changes notes = {0};
 	st_problems fails = {0};
 	st_error err;
+	size_t i = 0;
+	int rc;
 
-	stack_info(t, &now);
-	if (now.size == t->seen.size && now.mtime_ns == t->seen.mtime_ns &&
-	    !strcmp(now.etag, t->seen.etag))
-		return;
 	st_error_clear(&err);
-	if (st_index_open(&ix, t->index_path, 0, &notes, &err) != ST_OK ||
-	    st_index_update_stack(ix, t->backend, t->qname, NULL, &fails, &err) != ST_OK)
-		cli_warnf("the index '%s' was not updated for '%s': %s", t->index_path, t->qname,
-			  err.message);
-	for (size_t i = 0; i < fails.count; i++)
-		cli_warnf("the index '%s': %s", t->index_path, fails.items[i].message);
+	rc = st_index_open(&ix, p, 0, &notes, &err);
+	for (; rc == ST_OK && i < n; i++)
+		rc = st_index_update_stack(ix, b, qnames[i], NULL, &fails, &err);
+	if (rc != ST_OK)
+		cli_warnf("the index '%s' was not updated for '%s': %s", p,
+			  qnames[i < n ? i : n - 1], err.message);
+	for (size_t k = 0; k < fails.count; k++)
+		cli_warnf("the index '%s': %s", p, fails.items[k].message);
 	st_problems_clear(&fails);
 	st_changes_clear(&notes);
 	st_index_close(ix);
 }
 
+/* Brings the index up to date for a stack statetool changed (one stat when it did not). */
+static void index_touch(cli_target *t)
+{
+	st_store_info now;
+
+	stack_info(t, &now);
+	if (now.size == t->seen.size && now.mtime_ns == t->seen.mtime_ns &&
+	    !strcmp(now.etag, t->seen.etag))
+		return;
+	index_update(t->index_path, t->backend, (const char *const *)&t->qname, 1);
+}
+
 void cli_index_stacks(st_backend *b, const char *const *qnames, size_t n)
 {
 	char *p = st_backend_store(b) ? st_index_default_path(b) : NULL;
-	st_index *ix = NULL;
-	st_changes notes = {0};
-	st_problems fails = {0};
-	st_error err;
-	int rc;
 
-	if (!p || access(p, F_OK) != 0) {
-		free(p);
-		return;
-	}
-	st_error_clear(&err);
-	rc = st_index_open(&ix, p, 0, &notes, &err);
-	for (size_t i = 0; rc == ST_OK && i < n; i++)
-		rc = st_index_update_stack(ix, b, qnames[i], NULL, &fails, &err);
-	if (rc != ST_OK)
-		cli_warnf("the index '%s' was not updated: %s", p, err.message);
-	for (size_t i = 0; i < fails.count; i++)
-		cli_warnf("the index '%s': %s", p, fails.items[i].message);
-	st_problems_clear(&fails);
-	st_changes_clear(&notes);
-	st_index_close(ix);
+	if (p && n && access(p, F_OK) == 0)
+		index_update(p, b, qnames, n);
 	free(p);
 }
 
