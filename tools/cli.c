@@ -676,6 +676,22 @@ void cli_dry_locked_json(json_t *doc, const cli_target *t)
 		json_object_set_new(doc, "locked", json_string(t->locked));
 }
 
+/* After a save into the backend: the stack's object may have another name now (a change of
+ * compression, PULUMI_DIY_BACKEND_GZIP/ZSTD): messages name the one written. */
+static void saved_where(cli_target *t)
+{
+	char *key = NULL, *w;
+	int exists = 0;
+
+	if (st_backend_stack_key(t->backend, t->qname, &key, &exists, NULL) == ST_OK && exists &&
+	    (w = st_store_where(st_backend_store(t->backend), key))) {
+		free(t->where);
+		t->where = w;
+		cli_target_forget(t);
+	}
+	free(key);
+}
+
 int cli_save(cli_target *t, st_state *s)
 {
 	st_error err;
@@ -684,6 +700,8 @@ int cli_save(cli_target *t, st_state *s)
 	st_error_clear(&err);
 	if (t->backend && !t->filter) {
 		rc = st_backend_save(t->backend, t->qname, s, NULL, &err);
+		if (rc == ST_OK && st_backend_store(t->backend))
+			saved_where(t);
 	} else {
 		st_write_opts wo = ST_WRITE_OPTS_INIT;
 		wo.backup = !t->filter;

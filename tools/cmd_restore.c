@@ -26,9 +26,11 @@ static const char help[] =
 	"backups or history, or bak), the stack is put back to that generation: what\n"
 	"changes is printed first as `statetool diff` prints it (current => generation,\n"
 	"secrets masked), then the generation is saved as any change is (the replaced\n"
-	"state kept as .bak, both states kept as generations in the backups), so a restore\n"
-	"is undone by another. A stack's generations are Pulumi's DIY backups: each\n"
-	"statetool change leaves the state before and after it there.\n"
+	"state kept as .bak, both states kept as generations in the backups; in the\n"
+	"stack's compression, not the generation's, unless PULUMI_DIY_BACKEND_GZIP or\n"
+	"_ZSTD asks for another), so a restore is undone by another. A stack's\n"
+	"generations are Pulumi's DIY backups: each statetool change leaves the state\n"
+	"before and after it there.\n"
 	"\n"
 	"Options:\n"
 	"  --backend URL -s, --stack NAME   a stack of a DIY backend\n"
@@ -36,7 +38,8 @@ static const char help[] =
 	"  --dry-run          print what would change and write nothing (a lock the real\n"
 	"                     run would meet is noted)\n"
 	"  --json             the result as one JSON document: {\"format_version\": 1,\n"
-	"                     \"command\": \"restore\", \"target\", \"from\" (\"bak\" or the\n"
+	"                     \"command\": \"restore\", \"target\" (the object, after a\n"
+	"                     write the one written), \"from\" (\"bak\" or the\n"
 	"                     generation), \"dry_run\", \"written\"}, with the comparison's\n"
 	"                     \"same\", \"added\", \"removed\", \"changed\", \"deployment\" (as\n"
 	"                     `statetool diff --json`) when one was made; a failure too (its\n"
@@ -339,11 +342,11 @@ static int restore_generation(cli_target *t, const char *gen, int dry_run, int j
 			       gen);
 		goto out;
 	}
-	if ((rc = st_backend_save(t->backend, t->qname, old, NULL, &err)) != ST_OK) {
-		cli_error(&err);
-		rc = EXIT_FAIL;
+	/* saved as a change of the stack is: in its own compression unless
+	 * PULUMI_DIY_BACKEND_GZIP/ZSTD ask for another, not in the generation's */
+	st_state_set_compression(old, st_state_compression(cur));
+	if ((rc = cli_save(t, old)) != EXIT_OK)
 		goto out;
-	}
 	if (json)
 		rc = print_doc(t, gen, 0, 1, doc);
 	else

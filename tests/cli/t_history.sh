@@ -230,6 +230,26 @@ check_out "dev.json.bak
 dev.json.gz
 dev.json.gz.bak"
 
+# a generation kept compressed (Pulumi's backup while GZIP was on) is saved in the compression a
+# save of the stack chooses: neither variable set keeps the stack's own; the message names the
+# object written
+G=$T/gz
+mkdir -p "$G/.pulumi/stacks/proj" "$G/.pulumi/history/proj/dev"
+printf 'version: 1\n' > "$G/.pulumi/meta.yaml"
+cp "$T/v1.json" "$G/.pulumi/stacks/proj/dev.json"
+cp "$T/v2.json.gz" "$G/.pulumi/history/proj/dev/dev-1700000003000000000.checkpoint.json.gz"
+run "restore a .json.gz generation on a plain stack" env -u PULUMI_DIY_BACKEND_GZIP -u PULUMI_DIY_BACKEND_ZSTD "$STATETOOL" restore --backend "$G" --stack proj/dev --generation dev-1700000003000000000.checkpoint.json.gz
+check_rc 0; check_out_has "restored $G/.pulumi/stacks/proj/dev.json from generation dev-1700000003000000000.checkpoint.json.gz (the replaced version is now its .bak and a generation)"
+run "the stack stays plain" ls "$G/.pulumi/stacks/proj"
+check_out "dev.json
+dev.json.bak"
+check_same "$G/.pulumi/stacks/proj/dev.json.bak" "$T/v1.json"
+run "zstd asked: the object written is named" env -u PULUMI_DIY_BACKEND_GZIP PULUMI_DIY_BACKEND_ZSTD=1 "$STATETOOL" restore --json --backend "$G" --stack proj/dev --generation bak
+check_rc 0; check_out_has "\"target\": \"$G/.pulumi/stacks/proj/dev.json.zst\","
+run "now zstd" ls "$G/.pulumi/stacks/proj"
+check_out "dev.json.bak
+dev.json.zst"
+
 # Pulumi's switch: no backups
 n0=$(ls "$B/.pulumi/backups/proj/dev" | wc -l)
 run "backups disabled" env PULUMI_DIY_BACKEND_DISABLE_CHECKPOINT_BACKUPS=true "$STATETOOL" unprotect --backend "$B" --stack proj/dev "$C"
