@@ -323,6 +323,28 @@ static char *stack_of_key(const char *rel, size_t stem)
 	return name;
 }
 
+/* A stack file of the legacy layout in a project-mode backend: `upgrade` moves it to its
+ * project, the one its first resource's URN names; one that names none (no resources) upgrade
+ * skips ("no project name found") until --project STACK=NAME gives it one. */
+static int legacy_stack(doctor *d, const char *key, const char *stack, const char *where)
+{
+	char *project = NULL, args[300];
+
+	/* (one that cannot be read: upgrade says why, as Pulumi's does) */
+	if (st__upgrade_guess_project(d->s, key, stack, &project, NULL) != ST_OK || project) {
+		free(project);
+		return add_fix(d, "legacy-stack", stack, where, "upgrade", "",
+			       "a stack file of the legacy layout, which Pulumi does not see in "
+			       "the project layout (Pulumi: Found legacy stack files in state "
+			       "store)");
+	}
+	snprintf(args, sizeof(args), "--project %s=NAME", stack);
+	return add_fix(d, "legacy-stack", stack, where, "upgrade", args,
+		       "a stack file of the legacy layout that names no project (it has no "
+		       "resources): Pulumi does not see it in the project layout, and upgrade "
+		       "skips it (no project name found) unless --project gives it one");
+}
+
 static int check_stack_key(doctor *d, const st_store_entry *e, const st_stack_info *infos,
 			   size_t n)
 {
@@ -354,9 +376,7 @@ static int check_stack_key(doctor *d, const st_store_entry *e, const st_stack_in
 	if (!(stem = stack_stem(rel)) || !(stack = stack_of_key(rel, stem)))
 		goto out;
 	if (pm && !strchr(stack, '/')) {
-		rc = add_fix(d, "legacy-stack", stack, where, "upgrade", "",
-			     "a stack file of the legacy layout, which Pulumi does not see in the "
-			     "project layout (Pulumi: Found legacy stack files in state store)");
+		rc = legacy_stack(d, e->key, stack, where);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {

@@ -348,6 +348,11 @@ int st__pairlock_take(st_lock **taken, st_store *s, const char *key, const char 
 void st__pairlock_remove(st_store *s, const char *op, const char *own, const char *own_hash,
 			 const char *made, st_changes *report);
 
+/* Pulumi's guessProject (upgrade.c): the project of the first resource's URN of the checkpoint
+ * at `key` (the stack `name`, for messages), *project new, or NULL when it names none (no
+ * resources): `upgrade` skips such a stack unless --project gives it one. */
+int st__upgrade_guess_project(st_store *s, const char *key, const char *name, char **project,
+			      st_error *err);
 /* Sets a DIY backend's layout (after an upgrade). */
 void st__diy_set_project_mode(st_backend *b, int on);
 /* (st__shell_word, `s` as one shell word, is in internal.h: lib/util/str.c.) */

@@ -154,11 +154,10 @@ static int list_legacy(upgrade_ctx *u, st_error *err)
 	return rc;
 }
 
-/* Pulumi's guessProject: the project of the first resource's URN of the checkpoint's latest
- * deployment (new), or NULL when there is none. */
-static int guess_project(upgrade_ctx *u, legacy_stack *ls, char **project, st_error *err)
+int st__upgrade_guess_project(st_store *s, const char *key, const char *name, char **project,
+			      st_error *err)
 {
-	char *data = NULL, *plain = NULL, *where = st__store_where(u->s, ls->key);
+	char *data = NULL, *plain = NULL, *where = st__store_where(s, key);
 	size_t len = 0, plen = 0;
 	json_t *doc = NULL, *cp, *latest, *res;
 	const char *urn;
@@ -168,15 +167,15 @@ static int guess_project(upgrade_ctx *u, legacy_stack *ls, char **project, st_er
 
 	*project = NULL;
 	st_error_clear(&e2);
-	rc = st_store_read(u->s, ls->key, 0, &data, &len, NULL, &e2);
+	rc = st_store_read(s, key, 0, &data, &len, NULL, &e2);
 	if (rc == ST_OK)
-		rc = st__decompress(data, len, 0, where ? where : ls->key, &plain, &plen, NULL, &e2);
+		rc = st__decompress(data, len, 0, where ? where : key, &plain, &plen, NULL, &e2);
 	if (rc == ST_OK)
-		rc = st_json_parse(&doc, plain, plen, where ? where : ls->key, NULL, NULL, NULL, &e2);
+		rc = st_json_parse(&doc, plain, plen, where ? where : key, NULL, NULL, NULL, &e2);
 	free(plain);
 	free(where);
 	if (rc)
-		return st__err(err, rc, "guess stack %s project: read checkpoint: %s", ls->name,
+		return st__err(err, rc, "guess stack %s project: read checkpoint: %s", name,
 			       e2.message);
 	cp = json_object_get(doc, "checkpoint");
 	latest = json_object_get(cp ? cp : doc, "latest");
@@ -198,7 +197,7 @@ static int plan(upgrade_ctx *u, st_upgrade_report *rep, st_error *err)
 		legacy_stack *ls = &u->st[i];
 		const char *file = ls->key + strlen(STACKS) + strlen(ls->name);
 		char *project = NULL;
-		int rc = guess_project(u, ls, &project, err);
+		int rc = st__upgrade_guess_project(u->s, ls->key, ls->name, &project, err);
 		if (rc)
 			return rc;
 		if (!project && u->o && u->o->project_for) {

@@ -148,6 +148,20 @@ fi
 run "no progress in a pipe" st doctor --backend "$L"
 check_rc 0; check_err_empty
 
+# a legacy stack that names no project (no resources): upgrade skips it, as Pulumi does; the
+# fix gives it one (--project STACK=NAME), not the plain upgrade that skips it again
+printf '{"version":3,"checkpoint":{"stack":"empty","latest":{"manifest":{"time":"2024-01-01T00:00:00Z","magic":"","version":""}}}}' >"$L/.pulumi/stacks/empty.json"
+run "a legacy stack without a project" st doctor --backend "$L"
+check_rc 1
+check_out "empty: legacy-stack: a stack file of the legacy layout that names no project (it has no resources): Pulumi does not see it in the project layout, and upgrade skips it (no project name found) unless --project gives it one
+  at: $L/.pulumi/stacks/empty.json
+  fix: statetool upgrade --backend $L --project empty=NAME
+1 problem found (1 stack checked)"
+run "the fix it names, with a name" st upgrade --backend "$L" --project empty=shop
+check_rc 0; check_out "Upgraded 1 stack(s) to project mode"
+run "then no problem" st doctor --backend "$L"
+check_rc 0; check_out "no problems found (2 stacks checked)"
+
 run "usage: --lock-age" st doctor --backend "$L" --lock-age soon
 check_rc 2; check_err_has "invalid --lock-age 'soon'"
 run "a missing backend" st doctor --backend "$T/nowhere"
