@@ -289,8 +289,9 @@ static void test_stale(void **unused)
 	data = tu_read(path, &len);
 	tu_write(tmp, data, len);
 	free(data);
-	/* s4: a newer variant beside it is its object now (indexed from elsewhere); s0: an older
-	 * one is not (each stack named once whatever its variants) */
+	/* s4: a newer variant beside it is its object now: the stack changed (audit25b E19: it
+	 * was "not in the index"); s0: an older one is not (each stack named once whatever its
+	 * variants) */
 	char gz4[1024], gz5[1024];
 	snprintf(gz4, sizeof gz4, "%s/s4.json.gz", dpath);
 	snprintf(gz5, sizeof gz5, "%s/s0.json.zst", dpath);
@@ -299,7 +300,7 @@ static void test_stale(void **unused)
 	set_mtime(gz5, 1000000000, 0);
 	got = stale_list(ix, b);
 	assert_string_equal(got, "~ organization/p/s1\n~ organization/p/s2\n- organization/p/s3\n"
-				 "+ organization/p/s4\n+ organization/p/s9\n");
+				 "~ organization/p/s4\n+ organization/p/s9\n");
 	free(got);
 	assert_int_equal(unlink(gz4), 0);
 	assert_int_equal(unlink(gz5), 0);

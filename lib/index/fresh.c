@@ -37,6 +37,29 @@ static int stale_add(st_index_stale_stack **out, size_t *n, const char *qname, c
 	return 0;
 }
 
+/* Whether `path` (an index row's) is the place of another variant of the stack's object `key`
+ * (dev.json.gz for dev.json: PULUMI_DIY_BACKEND_GZIP/ZSTD changed the compression, the newest
+ * variant is the stack's): the same stack, changed, not one indexed from elsewhere. */
+static int other_variant(const ix_scope *place, const char *path, const char *key)
+{
+	static const char *const ext[] = {".json", ".json.gz", ".json.zst"};
+	size_t h = strlen(place->head), k = strlen(key), stem = 0;
+
+	for (size_t i = 0; i < 3 && !stem; i++) {
+		size_t e = strlen(ext[i]);
+		if (k > e && !strcmp(key + k - e, ext[i]))
+			stem = k - e;
+	}
+	if (!stem || strncmp(path, place->head, h) || strncmp(path + h, key, stem))
+		return 0;
+	for (size_t i = 0; i < 3; i++) {
+		size_t e = strlen(ext[i]);
+		if (!strncmp(path + h + stem, ext[i], e) && !strcmp(path + h + stem + e, place->tail))
+			return 1;
+	}
+	return 0;
+}
+
 /* One stack's row of the index (NULL text as "", NULL numbers as -2): '~' when its listed
  * stack's object changed, '+' when that stack is indexed from elsewhere, '-' when this
  * backend's store no longer lists it. Non-zero (out of memory) stops the walk. */
@@ -50,7 +73,8 @@ static int held_row(held_cmp *h, const char *qname, size_t qlen, const char *pat
 		const st_stack_info *in = &h->infos[sl->a - 1];
 		h->seen[sl->a - 1] = 1;
 		if (!st__ix_place_is(&h->place, path, in->key))
-			kind = '+'; /* indexed from elsewhere */
+			/* indexed from elsewhere, or the stack's object changed name */
+			kind = other_variant(&h->place, path, in->key) ? '~' : '+';
 		else if (size != in->size || mtime_ns != in->mtime_ns || strcmp(etag, in->etag))
 			kind = '~';
 	} else if (st__ix_in_scope(&h->scope, path[0] ? path : NULL)) {

@@ -98,6 +98,14 @@ stale "replaced, same size and time" "statetool: warning: stack 'organization/we
 $HINT"
 refresh
 
+# its object changed name (PULUMI_DIY_BACKEND_GZIP turned on: dev.json.gz written, dev.json kept
+# as its .bak; Pulumi reads the newest variant): the stack changed, it is no stranger
+gzip -c "$B/.pulumi/stacks/shop/dev.json" >"$B/.pulumi/stacks/shop/dev.json.gz"
+mv "$B/.pulumi/stacks/shop/dev.json" "$B/.pulumi/stacks/shop/dev.json.bak"
+stale "compressed" "statetool: warning: stack 'organization/shop/dev' changed since it was indexed
+$HINT"
+refresh
+
 # a new stack in a known project, a new project, a removed stack
 mkstack web eu
 mkstack data dev
