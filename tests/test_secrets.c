@@ -648,7 +648,36 @@ static void test_config_yaml(void **state)
 		 "'encryptedkey' is not on a line of its own: remove it by hand (the passphrase "
 		 "provider replaces it, as Pulumi does)",
 		 ST_EUNSUPPORTED, 1, 16},
+		/* review25 L2: a key given twice in one mapping, as yaml.v3 refuses it (the same
+		 * kind and value, whatever the quotes): the salt, config, a config key, secure */
+		{"encryptionsalt: v1:a\nconfig:\n  p:a: 1\n'encryptionsalt': v1:b\n",
+		 "mapping key 'encryptionsalt' already defined at line 1: Pulumi refuses the file "
+		 "(nothing was changed)",
+		 ST_EFORMAT, 4, 1},
+		{"config:\n  p:a:\n    secure: old:A\nconfig:\n  p:b: 2\n",
+		 "mapping key 'config' already defined at line 1: Pulumi refuses the file (nothing "
+		 "was changed)",
+		 ST_EFORMAT, 4, 1},
+		{"config:\n  p:a:\n    secure: old:A\n  p:b: 1\n  \"p:a\": x\n",
+		 "mapping key 'p:a' already defined at line 2: Pulumi refuses the file (nothing was "
+		 "changed)",
+		 ST_EFORMAT, 5, 3},
+		{"config:\n  p:a: {secure: old:A, secure: old:B}\n",
+		 "mapping key 'secure' already defined at line 2: Pulumi refuses the file (nothing "
+		 "was changed)",
+		 ST_EFORMAT, 2, 24},
 	};
+	/* one key in several mappings is no duplicate */
+	in = "config:\n  p:a: {x: 1, y: [{x: 2}]}\n  p:b: {x: 1}\nx: 3\n";
+	out = cfg_rekey(in, ST_OK, &n, &err);
+	assert_string_equal(out, "encryptionsalt: \nconfig:\n  p:a: {x: 1, y: [{x: 2}]}\n"
+				 "  p:b: {x: 1}\nx: 3\n");
+	free(out);
+	/* the salt is not read from a file with two */
+	in = "encryptionsalt: v1:a\nencryptionsalt: v1:b\n";
+	assert_int_equal(st_config_scan(in, strlen(in), "P.yaml", &salt, &other, &err), ST_EFORMAT);
+	assert_null(salt);
+	assert_int_equal(err.line, 2);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		out = cfg_rekey(bad[i].in, bad[i].rc, &n, &err);
 		assert_null(out);

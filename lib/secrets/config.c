@@ -30,6 +30,9 @@ typedef struct level {
 	size_t key_start, key_col;
 	int cand; /* a `secure` key with a scalar or alias value: cand_span */
 	span cand_span;
+	/* a mapping's keys so far, as yaml.v3 tells a duplicate (kind and value): a kind letter
+	 * then the value, each key new in its slot's p, the line of its first use in a */
+	st_strmap keys;
 } level;
 
 typedef struct secure {
@@ -59,11 +62,20 @@ static void span_free(span *s)
 	s->value = NULL;
 }
 
+static void keys_free(level *l)
+{
+	for (size_t i = 0; l->keys.slots && i < l->keys.cap; i++)
+		if (l->keys.slots[i].hash)
+			free(l->keys.slots[i].p);
+	st_strmap_free(&l->keys);
+}
+
 static void scan_free(scan *sc)
 {
 	for (int i = 0; i < sc->depth; i++) {
 		free(sc->lv[i].key);
 		span_free(&sc->lv[i].cand_span);
+		keys_free(&sc->lv[i]);
 	}
 	for (size_t i = 0; i < sc->nsec; i++) {
 		span_free(&sc->sec[i].s);
@@ -185,6 +197,40 @@ static int root_value(scan *sc, const yaml_event_t *ev, st_error *err)
 	return ST_OK;
 }
 
+/* A key of mapping `p`: a second use of one (the same kind and value) is refused, as yaml.v3
+ * refuses it for Pulumi ("mapping key ... already defined"): with two `encryptionsalt` (or two
+ * `config`, or one config key twice) what the file means is not one thing, and rewriting one of
+ * them would leave the other. `kind`: 's' scalar, 'a' alias, 'm' mapping, 'q' sequence. */
+static int key_seen(level *p, char kind, const char *v, size_t n,
+		    const yaml_mark_t *mark, st_error *err)
+{
+	char *k = malloc(n + 2);
+	int created;
+	st_strmap_slot *sl;
+
+	if (!k)
+		return oom(err);
+	k[0] = kind;
+	memcpy(k + 1, v, n);
+	k[n + 1] = '\0';
+	if (!(sl = st_strmap_putn(&p->keys, k, n + 1, &created))) {
+		free(k);
+		return oom(err);
+	}
+	if (created) {
+		sl->p = k;
+		sl->a = mark->line + 1;
+		return ST_OK;
+	}
+	free(k);
+	return at(err,
+		  st__err(err, ST_EFORMAT,
+			  "mapping key '%.*s' already defined at line %zu: Pulumi refuses the file "
+			  "(nothing was changed)",
+			  (int)(n > 200 ? 200 : n), v, sl->a),
+		  mark->line + 1, mark->column + 1);
+}
+
 /* A node of the parent level is complete (as value: the pair is complete). */
 static void value_done(scan *sc)
 {
@@ -216,6 +262,14 @@ static int on_scalar(scan *sc, const yaml_event_t *ev, st_error *err)
 		}
 		p->key_start = byte_at(sc, ev->start_mark.index);
 		p->key_col = ev->start_mark.column;
+		int rc = ev->type == YAML_SCALAR_EVENT
+				 ? key_seen(p, 's', (const char *)ev->data.scalar.value,
+					    ev->data.scalar.length, &ev->start_mark, err)
+				 : key_seen(p, 'a', (const char *)ev->data.alias.anchor,
+					    strlen((const char *)ev->data.alias.anchor),
+					    &ev->start_mark, err);
+		if (rc != ST_OK)
+			return rc;
 		if (ev->type == YAML_SCALAR_EVENT &&
 		    !(p->key = st_strndup((const char *)ev->data.scalar.value,
 					  ev->data.scalar.length)))
@@ -251,6 +305,9 @@ static int on_start(scan *sc, const yaml_event_t *ev, st_error *err)
 	if (p && p->mapping && p->want_key) {
 		p->want_key = 0; /* a collection as a key: no key name */
 		l->is_key = 1;
+		int rc = key_seen(p, mapping ? 'm' : 'q', "", 0, &ev->start_mark, err);
+		if (rc != ST_OK)
+			return rc;
 	}
 	if (!p) {
 		sc->root_seen = 1;
@@ -284,6 +341,7 @@ static int on_end(scan *sc, st_error *err)
 	}
 	free(l->key);
 	span_free(&l->cand_span);
+	keys_free(l);
 	sc->depth--;
 	if (!is_key)
 		value_done(sc);

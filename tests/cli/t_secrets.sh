@@ -242,6 +242,15 @@ check_same "$T/Pb.before" "$T/Pb.yaml"; check_absent "$T/Pb.yaml.bak"
 run "rekey, config value does not decrypt: key and line" penv secrets rekey --new-passphrase-file "$T/newpw" --stack-config "$T/badcfg.yaml" "$T/q3.json"
 check_rc 1
 check_err "statetool: error: $T/badcfg.yaml:4:13: config 'p:x': secure value does not decrypt (cipher: message authentication failed (wrong key, or the ciphertext was altered))"
+# review25 L2: a key given twice (two encryptionsalt lines): yaml.v3 refuses the file for
+# Pulumi; refused by file and line, nothing written (rewriting the last left the first)
+printf 'encryptionsalt: %s\nconfig:\n  proj:a:\n    secure: %s\nencryptionsalt: %s\n' "$S" "$C" "$S" > "$T/Pd.yaml"
+cp "$T/Pd.yaml" "$T/Pd.before"
+run "rekey, encryptionsalt twice" penv secrets rekey --new-passphrase-file "$T/newpw" --stack-config "$T/Pd.yaml" "$T/q3.json"
+check_rc 1
+check_err "statetool: error: $T/Pd.yaml:5:1: mapping key 'encryptionsalt' already defined at line 1: Pulumi refuses the file (nothing was changed)"
+check_same "$P/valid-deployment-v3.json" "$T/q3.json"; check_absent "$T/q3.json.bak"
+check_same "$T/Pd.before" "$T/Pd.yaml"; check_absent "$T/Pd.yaml.bak"
 # E12: the passphrase provider replaces another provider's secretsprovider and encryptedkey, as
 # Pulumi's does (pkg/secrets/passphrase/manager.go)
 printf 'secretsprovider: awskms://alias/x  # kms\nencryptedkey: QUJDREVG\nconfig:\n  proj:a: x\n' > "$T/Pk.yaml"
