@@ -904,6 +904,11 @@ size_t st__secrets_count_plaintexts(json_t *resource);
  * `to`; ciphertexts stay. *count (may be NULL) is incremented per secret. */
 int st__secrets_encrypt_resource(json_t *resource, st_secrets *to, size_t *count,
 				 st_error *err);
+/* A rekeyed stack configuration's check (lib/secrets/config.c): text[0..len) read as YAML holds
+ * the salt `salt` (NULL: "") and, in order, exactly the `n` secure values `vals`, and no other
+ * provider's key. ST_OK, or ST_EUNSUPPORTED saying what differs. */
+int st__config_readback(const char *text, size_t len, const char *salt,
+			const char *const *vals, size_t n, st_error *err);
 
 /* Re-encrypts every secret of one resource object (a copy the caller owns) from one provider
  * to another. *count (may be NULL) is incremented per secret. */

@@ -689,6 +689,53 @@ static void test_config_yaml(void **state)
 	}
 }
 
+/* review25 L3: the rewritten config is read back before it is written: the new salt and, in
+ * order, exactly the new ciphertexts, no other provider's key (the check of a rekey's text,
+ * which the rekey's own output always passes; here each way a text can differ). */
+static void test_config_readback(void **state)
+{
+	(void)state;
+	static const char ok[] = "encryptionsalt: s  # c\nconfig:\n  p:a:\n    secure: 'n1'\n"
+				 "  p:b: {secure: n2}\n";
+	static const char *const vals[] = {"n1", "n2"}, *const swapped[] = {"n2", "n1"};
+	st_error err;
+	static const struct {
+		const char *text, *salt, *why;
+		const char *const *vals;
+		size_t n;
+	} bad[] = {
+		{ok, "s", "a secure value not the new one", swapped, 2},
+		{ok, "s", "another count of secure values", vals, 1},
+		{ok, "t", "not the new encryptionsalt", vals, 2},
+		/* a span one character late (review25 H0): the salt and a value with a stray 'v' */
+		{"encryptionsalt: vs\nconfig:\n  p:a:\n    secure: 'n1'\n  p:b: {secure: n2}\n", "s",
+		 "not the new encryptionsalt", vals, 2},
+		{"encryptionsalt: s\nconfig:\n  p:a:\n    secure: vn1\n  p:b: {secure: n2}\n", "s",
+		 "a secure value not the new one", vals, 2},
+		{"encryptionsalt: sconfig:\n  p:a:\n", "s", "not valid YAML", vals, 0},
+		{"secretsprovider: x\nencryptionsalt: s\n", "s", "another provider's key left", vals,
+		 0},
+		{"config: {}\n", NULL, "not the new encryptionsalt", vals, 0},
+	};
+
+	st_error_clear(&err);
+	assert_int_equal(st__config_readback(ok, strlen(ok), "s", vals, 2, &err), ST_OK);
+	assert_int_equal(st__config_readback("encryptionsalt: ''\n", 19, NULL, vals, 0, &err),
+			 ST_OK);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *want = st_asprintf("the rewritten file does not read back as written (%s): "
+					 "nothing was changed; please report this with the file's "
+					 "layout (not its values)",
+					 bad[i].why);
+		st_error_clear(&err);
+		assert_int_equal(st__config_readback(bad[i].text, strlen(bad[i].text), bad[i].salt,
+						     bad[i].vals, bad[i].n, &err),
+				 ST_EUNSUPPORTED);
+		assert_string_equal(err.message, want);
+		free(want);
+	}
+}
+
 /* A rekey changes the deployment's secrets provider; a rollback puts every byte back. */
 static void test_rekey_rolled_back(void **state)
 {
@@ -735,6 +782,7 @@ int main(void)
 		cmocka_unit_test(test_custom_provider_encrypt_and_rekey),
 		cmocka_unit_test(test_rekey_state_and_config),
 		cmocka_unit_test(test_config_yaml),
+		cmocka_unit_test(test_config_readback),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

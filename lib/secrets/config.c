@@ -37,7 +37,8 @@ typedef struct level {
 
 typedef struct secure {
 	span s;
-	char *key; /* the config key it belongs to (new) */
+	char *key;   /* the config key it belongs to (new) */
+	char *fresh; /* its new ciphertext once re-encrypted (new) */
 } secure;
 
 typedef struct scan {
@@ -80,6 +81,7 @@ static void scan_free(scan *sc)
 	for (size_t i = 0; i < sc->nsec; i++) {
 		span_free(&sc->sec[i].s);
 		free(sc->sec[i].key);
+		free(sc->sec[i].fresh);
 	}
 	free(sc->sec);
 	span_free(&sc->salt);
@@ -333,6 +335,7 @@ static int on_end(scan *sc, st_error *err)
 			sc->cap = nc;
 		}
 		secure *s = &sc->sec[sc->nsec];
+		s->fresh = NULL;
 		if (!(s->key = st_strdup(k ? k : "")))
 			return oom(err);
 		s->s = l->cand_span;
@@ -442,9 +445,8 @@ static int in_place(const span *s, const char *key, st_error *err)
 	return ST_OK;
 }
 
-/* The secure value's new ciphertext, in its style. */
-static int recrypt(const secure *sv, st_secrets *from, st_secrets *to, char **out,
-		   st_error *err)
+/* The secure value's new ciphertext (kept as sv->fresh), in its style (*out). */
+static int recrypt(secure *sv, st_secrets *from, st_secrets *to, char **out, st_error *err)
 {
 	char *pt = NULL, *ct = NULL;
 	size_t ptlen = 0;
@@ -466,7 +468,7 @@ static int recrypt(const secure *sv, st_secrets *from, st_secrets *to, char **ou
 	if (rc != ST_OK)
 		return at(err, rc, sv->s.line, sv->s.col);
 	*out = restyle(&sv->s, ct);
-	free(ct);
+	sv->fresh = ct;
 	return *out ? ST_OK : oom(err);
 }
 
@@ -589,6 +591,47 @@ int st_config_scan(const char *text, size_t len, const char *name, char **salt, 
 	return rc;
 }
 
+int st__config_readback(const char *text, size_t len, const char *salt,
+			 const char *const *vals, size_t n, st_error *err)
+{
+	scan sc;
+	size_t i = 0;
+	int rc;
+
+	memset(&sc, 0, sizeof(sc));
+	rc = scan_text(&sc, text, len, NULL);
+	if (rc == ST_OK && sc.nsec == n)
+		for (; i < n && sc.sec[i].s.value && !strcmp(sc.sec[i].s.value, vals[i]); i++)
+			;
+	if (rc != ST_OK || sc.nsec != n || i < n || !sc.has_salt || !sc.salt.value ||
+	    strcmp(sc.salt.value, salt ? salt : "") || sc.other)
+		rc = st__err(err, ST_EUNSUPPORTED,
+			     "the rewritten file does not read back as written (%s): nothing was "
+			     "changed; please report this with the file's layout (not its values)",
+			     rc != ST_OK	    ? "not valid YAML"
+			     : sc.nsec != n ? "another count of secure values"
+			     : i < n	    ? "a secure value not the new one"
+			     : sc.other	    ? "another provider's key left"
+					    : "not the new encryptionsalt");
+	scan_free(&sc);
+	return rc;
+}
+
+/* st__config_readback of the text made for the values of `sc` and the salt of `to`. */
+static int readback(const scan *sc, const char *text, size_t len, st_secrets *to, st_error *err)
+{
+	const char **vals = calloc(sc->nsec ? sc->nsec : 1, sizeof(*vals));
+	int rc;
+
+	if (!vals)
+		return oom(err);
+	for (size_t i = 0; i < sc->nsec; i++)
+		vals[i] = sc->sec[i].fresh ? sc->sec[i].fresh : "";
+	rc = st__config_readback(text, len, st_secrets_encryptionsalt(to), vals, sc->nsec, err);
+	free(vals);
+	return rc;
+}
+
 int st_config_rekey_text(const char *text, size_t len, const char *name, st_secrets *from,
 			 st_secrets *to, char **out_text, size_t *out_len, size_t *count, st_error *err)
 {
@@ -614,10 +657,6 @@ int st_config_rekey_text(const char *text, size_t len, const char *name, st_secr
 	rc = scan_text(&sc, text, len, err);
 	if (rc == ST_OK)
 		rc = build_edits(&sc, from, to, &ed, &ne, &n, err);
-	/* never the salt without every secure value: the parser's count is the count rewritten */
-	if (rc == ST_OK && n != sc.nsec)
-		rc = st__err(err, ST_ESECRETS, "%zu secure values found but %zu rewritten", sc.nsec,
-			     n);
 	for (size_t i = 0; rc == ST_OK && i < ne; i++) {
 		if (ed[i].start < pos)
 			ed[i].start = pos; /* an insertion at a removed line: after it */
@@ -631,6 +670,11 @@ int st_config_rekey_text(const char *text, size_t len, const char *name, st_secr
 		st_buf_add(&out, text + pos, len - pos);
 	if (rc == ST_OK && out.oom)
 		rc = oom(err);
+	/* never the salt without every secure value: the text made reads back with the new salt
+	 * and, in order, exactly the new ciphertexts (a span off by a character, as a BOM once
+	 * made it, would otherwise write a file nobody can open) */
+	if (rc == ST_OK)
+		rc = readback(&sc, out.data ? out.data : "", out.len, to, err);
 	if (rc == ST_OK && !(*out_text = st_buf_take(&out, out_len)) && !(*out_text = strdup("")))
 		rc = oom(err);
 	if (rc == ST_OK && count)
