@@ -12,7 +12,9 @@ static const char help[] =
 	"\n"
 	"Put the backup STATE.bak (written by every statetool change, and by Pulumi's DIY\n"
 	"backend) back in place, byte for byte. The current file becomes STATE.bak, so a\n"
-	"restore can itself be undone by another. The backup must load as a state. What\n"
+	"restore can itself be undone by another. The backup must load as a state, and\n"
+	"be this stack's: one whose checkpoint or URNs name another stack is refused, as\n"
+	"every change of a misplaced state is (a generation likewise). What\n"
 	"changes is printed first, as `statetool diff` prints it (current => backup,\n"
 	"secrets masked); a current state that does not load is restored without a diff,\n"
 	"with a warning. A stack (named by --stack or by its file's path inside a DIY\n"
@@ -168,9 +170,11 @@ static char *bak_where(cli_target *t, char **key, int *exists)
 }
 
 /* What putting the backup back would change: *doc (new) compares the current state (an empty
- * one when there is none) with the backup (a file's STATE.bak, a stack's .bak). *missing: the
- * backup is not there, or (*missing 2) does not load. */
-static int compare_bak(cli_target *t, json_t **doc, int *missing, st_error *err)
+ * one when there is none) with the backup (a file's STATE.bak, a stack's .bak), *bak (new) the
+ * backup when it loaded (also when the current state does not). *missing: the backup is not
+ * there, or (*missing 2) does not load. */
+static int compare_bak(cli_target *t, json_t **doc, st_state **bak_out, int *missing,
+		       st_error *err)
 {
 	st_load_opts lo = ST_LOAD_OPTS_INIT;
 	st_state *cur = NULL, *old = NULL;
@@ -208,7 +212,35 @@ static int compare_bak(cli_target *t, json_t **doc, int *missing, st_error *err)
 	if (rc == ST_OK)
 		rc = st_state_compare(cur, old, doc, err);
 	st_state_free(cur);
-	st_state_free(old);
+	*bak_out = old;
+	return rc;
+}
+
+/* The backup as the place check names it (new). */
+static char *bak_name(cli_target *t)
+{
+	char *w = bak_where(t, NULL, NULL), *name = NULL;
+	if (w && asprintf(&name, "backup %s", w) < 0)
+		name = NULL;
+	free(w);
+	return name;
+}
+
+/* A backup that is another stack's state (a hand copy, a .bak an old rename left) is refused
+ * as every change of a misplaced state is, and as restore --generation refuses one. */
+static int refuse_misplaced_bak(cli_target *t, st_state *bak)
+{
+	char *name;
+	int rc;
+
+	if (!bak)
+		return EXIT_OK; /* (one that does not load fails the restore itself) */
+	if (!(name = bak_name(t))) {
+		cli_errorf("out of memory");
+		return EXIT_FAIL;
+	}
+	rc = cli_refuse_misplaced(bak, t, name);
+	free(name);
 	return rc;
 }
 
@@ -234,19 +266,22 @@ static void warn_no_diff(const st_error *err)
 		  err->message[0] ? err->message : st_strerror(err->code));
 }
 
-/* Before the backup is put back: what changes, as for a generation (*doc, new; its text unless
- * `json`). None when the current state does not load, with a warning: putting its backup back
- * is how a broken state is mended. */
+/* Before the backup is put back: its place checked, then what changes, as for a generation
+ * (*doc, new; its text unless `json`). None when the current state does not load, with a
+ * warning: putting its backup back is how a broken state is mended. */
 static int show_bak_diff(cli_target *t, int json, json_t **doc)
 {
+	st_state *bak = NULL;
 	st_error err;
-	int missing = 0;
+	int missing = 0, rc;
 	st_error_clear(&err);
-	if (compare_bak(t, doc, &missing, &err) != ST_OK && !missing)
+	if (compare_bak(t, doc, &bak, &missing, &err) != ST_OK && !missing)
 		warn_no_diff(&err);
-	if (*doc && !json)
+	rc = refuse_misplaced_bak(t, bak);
+	st_state_free(bak);
+	if (rc == EXIT_OK && *doc && !json)
 		return print_compare(*doc);
-	return EXIT_OK;
+	return rc;
 }
 
 /* restore --dry-run STATE (a file's STATE.bak, a stack's .bak): what putting the backup back
@@ -255,12 +290,20 @@ static int show_bak_diff(cli_target *t, int json, json_t **doc)
 static int dry_run_bak(cli_target *t, int json)
 {
 	json_t *doc = NULL;
+	st_state *bak = NULL;
 	st_error err;
 	int rc, missing;
 
 	st_error_clear(&err);
 	cli_dry_lock(t);
-	if (compare_bak(t, &doc, &missing, &err) != ST_OK) {
+	rc = compare_bak(t, &doc, &bak, &missing, &err);
+	if (refuse_misplaced_bak(t, bak) != EXIT_OK) {
+		st_state_free(bak);
+		json_decref(doc);
+		return EXIT_FAIL;
+	}
+	st_state_free(bak);
+	if (rc != ST_OK) {
 		if (missing == 1) {
 			char *w = bak_where(t, NULL, NULL);
 			if (w)
@@ -392,6 +435,9 @@ static int restore_bak(cli_target *t, int json)
 		rc = EXIT_FAIL;
 		goto out;
 	}
+	/* (the place checked before anything is written) */
+	if ((rc = show_bak_diff(t, json, &doc)) != EXIT_OK)
+		goto out;
 	if (t->backend && st_backend_store(t->backend)) { /* the state replaced stays a generation */
 		st_error gerr;
 		st_error_clear(&gerr);
@@ -402,8 +448,7 @@ static int restore_bak(cli_target *t, int json)
 			goto out;
 		}
 	}
-	if ((rc = show_bak_diff(t, json, &doc)) != EXIT_OK ||
-	    (rc = restore(store, key, exists, bak, to, keybak, shown)) != EXIT_OK)
+	if ((rc = restore(store, key, exists, bak, to, keybak, shown)) != EXIT_OK)
 		goto out;
 	if (t->backend && st_backend_store(t->backend)) { /* a change like any other: the restored
 							  * state is a generation */

@@ -373,4 +373,28 @@ for dry in "" --dry-run; do
 	check_same "$FIXTURES/pulumi/valid-checkpoint-v3-diy.json" "$G2/.pulumi/stacks/proj/dev.json"
 	check_absent "$G2/.pulumi/stacks/proj/dev.json.bak"
 done
+# ... and a .bak that is another stack's state (a hand copy, a .bak an old rename left), for the
+# restore of the .bak as for --generation (review25 L4): refused, nothing written, no generation
+printf '{"version":3,"checkpoint":{"stack":"organization/proj/other","latest":{"manifest":{"time":"2024-01-01T00:00:00Z","magic":"","version":""},"resources":[{"urn":"urn:pulumi:other::proj::pulumi:pulumi:Stack::proj-other","custom":false,"type":"pulumi:pulumi:Stack"}]}}}' > "$G2/.pulumi/stacks/proj/dev.json.bak"
+cp "$G2/.pulumi/stacks/proj/dev.json.bak" "$T/other.bak"
+n0=$(ls "$G2/.pulumi/backups/proj/dev" | wc -l)
+for dry in "" --dry-run; do
+	run "restore another stack's .bak $dry" st restore $dry --backend "$G2" --stack proj/dev
+	check_rc 1; check_out_empty
+	check_err_has "statetool: error: refusing to change 'backup $G2/.pulumi/stacks/proj/dev.json.bak': it is not where it claims to be"
+	check_err_has "[place/urn-mismatch] 1 resource URN names stack 'other' of project 'proj'"
+	check_same "$FIXTURES/pulumi/valid-checkpoint-v3-diy.json" "$G2/.pulumi/stacks/proj/dev.json"
+	check_same "$T/other.bak" "$G2/.pulumi/stacks/proj/dev.json.bak"
+	run "no generation kept $dry" sh -c "ls '$G2/.pulumi/backups/proj/dev' | wc -l"
+	check_out "$n0"
+done
+# a file's .bak whose URNs name another stack than its checkpoint: refused likewise
+cp "$T/other.bak" "$T/mis.json"
+sed 's|organization/proj/other|organization/proj/dev|' "$T/other.bak" > "$T/mis.json.bak"
+cp "$T/mis.json.bak" "$T/mis.before"
+run "restore a file's misplaced .bak" st restore "$T/mis.json"
+check_rc 1; check_out_empty
+check_err_has "statetool: error: refusing to change 'backup $T/mis.json.bak': it is not where it claims to be"
+check_err_has "[place/urn-mismatch] 1 resource URN names stack 'other' of project 'proj'"
+check_same "$T/mis.before" "$T/mis.json.bak"; check_same "$T/other.bak" "$T/mis.json"
 finish
