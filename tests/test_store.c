@@ -773,6 +773,43 @@ static void test_file_url(void **state)
 	assert_string_equal(st_store_url(s), url); /* as given, for messages */
 	st_store_free(s);
 	free(url);
+	/* `~` is expanded before the path is decoded, as Pulumi's massageBlobPath expands it:
+	 * file://~/ is $HOME, file://%7E/ a directory named `~` (review25 L5) */
+	char *home = getenv("HOME") ? st_strdup(getenv("HOME")) : NULL;
+	assert_int_equal(setenv("HOME", dir, 1), 0);
+	assert_int_equal(st_store_open(&s, "file://~/a%20b+c", NULL), ST_OK);
+	w = st_store_where(s, "k");
+	where = st_asprintf("%s/a b+c/k", dir);
+	assert_string_equal(w, where);
+	free(where);
+	free(w);
+	st_store_free(s);
+	char cwd[4096], *tdir = st_asprintf("%s/~", dir), *tsub = st_asprintf("%s/~/a b+c", dir);
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(mkdir(tdir, 0755), 0);
+	assert_int_equal(mkdir(tsub, 0755), 0);
+	assert_int_equal(chdir(dir), 0);
+	assert_int_equal(setenv("HOME", "/nonexistent", 1), 0);
+	assert_int_equal(st_store_open(&s, "file://%7E/a%20b+c", NULL), ST_OK);
+	w = st_store_where(s, "k");
+	assert_string_equal(w, "~/a b+c/k");
+	free(w);
+	st_store_free(s);
+	assert_int_equal(st_store_open(&s, "file://%7e", NULL), ST_OK);
+	w = st_store_where(s, "k");
+	assert_string_equal(w, "~/k");
+	free(w);
+	st_store_free(s);
+	assert_int_equal(chdir(cwd), 0);
+	assert_int_equal(rmdir(tsub), 0);
+	assert_int_equal(rmdir(tdir), 0);
+	free(tsub);
+	free(tdir);
+	if (home)
+		assert_int_equal(setenv("HOME", home, 1), 0);
+	else
+		unsetenv("HOME");
+	free(home);
 	/* a '#' ends the path as it ends it in the URL fileblob opens */
 	url = st_asprintf("file://%s/a%%20b+c#frag", dir);
 	assert_int_equal(st_store_open(&s, url, NULL), ST_OK);

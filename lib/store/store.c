@@ -163,13 +163,16 @@ static int file_query(const char *q, size_t qn, st_error *err)
 /* file://PATH[?QUERY] as Pulumi reads it (massageBlobPath, pkg/backend/diy/backend.go, then
  * fileblob): the query split off and checked, the path up to '?' (or a '#': the fragment of
  * the URL fileblob parses) percent-decoded. *path new. */
-static int file_url(const char *url, char **path, st_error *err)
+static int file_url(const char *url, char **path, int *tilde, st_error *err)
 {
 	const char *p = url + 7;
 	size_t pn = strcspn(p, "?#");
 	int rc;
 
 	*path = NULL;
+	/* `~` is expanded before the path is decoded, as Pulumi's massageBlobPath does: %7E is a
+	 * directory named `~` (gocloud's fileblob decodes it later) */
+	*tilde = pn && p[0] == '~' && (pn == 1 || p[1] == '/');
 	if (p[pn] == '?' && (rc = file_query(p + pn + 1, strcspn(p + pn + 1, "#"), err)) != ST_OK)
 		return rc;
 	if (!escapes_ok(p, pn))
@@ -188,7 +191,7 @@ int st_store_open(st_store **out, const char *url, st_error *err)
 {
 	const char *path = url;
 	char *expanded = NULL, *decoded = NULL;
-	int rc;
+	int rc, tilde = 1;
 
 	*out = NULL;
 	if (!url || !*url)
@@ -200,7 +203,7 @@ int st_store_open(st_store **out, const char *url, st_error *err)
 	if (has_scheme(url, "gs"))
 		return st__store_gcs_open(out, url, err);
 	if (has_scheme(url, "file")) {
-		if ((rc = file_url(url, &decoded, err)) != ST_OK)
+		if ((rc = file_url(url, &decoded, &tilde, err)) != ST_OK)
 			return rc;
 		path = decoded;
 	} else if (has_scheme(url, "postgres")) {
@@ -218,7 +221,7 @@ int st_store_open(st_store **out, const char *url, st_error *err)
 			       "and PostgreSQL (postgres://)",
 			       url);
 	}
-	if (path[0] == '~' && (path[1] == '/' || !path[1]) && getenv("HOME")) {
+	if (tilde && path[0] == '~' && (path[1] == '/' || !path[1]) && getenv("HOME")) {
 		expanded = st_asprintf("%s%s", getenv("HOME"), path + 1);
 		if (!expanded) {
 			free(decoded);
