@@ -329,22 +329,26 @@ static char *qname_of(const char *project, const char *name)
 		       : st_strdup(name);
 }
 
+/* One listed object of a stack: a new stack, or another variant of one listed (`seen`: qname ->
+ * its index + 1, keys borrowed from the infos). A stack's variants are not always next to each
+ * other in key order: a stack named s1.json (s1.json.json) sorts between s1.json.gz and
+ * s1.json.zst of the stack s1. */
 static int add_info(diy_backend *b, st_stack_info **arr, size_t *n, size_t *cap,
-		    const char *project, const char *name, st_store_entry *e, int brief)
+		    st_strmap *seen, const char *project, const char *name, st_store_entry *e,
+		    int brief)
 {
 	st_stack_info *si;
-	char *q = brief ? qname_of(project, name) : NULL;
+	st_strmap_slot *sl;
+	char *q = qname_of(project, name);
+	int created;
 
-	if (brief && !q)
-		return ST_ENOMEM;
-	/* the entries come sorted, so a stack's variants are next to each other (brief: told by
-	 * the qname, the only name kept) */
-	if (*n && (brief ? !strcmp((*arr)[*n - 1].qname, q)
-			 : !strcmp((*arr)[*n - 1].name, name) &&
-				   !strcmp((*arr)[*n - 1].project ? (*arr)[*n - 1].project : "",
-					   project ? project : ""))) {
+	if (!q || !(sl = st_strmap_put(seen, q, &created))) {
 		free(q);
-		si = &(*arr)[*n - 1];
+		return ST_ENOMEM;
+	}
+	if (!created) {
+		free(q);
+		si = &(*arr)[sl->a - 1];
 		if (e->info.mtime_ns < si->mtime_ns)
 			return ST_OK;
 		free(si->key);
@@ -362,13 +366,12 @@ static int add_info(diy_backend *b, st_stack_info **arr, size_t *n, size_t *cap,
 		}
 		si = &(*arr)[(*n)++];
 		memset(si, 0, sizeof(*si));
-		if (brief) {
-			si->qname = q;
-		} else {
+		si->qname = q; /* the map's key from now on */
+		sl->a = *n;
+		if (!brief) {
 			si->name = st_strdup(name);
 			si->project = project ? st_strdup(project) : NULL;
-			si->qname = qname_of(project, name);
-			if (!si->name || (project && !si->project) || !si->qname)
+			if (!si->name || (project && !si->project))
 				return ST_ENOMEM;
 		}
 	}
@@ -387,11 +390,13 @@ static int list_stacks(diy_backend *b, int brief, st_stack_info **out, size_t *c
 {
 	st_stack_info *arr = NULL;
 	st_store_entry *e = NULL;
+	st_strmap seen;
 	size_t n = 0, na = 0, cap = 0;
 	int rc;
 
 	*out = NULL;
 	*count = 0;
+	st_strmap_init(&seen);
 	rc = st_store_list(b->store, STACKS, 0, &e, &n, err);
 	if (rc)
 		return rc;
@@ -423,11 +428,12 @@ static int list_stacks(diy_backend *b, int brief, st_stack_info **out, size_t *c
 			continue;
 		}
 		if (st_stack_name_valid(name))
-			rc = add_info(b, &arr, &na, &cap, project, name, &e[i], brief);
+			rc = add_info(b, &arr, &na, &cap, &seen, project, name, &e[i], brief);
 		free(name);
 		free(project);
 	}
 	st_store_entries_free(e, n);
+	st_strmap_free(&seen);
 	if (rc) {
 		st_stack_infos_free(arr, na);
 		return st__err(err, rc, "out of memory");

@@ -95,6 +95,36 @@ run "the newest wins" st stacks --backend "$B"
 check_rc 0; check_out_has "$D/tie.json"
 rm -f "$D"/tie.json*
 
+# ---- a stack named s1.json (s1.json.json) sorts between s1.json.gz and s1.json.zst of the
+# stack s1: each stack listed once, s1 by its newest variant (Pulumi's stackPath), never
+# shadowed or split in two ----
+N=$T/named
+mkdir -p "$N/.pulumi/stacks/proj"
+printf 'version: 1\n' > "$N/.pulumi/meta.yaml"
+mkst() { sed -e "s|organization/proj/dev|organization/proj/$1|" -e "s/urn:pulumi:dev::/urn:pulumi:$1::/g" "$P/valid-checkpoint-v3-diy.json"; }
+mkst s1 | gzip -c > "$N/.pulumi/stacks/proj/s1.json.gz"
+mkst s1 | zstd -q -c > "$N/.pulumi/stacks/proj/s1.json.zst"
+mkst s1.json > "$N/.pulumi/stacks/proj/s1.json.json"
+touch -d '2024-01-01 00:00:00' "$N/.pulumi/stacks/proj/s1.json.gz"
+touch -d '2024-01-02 00:00:00' "$N/.pulumi/stacks/proj/s1.json.zst"
+run "s1 and s1.json: each once" sh -c "'$STATETOOL' stacks --backend '$N' --json | grep -e '\"name\"' -e '\"path\"'"
+check_rc 0
+check_out "            \"name\": \"s1\",
+            \"path\": \"$N/.pulumi/stacks/proj/s1.json.zst\",
+            \"name\": \"s1.json\",
+            \"path\": \"$N/.pulumi/stacks/proj/s1.json.json\","
+touch -d '2024-01-03 00:00:00' "$N/.pulumi/stacks/proj/s1.json.gz"
+run "the newest variant, wherever s1.json.json sorts" sh -c "'$STATETOOL' stacks --backend '$N' --json | grep -e '\"path\"'"
+check_out "            \"path\": \"$N/.pulumi/stacks/proj/s1.json.gz\",
+            \"path\": \"$N/.pulumi/stacks/proj/s1.json.json\","
+run "the index: two stacks" st index update --backend "$N"
+check_rc 0; check_out_has ": 2 stacks: 2 indexed"
+run "doctor: one stray variant, the older" st doctor --backend "$N"
+check_out_has "proj/s1: stray-variant: an older variant beside $N/.pulumi/stacks/proj/s1.json.gz"
+check_out_has "  at: $N/.pulumi/stacks/proj/s1.json.zst"
+check_out_lacks "at: $N/.pulumi/stacks/proj/s1.json.gz"
+check_out_has "(2 stacks checked)"
+
 # ---- zstd: written by the zstd tool, read, edited in place, switched by the environment ----
 zstd -q -c "$P/valid-checkpoint-v3-diy.json" > "$D/z.json.zst"
 sed -e 's/organization\/proj\/dev/organization\/proj\/z/' -e 's/urn:pulumi:dev::/urn:pulumi:z::/g' "$P/valid-checkpoint-v3-diy.json" | zstd -q -c > "$D/z.json.zst"
