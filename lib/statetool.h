@@ -1369,7 +1369,9 @@ ST_EXTERN int st_index_update_stack(st_index *ix, st_backend *b, const char *qna
 /* A stack whose index rows may not be what its backend holds now. */
 typedef struct st_index_stale_stack {
 	char *qname;
-	char kind; /* '~' changed since it was indexed, '+' not indexed, '-' gone from the backend */
+	char kind; /* '~' changed since it was indexed (also when its object is now another of its
+		    * variants: dev.json.gz for dev.json), '+' not indexed, '-' gone from the
+		    * backend */
 } st_index_stale_stack;
 
 /* The stacks of `b` whose rows in the index are out of date, told from one listing of the
