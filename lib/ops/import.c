@@ -7,6 +7,8 @@
 #include "import.h"
 #include "session.h"
 
+#include <ctype.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +27,7 @@ void st_import_report_clear(st_import_report *r)
 /* One import. */
 typedef struct imp {
 	st_edit *e;
-	json_t *doc, *nt;
+	json_t *doc, *nt, *pins; /* the file, its nameTable and (deprecated) providerInputs */
 	const st_import_opts *o;
 	st_import_report *rep;
 	st_problems *probs;
@@ -34,6 +36,7 @@ typedef struct imp {
 	const char *root; /* the root stack's URN (borrowed from the state) */
 	st__spec *s;
 	size_t n;
+	char *done;   /* done[i]: spec i added (or found) */
 	st_strmap ix; /* live resources by URN -> the resource (borrowed) */
 	char stamp[32];
 } imp;
@@ -183,95 +186,251 @@ static int need_secrets(imp *c)
 
 static int check_secrets(imp *c)
 {
+	const char *k;
+	json_t *v;
 	for (size_t i = 0; !c->o->secrets && i < c->n; i++)
 		if (st__secrets_count_plaintexts(c->s[i].j))
 			return need_secrets(c);
+	json_object_foreach(c->pins, k, v) {
+		json_t *r = c->o->secrets ? NULL : json_pack("{s:O}", "inputs", v);
+		size_t n = r ? st__secrets_count_plaintexts(r) : 0;
+		json_decref(r);
+		if (n)
+			return need_secrets(c);
+	}
 	return ST_OK;
 }
 
 /* ---- providers ---- */
 
-/* The default provider of spec i's package and version, named as Pulumi names it
- * (default_4_16_0), created (no parent, a fresh UUID as ID) when the state has none. *urn is
- * new. */
-static int default_provider(imp *c, const st__spec *s, char **urn)
+static int add_spec(imp *c, size_t i);
+
+/* __internal of a provider's inputs, made an object when it is not one (addOrGetInternal).
+ * Borrowed; NULL: no memory. */
+static json_t *internal_of(json_t *in)
 {
-	char suf[128] = "", uuid[37];
-	char *pkg = st_strndup(s->type, strcspn(s->type, ":"));
-	char *ptype = pkg ? st_asprintf("pulumi:providers:%s", pkg) : NULL;
-	char *pname = NULL;
-	json_t *pr = NULL, *pin = NULL;
+	json_t *x = json_object_get(in, "__internal");
+	if (json_is_object(x))
+		return x;
+	if (!(x = json_object()) || json_object_set_new(in, "__internal", x))
+		return NULL;
+	return x;
+}
+
+/* A version as a provider's inputs record it: semver's String() of ParseTolerant. New. */
+static json_t *version_json(const char *v)
+{
+	char suf[256], norm[256];
+	return json_string(st__import_parse_version(v, suf, sizeof(suf), norm, sizeof(norm)) < 0
+				   ? v
+				   : norm);
+}
+
+/* A []byte of the import file (base64, as Go decodes it) as Pulumi writes it back. New. */
+static json_t *base64_json(const char *v)
+{
+	size_t n = strlen(v);
+	unsigned char *raw = malloc(n / 4 * 3 + 3);
+	long long len = raw ? st__go_base64_decode(v, n, raw) : -1;
+	size_t olen = len < 0 ? 0 : sodium_base64_encoded_len((size_t)len,
+							      sodium_base64_VARIANT_ORIGINAL);
+	char *text = len < 0 ? NULL : malloc(olen);
+	json_t *j = NULL;
+	if (text) /* (the file's checks refused what Go cannot decode) */
+		j = json_string(sodium_bin2base64(text, olen, raw, (size_t)len,
+						  sodium_base64_VARIANT_ORIGINAL));
+	free(raw);
+	free(text);
+	return j;
+}
+
+/* The inputs of a provider Pulumi's import creates for spec s (registerProviders): `base`
+ * (borrowed, may be NULL) with what providers.Set* add: the version, the download URL (under
+ * __internal), and for a parameterized package the base plugin's name, version and parameter
+ * under __internal, the package's version as `version`. New; NULL: no memory. */
+static json_t *provider_inputs(const json_t *base, const st__spec *s, const char *url)
+{
+	json_t *in = base ? json_deep_copy(base) : json_object(), *x;
+	const char *v = s->param ? st_json_str(s->param, "pluginVersion") : s->version;
+	const char *pn = st_json_str(s->param, "pluginName");
+	const char *val = st_json_str(s->param, "value");
+	int bad = !in;
+
+	if (!bad && v && *v)
+		bad = !internal_of(in) || json_object_set_new(in, "version", version_json(v));
+	if (!bad && url && *url)
+		bad = !(x = internal_of(in)) ||
+		      json_object_set_new(x, "pluginDownloadURL", json_string(url));
+	if (!bad && s->param)
+		bad = !(x = internal_of(in)) || json_object_set_new(x, "name", json_string(pn ? pn : "")) ||
+		      json_object_set(x, "version", json_object_get(in, "version")) ||
+		      json_object_set_new(in, "version", version_json(s->version)) ||
+		      json_object_set_new(x, "parameterization", base64_json(val ? val : ""));
+	if (bad) {
+		json_decref(in);
+		return NULL;
+	}
+	return in;
+}
+
+/* Creates provider `urn` of type ptype as Pulumi's import does: custom, a fresh UUID as ID,
+ * `inputs` (stolen), outputs the inputs without __internal (what the registry's Create
+ * returns), no parent unless `parent`. `what` says where it comes from in the report. */
+static int create_provider(imp *c, const char *urn, const char *ptype, const char *parent,
+			   json_t *inputs, const char *what)
+{
+	char uuid[37];
+	size_t nsec = 0;
+	json_t *pr = NULL, *out = inputs ? json_deep_copy(inputs) : NULL;
 	int rc = ST_ENOMEM;
 
-	if (s->version)
-		st__import_parse_version(s->version, suf, sizeof(suf));
-	if (!ptype || !(pname = st_asprintf("default%s", suf)) ||
-	    !(*urn = st_urn_new(c->stack, c->project, NULL, ptype, pname)))
+	st_uuid4(uuid);
+	if (out)
+		json_object_del(out, "__internal");
+	if (!out || !(pr = json_pack("{s:s,s:b,s:s,s:s}", "urn", urn, "custom", 1, "id", uuid, "type",
+			     ptype)))
 		goto out;
-	if (index_get(&c->ix, *urn)) {
-		rc = ST_OK;
+	if ((json_object_size(inputs) && json_object_set(pr, "inputs", inputs)) ||
+	    (json_object_size(out) && json_object_set(pr, "outputs", out)) ||
+	    (parent && json_object_set_new(pr, "parent", json_string(parent))) ||
+	    json_object_set_new(pr, "created", json_string(c->stamp)) ||
+	    json_object_set_new(pr, "modified", json_string(c->stamp)))
+		goto out;
+	if (!c->o->secrets && st__secrets_count_plaintexts(pr)) {
+		rc = need_secrets(c);
 		goto out;
 	}
-	st_uuid4(uuid);
-	if (!(pin = json_object()) || !(pr = json_pack("{s:s,s:b,s:s,s:s}", "urn", *urn, "custom",
-						       1, "id", uuid, "type", ptype)))
-		goto out;
-	if (s->version)
-		json_object_set_new(pin, "version", json_string(s->version + (s->version[0] == 'v')));
-	if (s->dlurl)
-		json_object_set_new(pin, "pluginDownloadURL", json_string(s->dlurl));
-	if (json_object_size(pin) && (json_object_set(pr, "inputs", pin) ||
-				      json_object_set_new(pr, "outputs", json_deep_copy(pin))))
-		goto out;
-	if (json_object_set_new(pr, "created", json_string(c->stamp)) ||
-	    json_object_set_new(pr, "modified", json_string(c->stamp)))
+	if (c->o->secrets &&
+	    (rc = st__secrets_encrypt_resource(pr, c->o->secrets, &nsec, c->err)) != ST_OK)
 		goto out;
 	rc = add(c, pr);
 	pr = NULL;
 	if (rc == ST_OK) {
-		st_changes_add(&c->rep->added, "%s (default provider, ID %s)", *urn, uuid);
+		st_changes_add(&c->rep->added, "%s (%s, ID %s)%s", urn, what, uuid,
+			       nsec ? " with encrypted secrets" : "");
 		c->rep->nadded++;
 	}
 out:
 	json_decref(pr);
-	json_decref(pin);
-	free(pkg);
-	free(ptype);
-	free(pname);
+	json_decref(inputs);
+	json_decref(out);
 	return rc == ST_ENOMEM ? st__err(c->err, ST_ENOMEM, "out of memory") : rc;
 }
 
-/* The provider reference of spec i (*pref new; NULL for providers and local components). */
+/* tokens.IntoQName: the '/'-separated segments that are not empty, every character other
+ * than [A-Za-z0-9_.-] made '_'; "_" when nothing is left. New. */
+static char *into_qname(const char *s)
+{
+	size_t n = 0;
+	char *q = malloc(strlen(s) + 2);
+	if (!q)
+		return NULL;
+	for (const char *p = s; *p; p++) {
+		if (*p == '/' && (!n || q[n - 1] == '/'))
+			continue;
+		q[n++] = *p == '/' || isalnum((unsigned char)*p) || strchr("_.-", *p) ? *p : '_';
+	}
+	if (n && q[n - 1] == '/')
+		n--;
+	if (!n)
+		q[n++] = '_';
+	q[n] = '\0';
+	return q;
+}
+
+/* The default provider of spec s's package, named as Pulumi names it (DefaultName:
+ * default_4_16_0, pre-release and build parts, the download URL as a QName), created (no
+ * parent, a fresh UUID as ID) when the state has none. *urn is new. */
+static int default_provider(imp *c, const st__spec *s, char **urn)
+{
+	char suf[256] = "", *url = NULL, *qurl = NULL;
+	char *pkg = st_strndup(s->type, strcspn(s->type, ":"));
+	char *ptype = pkg ? st_asprintf("pulumi:providers:%s", pkg) : NULL;
+	char *pname = NULL;
+	size_t ul = s->dlurl ? strlen(s->dlurl) : 0;
+	int rc = ST_ENOMEM;
+
+	*urn = NULL;
+	if (s->version)
+		st__import_parse_version(s->version, suf, sizeof(suf), NULL, 0);
+	/* the request's URL loses one trailing '/' (NewProviderRequest) */
+	if (ul && !(url = st_strndup(s->dlurl, ul - (s->dlurl[ul - 1] == '/'))))
+		goto out;
+	if (url && *url && !(qurl = into_qname(url)))
+		goto out;
+	if (!ptype || !(pname = st_asprintf("default%s%s%s", suf, qurl ? "_" : "", qurl ? qurl : "")) ||
+	    !(*urn = st_urn_new(c->stack, c->project, NULL, ptype, pname)))
+		goto out;
+	rc = index_get(&c->ix, *urn) ? ST_OK
+				      : create_provider(c, *urn, ptype, NULL,
+							provider_inputs(NULL, s, url),
+							"default provider");
+out:
+	free(pkg);
+	free(ptype);
+	free(pname);
+	free(url);
+	free(qurl);
+	return rc == ST_ENOMEM ? st__err(c->err, ST_ENOMEM, "out of memory") : rc;
+}
+
+/* The provider `purn` that spec s names through nameTable, created when the state lacks it
+ * ("If the provider is not in state, it will be created below using its ProviderInputs"):
+ * the inputs the file's providerInputs give for the name, with s's version, download URL and
+ * parameterization (the first user's, as Pulumi takes them). */
+static int named_provider(imp *c, const st__spec *s, const char *purn)
+{
+	st_urn u;
+	char *ptype;
+	int rc;
+	if (st_urn_parse(purn, &u) != ST_OK)
+		return st__err(c->err, ST_EINVAL, "the provider %s for %s is not a URN", purn, s->urn);
+	if (!(ptype = st_strndup(u.type, u.type_len)))
+		return st__err(c->err, ST_ENOMEM, "out of memory");
+	rc = create_provider(c, purn, ptype, NULL,
+			     provider_inputs(json_object_get(c->pins, s->provider), s, s->dlurl),
+			     "provider named in nameTable");
+	free(ptype);
+	return rc;
+}
+
+/* The provider reference of spec i (*pref new; NULL for providers and local components). A
+ * provider the spec names is created first when missing: a provider spec of the file (Pulumi
+ * creates them before any resource), or one nameTable names. */
 static int provider_ref(imp *c, size_t i, char **pref)
 {
 	const st__spec *s = &c->s[i];
 	const char *purn = NULL;
 	char *owned = NULL;
 	json_t *p;
-	int rc;
+	int rc = ST_OK;
 
 	*pref = NULL;
 	if (st_type_is_provider(s->type) || (s->component && !s->remote))
 		return ST_OK;
 	if (s->provider && *s->provider) {
+		size_t j;
 		purn = st_json_str(c->nt, s->provider);
-		for (size_t j = 0; !purn && j < c->n; j++)
+		for (j = 0; !purn && j < c->n; j++)
 			if (c->s[j].name && !strcmp(c->s[j].name, s->provider))
 				purn = c->s[j].urn;
+		for (j = 0; purn && j < c->n; j++)
+			if (c->s[j].urn && !strcmp(c->s[j].urn, purn) &&
+			    st_type_is_provider(c->s[j].type))
+				break;
+		if (purn && !index_get(&c->ix, purn))
+			rc = j < c->n ? add_spec(c, j) : named_provider(c, s, purn);
 	} else {
-		if ((rc = default_provider(c, s, &owned)) != ST_OK)
-			return rc;
+		rc = default_provider(c, s, &owned);
 		purn = owned;
 	}
-	if (!(p = purn ? index_get(&c->ix, purn) : NULL)) {
+	if (rc == ST_OK && !(p = purn ? index_get(&c->ix, purn) : NULL))
 		rc = st__err(c->err, ST_ENOTFOUND, "the provider %s for %s is not in the state",
 			     purn ? purn : "?", s->urn);
-		free(owned);
-		return rc;
-	}
+	if (rc == ST_OK && !(*pref = st__provider_ref(st_json_str(p, "urn"), st_json_str(p, "id"))))
+		rc = st__err(c->err, ST_ENOMEM, "out of memory");
 	free(owned);
-	*pref = st__provider_ref(st_json_str(p, "urn"), st_json_str(p, "id"));
-	return *pref ? ST_OK : st__err(c->err, ST_ENOMEM, "out of memory");
+	return rc;
 }
 
 /* ---- properties: given, read, or left for refresh ---- */
@@ -309,12 +468,10 @@ static int properties(imp *c, const st__spec *s, json_t **inputs, json_t **outpu
 	int rc = ST_OK;
 
 	*inputs = *outputs = NULL;
-	if (st_type_is_provider(s->type) || s->component || gout || c->o->no_read) {
+	if (s->component || gout || c->o->no_read) {
 		*inputs = gin ? json_deep_copy(gin) : json_object();
-		*outputs = gout && !s->component && !st_type_is_provider(s->type)
-				   ? json_deep_copy(gout)
-				   : json_object();
-		if (!gout && c->o->no_read && !s->component && !st_type_is_provider(s->type))
+		*outputs = gout && !s->component ? json_deep_copy(gout) : json_object();
+		if (!gout && c->o->no_read && !s->component)
 			st_changes_add(&c->rep->notes, "%s: no outputs read; the next `pulumi "
 				       "refresh` will fill them in", s->urn);
 		if (!*inputs || !*outputs)
@@ -352,21 +509,18 @@ static int limit_inputs(const st__spec *s, json_t **inputs)
 
 /* ---- the resources ---- */
 
-/* The resource of spec s, as the engine records an import. New. */
+/* The resource of spec s (not a provider), as the engine records an import. New. */
 static json_t *make_resource(imp *c, const st__spec *s, json_t *inputs, json_t *outputs,
 			     const char *pref)
 {
-	int is_prov = st_type_is_provider(s->type), bad = 0;
+	int bad = 0;
 	json_t *r = json_object();
-	char uuid[37];
 	if (!r)
 		return NULL;
 	bad |= json_object_set_new(r, "urn", json_string(s->urn));
 	bad |= json_object_set_new(r, "custom", json_boolean(!s->component));
-	if (is_prov)
-		st_uuid4(uuid);
-	if (is_prov || !s->component)
-		bad |= json_object_set_new(r, "id", json_string(is_prov ? uuid : s->id));
+	if (!s->component)
+		bad |= json_object_set_new(r, "id", json_string(s->id));
 	bad |= json_object_set_new(r, "type", json_string(s->type));
 	if (json_object_size(inputs))
 		bad |= json_object_set(r, "inputs", inputs);
@@ -374,11 +528,11 @@ static json_t *make_resource(imp *c, const st__spec *s, json_t *inputs, json_t *
 		bad |= json_object_set(r, "outputs", outputs);
 	bad |= json_object_set_new(r, "parent", json_string(s->parent_urn ? s->parent_urn
 									   : c->root));
-	if (!c->o->no_protect && !is_prov)
+	if (!c->o->no_protect)
 		bad |= json_object_set_new(r, "protect", json_true());
 	if (pref)
 		bad |= json_object_set_new(r, "provider", json_string(pref));
-	if (c->o->keep_import_id && s->id && !s->component && !is_prov)
+	if (c->o->keep_import_id && s->id && !s->component)
 		bad |= json_object_set_new(r, "importID", json_string(s->id));
 	bad |= json_object_set_new(r, "created", json_string(c->stamp));
 	bad |= json_object_set_new(r, "modified", json_string(c->stamp));
@@ -389,6 +543,17 @@ static json_t *make_resource(imp *c, const st__spec *s, json_t *inputs, json_t *
 	return r;
 }
 
+/* A provider spec: its inputs (else the deprecated providerInputs of its name), and what
+ * its version, download URL and parameterization add. */
+static int add_provider_spec(imp *c, const st__spec *s)
+{
+	json_t *base = json_object_get(s->j, "inputs");
+	if (!base)
+		base = json_object_get(c->pins, s->name);
+	return create_provider(c, s->urn, s->type, s->parent_urn,
+			       provider_inputs(base, s, s->dlurl), "provider");
+}
+
 static int add_spec(imp *c, size_t i)
 {
 	const st__spec *s = &c->s[i];
@@ -397,11 +562,16 @@ static int add_spec(imp *c, size_t i)
 	size_t nsec = 0;
 	int rc;
 
+	if (c->done[i])
+		return ST_OK; /* a provider made for an earlier user */
+	c->done[i] = 1;
 	if (index_get(&c->ix, s->urn)) {
 		st_changes_add(&c->rep->noops, "%s already exists with ID %s; nothing to do", s->urn,
 			       s->id ? s->id : "(none)");
 		return ST_OK;
 	}
+	if (st_type_is_provider(s->type))
+		return add_provider_spec(c, s);
 	if ((rc = provider_ref(c, i, &pref)) != ST_OK ||
 	    (rc = properties(c, s, &inputs, &outputs)) != ST_OK)
 		goto out;
@@ -420,8 +590,7 @@ static int add_spec(imp *c, size_t i)
 	r = NULL;
 	if (rc == ST_OK) {
 		st_changes_add(&c->rep->added, "%s (ID %s)%s", s->urn,
-			       s->component ? "none: a component"
-			       : st_type_is_provider(s->type) ? "new" : s->id,
+			       s->component ? "none: a component" : s->id,
 			       nsec ? " with encrypted secrets" : "");
 		c->rep->nadded++;
 	}
@@ -443,10 +612,22 @@ static void now_utc(char *buf, size_t size)
 
 static int import_(imp *c)
 {
+	char ptr[64];
 	int rc;
 	if ((rc = names(c)) != ST_OK || (rc = check_all(c)) != ST_OK ||
 	    (rc = check_secrets(c)) != ST_OK)
 		return rc;
+	for (size_t i = 0; i < c->n; i++)
+		if (c->s[i].ext) {
+			rc = st__err(c->err, ST_EUNSUPPORTED, "%s has an extension: extension "
+				     "parameterizations are not supported by statetool import yet",
+				     c->s[i].urn);
+			snprintf(ptr, sizeof(ptr), "/resources/%zu/extension", i);
+			st__err_pointer(c->err, ptr);
+			return rc;
+		}
+	if (!(c->done = calloc(c->n + 1, 1)))
+		return st__err(c->err, ST_ENOMEM, "out of memory");
 	now_utc(c->stamp, sizeof(c->stamp));
 	/* in order: providers before their first user */
 	for (size_t i = 0; i < c->n; i++)
@@ -475,6 +656,7 @@ int st_edit_import(st_edit *e, json_t *doc, const st_import_opts *opts,
 	c.e = e;
 	c.doc = doc;
 	c.nt = json_object_get(doc, "nameTable");
+	c.pins = json_object_get(doc, "providerInputs");
 	c.o = opts ? opts : &defaults;
 	c.rep = report;
 	c.probs = problems ? problems : &local;
@@ -492,6 +674,7 @@ int st_edit_import(st_edit *e, json_t *doc, const st_import_opts *opts,
 	}
 	st_strmap_free(&c.ix);
 	st__specs_free(c.s, c.n);
+	free(c.done);
 	free(c.stack);
 	free(c.project);
 	st_problems_clear(&local);

@@ -9,6 +9,7 @@
 /* One resource of an import file, its strings borrowed from the document. */
 typedef struct st__spec {
 	json_t *j;
+	json_t *param, *ext; /* its parameterization and extension objects, or NULL */
 	const char *type, *name, *logical, *id, *parent, *provider, *version, *dlurl;
 	int component, remote;
 	int malformed; /* the schema found it wrong: the rules leave it to the schema's problems */
@@ -36,7 +37,9 @@ int st__import_problem(st_problems *out, size_t i, const char *field, const char
 	__attribute__((format(printf, 4, 5)));
 
 /* semver.ParseTolerant, enough to check a version and to name a default provider: fills the
- * name's suffix (_4_16_0, then pre-release and build parts). -1 when not a version. */
-int st__import_parse_version(const char *v, char *suffix, size_t size);
+ * name's suffix (_4_16_0, then pre-release and build parts, as DefaultName writes them) and
+ * `norm` (may be NULL) with the version as semver prints it (" v1.2" -> "1.2.0"). -1 when not
+ * a version (or longer than the buffers). */
+int st__import_parse_version(const char *v, char *suffix, size_t size, char *norm, size_t nsize);
 
 #endif

@@ -47,43 +47,69 @@ int st__import_problem(st_problems *out, size_t i, const char *field, const char
  * the whole check fail (c->oom), never a file that looks clean. */
 #define problem(...) (c->oom |= st__import_problem(__VA_ARGS__) != ST_OK)
 
-int st__import_parse_version(const char *v, char *suffix, size_t size)
+/* The identifiers of a pre-release (pre) or build part, [p, end): non-empty, alphanumerics
+ * and '-', a numeric pre-release one without leading zeros (semver's rules). 0 or -1. */
+static int idents_ok(const char *p, const char *end, int pre)
 {
-	const char *p = v;
-	long parts[3] = {0, 0, 0};
-	size_t len = 0;
-
-	while (*p == ' ')
-		p++;
-	if (*p == 'v' || *p == 'V')
-		p++;
-	for (int n = 0; n < 3; n++) {
-		char *end;
-		if (!isdigit((unsigned char)*p))
+	for (;;) {
+		const char *q = p;
+		int digits = 1;
+		for (; q < end && *q != '.'; q++) {
+			if (!isalnum((unsigned char)*q) && *q != '-')
+				return -1;
+			digits &= isdigit((unsigned char)*q) != 0;
+		}
+		if (q == p || (pre && digits && *p == '0' && q - p > 1))
 			return -1;
-		parts[n] = strtol(p, &end, 10);
-		p = end;
-		if (*p != '.')
+		if (q == end)
+			return 0;
+		p = q + 1;
+	}
+}
+
+int st__import_parse_version(const char *v, char *suffix, size_t size, char *norm, size_t nsize)
+{
+	const char *p = v, *end = v + strlen(v), *rest, *plus = NULL, *q;
+	char *e;
+	long parts[3] = {0, 0, 0};
+	int n = 0;
+	size_t len;
+
+	while (isspace((unsigned char)*p))
+		p++;
+	while (end > p && isspace((unsigned char)end[-1]))
+		end--;
+	if (*p == 'v')
+		p++;
+	while (n < 3) {
+		if (p >= end || !isdigit((unsigned char)*p))
+			return -1;
+		parts[n++] = strtol(p, &e, 10);
+		p = e;
+		if (n == 3 || p >= end || *p != '.')
 			break;
 		p++;
 	}
-	len += (size_t)snprintf(suffix + len, size - len, "_%ld_%ld_%ld", parts[0], parts[1],
-				parts[2]);
-	if (*p == '-' || *p == '+') {
-		while (*p && len + 2 < size) {
-			if (*p == '-' || *p == '+' || *p == '.')
-				suffix[len++] = '_';
-			else if (isalnum((unsigned char)*p))
-				suffix[len++] = *p;
-			else
-				return -1;
-			p++;
-		}
-		suffix[len] = '\0';
+	rest = p;
+	if (rest < end) {
+		/* a short version (1.2) may not have pre-release or build parts */
+		if (n < 3 || (*rest != '-' && *rest != '+'))
+			return -1;
+		plus = memchr(rest, '+', (size_t)(end - rest));
+		if ((*rest == '-' && idents_ok(rest + 1, plus ? plus : end, 1)) ||
+		    (plus && idents_ok(plus + 1, end, 0)))
+			return -1;
 	}
-	while (*p == ' ')
-		p++;
-	return *p ? -1 : 0;
+	len = (size_t)snprintf(suffix, size, "_%ld_%ld_%ld", parts[0], parts[1], parts[2]);
+	for (q = rest; q < end && len + 1 < size; q++)
+		suffix[len++] = q == rest || q == plus || *q == '.' ? '_' : *q;
+	if (len >= size || q < end)
+		return -1;
+	suffix[len] = '\0';
+	if (norm && (size_t)snprintf(norm, nsize, "%ld.%ld.%ld%.*s", parts[0], parts[1], parts[2],
+				     (int)(end - rest), rest) >= nsize)
+		return -1;
+	return 0;
 }
 
 static int has_unknowns(const json_t *v, int depth)
@@ -138,6 +164,12 @@ st__spec *st__specs_load(json_t *doc, size_t *n)
 		s[i].dlurl = st_json_str(r, "pluginDownloadUrl");
 		s[i].component = st_json_bool(r, "component");
 		s[i].remote = st_json_bool(r, "remote");
+		s[i].param = json_object_get(r, "parameterization");
+		s[i].ext = json_object_get(r, "extension");
+		if (!json_is_object(s[i].param))
+			s[i].param = NULL;
+		if (!json_is_object(s[i].ext))
+			s[i].ext = NULL;
 	}
 	*n = json_array_size(res);
 	return s;
@@ -156,6 +188,7 @@ void st__specs_free(st__spec *s, size_t n)
 /* What the groups share. */
 typedef struct chk {
 	json_t *doc, *nt; /* the document and its nameTable */
+	json_t *pins;     /* its providerInputs (deprecated), or NULL */
 	st__spec *s;
 	size_t n;
 	const char *stack, *project;
@@ -179,6 +212,27 @@ static void check_provider_spec(chk *c, size_t i, const char *d)
 			"component", d);
 	if (json_object_size(json_object_get(s->j, "outputs")))
 		problem(c->out, i, "outputs", "%s is a provider and may not have outputs", d);
+}
+
+/* A parameterization (the base plugin a parameterized package is loaded from) and an
+ * extension, as parseImportFile and ToProviderParameterization check them. */
+static void check_plugin(chk *c, size_t i, const char *d)
+{
+	st__spec *s = &c->s[i];
+	const char *pv = st_json_str(s->param, "pluginVersion");
+	char suf[128];
+	if (!s->param)
+		return;
+	if (st__import_parse_version(pv ? pv : "", suf, sizeof(suf), NULL, 0) < 0)
+		problem(c->out, i, "parameterization/pluginVersion", "could not parse "
+			"parameterization version '%s' for %s: Invalid character(s) found in version",
+			pv ? pv : "", d);
+	if (!s->version || !*s->version)
+		problem(c->out, i, "parameterization", "%s has a parameterization but no version "
+			"(the parameterized package's): version must be provided", d);
+	if (s->ext)
+		problem(c->out, i, "extension", "%s has both a parameterization and an extension, "
+			"which are mutually exclusive", d);
 }
 
 static int check_spec(chk *c, size_t i)
@@ -208,13 +262,24 @@ static int check_spec(chk *c, size_t i)
 			free(d);
 			return ST_ENOMEM;
 		}
-	if (s->version && st__import_parse_version(s->version, suf, sizeof(suf)) < 0)
+	if (s->version && st__import_parse_version(s->version, suf, sizeof(suf), NULL, 0) < 0)
 		problem(c->out, i, "version", "could not parse version '%s' for %s: Invalid "
 			"character(s) found in version", s->version, d);
+	check_plugin(c, i, d);
 	for (int k = 0; k < 2; k++)
 		if (has_unknowns(json_object_get(s->j, pv[k]), 0))
 			problem(c->out, i, pv[k], "the %s for %s contain unknown values; fill them in "
 				"before importing", pv[k], d);
+	/* the deprecated providerInputs: a provider spec's inputs when it has none, and the
+	 * inputs of a provider the file names but does not declare */
+	if (s->type && st_type_is_provider(s->type) && s->name &&
+	    !json_object_get(s->j, "inputs") &&
+	    has_unknowns(json_object_get(c->pins, s->name), 0))
+		problem(c->out, i, "name", "the inputs for %s contain unknown values; fill them in "
+			"before importing", d);
+	if (s->provider && *s->provider && has_unknowns(json_object_get(c->pins, s->provider), 0))
+		problem(c->out, i, "provider", "the providerInputs for %s contain unknown values; "
+			"fill them in before importing", d);
 	free(d);
 	return ST_OK;
 }
@@ -426,6 +491,12 @@ int st__import_check_file(json_t *doc, const char *stack, const char *project,
 	memset(&c, 0, sizeof(c));
 	c.doc = doc;
 	c.nt = json_object_get(doc, "nameTable");
+	c.pins = json_object_get(doc, "providerInputs");
+	if (json_object_size(c.pins) &&
+	    st_problems_add(out, ST_SEV_WARNING, "import/deprecated", "/providerInputs", NULL,
+			    "the 'providerInputs' field is deprecated: declare the provider in "
+			    "'resources' and set its configuration via its 'inputs' instead"))
+		return st__err(err, ST_ENOMEM, "out of memory");
 	c.stack = stack && *stack ? stack : "stack";
 	c.project = project && *project ? project : "project";
 	c.out = out;
