@@ -133,12 +133,78 @@ static void test_needs_secrets(void **unused)
 	st_state_free(s);
 }
 
+/* A provider nameTable names and the state lacks is created (deploy/import.go), with the
+ * providerInputs of its name and its first user's plugin: here a parameterized one, whose base
+ * plugin goes under __internal (providers.SetProviderParameterization). */
+static void test_named_provider_created(void **unused)
+{
+	(void)unused;
+	st_state *s = tu_load("edit/base.json");
+	json_t *doc = tu_json(
+		"{\"nameTable\": {\"p\": \"urn:pulumi:dev::shop::pulumi:providers:tfx::p\"},"
+		" \"providerInputs\": {\"p\": {\"token\": \"t\"}},"
+		" \"resources\": [{\"type\": \"tfx:index:Thing\", \"name\": \"a\", \"id\": \"1\","
+		" \"provider\": \"p\", \"version\": \"0.1.0\", \"parameterization\": {\"pluginName\":"
+		" \"terraform-provider\", \"pluginVersion\": \"0.8.0\", \"value\": \"AA==\"}}]}");
+	json_t *want = tu_json("{\"__internal\": {\"name\": \"terraform-provider\", \"version\":"
+			       " \"0.8.0\", \"parameterization\": \"AA==\"}, \"token\": \"t\","
+			       " \"version\": \"0.1.0\"}");
+	st_import_opts o = ST_IMPORT_OPTS_INIT;
+	st_import_report rep;
+	st_edit *e;
+	st_handle h;
+	json_t *p;
+	o.no_read = 1;
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_import(e, doc, &o, &rep, NULL, NULL), ST_OK);
+	assert_int_equal(rep.nadded, 2);
+	assert_int_equal(st_edit_handle_of(e, "urn:pulumi:dev::shop::pulumi:providers:tfx::p", &h,
+					   NULL),
+			 ST_OK);
+	p = st_edit_resource(e, h);
+	assert_true(json_equal(json_object_get(p, "inputs"), want));
+	json_object_del(want, "__internal");
+	assert_true(json_equal(json_object_get(p, "outputs"), want));
+	assert_null(json_object_get(p, "parent"));
+	st_import_report_clear(&rep);
+	st_edit_free(e);
+	json_decref(want);
+	json_decref(doc);
+	st_state_free(s);
+}
+
+/* A secret in providerInputs needs the secrets manager too. */
+static void test_provider_inputs_need_secrets(void **unused)
+{
+	(void)unused;
+	st_state *s = tu_load("pulumi/valid-deployment-v3.json");
+	json_t *doc = tu_json("{\"nameTable\": {\"p\": \"urn:pulumi:dev::proj::pulumi:providers:"
+			      "aws::p\"}, \"providerInputs\": {\"p\": {\"key\": {\"" ST_SIG_KEY "\": \""
+			      ST_SIG_SECRET "\", \"plaintext\": \"\\\"x\\\"\"}}}, \"resources\": [{"
+			      "\"type\": \"aws:s3/bucket:Bucket\", \"name\": \"b\", \"id\": \"1\","
+			      " \"provider\": \"p\", \"outputs\": {}}]}");
+	char *before = dump(s), *after;
+	st_import_opts o = ST_IMPORT_OPTS_INIT;
+	st_import_report rep;
+	assert_int_equal(st_import(s, NULL, doc, &o, &rep, NULL, NULL), ST_EPASSPHRASE);
+	assert_int_equal(rep.needs_secrets, 1);
+	after = dump(s);
+	assert_string_equal(before, after);
+	st_import_report_clear(&rep);
+	free(before);
+	free(after);
+	json_decref(doc);
+	st_state_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_failed_import_changes_nothing),
 		cmocka_unit_test(test_import_in_a_session),
 		cmocka_unit_test(test_needs_secrets),
+		cmocka_unit_test(test_named_provider_created),
+		cmocka_unit_test(test_provider_inputs_need_secrets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

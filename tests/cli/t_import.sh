@@ -232,6 +232,183 @@ check_err "statetool: error: incorrect passphrase, please set PULUMI_CONFIG_PASS
 $T/secretdup.json: warning: duplicate object key 'name': the last value is kept, as Pulumi does; earlier values are lost on save
     at /resources/0/name"
 
+# providers as Pulumi's import creates them (deploy/import.go registerProviders, providers.Set*)
+mask() { sed -E 's/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/UUID/g; s/"20[0-9]{2}-[0-9-]+T[0-9:]+Z"/"TIME"/g'; }
+showm() { "$STATETOOL" show --json "$@" | mask; }
+P=urn:pulumi:dev::shop
+# a provider nameTable names and the state lacks: created before its first user, its inputs
+# from the deprecated providerInputs (with Pulumi's warning), the user's version and URL added
+cat > "$T/named.json" <<'J'
+{"nameTable": {"p1": "urn:pulumi:dev::shop::pulumi:providers:aws::p1",
+               "p2": "urn:pulumi:dev::shop::pulumi:providers:random::p2"},
+ "providerInputs": {"p1": {"region": "x"}},
+ "resources": [
+  {"type": "aws:s3/bucket:Bucket", "name": "b1", "id": "b", "provider": "p1", "version": "v6.1",
+   "pluginDownloadUrl": "https://get.example.com/"},
+  {"type": "aws:s3/bucket:Bucket", "name": "b2", "id": "c", "provider": "p1", "version": "7.0.0"},
+  {"type": "random:index/randomId:RandomId", "name": "r2", "id": "r", "provider": "p2"}
+ ]}
+J
+fresh
+run "named provider: dry run" sh -c "'$STATETOOL' import --dry-run --no-read --dest '$D' --file '$T/named.json' 2>&1 | sed -E 's/ID [0-9a-f-]{36}/ID UUID/'"
+check_rc 0
+check_out "$T/named.json: warning: the 'providerInputs' field is deprecated: declare the provider in 'resources' and set its configuration via its 'inputs' instead
+    at /providerInputs
+would add $P::pulumi:providers:aws::p1 (provider named in nameTable, ID UUID)
+would add $P::aws:s3/bucket:Bucket::b1 (ID b)
+would add $P::aws:s3/bucket:Bucket::b2 (ID c)
+would add $P::pulumi:providers:random::p2 (provider named in nameTable, ID UUID)
+would add $P::random:index/randomId:RandomId::r2 (ID r)
+note: $P::aws:s3/bucket:Bucket::b1: no outputs read; the next \`pulumi refresh\` will fill them in
+note: $P::aws:s3/bucket:Bucket::b2: no outputs read; the next \`pulumi refresh\` will fill them in
+note: $P::random:index/randomId:RandomId::r2: no outputs read; the next \`pulumi refresh\` will fill them in
+dry run: nothing written"
+check_same "$E/base.json" "$D"
+run "named provider" st import --no-read --dest "$D" --file "$T/named.json"
+check_rc 0; check_out_has "5 resources imported"
+run "named provider: its state" showm "$D" "$P::pulumi:providers:aws::p1"
+check_out '{
+    "urn": "urn:pulumi:dev::shop::pulumi:providers:aws::p1",
+    "custom": true,
+    "id": "UUID",
+    "type": "pulumi:providers:aws",
+    "inputs": {
+        "__internal": {
+            "pluginDownloadURL": "https://get.example.com/"
+        },
+        "region": "x",
+        "version": "6.1.0"
+    },
+    "outputs": {
+        "region": "x",
+        "version": "6.1.0"
+    },
+    "created": "TIME",
+    "modified": "TIME"
+}'
+run "named provider without inputs" showm "$D" "$P::pulumi:providers:random::p2"
+check_out '{
+    "urn": "urn:pulumi:dev::shop::pulumi:providers:random::p2",
+    "custom": true,
+    "id": "UUID",
+    "type": "pulumi:providers:random",
+    "created": "TIME",
+    "modified": "TIME"
+}'
+id=$("$STATETOOL" show --json "$D" "$P::pulumi:providers:aws::p1" | "$JSONGET" id)
+run "named provider: both users" sh -c "'$STATETOOL' show --json '$D' b1 | '$JSONGET' provider; '$STATETOOL' show --json '$D' b2 | '$JSONGET' provider"
+check_out "$P::pulumi:providers:aws::p1::$id
+$P::pulumi:providers:aws::p1::$id"
+run "named provider: valid" st validate "$D"
+check_rc 0; check_out_has "valid, 0 errors, 0 warnings (18 resources)"
+run "named provider: the file validates, with the warning" st validate "$T/named.json"
+check_rc 0
+check_out "$T/named.json: warning: [import/deprecated] the 'providerInputs' field is deprecated: declare the provider in 'resources' and set its configuration via its 'inputs' instead
+    at /providerInputs
+$T/named.json: valid, 0 errors, 1 warning (3 resources)"
+# a provider spec after its first user is created first (Pulumi creates providers before
+# resources); its outputs are its inputs, it has no parent unless the spec gives one
+printf '{"resources":[{"type":"aws:s3/bucket:Bucket","name":"b3","id":"d","provider":"late"},{"type":"pulumi:providers:aws","name":"late","version":"6.2.0","inputs":{"region":"y"}}]}' > "$T/late.json"
+fresh
+run "provider spec after its user" sh -c "'$STATETOOL' import --no-read --dest '$D' --file '$T/late.json' | sed -E 's/ID [0-9a-f-]{36}/ID UUID/'"
+check_rc 0
+check_out "added $P::pulumi:providers:aws::late (provider, ID UUID)
+added $P::aws:s3/bucket:Bucket::b3 (ID d)
+note: $P::aws:s3/bucket:Bucket::b3: no outputs read; the next \`pulumi refresh\` will fill them in
+2 resources imported"
+run "provider spec: its state" showm "$D" late
+check_out '{
+    "urn": "urn:pulumi:dev::shop::pulumi:providers:aws::late",
+    "custom": true,
+    "id": "UUID",
+    "type": "pulumi:providers:aws",
+    "inputs": {
+        "__internal": {},
+        "region": "y",
+        "version": "6.2.0"
+    },
+    "outputs": {
+        "region": "y",
+        "version": "6.2.0"
+    },
+    "created": "TIME",
+    "modified": "TIME"
+}'
+# unknown values in providerInputs: Pulumi's message
+printf '{"nameTable":{"p1":"%s::pulumi:providers:aws::p1"},"providerInputs":{"p1":{"region":"04da6b54-80e4-46f7-96ec-b56ff0331ba9"}},"resources":[{"type":"aws:s3/bucket:Bucket","name":"b1","id":"b","provider":"p1"}]}' "$P" > "$T/unknownpi.json"
+run "unknowns in providerInputs" st import --no-read --dest "$D" --file "$T/unknownpi.json"
+check_rc 1
+check_err_has "$T/unknownpi.json: error: the providerInputs for resource 'b1' of type 'aws:s3/bucket:Bucket' contain unknown values; fill them in before importing
+    at /resources/0/provider"
+
+# a parameterized package's default provider: the base plugin under __internal
+# (providers.SetProviderName/SetProviderParameterization), named by the package's version
+printf '{"resources":[{"type":"tfx:index:Thing","name":"t1","id":"t","version":"0.1.0","parameterization":{"pluginName":"terraform-provider","pluginVersion":"v0.8","value":"aGVsbG8="}}]}' > "$T/param.json"
+fresh
+run "parameterized" st import --no-read --dest "$D" --file "$T/param.json"
+check_rc 0; check_out_has "2 resources imported"
+run "parameterized default provider" showm "$D" "$P::pulumi:providers:tfx::default_0_1_0"
+check_out '{
+    "urn": "urn:pulumi:dev::shop::pulumi:providers:tfx::default_0_1_0",
+    "custom": true,
+    "id": "UUID",
+    "type": "pulumi:providers:tfx",
+    "inputs": {
+        "__internal": {
+            "name": "terraform-provider",
+            "parameterization": "aGVsbG8=",
+            "version": "0.8.0"
+        },
+        "version": "0.1.0"
+    },
+    "outputs": {
+        "version": "0.1.0"
+    },
+    "created": "TIME",
+    "modified": "TIME"
+}'
+# Pulumi's errors: a bad plugin version, a parameterization and an extension together, and
+# (ToProviderParameterization) a parameterization without the package's version
+printf '{"resources":[{"type":"aws:s3/bucket:Bucket","name":"b1","id":"b","parameterization":{"pluginName":"tf","pluginVersion":"x.y","value":"AA=="},"extension":{"name":"e","version":"1.0.0","value":"AA=="}}]}' > "$T/paramext.json"
+fresh
+run "parameterization and extension" st import --no-read --dest "$D" --file "$T/paramext.json"
+check_rc 1; check_out_empty
+check_err "$T/paramext.json: error: could not parse parameterization version 'x.y' for resource 'b1' of type 'aws:s3/bucket:Bucket': Invalid character(s) found in version
+    at /resources/0/parameterization/pluginVersion
+$T/paramext.json: error: resource 'b1' of type 'aws:s3/bucket:Bucket' has a parameterization but no version (the parameterized package's): version must be provided
+    at /resources/0/parameterization
+$T/paramext.json: error: resource 'b1' of type 'aws:s3/bucket:Bucket' has both a parameterization and an extension, which are mutually exclusive
+    at /resources/0/extension
+statetool: error: the import file has 3 errors; nothing was imported"
+check_same "$E/base.json" "$D"; check_absent "$D.bak"
+run "parameterization and extension: validate" st validate "$T/paramext.json"
+check_rc 1; check_out_has "invalid, 3 errors, 0 warnings (1 resource)"
+# an extension alone is a valid file, but statetool cannot record it yet: refused
+printf '{"resources":[{"type":"aws:s3/bucket:Bucket","name":"b1","id":"b","extension":{"name":"e","version":"1.0.0","value":"AA=="}}]}' > "$T/ext.json"
+run "extension refused" st import --no-read --dest "$D" --file "$T/ext.json"
+check_rc 1; check_out_empty
+check_err "statetool: error: $P::aws:s3/bucket:Bucket::b1 has an extension: extension parameterizations are not supported by statetool import yet (at /resources/0/extension)"
+check_same "$E/base.json" "$D"; check_absent "$D.bak"
+run "extension: the file is valid" st validate "$T/ext.json"
+check_rc 0
+
+# default provider names with the download URL (DefaultName, tokens.IntoQName); versions as
+# semver prints them
+printf '{"resources":[{"type":"foo:index:Thing","name":"t1","id":"t","version":"1.2.3-alpha-1.2+build.5","pluginDownloadUrl":"https://example.com/a b/plugins//x/"},{"type":"bar:index:Thing","name":"t2","id":"t","version":" 01.2"}]}' > "$T/url.json"
+fresh
+run "default provider: URL in the name" sh -c "'$STATETOOL' import --no-read --dest '$D' --file '$T/url.json' | grep 'default provider' | sed -E 's/ID [0-9a-f-]{36}/ID UUID/'"
+check_out "added $P::pulumi:providers:foo::default_1_2_3_alpha-1_2_build_5_https_/example.com/a_b/plugins/x (default provider, ID UUID)
+added $P::pulumi:providers:bar::default_1_2_0 (default provider, ID UUID)"
+run "default provider: inputs" sh -c "'$STATETOOL' show --json '$D' t1 | '$JSONGET' provider | sed 's/::[^:]*\$//' | xargs '$STATETOOL' show --json '$D' | '$JSONGET' inputs outputs; '$STATETOOL' show --json '$D' '$P::pulumi:providers:bar::default_1_2_0' | '$JSONGET' inputs"
+check_out '{"__internal":{"pluginDownloadURL":"https://example.com/a b/plugins//x"},"version":"1.2.3-alpha-1.2+build.5"}
+{"version":"1.2.3-alpha-1.2+build.5"}
+{"__internal":{},"version":"1.2.0"}'
+printf '{"resources":[{"type":"a:b:C","name":"s","id":"1","version":"1.2-beta"},{"type":"a:b:C","name":"z","id":"2","version":"1.2.3-01"}]}' > "$T/semver.json"
+run "short version with a pre-release, leading zero" st validate "$T/semver.json"
+check_rc 1
+check_out_has "could not parse version '1.2-beta' for resource 's'"
+check_out_has "could not parse version '1.2.3-01' for resource 'z'"
+
 # dry run; --generate-specs reverses it
 fresh
 run "dry run" st import --dry-run --dest "$D" --file "$T/specs.json"
