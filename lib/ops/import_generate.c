@@ -51,7 +51,29 @@ static const char *name_of(gen *g, const char *urn)
 	return cand;
 }
 
-/* The spec's provider: a default provider by its version only; an explicit one as a provider
+/* What names a default provider, from its inputs as Pulumi's engine writes them
+ * (providers.Set*): version, download URL (under __internal, or at the top in older states)
+ * and a parameterization (the base plugin under __internal). */
+static void default_plugin(gen *g, json_t *sp, json_t *in)
+{
+	json_t *x = json_object_get(in, "__internal");
+	const char *ver = st_json_str(in, "version");
+	const char *url = st_json_str(json_is_object(x) ? x : in, "pluginDownloadURL");
+	const char *param = st_json_str(x, "parameterization");
+	if (ver && json_object_set_new(sp, "version", json_string(ver)))
+		g->oom = 1;
+	if (url && json_object_set_new(sp, "pluginDownloadUrl", json_string(url)))
+		g->oom = 1;
+	if (param && json_object_set_new(sp, "parameterization",
+					 json_pack("{s:s,s:s,s:s}", "pluginName",
+						   st_json_str(x, "name") ? st_json_str(x, "name") : "",
+						   "pluginVersion",
+						   st_json_str(x, "version") ? st_json_str(x, "version") : "",
+						   "value", param)))
+		g->oom = 1;
+}
+
+/* The spec's provider: a default provider by what names it (version, URL, parameterization); an explicit one as a provider
  * spec in the file, before its first user, so that a re-import creates it. */
 static void add_provider(gen *g, json_t *sp, const char *prov)
 {
@@ -62,9 +84,7 @@ static void add_provider(gen *g, json_t *sp, const char *prov)
 		goto out;
 	p = live(g, pu);
 	if (u.name_len >= 7 && !strncmp(u.name, "default", 7)) {
-		const char *ver = st_json_str(json_object_get(p, "inputs"), "version");
-		if (ver)
-			json_object_set_new(sp, "version", json_string(ver));
+		default_plugin(g, sp, json_object_get(p, "inputs"));
 	} else if (p) {
 		int fresh = !st_strmap_get(&g->names, pu);
 		const char *pn = name_of(g, pu);

@@ -367,6 +367,24 @@ check_out '{
     "created": "TIME",
     "modified": "TIME"
 }'
+# --generate-specs gives what names the provider back, so a re-import makes the same one
+run "parameterized: generated spec" st import --generate-specs "$D" t1 -o -
+check_rc 0
+check_out '{
+    "resources": [
+        {
+            "type": "tfx:index:Thing",
+            "name": "t1",
+            "id": "t",
+            "version": "0.1.0",
+            "parameterization": {
+                "pluginName": "terraform-provider",
+                "pluginVersion": "0.8.0",
+                "value": "aGVsbG8="
+            }
+        }
+    ]
+}'
 # Pulumi's errors: a bad plugin version, a parameterization and an extension together, and
 # (ToProviderParameterization) a parameterization without the package's version
 printf '{"resources":[{"type":"aws:s3/bucket:Bucket","name":"b1","id":"b","parameterization":{"pluginName":"tf","pluginVersion":"x.y","value":"AA=="},"extension":{"name":"e","version":"1.0.0","value":"AA=="}}]}' > "$T/paramext.json"
@@ -403,6 +421,8 @@ run "default provider: inputs" sh -c "'$STATETOOL' show --json '$D' t1 | '$JSONG
 check_out '{"__internal":{"pluginDownloadURL":"https://example.com/a b/plugins//x"},"version":"1.2.3-alpha-1.2+build.5"}
 {"version":"1.2.3-alpha-1.2+build.5"}
 {"__internal":{},"version":"1.2.0"}'
+run "default provider with a URL: generated spec" sh -c "'$STATETOOL' import --generate-specs '$D' '$P::foo:index:Thing::t1' -o - | '$JSONGET' resources"
+check_out '[{"type":"foo:index:Thing","name":"t1","id":"t","version":"1.2.3-alpha-1.2+build.5","pluginDownloadUrl":"https://example.com/a b/plugins//x"}]'
 printf '{"resources":[{"type":"a:b:C","name":"s","id":"1","version":"1.2-beta"},{"type":"a:b:C","name":"z","id":"2","version":"1.2.3-01"}]}' > "$T/semver.json"
 run "short version with a pre-release, leading zero" st validate "$T/semver.json"
 check_rc 1
