@@ -1272,7 +1272,8 @@ ST_EXTERN void st_import_report_clear(st_import_report *r);
 /* Checks an import file (borrowed) as an import does before it looks at the destination: by
  * schemas/import.json (`schema`, borrowed; NULL: the embedded schemas) and Pulumi's rules
  * (names, IDs, components, parents and providers through nameTable, ambiguous URNs, versions,
- * unknown values), with Pulumi's messages and JSON Pointers; every error in one run. URNs are
+ * parameterizations and extensions, unknown values; a warning for the deprecated
+ * providerInputs), with Pulumi's messages and JSON Pointers; every error in one run. URNs are
  * built for `stack` and `project` (NULL: placeholders, which change no verdict). Problems are
  * appended to `out`; the result is ST_OK even when there are problems. Keys given twice: as
  * st_validate_import_file (pass the list st_json_parse filled for `doc`). */
@@ -1283,8 +1284,11 @@ ST_EXTERN int st_import_check(json_t *doc, const char *stack, const char *projec
  * would. URNs are built from nameTable and earlier specs (default parent: the root stack,
  * created if missing), for opts->dest_stack or the names st_stack_names finds in the state;
  * custom unless a component, protected unless opts->no_protect; default providers named as
- * Pulumi names them (default_4_16_0) and created with a fresh UUID when missing; importID only
- * with keep_import_id. The same URN with the same ID is a no-op; another ID is refused. Every
+ * Pulumi names them (default_4_16_0, the download URL as a QName); a provider the state lacks
+ * (default, named in nameTable, or a provider spec) created before its first user as Pulumi's
+ * import creates it (a fresh UUID; inputs from the spec or providerInputs plus version, URL and
+ * parameterization as providers.Set* write them; outputs without __internal); a spec with an
+ * extension refused (ST_EUNSUPPORTED); importID only with keep_import_id. The same URN with the same ID is a no-op; another ID is refused. Every
  * problem of the file and of the file against the state goes to `problems` (may be NULL) in one
  * run (ST_EINVAL for the file's, ST_ECONFLICT for conflicts alone). Plaintext secrets need
  * opts->secrets (else ST_EPASSPHRASE with report->needs_secrets set). `report` is filled (its
