@@ -1280,21 +1280,22 @@ ST_EXTERN void st_import_report_clear(st_import_report *r);
 ST_EXTERN int st_import_check(json_t *doc, const char *stack, const char *project,
 			      st_schema *schema, st_problems *out, st_error *err);
 
-/* In an edit session: adds the resources of an import file (borrowed) as `pulumi import`
- * would. URNs are built from nameTable and earlier specs (default parent: the root stack,
- * created if missing), for opts->dest_stack or the names st_stack_names finds in the state;
- * custom unless a component, protected unless opts->no_protect; default providers named as
- * Pulumi names them (default_4_16_0, the download URL as a QName); a provider the state lacks
- * (default, named in nameTable, or a provider spec) created before its first user as Pulumi's
- * import creates it (a fresh UUID; inputs from the spec or providerInputs plus version, URL and
- * parameterization as providers.Set* write them; outputs without __internal); a spec with an
- * extension refused (ST_EUNSUPPORTED); importID only with keep_import_id. The same URN with the same ID is a no-op; another ID is refused. Every
- * problem of the file and of the file against the state goes to `problems` (may be NULL) in one
- * run (ST_EINVAL for the file's, ST_ECONFLICT for conflicts alone). Plaintext secrets need
- * opts->secrets (else ST_EPASSPHRASE with report->needs_secrets set). `report` is filled (its
- * previous content is not freed); on any error the session is as it was. Keys given twice in
- * the file decode as Go decodes them when `problems` is the list st_json_parse filled for `doc`
- * (as st_validate_import_file; `doc` is changed to what Go decodes); else last-wins. */
+/* In an edit session: adds the resources of an import file (borrowed) as `pulumi import` would.
+ * URNs are built from nameTable and earlier specs (default parent: the root stack, created if
+ * missing), for opts->dest_stack or the names st_stack_names finds in the state; custom unless
+ * a component, protected unless opts->no_protect; default providers named as Pulumi names them
+ * (default_4_16_0, the download URL as a QName); a provider the state lacks (default, named in
+ * nameTable, or a provider spec) created before its first user as Pulumi's import creates it (a
+ * fresh UUID; inputs from the spec or providerInputs plus version, URL and parameterization as
+ * providers.Set* write them; outputs without __internal); a spec with an extension refused
+ * (ST_EUNSUPPORTED); importID only with keep_import_id. The same URN with the same ID is a
+ * no-op; another ID is refused. Every problem of the file and of the file against the state
+ * goes to `problems` (may be NULL) in one run (ST_EINVAL for the file's, ST_ECONFLICT for
+ * conflicts alone). Plaintext secrets need opts->secrets (else ST_EPASSPHRASE with
+ * report->needs_secrets set). `report` is filled (its previous content is not freed); on any
+ * error the session is as it was. Keys given twice in the file decode as Go decodes them when
+ * `problems` is the list st_json_parse filled for `doc` (as st_validate_import_file; `doc` is
+ * changed to what Go decodes); else last-wins. */
 ST_EXTERN int st_edit_import(st_edit *e, json_t *doc, const st_import_opts *opts,
 			     st_import_report *report, st_problems *problems, st_error *err);
 

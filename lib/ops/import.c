@@ -262,7 +262,8 @@ static json_t *provider_inputs(const json_t *base, const st__spec *s, const char
 		bad = !(x = internal_of(in)) ||
 		      json_object_set_new(x, "pluginDownloadURL", json_string(url));
 	if (!bad && s->param)
-		bad = !(x = internal_of(in)) || json_object_set_new(x, "name", json_string(pn ? pn : "")) ||
+		bad = !(x = internal_of(in)) ||
+		      json_object_set_new(x, "name", json_string(pn ? pn : "")) ||
 		      json_object_set(x, "version", json_object_get(in, "version")) ||
 		      json_object_set_new(in, "version", version_json(s->version)) ||
 		      json_object_set_new(x, "parameterization", base64_json(val ? val : ""));
@@ -287,8 +288,8 @@ static int create_provider(imp *c, const char *urn, const char *ptype, const cha
 	st_uuid4(uuid);
 	if (out)
 		json_object_del(out, "__internal");
-	if (!out || !(pr = json_pack("{s:s,s:b,s:s,s:s}", "urn", urn, "custom", 1, "id", uuid, "type",
-			     ptype)))
+	if (!out || !(pr = json_pack("{s:s,s:b,s:s,s:s}", "urn", urn, "custom", 1, "id", uuid,
+				     "type", ptype)))
 		goto out;
 	if ((json_object_size(inputs) && json_object_set(pr, "inputs", inputs)) ||
 	    (json_object_size(out) && json_object_set(pr, "outputs", out)) ||
@@ -358,7 +359,8 @@ static int default_provider(imp *c, const st__spec *s, char **urn)
 		goto out;
 	if (url && *url && !(qurl = into_qname(url)))
 		goto out;
-	if (!ptype || !(pname = st_asprintf("default%s%s%s", suf, qurl ? "_" : "", qurl ? qurl : "")) ||
+	if (!ptype ||
+	    !(pname = st_asprintf("default%s%s%s", suf, qurl ? "_" : "", qurl ? qurl : "")) ||
 	    !(*urn = st_urn_new(c->stack, c->project, NULL, ptype, pname)))
 		goto out;
 	rc = index_get(&c->ix, *urn) ? ST_OK

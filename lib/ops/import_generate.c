@@ -73,8 +73,9 @@ static void default_plugin(gen *g, json_t *sp, json_t *in)
 		g->oom = 1;
 }
 
-/* The spec's provider: a default provider by what names it (version, URL, parameterization); an explicit one as a provider
- * spec in the file, before its first user, so that a re-import creates it. */
+/* The spec's provider: a default provider by what names it (version, URL, parameterization);
+ * an explicit one as a provider spec in the file, before its first user, so that a re-import
+ * creates it. */
 static void add_provider(gen *g, json_t *sp, const char *prov)
 {
 	char *pu = NULL, *pid = NULL;
