@@ -16,8 +16,7 @@
  *   - Change detection as the SQLite index: place, size and tag (etag, else mtime) from the
  *     backend's listing, then the SHA-256 of the bytes read.
  */
-#include "ix.h"
-#include "store/pg.h"
+#include "pgix.h"
 #include "store/store_impl.h"
 
 #include <libpq-fe.h>
@@ -25,11 +24,6 @@
 #include <string.h>
 
 #include "store/dl.h" /* last: libpq through its table */
-
-struct st_ixpg {
-	st_pgc c;
-	int readonly;
-};
 
 /* ---- statements ---- */
 
@@ -666,7 +660,7 @@ static int read_only(st_ixpg *p, const char *sql, int n, const char *const *vals
 		     st_index_row_fn row, void *ctx, st_error *err)
 {
 	PGresult *r = NULL;
-	int rc = q(p, "BEGIN TRANSACTION READ ONLY", 0, NULL, NULL, "cannot begin", err), user = 0;
+	int rc = q(p, "BEGIN TRANSACTION READ ONLY", 0, NULL, NULL, "cannot begin", err);
 
 	if (rc != ST_OK)
 		return rc;
@@ -698,13 +692,21 @@ static int read_only(st_ixpg *p, const char *sql, int n, const char *const *vals
 		PQclear(r);
 		return rc;
 	}
-	int ncols = PQnfields(r);
+	rc = st__ixpg_rows(r, r, row, ctx, err);
+	PQclear(r);
+	return rc;
+}
+
+int st__ixpg_rows(const PGresult *r, const PGresult *named, st_index_row_fn row, void *ctx,
+		  st_error *err)
+{
+	int ncols = PQnfields(r), rc = ST_OK, user = 0;
 	const char **names = calloc((size_t)ncols + 1, sizeof(*names));
 	const char **cols = calloc((size_t)ncols + 1, sizeof(*cols));
 	if (!names || !cols)
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 	for (int c = 0; rc == ST_OK && c < ncols; c++)
-		names[c] = PQfname(r, c);
+		names[c] = PQfname(named, c);
 	for (int i = 0; rc == ST_OK && i < PQntuples(r); i++) {
 		for (int c = 0; c < ncols; c++)
 			cols[c] = PQgetisnull(r, i, c) ? NULL : PQgetvalue(r, i, c);
@@ -713,7 +715,6 @@ static int read_only(st_ixpg *p, const char *sql, int n, const char *const *vals
 	}
 	free(names);
 	free(cols);
-	PQclear(r);
 	return user ? user : rc;
 }
 
@@ -736,7 +737,20 @@ int st__ixpg_query(st_ixpg *p, const st_index_query *qy, st_index_row_fn row, vo
 	return rc;
 }
 
-int st__ixpg_sql(st_ixpg *p, const char *sql, st_index_row_fn row, void *ctx, st_error *err)
+/* ---- for pgsql.c ---- */
+
+int st__ixpg_exec(st_ixpg *p, const char *sql, int n, const char *const *vals, PGresult **out,
+		  const char *what, st_error *err)
 {
-	return read_only(p, sql, 0, NULL, row, ctx, err);
+	return q(p, sql, n, vals, out, what, err);
+}
+
+int st__ixpg_fail(st_ixpg *p, PGresult *r, const char *what, st_error *err)
+{
+	return fail(p, r, what, err);
+}
+
+void st__ixpg_rollback(st_ixpg *p)
+{
+	rollback(p);
 }

@@ -4,7 +4,7 @@
  * whose loading was half the start of every command, a query of a local index included.
  *
  * Included after <curl/curl.h> or <libpq-fe.h> by the few files that call them (http.c,
- * pgurl.c, postgres.c, lib/index/pg.c), it turns each call into a call through the table
+ * pgurl.c, postgres.c, lib/index/pg.c, lib/index/pgsql.c), it turns each call into a call through the table
  * st__curl or st__pq. The entry points load first: st__curl_load (st__http_new, through its
  * one-time setup) and st__pq_load (st__pg_url_parse, before every connection); the calls
  * that may meet a handle the library never made (a NULL PGconn, PGresult, CURL or list) are
@@ -40,6 +40,8 @@
 	X(PQfinish)                                                                            \
 	X(PQexec)                                                                              \
 	X(PQexecParams)                                                                        \
+	X(PQprepare)                                                                           \
+	X(PQdescribePrepared)                                                                  \
 	X(PQgetResult)                                                                         \
 	X(PQputCopyData)                                                                       \
 	X(PQputCopyEnd)                                                                        \
@@ -48,6 +50,7 @@
 	X(PQntuples)                                                                           \
 	X(PQnfields)                                                                           \
 	X(PQfname)                                                                             \
+	X(PQftype)                                                                             \
 	X(PQgetvalue)                                                                          \
 	X(PQgetlength)                                                                         \
 	X(PQgetisnull)                                                                         \
@@ -123,6 +126,8 @@ static inline void st__dl_PQclear(PGresult *r)
 #define PQfinish st__dl_PQfinish
 #define PQexec st__pq.PQexec
 #define PQexecParams st__pq.PQexecParams
+#define PQprepare st__pq.PQprepare
+#define PQdescribePrepared st__pq.PQdescribePrepared
 #define PQgetResult st__pq.PQgetResult
 #define PQputCopyData st__pq.PQputCopyData
 #define PQputCopyEnd st__pq.PQputCopyEnd
@@ -131,6 +136,7 @@ static inline void st__dl_PQclear(PGresult *r)
 #define PQntuples st__pq.PQntuples
 #define PQnfields st__pq.PQnfields
 #define PQfname st__pq.PQfname
+#define PQftype st__pq.PQftype
 #define PQgetvalue st__pq.PQgetvalue
 #define PQgetlength st__pq.PQgetlength
 #define PQgetisnull st__pq.PQgetisnull
