@@ -10,6 +10,7 @@
 
 #include "servers.h"
 #include "store/pg.h"
+#include "index/pgix.h"
 
 #include <ctype.h>
 #include <libpq-fe.h>
@@ -670,6 +671,56 @@ static void test_request_hook(void **state)
 	assert_string_equal(log.lines[5], "DELETE /statetool_hook/statetool/x/z 200");
 }
 
+/* ---- --sql on an index: what a stored query tree names (lib/index/pgsql.c) ---- */
+
+static void check_refs(const char *tree, const char *rel, const char *func, const char *oper,
+		       const char *type, const char *node)
+{
+	ixpg_refs r;
+	assert_int_equal(st__ixpg_tree_refs(tree, &r), ST_OK);
+	assert_string_equal(r.oids[IXPG_REL].data, rel);
+	assert_string_equal(r.oids[IXPG_FUNC].data, func);
+	assert_string_equal(r.oids[IXPG_OPER].data, oper);
+	assert_string_equal(r.oids[IXPG_TYPE].data, type);
+	assert_string_equal(r.node, node);
+	st__ixpg_refs_free(&r);
+}
+
+static void test_tree_refs(void **state)
+{
+	(void)state;
+	/* as PostgreSQL 15 stores SELECT s.qname, pg_sleep(0)::text, row_number() OVER (ORDER BY
+	 * s.id), (s.id, 'x') < (1, 'y') FROM stacks s ORDER BY 1 (cut down) */
+	check_refs("({QUERY :commandType 1 :rtable ({RANGETBLENTRY :alias {ALIAS :aliasname s "
+		   ":colnames <>} :eref {ALIAS :aliasname s :colnames (\"id\" \"qname\")} "
+		   ":rtekind 0 :relid 16570 :relkind r :tablesample <> :selectedCols (b 8 9)}) "
+		   ":targetList ({TARGETENTRY :expr {VAR :varno 1 :varattno 2 :vartype 25 "
+		   ":vartypmod 655366 :varcollid 100} :resno 1 :resname qname :resorigtbl 16570} "
+		   "{TARGETENTRY :expr {COERCEVIAIO :arg {FUNCEXPR :funcid 2626 :funcresulttype "
+		   "2278 :args ({FUNCEXPR :funcid 316 :funcresulttype 701 :args ({CONST :consttype "
+		   "23 :consttypmod -1 :constvalue 4 [ 0 0 0 0 0 0 0 0 ]})})} :resulttype 25} "
+		   ":resname c2} {TARGETENTRY :expr {WINDOWFUNC :winfnoid 3100 :wintype 20} "
+		   ":resname c3} {TARGETENTRY :expr {ROWCOMPAREEXPR :rctype 1 :opnos (o 418 664) "
+		   ":opfamilies (o 1976 1994) :inputcollids (o 0 100)}}) :sortClause "
+		   "({SORTGROUPCLAUSE :tleSortGroupRef 1 :eqop 98 :sortop 664 :nulls_first false}) "
+		   ":windowClause ({WINDOWCLAUSE :startInRangeFunc 0 :endInRangeFunc 4126}) "
+		   ":limitCount <>})",
+		   "{16570}", "{2626,316,3100,4126}", "{418,664,98,664}", "{1,25,2278,701,23,25,20,1}",
+		   "");
+	/* a name or a string is no field, node or number: its spaces and brackets escaped */
+	check_refs("({TARGETENTRY :resname a\\ :funcid\\ 2626 :resorigtbl 0} {TARGETENTRY "
+		   ":resname :funcid :ressortgroupref 7} {TARGETENTRY :resname \\{XMLEXPR "
+		   ":resno 2} {TARGETENTRY :resname \\123 :resno 3})",
+		   "{}", "{}", "{}", "{}", "");
+	/* a node --sql never runs, the first one named; a list of another kind is no OID */
+	check_refs("{QUERY :targetList ({TARGETENTRY :expr {COERCETODOMAIN :arg {CONST "
+		   ":consttype 23} :resulttype 16999} } {TARGETENTRY :expr {XMLEXPR :op 0}}) "
+		   ":aggargtypes (o 20 16400) :coltypes (i 5) :opnos <> :funcid <>}",
+		   "{}", "{}", "{}", "{23,16999,20,16400}", "COERCETODOMAIN");
+	check_refs("{QUERY {\\FUNCEXPR :funcid 1}}", "{}", "{1}", "{}", "{}", "\\FUNCEXPR");
+	check_refs("{", "{}", "{}", "{}", "{}", "(end)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -686,6 +737,7 @@ int main(void)
 		cmocka_unit_test_setup(test_like_prefix, setup),
 		cmocka_unit_test_setup(test_backup_in_transaction, setup),
 		cmocka_unit_test_setup(test_request_hook, setup),
+		cmocka_unit_test(test_tree_refs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

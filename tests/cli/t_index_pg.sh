@@ -168,6 +168,85 @@ for sql in "SET TRANSACTION READ WRITE" "NOTIFY x" "COPY stacks TO STDOUT" "PREP
 	check_rc 2; check_out_empty
 	check_err "statetool: error: only queries are allowed (the index is opened read-only): a statement that returns no rows is refused"
 done
+# --sql reads the index and nothing else (lib/index/pgsql.c): what a READ ONLY transaction
+# still lets a SELECT do on the server is refused before anything of the statement runs.
+# Another session of the same role, busy for a few seconds (another member's update), is
+# neither cancelled nor ended, not even by a DO block.
+app=st_victim_$$
+(PGPASSWORD=$ST_TEST_PGPASSWORD PGAPPNAME=$app psql -X -q -At -v ON_ERROR_STOP=1 \
+	-h "$ST_TEST_PGHOST" -p "$ST_TEST_PGPORT" -U "$ST_TEST_PGUSER" -d "$ST_TEST_PGDATABASE" \
+	-c "SELECT 'finished' FROM pg_sleep(4)" >"$T/victim.out" 2>&1; echo $? >"$T/victim.rc") &
+victim=
+for _ in $(seq 100); do
+	victim=$(psqlx -At -c "SELECT pid FROM pg_stat_activity WHERE application_name = '$app' AND state = 'active'")
+	[ -n "$victim" ] && break
+	sleep 0.05
+done
+current="the other session is running"; if [ -n "$victim" ]; then ok; else bad "no session '$app'"; victim=0; fi
+for sql in "SELECT pg_cancel_backend($victim)" "SELECT pg_terminate_backend($victim)" \
+	"SELECT 1 AS n FROM stacks WHERE pg_cancel_backend($victim) LIMIT 1" \
+	"WITH x AS (SELECT pg_terminate_backend($victim) AS t) SELECT count(*) FROM x"; do
+	run "--sql refused: $sql" st query --db "$PG" --sql "$sql"
+	check_rc 2; check_out_empty
+	check_err_has "statetool: error: --sql reads the index and nothing else: 'function pg_"
+	check_err_has "_backend(integer"
+done
+run "--sql refused: DO" st query --db "$PG" --sql "DO \$\$BEGIN PERFORM pg_cancel_backend($victim); END\$\$"
+check_rc 2; check_err "statetool: error: only queries are allowed (the index is opened read-only): a statement that returns no rows is refused"
+current="the other session was still running"
+if [ -n "$(psqlx -At -c "SELECT pid FROM pg_stat_activity WHERE pid = $victim AND state = 'active'")" ]; then ok; else bad "it ended before the refusals: they prove nothing"; fi
+wait
+current="the other session's query completed"
+if [ "$(cat "$T/victim.rc")" = 0 ] && [ "$(cat "$T/victim.out")" = finished ]; then ok; else bad "$(cat "$T/victim.out")"; fi
+# the other functions that act outside the transaction, and what is not the index
+psqlx -c "CREATE TABLE $SCHEMA.pg26_other (a INT); CREATE FUNCTION $SCHEMA.pg26_one() RETURNS INT IMMUTABLE LANGUAGE sql AS 'SELECT 1'" >/dev/null
+while IFS='|' read -r sql what; do
+	run "--sql refused: $sql" st query --db "$PG" --sql "$sql"
+	check_rc 2; check_out_empty
+	check_err "statetool: error: --sql reads the index and nothing else: $what"
+done <<LIST
+SELECT 1 AS n FROM stacks WHERE pg_try_advisory_lock(4711)|'function pg_try_advisory_lock(bigint)' is refused
+SELECT pg_advisory_lock(4711) IS NULL|'function pg_advisory_lock(bigint)' is refused
+SELECT set_config('statement_timeout', '0', false)|'function set_config(text,text,boolean)' is refused
+SELECT 1 WHERE pg_notify('pg26', 'x') IS NULL|'function pg_notify(text,text)' is refused
+SELECT pg_notify('pg26', 'x')|column 'pg_notify' has no value (void): a function called for what it does is refused
+SELECT lo_import('/etc/hostname')|'function lo_import(text)' is refused
+SELECT lo_export(lo_from_bytea(0, 'x'), '/tmp/pg26-lo')|'function lo_export(oid,text)' is refused
+SELECT pg_sleep(100)|column 'pg_sleep' has no value (void): a function called for what it does is refused
+SELECT count(*) FROM stacks WHERE pg_sleep(100) IS NOT NULL|'function pg_sleep(double precision)' is refused
+SELECT pg_read_file('postgresql.conf')|'function pg_read_file(text)' is refused
+SELECT query_to_xml('DELETE FROM meta', true, false, '')|'function query_to_xml(text,boolean,boolean,text)' is refused
+SELECT nextval('stacks_id_seq')|'function nextval(regclass)' is refused
+SELECT current_setting('search_path')|'function current_setting(text)' is refused
+SELECT pg26_one()|'function pg26_one()' is refused
+SELECT count(*) FROM pg_stat_activity|'view pg_stat_activity' is refused
+SELECT * FROM pg26_other|'table pg26_other' is refused
+SELECT 1::information_schema.cardinal_number|a cast to a domain is refused
+SELECT xmlelement(name a)|an XML function is refused
+SELECT count(*) FROM stacks TABLESAMPLE BERNOULLI (50)|TABLESAMPLE is refused
+LIST
+for sql in "EXPLAIN SELECT 1" "SHOW search_path"; do
+	run "--sql refused: $sql" st query --db "$PG" --sql "$sql"
+	check_rc 2; check_err "statetool: error: only queries are allowed (SELECT, VALUES, TABLE, WITH ... SELECT): '${sql%% *}' is refused"
+done
+run "--sql refused: a WITH that writes" st query --db "$PG" --sql "WITH d AS (DELETE FROM meta RETURNING key) SELECT count(*) FROM d"
+check_rc 2; check_err "statetool: error: only read-only statements are allowed (the index is opened read-only)"
+# a statement that runs too long is stopped at statement_timeout (the URL's here: lower than
+# the 60 s --sql allows at most)
+run "--sql past its time limit" st query --db "$PG&statement_timeout=300" --sql "SELECT count(*) AS n FROM generate_series(1, 100000000000) a"
+check_rc 1; check_out_empty
+check_err "statetool: error: index '$redacted&statement_timeout=300': the query was stopped at its time limit (statement_timeout 300ms: --sql on PostgreSQL runs at most 60 s, less if the URL or the role sets less)"
+# what queries over the index use still works: CTEs, window functions, set operations, json,
+# text, date and format functions, records
+same3 "--sql a CTE and a window function" --sql "WITH t AS (SELECT type, count(*) AS n FROM resources GROUP BY type) SELECT type, n, rank() OVER (ORDER BY n DESC, type) AS r, sum(n) OVER (ORDER BY n DESC, type ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running FROM t ORDER BY r"
+same3 "--sql a union and subqueries" --sql "SELECT qname AS q FROM stacks WHERE id IN (SELECT stack_id FROM pending) OR EXISTS (SELECT 1 FROM secrets x WHERE x.stack_id = stacks.id) UNION SELECT 'none' ORDER BY 1"
+run "--sql json, text and format functions" st query --db "$PG" --csv --sql "SELECT split_part(qname, '/', 2) AS project, string_agg(stack, ',' ORDER BY stack) AS stacks, jsonb_build_object('n', count(*))->>'n' AS n, format('%s!', upper(min(stack))) AS f, to_char(count(*), 'FM00') AS c, json_agg(DISTINCT lower(envelope))::text AS j, bool_and(indexed_at::timestamptz <= now() AND length(sha256) = 64 AND sha256 ~ '^[0-9a-f]+\$') AS ok, (min(id) > 0, 'x') AS rec FROM stacks GROUP BY 1 ORDER BY 1"
+check_rc 0; check_err_empty
+check_out 'project,stacks,n,f,c,j,ok,rec
+data,"dev,eu,prod,stage",4,DEV!,04,"[""checkpoint""]",t,"(t,x)"
+edit,main,1,MAIN!,01,"[""checkpoint""]",t,"(t,x)"
+shop,"dev,eu,prod,stage",4,DEV!,04,"[""checkpoint""]",t,"(t,x)"
+web,"dev,eu,eu,prod,stage",5,DEV!,05,"[""checkpoint""]",t,"(t,x)"'
 same "after refused writes" --sql "SELECT count(*) AS n FROM resources"
 check_out "n
 $total"
