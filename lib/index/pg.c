@@ -9,10 +9,10 @@
  *     a stack gone from the backend is removed only if its row is still the one this updater
  *     read (same xmin), so a stack another updater has just indexed is never lost, and only
  *     if its place is in this backend (ix_scope), so backends sharing the index keep theirs.
- *   - Queries and --sql run in a READ ONLY transaction that is always rolled back, one
- *     statement (the extended protocol refuses several); a read-only index also sets the
- *     session read-only. A statement that writes fails with the server's "cannot execute ... in
- *     a read-only transaction" (ST_EREFUSED).
+ *   - Queries run in a READ ONLY transaction that is always rolled back, one statement (the
+ *     extended protocol refuses several); a read-only index also sets the session read-only.
+ *     A statement that writes fails with the server's "cannot execute ... in a read-only
+ *     transaction" (ST_EREFUSED). --sql is checked first, then run so (pgsql.c).
  *   - Change detection as the SQLite index: place, size and tag (etag, else mtime) from the
  *     backend's listing, then the SHA-256 of the bytes read.
  */
