@@ -290,6 +290,7 @@ check_rc 0; check_out_has "postgres://[USER[:PASSWORD]@][HOST][:PORT][/DATABASE]
 check_out_has "PGPASSWORD"; check_out_has "Messages never show the password"
 run "query --help" st query --help
 check_rc 0; check_out_has "--db PATH|URL"; check_out_has "returns no rows (BEGIN, COMMIT, SET, COPY...)"
+check_out_has "is checked before it runs: a function that acts on the server"; check_out_has "json_agg... run); it stops after 60 s (statement_timeout; sooner"
 
 # ---- several updaters at once, over overlapping backends, into an empty database ----
 # B1 and B2 share project `core` (other contents: different resource counts), so each update of
