@@ -247,6 +247,9 @@ data,"dev,eu,prod,stage",4,DEV!,04,"[""checkpoint""]",t,"(t,x)"
 edit,main,1,MAIN!,01,"[""checkpoint""]",t,"(t,x)"
 shop,"dev,eu,prod,stage",4,DEV!,04,"[""checkpoint""]",t,"(t,x)"
 web,"dev,eu,eu,prod,stage",5,DEV!,05,"[""checkpoint""]",t,"(t,x)"'
+run "--sql named arguments" st query --db "$PG" --csv --sql "SELECT make_interval(days => count(*)::int) AS i FROM stacks"
+check_rc 0; check_err_empty; check_out "i
+14 days"
 same "after refused writes" --sql "SELECT count(*) AS n FROM resources"
 check_out "n
 $total"
