@@ -28,6 +28,12 @@ void st_move_report_clear(st_move_report *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* The members of a source resource the move's passes read, read once (borrowed: the
+ * resource's own strings; a skeleton made full keeps them). */
+typedef struct res_f {
+	const char *urn, *parent, *type, *provider;
+} res_f;
+
 /* One move. */
 typedef struct mv {
 	st_edit *se, *de;
@@ -36,6 +42,8 @@ typedef struct mv {
 	st_error *err;
 	json_t *sres;          /* the source's resources */
 	size_t n;
+	res_f *f;              /* per source index, as the move began */
+	size_t ext_refs;       /* resources of either state with an extensionRef */
 	char *moved;           /* per source index: 1 moved */
 	st_strmap src_index;   /* urn -> first index (a) */
 	st_strmap moved_urns;  /* the URNs that move */
@@ -210,11 +218,17 @@ static int check_valid(mv *c)
 	return rc;
 }
 
+/* st__is_root_stack of source resource i. */
+static int is_root(const mv *c, size_t i)
+{
+	const res_f *f = &c->f[i];
+	return f->type && !strcmp(f->type, ST_ROOT_STACK_TYPE) && (!f->parent || !*f->parent);
+}
+
 /* The resources the patterns select (exact URNs or globs). */
 static int select_resources(mv *c)
 {
-	json_t *r;
-	size_t i, hits = 0;
+	size_t hits = 0;
 
 	for (size_t p = 0; p < c->o->npatterns; p++) {
 		const char *pat = c->o->patterns[p];
@@ -223,12 +237,12 @@ static int select_resources(mv *c)
 		/* the pattern's literal start: a URN without it cannot match (fnmatch, which may
 		 * go through wide characters, is asked only about the others) */
 		size_t lit = strcspn(pat, "*?[\\");
-		json_array_foreach(c->sres, i, r) {
-			const char *u = st_json_str(r, "urn");
+		for (size_t i = 0; i < c->n; i++) {
+			const char *u = c->f[i].urn;
 			if (!u || (glob ? strncmp(u, pat, lit) != 0 || fnmatch(pat, u, 0) != 0
 					: strcmp(pat, u) != 0))
 				continue;
-			if (st_type_is_provider(st_json_str(r, "type")))
+			if (st_type_is_provider(c->f[i].type))
 				return st__err(c->err, ST_EINVAL,
 					       "cannot move providers. Only resources can be moved, "
 					       "and providers will be included automatically (%s)",
@@ -249,15 +263,12 @@ static int select_resources(mv *c)
 /* Marks the parent of every moved resource (not the root stack nor a provider). */
 static int add_parents(mv *c)
 {
-	json_t *r;
-	size_t i;
 	int changed = 0;
-	json_array_foreach(c->sres, i, r) {
-		const char *par = c->moved[i] ? st_json_str(r, "parent") : NULL;
+	for (size_t i = 0; i < c->n; i++) {
+		const char *par = c->moved[i] ? c->f[i].parent : NULL;
 		st_strmap_slot *ps = par ? st_strmap_get(&c->src_index, par) : NULL;
-		json_t *pr = ps ? json_array_get(c->sres, ps->a) : NULL;
-		if (!pr || c->moved[ps->a] || st__is_root_stack(pr) ||
-		    st_type_is_provider(st_json_str(pr, "type")))
+		if (!ps || c->moved[ps->a] || is_root(c, ps->a) ||
+		    st_type_is_provider(c->f[ps->a].type))
 			continue;
 		c->moved[ps->a] = 1;
 		changed = 1;
@@ -269,16 +280,13 @@ static int add_parents(mv *c)
  * parent comes after its child: not in a valid state, where one pass is enough). */
 static int add_children(mv *c)
 {
-	json_t *r;
-	size_t i;
 	int changed = 0, late = 0;
-	json_array_foreach(c->sres, i, r) {
-		const char *par = st_json_str(r, "parent");
+	for (size_t i = 0; i < c->n; i++) {
+		const char *par = c->f[i].parent;
 		st_strmap_slot *ps = par ? st_strmap_get(&c->src_index, par) : NULL;
 		if (ps && ps->a > i)
 			late = 1;
-		if (c->moved[i] || !ps || !c->moved[ps->a] ||
-		    st_type_is_provider(st_json_str(r, "type")))
+		if (c->moved[i] || !ps || !c->moved[ps->a] || st_type_is_provider(c->f[i].type))
 			continue;
 		c->moved[i] = 1;
 		changed = 1;
@@ -291,16 +299,14 @@ static int add_children(mv *c)
  * of URNs that move and stay. */
 static int expand(mv *c)
 {
-	json_t *r;
-	size_t i;
 	int created;
 	while (c->o->include_parents && add_parents(c))
 		;
 	while (add_children(c))
 		;
-	json_array_foreach(c->sres, i, r) {
-		const char *u = st_json_str(r, "urn");
-		if (c->moved[i] && st__is_root_stack(r))
+	for (size_t i = 0; i < c->n; i++) {
+		const char *u = c->f[i].urn;
+		if (c->moved[i] && is_root(c, i))
 			c->moved[i] = 0;
 		if (!u || (!c->moved[i] && !c->repeats))
 			continue;
@@ -320,11 +326,16 @@ static int index_source(mv *c)
 	c->n = json_array_size(c->sres);
 	if (!c->n)
 		return st__err(c->err, ST_ENOTFOUND, "source stack has no resources");
-	if (!(c->moved = calloc(c->n, 1)))
+	if (!(c->moved = calloc(c->n, 1)) || !(c->f = calloc(c->n, sizeof(*c->f))))
 		return oom(c);
 	json_array_foreach(c->sres, i, r) {
-		const char *u = st_json_str(r, "urn");
+		const char *u = st_json_str(r, "urn"), *ext = st_json_str(r, "extensionRef");
 		st_strmap_slot *sl = u ? st_strmap_put(&c->src_index, u, &created) : NULL;
+		c->f[i].urn = u;
+		c->f[i].parent = st_json_str(r, "parent");
+		c->f[i].type = st_json_str(r, "type");
+		c->f[i].provider = st_json_str(r, "provider");
+		c->ext_refs += ext && *ext;
 		if (u && !sl)
 			return oom(c);
 		if (sl && created)
@@ -347,7 +358,8 @@ static int index_dest(mv *c)
 		st_changes_add(&c->rep->plan, "create the destination's root stack %s", c->droot);
 	res = st__edit_resources(c->de);
 	json_array_foreach(res, i, r) {
-		const char *u = st_json_str(r, "urn");
+		const char *u = st_json_str(r, "urn"), *ext = st_json_str(r, "extensionRef");
+		c->ext_refs += ext && *ext;
 		st_strmap_slot *sl = u ? st_strmap_put(&c->dst, u, &created) : NULL;
 		if (u && !sl)
 			return oom(c);
@@ -460,15 +472,15 @@ static int providers(mv *c)
 	int created, rc = ST_OK;
 
 	st_strmap_init(&used);
-	json_array_foreach(c->sres, i, r) {
-		const char *pr = c->moved[i] ? st_json_str(r, "provider") : NULL;
+	for (i = 0; i < c->n; i++) {
+		const char *pr = c->moved[i] ? c->f[i].provider : NULL;
 		if (pr && !st_strmap_put(&used, pr, &created))
 			rc = oom(c);
 	}
 	json_array_foreach(c->sres, i, r) {
 		char *ref;
 		int uses;
-		if (rc || !st_type_is_provider(st_json_str(r, "type")))
+		if (rc || !st_type_is_provider(c->f[i].type))
 			continue;
 		ref = st__provider_ref(st_json_str(r, "urn"), st_json_str(r, "id"));
 		uses = ref && st_strmap_get(&used, ref);
@@ -791,6 +803,10 @@ static int extensions(mv *c)
 	st_buf missing, ignored; /* (what the source's remaining resources miss is not ours) */
 	int rc;
 
+	/* no blobs and no resource refers to one (the copies' refs are their originals'): none
+	 * to map, and set_extensions would change nothing */
+	if (!sext && !dext && !c->ext_refs)
+		return ST_OK;
 	st_buf_init(&missing);
 	st_buf_init(&ignored);
 	st_buf_adds(&missing, "[");
@@ -887,6 +903,7 @@ int st_edit_move(st_edit *src, st_edit *dst, const st_move_opts *o, st_move_repo
 		rep->needs_secrets = needs;
 	}
 	free(c.moved);
+	free(c.f);
 	free(c.sstack);
 	free(c.sproj);
 	free(c.dstack);
