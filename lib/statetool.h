@@ -340,6 +340,20 @@ ST_EXTERN const char *st_store_url(const st_store *s);
 /* The scheme ("file", ...) (borrowed). */
 ST_EXTERN const char *st_store_scheme(const st_store *s);
 
+/* Which objects the store reaches, as a string (*out new: free()) that is the same for two
+ * stores over the same objects however their URLs are spelt, and differs when they reach
+ * different ones: the scheme, where the service is (an endpoint URL with its scheme and host
+ * in lower case and without its scheme's own port), the bucket, container, database and table,
+ * and the key prefix; never credentials, nor parameters that only choose how to reach it
+ * (query order, S3's region and addressing style, timeouts, sslmode...). file: the real path of
+ * the directory (symbolic links resolved: ST_ENOTFOUND when it is gone); s3: bucket, prefix and
+ * the endpoint when one is given (URL, AWS_ENDPOINT_URL*, profile: AWS's own buckets are one
+ * namespace); azblob: container and prefix at the service (account and domain); gs: bucket and
+ * prefix at the JSON API; postgres: host, port, database (the user's own when none is named),
+ * table and prefix. Two stores with equal identities are the same place: a move between them
+ * is refused, a journal recognises its other side, a lock this process holds is known. */
+ST_EXTERN int st_store_identity(const st_store *s, char **out, st_error *err);
+
 /* 1 when `key` is a valid key (see above), else 0. */
 ST_EXTERN int st_store_key_valid(const char *key);
 
@@ -1510,6 +1524,12 @@ ST_EXTERN void st_backend_free(st_backend *b);
 /* The URL it was opened with, and its kind ("diy") (borrowed). */
 ST_EXTERN const char *st_backend_url(const st_backend *b);
 ST_EXTERN const char *st_backend_kind(const st_backend *b);
+
+/* The backend's identity (*out new: free()): a DIY backend's is its store's
+ * (st_store_identity), Pulumi Cloud's its service URL (scheme and host in lower case, without
+ * the scheme's own port or a trailing '/'). Two backends with equal identities hold the same
+ * stacks. */
+ST_EXTERN int st_backend_identity(const st_backend *b, char **out, st_error *err);
 
 /* Whether the backend holds Pulumi's layout at all: a DIY backend has .pulumi/ (meta.yaml or
  * anything below .pulumi/), which Pulumi writes when it first uses a store. A store without

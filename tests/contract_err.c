@@ -146,6 +146,34 @@ static int c_store_list(st_error *err)
 
 static int c_store_delete(st_error *err) { return st_store_delete(F.store, "missing", err); }
 
+/* A store (or backend) whose directory is gone has no identity: a fresh one each call. */
+static int gone_identity(int backend, st_error *err)
+{
+	static int n;
+	char name[32], *dir, *id = NULL;
+	st_store *s = NULL;
+	st_backend *b = NULL;
+	int rc;
+	snprintf(name, sizeof(name), "gone-%d", n++);
+	dir = scratch(name);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	if (backend)
+		assert_int_equal(st_backend_open(&b, dir, NULL), ST_OK);
+	else
+		assert_int_equal(st_store_open(&s, dir, NULL), ST_OK);
+	assert_int_equal(rmdir(dir), 0);
+	rc = backend ? st_backend_identity(b, &id, err) : st_store_identity(s, &id, err);
+	assert_null(id);
+	st_store_free(s);
+	st_backend_free(b);
+	free(dir);
+	return rc;
+}
+
+static int c_store_identity(st_error *err) { return gone_identity(0, err); }
+
+static int c_backend_identity(st_error *err) { return gone_identity(1, err); }
+
 static int c_store_copy(st_error *err) { return st_store_copy(F.store, "missing", "x", err); }
 
 static int c_file_read(st_error *err)
@@ -961,7 +989,7 @@ static const err_case cases[] = {
 	CASE(set_threads), CASE(set_hooks), CASE(set_net), CASE(json_parse), CASE(json_load_file),
 	CASE(schema_compile), CASE(schema_validate), CASE(store_open),
 	CASE(store_open_file), CASE(store_read), CASE(store_stat), CASE(store_writer_write),
-	CASE(store_write), CASE(store_write_fill), CASE(store_list), CASE(store_delete),
+	CASE(store_write), CASE(store_write_fill), CASE(store_list), CASE(store_delete), CASE(store_identity), CASE(backend_identity),
 	CASE(store_copy), CASE(file_read), CASE(file_decompress), CASE(file_write_atomic),
 	CASE(state_load_file), CASE(state_load_buffer),
 	CASE(state_from_json), CASE(state_set_envelope), CASE(state_save), CASE(validate),

@@ -281,6 +281,191 @@ static void test_check_place(void **unused)
 	st_state_free(s);
 }
 
+
+/* ---- identities ---- */
+
+static char *store_id(const char *url)
+{
+	st_store *s = NULL;
+	char *id = NULL;
+	st_error err;
+	st_error_clear(&err);
+	if (st_store_open(&s, url, &err) != ST_OK)
+		fail_msg("%s: %s", url, err.message);
+	assert_int_equal(st_store_identity(s, &id, NULL), ST_OK);
+	st_store_free(s);
+	return id;
+}
+
+static char *backend_id(const char *url)
+{
+	st_backend *b = NULL;
+	char *id = NULL;
+	st_error err;
+	st_error_clear(&err);
+	if (st_backend_open(&b, url, &err) != ST_OK)
+		fail_msg("%s: %s", url, err.message);
+	assert_int_equal(st_backend_identity(b, &id, NULL), ST_OK);
+	st_backend_free(b);
+	return id;
+}
+
+/* The identity of `url` is `want`, and that of every other spelling. */
+static void ids(char *(*fn)(const char *), const char *want, const char *const *urls)
+{
+	for (size_t i = 0; urls[i]; i++) {
+		char *id = fn(urls[i]);
+		if (strcmp(id, want))
+			fail_msg("%s: identity '%s', not '%s'", urls[i], id, want);
+		free(id);
+	}
+}
+
+static void differ(char *(*fn)(const char *), const char *a, const char *b)
+{
+	char *x = fn(a), *y = fn(b);
+	if (!strcmp(x, y))
+		fail_msg("'%s' and '%s': the same identity '%s'", a, b, x);
+	free(x);
+	free(y);
+}
+
+static void test_identity_file(void **state)
+{
+	char *dir = tu_tmpdir(), *real = realpath(dir, NULL), *want, *u[6], *link, *sub;
+	st_store *s = NULL;
+	st_backend *b = NULL;
+	st_error err;
+	(void)state;
+	want = st_asprintf("file://%s", real);
+	link = st_path_join(dir, "link");
+	sub = st_path_join(dir, "sub");
+	assert_int_equal(mkdir(sub, 0755), 0);
+	assert_int_equal(symlink(sub, link), 0);
+	u[0] = st_strdup(dir);
+	u[1] = st_asprintf("file://%s", dir);
+	u[2] = st_asprintf("%s/", dir);
+	u[3] = st_asprintf("file://%s/./sub/..?no_tmp_dir=true", dir);
+	u[4] = NULL;
+	ids(store_id, want, (const char *const *)u);
+	ids(backend_id, want, (const char *const *)u);
+	differ(store_id, dir, sub);
+	u[5] = store_id(link); /* a symbolic link: the directory it names */
+	free(want);
+	want = st_asprintf("file://%s/sub", real);
+	assert_string_equal(u[5], want);
+	/* a name with '?' or '%' cannot pass for a query */
+	char *odd = st_path_join(dir, "a?b=%");
+	assert_int_equal(mkdir(odd, 0755), 0);
+	char *oid = store_id(odd);
+	free(want);
+	want = st_asprintf("file://%s/a%%3Fb%%3D%%25", real);
+	assert_string_equal(oid, want);
+	/* a store whose directory is gone has none */
+	assert_int_equal(st_store_open(&s, sub, NULL), ST_OK);
+	assert_int_equal(st_backend_open(&b, sub, NULL), ST_OK);
+	assert_int_equal(unlink(link), 0);
+	assert_int_equal(rmdir(sub), 0);
+	st_error_clear(&err);
+	char *id = (char *)1;
+	assert_int_equal(st_store_identity(s, &id, &err), ST_ENOTFOUND);
+	assert_null(id);
+	assert_non_null(strstr(err.message, "has no real path"));
+	assert_int_equal(st_backend_identity(b, &id, NULL), ST_ENOTFOUND);
+	st_store_free(s);
+	st_backend_free(b);
+	for (int i = 0; i < 6; i++)
+		free(u[i]);
+	free(oid);
+	free(odd);
+	free(want);
+	free(link);
+	free(sub);
+	free(real);
+	tu_rmdir(dir);
+}
+
+static void clear_cloud_env(void)
+{
+	static const char *const vars[] = {
+		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+		"AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
+		"AWS_ENDPOINT_URL_S3", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
+		"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "AZURE_STORAGE_CONNECTION_STRING",
+		"AZURE_STORAGE_ACCOUNT", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN",
+		"AZURE_STORAGE_DOMAIN", "AZURE_STORAGE_PROTOCOL", "AZURE_STORAGE_IS_CDN",
+		"AZURE_STORAGE_IS_LOCAL_EMULATOR", "GOOGLE_APPLICATION_CREDENTIALS",
+		"GOOGLE_CREDENTIALS", "GOOGLE_OAUTH_ACCESS_TOKEN", "STORAGE_EMULATOR_HOST",
+		"GOOGLE_STORAGE_CUSTOM_ENDPOINT", "GOOGLE_BACKEND_STORAGE_CUSTOM_ENDPOINT",
+		"PULUMI_ACCESS_TOKEN"};
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+}
+
+static void test_identity_clouds(void **state)
+{
+	char *home = tu_tmpdir();
+	(void)state;
+	clear_cloud_env();
+	setenv("HOME", home, 1);
+	setenv("AWS_ACCESS_KEY_ID", "AKTEST", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "sk-not-in-any-identity", 1);
+	/* s3: the parameters in any order, the endpoint's case, its scheme's port and '/', the
+	 * region and the addressing style do not matter; credentials are no part of it */
+	const char *s3[] = {
+		"s3://b/p?endpoint=http://127.0.0.1:9000&use_path_style=true&region=us-east-1",
+		"s3://b/p/?region=eu-west-1&use_path_style=false&endpoint=http://127.0.0.1:9000/",
+		NULL};
+	ids(store_id, "s3://b/p/?endpoint=http://127.0.0.1:9000", s3);
+	const char *s3h[] = {"s3://b/p?endpoint=https://S3.Example.COM:443",
+			     "s3://b/p?endpoint=s3.example.com", NULL};
+	ids(store_id, "s3://b/p/?endpoint=https://s3.example.com", s3h);
+	const char *aws[] = {"s3://b?region=us-east-1", "s3://b/?region=eu-west-1", "s3://b", NULL};
+	ids(store_id, "s3://b/", aws);
+	setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000", 1);
+	const char *s3e[] = {"s3://b/p", NULL};
+	ids(store_id, "s3://b/p/?endpoint=http://127.0.0.1:9000", s3e);
+	unsetenv("AWS_ENDPOINT_URL_S3");
+	differ(store_id, "s3://b/p?endpoint=http://127.0.0.1:9000", "s3://c/p?endpoint=http://127.0.0.1:9000");
+	differ(store_id, "s3://b/p?endpoint=http://127.0.0.1:9000", "s3://b/q?endpoint=http://127.0.0.1:9000");
+	differ(store_id, "s3://b/p?endpoint=http://127.0.0.1:9000", "s3://b/p?endpoint=http://127.0.0.1:9001");
+	differ(store_id, "s3://b/p?endpoint=http://127.0.0.1:9000", "s3://b/p");
+	differ(store_id, "s3://b/p", "s3://b/p/q");
+	/* azblob: the account and domain, given or from the environment */
+	setenv("AZURE_STORAGE_ACCOUNT", "acct", 1);
+	setenv("AZURE_STORAGE_KEY", "a2V5", 1);
+	const char *az[] = {"azblob://c/p", "azblob://c/p/?domain=blob.core.windows.net",
+			    "azblob://c/p?storage_account=acct&protocol=https", NULL};
+	ids(store_id, "azblob://c/p/?service=https://acct.blob.core.windows.net", az);
+	differ(store_id, "azblob://c/p", "azblob://c/p?storage_account=other");
+	differ(store_id, "azblob://c/p", "azblob://d/p");
+	differ(store_id, "azblob://c/p", "azblob://c/q");
+	differ(store_id, "azblob://c/p", "azblob://c/p?domain=blob.core.chinacloudapi.cn");
+	unsetenv("AZURE_STORAGE_ACCOUNT");
+	unsetenv("AZURE_STORAGE_KEY");
+	/* gs: bucket and prefix at the API */
+	setenv("GOOGLE_OAUTH_ACCESS_TOKEN", "tok-not-in-any-identity", 1);
+	const char *gs[] = {"gs://b/p", "gs://b/p/", NULL};
+	ids(store_id, "gs://b/p/?api=https://storage.googleapis.com/storage/v1", gs);
+	differ(store_id, "gs://b/p", "gs://c/p");
+	differ(store_id, "gs://b/p", "gs://b/q");
+	setenv("GOOGLE_STORAGE_CUSTOM_ENDPOINT", "http://127.0.0.1:4443/storage/v1/", 1);
+	const char *gse[] = {"gs://b/p", NULL};
+	ids(store_id, "gs://b/p/?api=http://127.0.0.1:4443/storage/v1", gse);
+	unsetenv("GOOGLE_STORAGE_CUSTOM_ENDPOINT");
+	unsetenv("GOOGLE_OAUTH_ACCESS_TOKEN");
+	/* Pulumi Cloud: the service URL */
+	setenv("PULUMI_ACCESS_TOKEN", "pul-not-in-any-identity", 1);
+	const char *cl[] = {"https://api.pulumi.com", "https://API.Pulumi.com:443/",
+			    "https://api.pulumi.com//", NULL};
+	ids(backend_id, "https://api.pulumi.com", cl);
+	differ(backend_id, "https://api.pulumi.com", "https://api.pulumi.com:8443");
+	differ(backend_id, "https://api.pulumi.com", "http://api.pulumi.com");
+	differ(backend_id, "https://api.pulumi.com", "https://app.example.com");
+	clear_cloud_env();
+	tu_rmdir(home);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -290,6 +475,8 @@ int main(void)
 		cmocka_unit_test(test_stack_locks),
 		cmocka_unit_test(test_file_locks),
 		cmocka_unit_test(test_check_place),
+		cmocka_unit_test(test_identity_file),
+		cmocka_unit_test(test_identity_clouds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

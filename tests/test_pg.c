@@ -383,6 +383,54 @@ static void test_table_created(void **state)
 	st_store_free(s);
 }
 
+
+/* Two spellings of one table have one identity; another table, another. */
+static void test_identity(void **state)
+{
+	server *sv = server_get();
+	st_store *a, *b;
+	char *ia = NULL, *ib = NULL, *url, *want, rnd[9], name[40];
+	st_error err;
+	(void)state;
+	if (!sv)
+		return;
+	a = open_table(sv, "pulumi_state");
+	assert_int_equal(st_store_identity(a, &ia, NULL), ST_OK);
+	want = st_asprintf("postgres://%s:%s/%s?table=pulumi_state&prefix=%s/", sv->host, sv->port,
+			   sv->db, sv->db);
+	assert_string_equal(ia, want);
+	/* no password in the URL (PGPASSWORD), parameters in another order, the table in capitals */
+	setenv("PGPASSWORD", sv->password, 1);
+	url = st_asprintf("postgres://%s@%s:%s/%s?connect_timeout=7&table=Pulumi_State&"
+			  "sslmode=disable",
+			  sv->user, sv->host, sv->port, sv->db);
+	st_error_clear(&err);
+	if (st_store_open(&b, url, &err) != ST_OK)
+		fail_msg("%s", err.message);
+	unsetenv("PGPASSWORD");
+	assert_int_equal(st_store_identity(b, &ib, NULL), ST_OK);
+	assert_string_equal(ib, want);
+	assert_null(strstr(ib, sv->password));
+	st_store_free(b);
+	free(ib);
+	/* another table */
+	st_random_hex(rnd, 4);
+	snprintf(name, sizeof(name), "ident_%s", rnd);
+	b = open_table(sv, name);
+	assert_int_equal(st_store_identity(b, &ib, NULL), ST_OK);
+	assert_string_not_equal(ia, ib);
+	st_store_free(b);
+	free(sql1(sv, "SELECT 1 FROM pg_tables WHERE tablename = $1", name, NULL));
+	char drop[80];
+	snprintf(drop, sizeof(drop), "DROP TABLE %s", name);
+	free(sql1(sv, drop, NULL, NULL));
+	st_store_free(a);
+	free(ia);
+	free(ib);
+	free(url);
+	free(want);
+}
+
 static void test_rows_as_pulumi(void **state)
 {
 	server *sv = server_get();
@@ -732,6 +780,7 @@ int main(void)
 		cmocka_unit_test_setup(test_open_scheme, setup),
 		cmocka_unit_test_setup(test_connect_errors, setup),
 		cmocka_unit_test_setup(test_table_created, setup),
+		cmocka_unit_test_setup(test_identity, setup),
 		cmocka_unit_test_setup(test_rows_as_pulumi, setup),
 		cmocka_unit_test_setup(test_big_row, setup),
 		cmocka_unit_test_setup(test_like_prefix, setup),

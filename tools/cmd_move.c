@@ -471,63 +471,32 @@ static int parse(int argc, char **argv, args *a)
 	return -1;
 }
 
-static int param_cmp(const void *a, const void *b)
+/* Do the two backends hold the same stacks (their identities: any spelling of one URL)? */
+static int same_backend(st_backend *a, st_backend *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	char *ia = NULL, *ib = NULL;
+	int same;
+	if (!strcmp(st_backend_url(a), st_backend_url(b)))
+		return 1;
+	same = st_backend_identity(a, &ia, NULL) == ST_OK &&
+	       st_backend_identity(b, &ib, NULL) == ST_OK && !strcmp(ia, ib);
+	free(ia);
+	free(ib);
+	return same;
 }
 
-/* A place as a URL with its query's parameters sorted ("s3://b/k?region=r&endpoint=e" and
- * "s3://b/k?endpoint=e&region=r" are one object); new, NULL when out of memory. */
-static char *canon_where(const char *w)
-{
-	const char *q = strchr(w, '?');
-	char *dup, *params[64], *p, *save = NULL, *out;
-	size_t n = 0, len = strlen(w);
-
-	if (!q || !(dup = strdup(q + 1)))
-		return q ? NULL : strdup(w);
-	for (p = strtok_r(dup, "&", &save); p; p = strtok_r(NULL, "&", &save)) {
-		if (n == 64) { /* no URL of a store has as many: compared as it is */
-			free(dup);
-			return strdup(w);
-		}
-		params[n++] = p;
-	}
-	qsort(params, n, sizeof(*params), param_cmp);
-	if ((out = malloc(len + 2))) {
-		size_t used = (size_t)(q - w);
-		memcpy(out, w, used);
-		for (size_t i = 0; i < n; i++) {
-			size_t pl = strlen(params[i]);
-			out[used++] = i ? '&' : '?';
-			memcpy(out + used, params[i], pl);
-			used += pl;
-		}
-		out[used] = '\0';
-	}
-	free(dup);
-	return out;
-}
-
-/* Do the two sides name the same stack or file? The same backend and stack, or the same
- * object: where each is (its URL's parameters in any order; a local file of a file store is
- * compared by its inode). */
+/* Do the two sides name the same stack or file? The same stack of one backend (by the
+ * backends' identities), or the same object (a local file by its inode). */
 static int same_target(const side *a, const side *b)
 {
 	const char *wa = cli_target_where(&a->t), *wb = cli_target_where(&b->t);
 	struct stat sa, sb;
 	if (a->t.backend && b->t.backend && !strcmp(a->t.qname, b->t.qname) &&
-	    !strcmp(st_backend_url(a->t.backend), st_backend_url(b->t.backend)))
+	    same_backend(a->t.backend, b->t.backend))
 		return 1;
 	if (!wa || !wb)
 		return 0;
 	if (!strcmp(wa, wb))
-		return 1;
-	char *ca = canon_where(wa), *cb = canon_where(wb);
-	int same = ca && cb && !strcmp(ca, cb);
-	free(ca);
-	free(cb);
-	if (same)
 		return 1;
 	return stat(wa, &sa) == 0 && stat(wb, &sb) == 0 && sa.st_dev == sb.st_dev &&
 	       sa.st_ino == sb.st_ino;

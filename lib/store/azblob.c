@@ -766,3 +766,20 @@ int st__azblob_container_delete(st_store *ss, st_error *err)
 	req_free(&q);
 	return rc;
 }
+
+/* The container and prefix at the service (account and domain, or an emulator's address and
+ * account); not the credentials. */
+char *st__azblob_identity(const st_store *st)
+{
+	const az_store *s = (const az_store *)st;
+	st_buf b;
+
+	st_buf_init(&b);
+	st_buf_adds(&b, "azblob://");
+	st__identity_add(&b, s->cfg.container, strlen(s->cfg.container));
+	st_buf_addc(&b, '/');
+	st__identity_add(&b, s->cfg.prefix, strlen(s->cfg.prefix));
+	st_buf_adds(&b, "?service=");
+	st__identity_endpoint(&b, s->cfg.service);
+	return st_buf_take(&b, NULL);
+}

@@ -815,3 +815,13 @@ int st__backend_is_cloud(const st_backend *b)
 {
 	return as_cloud((st_backend *)b) != NULL;
 }
+
+char *st__cloud_identity(const st_backend *bb)
+{
+	const cloud_backend *b = (const cloud_backend *)bb;
+	st_buf s;
+
+	st_buf_init(&s);
+	st__identity_endpoint(&s, b->api);
+	return st_buf_take(&s, NULL);
+}

@@ -48,6 +48,8 @@ typedef struct jside {
 	st_store *store; /* borrowed, or owned (opened from the journal's URL) */
 	int owns;
 	char *url;                         /* the store's locator */
+	char *id;                          /* its identity (st_store_identity), or NULL: a
+					    * journal of an older statetool */
 	char *key, *old_key, *staged, *journal; /* old_key: where the current version is */
 	char *lock, *lock_made; /* the writer's lock on the side and the folder it made, or NULL */
 	char lock_hash[65];     /* its bytes' BLAKE2b-256 (hex): a plain file's lock has one name */
@@ -69,6 +71,7 @@ static void jside_free(jside *sd)
 	if (sd->owns)
 		st_store_free(sd->store);
 	free(sd->url);
+	free(sd->id);
 	free(sd->key);
 	free(sd->old_key);
 	free(sd->staged);
@@ -202,7 +205,8 @@ static int side_prepare(jside *sd, const st_pair_side *in, st_error *err)
 					       "key and a state");
 	if (!st_store_key_valid(in->key) || !st_store_key_valid(old))
 		return st__err(err, ST_EINVAL, "invalid key '%s'", in->key);
-	if (!(sd->url = st__store_locator(in->store)) || !(sd->key = st_strdup(in->key)) ||
+	if (!(sd->url = st__store_locator(in->store)) || !(sd->id = st__store_identity(in->store)) ||
+	    !(sd->key = st_strdup(in->key)) ||
 	    !(sd->old_key = st_strdup(old)) ||
 	    !(sd->staged = st_asprintf("%s" STAGED_SUFFIX, in->key)) ||
 	    !(sd->journal = st_asprintf("%s" JOURNAL_SUFFIX, old)))
@@ -369,7 +373,8 @@ static json_t *side_json(const jside *sd)
 		  (sd->lock && (json_object_set_new(o, "lock", json_string(sd->lock)) ||
 				json_object_set_new(o, "lock_hash", json_string(sd->lock_hash)))) ||
 		  (sd->lock_made &&
-		   json_object_set_new(o, "lock_made", json_string(sd->lock_made))))) {
+		   json_object_set_new(o, "lock_made", json_string(sd->lock_made))) ||
+		  (sd->id && json_object_set_new(o, "store_id", json_string(sd->id))))) {
 		json_decref(o);
 		return NULL;
 	}
@@ -438,7 +443,7 @@ static int write_pair(const char *op, jside *A, jside *B, st_error *err)
 	size_t tlen;
 	int rc;
 
-	if (!strcmp(A->url, B->url) && !strcmp(A->key, B->key)) {
+	if (!strcmp(A->id, B->id) && !strcmp(A->key, B->key)) {
 		wa = where(A, A->key);
 		rc = st__err(err, ST_EINVAL, "source and destination are the same file '%s'",
 			     wa ? wa : A->key);
@@ -528,9 +533,12 @@ static int side_store(const journal *j, jside *sd, st_store *const *known, size_
 	st_error oerr;
 	int rc, pg = !strncmp(sd->url, "postgres://", 11) || !strncmp(sd->url, "postgresql://", 13);
 
+	/* by identity (any spelling of the store's URL), else (an older journal) by locator */
 	for (size_t i = 0; i < nknown; i++) {
-		char *loc = known[i] ? st__store_locator(known[i]) : NULL;
-		int same = loc && !strcmp(loc, sd->url);
+		char *loc = !known[i] ? NULL
+			    : sd->id  ? st__store_identity(known[i])
+				      : st__store_locator(known[i]);
+		int same = loc && !strcmp(loc, sd->id ? sd->id : sd->url);
 		free(loc);
 		if (same) {
 			sd->store = known[i];
@@ -563,7 +571,7 @@ static int parse_v3(jside *sd, json_t *f, st_error *err)
 	const char *jn = st_json_str(f, "journal");
 	const char *oh = st_json_str(f, "old_hash"), *nh = st_json_str(f, "new_hash");
 	const char *lk = st_json_str(f, "lock"), *made = st_json_str(f, "lock_made");
-	const char *lh = st_json_str(f, "lock_hash");
+	const char *lh = st_json_str(f, "lock_hash"), *id = st_json_str(f, "store_id");
 
 	if (!old)
 		old = key;
@@ -580,8 +588,9 @@ static int parse_v3(jside *sd, json_t *f, st_error *err)
 	if ((lk && !(sd->lock = st_strdup(lk))) || (made && !(sd->lock_made = st_strdup(made))))
 		return st__err(err, ST_ENOMEM, "out of memory");
 	snprintf(sd->lock_hash, sizeof(sd->lock_hash), "%s", lh ? lh : "");
-	if (!(sd->url = st_strdup(url)) || !(sd->key = st_strdup(key)) ||
-	    !(sd->old_key = st_strdup(old)) || !(sd->staged = st_strdup(staged)) ||
+	if (!(sd->url = st_strdup(url)) || (id && !(sd->id = st_strdup(id))) ||
+	    !(sd->key = st_strdup(key)) || !(sd->old_key = st_strdup(old)) ||
+	    !(sd->staged = st_strdup(staged)) ||
 	    !(sd->journal = st_asprintf("%s" JOURNAL_SUFFIX, old)))
 		return st__err(err, ST_ENOMEM, "out of memory");
 	snprintf(sd->old_hex, sizeof(sd->old_hex), "%s", oh);
@@ -870,6 +879,7 @@ int st_journal_write_pair(const char *op, const char *path_a, const void *data_a
 	if (rc == ST_OK)
 		rc = st__store_for_path(&sb, &kb, path_b, err);
 	if (rc == ST_OK && (!(A.url = st__store_locator(sa)) || !(B.url = st__store_locator(sb)) ||
+			    !(A.id = st__store_identity(sa)) || !(B.id = st__store_identity(sb)) ||
 			    !(A.staged = st_asprintf("%s" STAGED_SUFFIX, ka)) ||
 			    !(B.staged = st_asprintf("%s" STAGED_SUFFIX, kb)) ||
 			    !(A.journal = st_asprintf("%s" JOURNAL_SUFFIX, ka)) ||

@@ -24,7 +24,7 @@ struct st_lock {
 	int owns_store;
 	char *key;
 	char *made; /* a local directory the lock's write created (its key prefix), or NULL */
-	char *loc;  /* the store's locator while the lock is held (registered), or NULL */
+	char *loc;  /* the store's identity while the lock is held (registered), or NULL */
 	char hash[65]; /* BLAKE2b-256 (hex) of the lock object's bytes: a plain file's lock has
 			* a fixed name, so its bytes tell ours from another's */
 };
@@ -48,7 +48,7 @@ static int lock_is(st_store *s, const char *key, const char *hash)
 	return h[0] && !strcmp(h, hash);
 }
 
-/* The locks this process holds, by their store's locator: a two-stack journal records the ones
+/* The locks this process holds, by their store's identity: a two-stack journal records the ones
  * on its stacks, and a recovery does not take them for someone else's (pairlock.c). */
 static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 static const st_lock **held;
@@ -58,7 +58,7 @@ static size_t nheld, held_cap;
  * and refuses, the safe side). */
 static void held_add(st_lock *lk)
 {
-	if (!(lk->loc = st__store_locator(lk->store)))
+	if (!(lk->loc = st__store_identity(lk->store)))
 		return;
 	pthread_mutex_lock(&held_mu);
 	if (nheld == held_cap) {
@@ -119,7 +119,7 @@ static int held_find(const char *loc, const char *dir, const char *key, char **k
 int st__lock_held(st_store *s, const char *dir, const char *key, char **key_out,
 		  char **made_out, char *hash_out)
 {
-	char *loc = st__store_locator(s);
+	char *loc = st__store_identity(s);
 	int found;
 
 	if (key_out)
@@ -334,7 +334,7 @@ static int foreign_locks(st_store *s, const char *dir, const lock_excl *x, const
 	st_store_entry *e = NULL;
 	size_t n = 0, count = 0;
 	st_buf desc;
-	char *loc = x->held ? st__store_locator(s) : NULL;
+	char *loc = x->held ? st__store_identity(s) : NULL;
 	int rc = st_store_list(s, dir, ST_STORE_LIST_DIRS, &e, &n, err);
 
 	if (rc) {
@@ -462,7 +462,7 @@ int st__lock_file_check(st_store *s, const char *lkey, const char *own, const ch
 
 	if (rc != ST_OK)
 		return ST_OK; /* none (or none this process can see: the write would say) */
-	loc = st__store_locator(s);
+	loc = st__store_identity(s);
 	mine = excluded(&x, s, loc, lkey);
 	free(loc);
 	if (mine)

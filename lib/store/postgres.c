@@ -36,6 +36,7 @@
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <sodium.h>
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -793,4 +794,36 @@ int st__store_pg_open(st_store **out, const char *url, st_error *err)
 fail:
 	pg_free(&pg->base);
 	return rc;
+}
+
+/* The server (host in lower case, port), the database (the user's own when none is named),
+ * the table (in lower case, as the server folds it) and the key prefix; not the password or the connection's other settings. */
+char *st__pg_identity(const st_store *st)
+{
+	const pg_store *pg = (const pg_store *)st;
+	const st_pg_url *u = &pg->c.u;
+	const char *db = u->dbname, *user = st__pg_url_get(u, "user");
+	st_buf b;
+
+	if (!user && !(user = getenv("PGUSER")) && !(user = getenv("USER")))
+		user = "";
+	st_buf_init(&b);
+	st_buf_adds(&b, "postgres://");
+	for (const char *c = u->host; *c; c++)
+		st_buf_addc(&b, (char)tolower((unsigned char)*c));
+	st_buf_addc(&b, ':');
+	st__identity_add(&b, u->port, strlen(u->port));
+	st_buf_addc(&b, '/');
+	if (db)
+		st__identity_add(&b, db, strlen(db));
+	else
+		st_buf_printf(&b, "?user-db=%s", user);
+	st_buf_adds(&b, db ? "?table=" : "&table=");
+	for (const char *c = u->table; *c; c++) { /* unquoted in SQL: folded to lower case */
+		char l = (char)tolower((unsigned char)*c);
+		st__identity_add(&b, &l, 1);
+	}
+	st_buf_adds(&b, "&prefix=");
+	st__identity_add(&b, u->prefix, strlen(u->prefix));
+	return st_buf_take(&b, NULL);
 }

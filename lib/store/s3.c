@@ -734,3 +734,22 @@ int st__store_s3_open(st_store **out, const char *url, st_error *err)
 	*out = &s->base;
 	return ST_OK;
 }
+
+/* The bucket and prefix, and the endpoint when one is given (AWS's buckets are one namespace
+ * whatever the region); neither the region nor the addressing style nor the credentials. */
+char *st__s3_identity(const st_store *st)
+{
+	const s3_store *s = (const s3_store *)st;
+	st_buf b;
+
+	st_buf_init(&b);
+	st_buf_adds(&b, "s3://");
+	st__identity_add(&b, s->cfg.bucket, strlen(s->cfg.bucket));
+	st_buf_addc(&b, '/');
+	st__identity_add(&b, s->cfg.prefix, strlen(s->cfg.prefix));
+	if (s->cfg.custom_endpoint) {
+		st_buf_adds(&b, "?endpoint=");
+		st__identity_endpoint(&b, s->cfg.endpoint);
+	}
+	return st_buf_take(&b, NULL);
+}

@@ -18,8 +18,11 @@
 #include "xml.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int st_store_key_valid(const char *key)
 {
@@ -254,6 +257,125 @@ const char *st_store_scheme(const st_store *s)
 {
 	ST_ASSERT_ARG(s);
 	return s->ops->scheme;
+}
+
+/* ---- identity ---- */
+
+void st__identity_add(st_buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c <= 0x20 || c >= 0x7f || strchr("%?&#=", c)) {
+			st_buf_addc(b, '%');
+			st_buf_addc(b, hex[c >> 4]);
+			st_buf_addc(b, hex[c & 15]);
+		} else {
+			st_buf_addc(b, (char)c);
+		}
+	}
+}
+
+void st__identity_endpoint(st_buf *b, const char *url)
+{
+	const char *h = strstr(url, "://"), *path, *port;
+	size_t hl, pl, sl;
+
+	if (!h) {
+		st__identity_add(b, url, strlen(url));
+		return;
+	}
+	sl = (size_t)(h - url);
+	h += 3;
+	hl = strcspn(h, "/");
+	path = h + hl;
+	pl = strlen(path);
+	while (pl && path[pl - 1] == '/')
+		pl--;
+	/* the scheme's own port is no part of the address */
+	port = NULL;
+	for (const char *c = h + hl; c > h && c[-1] != ']' && !port; c--)
+		if (c[-1] == ':')
+			port = c;
+	if (port) {
+		size_t nn = (size_t)(h + hl - port);
+		int https = sl == 5 && !strncasecmp(url, "https", 5);
+		int http = sl == 4 && !strncasecmp(url, "http", 4);
+		if ((https && nn == 3 && !strncmp(port, "443", 3)) ||
+		    (http && nn == 2 && !strncmp(port, "80", 2)))
+			hl = (size_t)(port - 1 - h);
+	}
+	for (size_t i = 0; i < sl; i++)
+		st_buf_addc(b, (char)tolower((unsigned char)url[i]));
+	st_buf_adds(b, "://");
+	for (size_t i = 0; i < hl; i++)
+		st_buf_addc(b, (char)tolower((unsigned char)h[i]));
+	st__identity_add(b, path, pl);
+}
+
+/* A file store's: the real path of its directory (its locator's path, resolved again: it is
+ * as named when the directory is gone). */
+static int file_identity(const st_store *s, char **out, st_error *err)
+{
+	char *loc = st__store_locator(s), real[PATH_MAX];
+	st_buf b;
+	int rc = ST_OK;
+
+	if (!loc)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	if (!realpath(loc + 7, real)) {
+		int e = errno;
+		rc = st__err(err,
+			     e == ENOMEM			? ST_ENOMEM
+			     : e == ENOENT || e == ENOTDIR ? ST_ENOTFOUND
+							    : ST_EIO,
+			     "file: the store's directory '%s' has no real path: %s", loc + 7,
+			     strerror(e));
+		free(loc);
+		return rc;
+	}
+	free(loc);
+	st_buf_init(&b);
+	st_buf_adds(&b, "file://");
+	st__identity_add(&b, real, strlen(real));
+	if (!(*out = st_buf_take(&b, NULL)))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	return ST_OK;
+}
+
+int st_store_identity(const st_store *s, char **out, st_error *err)
+{
+	const char *sc;
+	char *id = NULL;
+
+	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(out);
+	*out = NULL;
+	sc = s->ops->scheme;
+	if (!strcmp(sc, "file"))
+		return file_identity(s, out, err);
+	if (!strcmp(sc, "s3"))
+		id = st__s3_identity(s);
+	else if (!strcmp(sc, "azblob"))
+		id = st__azblob_identity(s);
+	else if (!strcmp(sc, "gs"))
+		id = st__gcs_identity(s);
+	else if (!strcmp(sc, "postgres"))
+		id = st__pg_identity(s);
+	else /* a store of the tests: its URL */
+		id = st_strdup(s->url);
+	if (!id)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	*out = id;
+	return ST_OK;
+}
+
+char *st__store_identity(const st_store *s)
+{
+	char *id = NULL;
+	if (st_store_identity(s, &id, NULL) == ST_ENOTFOUND)
+		return st__store_locator(s); /* a directory gone: as it was named */
+	return id;
 }
 
 static void info_clear(st_store_info *info)

@@ -113,6 +113,21 @@ int st__store_backup(st_store *s, const char *key, const char *bak, st_error *er
  * the same objects have the same locator. */
 char *st__store_locator(const st_store *s);
 
+/* st_store_identity without an error record: a file store whose directory is gone gets its
+ * locator (a comparison then fails to match); NULL only when out of memory. New. */
+char *st__store_identity(const st_store *s);
+/* For the stores' identities: bytes appended with '%', '?', '&', '#', '=', spaces and
+ * control or non-ASCII bytes escaped as %XX (so no part can pass for another); an endpoint
+ * URL appended with its scheme and host in lower case, the scheme's own port and trailing
+ * '/'s left out. */
+void st__identity_add(st_buf *b, const char *s, size_t n);
+void st__identity_endpoint(st_buf *b, const char *url);
+/* Each store's identity (st_store_identity); new, NULL when out of memory. */
+char *st__s3_identity(const st_store *s);
+char *st__azblob_identity(const st_store *s);
+char *st__gcs_identity(const st_store *s);
+char *st__pg_identity(const st_store *s);
+
 /* Is this store one whose calls may run on several threads at once (the file store)? */
 int st__store_threadsafe(const st_store *s);
 
@@ -261,6 +276,9 @@ int st__diy_load(st_backend *b, const char *stack, const st_load_opts *opts, st_
 int st__backend_is_cloud_url(const char *url);
 int st__cloud_open(st_backend **out, const char *url, st_error *err);
 int st__backend_is_cloud(const st_backend *b);
+/* A cloud backend's identity (st_backend_identity): its service URL as an endpoint (new; NULL
+ * when out of memory). */
+char *st__cloud_identity(const st_backend *b);
 /* st_backend_load_json for a cloud stack (its export). */
 int st__cloud_load_json(st_backend *b, const char *ref, size_t max_size, json_t **out,
 			st_style *style, st_problems *problems, char **where, st_error *err);

@@ -378,7 +378,10 @@ setup children.json
 run "crash at pair:5 (other store)" env STATETOOL_CRASH_AT=pair:5 "$STATETOOL" move --backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
 check_rc 137
 JS=$B/.pulumi/stacks/test/sourceStack.json.statetool-journal
-sed 's|"store":"file://[^"]*","key":".pulumi/stacks/test/destStack.json"|"store":"postgres://statetool@127.0.0.1:1/nodb?sslmode=disable","key":".pulumi/stacks/test/destStack.json"|' "$JS" > "$T/j" && cat "$T/j" > "$JS"
+sed 's|"store":"file://[^"]*","key":".pulumi/stacks/test/destStack.json"|"store":"postgres://statetool@127.0.0.1:1/nodb?sslmode=disable","key":".pulumi/stacks/test/destStack.json"|
+s|\("key":".pulumi/stacks/test/destStack.json"[^}]*"store_id":"\)[^"]*"|\1postgres://127.0.0.1:1/nodb?table=pulumi_state\&prefix=nodb/"|' "$JS" > "$T/j" && cat "$T/j" > "$JS"
+run "the journal names the other store's identity" grep -c '"store_id":"postgres://127.0.0.1:1/nodb?table=pulumi_state&prefix=nodb/"' "$JS"
+check_out "1"
 run "the journal names the other store" grep -c '"store":"postgres://statetool@127.0.0.1:1/nodb?sslmode=disable"' "$JS"
 check_out "1"
 (cd "$B" && find . -type f | sort | xargs md5sum) > "$T/before"

@@ -268,6 +268,18 @@ run "nothing to recover" mv_ --recover
 check_rc 0; check_out "no interrupted move found"
 run "the same stack on both sides" "$STATETOOL" move --backend "$A" --source test/sourceStack --dest test/sourceStack x
 check_rc 2; check_err_has "the source and the destination are the same stack (test/sourceStack): a move needs two different stacks"
+# another spelling of the same store's URL (its identity is the same): still the same stack,
+# refused before any lock is taken (not as a lock held by someone)
+case "$A" in
+postgres://*) A2="$A&connect_timeout=9" ;;
+s3://*) A2=$(printf '%s' "$A" | sed 's|endpoint=\([^&]*\)|endpoint=\1/|; s|use_path_style=true&||') ;;
+*\?*) A2="${A%%\?*}/?${A#*\?}" ;;
+*) A2="$A/" ;;
+esac
+run "the same stack through two spellings of its store" "$STATETOOL" move --source-backend "$A" --dest-backend "$A2" --source test/sourceStack --dest test/sourceStack x
+check_rc 2; check_err_has "the source and the destination are the same stack (test/sourceStack): a move needs two different stacks"
+run "no lock left by it" locks "$A"
+check_out "0"
 
 # ---- a kill at each step of the journal, then recovery ----
 # invariant: every selected resource in exactly one stack; before the commit point (the second
