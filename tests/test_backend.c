@@ -426,9 +426,10 @@ static void test_identity_clouds(void **state)
 	const char *s3e[] = {"s3://b/p", NULL};
 	ids(store_id, "s3://b/p/?endpoint=http://127.0.0.1:9000", s3e);
 	unsetenv("AWS_ENDPOINT_URL_S3");
-	differ(store_id, "s3://b/p?endpoint=http://127.0.0.1:9000", "s3://c/p?endpoint=http://127.0.0.1:9000");
-	differ(store_id, "s3://b/p?endpoint=http://127.0.0.1:9000", "s3://b/q?endpoint=http://127.0.0.1:9000");
-	differ(store_id, "s3://b/p?endpoint=http://127.0.0.1:9000", "s3://b/p?endpoint=http://127.0.0.1:9001");
+	const char *ep = "s3://b/p?endpoint=http://127.0.0.1:9000";
+	differ(store_id, ep, "s3://c/p?endpoint=http://127.0.0.1:9000");
+	differ(store_id, ep, "s3://b/q?endpoint=http://127.0.0.1:9000");
+	differ(store_id, ep, "s3://b/p?endpoint=http://127.0.0.1:9001");
 	differ(store_id, "s3://b/p?endpoint=http://127.0.0.1:9000", "s3://b/p");
 	differ(store_id, "s3://b/p", "s3://b/p/q");
 	/* azblob: the account and domain, given or from the environment */

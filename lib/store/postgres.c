@@ -797,7 +797,8 @@ fail:
 }
 
 /* The server (host in lower case, port), the database (the user's own when none is named),
- * the table (in lower case, as the server folds it) and the key prefix; not the password or the connection's other settings. */
+ * the table (in lower case, as the server folds it) and the key prefix; not the password or the
+ * connection's other settings. */
 char *st__pg_identity(const st_store *st)
 {
 	const pg_store *pg = (const pg_store *)st;
