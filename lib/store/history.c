@@ -426,6 +426,49 @@ out:
 	return rc;
 }
 
+int st__store_generation_after(st_store *s, const char *key, int installed, st_error *err)
+{
+	static const char stacks[] = ".pulumi/stacks/";
+	const char *ext = json_ext(key), *rel = key + sizeof(stacks) - 1, *slash;
+	char *project = NULL, *name = NULL, *dir = NULL, *last = NULL, *dst = NULL;
+	st_store_info info, linfo;
+	int rc = ST_OK;
+
+	if (!ext || strncmp(key, stacks, sizeof(stacks) - 1) || ext <= rel)
+		return ST_OK; /* no stack of a DIY backend: a plain file keeps no generations */
+	slash = strchr(rel, '/');
+	if (slash && (strchr(slash + 1, '/') || slash + 1 >= ext))
+		return ST_OK;
+	if (installed && checkpoints_retained() && (rc = retain_checkpoint(s, key, err)) != ST_OK)
+		return rc;
+	if (backups_disabled())
+		return ST_OK;
+	project = slash ? st_strndup(rel, (size_t)(slash - rel)) : NULL;
+	name = slash ? st_strndup(slash + 1, (size_t)(ext - slash - 1))
+		     : st_strndup(rel, (size_t)(ext - rel));
+	if (!name || (slash && !project) || !(dir = backup_dir(project, name))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* the operation's own run may have written it before it stopped */
+	if ((rc = st_store_stat(s, key, &info, err)) != ST_OK ||
+	    (rc = newest_backup(s, dir, name, &last, &linfo, err)) != ST_OK)
+		goto out;
+	if (last && linfo.size == info.size && same_bytes(s, last, key))
+		goto out;
+	if (!(dst = st_asprintf("%s%s.%lld%s", dir, name, now_ns(), ext)))
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+	else
+		rc = st_store_copy(s, key, dst, err);
+out:
+	free(project);
+	free(name);
+	free(dir);
+	free(last);
+	free(dst);
+	return rc;
+}
+
 int st_backend_keep_generation(st_backend *b, const char *stack, st_error *err)
 {
 	ST_ASSERT_ARG(b);

@@ -775,14 +775,19 @@ static int roll_forward(journal *j, st_changes *report, st_error *err)
 		if (installed[i]) {
 			if ((rc = tidy_installed(j, sd, err)) != ST_OK)
 				return rc;
-			continue;
+		} else {
+			if ((rc = install(sd, err)) != ST_OK)
+				return rc;
+			char *w = where(sd, sd->key);
+			st_changes_add(report, "completed the interrupted %s: wrote %s", j->op,
+				       w ? w : sd->key);
+			free(w);
 		}
-		if ((rc = install(sd, err)) != ST_OK)
+		/* the generation a save writes after writing (GENERATIONS), which the
+		 * interrupted run did not reach */
+		if ((rc = st__store_generation_after(sd->store, sd->key, !installed[i], err)) !=
+		    ST_OK)
 			return rc;
-		char *w = where(sd, sd->key);
-		st_changes_add(report, "completed the interrupted %s: wrote %s", j->op,
-			       w ? w : sd->key);
-		free(w);
 	}
 	for (int i = 0; i < 2; i++)
 		remove_quietly(j->side[i].store, j->side[i].journal);

@@ -294,6 +294,12 @@ int st__diy_names(st_backend *b, const char *stack, char **project, char **name,
  * modification time. Nothing when backups are disabled. */
 int st__diy_generation(st_backend *b, const char *stack, const char *key, int before,
 		       st_error *err);
+/* After a two-stack operation's recovery: when `key` of store `s` is a DIY stack's object
+ * (.pulumi/stacks/[PROJECT/]STACK.json[.gz|.zst]), the generation a save writes after writing,
+ * unless the newest backup already holds these bytes (the operation's own run wrote it before
+ * it stopped); with `installed` (the recovery wrote the object) also the retained checkpoint
+ * copy when PULUMI_DIY_BACKEND_RETAIN_CHECKPOINTS asks for it. Nothing for a plain file. */
+int st__store_generation_after(st_store *s, const char *key, int installed, st_error *err);
 
 /* st_backend_list as the index's staleness check needs it (lib/index/fresh.c): of a DIY
  * backend, each stack's qname, key, size, time and tag only (name, project and path NULL: a

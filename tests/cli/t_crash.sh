@@ -4,6 +4,8 @@
 # Afterwards the state is exactly the old or exactly the new version; the next run reports the
 # killed process's lock as stale, with its holder, and after `statetool unlock` proceeds to the
 # same result as an uncrashed run. `index update` is killed mid-run and must leave a usable index.
+# A move killed after its commit point, completed by the next command, leaves each stack the
+# generations an uncrashed move leaves.
 . "$(dirname "$0")/lib.sh"
 E=$FIXTURES/edit
 PW=$(sed -n 's/^PW=//p' "$top_srcdir/tests/cli/t_secrets.sh" | tr -d "'\"")
@@ -81,6 +83,34 @@ for delay in 0.05 0.15 0.3 0.5; do
 $((40 * 150 + 40 * 7))"
 done
 echo "t_crash: index update killed $kills times mid-run"
+
+# a move killed after its commit point (pair:4 the second journal written ... pair:7 the first
+# journal removed) and completed by the next command: each side gets the generation a save
+# writes after writing (GENERATIONS), as an uncrashed move gives it
+M=$FIXTURES/move
+for step in 4 5 6 7; do
+	PB=$T/pb$step
+	mkdir -p "$PB/.pulumi/stacks/test"
+	printf 'version: 1\n' > "$PB/.pulumi/meta.yaml"
+	cp "$M/children.json" "$PB/.pulumi/stacks/test/sourceStack.json"
+	run "move: crash at pair:$step" env STATETOOL_CRASH_AT=pair:$step "$STATETOOL" move --backend "$PB" --source test/sourceStack --dest test/destStack "urn:pulumi:sourceStack::test::a:b:c::name"
+	check_rc 137
+	run "move: completed after pair:$step" st list --backend "$PB" --stack test/sourceStack
+	check_rc 0; check_err_has "the interrupted move is complete"
+	for stk in sourceStack destStack; do
+		# the source: its state before and after; the destination (new): after only
+		want=1; [ $stk = sourceStack ] && want=2
+		run "move after pair:$step: $stk's generations" sh -c "ls '$PB/.pulumi/backups/test/$stk' 2>/dev/null | wc -l"
+		check_out "$want"
+		newest=$(ls "$PB/.pulumi/backups/test/$stk" 2>/dev/null | sort | tail -n 1)
+		current="move after pair:$step: $stk's newest generation is its state"
+		if [ -n "$newest" ] && cmp -s "$PB/.pulumi/stacks/test/$stk.json" "$PB/.pulumi/backups/test/$stk/$newest"; then ok; else bad "differs or missing"; fi
+	done
+	run "move after pair:$step: another command writes no generation again" st list --backend "$PB" --stack test/destStack
+	check_rc 0
+	run "move after pair:$step: still 3 generations" sh -c "ls '$PB/.pulumi/backups/test/'* | grep -c json"
+	check_out "3"
+done
 # a new index appears whole or not at all: killed once it is made but before it is in place,
 # there is no index (its first update was killed while SQLite switched the new file to WAL, a
 # reader found a rollback journal it cannot roll back and called the index damaged)
