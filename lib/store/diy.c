@@ -681,6 +681,28 @@ int st_backend_stack_path(st_backend *bb, const char *ref, char **path, int *exi
 	return *path ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
 }
 
+/* Pulumi's saveStack writes the place's fully qualified name as the checkpoint's `stack`
+ * (organization/PROJECT/STACK, the legacy layout's STACK): a checkpoint that says another one
+ * (a copy, an edit --force, a convert -o into the backend) gets it; one that says it already is
+ * left as it is, byte for byte. `base`: the stack's base key (stack_base). */
+static int place_name(const char *base, st_state *s, st_error *err)
+{
+	const char *rel = base + strlen(STACKS), *cur;
+	char *fq;
+	int rc = ST_OK;
+
+	if (s->envelope != ST_ENVELOPE_CHECKPOINT)
+		return ST_OK;
+	fq = strchr(rel, '/') ? st_asprintf("organization/%s", rel) : st_strdup(rel);
+	if (!fq)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	cur = st_state_checkpoint_stack(s);
+	if (!cur || strcmp(cur, fq))
+		rc = st_state_set_envelope(s, ST_ENVELOPE_CHECKPOINT, fq, err);
+	free(fq);
+	return rc;
+}
+
 int st_backend_stack_target(st_backend *bb, const char *ref, st_state *state, char **key,
 			    char **old_key, st_error *err)
 {
@@ -704,6 +726,8 @@ int st_backend_stack_target(st_backend *bb, const char *ref, st_state *state, ch
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 	else
 		state->compression = c;
+	if (rc == ST_OK)
+		rc = place_name(base, state, err);
 	if (rc == ST_OK && old && strcmp(old, *key)) {
 		*old_key = old;
 		old = NULL;
@@ -809,6 +833,8 @@ static int diy_save(st_backend *bb, const char *ref, st_state *s,
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 		goto out;
 	}
+	if ((rc = place_name(base, s, err)) != ST_OK)
+		goto out;
 	/* the state about to be replaced stays a generation (Pulumi's backups) */
 	if (old && (rc = st__diy_generation(bb, ref, old, 1, err)) != ST_OK)
 		goto out;

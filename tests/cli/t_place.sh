@@ -130,6 +130,25 @@ run "and back, with the right deployment" st edit --from "$F/base.json" --backen
 check_rc 0
 run "in its place again" st protect --backend "$B" --stack shop/dev logs
 check_rc 0
+# a save writes the place's name as the checkpoint's stack, as Pulumi's saveStack does
+# (D16): shop/copy, a copy of dev, given URNs of its own with edit --force, becomes shop/copy's
+# state in full (before, its checkpoint kept 'organization/shop/dev': place/stack-mismatch
+# again); a state already naming its place is written as it was
+sed 's/urn:pulumi:dev::/urn:pulumi:copy::/g' "$F/base.json" > "$T/copyurns.json"
+st convert "$T/copyurns.json" --envelope checkpoint --checkpoint-stack organization/shop/copy -o "$T/copy.want" >/dev/null
+cp "$D/copy.json" "$T/copy.before"
+run "edit --force: a copy gets URNs of its own" st edit --force --from "$T/copyurns.json" --backend "$B" --stack shop/copy
+check_rc 0; check_out_has "State updated"
+check_same "$T/copy.want" "$D/copy.json"
+check_same "$T/copy.before" "$D/copy.json.bak"
+run "the copy is in its place" st validate --backend "$B" --stack shop/copy
+check_rc 0; check_out "shop/copy: valid, 0 errors, 0 warnings ($NRES resources)"
+run "a save of a state in its place keeps its name" st unprotect --backend "$B" --stack shop/copy --all
+check_rc 0
+run "its checkpoint's stack" "$JSONGET" checkpoint.stack < "$D/copy.json"
+check_out "organization/shop/copy"
+# the copy back as it was for what follows
+cp "$T/copy.before" "$D/copy.json"; rm -f "$D/copy.json.bak"
 
 # ---- edit: a result with warnings the state did not have ----
 cp "$F/base.json" "$T/w.json"
