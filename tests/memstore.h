@@ -25,6 +25,7 @@ typedef struct mem_store {
 	/* counters */
 	size_t reads, lists, changes;
 	size_t fail_at; /* the Nth change fails (1-based); 0: none */
+	const char *stat_fail; /* a stat of this key fails (ST_EIO), as a store that cannot look */
 } mem_store;
 
 typedef struct mem_writer {
@@ -111,6 +112,8 @@ static int mem_read(st_store *s, const char *key, size_t max, char **data, size_
 static int mem_stat(st_store *s, const char *key, st_store_info *info, st_error *err)
 {
 	mem_obj *o = mem_find((mem_store *)s, key);
+	if (((mem_store *)s)->stat_fail && !strcmp(((mem_store *)s)->stat_fail, key))
+		return st__err(err, ST_EIO, "mem: injected failure of stat '%s'", key);
 	if (!o)
 		return st__err(err, ST_ENOTFOUND, "mem: no object '%s'", key);
 	mem_info(o, info);

@@ -335,6 +335,61 @@ static void test_recover_other_store_missing(void **unused)
 	st_backend_free(bb);
 }
 
+
+/* A plain file's side of a recovery is locked as a save locks it (<file>.lock, written first
+ * and removed again), and a lock that cannot be looked at is an error naming it, not "no
+ * lock". */
+static void test_recover_plain_file_lock(void **unused)
+{
+	mem_store *m = mem_store_new("mem://pf");
+	const char *ta = "{\"version\":3,\"deployment\":{\"manifest\":{},\"resources\":[]}}";
+	const char *tn =
+		"{\"version\":3,\"deployment\":{\"manifest\":{},\"resources\":[],\"metadata\":{}}}";
+	st_state *a = NULL, *b = NULL;
+	st_error err;
+	(void)unused;
+
+	assert_int_equal(mem_put(m, "a.json", ta, strlen(ta)), ST_OK);
+	assert_int_equal(st_state_load_buffer(&a, tn, strlen(tn), "a", NULL, NULL), ST_OK);
+	assert_int_equal(st_state_load_buffer(&b, ta, strlen(ta), "b", NULL, NULL), ST_OK);
+	/* committed, then the install of a.json fails: staged a, staged b, two journals, then
+	 * a.json's backup */
+	st_pair_side A = {&m->base, "a.json", NULL, a}, B = {&m->base, "b.json", NULL, b};
+	m->changes = 0;
+	m->fail_at = 5;
+	assert_int_not_equal(st_journal_save("move", &A, &B, NULL), ST_OK);
+	m->fail_at = 0;
+	assert_int_equal(mem_count(m, "statetool-journal"), 2);
+	assert_string_equal(mem_get(m, "a.json"), ta);
+	/* the lock of a.json cannot be looked at: refused, naming it, nothing changed */
+	m->stat_fail = "a.json.lock";
+	m->changes = 0;
+	st_error_clear(&err);
+	assert_int_equal(st_journal_recover_key(&m->base, "b.json", NULL, 0, 0, NULL, &err), ST_EIO);
+	assert_non_null(strstr(err.message, "cannot tell whether the lock 'mem://pf/a.json.lock'"));
+	assert_non_null(strstr(err.message, "injected failure of stat"));
+	assert_int_equal(m->changes, 0);
+	m->stat_fail = NULL;
+	/* the recovery's first change is a.json's lock, before anything is installed */
+	m->changes = 0;
+	m->fail_at = 1;
+	st_error_clear(&err);
+	assert_int_not_equal(st_journal_recover_key(&m->base, "b.json", NULL, 0, 0, NULL, &err),
+			     ST_OK);
+	assert_non_null(strstr(err.message, "'a.json.lock'"));
+	m->fail_at = 0;
+	assert_string_equal(mem_get(m, "a.json"), ta);
+	/* completed under its locks, which are gone afterwards */
+	assert_int_equal(st_journal_recover_key(&m->base, "b.json", NULL, 0, 0, NULL, &err), ST_OK);
+	assert_non_null(strstr(mem_get(m, "a.json"), "\"metadata\""));
+	assert_null(mem_get(m, "a.json.lock"));
+	assert_null(mem_get(m, "b.json.lock"));
+	assert_int_equal(mem_count(m, "statetool-"), 0);
+	st_state_free(a);
+	st_state_free(b);
+	st_store_free(&m->base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +399,7 @@ int main(void)
 		cmocka_unit_test(test_pair_of_files_two_threads),
 		cmocka_unit_test(test_pair_failure_at_each_change),
 		cmocka_unit_test(test_recover_other_store_missing),
+		cmocka_unit_test(test_recover_plain_file_lock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

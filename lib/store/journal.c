@@ -749,16 +749,20 @@ static int tidy_installed(const journal *j, jside *sd, st_error *err)
 
 /* The recovery's locks on both sides (see pairlock.c): refused, nothing written, when someone
  * else holds one. */
-static int recover_lock(const journal *j, st_lock *taken[2], st_error *err)
+static int recover_lock(const journal *j, st_lock *taken[2], int replaced[2], st_error *err)
 {
 	const char *loc[2] = {j->side[0].url, j->side[1].url};
 	const char *key[2] = {j->side[0].key, j->side[1].key};
 	char *tail = st__pairlock_tail(j->op, j->where ? j->where : "?", loc, key);
 	int rc = tail ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
 
+	/* both checked before either is taken: a refusal changes nothing on the other side */
+	for (int i = 0; rc == ST_OK && i < 2; i++)
+		rc = st__pairlock_check(j->side[i].store, j->side[i].key, j->side[i].lock,
+					j->side[i].lock_hash, tail, err);
 	for (int i = 0; rc == ST_OK && i < 2; i++)
 		rc = st__pairlock_take(&taken[i], j->side[i].store, j->side[i].key,
-				       j->side[i].lock, j->side[i].lock_hash, tail, err);
+				       j->side[i].lock, j->side[i].lock_hash, tail, &replaced[i], err);
 	free(tail);
 	return rc;
 }
@@ -798,7 +802,7 @@ static int roll_forward(journal *j, st_changes *report, st_error *err)
 static int recover_journal(journal *j, st_changes *report, st_error *err)
 {
 	st_lock *taken[2] = {NULL, NULL};
-	int rc = recover_lock(j, taken, err);
+	int replaced[2] = {0, 0}, rc = recover_lock(j, taken, replaced, err);
 
 	if (rc == ST_OK)
 		rc = roll_forward(j, report, err);
@@ -807,7 +811,7 @@ static int recover_journal(journal *j, st_changes *report, st_error *err)
 	/* complete: the crashed operation's locks go (never this process's: not recorded) */
 	for (int i = 0; rc == ST_OK && i < 2; i++)
 		st__pairlock_remove(j->side[i].store, j->op, j->side[i].lock,
-				    j->side[i].lock_hash, j->side[i].lock_made, report);
+				    j->side[i].lock_hash, j->side[i].lock_made, replaced[i], report);
 	return rc;
 }
 

@@ -452,16 +452,28 @@ int st__locks_check(st_store *s, const char *dir, const char *hint, st_error *er
 	return foreign_locks(s, dir, &x, hint, err);
 }
 
-int st__lock_file_check(st_store *s, const char *lkey, const char *own, const char *own_hash,
-			const char *hint, const char *tail, st_error *err)
+int st__lock_own_check(st_store *s, const char *dir, const char *lkey, const char *own,
+			const char *own_hash, const char *hint, const char *tail, st_error *err)
 {
 	lock_excl x = {NULL, own, own_hash, tail, 1};
-	char *loc;
+	char *loc, *w;
 	st_buf desc;
-	int rc = st_store_stat(s, lkey, NULL, NULL), mine;
+	st_error serr;
+	int rc, mine;
 
-	if (rc != ST_OK)
-		return ST_OK; /* none (or none this process can see: the write would say) */
+	if (dir)
+		return foreign_locks(s, dir, &x, hint, err);
+	st_error_clear(&serr);
+	rc = st_store_stat(s, lkey, NULL, &serr);
+	if (rc == ST_ENOTFOUND)
+		return ST_OK;
+	if (rc != ST_OK) { /* not "no lock": unknown */
+		w = st__store_where(s, lkey);
+		rc = st__err(err, rc, "cannot tell whether the lock '%s' is there: %s", w ? w : lkey,
+			     serr.message);
+		free(w);
+		return rc;
+	}
 	loc = st__store_identity(s);
 	mine = excluded(&x, s, loc, lkey);
 	free(loc);
@@ -470,6 +482,62 @@ int st__lock_file_check(st_store *s, const char *lkey, const char *own, const ch
 	st_buf_init(&desc);
 	describe_lock(&desc, s, lkey);
 	return locked_error(err, 1, &desc, hint, tail);
+}
+
+int st__lock_file_own(st_lock **out, st_store *s, const char *lkey, const char *own,
+		      const char *own_hash, const char *hint, const char *tail, int *replaced,
+		      st_error *err)
+{
+	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
+	char *content, *key, hash[65], *w;
+	st_error serr;
+	st_buf desc;
+	int rc;
+
+	*out = NULL;
+	*replaced = 0;
+	st_error_clear(&serr);
+	rc = st_store_stat(s, lkey, NULL, &serr);
+	if (rc != ST_OK && rc != ST_ENOTFOUND) { /* not "no lock": unknown */
+		w = st__store_where(s, lkey);
+		rc = st__err(err, rc, "cannot tell whether the lock '%s' is there: %s", w ? w : lkey,
+			     serr.message);
+		free(w);
+		return rc;
+	}
+	/* the crashed operation's own lock (its bytes, its process gone) gives way to ours; any
+	 * other, or one that changed meanwhile, is someone's (the write below meets it) */
+	if (rc == ST_OK && own && !strcmp(lkey, own) && own_hash && lock_is(s, lkey, own_hash) &&
+	    !alive_here(s, lkey))
+		*replaced = st__lock_remove_if(s, lkey, own_hash);
+	content = lock_content();
+	key = st_strdup(lkey);
+	if (!content || !key) {
+		free(content);
+		free(key);
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	wo.flags = ST_STORE_CREATE_ONLY;
+	st_error_clear(&serr);
+	rc = st_store_write(s, lkey, content, strlen(content), &wo, &serr);
+	bytes_hash(content, strlen(content), hash);
+	free(content);
+	if (rc == ST_EEXIST) {
+		st_buf_init(&desc);
+		describe_lock(&desc, s, lkey);
+		rc = locked_error(err, 1, &desc, hint, tail);
+	} else if (rc != ST_OK && err) {
+		*err = serr;
+	}
+	if (rc != ST_OK) {
+		free(key);
+		return rc;
+	}
+	if ((rc = new_lock(out, s, 0, key, err)) == ST_OK) {
+		memcpy((*out)->hash, hash, sizeof(hash));
+		held_add(*out);
+	}
+	return rc;
 }
 
 int st__unlock_store(st_store *s, const char *dir, int *removed, st_error *err)

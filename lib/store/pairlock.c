@@ -3,8 +3,10 @@
  * stack's lock folder, a plain file's <file>.lock: lock.c) and its journal names them
  * (st__pairlock_mine), so that a recovery can tell the crashed operation's own locks from
  * anyone else's. A recovery writes a stack only as a save would: it takes the stack's lock
- * (st__pairlock_take), where a lock other than the crashed operation's own and this process's
- * refuses it with Pulumi's message, nothing changed on either side; once the operation is
+ * (st__pairlock_take; both sides checked first, st__pairlock_check), where a lock other than the
+ * crashed operation's own and this process's refuses it with Pulumi's message, nothing changed
+ * on either side; a plain file's <file>.lock is written as st_lock_file writes it, the crashed
+ * operation's own replaced by the recovery's (it has one name); once the operation is
  * complete, the crashed operation's locks are removed (st__pairlock_remove), with the folders
  * their writes made, as a release would. A journal that names no lock (written by an older
  * statetool) has none of its own: every lock is then someone else's.
@@ -143,19 +145,21 @@ static char *unlock_hint(const char *loc, const char *key)
 	return out;
 }
 
-int st__pairlock_take(st_lock **taken, st_store *s, const char *key, const char *own,
-		      const char *own_hash, const char *tail, st_error *err)
+/* Takes the side's lock (taken not NULL) or only checks it. */
+static int take_or_check(st_lock **taken, st_store *s, const char *key, const char *own,
+			 const char *own_hash, const char *tail, int *replaced, st_error *err)
 {
 	char *dir = NULL, *file = NULL, *loc = st__store_locator(s), *hint = NULL;
 	int rc = loc && lock_place(key, &dir, &file) == ST_OK && (hint = unlock_hint(loc, key))
 			 ? ST_OK
 			 : st__err(err, ST_ENOMEM, "out of memory");
 
-	*taken = NULL;
 	/* a lock this process holds there already (the command that runs the recovery) */
 	if (rc == ST_OK && !st__lock_held(s, dir, file, NULL, NULL, NULL))
-		rc = dir ? st__lock_store_own(taken, s, dir, own, own_hash, hint, tail, err)
-			 : st__lock_file_check(s, file, own, own_hash, hint, tail, err);
+		rc = !taken ? st__lock_own_check(s, dir, file, own, own_hash, hint, tail, err)
+		     : dir  ? st__lock_store_own(taken, s, dir, own, own_hash, hint, tail, err)
+			    : st__lock_file_own(taken, s, file, own, own_hash, hint, tail, replaced,
+						err);
 	free(dir);
 	free(file);
 	free(loc);
@@ -163,14 +167,29 @@ int st__pairlock_take(st_lock **taken, st_store *s, const char *key, const char 
 	return rc;
 }
 
+int st__pairlock_take(st_lock **taken, st_store *s, const char *key, const char *own,
+		      const char *own_hash, const char *tail, int *replaced, st_error *err)
+{
+	*taken = NULL;
+	*replaced = 0;
+	return take_or_check(taken, s, key, own, own_hash, tail, replaced, err);
+}
+
+int st__pairlock_check(st_store *s, const char *key, const char *own, const char *own_hash,
+		       const char *tail, st_error *err)
+{
+	return take_or_check(NULL, s, key, own, own_hash, tail, NULL, err);
+}
+
 void st__pairlock_remove(st_store *s, const char *op, const char *own, const char *own_hash,
-			 const char *made, st_changes *report)
+			 const char *made, int replaced, st_changes *report)
 {
 	char *w;
 
-	if (!own || !own_hash || !st__lock_remove_if(s, own, own_hash))
+	if (!own || !own_hash || (!replaced && !st__lock_remove_if(s, own, own_hash)))
 		return;
-	st__store_file_prune(s, own, made);
+	if (!replaced)
+		st__store_file_prune(s, own, made);
 	w = st__store_where(s, own);
 	st_changes_add(report, "removed the interrupted %s's lock %s", op, w ? w : own);
 	free(w);

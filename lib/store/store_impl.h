@@ -324,10 +324,21 @@ int st__locks_check(st_store *s, const char *dir, const char *hint, st_error *er
  * holds are not someone else's; `tail` (may be NULL) ends the message of a refusal. */
 int st__lock_store_own(st_lock **out, st_store *s, const char *dir, const char *own,
 		       const char *own_hash, const char *hint, const char *tail, st_error *err);
-/* ST_ELOCKED (as st__locks_check, `tail` ending the message) when the lock object `lkey` of a
- * plain file exists and is neither `own` (as st__lock_store_own) nor held by this process. */
-int st__lock_file_check(st_store *s, const char *lkey, const char *own, const char *own_hash,
-			const char *hint, const char *tail, st_error *err);
+/* Would a recovery be refused the lock of a side (a DIY stack's lock folder `dir`, or a plain
+ * file's lock `lkey` when `dir` is NULL)? ST_ELOCKED as st__lock_store_own says it when a lock
+ * other than `own` and this process's is there; a plain file's lock that cannot be looked at
+ * (an error other than ST_ENOTFOUND) is that error, naming it. Nothing is written: a recovery
+ * checks both sides before it takes either lock. */
+int st__lock_own_check(st_store *s, const char *dir, const char *lkey, const char *own,
+		       const char *own_hash, const char *hint, const char *tail, st_error *err);
+/* A plain file's lock `lkey` for a recovery, taken as st_lock_file takes it (a create-only
+ * write; *out new, its store borrowed): the crashed operation's own lock (`own`, as
+ * st__lock_store_own tells it) is replaced by ours (*replaced 1), any other refuses it
+ * (ST_ELOCKED, `tail` ending the message). A lock that cannot be looked at (an error other
+ * than ST_ENOTFOUND) is that error, naming it. */
+int st__lock_file_own(st_lock **out, st_store *s, const char *lkey, const char *own,
+		      const char *own_hash, const char *hint, const char *tail, int *replaced,
+		      st_error *err);
 /* Is `key` (with `dir`, ending in '/': any lock object directly in that folder) a lock this
  * process holds (st__lock_store, st_lock_file) in a store with the locator of `s`? 1 and
  * *key_out (its key) and *made_out (the folder its write made, or NULL) (both new; either may
@@ -361,16 +372,22 @@ int st__pairlock_fits(const char *key, const char *lock, const char *made);
 char *st__pairlock_tail(const char *op, const char *journal, const char *const loc[2],
 			const char *const key[2]);
 /* A recovery's lock on the side at `key` (*taken new, NULL when this process holds one there
- * already or the side is a plain file, whose lock is only checked): ST_ELOCKED, `tail` ending
- * Pulumi's message, when a lock other than `own` (the crashed operation's, may be NULL, with
- * the hash of its bytes `own_hash`) and this process's is there. */
+ * already): ST_ELOCKED, `tail` ending Pulumi's message, when a lock other than `own` (the
+ * crashed operation's, may be NULL, with the hash of its bytes `own_hash`) and this process's
+ * is there. A plain file's lock has one name: the crashed operation's own is replaced by ours
+ * (*replaced 1). */
 int st__pairlock_take(st_lock **taken, st_store *s, const char *key, const char *own,
-		      const char *own_hash, const char *tail, st_error *err);
+		      const char *own_hash, const char *tail, int *replaced, st_error *err);
+/* st__pairlock_take's refusal without taking anything (st__lock_own_check): a recovery checks
+ * both sides first, so that a refusal on one changes nothing on the other. */
+int st__pairlock_check(st_store *s, const char *key, const char *own, const char *own_hash,
+		       const char *tail, st_error *err);
 /* Removes the crashed operation's lock `own` (may be NULL) when it still holds the bytes of
  * `own_hash`, and the folders its write made (`made`), with a line for `report`; nothing when
- * it is gone already or holds other bytes. */
+ * it is gone already or holds other bytes. `replaced`: st__pairlock_take removed it already
+ * (only the line). */
 void st__pairlock_remove(st_store *s, const char *op, const char *own, const char *own_hash,
-			 const char *made, st_changes *report);
+			 const char *made, int replaced, st_changes *report);
 
 /* Pulumi's guessProject (upgrade.c): the project of the first resource's URN of the checkpoint
  * at `key` (the stack `name`, for messages), *project new, or NULL when it names none (no
