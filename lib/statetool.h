@@ -1191,7 +1191,11 @@ ST_EXTERN int st_move(st_state *src, const char *src_path, st_state *dst, const 
  * store's rename or copy), and the staged objects and journals are removed. After a crash at
  * any point, st_journal_recover_key (or st_backend_recover) on either side completes the
  * operation. The same object on both sides is refused (ST_EINVAL). `op` names the operation
- * ("move") in the journal and in messages. */
+ * ("move") in the journal and in messages. For "move", `a` is the destination and `b` the
+ * source (as st_edit_commit_pair's write gets them): the journal records these roles, and a
+ * refused recovery's message names the sides by them (`statetool move --recover --source ...
+ * --dest ...`); another operation's sides have no roles and are named as they are. The same
+ * holds for st_backend_save_pair, st_journal_write_pair and st_state_save_pair. */
 ST_EXTERN int st_journal_save(const char *op, const st_pair_side *a, const st_pair_side *b,
 			      st_error *err);
 

@@ -390,6 +390,47 @@ static void test_recover_plain_file_lock(void **unused)
 	st_store_free(&m->base);
 }
 
+/* A refused recovery names the sides by the roles its journal records: a move's destination
+ * and source (whatever their order in the journal), another operation's sides as they are. */
+static void test_recover_hint_roles(void **unused)
+{
+	const char *t = "{\"version\":3,\"deployment\":{\"manifest\":{},\"resources\":[]}}";
+	const char *lk = "{\"pid\":1,\"username\":\"u\",\"hostname\":\"elsewhere\"}";
+	for (int op = 0; op < 2; op++) {
+		mem_store *m = mem_store_new("mem://hr");
+		st_state *a = NULL, *b = NULL;
+		st_error err;
+		char *j;
+		assert_int_equal(st_state_load_buffer(&a, t, strlen(t), "a", NULL, NULL), ST_OK);
+		assert_int_equal(st_state_load_buffer(&b, t, strlen(t), "b", NULL, NULL), ST_OK);
+		st_pair_side A = {&m->base, "a.json", NULL, a}, B = {&m->base, "b.json", NULL, b};
+		m->changes = 0;
+		m->fail_at = 5; /* committed, not installed */
+		assert_int_not_equal(st_journal_save(op ? "swap" : "move", &A, &B, NULL), ST_OK);
+		m->fail_at = 0;
+		j = strdup(mem_get(m, "a.json.statetool-journal"));
+		assert_true((strstr(j, "\"role\":\"dest\"") != NULL) == !op);
+		assert_true((strstr(j, "\"role\":\"source\"") != NULL) == !op);
+		free(j);
+		assert_int_equal(mem_put(m, "b.json.lock", lk, strlen(lk)), ST_OK);
+		st_error_clear(&err);
+		assert_int_equal(st_journal_recover_key(&m->base, "a.json", NULL, 0, 0, NULL, &err),
+				 ST_ELOCKED);
+		if (!op)
+			assert_non_null(strstr(err.message, "`statetool move --recover --source "
+							    "b.json --dest a.json`"));
+		else
+			assert_non_null(strstr(err.message, "an interrupted swap is pending (journal "
+							    "'mem://hr/a.json.statetool-journal'): once "
+							    "the lock is gone, any statetool command on "
+							    "either side (mem://hr/a.json, mem://hr/b.json) "
+							    "completes it"));
+		st_state_free(a);
+		st_state_free(b);
+		st_store_free(&m->base);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -400,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_pair_failure_at_each_change),
 		cmocka_unit_test(test_recover_other_store_missing),
 		cmocka_unit_test(test_recover_plain_file_lock),
+		cmocka_unit_test(test_recover_hint_roles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,6 +50,7 @@ typedef struct jside {
 	char *url;                         /* the store's locator */
 	char *id;                          /* its identity (st_store_identity), or NULL: a
 					    * journal of an older statetool */
+	const char *role; /* "dest" or "source" (a move's), or NULL: not known */
 	char *key, *old_key, *staged, *journal; /* old_key: where the current version is */
 	char *lock, *lock_made; /* the writer's lock on the side and the folder it made, or NULL */
 	char lock_hash[65];     /* its bytes' BLAKE2b-256 (hex): a plain file's lock has one name */
@@ -374,7 +375,8 @@ static json_t *side_json(const jside *sd)
 				json_object_set_new(o, "lock_hash", json_string(sd->lock_hash)))) ||
 		  (sd->lock_made &&
 		   json_object_set_new(o, "lock_made", json_string(sd->lock_made))) ||
-		  (sd->id && json_object_set_new(o, "store_id", json_string(sd->id))))) {
+		  (sd->id && json_object_set_new(o, "store_id", json_string(sd->id))) ||
+		  (sd->role && json_object_set_new(o, "role", json_string(sd->role))))) {
 		json_decref(o);
 		return NULL;
 	}
@@ -434,6 +436,15 @@ static int install(jside *sd, st_error *err)
 static void remove_quietly(st_store *s, const char *key)
 {
 	st_store_delete(s, key, NULL);
+}
+
+/* The sides' roles, as the caller gives them: a move's `a` is its destination and `b` its
+ * source (st_journal_save); another operation's sides have none. */
+static void roles(const char *op, jside *A, jside *B)
+{
+	int move = op && !strcmp(op, "move");
+	A->role = move ? "dest" : NULL;
+	B->role = move ? "source" : NULL;
 }
 
 /* The pair write: both staged, a journal beside each, then both installed (see the top). */
@@ -500,6 +511,7 @@ int st_journal_save(const char *op, const st_pair_side *a, const st_pair_side *b
 		rc = side_prepare(&B, b, err);
 	else
 		memset(&B, 0, sizeof(B));
+	roles(op, &A, &B);
 	if (rc == ST_OK)
 		rc = write_pair(op, &A, &B, err);
 	jside_free(&A);
@@ -572,6 +584,7 @@ static int parse_v3(jside *sd, json_t *f, st_error *err)
 	const char *oh = st_json_str(f, "old_hash"), *nh = st_json_str(f, "new_hash");
 	const char *lk = st_json_str(f, "lock"), *made = st_json_str(f, "lock_made");
 	const char *lh = st_json_str(f, "lock_hash"), *id = st_json_str(f, "store_id");
+	const char *role = st_json_str(f, "role");
 
 	if (!old)
 		old = key;
@@ -588,6 +601,10 @@ static int parse_v3(jside *sd, json_t *f, st_error *err)
 	if ((lk && !(sd->lock = st_strdup(lk))) || (made && !(sd->lock_made = st_strdup(made))))
 		return st__err(err, ST_ENOMEM, "out of memory");
 	snprintf(sd->lock_hash, sizeof(sd->lock_hash), "%s", lh ? lh : "");
+	sd->role = !role			? NULL
+		   : !strcmp(role, "dest")	? "dest"
+		   : !strcmp(role, "source") ? "source"
+					      : NULL;
 	if (!(sd->url = st_strdup(url)) || (id && !(sd->id = st_strdup(id))) ||
 	    !(sd->key = st_strdup(key)) || !(sd->old_key = st_strdup(old)) ||
 	    !(sd->staged = st_strdup(staged)) ||
@@ -751,10 +768,21 @@ static int tidy_installed(const journal *j, jside *sd, st_error *err)
  * else holds one. */
 static int recover_lock(const journal *j, st_lock *taken[2], int replaced[2], st_error *err)
 {
+	int rc;
 	const char *loc[2] = {j->side[0].url, j->side[1].url};
 	const char *key[2] = {j->side[0].key, j->side[1].key};
-	char *tail = st__pairlock_tail(j->op, j->where ? j->where : "?", loc, key);
-	int rc = tail ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
+	const char *role[2] = {j->side[0].role, j->side[1].role};
+	char *tail;
+
+	/* the roles the journal records; a move's journal without them (an older statetool's)
+	 * has its destination first, as every statetool wrote it */
+	if (!role[0] || !role[1] || !strcmp(role[0], role[1])) {
+		int move = j->op && !strcmp(j->op, "move") && !role[0] && !role[1];
+		role[0] = move ? "dest" : NULL;
+		role[1] = move ? "source" : NULL;
+	}
+	tail = st__pairlock_tail(j->op, j->where ? j->where : "?", loc, key, role);
+	rc = tail ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
 
 	/* both checked before either is taken: a refusal changes nothing on the other side */
 	for (int i = 0; rc == ST_OK && i < 2; i++)
@@ -908,6 +936,7 @@ int st_journal_write_pair(const char *op, const char *path_a, const void *data_a
 		memcpy(B.data, data_b, len_b);
 		A.len = len_a;
 		B.len = len_b;
+		roles(op, &A, &B);
 		rc = write_pair(op, &A, &B, err);
 	}
 	jside_free(&A);

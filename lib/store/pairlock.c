@@ -116,15 +116,41 @@ static char *side_args(const char *role, const char *loc, const char *key)
 	return out;
 }
 
-char *st__pairlock_tail(const char *op, const char *journal, const char *const loc[2],
-			const char *const key[2])
+/* A side as the message names it: `stack P/S of URL` or the file's path (new). */
+static char *side_named(const char *loc, const char *key)
 {
-	char *a = side_args("dest", loc[0], key[0]), *b = side_args("source", loc[1], key[1]);
-	char *out = a && b ? st_asprintf("\nan interrupted %s is pending (journal '%s'): once the "
-					 "lock is gone, `statetool move --recover %s %s` (or any "
-					 "statetool command on either stack) completes it",
-					 op, journal, b, a)
-			   : NULL;
+	char *names = stack_names(key), *path = names ? NULL : file_path(loc, key), *out;
+	out = names  ? st_asprintf("stack %s of %s", names, loc)
+	      : path ? st_strdup(path)
+		     : st_asprintf("%s/%s", loc, key);
+	free(names);
+	free(path);
+	return out;
+}
+
+char *st__pairlock_tail(const char *op, const char *journal, const char *const loc[2],
+			const char *const key[2], const char *const role[2])
+{
+	char *a = NULL, *b = NULL, *out = NULL;
+	int s = role[0] && !strcmp(role[0], "source") ? 0 : 1; /* the source's side */
+
+	if (role[0] && role[1]) {
+		a = side_args("dest", loc[!s], key[!s]);
+		b = side_args("source", loc[s], key[s]);
+		out = a && b ? st_asprintf("\nan interrupted %s is pending (journal '%s'): once the "
+					   "lock is gone, `statetool move --recover %s %s` (or any "
+					   "statetool command on either stack) completes it",
+					   op, journal, b, a)
+			     : NULL;
+	} else { /* an operation whose sides have no roles: both named as they are */
+		a = side_named(loc[0], key[0]);
+		b = side_named(loc[1], key[1]);
+		out = a && b ? st_asprintf("\nan interrupted %s is pending (journal '%s'): once the "
+					   "lock is gone, any statetool command on either side (%s, "
+					   "%s) completes it",
+					   op, journal, a, b)
+			     : NULL;
+	}
 	free(a);
 	free(b);
 	return out;

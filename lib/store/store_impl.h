@@ -368,9 +368,11 @@ void st__pairlock_mine(st_store *s, const char *key, char **lock, char **made, c
 int st__pairlock_fits(const char *key, const char *lock, const char *made);
 /* What a refusal of a recovery adds to Pulumi's message: that the operation `op` recorded in
  * `journal` is pending and the `statetool move --recover` that completes it (new; NULL when
- * out of memory). loc, key: the journal's two sides, the destination first. */
+ * out of memory). loc, key: the journal's two sides; role: theirs ("dest", "source"), as the
+ * journal records them, in any order; NULLs for an operation whose sides have none (then both
+ * are named, and any command on either completes it). */
 char *st__pairlock_tail(const char *op, const char *journal, const char *const loc[2],
-			const char *const key[2]);
+			const char *const key[2], const char *const role[2]);
 /* A recovery's lock on the side at `key` (*taken new, NULL when this process holds one there
  * already): ST_ELOCKED, `tail` ending Pulumi's message, when a lock other than `own` (the
  * crashed operation's, may be NULL, with the hash of its bytes `own_hash`) and this process's

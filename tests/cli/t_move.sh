@@ -377,6 +377,24 @@ run "then completed" st list "$PF/b.json"
 check_rc 0; check_err_has "note: the interrupted move is complete"; check_out_has "urn:pulumi:prod::test::a:b:c::name"
 run "no lock left" sh -c "ls -A '$PF' | grep -c 'lock$'"
 check_out "0"
+# a refused recovery's hint names the sides by the roles the journal records, whatever their
+# order in it (review25 L6: the first side was taken for the destination)
+rm -rf "$PF"; mkdir -p "$PF"; cp "$M/children.json" "$PF/a.json"
+run "crash at pair:5 (plain files, roles)" env STATETOOL_CRASH_AT=pair:5 "$STATETOOL" move --source "$PF/a.json" --dest "$PF/b.json" --dest-stack test/prod "urn:pulumi:$S::test::a:b:c::name"
+check_rc 137
+run "the journal records the sides' roles" cat "$PF/a.json.statetool-journal"
+check_out_has '"key":"b.json",'; check_out_has '"role":"dest"}'; check_out_has '"role":"source"}'
+for j in "$PF/a.json.statetool-journal" "$PF/b.json.statetool-journal"; do
+	sed 's/"sides":\[\({[^}]*}\),\({[^}]*}\)\]/"sides":[\2,\1]/' "$j" > "$T/j" && cat "$T/j" > "$j"
+done
+run "the source first in the journal now" grep -c '"sides":\[{"store":"[^"]*","key":"a.json"' "$PF/a.json.statetool-journal"
+check_out "1"
+printf '{"pid":4242,"username":"alice","hostname":"ci.example","timestamp":"2026-11-24T22:00:00Z"}' > "$PF/a.json.lock"
+run "the hint names the source as the source" st list "$PF/b.json"
+check_rc 1; check_err_has "\`statetool move --recover --source $PF/a.json --dest $PF/b.json\` (or any statetool command on either stack) completes it"
+rm "$PF/a.json.lock"
+run "and completes it once the lock is gone" st list "$PF/b.json"
+check_rc 0; check_out_has "urn:pulumi:prod::test::a:b:c::name"
 # a lock that cannot be read (a symbolic link that loops) counts as held: refused, naming it,
 # nothing written (a stat that fails is an error too: test_journal, on a store that fails it)
 rm -rf "$PF"; mkdir -p "$PF"; cp "$M/children.json" "$PF/a.json"
