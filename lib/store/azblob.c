@@ -772,14 +772,6 @@ int st__azblob_container_delete(st_store *ss, st_error *err)
 char *st__azblob_identity(const st_store *st)
 {
 	const az_store *s = (const az_store *)st;
-	st_buf b;
-
-	st_buf_init(&b);
-	st_buf_adds(&b, "azblob://");
-	st__identity_add(&b, s->cfg.container, strlen(s->cfg.container));
-	st_buf_addc(&b, '/');
-	st__identity_add(&b, s->cfg.prefix, strlen(s->cfg.prefix));
-	st_buf_adds(&b, "?service=");
-	st__identity_endpoint(&b, s->cfg.service);
-	return st_buf_take(&b, NULL);
+	return st__identity_bucket("azblob", s->cfg.container, s->cfg.prefix, "service",
+				   s->cfg.service);
 }

@@ -691,14 +691,5 @@ fail:
 char *st__gcs_identity(const st_store *st)
 {
 	const gcs_store *s = (const gcs_store *)st;
-	st_buf b;
-
-	st_buf_init(&b);
-	st_buf_adds(&b, "gs://");
-	st__identity_add(&b, s->cfg.bucket, strlen(s->cfg.bucket));
-	st_buf_addc(&b, '/');
-	st__identity_add(&b, s->cfg.prefix, strlen(s->cfg.prefix));
-	st_buf_adds(&b, "?api=");
-	st__identity_endpoint(&b, s->cfg.api);
-	return st_buf_take(&b, NULL);
+	return st__identity_bucket("gs", s->cfg.bucket, s->cfg.prefix, "api", s->cfg.api);
 }

@@ -378,12 +378,45 @@ static int retain_checkpoint(st_store *s, const char *key, st_error *err)
 	return rc;
 }
 
+/* Copies the object `key` into the backups of PROJECT/NAME as a generation, named by the time
+ * of now; with `dedupe`, nothing when the newest backup holds the same bytes, and with
+ * `by_mtime` it is named by the object's modification time when that is earlier. */
+static int keep(st_store *s, const char *project, const char *name, const char *key,
+		const char *ext, int dedupe, int by_mtime, st_error *err)
+{
+	char *dir = backup_dir(project, name), *last = NULL, *dst = NULL;
+	st_store_info info, linfo;
+	long long ns = now_ns();
+	int rc;
+
+	if (!dir)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	if ((rc = st_store_stat(s, key, &info, err)) != ST_OK)
+		goto out;
+	if (dedupe) {
+		if ((rc = newest_backup(s, dir, name, &last, &linfo, err)) != ST_OK)
+			goto out;
+		if (last && linfo.size == info.size && same_bytes(s, last, key))
+			goto out;
+		if (by_mtime && info.mtime_ns > 0 && info.mtime_ns < ns)
+			ns = info.mtime_ns;
+	}
+	if (!(dst = st_asprintf("%s%s.%lld%s", dir, name, ns, ext)))
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+	else
+		rc = st_store_copy(s, key, dst, err);
+out:
+	free(dir);
+	free(last);
+	free(dst);
+	return rc;
+}
+
 int st__diy_generation(st_backend *b, const char *stack, const char *key, int before,
 		       st_error *err)
 {
 	st_store *s = st_backend_store(b);
-	char *project = NULL, *name = NULL, *dir = NULL, *last = NULL, *dst = NULL;
-	st_store_info info, linfo;
+	char *project = NULL, *name = NULL;
 	const char *ext = json_ext(key);
 	int rc;
 
@@ -394,35 +427,12 @@ int st__diy_generation(st_backend *b, const char *stack, const char *key, int be
 		return ST_OK;
 	if ((rc = st__diy_names(b, stack, &project, &name, err)) != ST_OK)
 		return rc;
-	if (!(dir = backup_dir(project, name))) {
-		rc = st__err(err, ST_ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((rc = st_store_stat(s, key, &info, err)) != ST_OK)
-		goto out;
-	long long ns = now_ns();
-	if (before) {
-		/* the state about to be replaced is a generation already, unless it was written
-		 * by something that kept none (backups disabled, an import, statetool before
-		 * generations): then it becomes one, timed when it was written */
-		if ((rc = newest_backup(s, dir, name, &last, &linfo, err)) != ST_OK)
-			goto out;
-		if (last && linfo.size == info.size && same_bytes(s, last, key))
-			goto out;
-		if (info.mtime_ns > 0 && info.mtime_ns < ns)
-			ns = info.mtime_ns;
-	}
-	if (!(dst = st_asprintf("%s%s.%lld%s", dir, name, ns, ext))) {
-		rc = st__err(err, ST_ENOMEM, "out of memory");
-		goto out;
-	}
-	rc = st_store_copy(s, key, dst, err);
-out:
+	/* before: the state about to be replaced is a generation already, unless it was written
+	 * by something that kept none (backups disabled, an import, statetool before
+	 * generations): then it becomes one, timed when it was written */
+	rc = keep(s, project, name, key, ext, before, before, err);
 	free(project);
 	free(name);
-	free(dir);
-	free(last);
-	free(dst);
 	return rc;
 }
 
@@ -430,8 +440,7 @@ int st__store_generation_after(st_store *s, const char *key, int installed, st_e
 {
 	static const char stacks[] = ".pulumi/stacks/";
 	const char *ext = json_ext(key), *rel = key + sizeof(stacks) - 1, *slash;
-	char *project = NULL, *name = NULL, *dir = NULL, *last = NULL, *dst = NULL;
-	st_store_info info, linfo;
+	char *project, *name;
 	int rc = ST_OK;
 
 	if (!ext || strncmp(key, stacks, sizeof(stacks) - 1) || ext <= rel)
@@ -446,26 +455,11 @@ int st__store_generation_after(st_store *s, const char *key, int installed, st_e
 	project = slash ? st_strndup(rel, (size_t)(slash - rel)) : NULL;
 	name = slash ? st_strndup(slash + 1, (size_t)(ext - slash - 1))
 		     : st_strndup(rel, (size_t)(ext - rel));
-	if (!name || (slash && !project) || !(dir = backup_dir(project, name))) {
-		rc = st__err(err, ST_ENOMEM, "out of memory");
-		goto out;
-	}
 	/* the operation's own run may have written it before it stopped */
-	if ((rc = st_store_stat(s, key, &info, err)) != ST_OK ||
-	    (rc = newest_backup(s, dir, name, &last, &linfo, err)) != ST_OK)
-		goto out;
-	if (last && linfo.size == info.size && same_bytes(s, last, key))
-		goto out;
-	if (!(dst = st_asprintf("%s%s.%lld%s", dir, name, now_ns(), ext)))
-		rc = st__err(err, ST_ENOMEM, "out of memory");
-	else
-		rc = st_store_copy(s, key, dst, err);
-out:
+	rc = !name || (slash && !project) ? st__err(err, ST_ENOMEM, "out of memory")
+					  : keep(s, project, name, key, ext, 1, 0, err);
 	free(project);
 	free(name);
-	free(dir);
-	free(last);
-	free(dst);
 	return rc;
 }
 

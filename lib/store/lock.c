@@ -452,28 +452,55 @@ int st__locks_check(st_store *s, const char *dir, const char *hint, st_error *er
 	return foreign_locks(s, dir, &x, hint, err);
 }
 
+/* A plain file's lock `lkey` written as Pulumi-format content, only when there is none
+ * (ST_EEXIST otherwise); `hash` gets its bytes' hash; werr the write's error. */
+static int write_file_lock(st_store *s, const char *lkey, char hash[65], st_error *werr)
+{
+	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
+	char *content = lock_content();
+	int rc;
+
+	st_error_clear(werr);
+	if (!content)
+		return st__err(werr, ST_ENOMEM, "out of memory");
+	wo.flags = ST_STORE_CREATE_ONLY;
+	rc = st_store_write(s, lkey, content, strlen(content), &wo, werr);
+	bytes_hash(content, strlen(content), hash);
+	free(content);
+	return rc;
+}
+
+/* Is the lock object `lkey` there: ST_OK, ST_ENOTFOUND (err untouched), or the error of a
+ * store that cannot tell, naming the lock (never "no lock": unknown). */
+static int lock_stat(st_store *s, const char *lkey, st_error *err)
+{
+	st_error serr;
+	char *w;
+	int rc;
+
+	st_error_clear(&serr);
+	rc = st_store_stat(s, lkey, NULL, &serr);
+	if (rc == ST_OK || rc == ST_ENOTFOUND)
+		return rc;
+	w = st__store_where(s, lkey);
+	rc = st__err(err, rc, "cannot tell whether the lock '%s' is there: %s", w ? w : lkey,
+		     serr.message);
+	free(w);
+	return rc;
+}
+
 int st__lock_own_check(st_store *s, const char *dir, const char *lkey, const char *own,
 			const char *own_hash, const char *hint, const char *tail, st_error *err)
 {
 	lock_excl x = {NULL, own, own_hash, tail, 1};
-	char *loc, *w;
+	char *loc;
 	st_buf desc;
-	st_error serr;
 	int rc, mine;
 
 	if (dir)
 		return foreign_locks(s, dir, &x, hint, err);
-	st_error_clear(&serr);
-	rc = st_store_stat(s, lkey, NULL, &serr);
-	if (rc == ST_ENOTFOUND)
-		return ST_OK;
-	if (rc != ST_OK) { /* not "no lock": unknown */
-		w = st__store_where(s, lkey);
-		rc = st__err(err, rc, "cannot tell whether the lock '%s' is there: %s", w ? w : lkey,
-			     serr.message);
-		free(w);
-		return rc;
-	}
+	if ((rc = lock_stat(s, lkey, err)) != ST_OK)
+		return rc == ST_ENOTFOUND ? ST_OK : rc;
 	loc = st__store_identity(s);
 	mine = excluded(&x, s, loc, lkey);
 	free(loc);
@@ -488,40 +515,23 @@ int st__lock_file_own(st_lock **out, st_store *s, const char *lkey, const char *
 		      const char *own_hash, const char *hint, const char *tail, int *replaced,
 		      st_error *err)
 {
-	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
-	char *content, *key, hash[65], *w;
+	char *key, hash[65];
 	st_error serr;
 	st_buf desc;
 	int rc;
 
 	*out = NULL;
 	*replaced = 0;
-	st_error_clear(&serr);
-	rc = st_store_stat(s, lkey, NULL, &serr);
-	if (rc != ST_OK && rc != ST_ENOTFOUND) { /* not "no lock": unknown */
-		w = st__store_where(s, lkey);
-		rc = st__err(err, rc, "cannot tell whether the lock '%s' is there: %s", w ? w : lkey,
-			     serr.message);
-		free(w);
+	if ((rc = lock_stat(s, lkey, err)) != ST_OK && rc != ST_ENOTFOUND)
 		return rc;
-	}
 	/* the crashed operation's own lock (its bytes, its process gone) gives way to ours; any
 	 * other, or one that changed meanwhile, is someone's (the write below meets it) */
 	if (rc == ST_OK && own && !strcmp(lkey, own) && own_hash && lock_is(s, lkey, own_hash) &&
 	    !alive_here(s, lkey))
 		*replaced = st__lock_remove_if(s, lkey, own_hash);
-	content = lock_content();
-	key = st_strdup(lkey);
-	if (!content || !key) {
-		free(content);
-		free(key);
+	if (!(key = st_strdup(lkey)))
 		return st__err(err, ST_ENOMEM, "out of memory");
-	}
-	wo.flags = ST_STORE_CREATE_ONLY;
-	st_error_clear(&serr);
-	rc = st_store_write(s, lkey, content, strlen(content), &wo, &serr);
-	bytes_hash(content, strlen(content), hash);
-	free(content);
+	rc = write_file_lock(s, lkey, hash, &serr);
 	if (rc == ST_EEXIST) {
 		st_buf_init(&desc);
 		describe_lock(&desc, s, lkey);
@@ -618,9 +628,8 @@ int st_lock_check_stack(st_backend *b, const char *stack, st_error *err)
 
 int st_lock_file(st_lock **out, const char *path, st_error *err)
 {
-	st_store_write_opts wo = ST_STORE_WRITE_OPTS_INIT;
 	st_store *s = NULL;
-	char *key = NULL, *lkey, *content, hash[65] = "";
+	char *key = NULL, *lkey, hash[65] = "";
 	st_error werr;
 	int rc;
 
@@ -629,18 +638,11 @@ int st_lock_file(st_lock **out, const char *path, st_error *err)
 		return rc;
 	lkey = st_asprintf("%s.lock", key);
 	free(key);
-	content = lock_content();
-	if (!lkey || !content) {
-		free(lkey);
-		free(content);
+	if (!lkey) {
 		st_store_free(s);
 		return st__err(err, ST_ENOMEM, "out of memory");
 	}
-	wo.flags = ST_STORE_CREATE_ONLY;
-	st_error_clear(&werr);
-	rc = st_store_write(s, lkey, content, strlen(content), &wo, &werr);
-	bytes_hash(content, strlen(content), hash);
-	free(content);
+	rc = write_file_lock(s, lkey, hash, &werr);
 	if (rc == ST_EEXIST) {
 		rc = file_locked(s, lkey, path, err);
 	} else if (rc) {

@@ -740,16 +740,6 @@ int st__store_s3_open(st_store **out, const char *url, st_error *err)
 char *st__s3_identity(const st_store *st)
 {
 	const s3_store *s = (const s3_store *)st;
-	st_buf b;
-
-	st_buf_init(&b);
-	st_buf_adds(&b, "s3://");
-	st__identity_add(&b, s->cfg.bucket, strlen(s->cfg.bucket));
-	st_buf_addc(&b, '/');
-	st__identity_add(&b, s->cfg.prefix, strlen(s->cfg.prefix));
-	if (s->cfg.custom_endpoint) {
-		st_buf_adds(&b, "?endpoint=");
-		st__identity_endpoint(&b, s->cfg.endpoint);
-	}
-	return st_buf_take(&b, NULL);
+	return st__identity_bucket("s3", s->cfg.bucket, s->cfg.prefix, "endpoint",
+				   s->cfg.custom_endpoint ? s->cfg.endpoint : NULL);
 }

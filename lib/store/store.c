@@ -313,6 +313,23 @@ void st__identity_endpoint(st_buf *b, const char *url)
 	st__identity_add(b, path, pl);
 }
 
+char *st__identity_bucket(const char *scheme, const char *bucket, const char *prefix,
+			  const char *param, const char *endpoint)
+{
+	st_buf b;
+
+	st_buf_init(&b);
+	st_buf_printf(&b, "%s://", scheme);
+	st__identity_add(&b, bucket, strlen(bucket));
+	st_buf_addc(&b, '/');
+	st__identity_add(&b, prefix, strlen(prefix));
+	if (endpoint) {
+		st_buf_printf(&b, "?%s=", param);
+		st__identity_endpoint(&b, endpoint);
+	}
+	return st_buf_take(&b, NULL);
+}
+
 /* A file store's: the real path of its directory (its locator's path, resolved again: it is
  * as named when the directory is gone). */
 static int file_identity(const st_store *s, char **out, st_error *err)

@@ -122,6 +122,10 @@ char *st__store_identity(const st_store *s);
  * '/'s left out. */
 void st__identity_add(st_buf *b, const char *s, size_t n);
 void st__identity_endpoint(st_buf *b, const char *url);
+/* An object store's identity: SCHEME://BUCKET/PREFIX, then ?PARAM=ENDPOINT (st__identity_endpoint)
+ * when `endpoint` is not NULL (new; NULL when out of memory). */
+char *st__identity_bucket(const char *scheme, const char *bucket, const char *prefix,
+			  const char *param, const char *endpoint);
 /* Each store's identity (st_store_identity); new, NULL when out of memory. */
 char *st__s3_identity(const st_store *s);
 char *st__azblob_identity(const st_store *s);
