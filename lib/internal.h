@@ -890,6 +890,10 @@ extern const st_embedded_schema st_embedded_schemas[];
 /* JSON Pointer prefix of the deployment in a state ("/deployment", "/checkpoint/latest",
  * "/latest"). */
 const char *st__deployment_pointer(const st_state *s);
+/* Does the state's checkpoint name another stack than `place` (PROJECT/STACK or STACK), as
+ * place/stack-mismatch (st_check_place) reports it? A checkpoint naming it in any of its forms
+ * (organization/P/S, P/S, S), or naming nothing it can parse, does not. */
+int st__place_misnamed(const st_state *s, const char *place);
 
 /* PBKDF2-HMAC-SHA256, one 32-byte block (exposed for the test vectors). */
 void st__pbkdf2_sha256(const unsigned char *pw, size_t pwlen, const unsigned char *salt,

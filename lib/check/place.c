@@ -92,6 +92,24 @@ static int check_urns(st_state *s, const char *stack, const char *project, const
 	return rc;
 }
 
+int st__place_misnamed(const st_state *s, const char *place)
+{
+	const char *cs = st_state_checkpoint_stack(s);
+	char *pp = NULL, *ps = NULL, *cp = NULL, *cn = NULL;
+	int mis = 0;
+
+	if (!cs || !*cs)
+		return 0;
+	split_name(place, &pp, &ps);
+	split_name(cs, &cp, &cn);
+	mis = ps && cn && !same_name(cn, cp, ps, pp);
+	free(pp);
+	free(ps);
+	free(cp);
+	free(cn);
+	return mis;
+}
+
 int st_check_place(st_state *s, const char *place, unsigned flags, st_problems *out,
 		   st_error *err)
 {

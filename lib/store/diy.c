@@ -682,23 +682,22 @@ int st_backend_stack_path(st_backend *bb, const char *ref, char **path, int *exi
 }
 
 /* Pulumi's saveStack writes the place's fully qualified name as the checkpoint's `stack`
- * (organization/PROJECT/STACK, the legacy layout's STACK): a checkpoint that says another one
- * (a copy, an edit --force, a convert -o into the backend) gets it; one that says it already is
- * left as it is, byte for byte. `base`: the stack's base key (stack_base). */
+ * (organization/PROJECT/STACK, the legacy layout's STACK): a checkpoint that names another
+ * stack (place/stack-mismatch: a copy, an edit --force) gets it; one that names this one, in
+ * any of its forms (an older Pulumi's bare STACK too), is left as it is, byte for byte.
+ * `base`: the stack's base key (stack_base). */
 static int place_name(const char *base, st_state *s, st_error *err)
 {
-	const char *rel = base + strlen(STACKS), *cur;
+	const char *rel = base + strlen(STACKS);
 	char *fq;
-	int rc = ST_OK;
+	int rc;
 
-	if (s->envelope != ST_ENVELOPE_CHECKPOINT)
+	if (s->envelope != ST_ENVELOPE_CHECKPOINT || !st__place_misnamed(s, rel))
 		return ST_OK;
 	fq = strchr(rel, '/') ? st_asprintf("organization/%s", rel) : st_strdup(rel);
 	if (!fq)
 		return st__err(err, ST_ENOMEM, "out of memory");
-	cur = st_state_checkpoint_stack(s);
-	if (!cur || strcmp(cur, fq))
-		rc = st_state_set_envelope(s, ST_ENVELOPE_CHECKPOINT, fq, err);
+	rc = st_state_set_envelope(s, ST_ENVELOPE_CHECKPOINT, fq, err);
 	free(fq);
 	return rc;
 }
