@@ -86,6 +86,8 @@ extern int cli_threads;
 /* Reads STATETOOL_THREADS, STATETOOL_TIMINGS and STATETOOL_CRASH_AT and tells the library
  * (st_set_threads, st_set_hooks). Called once, first thing. */
 void cli_env_apply(void);
+/* A crash point of the CLI's own (STATETOOL_CRASH_AT=OP:STEP kills the process there). */
+void cli_crash_point(const char *op, int step);
 
 /* Prints "statetool: error: <file:line:col: >message" to stderr. */
 void cli_error(const st_error *err);
@@ -334,9 +336,24 @@ typedef struct cli_config_key {
 } cli_config_key;
 /* With `cfg` (may be NULL): also opens the stack config's own key with the current
  * passphrase (an incorrect passphrase for it is an error naming cfg->file). */
+int cli_open_secrets_cfg(st_state *s, const char *passphrase_file, int need_key,
+			 cli_config_key *cfg, st_secrets **out);
 int cli_open_secrets_pair(st_state *s, const char *passphrase_file,
 			  const char *new_passphrase_file, cli_config_key *cfg, st_secrets **from,
 			  st_secrets **to);
+
+/* secrets rekey --stack-config FILE across a crash (tools/rekey_stage.c): the new config is
+ * staged as FILE.statetool-rekey (the config's mode, durable) before the state is written and
+ * renamed into place after it (FILE.bak keeps the config before). Each prints its errors and
+ * returns an exit code. cli_rekey_staged_name: new (free()), NULL when out of memory. */
+char *cli_rekey_staged_name(const char *config);
+int cli_rekey_stage(const char *config, const char *text, size_t len);
+int cli_rekey_commit(const char *config);
+/* A staged config left by an interrupted rekey, found before anything else is done with the
+ * state `s` (loaded under its lock): renamed into place when its salt is the state's
+ * (*completed = 1), removed when it is not and FILE exists, refused (naming both and
+ * `statetool restore STATE_NAME`) when FILE is missing. Nothing staged: EXIT_OK. */
+int cli_rekey_resolve(const char *config, st_state *s, const char *state_name, int *completed);
 
 int cmd_secrets(int argc, char **argv);
 int cmd_move(int argc, char **argv);

@@ -1,6 +1,7 @@
 /* statetool secrets show|verify|encrypt|rekey. */
 #include "cli.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,7 @@ typedef struct ctx {
 	char *config_text; /* rekey: --stack-config's new text, made before the state is saved */
 	size_t config_len;
 	size_t config_count;
+	int staged, saved; /* rekey: the new config staged; the state written */
 	const cli_target *t; /* encrypt: the state written, and how many secrets were plaintext */
 	size_t encrypted;
 } ctx;
@@ -136,7 +138,11 @@ static int prepare_config(ctx *c, st_state *s, st_error *err)
 {
 	char *text = NULL, *salt = NULL;
 	size_t len = 0;
-	int rc = st_file_read(c->config, 16 << 20, &text, &len, NULL, err);
+	int done, rc = cli_rekey_resolve(c->config, s, cli_target_name(c->t), &done);
+
+	if (rc != EXIT_OK)
+		return rc;
+	rc = st_file_read(c->config, 16 << 20, &text, &len, NULL, err);
 
 	if (rc == ST_OK)
 		rc = st_config_scan(text, len, c->config, &salt, &c->config_other, err);
@@ -151,6 +157,12 @@ static int prepare_config(ctx *c, st_state *s, st_error *err)
 					  &c->config_text, &c->config_len, &c->config_count, err);
 	free(salt);
 	st_secret_free(text, len); /* ciphertexts only, wiped as st_config_rekey wipes them */
+	/* staged before the state is written, renamed into place after (rekey_config) */
+	if (rc == ST_OK && !c->mo->dry_run) {
+		if ((rc = cli_rekey_stage(c->config, c->config_text, c->config_len)) == EXIT_OK)
+			c->staged = 1;
+		cli_crash_point("rekey", 1); /* the config staged, the state not yet written */
+	}
 	return rc;
 }
 
@@ -175,17 +187,14 @@ static int rekey_config(void *arg)
 {
 	ctx *c = arg;
 	size_t n = c->config_count;
-	st_write_opts wo = ST_WRITE_OPTS_INIT;
-	st_error err;
+	c->saved = 1;
 	if (!c->config_text)
 		return EXIT_OK;
-	st_error_clear(&err);
-	wo.backup = 1;
-	if (st_file_write_atomic(c->config, c->config_text, c->config_len, &wo, &err) != ST_OK) {
-		cli_error(&err);
-		cli_errorf("the state was rekeyed but '%s' was not; its secure values still use "
-			   "the old passphrase (the state's previous version is in its .bak)",
-			   c->config);
+	if (cli_rekey_commit(c->config) != EXIT_OK) {
+		cli_errorf("the state was rekeyed but '%s' was not: its new version is staged as "
+			   "'%s.statetool-rekey', which the next `secrets rekey`, `show` or `verify` "
+			   "with --stack-config '%s' puts in place",
+			   c->config, c->config, c->config);
 		return EXIT_FAIL;
 	}
 	if (!c->mo->json) {
@@ -295,15 +304,117 @@ static int print_shown(st_state *s, char **pos, int npos, const char *output)
 	return rc;
 }
 
+/* show/verify --stack-config FILE: the config of the stack, read with its encryptionsalt
+ * after a staged config an interrupted rekey left was put in place or removed (under the
+ * state's lock, as a rekey would take it), so that its secure values are checked too. */
+typedef struct stack_config {
+	char *text, *salt; /* new */
+	size_t len, count;
+	st_error err; /* a secure value that does not decrypt */
+} stack_config;
+
+static int config_lock(cli_target *t, const char *config, st_lock **lock)
+{
+	char *staged = cli_rekey_staged_name(config);
+	int rc = EXIT_OK;
+	/* only a staged file is a reason to lock: show and verify otherwise write nothing */
+	if (staged && access(staged, F_OK) == 0 && !t->filter)
+		rc = cli_lock(t, lock);
+	free(staged);
+	return rc;
+}
+
+static int config_read(const char *config, st_state *s, const cli_target *t, stack_config *sc)
+{
+	st_error err;
+	int done, rc = cli_rekey_resolve(config, s, cli_target_name(t), &done);
+
+	if (rc != EXIT_OK)
+		return rc;
+	st_error_clear(&err);
+	rc = st_file_read(config, 16 << 20, &sc->text, &sc->len, NULL, &err);
+	if (rc == ST_OK)
+		rc = st_config_scan(sc->text, sc->len, config, &sc->salt, NULL, &err);
+	if (rc == ST_OK)
+		return EXIT_OK;
+	cli_error(&err);
+	return EXIT_FAIL;
+}
+
+/* Every secure value decrypted (and re-encrypted in memory, nothing written). */
+static int config_check(const char *config, stack_config *sc, st_secrets *key)
+{
+	char *out = NULL;
+	size_t len = 0;
+	st_error_clear(&sc->err);
+	int rc = st_config_rekey_text(sc->text, sc->len, config, key, key, &out, &len, &sc->count,
+				      &sc->err);
+	free(out);
+	return rc == ST_OK ? EXIT_OK : EXIT_FAIL;
+}
+
+static int print_verify(const cli_target *t, const cli_mutate_opts *mo, st_state *s,
+			st_secrets *sec, int passphrase, int checked, const char *config,
+			const stack_config *sc, int cfail)
+{
+	st_problems p = {0};
+	size_t n = 0;
+	st_error err;
+	st_error_clear(&err);
+	st_secrets_verify(s, sec, &p, &n, &err);
+	if (mo->json) {
+		json_t *doc = json_object(), *arr = json_array();
+		json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
+		json_object_set_new(doc, "secrets", json_integer((json_int_t)n));
+		json_object_set_new(doc, "failed", json_integer((json_int_t)p.count));
+		for (size_t i = 0; i < p.count; i++)
+			json_array_append_new(arr, json_pack("{s:s,s:s?,s:s}", "pointer",
+							     p.items[i].pointer, "urn",
+							     p.items[i].urn, "message",
+							     p.items[i].message));
+		json_object_set_new(doc, "failures", arr);
+		if (passphrase)
+			json_object_set_new(doc, "passphrase_checked", json_boolean(checked));
+		if (config)
+			json_object_set_new(doc, "stack_config",
+					    json_pack("{s:s,s:I,s:s?}", "file", config, "secure_values",
+						      (json_int_t)(cfail ? 0 : sc->count), "error",
+						      cfail ? sc->err.message : NULL));
+		cli_print_json(doc);
+		json_decref(doc);
+	} else {
+		for (size_t i = 0; i < p.count; i++)
+			fprintf(stderr, "%s: error: %s: %s\n    at %s\n", cli_target_name(t),
+				p.items[i].urn ? p.items[i].urn : "?", p.items[i].message,
+				p.items[i].pointer);
+		if (cfail)
+			cli_error(&sc->err);
+		printf("%zu secret%s, %zu failed to decrypt\n", n, n == 1 ? "" : "s", p.count);
+		if (config && !cfail)
+			printf("%s: %zu secure value%s, 0 failed to decrypt\n", config, sc->count,
+			       sc->count == 1 ? "" : "s");
+		if (passphrase && !checked)
+			printf("the passphrase was not checked: no secret is encrypted and no "
+			       "passphrase was given (PULUMI_CONFIG_PASSPHRASE, "
+			       "PULUMI_CONFIG_PASSPHRASE_FILE or --passphrase-file)\n");
+	}
+	int rc = p.count || cfail ? EXIT_FAIL : EXIT_OK;
+	st_problems_clear(&p);
+	return rc;
+}
+
 static int cmd_show_verify(int argc, char **argv, int verify)
 {
 	cli_target t = {0};
 	cli_mutate_opts mo = {.cmd = verify ? "secrets verify" : "secrets show"};
 	ctx c = {0};
 	char **pos;
-	int npos, rc;
+	int npos, rc, cfail = 0;
 	st_state *s = NULL;
 	st_secrets *sec = NULL;
+	st_lock *lock = NULL;
+	stack_config sc = {0};
+	cli_config_key ck = {0};
 	st_error err;
 
 	st_error_clear(&err);
@@ -315,8 +426,6 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 	if (verify && c.output)
 		return cli_usage(mo.cmd, "-o goes with `secrets show`");
 	/* flags of the commands that write a state: accepted and ignored they would mislead */
-	if (c.config)
-		return cli_usage(mo.cmd, "--stack-config goes with `secrets rekey`");
 	if (c.newpassfile)
 		return cli_usage(mo.cmd, "--new-passphrase-file goes with `secrets rekey`");
 	if (mo.dry_run)
@@ -325,7 +434,9 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 	if ((rc = cli_target_resolve(&t, mo.cmd, 1)) != EXIT_OK ||
 	    (c.output && strcmp(c.output, "-") &&
 	     (rc = refuse_plain_out(mo.cmd, c.output, &t)) != EXIT_OK) ||
-	    (rc = cli_load(&t, &s)))
+	    (c.config && (rc = config_lock(&t, c.config, &lock)) != EXIT_OK) ||
+	    (rc = cli_load(&t, &s)) ||
+	    (c.config && (rc = config_read(c.config, s, &t, &sc)) != EXIT_OK))
 		goto out;
 	size_t cts = 0;
 	st_secrets_count(s, &cts, NULL);
@@ -337,43 +448,22 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 	int passphrase = ptype && !strcmp(ptype, "passphrase");
 	int given = getenv("PULUMI_CONFIG_PASSPHRASE") || getenv("PULUMI_CONFIG_PASSPHRASE_FILE") ||
 		    c.passfile;
-	int need = cts > 0 || (verify && passphrase && given);
-	if ((rc = cli_open_secrets(s, c.passfile, need, &sec)) != EXIT_OK)
+	int need = cts > 0 || (verify && passphrase && given) || c.config;
+	ck.file = c.config;
+	ck.salt = sc.salt;
+	if ((rc = cli_open_secrets_cfg(s, c.passfile, need, c.config ? &ck : NULL, &sec)) !=
+	    EXIT_OK)
 		goto out;
+	if (c.config)
+		cfail = config_check(c.config, &sc, ck.out ? ck.out : sec) != EXIT_OK;
 	if (verify) {
-		int checked = passphrase && need;
-		st_problems p = {0};
-		size_t n = 0;
-		st_secrets_verify(s, sec, &p, &n, &err);
-		if (mo.json) {
-			json_t *doc = json_object(), *arr = json_array();
-			json_object_set_new(doc, "format_version", json_integer(CLI_JSON_FORMAT));
-			json_object_set_new(doc, "secrets", json_integer((json_int_t)n));
-			json_object_set_new(doc, "failed", json_integer((json_int_t)p.count));
-			for (size_t i = 0; i < p.count; i++)
-				json_array_append_new(arr, json_pack("{s:s,s:s?,s:s}", "pointer",
-								     p.items[i].pointer, "urn",
-								     p.items[i].urn, "message",
-								     p.items[i].message));
-			json_object_set_new(doc, "failures", arr);
-			if (passphrase)
-				json_object_set_new(doc, "passphrase_checked", json_boolean(checked));
-			cli_print_json(doc);
-			json_decref(doc);
-		} else {
-			for (size_t i = 0; i < p.count; i++)
-				fprintf(stderr, "%s: error: %s: %s\n    at %s\n", cli_target_name(&t),
-					p.items[i].urn ? p.items[i].urn : "?", p.items[i].message,
-					p.items[i].pointer);
-			printf("%zu secret%s, %zu failed to decrypt\n", n, n == 1 ? "" : "s",
-			       p.count);
-			if (passphrase && !checked)
-				printf("the passphrase was not checked: no secret is encrypted and no "
-				       "passphrase was given (PULUMI_CONFIG_PASSPHRASE, "
-				       "PULUMI_CONFIG_PASSPHRASE_FILE or --passphrase-file)\n");
-		}
-		rc = p.count ? EXIT_FAIL : EXIT_OK;
-		st_problems_clear(&p);
+		rc = print_verify(&t, &mo, s, sec, passphrase, passphrase && need, c.config, &sc,
+				  cfail);
+		goto out;
+	}
+	if (cfail) {
+		cli_error(&sc.err);
+		rc = EXIT_FAIL;
 		goto out;
 	}
 	if (st_secrets_reveal(s, sec, &err) != ST_OK) {
@@ -382,8 +472,15 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 		goto out;
 	}
 	rc = print_shown(s, pos, npos, c.output);
+	if (rc == EXIT_OK && c.config)
+		fprintf(stderr, "%s: %zu secure value%s, 0 failed to decrypt\n", c.config, sc.count,
+			sc.count == 1 ? "" : "s");
 out:
 	st_secrets_free(sec);
+	st_secrets_free(ck.out);
+	st_secret_free(sc.text, sc.len);
+	free(sc.salt);
+	cli_unlock(&t, lock);
 	cli_state_done(s);
 	cli_target_free(&t);
 	return rc;
@@ -422,6 +519,13 @@ int cmd_secrets(int argc, char **argv)
 	c.t = &t;
 	mo.after_save = rekey ? rekey_config : encrypt_saved;
 	rc = cli_mutate(&t, &mo, rekey ? run_rekey : run_encrypt, &c);
+	if (c.staged && !c.saved) {
+		/* the state was not written (refused, or its write failed): the staged config goes */
+		char *staged = cli_rekey_staged_name(c.config);
+		if (staged && unlink(staged) != 0)
+			cli_warnf("cannot remove '%s': %s", staged, strerror(errno));
+		free(staged);
+	}
 	st_secrets_free(c.from);
 	st_secrets_free(c.to);
 	st_secrets_free(c.config_from);

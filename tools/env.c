@@ -3,8 +3,9 @@
  *   STATETOOL_THREADS=1|2    the thread choice of every call (and of the loads and saves)
  *   STATETOOL_TIMINGS=...    each step's time on standard error
  *   STATETOOL_CRASH_AT=OP:N  SIGKILL at step N of a durable write OP (write, pair, index;
- *                            bak:1 between the file store's backup link and its rename):
- *                            the crash tests (tests/cli/t_crash.sh, t_move.sh)
+ *                            bak:1 between the file store's backup link and its rename;
+ *                            rekey, the CLI's own: cli_crash_point): the crash tests
+ *                            (tests/cli/t_crash.sh, t_move.sh, t_secrets.sh)
  *   STATETOOL_HTTP_CONNECT_TIMEOUT, STATETOOL_HTTP_TIMEOUT (seconds), STATETOOL_HTTP_RETRIES,
  *   STATETOOL_HTTP_BACKOFF_MS   the network stores' st_net_opts
  *   STATETOOL_HTTP_LOG=FILE  one line per HTTP attempt appended to FILE: "METHOD HOST PATH
@@ -52,6 +53,12 @@ static void crash(void *ctx, const char *op, int step)
 	(void)ctx;
 	if (step == crash_step && strlen(op) == crash_oplen && !memcmp(op, crash_op, crash_oplen))
 		kill(getpid(), SIGKILL);
+}
+
+void cli_crash_point(const char *op, int step)
+{
+	if (crash_op)
+		crash(NULL, op, step);
 }
 
 /* A duration in seconds (decimals allowed) from the environment, in ms; `def` when unset or

@@ -148,36 +148,6 @@ int cli_passphrase(const char *env, const char *env_file, const char *flag_file,
 	return rc == 0 && *out ? EXIT_OK : EXIT_FAIL;
 }
 
-int cli_open_secrets(st_state *s, const char *passphrase_file, int need_key, st_secrets **out)
-{
-	json_t *dep = st_state_deployment(s);
-	json_t *sp = dep ? json_object_get(dep, "secrets_providers") : NULL;
-	const char *type = json_string_value(json_object_get(sp, "type"));
-	char *pass = NULL;
-	size_t len = 0;
-	st_error err;
-	int rc;
-
-	st_error_clear(&err);
-	*out = NULL;
-	if (!type) {
-		cli_errorf("the state has no secrets provider (no 'secrets_providers')");
-		return EXIT_FAIL;
-	}
-	if (!strcmp(type, "passphrase") && need_key &&
-	    (rc = cli_passphrase("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE",
-				 passphrase_file, "Enter your passphrase to unlock config/secrets: ",
-				 0, &pass, &len)) != EXIT_OK)
-		return rc;
-	rc = st_secrets_open(out, sp, pass, len, &err);
-	cli_passphrase_free(pass);
-	if (rc != ST_OK) {
-		cli_error(&err);
-		return EXIT_FAIL;
-	}
-	return EXIT_OK;
-}
-
 /* The new key is derived on a second thread while this one derives the old: a rekey waits
  * for one key derivation, not two. */
 typedef struct new_key_job {
@@ -219,6 +189,47 @@ static int open_config_key(json_t *sp, const char *pass, size_t len, cli_config_
 	else
 		cli_errorf("%s: its encryptionsalt: %s", cfg->file, err.message);
 	return EXIT_FAIL;
+}
+
+int cli_open_secrets_cfg(st_state *s, const char *passphrase_file, int need_key,
+			 cli_config_key *cfg, st_secrets **out)
+{
+	json_t *dep = st_state_deployment(s);
+	json_t *sp = dep ? json_object_get(dep, "secrets_providers") : NULL;
+	const char *type = json_string_value(json_object_get(sp, "type"));
+	char *pass = NULL;
+	size_t len = 0;
+	st_error err;
+	int rc;
+
+	st_error_clear(&err);
+	*out = NULL;
+	if (cfg)
+		cfg->out = NULL;
+	if (!type) {
+		cli_errorf("the state has no secrets provider (no 'secrets_providers')");
+		return EXIT_FAIL;
+	}
+	if (((!strcmp(type, "passphrase") && need_key) || (cfg && cfg->salt)) &&
+	    (rc = cli_passphrase("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE",
+				 passphrase_file, "Enter your passphrase to unlock config/secrets: ",
+				 0, &pass, &len)) != EXIT_OK)
+		return rc;
+	rc = st_secrets_open(out, sp, pass, len, &err);
+	if (rc != ST_OK)
+		cli_error(&err);
+	int crc = rc == ST_OK ? open_config_key(sp, pass, len, cfg) : EXIT_FAIL;
+	cli_passphrase_free(pass);
+	if (crc != EXIT_OK) {
+		st_secrets_free(*out);
+		*out = NULL;
+	}
+	return crc;
+}
+
+int cli_open_secrets(st_state *s, const char *passphrase_file, int need_key, st_secrets **out)
+{
+	return cli_open_secrets_cfg(s, passphrase_file, need_key, NULL, out);
 }
 
 int cli_open_secrets_pair(st_state *s, const char *passphrase_file,

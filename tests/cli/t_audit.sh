@@ -212,8 +212,6 @@ check_absent "$T/x.svg"
 run "graph --output x.dot" st graph --output "$T/x.dot" "$G"
 check_rc 0; check_out_empty
 if head -n 1 "$T/x.dot" | grep -q '^digraph'; then ok; else bad "x.dot is not DOT"; fi
-run "secrets verify --stack-config" st secrets verify --stack-config "$T/Pulumi.dev.yaml" "$G"
-usage_err "--stack-config goes with \`secrets rekey\`" "secrets verify"
 run "secrets verify --new-passphrase-file" st secrets verify --new-passphrase-file "$T/pw" "$G"
 usage_err "--new-passphrase-file goes with \`secrets rekey\`" "secrets verify"
 run "secrets show --dry-run" st secrets show --dry-run "$G"

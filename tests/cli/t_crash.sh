@@ -59,6 +59,57 @@ VERIFY_PW="the new one" # a rekeyed state decrypts with the new passphrase
 crash_cell "secrets rekey" "$FIXTURES/pulumi/valid-deployment-v3.json" 0 secrets rekey --new-passphrase-file "$T/newpw" @
 echo "t_crash: $cells crash cells (13 commands x 4 write steps)"
 
+# secrets rekey --stack-config (audit26b B10): the new config is staged beside the old
+# (write:1-4 are that write's steps), rekey:1 after it, rekey:2 once the state is written,
+# rekey:3 once the config's .bak is kept, before the staged config is renamed into place. After
+# a kill at each, the re-run finishes or discards the staged config: with the new passphrase it
+# completes (the state and the config then open with it), and where the state was not yet
+# written, with the old passphrase it rekeys as if nothing happened.
+S=$T/rk.json; C=$T/Pulumi.dev.yaml
+salt=$(sed -n 's/.*"salt": "\([^"]*\)".*/\1/p' "$FIXTURES/pulumi/valid-deployment-v3.json" | head -n 1)
+printf 'encryptionsalt: %s\nconfig:\n  proj:a:\n    secure: v1:ZGVmZ2hpamtsbW5v:LudbcPrKaMQk1R3NNyum5aNq3uSzkG2zCA==\n' "$salt" > "$T/cfg0.yaml"
+chmod 640 "$T/cfg0.yaml"
+rk_reset() { cp "$FIXTURES/pulumi/valid-deployment-v3.json" "$S"; cp -p "$T/cfg0.yaml" "$C"; rm -f "$S.bak" "$S.lock" "$C".*; }
+rekey() { env PULUMI_CONFIG_PASSPHRASE="$1" "$STATETOOL" secrets rekey --new-passphrase-file "$T/newpw" --stack-config "$C" "$S"; }
+for at in write:1 write:2 write:3 write:4 rekey:1 rekey:2 rekey:3; do
+	for pw in new old; do
+		rk_reset
+		run "rekey --stack-config: killed at $at" env STATETOOL_CRASH_AT=$at PULUMI_CONFIG_PASSPHRASE="$PW" "$STATETOOL" secrets rekey --new-passphrase-file "$T/newpw" --stack-config "$C" "$S"
+		check_rc 137
+		st unlock "$S" >/dev/null
+		case $at in
+		write:4|rekey:1) staged=1; written=0 ;;
+		rekey:*) staged=1; written=1 ;;
+		*) staged=0; written=0 ;;
+		esac
+		if [ $staged = 1 ]; then
+			run "after $at: the staged config has the config's mode" stat -c %a "$C.statetool-rekey"
+			check_out "640"
+		fi
+		if [ $written = 1 ]; then
+			[ $pw = new ] || continue # the old passphrase opens neither now
+			run "after $at: the re-run with the new passphrase completes" rekey "the new one"
+			check_rc 0
+			check_err_has "statetool: note: completed the interrupted rekey of '$C'"
+		else
+			run "after $at: the re-run with the $pw passphrase" rekey "$([ $pw = new ] && echo "the new one" || echo "$PW")"
+			if [ $pw = new ]; then
+				check_rc 1; check_err_has "incorrect passphrase"; continue
+			fi
+			check_rc 0
+			if [ $staged = 1 ]; then check_err_has "statetool: note: removed '$C.statetool-rekey', left by a rekey interrupted before the state was written ('$C' is unchanged)"
+			else check_err_empty; fi
+		fi
+		check_out_has "$C: encryptionsalt and 1 secure value rewritten"
+		check_absent "$C.statetool-rekey"
+		run "after $at and the re-run: the config opens with the new passphrase" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets verify --stack-config "$C" "$S"
+		check_rc 0; check_out "2 secrets, 0 failed to decrypt
+$C: 1 secure value, 0 failed to decrypt"
+		run "after $at and the re-run: the config's mode" stat -c %a "$C"
+		check_out "640"
+	done
+done
+
 # index update killed while it runs: the next update completes, and no stack is partial
 cc -O2 -o "$T/gen" "$top_srcdir/bench/gen.c"
 B=$T/b; mkdir -p "$B/.pulumi/stacks/p"; printf 'version: 1\n' > "$B/.pulumi/meta.yaml"

@@ -162,6 +162,46 @@ run "new passphrase show" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL
 check_out_has '"plaintext": "\"hunter2\""'
 run "old passphrase" penv secrets verify "$T/rk.json"
 check_rc 1; check_err_has "incorrect passphrase"
+check_absent "$T/Pulumi.dev.yaml.statetool-rekey"
+# show and verify with --stack-config check the config's secure values too (audit26b B10)
+run "verify --stack-config" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets verify --stack-config "$T/Pulumi.dev.yaml" "$T/rk.json"
+check_rc 0; check_out "2 secrets, 0 failed to decrypt
+$T/Pulumi.dev.yaml: 1 secure value, 0 failed to decrypt"
+run "verify --stack-config --json" sh -c "PULUMI_CONFIG_PASSPHRASE='the new one' '$STATETOOL' secrets verify --json --stack-config '$T/Pulumi.dev.yaml' '$T/rk.json' | '$JSONGET' stack_config.secure_values"
+check_rc 0; check_out "1"
+run "show --stack-config" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets show --stack-config "$T/Pulumi.dev.yaml" "$T/rk.json" b
+check_rc 0; check_out_has '"plaintext": "\"hunter2\""'
+check_err "$T/Pulumi.dev.yaml: 1 secure value, 0 failed to decrypt"
+cp "$T/rk.json" "$T/rk-nochange.json"
+printf 'encryptionsalt: %s\nconfig:\n  p:x:\n    secure: v1:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAAAAAAAA\n' "$salt" > "$T/bad-new.yaml"
+run "verify --stack-config, a value that does not decrypt" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets verify --stack-config "$T/bad-new.yaml" "$T/rk.json"
+check_rc 1
+check_err "statetool: error: $T/bad-new.yaml:4:13: config 'p:x': secure value does not decrypt (cipher: message authentication failed (wrong key, or the ciphertext was altered))"
+check_out "2 secrets, 0 failed to decrypt"
+run "show --stack-config, a value that does not decrypt" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets show --stack-config "$T/bad-new.yaml" "$T/rk.json"
+check_rc 1; check_out_empty; check_err_has "config 'p:x': secure value does not decrypt"
+# a staged config an interrupted rekey left (tests/cli/t_crash.sh kills one at each step):
+# show finishes it when its salt is the state's, and with the config gone it is the only copy:
+# refused, nothing removed
+cp "$T/Pulumi.dev.yaml" "$T/Pulumi.dev.yaml.statetool-rekey"
+cp "$T/cfg-before.yaml" "$T/Pulumi.dev.yaml"
+run "show finishes a staged config" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets show --stack-config "$T/Pulumi.dev.yaml" "$T/rk.json" b
+check_rc 0
+check_err "statetool: note: completed the interrupted rekey of '$T/Pulumi.dev.yaml': the state and it are under that rekey's new passphrase (the config before is in '$T/Pulumi.dev.yaml.bak')
+$T/Pulumi.dev.yaml: 1 secure value, 0 failed to decrypt"
+check_same "$T/cfg-before.yaml" "$T/Pulumi.dev.yaml.bak"
+check_absent "$T/Pulumi.dev.yaml.statetool-rekey"; check_absent "$T/rk.json.lock"
+mv "$T/Pulumi.dev.yaml" "$T/only.yaml"
+cp "$T/cfg-before.yaml" "$T/Pulumi.dev.yaml.statetool-rekey"
+run "a staged config without its config" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets verify --stack-config "$T/Pulumi.dev.yaml" "$T/rk.json"
+check_rc 1; check_out_empty
+check_err "statetool: error: '$T/Pulumi.dev.yaml.statetool-rekey' was left by an interrupted \`secrets rekey\` and '$T/Pulumi.dev.yaml' is missing: the state's encryptionsalt is not the staged one, so either the rekey stopped before the state was written (the staged values are under the new passphrase it was given, the state under the old) or the state was rekeyed and changed since; '$T/Pulumi.dev.yaml.statetool-rekey' is the only copy of the config: rename it to '$T/Pulumi.dev.yaml' and give the passphrase that opens it, or \`statetool restore $T/rk.json\` to put the state's previous version back"
+check_same "$T/cfg-before.yaml" "$T/Pulumi.dev.yaml.statetool-rekey"; check_absent "$T/rk.json.lock"
+mv "$T/only.yaml" "$T/Pulumi.dev.yaml"; rm -f "$T/Pulumi.dev.yaml.statetool-rekey"
+# a dry run stages nothing
+run "rekey --dry-run --stack-config" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets rekey --dry-run --new-passphrase-file "$T/newpw" --stack-config "$T/Pulumi.dev.yaml" "$T/rk.json"
+check_rc 0; check_absent "$T/Pulumi.dev.yaml.statetool-rekey"
+check_same "$T/rk-nochange.json" "$T/rk.json"
 # a --stack-config that is missing, or holds a secure value the passphrase does not open, is
 # found before anything is written: the state and the config as they were
 cp "$P/valid-deployment-v3.json" "$T/rk2.json"
