@@ -352,8 +352,8 @@ int cli_rekey_commit(const char *config);
 /* A staged config left by an interrupted rekey, found before anything else is done with the
  * state `s` (loaded under its lock): renamed into place when its salt is the state's
  * (*completed = 1), removed when it is not and FILE exists, refused (naming both and
- * `statetool restore STATE_NAME`) when FILE is missing. Nothing staged: EXIT_OK. */
-int cli_rekey_resolve(const char *config, st_state *s, const char *state_name, int *completed);
+ * `statetool restore` of t) when FILE is missing. Nothing staged: EXIT_OK. */
+int cli_rekey_resolve(const char *config, st_state *s, const cli_target *t, int *completed);
 
 int cmd_secrets(int argc, char **argv);
 int cmd_move(int argc, char **argv);

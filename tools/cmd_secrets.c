@@ -11,7 +11,7 @@
 
 static const char help[] =
 	"usage: statetool secrets show [options] STATE [RESOURCE] [-o FILE]\n"
-	"       statetool secrets verify [options] STATE\n"
+	"       statetool secrets verify [options] STATE [--stack-config FILE]\n"
 	"       statetool secrets encrypt [options] STATE\n"
 	"       statetool secrets rekey [options] STATE [--stack-config FILE]\n"
 	"\n"
@@ -28,7 +28,15 @@ static const char help[] =
 	"           as YAML, opened with the file's own encryptionsalt, rewritten in place\n"
 	"           in their style) and remove its secretsprovider and encryptedkey lines,\n"
 	"           as Pulumi does; a key given twice in one mapping is refused, as Pulumi\n"
-	"           refuses the file\n"
+	"           refuses the file. The new config is written beside it first, as\n"
+	"           FILE.statetool-rekey (its mode, synced), then the state, then it is\n"
+	"           renamed over FILE (the old one kept as FILE.bak): after a crash, the\n"
+	"           next rekey, show or verify with --stack-config FILE finishes the pair\n"
+	"           (the staged file's encryptionsalt is the state's: it is renamed into\n"
+	"           place, both then open with the new passphrase) or drops the staged\n"
+	"           file (the state was not written: FILE is unchanged, and a rekey with\n"
+	"           the old passphrase goes on as usual); with FILE gone it is refused.\n"
+	"           A rekey without --stack-config does not look for a staged config\n"
 	"\n"
 	"Passphrase (never from the command line), first found wins:\n"
 	"  PULUMI_CONFIG_PASSPHRASE (set, even empty), PULUMI_CONFIG_PASSPHRASE_FILE,\n"
@@ -41,7 +49,10 @@ static const char help[] =
 	"Options:\n"
 	"  --passphrase-file FILE       the stack's passphrase\n"
 	"  --new-passphrase-file FILE   rekey: the new passphrase\n"
-	"  --stack-config FILE          rekey: the stack's Pulumi.<stack>.yaml to rewrite\n"
+	"  --stack-config FILE          rekey: the stack's Pulumi.<stack>.yaml to rewrite;\n"
+	"                               show, verify: also decrypt its secure values (with\n"
+	"                               its own encryptionsalt), after a staged config an\n"
+	"                               interrupted rekey left is finished or dropped\n"
 	"  -o, --output FILE            show: write to FILE (mode 0600, also over an existing\n"
 	"                               file; never the state, its .bak or a file inside a\n"
 	"                               backend's .pulumi) instead of stdout;\n"
@@ -138,7 +149,7 @@ static int prepare_config(ctx *c, st_state *s, st_error *err)
 {
 	char *text = NULL, *salt = NULL;
 	size_t len = 0;
-	int done, rc = cli_rekey_resolve(c->config, s, cli_target_name(c->t), &done);
+	int done, rc = cli_rekey_resolve(c->config, s, c->t, &done);
 
 	if (rc != EXIT_OK)
 		return rc;
@@ -327,7 +338,7 @@ static int config_lock(cli_target *t, const char *config, st_lock **lock)
 static int config_read(const char *config, st_state *s, const cli_target *t, stack_config *sc)
 {
 	st_error err;
-	int done, rc = cli_rekey_resolve(config, s, cli_target_name(t), &done);
+	int done, rc = cli_rekey_resolve(config, s, t, &done);
 
 	if (rc != EXIT_OK)
 		return rc;

@@ -191,29 +191,44 @@ static int open_config_key(json_t *sp, const char *pass, size_t len, cli_config_
 	return EXIT_FAIL;
 }
 
+/* What opening a state's secrets begins with: its provider (*sp; none is an error) and the
+ * current passphrase, read when the provider is a passphrase one and `need_key` is set, or
+ * when the stack config has its own salt. Prints errors; returns an exit code. */
+static int open_begin(st_state *s, const char *passphrase_file, int need_key,
+		      cli_config_key *cfg, json_t **sp, char **pass, size_t *len)
+{
+	json_t *dep = st_state_deployment(s);
+	const char *type;
+
+	*pass = NULL;
+	*len = 0;
+	if (cfg)
+		cfg->out = NULL;
+	*sp = dep ? json_object_get(dep, "secrets_providers") : NULL;
+	type = json_string_value(json_object_get(*sp, "type"));
+	if (!type) {
+		cli_errorf("the state has no secrets provider (no 'secrets_providers')");
+		return EXIT_FAIL;
+	}
+	if ((!strcmp(type, "passphrase") && need_key) || (cfg && cfg->salt))
+		return cli_passphrase("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE",
+				      passphrase_file,
+				      "Enter your passphrase to unlock config/secrets: ", 0, pass, len);
+	return EXIT_OK;
+}
+
 int cli_open_secrets_cfg(st_state *s, const char *passphrase_file, int need_key,
 			 cli_config_key *cfg, st_secrets **out)
 {
-	json_t *dep = st_state_deployment(s);
-	json_t *sp = dep ? json_object_get(dep, "secrets_providers") : NULL;
-	const char *type = json_string_value(json_object_get(sp, "type"));
-	char *pass = NULL;
-	size_t len = 0;
+	json_t *sp;
+	char *pass;
+	size_t len;
 	st_error err;
 	int rc;
 
 	st_error_clear(&err);
 	*out = NULL;
-	if (cfg)
-		cfg->out = NULL;
-	if (!type) {
-		cli_errorf("the state has no secrets provider (no 'secrets_providers')");
-		return EXIT_FAIL;
-	}
-	if (((!strcmp(type, "passphrase") && need_key) || (cfg && cfg->salt)) &&
-	    (rc = cli_passphrase("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE",
-				 passphrase_file, "Enter your passphrase to unlock config/secrets: ",
-				 0, &pass, &len)) != EXIT_OK)
+	if ((rc = open_begin(s, passphrase_file, need_key, cfg, &sp, &pass, &len)) != EXIT_OK)
 		return rc;
 	rc = st_secrets_open(out, sp, pass, len, &err);
 	if (rc != ST_OK)
@@ -236,11 +251,9 @@ int cli_open_secrets_pair(st_state *s, const char *passphrase_file,
 			  const char *new_passphrase_file, cli_config_key *cfg, st_secrets **from,
 			  st_secrets **to)
 {
-	json_t *dep = st_state_deployment(s);
-	json_t *sp = dep ? json_object_get(dep, "secrets_providers") : NULL;
-	const char *type = json_string_value(json_object_get(sp, "type"));
-	char *pass = NULL, *newpass = NULL;
-	size_t len = 0, newlen = 0;
+	json_t *sp;
+	char *pass, *newpass = NULL;
+	size_t len, newlen = 0;
 	new_key_job job;
 	pthread_t th;
 	int threaded, rc;
@@ -248,16 +261,7 @@ int cli_open_secrets_pair(st_state *s, const char *passphrase_file,
 
 	st_error_clear(&err);
 	*from = *to = NULL;
-	if (cfg)
-		cfg->out = NULL;
-	if (!type) {
-		cli_errorf("the state has no secrets provider (no 'secrets_providers')");
-		return EXIT_FAIL;
-	}
-	if ((!strcmp(type, "passphrase") || (cfg && cfg->salt)) &&
-	    (rc = cli_passphrase("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE",
-				 passphrase_file, "Enter your passphrase to unlock config/secrets: ",
-				 0, &pass, &len)) != EXIT_OK)
+	if ((rc = open_begin(s, passphrase_file, 1, cfg, &sp, &pass, &len)) != EXIT_OK)
 		return rc;
 	rc = cli_passphrase("PULUMI_CONFIG_PASSPHRASE_NEW", "PULUMI_CONFIG_PASSPHRASE_NEW_FILE",
 			    new_passphrase_file, "Enter the new passphrase: ", 1, &newpass, &newlen);

@@ -70,7 +70,7 @@ static int keep_bak(const char *config, st_error *err)
 		return rc;
 	if (asprintf(&bak, "%s.bak", config) < 0) {
 		bak = NULL;
-		rc = ST_ENOMEM;
+		rc = err->code = ST_ENOMEM;
 		snprintf(err->message, sizeof(err->message), "out of memory");
 	} else {
 		wo.mode = sb.st_mode & 07777;
@@ -151,8 +151,9 @@ static int same(const char *a, const char *b)
 	return a && b && !strcmp(a, b);
 }
 
-int cli_rekey_resolve(const char *config, st_state *s, const char *state_name, int *completed)
+int cli_rekey_resolve(const char *config, st_state *s, const cli_target *t, int *completed)
 {
+	char restore[1024];
 	char *staged = cli_rekey_staged_name(config);
 	char *tsalt = NULL, *csalt = NULL;
 	const char *ssalt = state_salt(s);
@@ -194,6 +195,12 @@ int cli_rekey_resolve(const char *config, st_state *s, const char *state_name, i
 			cli_prog, staged, config);
 		goto out;
 	}
+	if (!t->backend)
+		snprintf(restore, sizeof(restore), "%s", cli_target_name(t));
+	else
+		snprintf(restore, sizeof(restore), "%s%s%s--stack %s",
+			 t->backend_url ? "--backend " : "", t->backend_url ? t->backend_url : "",
+			 t->backend_url ? " " : "", cli_target_name(t));
 	cli_errorf("'%s' was left by an interrupted `secrets rekey` and '%s' is missing: the "
 		   "state's encryptionsalt is not the staged one, so either the rekey stopped "
 		   "before the state was written (the staged values are under the new passphrase "
@@ -201,7 +208,7 @@ int cli_rekey_resolve(const char *config, st_state *s, const char *state_name, i
 		   "since; '%s' is the only copy of the config: rename it to '%s' and give the "
 		   "passphrase that opens it, or `statetool restore %s` to put the state's "
 		   "previous version back",
-		   staged, config, staged, config, state_name);
+		   staged, config, staged, config, restore);
 	rc = EXIT_FAIL;
 out:
 	free(tsalt);
