@@ -154,7 +154,6 @@ static int prepare_config(ctx *c, st_state *s, st_error *err)
 	if (rc != EXIT_OK)
 		return rc;
 	rc = st_file_read(c->config, 16 << 20, &text, &len, NULL, err);
-
 	if (rc == ST_OK)
 		rc = st_config_scan(text, len, c->config, &salt, &c->config_other, err);
 	if (rc == ST_OK) {
