@@ -710,9 +710,16 @@ ST_EXTERN int st_validate_import_file(json_t *doc, st_schema *schema, st_problem
  * "PROJECT::QTYPE::NAME"...), never a raw character suffix. A URN may be held by several resources (copies marked
  * `delete: true`): all are returned, whichever form named it. Any other form must match one resource: several give
  * ST_EAMBIGUOUS listing the candidates, none gives ST_ENOTFOUND with up to three "did you mean"
- * suggestions, never a guess. *out is new (free()). */
+ * suggestions (distinct URNs within Pulumi's edit distance), never a guess. *out is new (free()). */
 ST_EXTERN int st_state_find(st_state *state, const char *query, size_t **out, size_t *count,
 			    st_error *err);
+
+/* st_state_find with flags. ST_FIND_LIVE: resources marked `delete: true` are not found (nor
+ * suggested), as Pulumi's protect and taint see only live resources; a "#N" naming one gives
+ * ST_EREFUSED saying so. */
+#define ST_FIND_LIVE 1u
+ST_EXTERN int st_state_find_ex(st_state *state, const char *query, unsigned flags, size_t **out,
+			       size_t *count, st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Migration

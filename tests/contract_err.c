@@ -267,6 +267,16 @@ static int c_state_find(st_error *err)
 	return rc;
 }
 
+static int c_state_find_ex(st_error *err)
+{
+	st_state *s = text_state(empty_v3);
+	size_t *idx = NULL, n = 0;
+	int rc = st_state_find_ex(s, "nothing", ST_FIND_LIVE, &idx, &n, err);
+	free(idx);
+	st_state_free(s);
+	return rc;
+}
+
 static int c_state_get(st_error *err)
 {
 	st_state *s = text_state(empty_v3);
@@ -993,7 +1003,7 @@ static const err_case cases[] = {
 	CASE(store_copy), CASE(file_read), CASE(file_decompress), CASE(file_write_atomic),
 	CASE(state_load_file), CASE(state_load_buffer),
 	CASE(state_from_json), CASE(state_set_envelope), CASE(state_save), CASE(validate),
-	CASE(validate_import_file), CASE(state_find), CASE(state_get), CASE(resource_text),
+	CASE(validate_import_file), CASE(state_find), CASE(state_find_ex), CASE(state_get), CASE(resource_text),
 	CASE(resource_json),
 	CASE(edit_delete), CASE(edit_rename), CASE(edit_set_flag), CASE(edit_repair),
 	CASE(edit_replace_provider), CASE(edit_replace_deployment),

@@ -242,15 +242,19 @@ int cli_stack_ref_valid(const char *ref);
  * success, -1 for a malformed size, -2 for one too large for a size_t. */
 int cli_parse_size(const char *s, size_t *out);
 
+/* How cli_find resolves: CLI_FIND_COPIES: an exact URN held by several copies (delete: true)
+ * gives them all (else refused); CLI_FIND_LIVE: copies marked delete: true are not found, as
+ * Pulumi's protect and taint see them (st_state_find_ex ST_FIND_LIVE). */
+#define CLI_FIND_COPIES 1
+#define CLI_FIND_LIVE 2
 /* Resolves each query (exact URN, name, URN suffix, #INDEX) to resource indexes, without
- * duplicates. An exact URN held by several copies is refused unless allow_copies. Prints
- * errors; returns an exit code. *out is new. */
-int cli_find(st_state *s, char *const *queries, int n, int allow_copies, size_t **out,
-	     size_t *count);
+ * duplicates, as `how` says. Every query not found is reported (one error joining Pulumi's
+ * messages, as Pulumi joins them); returns an exit code. *out is new. */
+int cli_find(st_state *s, char *const *queries, int n, int how, size_t **out, size_t *count);
 /* The same (or, with `all`, every resource) as handles of the session `e` on `s`, before any
  * operation of the session. Prints errors; returns an exit code. *out is new. */
-int cli_find_handles(st_edit *e, st_state *s, char *const *queries, int n, int all,
-		     int allow_copies, st_handle **out, size_t *count);
+int cli_find_handles(st_edit *e, st_state *s, char *const *queries, int n, int all, int how,
+		     st_handle **out, size_t *count);
 
 /* Commits the session and writes the target's state (a file with its .bak, or a stack of its
  * backend) when it changed (or `always`), as st_edit_commit_save does; in filter mode always,

@@ -30,7 +30,7 @@ static int run(st_edit *e, st_state *s, void *arg, st_error *err)
 	size_t n = 0, changed = 0;
 	int rc;
 
-	if ((rc = cli_find_handles(e, s, c->queries, c->nq, c->all, 1, &h, &n)) != EXIT_OK)
+	if ((rc = cli_find_handles(e, s, c->queries, c->nq, c->all, CLI_FIND_COPIES | CLI_FIND_LIVE, &h, &n)) != EXIT_OK)
 		return rc;
 	rc = st_edit_set_flag(e, h, n, c->flag, c->on, &changed, err);
 	free(h);
@@ -64,7 +64,9 @@ static int flag_command(int argc, char **argv, const char *cmd, const char *flag
 		 "       statetool %s [options] --all STATE\n"
 		 "\n"
 		 "%s the `%s` flag of resources: an exact URN, a name, TYPE::NAME or #INDEX,\n"
-		 "or every resource with --all. Resources marked delete: true are never touched.\n"
+		 "or every resource with --all. Resources marked delete: true are never touched:\n"
+		 "a URN only such copies hold is not found, as in Pulumi, and an #INDEX naming\n"
+		 "one is refused. Every RESOURCE not found is named, in one error.\n"
 		 "A STATE file is loaded lazily: only the resources changed are parsed in full, the\n"
 		 "others written back as the file's bytes (STATETOOL_LAZY=0: all parsed).\n"
 		 "\n"

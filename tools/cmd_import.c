@@ -232,7 +232,7 @@ static int generate(cli_target *t, char **pos, int npos, const char *output)
 	st_error_clear(&err);
 	if ((rc = cli_target_resolve(t, "import", 1)) != EXIT_OK || (rc = cli_load(t, &s)))
 		goto out;
-	if (npos && (rc = cli_find(s, pos, npos, 1, &idx, &n)) != EXIT_OK)
+	if (npos && (rc = cli_find(s, pos, npos, CLI_FIND_COPIES, &idx, &n)) != EXIT_OK)
 		goto out;
 	json_t *doc = st_import_generate(s, idx, n, &err);
 	if (!doc) {

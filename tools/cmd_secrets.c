@@ -290,7 +290,7 @@ static int print_shown(st_state *s, char **pos, int npos, const char *output)
 	st_style_export(&st);
 	if (npos == 1) {
 		size_t *hits = NULL, nh = 0;
-		if ((rc = cli_find(s, pos, 1, 1, &hits, &nh)) != EXIT_OK)
+		if ((rc = cli_find(s, pos, 1, CLI_FIND_COPIES, &hits, &nh)) != EXIT_OK)
 			return rc;
 		what = json_array_get(st_state_resources(s, 0), hits[0]);
 		free(hits);

@@ -5,33 +5,57 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cli_find(st_state *s, char *const *queries, int n, int allow_copies, size_t **out,
-	     size_t *count)
+/* Adds a query's "not found" to the one error that reports them all (st_error's message is
+ * bounded: the ones that do not fit are counted). */
+static void add_missing(st_error *all, const st_error *one, size_t *left_off)
 {
-	size_t *all = NULL, total = 0;
-	st_error err;
+	size_t have = strlen(all->message), need = strlen(one->message);
+	if (!all->code) {
+		*all = *one;
+		return;
+	}
+	if (have + 1 + need + 64 < sizeof(all->message))
+		snprintf(all->message + have, sizeof(all->message) - have, "\n%s", one->message);
+	else
+		(*left_off)++;
+}
+
+/* Copies of one URN (delete: true) are refused unless `how` takes copies: say which. */
+static void copies_refused(st_state *s, const size_t *hits, size_t nh)
+{
+	json_t *res = st_state_resources(s, 0);
+	cli_errorf("Resource URN ambiguously referred to multiple resources (copies "
+		   "marked delete: true); give one as #INDEX:");
+	for (size_t k = 0; k < nh; k++) {
+		json_t *r = json_array_get(res, hits[k]);
+		fprintf(stderr, "  #%zu %s%s\n", hits[k], json_string_value(json_object_get(r, "urn")),
+			json_is_true(json_object_get(r, "delete")) ? " (delete: true)" : "");
+	}
+}
+
+int cli_find(st_state *s, char *const *queries, int n, int how, size_t **out, size_t *count)
+{
+	size_t *all = NULL, total = 0, left_off = 0;
+	st_error err, missing;
 
 	*out = NULL;
 	*count = 0;
+	st_error_clear(&missing);
 	for (int q = 0; q < n; q++) {
 		size_t *hits = NULL, nh = 0;
 		st_error_clear(&err);
-		if (st_state_find(s, queries[q], &hits, &nh, &err) != ST_OK) {
+		if (st_state_find_ex(s, queries[q], how & CLI_FIND_LIVE ? ST_FIND_LIVE : 0, &hits,
+				     &nh, &err) != ST_OK) {
+			if (err.code == ST_ENOTFOUND) {
+				add_missing(&missing, &err, &left_off);
+				continue;
+			}
 			cli_error(&err);
 			free(all);
 			return EXIT_FAIL;
 		}
-		if (nh > 1 && !allow_copies) {
-			json_t *res = st_state_resources(s, 0);
-			cli_errorf("Resource URN ambiguously referred to multiple resources (copies "
-				   "marked delete: true); give one as #INDEX:");
-			for (size_t k = 0; k < nh; k++) {
-				json_t *r = json_array_get(res, hits[k]);
-				fprintf(stderr, "  #%zu %s%s\n", hits[k],
-					json_string_value(json_object_get(r, "urn")),
-					json_is_true(json_object_get(r, "delete")) ? " (delete: true)"
-										   : "");
-			}
+		if (nh > 1 && !(how & CLI_FIND_COPIES)) {
+			copies_refused(s, hits, nh);
 			free(hits);
 			free(all);
 			return EXIT_FAIL;
@@ -52,6 +76,15 @@ int cli_find(st_state *s, char *const *queries, int n, int allow_copies, size_t 
 				all[total++] = hits[k];
 		}
 		free(hits);
+	}
+	if (missing.code) {
+		size_t have = strlen(missing.message);
+		if (left_off)
+			snprintf(missing.message + have, sizeof(missing.message) - have,
+				 "\n(and %zu more resources not found)", left_off);
+		cli_error(&missing);
+		free(all);
+		return EXIT_FAIL;
 	}
 	*out = all;
 	*count = total;

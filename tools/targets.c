@@ -3,8 +3,8 @@
 
 #include <stdlib.h>
 
-int cli_find_handles(st_edit *e, st_state *s, char *const *queries, int n, int all,
-		     int allow_copies, st_handle **out, size_t *count)
+int cli_find_handles(st_edit *e, st_state *s, char *const *queries, int n, int all, int how,
+		     st_handle **out, size_t *count)
 {
 	size_t *idx = NULL, k = 0;
 	st_handle *h;
@@ -16,7 +16,7 @@ int cli_find_handles(st_edit *e, st_state *s, char *const *queries, int n, int a
 	/* (the session has done nothing yet: its indexes are the state's) */
 	if (all)
 		k = json_array_size(st_state_resources(s, 0));
-	else if ((rc = cli_find(s, queries, n, allow_copies, &idx, &k)) != EXIT_OK)
+	else if ((rc = cli_find(s, queries, n, how, &idx, &k)) != EXIT_OK)
 		return rc;
 	h = calloc(k + 1, sizeof(*h));
 	if (!h) {

@@ -82,7 +82,11 @@ static int scan(ren *c, st_error *err)
 			c->hits[c->nhits++] = i;
 	free(marks);
 	c->copies = sc.copies;
-	if (sc.conflict)
+	/* Pulumi: the lookup and ambiguity checks, then "if oldURN == newURN return nil",
+	 * then the clash check (state_rename.go). */
+	if (!strcmp(c->old, c->nu) && c->copies <= 1)
+		return ST_OK;
+	if (sc.conflict && strcmp(c->old, c->nu))
 		return st__err(err, ST_ECONFLICT,
 			       "The chosen new urn for the state corresponds to an already "
 			       "existing resource: %s",
@@ -139,8 +143,11 @@ static int rewrite_pending(ren *c, st_error *err)
 static int rename_(ren *c, const char *new_name, st_error *err)
 {
 	int rc;
-	if ((rc = plan(c, new_name, err)) != ST_OK || (rc = scan(c, err)) != ST_OK ||
-	    (rc = rewrite_resources(c, err)) != ST_OK || (rc = rewrite_pending(c, err)) != ST_OK)
+	if ((rc = plan(c, new_name, err)) != ST_OK || (rc = scan(c, err)) != ST_OK)
+		return rc;
+	if (!strcmp(c->old, c->nu))
+		return ST_OK; /* the name it has: no change, as in Pulumi */
+	if ((rc = rewrite_resources(c, err)) != ST_OK || (rc = rewrite_pending(c, err)) != ST_OK)
 		return rc;
 	st__phase("rename: references found and rewritten");
 	return ST_OK;

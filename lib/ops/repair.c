@@ -327,14 +327,31 @@ static int sort(st_edit *e, st_error *err)
 	return rc;
 }
 
+/* The magic is recomputed as every write recomputes it; here it is also reported, so that a
+ * state whose only problem is its magic is written (a change nobody reports is not saved). */
+static int fix_magic(st_edit *e, st_error *err)
+{
+	json_t *d = st_state_deployment(st__edit_state(e));
+	json_t *m = d ? json_object_get(d, "manifest") : NULL;
+	char *was = st_json_str(m, "magic") ? st_strdup(st_json_str(m, "magic")) : NULL;
+	int rc = st__edit_fix_magic(e, err);
+
+	m = d ? json_object_get(d, "manifest") : NULL;
+	if (rc == ST_OK && json_is_object(m) &&
+	    strcmp(was ? was : "", st_json_str(m, "magic") ? st_json_str(m, "magic") : ""))
+		st__edit_report(e, "recomputed the manifest magic (it did not match the "
+				   "manifest version)");
+	free(was);
+	return rc;
+}
+
 static int repair(st_edit *e, st_error *err)
 {
 	int rc;
-	if (!json_array_size(st__edit_resources(e)))
-		return ST_OK;
-	if ((rc = sort(e, err)) != ST_OK || (rc = prune_all(e, err)) != ST_OK)
+	if (json_array_size(st__edit_resources(e)) &&
+	    ((rc = sort(e, err)) != ST_OK || (rc = prune_all(e, err)) != ST_OK))
 		return rc;
-	return st__edit_fix_magic(e, err);
+	return fix_magic(e, err);
 }
 
 int st_edit_repair(st_edit *e, st_error *err)

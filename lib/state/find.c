@@ -1,6 +1,7 @@
 /* Finding resources by URN, name, URN suffix or index, with "did you mean" on a miss. */
 #include "internal.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,10 @@ static size_t levenshtein(const char *a, const char *b)
 		row[0] = i;
 		for (size_t j = 1; j <= lb; j++) {
 			size_t cur = row[j];
-			size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+			size_t cost = tolower((unsigned char)a[i - 1]) ==
+						      tolower((unsigned char)b[j - 1])
+					      ? 0
+					      : 1;
 			size_t v = prev + cost;
 			if (row[j] + 1 < v)
 				v = row[j] + 1;
@@ -89,27 +93,40 @@ static int ambiguous(json_t *res, const char *q, const size_t *hits, size_t n, s
 	return ST_EAMBIGUOUS;
 }
 
-/* Nothing found: Pulumi's message, with up to three suggestions by edit distance over URNs
- * and names. */
-static int not_found(json_t *res, const char *q, st_error *err)
+/* The length in characters (UTF-8 code points), as Go's len([]rune). */
+static size_t runes(const char *q)
+{
+	size_t n = 0;
+	for (; *q; q++)
+		n += ((unsigned char)*q & 0xC0) != 0x80;
+	return n;
+}
+
+/* Nothing found: Pulumi's message (resourceNotFoundError), with up to three distinct URNs
+ * within its edit distance, max(2, len/4) case-insensitive, nearest first (a name query is
+ * also compared with each resource's name). live: only resources not marked delete: true
+ * are candidates, as for Pulumi's protect and taint. */
+static int not_found(json_t *res, const char *q, int live, st_error *err)
 {
 	size_t best[3] = {0}, bestd[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
+	size_t lim = runes(q) / 4 > 2 ? runes(q) / 4 : 2;
 	st_buf b;
 	size_t i;
 	json_t *r;
 	json_array_foreach(res, i, r) {
 		const char *urn = st_json_str(r, "urn"), *name;
 		size_t d;
-		if (!urn)
+		int seen = 0;
+		if (!urn || (live && st_json_bool(r, "delete")))
+			continue;
+		for (int k = 0; k < 3 && bestd[k] != (size_t)-1; k++)
+			seen |= !strcmp(urn, st_json_str(json_array_get(res, best[k]), "urn"));
+		if (seen)
 			continue;
 		d = levenshtein(q, urn);
-		name = urn_name(urn);
-		if (name) {
-			size_t dn = levenshtein(q, name);
-			if (dn < d)
-				d = dn;
-		}
-		for (int k = 0; k < 3; k++) {
+		if ((name = urn_name(urn)) && levenshtein(q, name) < d)
+			d = levenshtein(q, name);
+		for (int k = 0; k < 3 && d <= lim; k++) {
 			if (d < bestd[k]) {
 				for (int m = 2; m > k; m--) {
 					bestd[m] = bestd[m - 1];
@@ -122,13 +139,9 @@ static int not_found(json_t *res, const char *q, st_error *err)
 		}
 	}
 	st_buf_init(&b);
-	for (int k = 0; k < 3; k++) {
-		size_t lim = strlen(q) / 2 + 3;
-		if (bestd[k] == (size_t)-1 || bestd[k] > lim)
-			break;
+	for (int k = 0; k < 3 && bestd[k] != (size_t)-1; k++)
 		st_buf_printf(&b, "%s\n  %s", k == 0 ? "\nDid you mean:" : "",
 			      st_json_str(json_array_get(res, best[k]), "urn"));
-	}
 	st__err(err, ST_ENOTFOUND,
 		"No such resource \"%s\" exists in the current state%s\nTo list the "
 		"resource URNs in the state, run `statetool list`",
@@ -150,7 +163,15 @@ static int one_urn(json_t *res, const size_t *hits, size_t n)
 
 int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_error *err)
 {
+	return st_state_find_ex(s, q, 0, out, count, err);
+}
+
+int st_state_find_ex(st_state *s, const char *q, unsigned flags, size_t **out, size_t *count,
+		     st_error *err)
+{
 	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(q);
+	int live = !!(flags & ST_FIND_LIVE);
 	json_t *res = st_state_resources(s, 0), *r;
 	size_t i, n = 0, cap = 0, *hits = NULL;
 	size_t nres = json_array_size(res);
@@ -164,6 +185,11 @@ int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_er
 		if (*end || idx >= nres)
 			return st__err(err, ST_ENOTFOUND, "no resource at index %s (the state has "
 				       "%zu resources)", q + 1, nres);
+		if (live && st_json_bool(json_array_get(res, idx), "delete"))
+			return st__err(err, ST_EREFUSED,
+				       "#%llu is a copy marked delete: true (%s), which the next update "
+				       "deletes; it is never changed here",
+				       idx, st_json_str(json_array_get(res, idx), "urn"));
 		if (push(&hits, &n, &cap, (size_t)idx) < 0)
 			return st__err(err, ST_ENOMEM, "out of memory");
 		*out = hits;
@@ -175,6 +201,7 @@ int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_er
 	json_array_foreach(res, i, r) {
 		json_t *uv = json_object_get(r, "urn");
 		if (json_is_string(uv) && json_string_length(uv) == qlen &&
+		    !(live && st_json_bool(r, "delete")) &&
 		    !memcmp(json_string_value(uv), q, qlen) &&
 		    push(&hits, &n, &cap, i) < 0)
 			goto oom;
@@ -183,7 +210,7 @@ int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_er
 	for (int pass = 0; pass < 2 && n == 0; pass++) {
 		json_array_foreach(res, i, r) {
 			const char *urn = st_json_str(r, "urn"), *name;
-			if (!urn)
+			if (!urn || (live && st_json_bool(r, "delete")))
 				continue;
 			if (pass == 0) {
 				name = urn_name(urn);
@@ -203,7 +230,7 @@ int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_er
 	}
 	if (n == 0) {
 		free(hits);
-		return not_found(res, q, err);
+		return not_found(res, q, live, err);
 	}
 	*out = hits;
 	*count = n;

@@ -71,6 +71,29 @@ check_out_has "1 resource tainted"
 fresh
 run "protect again: nothing" st protect "$S" assets
 check_rc 0; check_out "no change: nothing written"; check_same "$F/base.json" "$S"; check_file_is "$S.bak" "previous backup"
+# the name it has already: no change, as `pulumi state rename` (oldURN == newURN: nil)
+fresh
+run "rename to its own name" st rename "$S" logs logs
+check_rc 0; check_out "no change: nothing written"; check_same "$F/base.json" "$S"; check_file_is "$S.bak" "previous backup"
+expect_refusal "rename own name of copies" "The input URN ambiguously refers to multiple resources" st rename "$S" '#10' server
+# did you mean: distinct URNs within Pulumi's distance (max(2, len/4)), live ones for protect/taint
+P=urn:pulumi:dev::shop
+expect_refusal "taint did you mean once" "No such resource \"$P::my:index:App\$aws:ec2/instance:Instance::servr\" exists in the current state
+Did you mean:
+  $P::my:index:App\$aws:ec2/instance:Instance::server
+To list the resource URNs in the state, run \`statetool list\`" st taint "$S" "$P::my:index:App\$aws:ec2/instance:Instance::servr"
+if [ "$(grep -c 'Instance::server$' "$T/err")" = 1 ]; then ok; else bad "a URN suggested twice"; fi
+expect_refusal "protect did you mean near only" "Did you mean:
+  $P::aws:cloudwatch/logGroup:LogGroup::logs" st protect "$S" "$P::aws:cloudwatch/logGroup:LogGroup::logz"
+check_err_lacks "pulumi:providers:aws::eu"
+# every resource not found is named, as Pulumi joins one error per URN
+expect_refusal "untaint two missing" "No such resource \"$P::aws:cloudwatch/logGroup:LogGroup::audiz\" exists" st untaint "$S" "$P::aws:cloudwatch/logGroup:LogGroup::logz" "$P::aws:cloudwatch/logGroup:LogGroup::audiz"
+check_err_has "No such resource \"$P::aws:cloudwatch/logGroup:LogGroup::logz\" exists"
+expect_refusal "untaint two missing json" "" st untaint --json "$S" logz audiz
+if "$JSONGET" error.message <"$T/out" | grep -q 'No such resource "logz".*' &&
+   "$JSONGET" error.message <"$T/out" | grep -q 'No such resource "audiz"'; then ok; else bad "--json error.message lacks a missing resource"; fi
+# a copy marked delete: true named by #INDEX: refused, saying why
+expect_refusal "taint a delete copy" "#10 is a copy marked delete: true ($P::my:index:App\$aws:ec2/instance:Instance::server), which the next update deletes; it is never changed here" st taint "$S" '#10'
 
 expect_result "pending clear" pending-clear-all.json st pending clear "$S"
 expect_result "pending clear one" pending-clear-logs.json st pending clear "$S" logs
@@ -178,6 +201,13 @@ run "repair is deterministic" sh -c "cp '$F/broken.json' '$T/b2.json' && '$STATE
 check_rc 0
 run "repair valid" st repair "$S"
 check_rc 0; check_out_has "The snapshot is already valid; skipping repair"
+# a state whose only problem is its magic: repair writes it with the magic recomputed
+sed 's/"magic": "0cfd49ecb2b79ab5c815533dd5e24026f84295ad05c68df3861ea07ea846919a"/"magic": "deadbeef"/' "$F/base.json" >"$S"
+run "repair magic only" st repair "$S"
+check_rc 0
+check_out "recomputed the manifest magic (it did not match the manifest version)
+State repaired successfully"
+check_same "$F/base.json" "$S"
 cp "$FIXTURES/pulumi/checkpoint-v3.json" "$T/cp3.json"
 run "repair Pulumi's checkpoint" st repair "$T/cp3.json"
 check_rc 0; check_out_has "State repaired successfully"
