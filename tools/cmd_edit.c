@@ -34,11 +34,18 @@ static const char help[] =
 	"one the state is in a DIY backend, else the one it names (its checkpoint's `stack`, its\n"
 	"root stack resource).\n"
 	"\n"
+	"The result's secrets must still open, as Pulumi's edit decrypts them: with\n"
+	"PULUMI_CONFIG_PASSPHRASE (or _FILE) set, every ciphertext is decrypted under the\n"
+	"edited passphrase provider and one that fails is refused; without it, a changed\n"
+	"secrets_providers over ciphertexts is refused (`statetool secrets rekey` changes a\n"
+	"passphrase). --force writes either, with a warning.\n"
+	"\n"
 	"Options:\n"
 	"  --from FILE        take the new deployment from FILE instead of an editor: a\n"
 	"                     deployment object, a stack export or a checkpoint ('-' reads\n"
 	"                     standard input)\n"
-	"  --force            write resources of another stack, and new warnings\n" CLI_MUTATE_HELP;
+	"  --force            write resources of another stack, new warnings, and secrets\n"
+	"                     that do not open\n" CLI_MUTATE_HELP;
 
 typedef struct ctx {
 	const char *from;
@@ -256,11 +263,77 @@ static int run_editor(const char *path, int on_tty)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* The edited deployment's ciphertexts must still open (Pulumi's edit decrypts every secret
+ * of the result, state_edit_encoder.go). With the passphrase in the environment, every one is
+ * decrypted under the edited provider; without it, a changed `secrets_providers` over
+ * ciphertexts is refused, since none of them would open under it. --force writes either. */
+static int secrets_still_open(ctx *c, st_state *s, const json_t *old_sp)
+{
+	json_t *dep = st_state_deployment(s);
+	json_t *sp = dep ? json_object_get(dep, "secrets_providers") : NULL;
+	const char *type = json_string_value(json_object_get(sp, "type"));
+	size_t ct = 0, pt = 0, seen = 0;
+	st_secrets *sec = NULL;
+	st_problems p = {0};
+	st_error err;
+	int rc;
+
+	st_secrets_count(s, &ct, &pt);
+	if (!ct || !type)
+		return EXIT_OK; /* (no provider over ciphertexts: validate's secrets/no-provider) */
+	if (!strcmp(type, "passphrase") &&
+	    (getenv("PULUMI_CONFIG_PASSPHRASE") || getenv("PULUMI_CONFIG_PASSPHRASE_FILE"))) {
+		if (cli_open_secrets(s, NULL, 1, &sec) != EXIT_OK) {
+			if (c->force) {
+				cli_warnf("the edited deployment's secrets provider does not open with "
+					  "the passphrase given (written: --force)");
+				return EXIT_OK;
+			}
+			fprintf(stderr, "the edited deployment's secrets provider does not open with "
+					"the passphrase given; nothing written (rerun with --force to "
+					"write it anyway)\n");
+			return EXIT_FAIL;
+		}
+		st_error_clear(&err);
+		rc = st_secrets_verify(s, sec, &p, &seen, &err);
+		st_secrets_free(sec);
+		if (rc != ST_OK) {
+			cli_error(&err);
+			return EXIT_FAIL;
+		}
+		if (p.count && !c->force) {
+			cli_errorf("%zu of the edited deployment's %zu secrets do not decrypt under its "
+				   "secrets provider; nothing written (rerun with --force to write it "
+				   "anyway):", p.count, seen);
+			for (size_t i = 0; i < p.count && i < 10; i++)
+				cli_problem(&p.items[i]);
+		} else if (p.count) {
+			cli_warnf("%zu of the edited deployment's %zu secrets do not decrypt under its "
+				  "secrets provider (written: --force)", p.count, seen);
+		}
+		rc = p.count && !c->force ? EXIT_FAIL : EXIT_OK;
+		st_problems_clear(&p);
+		return rc;
+	}
+	if (json_equal((json_t *)old_sp, sp))
+		return EXIT_OK;
+	if (c->force) {
+		cli_warnf("the edited deployment changes secrets_providers while %zu secrets are "
+			  "encrypted: they may open under no passphrase (written: --force)", ct);
+		return EXIT_OK;
+	}
+	cli_errorf("the edited deployment changes secrets_providers while %zu secrets are still "
+		   "encrypted: they would open under no passphrase; nothing written. To change the "
+		   "passphrase use `statetool secrets rekey`; to have every secret checked under "
+		   "the edited provider set PULUMI_CONFIG_PASSPHRASE; --force writes it anyway", ct);
+	return EXIT_FAIL;
+}
+
 /* Parses, checks and applies one candidate; returns ST_OK, or EXIT_FAIL after printing. */
 static int apply(ctx *c, st_edit *e, st_state *s, const char *text, size_t len,
 		 const char *name, st_error *err)
 {
-	json_t *doc = NULL, *dep;
+	json_t *doc = NULL, *dep, *was = st_state_deployment(s), *old_sp;
 	st_problems p = {0};
 	int rc = st_json_parse(&doc, text, len, name, NULL, NULL, NULL, err);
 	if (rc) {
@@ -271,34 +344,32 @@ static int apply(ctx *c, st_edit *e, st_state *s, const char *text, size_t len,
 	dep = deployment_of(doc, name);
 	if (!dep)
 		return EXIT_FAIL;
+	old_sp = json_incref(was ? json_object_get(was, "secrets_providers") : NULL);
 	rc = st_edit_replace_deployment(e, dep, err);
 	if (rc) {
 		cli_error(err);
 		st_error_clear(err);
+		json_decref(old_sp);
 		return EXIT_FAIL;
 	}
 	if (other_stack(c, s) != EXIT_OK) {
-		st_edit_rollback(e);
-		return EXIT_FAIL;
-	}
-	if (st_validate(s, NULL, &p, err) != ST_OK) {
+		rc = EXIT_FAIL;
+	} else if (st_validate(s, NULL, &p, err) != ST_OK) {
 		cli_error(err);
 		st_error_clear(err);
-		st_edit_rollback(e);
-		return EXIT_FAIL;
-	}
-	if (p.errors) {
+		rc = EXIT_FAIL;
+	} else if (p.errors) {
 		cli_errorf("the edited deployment is invalid (%zu error%s); nothing written:",
 			   p.errors, p.errors == 1 ? "" : "s");
 		for (size_t i = 0; i < p.count; i++)
 			if (p.items[i].severity == ST_SEV_ERROR)
 				cli_problem(&p.items[i]);
-		st_problems_clear(&p);
-		st_edit_rollback(e);
-		return EXIT_FAIL;
+		rc = EXIT_FAIL;
+	} else if ((rc = gained_warnings(c, &p)) == EXIT_OK) {
+		rc = secrets_still_open(c, s, old_sp);
 	}
-	rc = gained_warnings(c, &p);
 	st_problems_clear(&p);
+	json_decref(old_sp);
 	if (rc != EXIT_OK) {
 		st_edit_rollback(e);
 		return EXIT_FAIL;

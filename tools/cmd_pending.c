@@ -26,8 +26,9 @@ static const char help_list[] =
 	"is in the state already. `pending clear` names this way out when it clears a\n"
 	"`creating` operation. What it clears stays recoverable: the cleared operations are\n"
 	"added to the list in STATE.pending-cleared.json beside the state (each clear adds\n"
-	"to it; a file there that is no such list stops the command before anything is\n"
-	"written; a stack without a local file: printed on standard error), and the previous\n"
+	"to it, before the state is written: a crash between the two leaves them listed and\n"
+	"still pending; a file there that is no such list stops the command before anything\n"
+	"is written; a stack without a local file: printed on standard error), and the previous\n"
 	"state is kept as STATE.bak (`statetool restore STATE` puts it back).\n"
 	"\n"
 	"Options:\n"
@@ -143,6 +144,8 @@ static int read_record(ctx *c)
 	return rc == ST_OK ? EXIT_OK : EXIT_FAIL;
 }
 
+static int write_record(ctx *c);
+
 static int run_clear(st_edit *e, st_state *s, void *arg, st_error *err)
 {
 	ctx *c = arg;
@@ -173,6 +176,8 @@ static int run_clear(st_edit *e, st_state *s, void *arg, st_error *err)
 	}
 	rc = st_edit_pending_clear(e, urns, (size_t)c->nq, &removed, err);
 	free(urns);
+	if (rc == ST_OK && write_record(c) != EXIT_OK)
+		return EXIT_FAIL;
 	if (rc == ST_OK)
 		snprintf(c->mo->summary, sizeof(c->mo->summary), "%zu pending operation%s removed%s",
 			 removed, removed == 1 ? "" : "s",
@@ -180,45 +185,69 @@ static int run_clear(st_edit *e, st_state *s, void *arg, st_error *err)
 	return rc;
 }
 
-/* Once the state is written: the cleared operations beside it, and what a `creating` one
- * means. */
+/* The record with the cleared operations added, as indented JSON and a new line (new). */
+static char *record_text(ctx *c, size_t *len)
+{
+	st_style st;
+	char *text = NULL, *nl;
+
+	st_style_export(&st);
+	if (c->record && json_array_extend(c->record, c->cleared))
+		return NULL;
+	if (st_json_dump(c->record ? c->record : c->cleared, &st, &text, len, NULL) != ST_OK)
+		return NULL;
+	if (!(nl = realloc(text, *len + 2))) {
+		free(text);
+		return NULL;
+	}
+	nl[(*len)++] = '\n';
+	nl[*len] = '\0';
+	return nl;
+}
+
+/* The record is written before the state: a crash between the two leaves an operation listed
+ * that is still pending (harmless), never one cleared that nothing lists. */
+static int write_record(ctx *c)
+{
+	st_write_opts wo = ST_WRITE_OPTS_INIT;
+	st_error err;
+	size_t len = 0;
+	char *text;
+	int rc = EXIT_OK;
+
+	if (!c->saved || c->mo->dry_run || !json_array_size(c->cleared))
+		return EXIT_OK;
+	if (!(text = record_text(c, &len))) {
+		cli_errorf("out of memory");
+		return EXIT_FAIL;
+	}
+	st_error_clear(&err);
+	if (st_file_write_atomic(c->saved, text, len, &wo, &err) != ST_OK) {
+		cli_error(&err);
+		fprintf(stderr, "nothing written\n");
+		rc = EXIT_FAIL;
+	}
+	free(text);
+	return rc;
+}
+
+/* Once the state is written: what a `creating` operation cleared means (in filter mode, where
+ * no file is written beside the input, the cleared operations themselves first). */
 static int after_clear(void *arg)
 {
 	ctx *c = arg;
-	st_style st;
 	char *text = NULL;
 	size_t len = 0;
 	int rc = EXIT_OK;
 
 	if (!json_array_size(c->cleared))
 		return EXIT_OK;
-	st_style_export(&st);
-	if (c->record && json_array_extend(c->record, c->cleared))
-		return EXIT_FAIL;
-	if (st_json_dump(c->record ? c->record : c->cleared, &st, &text, &len, NULL) != ST_OK)
-		return EXIT_FAIL;
-	char *nl = realloc(text, len + 2);
-	if (!nl) {
-		free(text);
-		return EXIT_FAIL;
-	}
-	text = nl;
-	text[len++] = '\n';
-	text[len] = '\0';
-	/* (filter mode: no file written beside the input, which is not changed; read_record
-	 * named the file) */
-	if (c->saved) {
-		st_write_opts wo = ST_WRITE_OPTS_INIT;
-		st_error err;
-		st_error_clear(&err);
-		if (st_file_write_atomic(c->saved, text, len, &wo, &err) != ST_OK) {
-			cli_error(&err);
-			rc = EXIT_FAIL;
-		}
-	} else {
+	if (!c->saved) {
+		if (!(text = record_text(c, &len)))
+			return EXIT_FAIL;
 		fprintf(stderr, "%s: the cleared pending operations:\n%s", cli_prog, text);
+		free(text);
 	}
-	free(text);
 	/* the commands as they are typed: a stack by --stack (its URL may hold a password) */
 	const char *sarg = c->t->backend ? "--stack " : "",
 		   *also = c->t->backend ? " (with its --backend)" : "";

@@ -135,19 +135,22 @@ static int gunzip(const char *in, size_t n, size_t max, char **out, size_t *outl
 		}
 		if (zr == Z_STREAM_END) {
 			size_t done = (size_t)((const char *)zs.next_in - in);
-			/* skip zero padding; another member may follow */
-			while (done < n && in[done] == 0)
-				done++;
+			/* Another member may follow, and nothing else: Go's gzip reader (Pulumi's,
+			 * multistream) reads a 10-byte header after each member, so any other
+			 * bytes, zero padding too, fail its read. */
 			if (done >= n)
 				break;
-			if (n - done < 2 || (unsigned char)in[done] != 0x1f ||
+			if (n - done < 10 || (unsigned char)in[done] != 0x1f ||
 			    (unsigned char)in[done + 1] != 0x8b) {
 				inflateEnd(&zs);
 				free(buf);
 				st__err_file(err, path);
 				return st__err(err, ST_EPARSE,
-					       "'%s': garbage after the gzip stream at byte %zu",
-					       path, done);
+					       "'%s': %zu bytes after the gzip stream at byte %zu that "
+					       "are not another gzip member (Pulumi's reader refuses "
+					       "them: %s)",
+					       path, n - done, done,
+					       n - done < 10 ? "unexpected EOF" : "gzip: invalid header");
 			}
 			inflateReset(&zs);
 			zs.next_in = (Bytef *)in + done;

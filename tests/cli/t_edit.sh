@@ -139,6 +139,14 @@ check_same "$T/before-clear.json" "$S"
 check_file_is "$S.pending-cleared.json" "my notes
 "
 rm -f "$S.pending-cleared.json"
+# the record is written before the state: a kill between the two leaves the operations listed
+# and still pending, never cleared and listed nowhere
+fresh
+run "pending clear killed at its first write's rename" env STATETOOL_CRASH_AT=write:4 "$STATETOOL" pending clear "$S" queue
+check_rc 137; check_same "$F/base.json" "$S"
+run "the record was written first" sh -c "jq -c '[.[].type]' '$S.pending-cleared.json'"
+check_out '["creating"]'
+rm -f "$S.pending-cleared.json" "$S.lock"
 # a pending create recorded by its ID (pulumi refresh --import-pending-creates URN ID)
 fresh
 run "pending import" st pending import "$S" queue sqs-queue-77

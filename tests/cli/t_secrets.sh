@@ -351,4 +351,32 @@ run "empty passphrase file from the environment" env -u PULUMI_CONFIG_PASSPHRASE
 check_rc 0; check_out "2 secrets, 0 failed to decrypt"
 run "a non-empty passphrase is wrong" env PULUMI_CONFIG_PASSPHRASE=x "$STATETOOL" secrets verify "$T/empty.json"
 check_rc 1
+# edit keeps every secret readable (Pulumi's edit decrypts the result): a salt swapped over the
+# old ciphertexts is refused without a passphrase, checked with one; a tampered ciphertext too
+cp "$P/valid-deployment-v3.json" "$T/es.json"
+python3 - "$T/es.json" "$T" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["deployment"]["secrets_providers"]["state"]["salt"] = "v1:fozI5u6B030=:v1:F+6ZduKKd8G0/V7L:PGMFeIzwobWRKmEAzUdaQHqC5mMRIQ=="
+json.dump(d, open(sys.argv[2] + "/salt.json", "w"), indent=4)
+t = open(sys.argv[1]).read().replace("v1:ZGVmZ2hpamtsbW5v:LudbcPrKaMQk1R3NNyum5aNq3uSzkG2zCA==", "v1:ZGVmZ2hpamtsbW5v:AAAAcPrKaMQk1R3NNyum5aNq3uSzkG2zCA==")
+open(sys.argv[2] + "/ct.json", "w").write(t)
+d = json.load(open(sys.argv[1]))
+d["deployment"]["resources"][1]["protect"] = True
+json.dump(d, open(sys.argv[2] + "/prot.json", "w"), indent=4)
+PY
+cp "$T/es.json" "$T/es.orig"
+run "edit: a new salt over old ciphertexts" st edit --from "$T/salt.json" "$T/es.json"
+check_rc 1; check_err_has "the edited deployment changes secrets_providers while 2 secrets are still encrypted: they would open under no passphrase; nothing written"
+check_same "$T/es.orig" "$T/es.json"
+run "edit: a new salt, checked with the passphrase" penv edit --from "$T/salt.json" "$T/es.json"
+check_rc 1; check_err_has "incorrect passphrase"; check_err_has "the edited deployment's secrets provider does not open with the passphrase given; nothing written"
+check_same "$T/es.orig" "$T/es.json"
+run "edit: a tampered ciphertext" penv edit --from "$T/ct.json" "$T/es.json"
+check_rc 1; check_err_has "2 of the edited deployment's 2 secrets do not decrypt under its secrets provider; nothing written"; check_err_has "at /deployment/resources/3/inputs/tags"
+check_same "$T/es.orig" "$T/es.json"
+run "edit: a change beside the secrets, checked" penv edit --from "$T/prot.json" "$T/es.json"
+check_rc 0
+run "edit: a new salt with --force" st edit --force --from "$T/salt.json" "$T/es.orig"
+check_rc 0; check_err_has "warning: the edited deployment changes secrets_providers while 2 secrets are encrypted"
 finish
