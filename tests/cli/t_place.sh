@@ -168,5 +168,5 @@ sed 's/"protect": true,/"protect": false,/' "$T/warn.json" > "$T/warn2.json"
 run "a warning kept" st edit --from "$T/warn2.json" "$T/w.json"
 check_rc 0; check_err_empty; check_out_has "State updated"
 run "usage: --force is edit's" st edit --help
-check_out_has "  --force            write resources of another stack, and new warnings"
+check_out_has "  --force            write resources of another stack, new warnings, and secrets"
 finish
