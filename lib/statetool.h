@@ -1234,8 +1234,8 @@ ST_EXTERN int st_backend_save_pair(const char *op, st_backend *ba, const char *s
 				   st_state *b, st_error *err);
 
 /* Completes every interrupted operation of a DIY stack (a journal beside any of its objects,
- * found by one listing); with ST_JOURNAL_CLEAN_STAGED, staged objects no journal names are
- * removed afterwards. `known`, `report`: as st_journal_recover_key. ST_OK when nothing was
+ * found by one listing, then a stack rename's marker: st_backend_rename_stack_ex); with
+ * ST_JOURNAL_CLEAN_STAGED, staged objects no journal names are removed afterwards. `known`, `report`: as st_journal_recover_key. ST_OK when nothing was
  * pending. */
 ST_EXTERN int st_backend_recover(st_backend *b, const char *stack, st_store *const *known,
 				 size_t nknown, unsigned flags, st_changes *report,
@@ -1872,10 +1872,30 @@ ST_EXTERN int st_state_rename_stack(st_state *state, const char *new_stack,
  * exists") when `to` is taken; the state renamed (st_state_rename_stack) and written as the new
  * stack, the history files moved and renamed, the tags file and the backups moved (where Pulumi
  * leaves them), the old object kept as its .bak and deleted last. After an interruption the
- * same call finishes the rename (a new stack holding exactly the renamed state is its own
- * earlier write). *new_qname (may be NULL) is the new full name (new). */
+ * same call (or st_backend_recover on either stack) finishes the rename: see
+ * st_backend_rename_stack_ex, which this is with no flags and no report. *new_qname (may be
+ * NULL) is the new full name (new). */
 ST_EXTERN int st_backend_rename_stack(st_backend *b, const char *from, const char *to,
 				      char **new_qname, st_error *err);
+
+/* The choice of a rename whose new stack was written after an interruption (flags of
+ * st_backend_rename_stack_ex). */
+#define ST_RENAME_KEEP_OLD 1u /* the old stack's state, renamed, written over the new one's */
+#define ST_RENAME_KEEP_NEW 2u /* the new stack as it is */
+
+/* st_backend_rename_stack, crash-safe across commands: both stacks are locked (Pulumi's locks)
+ * and a marker (<stack>.json.statetool-rename, naming both stacks and both locks) lies beside
+ * each while the rename runs. An interrupted rename of either stack is ended first, as
+ * st_backend_recover ends it for any command on either stack: completed when the new stack
+ * holds exactly what the rename makes of the old one, undone when the new stack was never
+ * written, refused with ST_ELOCKED when a lock other than the rename's own is on either; when
+ * the new stack was written since, ST_ECONFLICT ("... no longer holds what the rename made of
+ * ...", both stacks described) unless `flags` chooses (ST_RENAME_KEEP_OLD or _NEW: then the
+ * rename completes keeping that state, the other one kept as its .bak). Notes of what was
+ * ended go to `report` (may be NULL). Completing this very rename is success. */
+ST_EXTERN int st_backend_rename_stack_ex(st_backend *b, const char *from, const char *to,
+					 unsigned flags, char **new_qname, st_changes *report,
+					 st_error *err);
 
 #ifdef __cplusplus
 }

@@ -595,8 +595,9 @@ int cli_load_ex(cli_target *t, st_state **out, int lazy)
 	opts.max_size = t->max_size;
 	opts.threads = cli_threads;
 	opts.lazy = lazy && cli_lazy;
-	/* An interrupted move (or other two-stack operation) is completed first_err. */
-	if (cli_recover(t, NULL) != EXIT_OK)
+	/* An interrupted move (or other two-stack operation, or stack rename) is completed
+	 * first; cli_lock did it already for a stack it locked (no one can start one since) */
+	if (!t->recovered && cli_recover(t, NULL) != EXIT_OK)
 		return EXIT_FAIL;
 	/* the object resolving found, not listed again (dropped when the recovery changed it) */
 	opts.key = t->exists ? t->key : NULL;
@@ -614,6 +615,12 @@ int cli_lock(cli_target *t, st_lock **out)
 	int rc;
 
 	st_error_clear(&err);
+	/* an interrupted operation's own locks are not in the way: it is completed first */
+	if (t->backend && !t->recovered) {
+		if (cli_recover(t, NULL) != EXIT_OK)
+			return EXIT_FAIL;
+		t->recovered = 1;
+	}
 	if (t->backend)
 		rc = st_lock_stack(out, t->backend, t->qname, &err);
 	else

@@ -77,6 +77,7 @@ typedef struct cli_target {
 	char *index_path;
 	st_store_info seen;
 	char *locked; /* a dry run: the message of the lock the real run would meet (cli_dry_lock) */
+	int recovered; /* cli_lock completed the stack's interrupted operations before its lock */
 } cli_target;
 
 extern const char *cli_prog;
@@ -187,7 +188,8 @@ int cli_load(cli_target *t, st_state **out);
 /* cli_load, lazily when `lazy` (st_load_opts.lazy) and STATETOOL_LAZY is not 0. */
 int cli_load_ex(cli_target *t, st_state **out, int lazy);
 extern int cli_lazy; /* 0: STATETOOL_LAZY=0, every state loaded in full */
-/* Takes the target's lock (Pulumi's for a stack, <file>.lock for a file). */
+/* Takes the target's lock (Pulumi's for a stack, <file>.lock for a file); for a stack, its
+ * interrupted operations (a move, a stack rename) are completed first (cli_recover). */
 int cli_lock(cli_target *t, st_lock **out);
 /* Brings the backend's default index (when it has one) up to date for stacks statetool
  * changed outside a target (a rename: the old name dropped, the new one indexed). Warns, never

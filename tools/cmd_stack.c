@@ -5,7 +5,7 @@
 #include <string.h>
 
 static const char help[] =
-	"usage: statetool stack rename [--backend URL] --stack NAME NEW_NAME\n"
+	"usage: statetool stack rename [--backend URL] [--keep old|new] --stack NAME NEW_NAME\n"
 	"\n"
 	"Rename a stack of a DIY backend (any store), as `pulumi stack rename` does: NEW_NAME is\n"
 	"a stack name (the same project), PROJECT/NAME or organization/PROJECT/NAME (another\n"
@@ -18,14 +18,26 @@ static const char help[] =
 	"renamed as Pulumi renames them; the tags file and the backups follow the stack too\n"
 	"(Pulumi leaves them behind). The old object is kept as its .bak.\n"
 	"\n"
-	"The stack is locked; a NEW_NAME that is taken is refused (\"a stack named ... already\n"
-	"exists\"). The new object is written before the old one is removed: after an\n"
-	"interruption, running the same command again finishes the rename.\n"
+	"Both stacks are locked (Pulumi's locks: Pulumi refuses to update either meanwhile); a\n"
+	"NEW_NAME that is taken is refused (\"a stack named ... already exists\"). A marker\n"
+	"naming both stacks and both locks (<stack>.json.statetool-rename) lies beside each\n"
+	"while the rename runs; the new object is written before the old one is removed. After\n"
+	"an interruption, this command again, or any statetool command that loads either stack,\n"
+	"first ends the rename (a note says so): completed when the new stack holds exactly what\n"
+	"the rename makes of the old one (the rename's own locks removed), undone when the new\n"
+	"stack was never written; refused (exit 1, nothing written) while another lock is on\n"
+	"either stack, and when the new stack was written since: the message says which holds\n"
+	"what, and --keep chooses.\n"
 	"\n"
 	"Options:\n"
 	"  --backend URL        the backend (default $PULUMI_BACKEND_URL)\n"
 	"  -s, --stack NAME     the stack to rename (NAME, PROJECT/NAME or\n"
 	"                       organization/PROJECT/NAME)\n"
+	"  --keep old|new       for an interrupted rename of these stacks whose new stack was\n"
+	"                       written since: old writes the old stack's state, renamed, over\n"
+	"                       the new one's; new keeps the new stack as it is; either way the\n"
+	"                       rename completes and the other state is kept as its .bak\n"
+	"                       (ignored when there is nothing to choose)\n"
 	"  -h, --help           show this help\n"
 	"\n"
 	"Prints \"Renamed OLD to NEW\" (Pulumi's words). pulumi stack rename also renames the\n"
@@ -38,12 +50,15 @@ static int stack_rename(int argc, char **argv)
 	static const struct option opts[] = {
 		{"backend", required_argument, NULL, OPT_BACKEND},
 		{"stack", required_argument, NULL, 's'},
+		{"keep", required_argument, NULL, 'k'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	const char *url = NULL, *stack = NULL;
 	st_backend *b = NULL;
 	char *oq = NULL, *nq = NULL;
+	st_changes ch = {0};
 	st_error err;
+	unsigned keep = 0;
 	int c, rc = EXIT_OK;
 
 	st_error_clear(&err);
@@ -51,6 +66,11 @@ static int stack_rename(int argc, char **argv)
 		switch (c) {
 		case OPT_BACKEND: url = optarg; break;
 		case 's': stack = optarg; break;
+		case 'k':
+			if (strcmp(optarg, "old") && strcmp(optarg, "new"))
+				return cli_usage("stack rename", "--keep takes old or new");
+			keep = !strcmp(optarg, "old") ? ST_RENAME_KEEP_OLD : ST_RENAME_KEEP_NEW;
+			break;
 		case 'h': return cli_help(help);
 		default: return cli_usage("stack rename", "bad option");
 		}
@@ -61,8 +81,13 @@ static int stack_rename(int argc, char **argv)
 		return cli_usage("stack rename", "--stack NAME names the stack to rename");
 	if ((rc = cli_backend_open(&b, url)) != EXIT_OK)
 		return rc;
-	if (st_backend_resolve(b, stack, &oq, NULL, &err) != ST_OK ||
-	    st_backend_rename_stack(b, stack, argv[optind], &nq, &err) != ST_OK) {
+	int src = st_backend_resolve(b, stack, &oq, NULL, &err);
+	if (src == ST_OK)
+		src = st_backend_rename_stack_ex(b, stack, argv[optind], keep, &nq, &ch, &err);
+	for (size_t i = 0; i < ch.count; i++)
+		fprintf(stderr, "%s: note: %s\n", cli_prog, ch.lines[i]);
+	st_changes_clear(&ch);
+	if (src != ST_OK) {
 		cli_error(&err);
 		rc = err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
 	} else {

@@ -25,6 +25,7 @@ typedef struct doctor {
 		char *who; /* "stack\nurn" of the first holder */
 	} *owners;
 	size_t nowners, capowners;
+	st_strmap renaming; /* the old stacks of pending renames, and those renames' own locks */
 } doctor;
 
 static int add(doctor *d, const char *kind, const char *stack, const char *where,
@@ -267,6 +268,12 @@ static int check_stack(doctor *d, const st_stack_info *si, char *unreadable)
 
 	if (!where)
 		return ST_ENOMEM;
+	/* the old stack of a pending rename: what it holds the new one holds (the rename's
+	 * problem; its completion removes the old object) */
+	if (st_strmap_get(&d->renaming, si->qname)) {
+		free(where);
+		return ST_OK;
+	}
 	short_name(si, name, sizeof(name));
 	st_error_clear(&e);
 	if ((rc = st_backend_load(d->b, si->qname, NULL, &s, &e)) != ST_OK) {
@@ -417,6 +424,10 @@ static int check_lock_key(doctor *d, const st_store_entry *e, long long max_age)
 
 	if (!where)
 		return ST_ENOMEM;
+	if (st_strmap_get(&d->renaming, e->key)) { /* a pending rename's own: the rename's */
+		free(where);
+		return ST_OK;
+	}
 	if (s1 && !s2 && (!pm || strncmp(rel, "organization/", 13))) {
 		stack = st_strndup(rel, (size_t)(s1 - rel)); /* a legacy lock folder */
 	} else if (pm && s3 && !strchr(s3 + 1, '/') && !strncmp(rel, "organization/", 13)) {
@@ -592,6 +603,75 @@ out:
 	return rc;
 }
 
+/* ---- interrupted stack renames ---- */
+
+/* A stack's name as --stack takes it (P/S or S) from its full name. */
+static const char *stack_arg(const char *qname)
+{
+	return strncmp(qname, "organization/", 13) ? qname : qname + 13;
+}
+
+/* One problem per interrupted rename (its markers lie beside both stacks), with the command
+ * that finishes it; its old stack and its own locks are remembered, so that neither reports
+ * what the rename's completion removes (a duplicate-id per resource, a stale lock). */
+static int check_renames(doctor *d, const st_store_entry *e, size_t ne)
+{
+	int rc = ST_OK, created;
+
+	for (size_t i = 0; i < ne && rc == ST_OK; i++) {
+		size_t kl = strlen(e[i].key), sl = strlen(RENAME_MARKER_SUFFIX);
+		st__rename_marker m;
+		char *where, *fix = NULL;
+		if (strncmp(e[i].key, STACKS, strlen(STACKS)) || kl <= sl ||
+		    strcmp(e[i].key + kl - sl, RENAME_MARKER_SUFFIX))
+			continue;
+		if (!(where = st__store_where(d->s, e[i].key)))
+			return ST_ENOMEM;
+		rc = st__rename_marker_read(d->b, e[i].key, &m, NULL);
+		if (rc == ST_OK && !st_strmap_get(&d->renaming, m.from)) {
+			const char *nn = stack_arg(m.to), *slash = strchr(nn, '/');
+			/* the new name as stack rename takes it: NAME within the project */
+			if (slash && !strncmp(nn, stack_arg(m.from), (size_t)(slash - nn) + 1))
+				nn = slash + 1;
+			fix = st_asprintf("statetool stack rename --backend %s --stack %s %s", d->url,
+					  stack_arg(m.from), nn);
+			rc = !fix ? ST_ENOMEM
+				  : add(d, "rename", stack_arg(m.from), where, fix,
+					"an interrupted stack rename of %s to %s: any statetool "
+					"command on either stack, or the same rename again, finishes "
+					"it (until then both stacks hold its resources)",
+					m.from, m.to);
+			for (int j = -1; rc == ST_OK && j < 2; j++) {
+				const char *src = j < 0 ? m.from : m.lock[j];
+				st_strmap_slot *slot = NULL;
+				char *k;
+				if (!src)
+					continue;
+				if (!(k = st_strdup(src)) ||
+				    !(slot = st_strmap_put(&d->renaming, k, &created))) {
+					free(k);
+					rc = ST_ENOMEM;
+				} else if (created) {
+					slot->p = k; /* the map's keys are borrowed: freed with it */
+				} else {
+					free(k);
+				}
+			}
+		} else if (rc == ST_EFORMAT) {
+			fix = st_asprintf("rm %s (when no rename of the stack is pending)", where);
+			rc = fix ? add(d, "rename", NULL, where, fix,
+				       "a stack rename marker that cannot be read")
+				 : ST_ENOMEM;
+		} else if (rc == ST_ENOTFOUND) {
+			rc = ST_OK; /* completed meanwhile */
+		}
+		st__rename_marker_free(&m);
+		free(fix);
+		free(where);
+	}
+	return rc;
+}
+
 /* ---- the whole backend ---- */
 
 static int doctor_run(doctor *d, const st_doctor_opts *o, st_error *err)
@@ -616,13 +696,14 @@ static int doctor_run(doctor *d, const st_doctor_opts *o, st_error *err)
 			  "refuses it (Legacy DIY state is deprecated, please upgrade your state to "
 			  "project mode)")) != ST_OK)
 		goto out;
+	if ((rc = st_store_list(d->s, ".pulumi/", 0, &e, &ne, err)) != ST_OK ||
+	    (rc = check_renames(d, e, ne)) != ST_OK)
+		goto out;
 	for (size_t i = 0; i < n && rc == ST_OK; i++) {
 		rc = check_stack(d, &infos[i], &d->unreadable[i]);
 		if (o && o->progress)
 			o->progress(o->ctx, i + 1, n);
 	}
-	if (rc == ST_OK)
-		rc = st_store_list(d->s, ".pulumi/", 0, &e, &ne, err);
 	for (size_t i = 0; i < ne && rc == ST_OK; i++) {
 		if (!strncmp(e[i].key, STACKS, strlen(STACKS)))
 			rc = check_stack_key(d, &e[i], infos, n);
@@ -664,6 +745,7 @@ int st_backend_doctor(st_backend *b, const st_doctor_opts *opts, st_doctor_repor
 	d.b = b;
 	d.r = out;
 	st_strmap_init(&d.ids);
+	st_strmap_init(&d.renaming);
 	if (!(d.url = st__shell_word(st_backend_url(b))))
 		rc = ST_ENOMEM;
 	else
@@ -673,6 +755,10 @@ int st_backend_doctor(st_backend *b, const st_doctor_opts *opts, st_doctor_repor
 	if (rc)
 		st_doctor_report_free(out);
 	st_strmap_free(&d.ids);
+	for (size_t i = 0; i < d.renaming.cap; i++)
+		if (d.renaming.slots[i].hash)
+			free(d.renaming.slots[i].p);
+	st_strmap_free(&d.renaming);
 	for (size_t i = 0; i < d.nowners; i++) {
 		free(d.owners[i].key);
 		free(d.owners[i].who);

@@ -16,8 +16,10 @@
  */
 #include "store_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct sref {
 	char *project; /* NULL in the legacy layout */
@@ -112,17 +114,204 @@ static int move_tags(st_store *s, const sref *o, const sref *n, st_error *err)
 	return rc;
 }
 
-/* Is the object at `to` what the rename makes of the old stack (an earlier, interrupted run's
- * write)? */
-static int is_our_write(st_backend *b, const char *to, st_state *renamed)
+/* ---- the marker ---- */
+
+typedef st__rename_marker marker;
+
+static void marker_free(marker *m)
+{
+	free(m->key);
+	free(m->from);
+	free(m->to);
+	for (int i = 0; i < 2; i++) {
+		free(m->lock[i]);
+		free(m->made[i]);
+	}
+	free(m->text);
+	memset(m, 0, sizeof(*m));
+}
+
+/* A stack's object prefix (<stacks>/P/S.json: the key its lock and journal go by) (new). */
+static char *side_key(st_backend *b, const char *qname)
+{
+	char *prefix = NULL;
+	return st__diy_stack_prefix(b, qname, &prefix, NULL) == ST_OK ? prefix : NULL;
+}
+
+char *st__rename_marker_key(st_backend *b, const char *stack)
+{
+	char *prefix = side_key(b, stack), *k = prefix ? st_asprintf("%s%s", prefix,
+								     RENAME_MARKER_SUFFIX)
+						     : NULL;
+	free(prefix);
+	return k;
+}
+
+/* The full name of the stack whose marker is `mkey` (new), for a marker of an older statetool,
+ * which holds the old name only and lies beside the new stack. */
+static char *stack_of_marker(st_backend *b, const char *mkey)
+{
+	size_t pl = strlen(".pulumi/stacks/"), sl = strlen(".json" RENAME_MARKER_SUFFIX),
+	       kl = strlen(mkey);
+	char *names, *q = NULL;
+
+	if (kl <= pl + sl || strncmp(mkey, ".pulumi/stacks/", pl))
+		return NULL;
+	if (!(names = st_strndup(mkey + pl, kl - pl - sl)))
+		return NULL;
+	if (st_backend_resolve(b, names, &q, NULL, NULL) != ST_OK)
+		q = NULL;
+	free(names);
+	return q;
+}
+
+/* One side's lock as the marker names it ("from_lock", "to_lock"). */
+static int marker_lock(st_backend *b, json_t *doc, int i, marker *m)
+{
+	json_t *l = json_object_get(doc, i ? "to_lock" : "from_lock");
+	const char *lk = st_json_str(l, "lock"), *h = st_json_str(l, "lock_hash"),
+		   *made = st_json_str(l, "lock_made");
+	char *side;
+	int fits;
+
+	if (!l)
+		return 1;
+	if (!lk || !st_store_key_valid(lk) || !h || strlen(h) != 64 ||
+	    strspn(h, "0123456789abcdef") != 64 || (json_object_get(l, "lock_made") && !made))
+		return 0;
+	side = side_key(b, i ? m->to : m->from);
+	fits = side && st__pairlock_fits(side, lk, made);
+	free(side);
+	if (!fits)
+		return 0; /* naming any other object would have it removed */
+	m->lock[i] = st_strdup(lk);
+	m->made[i] = made ? st_strdup(made) : NULL;
+	snprintf(m->hash[i], sizeof(m->hash[i]), "%s", h);
+	return 1;
+}
+
+int st__rename_marker_read(st_backend *b, const char *mkey, marker *m, st_error *err)
+{
+	st_store *s = st_backend_store(b);
+	json_t *doc = NULL;
+	char *here = NULL;
+	int rc, ok;
+
+	memset(m, 0, sizeof(*m));
+	if (!(m->key = st_strdup(mkey)))
+		return st__err(err, ST_ENOMEM, "out of memory");
+	rc = st_store_read(s, mkey, 1 << 16, &m->text, &m->len, NULL, err);
+	if (rc == ST_ENOTFOUND && err)
+		st_error_clear(err);
+	if (rc)
+		return rc;
+	if (m->len && m->text[0] == '{') {
+		ok = st_json_parse(&doc, m->text, m->len, NULL, NULL, NULL, NULL, NULL) == ST_OK &&
+		     st_json_str(doc, "from") && st_json_str(doc, "to") &&
+		     (m->from = st_strdup(st_json_str(doc, "from"))) &&
+		     (m->to = st_strdup(st_json_str(doc, "to"))) && marker_lock(b, doc, 0, m) &&
+		     marker_lock(b, doc, 1, m);
+	} else { /* an older statetool's: the old stack's name, beside the new one */
+		ok = m->len && m->len < 512 && !memchr(m->text, '\n', m->len) &&
+		     !memchr(m->text, '\0', m->len) &&
+		     (m->from = st_strndup(m->text, m->len)) &&
+		     (m->to = here = stack_of_marker(b, mkey));
+		here = NULL;
+	}
+	json_decref(doc);
+	free(here);
+	if (!ok) {
+		char *w = st__store_where(s, mkey);
+		rc = st__err(err, ST_EFORMAT,
+			     "%s is no stack rename marker statetool can read: if no rename of the "
+			     "stack is pending, remove it",
+			     w ? w : mkey);
+		free(w);
+	}
+	return rc;
+}
+
+void st__rename_marker_free(marker *m)
+{
+	marker_free(m);
+}
+
+/* Both stacks' markers, identical: {"operation", "version", "from", "to", "from_lock",
+ * "to_lock"}, each lock as a journal names it (pairlock.c): the locks this process holds. */
+static int write_markers(st_backend *b, const sref *o, const sref *n, marker *m, st_error *err)
+{
+	st_store *s = st_backend_store(b);
+	json_t *doc = json_pack("{s:s, s:i, s:s, s:s}", "operation", "stack rename", "version", 1,
+				"from", o->qname, "to", n->qname);
+	int rc = ST_OK;
+
+	for (int i = 0; doc && i < 2; i++) {
+		char *side = side_key(b, i ? n->qname : o->qname), *lock = NULL, *made = NULL;
+		char hash[65];
+		json_t *l = NULL;
+		if (side)
+			st__pairlock_mine(s, side, &lock, &made, hash);
+		if (lock && (l = json_pack("{s:s, s:s}", "lock", lock, "lock_hash", hash)) &&
+		    made)
+			json_object_set_new(l, "lock_made", json_string(made));
+		if (l)
+			json_object_set_new(doc, i ? "to_lock" : "from_lock", l);
+		free(side);
+		free(lock);
+		free(made);
+	}
+	m->text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	m->key = st__rename_marker_key(b, o->qname);
+	char *nkey = st__rename_marker_key(b, n->qname);
+	if (!m->text || !m->key || !nkey)
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+	else if ((rc = st_store_write(s, m->key, m->text, strlen(m->text), NULL, err)) == ST_OK)
+		rc = st_store_write(s, nkey, m->text, strlen(m->text), NULL, err);
+	m->len = m->text ? strlen(m->text) : 0;
+	free(nkey);
+	return rc;
+}
+
+/* The markers of the rename `m` beside both stacks, each while it still holds m's bytes. */
+static int remove_markers(st_backend *b, const marker *m, st_error *err)
+{
+	st_store *s = st_backend_store(b);
+	int rc = ST_OK;
+
+	for (int i = 1; rc == ST_OK && i >= 0; i--) {
+		char *k = st__rename_marker_key(b, i ? m->to : m->from), *data = NULL;
+		size_t len = 0;
+		if (!k)
+			return st__err(err, ST_ENOMEM, "out of memory");
+		if (st_store_read(s, k, 1 << 16, &data, &len, NULL, NULL) == ST_OK &&
+		    len == m->len && !memcmp(data, m->text, len)) {
+			rc = st_store_delete(s, k, err);
+			if (rc == ST_ENOTFOUND) {
+				rc = ST_OK;
+				if (err)
+					st_error_clear(err);
+			}
+		}
+		free(data);
+		free(k);
+	}
+	return rc;
+}
+
+/* ---- the steps ---- */
+
+/* Is the object of stack `to` what the rename makes of the old stack? *count: its resources. */
+static int is_our_write(st_backend *b, const char *to, st_state *renamed, size_t *count)
 {
 	st_state *t = NULL;
 	char *a = NULL, *c = NULL;
 	size_t al = 0, cl = 0;
-	int same = st_backend_load(b, to, NULL, &t, NULL) == ST_OK &&
-		   st_state_dump(t, st_state_style(renamed), &a, &al, NULL) == ST_OK &&
+	int loaded = st_backend_load(b, to, NULL, &t, NULL) == ST_OK;
+	int same = loaded && st_state_dump(t, st_state_style(renamed), &a, &al, NULL) == ST_OK &&
 		   st_state_dump(renamed, NULL, &c, &cl, NULL) == ST_OK && al == cl &&
 		   !memcmp(a, c, al);
+	*count = loaded ? json_array_size(st_state_resources(t, 0)) : 0;
 	st_state_free(t);
 	free(a);
 	free(c);
@@ -146,57 +335,79 @@ static int retire_old(st_backend *b, const char *from, st_error *err)
 	return rc;
 }
 
-/* Does the marker name the old stack (an interrupted rename of it wrote the new one)? */
-static int marker_says(st_store *s, const char *key, const char *old_qname)
-{
-	char *data = NULL;
-	size_t len = 0;
-	int yes = st_store_read(s, key, 4096, &data, &len, NULL, NULL) == ST_OK &&
-		  len == strlen(old_qname) && !memcmp(data, old_qname, len);
-	free(data);
-	return yes;
-}
-
-/* Everything after the old state is loaded and renamed, under its lock. A marker beside the
- * new stack's object (<new>.json.statetool-rename, holding the old stack's name) is written
- * before the new object and removed last: a new stack is taken for this rename's own earlier
- * write only when the marker says so and it holds exactly the renamed state. */
-static int rename_locked(st_backend *b, const sref *o, const sref *n, st_state *s, st_error *err)
+/* Once the new object is in place: the history, backups and tags move, the old object goes,
+ * then the markers. */
+static int finish(st_backend *b, const sref *o, const sref *n, const marker *m, st_error *err)
 {
 	st_store *store = st_backend_store(b);
-	char *q = NULL, *prefix = NULL, *marker = NULL;
-	int exists = 0, rc = st_backend_resolve(b, n->qname, &q, &exists, err);
+	int rc;
 
-	free(q);
-	if (rc)
-		return rc;
-	if ((rc = st__diy_stack_prefix(b, n->qname, &prefix, err)) != ST_OK)
-		return rc;
-	if (!(marker = st_asprintf("%s.statetool-rename", prefix))) {
-		rc = st__err(err, ST_ENOMEM, "out of memory");
-		goto out;
-	}
-	if (exists && !(marker_says(store, marker, o->qname) && is_our_write(b, n->qname, s))) {
-		rc = st__err(err, ST_EEXIST, "a stack named %s already exists", n->qname);
-		goto out;
-	}
-	if (!exists && ((rc = st_store_write(store, marker, o->qname, strlen(o->qname), NULL,
-					     err)) != ST_OK ||
-			(rc = st_backend_save(b, n->qname, s, NULL, err)) != ST_OK))
-		goto out;
-	st__crash_point("stack-rename", 1);
 	if ((rc = move_named(store, "history", '-', o, n, err)) != ST_OK ||
 	    (rc = move_named(store, "backups", '.', o, n, err)) != ST_OK ||
 	    (rc = move_tags(store, o, n, err)) != ST_OK)
-		goto out;
+		return rc;
 	st__crash_point("stack-rename", 2);
-	if ((rc = retire_old(b, o->qname, err)) == ST_OK) {
-		st__crash_point("stack-rename", 3);
-		rc = st_store_delete(store, marker, err);
+	if ((rc = retire_old(b, o->qname, err)) != ST_OK)
+		return rc;
+	st__crash_point("stack-rename", 3);
+	return remove_markers(b, m, err);
+}
+
+/* The old stack's state loaded and renamed as the rename makes it (*out new). */
+static int load_renamed(st_backend *b, const sref *o, const sref *n, st_state **out,
+			st_error *err)
+{
+	st_state *s = NULL;
+	json_t *res;
+	char *urn_project = NULL;
+	st_urn u;
+	int rc = st_backend_load(b, o->qname, NULL, &s, err);
+
+	*out = NULL;
+	if (rc)
+		return rc;
+	/* legacy references carry no project; the URNs do: the rewrite is scoped to it */
+	res = st_state_resources(s, 0);
+	if (!o->project && json_array_size(res) &&
+	    st_urn_parse(st_json_str(json_array_get(res, 0), "urn"), &u) == ST_OK)
+		urn_project = st_strndup(u.project, u.project_len);
+	rc = st_state_rename_stack(s, n->stack, n->project, o->stack,
+				   o->project ? o->project : urn_project, NULL, err);
+	free(urn_project);
+	if (rc)
+		st_state_free(s);
+	else
+		*out = s;
+	return rc;
+}
+
+/* Everything after the old state is loaded and renamed, under its lock: the new stack locked
+ * too (a Pulumi lock: Pulumi does not update the half-made stack), the markers (naming both
+ * locks) written beside both stacks before the new object, then finish(). */
+static int rename_locked(st_backend *b, const sref *o, const sref *n, st_state *s, st_error *err)
+{
+	marker m = {0};
+	st_lock *nl = NULL;
+	char *q = NULL;
+	int exists = 0, rc = st_lock_stack(&nl, b, n->qname, err);
+
+	if (rc == ST_OK && (rc = st_backend_resolve(b, n->qname, &q, &exists, err)) == ST_OK &&
+	    exists)
+		rc = st__err(err, ST_EEXIST, "a stack named %s already exists", n->qname);
+	free(q);
+	if (rc == ST_OK && (rc = write_markers(b, o, n, &m, err)) == ST_OK &&
+	    (rc = st_backend_save(b, n->qname, s, NULL, err)) == ST_OK) {
+		st__crash_point("stack-rename", 1);
+		rc = finish(b, o, n, &m, err);
+	} else if (m.text) {
+		remove_markers(b, &m, NULL); /* the new stack not written: nothing to finish */
 	}
-out:
-	free(prefix);
-	free(marker);
+	if (nl) {
+		int r2 = st_lock_release(nl, rc ? NULL : err);
+		if (rc == ST_OK)
+			rc = r2;
+	}
+	marker_free(&m);
 	return rc;
 }
 
@@ -232,55 +443,258 @@ static int new_ref(st_backend *b, const sref *o, const char *to, sref *n, st_err
 	return ST_OK;
 }
 
+/* ---- an interrupted rename ---- */
+
+/* "--backend URL --stack P/S NEW" for the command that completes the rename (new). */
+static char *rename_args(st_backend *b, const sref *o, const sref *n)
+{
+	char *url = st__shell_word(st_backend_url(b)), *out;
+	int same = !n->project || (o->project && !strcmp(o->project, n->project));
+	out = url ? st_asprintf("--backend %s --stack %s%s%s %s%s%s", url,
+				o->project ? o->project : "", o->project ? "/" : "", o->stack,
+				same ? "" : n->project, same ? "" : "/", n->stack)
+		  : NULL;
+	free(url);
+	return out;
+}
+
+/* A stack's object's time of last write, as "YYYY-MM-DDTHH:MM:SSZ" ("?" when unknown). */
+static void written_at(st_backend *b, const char *qname, char out[32])
+{
+	char *key = NULL;
+	int exists = 0;
+	st_store_info info;
+	time_t t;
+	struct tm tm;
+
+	snprintf(out, 32, "?");
+	if (st_backend_stack_key(b, qname, &key, &exists, NULL) == ST_OK && exists &&
+	    st_store_stat(st_backend_store(b), key, &info, NULL) == ST_OK) {
+		t = (time_t)(info.mtime_ns / 1000000000);
+		if (gmtime_r(&t, &tm))
+			strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	}
+	free(key);
+}
+
+/* The new stack holds something else than the rename made: which holds what, and the two
+ * ways on. */
+static int diverged(st_backend *b, const sref *o, const sref *n, size_t ocount, size_t ncount,
+		    st_error *err)
+{
+	char ot[32], nt[32], *args = rename_args(b, o, n);
+	int rc;
+
+	written_at(b, o->qname, ot);
+	written_at(b, n->qname, nt);
+	rc = args ? st__err(err, ST_ECONFLICT,
+			    "an interrupted stack rename of %s to %s is pending, but %s no longer "
+			    "holds what the rename made of %s: one of them was written since (%s: %zu "
+			    "resources, last written %s; %s: %zu resources, last written %s); nothing "
+			    "was changed. To keep %s as it is, `statetool stack rename %s --keep new` "
+			    "finishes the rename (%s's state kept as its .bak); to keep %s's state, "
+			    "`statetool stack rename %s --keep old` writes it, renamed, over %s "
+			    "(whose state is kept as its .bak and in its backups) and finishes the "
+			    "rename",
+			    o->qname, n->qname, n->qname, o->qname, o->qname, ocount, ot, n->qname,
+			    ncount, nt, n->qname, args, o->qname, o->qname, args, n->qname)
+		  : st__err(err, ST_ENOMEM, "out of memory");
+	free(args);
+	return rc;
+}
+
+/* Under both locks: ends the rename `m` (see the top). *done: it ended complete. */
+static int settle(st_backend *b, const sref *o, const sref *n, const marker *m, unsigned keep,
+		  st_changes *report, int *done, st_error *err)
+{
+	st_state *s = NULL;
+	char *q = NULL;
+	int oex = 0, nex = 0, rc = st_backend_resolve(b, o->qname, &q, &oex, err);
+	size_t ncount = 0;
+
+	free(q);
+	q = NULL;
+	if (rc == ST_OK)
+		rc = st_backend_resolve(b, n->qname, &q, &nex, err);
+	free(q);
+	if (rc)
+		return rc;
+	if (!nex) { /* never written: nothing else had moved */
+		if ((rc = remove_markers(b, m, err)) == ST_OK)
+			st_changes_add(report,
+				       oex ? "undid the interrupted stack rename of %s to %s, which "
+					     "had not written the new stack yet (nothing else had "
+					     "changed)"
+					   : "removed the marker of an interrupted stack rename of %s "
+					     "to %s: neither stack exists",
+				       o->qname, n->qname);
+		return rc;
+	}
+	if (oex && (rc = load_renamed(b, o, n, &s, err)) == ST_OK &&
+	    !is_our_write(b, n->qname, s, &ncount)) {
+		if (!keep)
+			rc = diverged(b, o, n, json_array_size(st_state_resources(s, 0)), ncount,
+				      err);
+		else if (keep == ST_RENAME_KEEP_OLD)
+			rc = st_backend_save(b, n->qname, s, NULL, err);
+	} else {
+		keep = 0; /* nothing to choose */
+	}
+	st_state_free(s);
+	if (rc == ST_OK && (rc = oex ? finish(b, o, n, m, err) : remove_markers(b, m, err)) == ST_OK) {
+		st_changes_add(report, "completed the interrupted stack rename of %s to %s%s", o->qname,
+			       n->qname,
+			       keep == ST_RENAME_KEEP_OLD   ? " (the old stack's state written over "
+							      "the new one's, kept as its .bak)"
+			       : keep == ST_RENAME_KEEP_NEW ? " (the new stack kept as it was, the "
+							      "old one's state as its .bak)"
+							    : "");
+		*done = 1;
+	}
+	return rc;
+}
+
+int st__rename_recover(st_backend *b, const char *stack, const char *const pair[2],
+		       unsigned keep, st_changes *report, int *done, st_error *err)
+{
+	st_store *s = st_backend_store(b);
+	marker m = {0}, again = {0};
+	sref o = {0}, n = {0};
+	char *mk = st__rename_marker_key(b, stack), *side[2] = {NULL, NULL}, *tail = NULL;
+	char *args = NULL;
+	st_lock *lk[2] = {NULL, NULL};
+	int rc, fin = 0, replaced[2] = {0, 0};
+
+	if (done)
+		*done = 0;
+	if (!mk)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	rc = st__rename_marker_read(b, mk, &m, err);
+	if (rc == ST_ENOTFOUND) {
+		rc = ST_OK;
+		goto out;
+	}
+	if (rc)
+		goto out;
+	if (split_qname(m.from, &o) != ST_OK || split_qname(m.to, &n) != ST_OK) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (pair && (strcmp(pair[0], m.from) || strcmp(pair[1], m.to)))
+		keep = 0; /* --keep chooses for the rename it names only */
+	side[0] = side_key(b, m.from);
+	side[1] = side_key(b, m.to);
+	args = rename_args(b, &o, &n);
+	tail = args ? st_asprintf("\nan interrupted stack rename of %s to %s is pending: once the "
+				  "lock is gone, `statetool stack rename %s` (or any statetool "
+				  "command on either stack) completes it",
+				  m.from, m.to, args)
+		    : NULL;
+	if (!side[0] || !side[1] || !tail) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* both checked before either is taken: a refusal changes nothing on the other stack */
+	for (int i = 0; rc == ST_OK && i < 2; i++)
+		rc = st__pairlock_check(s, side[i], m.lock[i], m.hash[i], tail, err);
+	for (int i = 0; rc == ST_OK && i < 2; i++)
+		rc = st__pairlock_take(&lk[i], s, side[i], m.lock[i], m.hash[i], tail, &replaced[i],
+				       err);
+	if (rc)
+		goto out;
+	/* the marker again, under the locks: a rename still at work has ended meanwhile */
+	rc = st__rename_marker_read(b, mk, &again, err);
+	if (rc == ST_ENOTFOUND || (rc == ST_OK && (again.len != m.len ||
+						   memcmp(again.text, m.text, m.len)))) {
+		rc = ST_OK;
+		goto out;
+	}
+	if (rc == ST_OK && (rc = settle(b, &o, &n, &m, keep, report, &fin, err)) == ST_OK) {
+		for (int i = 0; i < 2; i++)
+			st__pairlock_remove(s, "stack rename", m.lock[i], m.hash[i], m.made[i],
+					    replaced[i], report);
+		if (done && fin && (!pair || (!strcmp(pair[0], m.from) && !strcmp(pair[1], m.to))))
+			*done = 1;
+	}
+out:
+	for (int i = 0; i < 2; i++) {
+		int r2 = st_lock_release(lk[i], rc ? NULL : err);
+		if (rc == ST_OK)
+			rc = r2;
+		free(side[i]);
+	}
+	marker_free(&m);
+	marker_free(&again);
+	sref_free(&o);
+	sref_free(&n);
+	free(args);
+	free(tail);
+	free(mk);
+	return rc;
+}
+
 int st_backend_rename_stack(st_backend *b, const char *from, const char *to, char **new_qname,
 			    st_error *err)
 {
-	sref o = {0}, n = {0};
+	return st_backend_rename_stack_ex(b, from, to, 0, new_qname, NULL, err);
+}
+
+/* The old name resolved, the new one made (o, n set). */
+static int both_refs(st_backend *b, const char *from, const char *to, sref *o, sref *n,
+		     int *exists, st_error *err)
+{
 	char *oq = NULL;
+	int rc = st_backend_resolve(b, from, &oq, exists, err);
+
+	if (rc == ST_OK && ((rc = split_qname(oq, o)) != ST_OK ||
+			    (rc = new_ref(b, o, to, n, err)) != ST_OK)) {
+		if (rc == ST_ENOMEM)
+			st__err(err, rc, "out of memory");
+	}
+	free(oq);
+	if (rc == ST_OK && !strcmp(o->qname, n->qname))
+		rc = st__err(err, ST_EINVAL, "'%s' is the stack's name already", to);
+	return rc;
+}
+
+int st_backend_rename_stack_ex(st_backend *b, const char *from, const char *to, unsigned flags,
+			       char **new_qname, st_changes *report, st_error *err)
+{
+	sref o = {0}, n = {0};
 	st_state *s = NULL;
 	st_lock *lk = NULL;
-	json_t *res;
-	int exists = 0, rc;
+	char *q = NULL;
+	int exists = 0, done = 0, rc;
 
 	ST_ASSERT_ARG(b);
 	ST_ASSERT_ARG(from);
 	ST_ASSERT_ARG(to);
 	if (new_qname)
 		*new_qname = NULL;
+	if (flags & ~(ST_RENAME_KEEP_OLD | ST_RENAME_KEEP_NEW) ||
+	    flags == (ST_RENAME_KEEP_OLD | ST_RENAME_KEEP_NEW))
+		return st__err(err, ST_EINVAL, "bad flags %#x: keep the old or the new stack",
+			       flags);
 	if (!st_backend_store(b))
 		return st__err(err, ST_EUNSUPPORTED, "backend '%s' is no DIY backend",
 			       st_backend_url(b));
-	if ((rc = st_backend_resolve(b, from, &oq, &exists, err)) != ST_OK)
-		return rc;
-	if (!exists) {
+	if ((rc = both_refs(b, from, to, &o, &n, &exists, err)) != ST_OK)
+		goto out;
+	/* an interrupted rename of either stack first: this one's is completed */
+	const char *pair[2] = {o.qname, n.qname};
+	if ((rc = st__rename_recover(b, o.qname, pair, flags, report, &done, err)) != ST_OK ||
+	    (!done && (rc = st__rename_recover(b, n.qname, pair, flags, report, &done, err)) != ST_OK) ||
+	    (rc = st_backend_resolve(b, o.qname, &q, &exists, err)) != ST_OK)
+		goto out;
+	if (!exists && !done) {
 		rc = st__err(err, ST_ENOTFOUND, "no stack named '%s' found", from);
 		goto out;
 	}
-	if ((rc = split_qname(oq, &o)) != ST_OK || (rc = new_ref(b, &o, to, &n, err)) != ST_OK) {
-		if (rc == ST_ENOMEM)
-			st__err(err, rc, "out of memory");
+	if (exists && ((rc = st_lock_stack(&lk, b, o.qname, err)) != ST_OK ||
+		       (rc = load_renamed(b, &o, &n, &s, err)) != ST_OK ||
+		       (rc = rename_locked(b, &o, &n, s, err)) != ST_OK))
 		goto out;
-	}
-	if (!strcmp(o.qname, n.qname)) {
-		rc = st__err(err, ST_EINVAL, "'%s' is the stack's name already", to);
-		goto out;
-	}
-	if ((rc = st_lock_stack(&lk, b, o.qname, err)) != ST_OK ||
-	    (rc = st_backend_load(b, o.qname, NULL, &s, err)) != ST_OK)
-		goto out;
-	/* legacy references carry no project; the URNs do: the rewrite is scoped to it */
-	res = st_state_resources(s, 0);
-	char *urn_project = NULL;
-	st_urn u;
-	if (!o.project && json_array_size(res) &&
-	    st_urn_parse(st_json_str(json_array_get(res, 0), "urn"), &u) == ST_OK)
-		urn_project = st_strndup(u.project, u.project_len);
-	rc = st_state_rename_stack(s, n.stack, n.project, o.stack,
-				   o.project ? o.project : urn_project, NULL, err);
-	free(urn_project);
-	if (rc == ST_OK)
-		rc = rename_locked(b, &o, &n, s, err);
-	if (rc == ST_OK && new_qname && !(*new_qname = st_strdup(n.qname)))
+	if (new_qname && !(*new_qname = st_strdup(n.qname)))
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 out:
 	if (lk) {
@@ -291,6 +705,6 @@ out:
 	st_state_free(s);
 	sref_free(&o);
 	sref_free(&n);
-	free(oq);
+	free(q);
 	return rc;
 }

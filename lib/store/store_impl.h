@@ -400,6 +400,36 @@ void st__pairlock_remove(st_store *s, const char *op, const char *own, const cha
  * resources): `upgrade` skips such a stack unless --project gives it one. */
 int st__upgrade_guess_project(st_store *s, const char *key, const char *name, char **project,
 			      st_error *err);
+
+/* ---- stack rename (stack_rename.c) ---- */
+#define RENAME_MARKER_SUFFIX ".statetool-rename" /* <stack's object prefix> + this */
+/* A rename's marker, beside both stacks while the rename runs: the two stacks' full names and
+ * the rename's own locks (as a journal names them: pairlock.c). A marker of an older statetool
+ * (the old stack's name alone, beside the new stack only) names no lock. */
+typedef struct st__rename_marker {
+	char *key;               /* where it was read */
+	char *from, *to;         /* the two stacks' full names */
+	char *lock[2], *made[2]; /* the rename's own locks on `from` [0] and `to` [1], or NULL */
+	char hash[2][65];
+	char *text; /* its bytes: a marker is removed only while it holds them */
+	size_t len;
+} st__rename_marker;
+/* The marker key of `stack` (new; NULL when out of memory or not a name of the backend). */
+char *st__rename_marker_key(st_backend *b, const char *stack);
+/* Reads the marker `mkey`: ST_ENOTFOUND (err untouched) when there is none, ST_EFORMAT when it
+ * cannot be read as one. */
+int st__rename_marker_read(st_backend *b, const char *mkey, st__rename_marker *m,
+			   st_error *err);
+void st__rename_marker_free(st__rename_marker *m);
+/* Ends the interrupted rename whose marker lies beside `stack`, if any, under both stacks'
+ * locks (a lock other than the rename's own refuses it, nothing written): completed when the
+ * new stack holds what the rename makes of the old one (or the old one is gone), undone when
+ * the new stack was never written; else ST_ECONFLICT, saying which holds what, unless `keep`
+ * (ST_RENAME_KEEP_*, only for the rename `pair` names when pair is not NULL) chooses. Notes
+ * in `report`; *done (may be NULL): a rename (the one `pair` names) was completed. */
+int st__rename_recover(st_backend *b, const char *stack, const char *const pair[2],
+		       unsigned keep, st_changes *report, int *done, st_error *err);
+
 /* Sets a DIY backend's layout (after an upgrade). */
 void st__diy_set_project_mode(st_backend *b, int on);
 /* (st__shell_word, `s` as one shell word, is in internal.h: lib/util/str.c.) */
