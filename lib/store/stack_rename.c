@@ -260,11 +260,13 @@ static int write_markers(st_backend *b, const sref *o, const sref *n, marker *m,
 		free(lock);
 		free(made);
 	}
+	m->from = st_strdup(o->qname);
+	m->to = st_strdup(n->qname);
 	m->text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	json_decref(doc);
 	m->key = st__rename_marker_key(b, o->qname);
 	char *nkey = st__rename_marker_key(b, n->qname);
-	if (!m->text || !m->key || !nkey)
+	if (!m->from || !m->to || !m->text || !m->key || !nkey)
 		rc = st__err(err, ST_ENOMEM, "out of memory");
 	else if ((rc = st_store_write(s, m->key, m->text, strlen(m->text), NULL, err)) == ST_OK)
 		rc = st_store_write(s, nkey, m->text, strlen(m->text), NULL, err);

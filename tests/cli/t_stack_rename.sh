@@ -87,20 +87,12 @@ check_rc 1; check_err_has "no stack named 'shop/nope' found"
 run "usage" st stack rename --backend "$B" prod
 check_rc 2; check_err_has "--stack NAME names the stack to rename"
 
-# a kill at each step; the same command again finishes the rename
-for step in 1 2; do
-	rm -rf "$B"; cp -r "$T/b0" "$B"
-	run "killed at stack-rename:$step" env STATETOOL_CRASH_AT=stack-rename:$step "$STATETOOL" stack rename --backend "$B" --stack shop/dev prod
-	check_rc 137
-	run "after stack-rename:$step, the rerun names the stale lock" st stack rename --backend "$B" --stack shop/dev prod
-	check_rc 1; check_err_has "[stale: that process is no longer running]"
-	st unlock --backend "$B" --stack shop/dev >/dev/null
-	run "after stack-rename:$step and unlock, the rerun" st stack rename --backend "$B" --stack shop/dev prod
-	check_rc 0; check_out "Renamed organization/shop/dev to organization/shop/prod"
-	run "after stack-rename:$step, as if never killed" cat "$D/prod.json"
-	check_same "$T/want-prod.json" "$T/out"
-	run "after stack-rename:$step, the layout" sh -c "cd '$B' && find .pulumi -type f | sed 's/prod\.17[1-9][0-9]\{16\}\.json/prod.<time>.json/' | sort"
-	check_out ".pulumi/backups/shop/prod/prod.1700000000000000000.json
+# A kill at each step (1: the new object written; 2: the history, backups and tags moved; 3:
+# the old object gone, the markers left). The rename locks both stacks (Pulumi's locks) and
+# leaves a marker naming both stacks and both locks beside each; the next statetool command on
+# either stack ends it, as if never killed: the rename's own locks and the markers removed.
+layout() { (cd "$B" && find .pulumi -type f | sed 's/prod\.17[1-9][0-9]\{16\}\.json/prod.<time>.json/; s/[0-9a-f-]\{36\}\.json$/<uuid>.json/' | sort); }
+WANT_LAYOUT=".pulumi/backups/shop/prod/prod.1700000000000000000.json
 .pulumi/backups/shop/prod/prod.<time>.json
 .pulumi/history/shop/prod/prod-1700000000000000000.checkpoint.json
 .pulumi/history/shop/prod/prod-1700000000000000000.history.json
@@ -108,16 +100,152 @@ for step in 1 2; do
 .pulumi/stacks/shop/dev.json.bak
 .pulumi/stacks/shop/prod.json
 .pulumi/stacks/shop/prod.pulumi-tags"
+COMPLETED="statetool: note: completed the interrupted stack rename of organization/shop/dev to organization/shop/prod"
+kill_at() {
+	rm -rf "$B"; cp -r "$T/b0" "$B"
+	run "killed at stack-rename:$1" env STATETOOL_CRASH_AT=stack-rename:$1 "$STATETOOL" stack rename --backend "$B" --stack shop/dev prod
+	check_rc 137
+}
+for step in 1 2 3; do
+	kill_at $step
+	run "after stack-rename:$step, both stacks locked and marked" sh -c "cd '$B' && find .pulumi/locks .pulumi/stacks -name '*.json' -path '*locks*' -o -name '*.statetool-rename' | sed 's/[0-9a-f-]\{36\}\.json$/<uuid>.json/' | sort"
+	check_out ".pulumi/locks/organization/shop/dev/<uuid>.json
+.pulumi/locks/organization/shop/prod/<uuid>.json
+.pulumi/stacks/shop/dev.json.statetool-rename
+.pulumi/stacks/shop/prod.json.statetool-rename"
+	run "after stack-rename:$step, a command on the new stack completes it" st list --backend "$B" --stack shop/prod
+	check_rc 0; check_err_has "$COMPLETED"
+	check_err_has "statetool: note: removed the interrupted stack rename's lock $B/.pulumi/locks/organization/shop/prod/"
+	run "after stack-rename:$step, as if never killed" cat "$D/prod.json"
+	check_same "$T/want-prod.json" "$T/out"
+	run "after stack-rename:$step, the layout (no lock, no marker)" layout
+	check_out "$WANT_LAYOUT"
 done
 
-# killed once the old object is gone: the rename is complete, its marker and lock left
-rm -rf "$B"; cp -r "$T/b0" "$B"
-run "killed at stack-rename:3" env STATETOOL_CRASH_AT=stack-rename:3 "$STATETOOL" stack rename --backend "$B" --stack shop/dev prod
-check_rc 137
-run "after stack-rename:3, the new stack is complete" cat "$D/prod.json"
+# the same command again completes it (and says Renamed, as the uninterrupted one)
+kill_at 2
+run "after stack-rename:2, the rerun" st stack rename --backend "$B" --stack shop/dev prod
+check_rc 0; check_out "Renamed organization/shop/dev to organization/shop/prod"
+check_err_has "$COMPLETED"
+run "after stack-rename:2 and the rerun, the layout" layout
+check_out "$WANT_LAYOUT"
+
+# a writing command on the new name (it locks the stack: the rename's lock is no one else's)
+kill_at 1
+run "after stack-rename:1, protect on the new name" st protect --backend "$B" --stack shop/prod b
+check_rc 0; check_err_has "$COMPLETED"; check_out_has "1 resource protected"
+run "protect on the new name: protected there" st show --json --backend "$B" --stack shop/prod b
+check_out_has '"protect": true'
+run "protect on the new name: the layout" layout
+check_out ".pulumi/backups/shop/prod/prod.1700000000000000000.json
+.pulumi/backups/shop/prod/prod.<time>.json
+.pulumi/backups/shop/prod/prod.<time>.json
+.pulumi/history/shop/prod/prod-1700000000000000000.checkpoint.json
+.pulumi/history/shop/prod/prod-1700000000000000000.history.json
+.pulumi/meta.yaml
+.pulumi/stacks/shop/dev.json.bak
+.pulumi/stacks/shop/prod.json
+.pulumi/stacks/shop/prod.json.bak
+.pulumi/stacks/shop/prod.pulumi-tags"
+# on the old name: completed, then the old stack is gone
+kill_at 2
+run "after stack-rename:2, protect on the old name" st protect --backend "$B" --stack shop/dev b
+check_rc 1; check_err_has "$COMPLETED"
+check_err_has "statetool: error: stack 'organization/shop/dev' has no state in backend"
+run "protect on the old name: renamed, nothing protected" layout
+check_out "$WANT_LAYOUT"
+run "protect on the old name: the new object as the rename made it" cat "$D/prod.json"
 check_same "$T/want-prod.json" "$T/out"
-run "after stack-rename:3, the old one is gone" st stack rename --backend "$B" --stack shop/dev prod
-check_rc 1; check_err "statetool: error: no stack named 'shop/dev' found"
+
+# doctor: one problem, the rename, with the command that finishes it (no duplicate-id per
+# resource of the two stacks, no stale lock: the rename's own)
+kill_at 2
+run "doctor after stack-rename:2" st doctor --backend "$B"
+check_rc 1; check_out "shop/dev: rename: an interrupted stack rename of organization/shop/dev to organization/shop/prod: any statetool command on either stack, or the same rename again, finishes it (until then both stacks hold its resources)
+  at: $D/dev.json.statetool-rename
+  fix: statetool stack rename --backend $B --stack shop/dev prod
+1 problem found (2 stacks checked)"
+
+# someone else's lock on either stack: refused, the rename named, not a byte changed
+kill_at 2
+mkdir -p "$B/.pulumi/locks/organization/shop/prod"
+printf '{"pid":4242,"username":"alice","hostname":"ci-runner","timestamp":"2024-05-01T10:00:00Z"}' \
+	>"$B/.pulumi/locks/organization/shop/prod/6a1f0e2c-0000-4000-8000-000000000001.json"
+(cd "$B" && find . -type f | sort | xargs sha256sum) >"$T/before"
+for name in prod dev; do
+	run "another's lock: a command on shop/$name is refused" st list --backend "$B" --stack shop/$name
+	check_rc 1; check_err_has "statetool: error: the stack is currently locked by 1 lock(s)."
+	check_err_has "created by alice@ci-runner (pid 4242) at 2024-05-01T10:00:00Z"
+	check_err_has "an interrupted stack rename of organization/shop/dev to organization/shop/prod is pending: once the lock is gone, \`statetool stack rename --backend $B --stack shop/dev prod\` (or any statetool command on either stack) completes it"
+	run "another's lock, shop/$name: not a byte changed" sh -c "cd '$B' && find . -type f | sort | xargs sha256sum"
+	check_same "$T/before" "$T/out"
+done
+rm "$B/.pulumi/locks/organization/shop/prod/6a1f0e2c-0000-4000-8000-000000000001.json"
+run "that lock gone: the rerun completes it" st stack rename --backend "$B" --stack shop/dev prod
+check_rc 0; check_err_has "$COMPLETED"
+run "that lock gone: the layout" layout
+check_out "$WANT_LAYOUT"
+
+# the new stack written since (after an unlock, by Pulumi): the rerun says which holds what
+# and what to do, and changes nothing; --keep new or --keep old completes it
+kill_at 2
+st unlock --backend "$B" --stack shop/prod >/dev/null
+sed 's/"id":"b-1"/"id":"b-2"/' "$D/prod.json" >"$T/prod-written.json"
+cp "$T/prod-written.json" "$D/prod.json"
+(cd "$B" && find . -type f | sort | xargs sha256sum) >"$T/before"
+run "the new stack written since: the rerun" st stack rename --backend "$B" --stack shop/dev prod
+check_rc 1
+check_err_has "statetool: error: an interrupted stack rename of organization/shop/dev to organization/shop/prod is pending, but organization/shop/prod no longer holds what the rename made of organization/shop/dev: one of them was written since (organization/shop/dev: 5 resources, last written "
+check_err_has "nothing was changed. To keep organization/shop/prod as it is, \`statetool stack rename --backend $B --stack shop/dev prod --keep new\` finishes the rename (organization/shop/dev's state kept as its .bak); to keep organization/shop/dev's state, \`statetool stack rename --backend $B --stack shop/dev prod --keep old\` writes it, renamed, over organization/shop/prod"
+check_err_lacks "already exists"
+run "the new stack written since: a command on it is refused too" st list --backend "$B" --stack shop/prod
+check_rc 1; check_err_has "is pending, but organization/shop/prod no longer holds what the rename made of"
+run "the new stack written since: not a byte changed" sh -c "cd '$B' && find . -type f | sort | xargs sha256sum"
+check_same "$T/before" "$T/out"
+cp -r "$B" "$T/b-written"
+run "--keep new" st stack rename --backend "$B" --stack shop/dev prod --keep new
+check_rc 0; check_out "Renamed organization/shop/dev to organization/shop/prod"
+check_err_has "$COMPLETED (the new stack kept as it was, the old one's state as its .bak)"
+run "--keep new: the new stack as it was written" cat "$D/prod.json"
+check_same "$T/prod-written.json" "$T/out"
+run "--keep new: the old state is the old object's .bak" cat "$D/dev.json.bak"
+check_same "$T/dev.json" "$T/out"
+run "--keep new: the layout" layout
+check_out "$WANT_LAYOUT"
+rm -rf "$B"; cp -r "$T/b-written" "$B"
+run "--keep old" st stack rename --backend "$B" --stack shop/dev prod --keep old
+check_rc 0; check_err_has "$COMPLETED (the old stack's state written over the new one's, kept as its .bak)"
+run "--keep old: the old state, renamed" cat "$D/prod.json"
+check_same "$T/want-prod.json" "$T/out"
+run "--keep old: the new stack's state is its .bak" cat "$D/prod.json.bak"
+check_same "$T/prod-written.json" "$T/out"
+run "--keep: a bad value" st stack rename --backend "$B" --stack shop/prod dev --keep both
+check_rc 2; check_err_has "--keep takes old or new"
+
+# killed before the new object is written (simulated: it is not there): the rename is undone
+kill_at 1
+rm "$D/prod.json"
+run "the new stack never written: a command on the old one undoes the rename" st list --backend "$B" --stack shop/dev
+check_rc 0; check_err_has "statetool: note: undid the interrupted stack rename of organization/shop/dev to organization/shop/prod, which had not written the new stack yet (nothing else had changed)"
+run "undone: the old stack as it was" cat "$D/dev.json"
+check_same "$T/dev.json" "$T/out"
+run "undone: no marker, no lock" sh -c "cd '$B' && find .pulumi -name '*.statetool-rename' -o -path '*locks*' -type f"
+check_out_empty
+
+# a marker of an older statetool (the old name alone, beside the new stack, no lock named):
+# every lock is another's until unlocked; then any command completes the rename
+kill_at 2
+rm "$D/dev.json.statetool-rename"
+printf 'organization/shop/dev' >"$D/prod.json.statetool-rename"
+run "an older marker: the locks are another's" st list --backend "$B" --stack shop/prod
+check_rc 1; check_err_has "[stale: that process is no longer running]"
+check_err_has "an interrupted stack rename of organization/shop/dev to organization/shop/prod is pending"
+st unlock --backend "$B" --stack shop/dev >/dev/null
+st unlock --backend "$B" --stack shop/prod >/dev/null
+run "an older marker, unlocked: completed" st list --backend "$B" --stack shop/prod
+check_rc 0; check_err_has "$COMPLETED"
+run "an older marker: the layout" layout
+check_out "$WANT_LAYOUT"
 
 # the legacy layout: stacks have no project
 L=$T/legacy
