@@ -382,6 +382,11 @@ static int c_backend_rename_stack(st_error *err)
 	return st_backend_rename_stack(F.b, "a/b/c/d", "x", NULL, err); /* no such name */
 }
 
+static int c_backend_rename_stack_ex(st_error *err)
+{
+	return st_backend_rename_stack_ex(F.b, "a/b/c/d", "x", 0, NULL, NULL, err); /* no such name */
+}
+
 static int c_edit_set_flag(st_error *err)
 {
 	session x = open_session("edit/base.json");
@@ -1026,7 +1031,7 @@ static const err_case cases[] = {
 	CASE(lock_release), CASE(unlock_stack), CASE(unlock_file), CASE(backend_upgrade),
 	CASE(backend_doctor), CASE(edit_pending_import), CASE(backend_generations),
 	CASE(backend_generation_load), CASE(backend_keep_generation), CASE(compare_text),
-	CASE(state_rename_stack), CASE(backend_rename_stack),
+	CASE(state_rename_stack), CASE(backend_rename_stack), CASE(backend_rename_stack_ex),
 };
 
 static void fixture_up(void)

@@ -22,6 +22,8 @@ static const char help[] =
 	"  legacy-lock    a lock folder of the legacy layout in the project layout\n"
 	"  stray-variant  a .json beside the .json.gz (or .zst) Pulumi reads\n"
 	"  journal        what an interrupted statetool operation left (journal, staged object)\n"
+	"  rename         an interrupted stack rename (one problem; the old stack is not\n"
+	"                 checked and the rename's own locks are not stale: it finishes them)\n"
 	"  duplicate-id   one physical ID in two stacks (providers, external reads and pending\n"
 	"                 deletes left out): both manage the same cloud resource\n"
 	"  index-stale    the backend's index (or --db) is out of date\n"

@@ -132,7 +132,7 @@ check_rc 0; check_out "no pending operations"
 # ---- stack rename (pulumi stack rename) on a backend named by URL ----
 # the new object, its history, backups and tags, the old object kept as its .bak, through the
 # store's calls only; to another project; a taken name and a lock refused with nothing changed;
-# a kill and a rerun end as an uninterrupted rename ends
+# a kill, then a command on the new stack, end as an uninterrupted rename ends
 setup rename
 echo h | put "$A" .pulumi/history/test/sourceStack/sourceStack-1700000000000000000.history.json
 echo c | put "$A" .pulumi/history/test/sourceStack/sourceStack-1700000000000000000.checkpoint.json
@@ -187,23 +187,41 @@ check_out ".pulumi/stacks/test/prod.json.bak
 .pulumi/stacks/web/prod.json
 .pulumi/stacks/web/prod.pulumi-tags"
 st unlock --backend "$A" --stack test/sourceStack > /dev/null
-# a gzip stack, killed after the new object is written: the rerun finishes it
+# a gzip stack, killed after the new object is written: both stacks locked and marked; another's
+# lock on the new stack refuses a command on the old one (not a byte changed); once it is gone
+# a command on the new stack completes the rename, as if never killed
 setup renamekill
 "$STORETOOL" rm "$A" "$SK" 2>/dev/null || true
 gzip -c < "$M/children.json" | put "$A" "$SK.gz"
 run "stack rename: killed" env STATETOOL_CRASH_AT=stack-rename:2 "$STATETOOL" stack rename --backend "$A" -s test/sourceStack prod
 check_rc 137
-run "stack rename: after the kill, the rerun names the stale lock" st stack rename --backend "$A" -s test/sourceStack prod
-check_rc 1; check_err_has "[stale: that process is no longer running]"
-st unlock --backend "$A" --stack test/sourceStack > /dev/null
-run "stack rename: the rerun" st stack rename --backend "$A" -s test/sourceStack prod
-check_rc 0; check_out "Renamed organization/test/sourceStack to organization/test/prod"
-run "stack rename: after the kill and the rerun, the objects" gkeys "$A"
+ukeys() { gkeys "$1" | sed 's/[0-9a-f-]\{36\}\.json$/<uuid>.json/'; }
+run "stack rename: after the kill, both stacks locked and marked" ukeys "$A"
+check_out ".pulumi/backups/test/prod/prod.N.json.gz
+.pulumi/locks/organization/test/prod/<uuid>.json
+.pulumi/locks/organization/test/sourceStack/<uuid>.json
+.pulumi/meta.yaml
+.pulumi/stacks/test/prod.json.gz
+.pulumi/stacks/test/prod.json.statetool-rename
+.pulumi/stacks/test/sourceStack.json.gz
+.pulumi/stacks/test/sourceStack.json.statetool-rename"
+printf '{"pid":4242,"username":"alice","hostname":"ci-runner","timestamp":"2024-05-01T10:00:00Z"}' |
+	put "$A" .pulumi/locks/organization/test/prod/6a1f0e2c-0000-4000-8000-000000000001.json
+dump "$A" > "$T/renamekill.before"
+run "stack rename: another's lock refuses a command on the old stack" st list --backend "$A" -s test/sourceStack
+check_rc 1; check_err_has "created by alice@ci-runner (pid 4242) at 2024-05-01T10:00:00Z"
+check_err_has "an interrupted stack rename of organization/test/sourceStack to organization/test/prod is pending: once the lock is gone"
+run "stack rename: refused, not a byte changed" dump "$A"
+check_same "$T/renamekill.before" "$T/out"
+"$STORETOOL" rm "$A" .pulumi/locks/organization/test/prod/6a1f0e2c-0000-4000-8000-000000000001.json
+run "stack rename: a command on the new stack completes it" st list --backend "$A" -s test/prod
+check_rc 0; check_err_has "statetool: note: completed the interrupted stack rename of organization/test/sourceStack to organization/test/prod"
+run "stack rename: after the kill and the completion, the objects" gkeys "$A"
 check_out ".pulumi/backups/test/prod/prod.N.json.gz
 .pulumi/meta.yaml
 .pulumi/stacks/test/prod.json.gz
 .pulumi/stacks/test/sourceStack.json.gz.bak"
-run "stack rename: after the kill and the rerun, as if never killed" sh -c "'$STORETOOL' cat '$A' .pulumi/stacks/test/prod.json.gz | gzip -dc"
+run "stack rename: after the kill and the completion, as if never killed" sh -c "'$STORETOOL' cat '$A' .pulumi/stacks/test/prod.json.gz | gzip -dc"
 check_same "$T/want-prod.json" "$T/out"
 
 # ---- upgrade (pulumi state upgrade) and doctor on a backend named by URL ----
