@@ -34,6 +34,16 @@ cp -r "$B" "$T/b0"
 # the expected new object: every URN of stack dev of project shop renamed, nothing else
 sed 's/urn:pulumi:dev::shop::/urn:pulumi:prod::shop::/g; s/Stack::shop-dev/Stack::shop-prod/g; s/"stack":"organization\/shop\/dev"/"stack":"organization\/shop\/prod"/' "$T/dev.json" >"$T/want-prod.json"
 
+# the backend's files (each statetool generation's time, each lock's UUID as a placeholder)
+layout() { (cd "$B" && find .pulumi -type f | sed 's/prod\.17[1-9][0-9]\{16\}\.json/prod.<time>.json/; s/[0-9a-f-]\{36\}\.json$/<uuid>.json/' | sort); }
+WANT_LAYOUT=".pulumi/backups/shop/prod/prod.1700000000000000000.json
+.pulumi/backups/shop/prod/prod.<time>.json
+.pulumi/history/shop/prod/prod-1700000000000000000.checkpoint.json
+.pulumi/history/shop/prod/prod-1700000000000000000.history.json
+.pulumi/meta.yaml
+.pulumi/stacks/shop/dev.json.bak
+.pulumi/stacks/shop/prod.json
+.pulumi/stacks/shop/prod.pulumi-tags"
 run "rename" st stack rename --backend "$B" --stack shop/dev prod
 check_rc 0; check_out "Renamed organization/shop/dev to organization/shop/prod"
 check_err "statetool: note: rename the project's Pulumi.dev.yaml to Pulumi.prod.yaml, as pulumi stack rename does (statetool changes the backend only; the file holds the stack's config and encryptionsalt)"
@@ -43,15 +53,8 @@ run "another stack's and another project's URNs left alone" grep -c 'urn:pulumi:
 check_out 1
 run "the old object is its .bak" cat "$D/dev.json.bak"
 check_same "$T/dev.json" "$T/out"
-run "the layout" sh -c "cd '$B' && find .pulumi -type f | sed 's/prod\.17[1-9][0-9]\{16\}\.json/prod.<time>.json/' | sort"
-check_out ".pulumi/backups/shop/prod/prod.1700000000000000000.json
-.pulumi/backups/shop/prod/prod.<time>.json
-.pulumi/history/shop/prod/prod-1700000000000000000.checkpoint.json
-.pulumi/history/shop/prod/prod-1700000000000000000.history.json
-.pulumi/meta.yaml
-.pulumi/stacks/shop/dev.json.bak
-.pulumi/stacks/shop/prod.json
-.pulumi/stacks/shop/prod.pulumi-tags"
+run "the layout" layout
+check_out "$WANT_LAYOUT"
 run "valid, in its place" st validate --backend "$B" --stack shop/prod
 check_rc 0; check_out "shop/prod: warning: [secrets/plaintext] secret stored as plaintext (as \`pulumi stack export --show-secrets\` writes it); \`statetool secrets encrypt\` encrypts it
     at /checkpoint/latest/resources/3/outputs/hidden
@@ -91,15 +94,6 @@ check_rc 2; check_err_has "--stack NAME names the stack to rename"
 # the old object gone, the markers left). The rename locks both stacks (Pulumi's locks) and
 # leaves a marker naming both stacks and both locks beside each; the next statetool command on
 # either stack ends it, as if never killed: the rename's own locks and the markers removed.
-layout() { (cd "$B" && find .pulumi -type f | sed 's/prod\.17[1-9][0-9]\{16\}\.json/prod.<time>.json/; s/[0-9a-f-]\{36\}\.json$/<uuid>.json/' | sort); }
-WANT_LAYOUT=".pulumi/backups/shop/prod/prod.1700000000000000000.json
-.pulumi/backups/shop/prod/prod.<time>.json
-.pulumi/history/shop/prod/prod-1700000000000000000.checkpoint.json
-.pulumi/history/shop/prod/prod-1700000000000000000.history.json
-.pulumi/meta.yaml
-.pulumi/stacks/shop/dev.json.bak
-.pulumi/stacks/shop/prod.json
-.pulumi/stacks/shop/prod.pulumi-tags"
 COMPLETED="statetool: note: completed the interrupted stack rename of organization/shop/dev to organization/shop/prod"
 kill_at() {
 	rm -rf "$B"; cp -r "$T/b0" "$B"
