@@ -391,12 +391,18 @@ static int rename_locked(st_backend *b, const sref *o, const sref *n, st_state *
 	marker m = {0};
 	st_lock *nl = NULL;
 	char *q = NULL;
-	int exists = 0, rc = st_lock_stack(&nl, b, n->qname, err);
+	int exists = 0, rc = ST_OK;
 
-	if (rc == ST_OK && (rc = st_backend_resolve(b, n->qname, &q, &exists, err)) == ST_OK &&
-	    exists)
-		rc = st__err(err, ST_EEXIST, "a stack named %s already exists", n->qname);
-	free(q);
+	/* taken: Pulumi's refusal, before the lock (someone's update may hold it); free: locked,
+	 * then looked at again (a stack made meanwhile) */
+	for (int pass = 0; rc == ST_OK && pass < 2; pass++) {
+		if ((rc = st_backend_resolve(b, n->qname, &q, &exists, err)) == ST_OK && exists)
+			rc = st__err(err, ST_EEXIST, "a stack named %s already exists", n->qname);
+		free(q);
+		q = NULL;
+		if (rc == ST_OK && pass == 0)
+			rc = st_lock_stack(&nl, b, n->qname, err);
+	}
 	if (rc == ST_OK && (rc = write_markers(b, o, n, &m, err)) == ST_OK &&
 	    (rc = st_backend_save(b, n->qname, s, NULL, err)) == ST_OK) {
 		st__crash_point("stack-rename", 1);
