@@ -6,13 +6,15 @@
  * moved (<stack>-<time>.* renamed as Pulumi renames them), and the old object kept as its .bak.
  * Beyond Pulumi, which leaves them behind, the tags file and the backups follow the stack.
  *
- * Order, for a kill at any point: a marker naming the old stack is written beside the new
- * object's place, then the new object, then the history, backups and tags move, then the old
- * object goes (copied to .bak, deleted), and the marker last. Until the old object is gone a
- * rerun finds the old stack and a new one that the marker names as this rename's and that
- * holds exactly what the rename makes of the old one: its own earlier write, not a stack in
- * the way, so it goes on from there. Killed after that, the rename is complete; only the
- * marker (and the stale lock) are left.
+ * Order, for a kill at any point (doc/DESIGN.md, "An interrupted stack rename"): both stacks
+ * locked (Pulumi's locks: Pulumi does not update the half-made stack); a marker naming both
+ * stacks and both locks written beside each; the new object; the history, backups and tags
+ * moved; the old object copied to .bak and deleted; the markers, then the locks, removed. The
+ * next statetool command on either stack (st_backend_recover, cli_lock) or this rename again
+ * ends an interrupted one first (st__rename_recover, under both locks, the rename's own not
+ * another's): completed when the new object holds exactly what the rename makes of the old
+ * one, or the old one is gone; undone when the new object was never written; otherwise one of
+ * them was written since, and only --keep (ST_RENAME_KEEP_*) chooses which state stays.
  */
 #include "store_impl.h"
 
