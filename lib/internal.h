@@ -602,6 +602,12 @@ int st__go_decode(json_t *v, st__groot root, const char *base, st__keymap *km,
 int st__go_check_deployment(json_t *dep, int version, const char *base, st_error *err);
 /* Go's name of the root's type ("apitype.CheckpointV3"). */
 const char *st__go_root_name(st__groot root);
+/* A null at `pointer` in `doc` (decoded as `root`; an envelope's raw 'deployment' or
+ * 'checkpoint' as `version`) that Go's decoder takes for the zero value, storing nothing: the
+ * Go type's name there (static), else NULL (not a null, a null Go gives to an interface or
+ * refuses, or a place Go's types do not reach). */
+const char *st__go_null_zero(const json_t *doc, st__groot root, int version,
+			     const char *pointer);
 /* Does the key name the field under Go's case folding? */
 int st__go_key_is(const char *key, size_t kl, const char *field);
 void st__keymap_free(st__keymap *km);

@@ -391,6 +391,57 @@ static void test_property_walk_two_threads(void **state)
 	}
 }
 
+/* Where Go's decoder takes a null for the zero value (st__go_null_zero, behind schema/null):
+ * the Go type through both envelopes and their raw members, case-folded keys, slices and
+ * maps; not an interface{}, a json.RawMessage, a semver.Version, a value that is not null or a
+ * place Go's types do not reach. */
+static void test_null_zero(void **state)
+{
+	json_t *exp = json_loads("{\"version\": 4, \"Features\": null, \"deployment\": {"
+				 "\"manifest\": {\"time\": null}, \"secrets_providers\": "
+				 "{\"type\": null, \"state\": null}, \"resources\": [{\"urn\": null,"
+				 " \"inputs\": {\"x\": null}, \"propertyDependencies\": {\"a/b\": "
+				 "[null]}, \"future\": null, \"hideDiff\": [null]}], \"snippets\": "
+				 "[{\"descriptor\": {\"parameterization\": {\"version\": null}}}]}}",
+				 0, NULL);
+	json_t *cp = json_loads("{\"version\": 2, \"checkpoint\": {\"latest\": {"
+				"\"resources\": [{\"dependencies\": [null]}]}}}",
+				0, NULL);
+	static const struct {
+		const char *ptr, *go;
+	} want[] = {
+		{"/Features", "[]string"},
+		{"/deployment/manifest/time", "time.Time"},
+		{"/deployment/secrets_providers/type", "string"},
+		{"/deployment/resources/0/urn", "urn.URN"},
+		{"/deployment/resources/0/propertyDependencies/a~1b/0", "urn.URN"},
+		{"/deployment/resources/0/hideDiff/0", "resource.PropertyPath"},
+		{"/deployment/secrets_providers/state", NULL}, /* json.RawMessage */
+		{"/deployment/resources/0/inputs/x", NULL},    /* interface{} */
+		{"/deployment/resources/0/future", NULL},      /* no such field */
+		{"/deployment/snippets/0/descriptor/parameterization/version", NULL}, /* semver */
+		{"/deployment/manifest", NULL},                /* not a null */
+		{"/deployment/resources/x/urn", NULL},
+		{"/deployment/resources/1/urn", NULL},
+	};
+	(void)state;
+	assert_non_null(exp);
+	assert_non_null(cp);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *go = st__go_null_zero(exp, ST__G_UNTYPED, 4, want[i].ptr);
+		if (!want[i].go)
+			assert_null(go);
+		else
+			assert_string_equal(go, want[i].go);
+	}
+	/* version 2: the checkpoint's raw member decoded as a CheckpointV2 */
+	assert_string_equal(st__go_null_zero(cp, ST__G_VERSIONED, 2,
+					     "/checkpoint/latest/resources/0/dependencies/0"),
+			    "urn.URN");
+	json_decref(exp);
+	json_decref(cp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -400,6 +451,7 @@ int main(void)
 		cmocka_unit_test(test_import_file_schema),
 		cmocka_unit_test(test_two_threads_same_problems),
 		cmocka_unit_test(test_property_walk_two_threads),
+		cmocka_unit_test(test_null_zero),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -72,6 +72,62 @@ static void attach_urns(st_state *s, st_problems *out, size_t from)
 	}
 }
 
+/* The built-in schemas' errors (from index `from` on) at a null Go's decoder takes for the
+ * zero value (a string, slice, map, struct, time, ...: it stores nothing): Pulumi never applies
+ * a schema when it loads, so each is one warning, schema/null, whatever keyword failed. */
+static void null_zero_warnings(const json_t *doc, st__groot root, int version, st_problems *out,
+			       size_t from)
+{
+	for (size_t i = from; i < out->count; i++) {
+		st_problem *p = &out->items[i];
+		const char *go;
+		char *m;
+		int again = 0;
+		if (p->severity != ST_SEV_ERROR || strncmp(p->rule, "schema/", 7) ||
+		    !(go = st__go_null_zero(doc, root, version, p->pointer)))
+			continue;
+		for (size_t j = from; j < i && !again; j++)
+			again = !strcmp(out->items[j].rule, "schema/null") &&
+				!strcmp(out->items[j].pointer, p->pointer);
+		m = again ? NULL
+			  : st_asprintf("null where Pulumi's Go type is %s: Go's decoder stores "
+					"nothing, so Pulumi reads it as the empty value",
+					go);
+		if (!again && (!m || !(go = st_strdup("schema/null")))) {
+			free(m);
+			continue; /* out of memory: the schema's error stays */
+		}
+		if (again) {
+			/* one warning for the null: the problem is removed */
+			st_problem q = *p;
+			memmove(p, p + 1, (out->count - i - 1) * sizeof(*p));
+			out->count--;
+			out->errors--;
+			free(q.rule);
+			free(q.message);
+			free(q.pointer);
+			free(q.urn);
+			free(q.file);
+			i--;
+			continue;
+		}
+		free(p->rule);
+		free(p->message);
+		p->rule = (char *)go;
+		p->message = m;
+		p->severity = ST_SEV_WARNING;
+		out->errors--;
+		out->warnings++;
+	}
+}
+
+static st__groot state_root(const st_state *s)
+{
+	if (s->envelope == ST_ENVELOPE_EXPORT)
+		return ST__G_UNTYPED;
+	return s->version == 0 ? ST__G_CHECKPOINT_V1 : ST__G_VERSIONED;
+}
+
 /* The schema half of st_validate: the built-in schemas, --schema, --resource-schema. */
 typedef struct schema_job {
 	st_state *s;
@@ -88,9 +144,11 @@ static int run_schemas(st_state *s, const st_validate_opts *o, st_problems *out,
 		st_schema_opts so = ST_SCHEMA_OPTS_INIT;
 		so.additional_severity = ST_SEV_WARNING;
 		so.max_problems = o->max_problems;
+		size_t from = out->count;
 		rc = st_schema_validate(o->schema, STATE_SCHEMA, s->root, &so, out, err);
 		if (rc < 0)
 			return rc;
+		null_zero_warnings(s->root, state_root(s), s->version, out, from);
 	}
 	for (size_t k = 0; k < o->nextra; k++) {
 		st_schema_opts so = ST_SCHEMA_OPTS_INIT;
@@ -253,7 +311,10 @@ int st_validate_import_file(json_t *doc, st_schema *schema, st_problems *out, st
 		schema = builtin;
 	}
 	so.additional_severity = ST_SEV_WARNING;
+	size_t from = out->count;
 	rc = st_schema_validate(schema, IMPORT_SCHEMA, doc, &so, out, err);
 	st_schema_free(builtin);
+	if (rc >= 0)
+		null_zero_warnings(doc, ST__G_IMPORT, 0, out, from);
 	return rc < 0 ? rc : ST_OK;
 }

@@ -6,6 +6,8 @@
  */
 #include "state/gotypes.h"
 
+#include <stdlib.h>
+
 #define SCALAR(id, kind, name) static const gtype id = {kind, name, NULL, NULL, 0}
 #define SLICE(id, name, el) static const gtype id = {GK_SLICE, name, &el, NULL, 0}
 #define MAP(id, name, el) static const gtype id = {GK_MAP, name, &el, NULL, 0}
@@ -195,4 +197,91 @@ const gtype *st__go_type(st__groot r)
 int st__go_is_resource(const gtype *t)
 {
 	return t == &T_RES1 || t == &T_RES2 || t == &T_RES3;
+}
+
+/* ---- a null Go takes for the zero value ---- */
+
+/* The field of struct t a key names: exact first, then as Go folds it. */
+static const gfield *field_of(const gtype *t, const char *k, size_t kl)
+{
+	for (size_t i = 0; i < t->nfields; i++)
+		if (t->fields[i].len == kl && !memcmp(k, t->fields[i].name, kl))
+			return &t->fields[i];
+	for (size_t i = 0; i < t->nfields; i++)
+		if (st__go_key_is(k, kl, t->fields[i].name))
+			return &t->fields[i];
+	return NULL;
+}
+
+/* What a json.RawMessage member of an envelope is decoded into later (NULL: not known here). */
+static const gtype *raw_target(const gfield *f, int version)
+{
+	if (!strcmp(f->name, "deployment"))
+		return st__go_type(version <= 1   ? ST__G_DEPLOYMENT_V1
+				   : version == 2 ? ST__G_DEPLOYMENT_V2
+						  : ST__G_DEPLOYMENT_V3);
+	if (!strcmp(f->name, "checkpoint"))
+		return st__go_type(version <= 1   ? ST__G_CHECKPOINT_V1
+				   : version == 2 ? ST__G_CHECKPOINT_V2
+						  : ST__G_CHECKPOINT_V3);
+	return NULL;
+}
+
+/* One token of a JSON Pointer (from just after its '/'), unescaped into tok (of `cap` bytes,
+ * NUL-terminated); its end in *next. -1 when it does not fit. */
+static int pointer_token(const char *p, const char **next, char *tok, size_t cap)
+{
+	size_t n = 0;
+	for (; *p && *p != '/'; p++) {
+		char ch = *p;
+		if (ch == '~' && (p[1] == '0' || p[1] == '1'))
+			ch = *++p == '0' ? '~' : '/';
+		if (n + 1 >= cap)
+			return -1;
+		tok[n++] = ch;
+	}
+	tok[n] = '\0';
+	*next = p;
+	return (int)n;
+}
+
+const char *st__go_null_zero(const json_t *doc, st__groot root, int version,
+			     const char *pointer)
+{
+	const gtype *t = st__go_type(root);
+	const json_t *v = doc;
+	const char *p = pointer;
+	char tok[512];
+
+	while (v && *p == '/') {
+		int n = pointer_token(p + 1, &p, tok, sizeof(tok));
+		char *end;
+		if (n < 0)
+			return NULL;
+		if (t->k == GK_STRUCT && json_is_object(v)) {
+			const gfield *f = field_of(t, tok, (size_t)n);
+			if (!f)
+				return NULL;
+			v = json_object_getn(v, tok, (size_t)n);
+			t = f->t->k == GK_RAW ? raw_target(f, version) : f->t;
+		} else if (t->k == GK_MAP && json_is_object(v)) {
+			v = json_object_getn(v, tok, (size_t)n);
+			t = t->elem;
+		} else if ((t->k == GK_SLICE || t->k == GK_BYTES) && json_is_array(v) && n &&
+			   tok[0] >= '0' && tok[0] <= '9') {
+			unsigned long i = strtoul(tok, &end, 10);
+			v = *end ? NULL : json_array_get(v, i);
+			t = t->elem;
+		} else {
+			return NULL;
+		}
+		if (!t)
+			return NULL;
+	}
+	/* Go stores nothing for a null, except into an interface (nil, a value of its own), a
+	 * json.RawMessage (decoded later), and a type whose UnmarshalJSON refuses "null"
+	 * (semver.Version: decode.c's walk_text) */
+	if (*p || !json_is_null(v) || t->k == GK_ANY || t->k == GK_RAW || t->k == GK_SEMVER)
+		return NULL;
+	return t->go;
 }
