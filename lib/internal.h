@@ -690,6 +690,11 @@ int st__state_bind(st_state *s, st_error *err);
 /* SHA-256 hex of a string (libsodium). */
 void st_sha256_hex(const void *data, size_t len, char out[65]);
 
+/* The secrets provider as the Pulumi CLI constructs it when it loads the state
+ * (lib/check/provider.c): a validation rule, not an integrity one (a library caller may plug in
+ * a provider of its own, st_secrets_custom). ST_OK or ST_ENOMEM. */
+int st__secrets_provider_check(st_state *s, st_problems *out);
+
 /* The integrity check's first rule alone (the manifest's magic cookie), and the check with
  * flags: without it (for a caller that checks the cookie before fixing it, then the rest on
  * another thread), and on two threads (same problems, same order). */

@@ -170,16 +170,18 @@ static void test_pulumi_checkpoints_fail_ordering(void **state)
 		st_problems_clear(&p);
 		st_state_free(s);
 	}
-	/* The first one, exactly. */
+	/* The first one, exactly, after the warning that its provider is Pulumi's test one. */
 	st_state *s = load("pulumi/checkpoint-v3.json");
 	st_problems p = {0};
 	problems_of(s, &p);
-	assert_string_equal(p.items[0].message,
+	assert_string_equal(p.items[0].rule, "secrets/test-provider");
+	assert_string_equal(p.items[0].pointer, "/checkpoint/latest/secrets_providers/type");
+	assert_string_equal(p.items[1].message,
 			    "child resource urn:pulumi:foo::countdown::aws:sns/topic:Topic::countDown's "
 			    "parent urn:pulumi:foo::countdown::cloud:topic:Topic::countDown comes after "
 			    "it");
-	assert_string_equal(p.items[0].pointer, "/checkpoint/latest/resources/0/parent");
-	assert_string_equal(p.items[0].urn,
+	assert_string_equal(p.items[1].pointer, "/checkpoint/latest/resources/0/parent");
+	assert_string_equal(p.items[1].urn,
 			    "urn:pulumi:foo::countdown::aws:sns/topic:Topic::countDown");
 	st_problems_clear(&p);
 	st_state_free(s);
@@ -442,6 +444,72 @@ static void test_null_zero(void **state)
 	json_decref(cp);
 }
 
+/* The secrets provider as Pulumi constructs it on load, with no ciphertext in the state:
+ * Pulumi's messages (OfType, the providers' json.Unmarshal of their state, the passphrase
+ * salt's form); what needs a passphrase or a login to find out is not judged. */
+static void test_secrets_provider(void **state)
+{
+	static const struct {
+		const char *sp, *msg; /* msg NULL: no problem */
+	} cases[] = {
+		{"{\"type\":\"foo\"}", "no known secrets provider for type \"foo\""},
+		{"{\"type\":\"Passphrase\",\"state\":{}}",
+		 "no known secrets provider for type \"Passphrase\""},
+		{"{\"type\":\"passphrase\"}", "constructing secrets manager of type \"passphrase\": "
+					      "unmarshalling state: unexpected end of JSON input"},
+		{"{\"type\":\"passphrase\",\"state\":null}",
+		 "constructing secrets manager of type \"passphrase\": constructing secrets "
+		 "manager: malformed state value"},
+		{"{\"type\":\"passphrase\",\"state\":[1]}",
+		 "constructing secrets manager of type \"passphrase\": unmarshalling state: json: "
+		 "cannot unmarshal array into Go value of type passphrase.localSecretsManagerState"},
+		{"{\"type\":\"passphrase\",\"state\":{\"SALT\":5}}",
+		 "constructing secrets manager of type \"passphrase\": unmarshalling state: json: "
+		 "cannot unmarshal number into Go struct field localSecretsManagerState.salt of type "
+		 "string"},
+		{"{\"type\":\"passphrase\",\"state\":{\"salt\":\"v2:AAAA:x\"}}",
+		 "constructing secrets manager of type \"passphrase\": constructing secrets "
+		 "manager: unknown state version"},
+		{"{\"type\":\"passphrase\",\"state\":{\"salt\":\"v1:AA!A:x\"}}",
+		 "constructing secrets manager of type \"passphrase\": constructing secrets "
+		 "manager: illegal base64 data at input byte 2"},
+		/* the last key Go folds to salt wins; a later null leaves it */
+		{"{\"type\":\"passphrase\",\"state\":{\"salt\":\"x\",\"Salt\":\"v1:AAAA:y\","
+		 "\"SALT\":null}}",
+		 NULL},
+		{"{\"type\":\"service\",\"state\":\"u\"}",
+		 "constructing secrets manager of type \"service\": unmarshalling state: json: "
+		 "cannot unmarshal string into Go value of type "
+		 "service.serviceSecretsManagerState"},
+		{"{\"type\":\"cloud\",\"state\":{\"url\":\"awskms://k\"}}", NULL},
+		{"{\"type\":\"\"}", NULL},
+	};
+	(void)state;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char *text = st_asprintf("{\"version\":3,\"deployment\":{\"manifest\":{\"time\":"
+					 "\"2024-01-02T03:04:05Z\",\"magic\":\"\",\"version\":\"\"},"
+					 "\"secrets_providers\":%s}}",
+					 cases[k].sp);
+		st_state *s = NULL;
+		st_problems p = {0};
+		st_validate_opts o = ST_VALIDATE_OPTS_INIT;
+		o.skip_schema = 1;
+		assert_int_equal(st_state_load_buffer(&s, text, strlen(text), "t", NULL, NULL),
+				 ST_OK);
+		assert_int_equal(st_validate(s, &o, &p, NULL), ST_OK);
+		if (!cases[k].msg) {
+			assert_int_equal(p.count, 0);
+		} else {
+			assert_int_equal(p.count, 1);
+			assert_string_equal(p.items[0].rule, "secrets/provider");
+			assert_string_equal(p.items[0].message, cases[k].msg);
+		}
+		st_problems_clear(&p);
+		st_state_free(s);
+		free(text);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -452,6 +520,7 @@ int main(void)
 		cmocka_unit_test(test_two_threads_same_problems),
 		cmocka_unit_test(test_property_walk_two_threads),
 		cmocka_unit_test(test_null_zero),
+		cmocka_unit_test(test_secrets_provider),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -529,7 +529,7 @@ static void check_urn(ic_run *run, size_t i, const char *urn, const char *type, 
 }
 
 /* A provider: referenceable (NewReference: the URN's own type must be a provider type), then
- * known to later resources. */
+ * known to later resources, by the (URN, ID) pair a reference parses to. */
 static void define_provider(ic_run *run, size_t i, const char *urn, const char *id)
 {
 	ictx *c = run->c;
@@ -547,6 +547,12 @@ static void define_provider(ic_run *run, size_t i, const char *urn, const char *
 	if (prc != ST_OK)
 		return;
 	ref = st__provider_ref(urn, id);
+	if (ref && st__provider_ref_urn_len(ref, strlen(ref)) != strlen(urn)) {
+		/* Pulumi keys providers by (URN, ID) and parses a reference at its last '::':
+		 * with '::' in its ID no reference parses to this pair, none names it */
+		free(ref);
+		return;
+	}
 	sl = ref ? st_strmap_put(&run->providers, ref, &created) : NULL;
 	if (sl && created) {
 		sl->p = ref;
@@ -614,6 +620,42 @@ static void check_parent_type(ictx *c, size_t i, const char *urn, const st_urn *
 	free(want);
 }
 
+static int has_prefix(const char *urn)
+{
+	return !strncmp(urn, "urn:pulumi:", 11);
+}
+
+/* Is `urn` a resource's before index i (in the map VerifyIntegrity has built by then)? */
+static int has_before(ictx *c, const char *urn, size_t i)
+{
+	st_strmap_slot *sl = *urn ? st_strmap_get(&c->index, urn) : NULL;
+	return sl && sl->a < i;
+}
+
+/* A URN st_urn_parse refuses. Without its prefix, Pulumi panics when it reads the URN's parts
+ * (URNName's assertion): VerifyIntegrity does for a child whose parent comes before it (and
+ * for that parent: reported at the child's 'parent'), `pulumi stack import` for every
+ * resource. Else (a prefix but too few '::'; or no code of a load reads it) a warning. */
+static void invalid_urn(ictx *c, size_t i, const char *urn, const char *parent)
+{
+	if (!has_prefix(urn) && c->s->envelope == ST_ENVELOPE_EXPORT)
+		ERR("urn/no-prefix", ptr_res(c, i, "urn"), urn,
+		    "'%s' has no 'urn:pulumi:' prefix: pulumi stack import panics on it (fatal: An "
+		    "assertion has failed: Urn is: '%s')",
+		    urn, urn);
+	else if (!has_prefix(urn) && parent && has_before(c, parent, i))
+		ERR("urn/no-prefix", ptr_res(c, i, "urn"), urn,
+		    "'%s' has no 'urn:pulumi:' prefix: Pulumi's integrity check panics on it, the "
+		    "URN of a child (fatal: An assertion has failed: Urn is: '%s')",
+		    urn, urn);
+	else
+		WARN("urn/invalid", ptr_res(c, i, "urn"), urn,
+		     "'%s' is not a valid URN (urn:pulumi:STACK::PROJECT::TYPE::NAME)%s", urn,
+		     has_prefix(urn) ? ""
+					  : ": Pulumi loads it here, but panics wherever it reads "
+					    "the URN's parts");
+}
+
 /* More than one copy not marked for deletion (none without a URN that occurs twice). */
 static void check_duplicate(ic_run *run, size_t i, const char *urn)
 {
@@ -652,10 +694,15 @@ static void check_resource(ic_run *run, size_t i, json_t *r)
 		ERR("integrity/custom-with-id", ptr_res(c, i, "id"), urn,
 		    "resource '%s' has 'custom' false but non-empty ID", urn);
 	if (!(urn_ok = st_urn_parse(urn, &pu) == ST_OK))
-		WARN("urn/invalid", ptr_res(c, i, "urn"), urn,
-		     "'%s' is not a valid URN (urn:pulumi:STACK::PROJECT::TYPE::NAME)", urn);
+		invalid_urn(c, i, urn, parent);
 	else
 		check_urn(run, i, urn, type, &pu);
+	if (parent && c->s->envelope != ST_ENVELOPE_EXPORT && has_before(c, parent, i) &&
+	    !has_prefix(parent)) /* (in an export the parent's own urn/no-prefix says it) */
+		ERR("urn/no-prefix", ptr_res(c, i, "parent"), urn,
+		    "the parent '%s' has no 'urn:pulumi:' prefix: Pulumi's integrity check "
+		    "panics on it (fatal: An assertion has failed: Urn is: '%s')",
+		    parent, parent);
 	if (type && !strcmp(type, ST_ROOT_STACK_TYPE) && (!parent || !*parent) &&
 	    !json_is_true(rf->del)) {
 		if (run->roots++ == 0)

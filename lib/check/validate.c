@@ -239,7 +239,11 @@ int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_err
 			st_problems integ = {0};
 			st_error ierr;
 			st_error_clear(&ierr);
-			int irc = st_integrity_check(s, &integ, &ierr);
+			int irc = st__secrets_provider_check(s, &integ) ? ST_ENOMEM : ST_OK;
+			if (irc)
+				st__err(&ierr, irc, "out of memory");
+			else
+				irc = st_integrity_check(s, &integ, &ierr);
 			st__phase("validate: integrity rules");
 			st__two_join(&th);
 			st__phase("validate: schemas (beside them)");
@@ -270,6 +274,9 @@ int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_err
 	if (rc < 0)
 		return rc;
 	st__phase("validate: schemas");
+	/* Pulumi builds the secrets manager before it reads the resources */
+	if (st__secrets_provider_check(s, out))
+		return st__err(err, ST_ENOMEM, "out of memory");
 	rc = st__integrity_check_ex(s, out, ST__IC_TWO_THREADS, err);
 	st__phase("validate: integrity rules");
 	if (rc)

@@ -22,7 +22,8 @@ run "strict" st validate --strict "$V/urn-stack-mismatch.json"
 check_rc 1; check_out_has "error: [urn/stack-mismatch]"; check_out_has "invalid, 1 error, 0 warnings"
 
 run "quiet" st validate -q "$P/checkpoint-v3.json"
-check_rc 1; check_out "$P/checkpoint-v3.json: invalid, 23 errors, 23 warnings (30 resources)"
+# (one warning: its b64 provider is Pulumi's test one, secrets/test-provider)
+check_rc 1; check_out "$P/checkpoint-v3.json: invalid, 23 errors, 24 warnings (30 resources)"
 
 run "json" st validate --json "$V/dependency-missing.json" "$P/valid-deployment-v3.json"
 check_rc 1
@@ -131,8 +132,8 @@ cp "$P/checkpoint-v3.json" "$B/.pulumi/stacks/proj/old.json"
 run "backend" st validate -q --backend "$B"
 check_rc 1
 check_out "organization/proj/dev: valid, 0 errors, 0 warnings (4 resources)
-organization/proj/old: invalid, 23 errors, 24 warnings (30 resources)
-2 stacks checked: 23 errors, 24 warnings"
+organization/proj/old: invalid, 23 errors, 25 warnings (30 resources)
+2 stacks checked: 23 errors, 25 warnings"
 run "backend stack" st validate --backend "$B" --stack proj/dev
 check_rc 0; check_out "proj/dev: valid, 0 errors, 0 warnings (4 resources)"
 
