@@ -510,6 +510,46 @@ static void test_secrets_provider(void **state)
 	}
 }
 
+/* The errors come in the order Pulumi's load meets them: DeserializeResource's (any resource)
+ * before VerifyIntegrity's, with DeserializeResource's words; on one thread and on two. */
+static void test_load_order(void **state)
+{
+	static const char *const want[] = {"error integrity/missing-type /deployment/resources/3",
+					   "error integrity/parent-order /deployment/resources/2/parent",
+					   "error integrity/dependency-order "
+					   "/deployment/resources/2/dependencies/0"};
+	(void)state;
+	for (int threads = 1; threads <= 2; threads++) {
+		st_state *s = load("validate/order-deser-first.json");
+		st_problems p = {0};
+		st_set_threads(threads, NULL);
+		if (threads == 2) /* a big state: the schemas beside the integrity rules */
+			for (int i = 0; i < 600; i++)
+				json_array_append_new(st_state_resources(s, 1), filler(i));
+		unsigned long runs = st__two_count(ST__T_VALIDATE);
+		problems_of(s, &p);
+		st_set_threads(0, NULL);
+		assert_int_equal(st__two_count(ST__T_VALIDATE), runs + (threads == 2));
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			char *got = st_asprintf("%s %s %s",
+						p.items[i].severity == ST_SEV_ERROR ? "error" : "warning",
+						p.items[i].rule, p.items[i].pointer);
+			assert_string_equal(got, want[i]);
+			free(got);
+		}
+		st_problems_clear(&p);
+		st_state_free(s);
+	}
+	st_state *s = load("validate/missing-urn.json");
+	st_problems p = {0};
+	problems_of(s, &p);
+	assert_int_equal(p.count, 1);
+	assert_string_equal(p.items[0].message, "resource missing required 'urn' field");
+	assert_string_equal(p.items[0].pointer, "/deployment/resources/3");
+	st_problems_clear(&p);
+	st_state_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -521,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_property_walk_two_threads),
 		cmocka_unit_test(test_null_zero),
 		cmocka_unit_test(test_secrets_provider),
+		cmocka_unit_test(test_load_order),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

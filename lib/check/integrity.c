@@ -683,8 +683,10 @@ static void check_resource(ic_run *run, size_t i, json_t *r)
 	const char *parent = fstr(rf->refs[RF_PARENT]), *prov = fstr(rf->refs[RF_PROVIDER]);
 
 	if (!urn || !*urn) {
+		/* DeserializeResource's words: it runs before VerifyIntegrity, whose are never
+		 * seen ("resource at index N ...": the index is in the pointer) */
 		ERR("integrity/missing-urn", ptr_res(c, i, NULL), NULL,
-		    "resource at index %zu missing required 'urn' field", i);
+		    "resource missing required 'urn' field");
 		return;
 	}
 	if (!type || !*type)

@@ -184,6 +184,50 @@ static void *schema_thread(void *arg)
 	return NULL;
 }
 
+/* Where Pulumi's load meets a problem: DeserializeDeploymentV3 reads the manifest (0), builds
+ * the secrets manager (1), deserializes every resource (2: property values, secrets, urn, type,
+ * custom with an ID) and then every pending operation (3), before VerifyIntegrity (4) and what
+ * Pulumi does not refuse (4: warnings stay with it). */
+static int load_rank(const st_problem *p)
+{
+	static const char *const deser[] = {"secrets/malformed", "secrets/no-provider",
+					     "integrity/missing-urn", "integrity/missing-type",
+					     "integrity/custom-with-id", NULL};
+	if (p->severity != ST_SEV_ERROR)
+		return 4;
+	if (!strcmp(p->rule, "manifest/plugin-version"))
+		return 0;
+	if (!strcmp(p->rule, "secrets/provider"))
+		return 1;
+	if (!strncmp(p->rule, "pending/", 8))
+		return 3;
+	for (int i = 0; deser[i]; i++)
+		if (!strcmp(p->rule, deser[i]))
+			return strstr(p->pointer, "/pending_operations/") ? 3 : 2;
+	if (!strncmp(p->rule, "property/", 9))
+		return strstr(p->pointer, "/pending_operations/") ? 3 : 2;
+	return 4;
+}
+
+/* The problems from index `from` on in the order Pulumi's load meets them (a stable sort by
+ * load_rank): the first is the one Pulumi stops at. */
+static int order_as_loaded(st_problems *out, size_t from)
+{
+	size_t n = out->count - from, k = 0;
+	st_problem *tmp;
+	if (n < 2)
+		return ST_OK;
+	if (!(tmp = malloc(n * sizeof(*tmp))))
+		return ST_ENOMEM;
+	for (int r = 0; r <= 4; r++)
+		for (size_t i = from; i < out->count; i++)
+			if (load_rank(&out->items[i]) == r)
+				tmp[k++] = out->items[i];
+	memcpy(out->items + from, tmp, n * sizeof(*tmp));
+	free(tmp);
+	return ST_OK;
+}
+
 /* Moves every problem of `from` to the end of `to`. */
 static int append_problems(st_problems *to, st_problems *from)
 {
@@ -256,6 +300,8 @@ int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_err
 				return job.rc;
 			}
 			if (rc == ST_OK)
+				rc = order_as_loaded(&integ, 0);
+			if (rc == ST_OK)
 				rc = append_problems(out, &integ);
 			st_problems_clear(&integ);
 			if (rc)
@@ -275,9 +321,12 @@ int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_err
 		return rc;
 	st__phase("validate: schemas");
 	/* Pulumi builds the secrets manager before it reads the resources */
+	size_t ifrom = out->count;
 	if (st__secrets_provider_check(s, out))
 		return st__err(err, ST_ENOMEM, "out of memory");
 	rc = st__integrity_check_ex(s, out, ST__IC_TWO_THREADS, err);
+	if (rc == ST_OK && order_as_loaded(out, ifrom))
+		rc = st__err(err, ST_ENOMEM, "out of memory");
 	st__phase("validate: integrity rules");
 	if (rc)
 		return rc;

@@ -27,11 +27,29 @@ static int known_feature(const char *f)
 	return 0;
 }
 
+/* Pulumi's prefix of the first decode's error for a checkpoint file (VersionedCheckpoint,
+ * UnmarshalVersionedCheckpointToLatestCheckpoint in pkg/resource/stack/checkpoint.go). */
+#define PLACE1 "place 1: "
+
+/* Was the version's literal reported by the reader (decode/type at the key as written)? */
+static int version_reported(const st_state *s)
+{
+	for (size_t i = 0; i < s->load_problems.count; i++) {
+		const st_problem *p = &s->load_problems.items[i];
+		if (!strcmp(p->rule, "decode/type") && p->pointer[0] == '/' &&
+		    st__go_key_is(p->pointer + 1, strlen(p->pointer + 1), "version"))
+			return 1;
+	}
+	return 0;
+}
+
 /* The envelope's version, a Go int: absent or null is 0. A number Go's int cannot take was
- * reported by the reader (it saw the literal) or, in a tree built in memory, is reported here. */
-static int read_version(st_state *s, const char *gname, long long *version)
+ * reported by the reader (it saw the literal, which Go's message gives as written) or, in a
+ * tree built in memory, is reported here. */
+static int read_version(st_state *s, st__groot top, long long *version)
 {
 	json_t *v = json_object_get(s->root, "version");
+	const char *gname = st__go_root_name(top);
 	double d;
 
 	*version = 0;
@@ -42,15 +60,15 @@ static int read_version(st_state *s, const char *gname, long long *version)
 		*version = (long long)d;
 		return ST_OK;
 	}
-	{
+	if (!version_reported(s)) {
 		char num[40];
 		const char *dot = strrchr(gname, '.');
 		if (st_json_format_number(d, num, sizeof(num)) < 0)
 			snprintf(num, sizeof(num), "%g", d);
 		if (st_problems_add(&s->load_problems, ST_SEV_ERROR, "decode/type", "/version", NULL,
-				    "json: cannot unmarshal number %s into Go struct field "
+				    "%sjson: cannot unmarshal number %s into Go struct field "
 				    "%s.version of type int",
-				    num, dot ? dot + 1 : gname))
+				    top == ST__G_VERSIONED ? PLACE1 : "", num, dot ? dot + 1 : gname))
 			return ST_ENOMEM;
 	}
 	return ST_OK;
@@ -97,6 +115,30 @@ static const st_problem *first_decode_error(const st_state *s, size_t from)
 	return NULL;
 }
 
+/* A checkpoint file's first decode: its errors (the reader's of the version literal too) as
+ * Pulumi prints them. */
+static int place1(st_state *s, char **first)
+{
+	for (size_t i = 0; i < s->load_problems.count; i++) {
+		st_problem *p = &s->load_problems.items[i];
+		char *m;
+		if (strncmp(p->rule, "decode/", 7) || !strncmp(p->message, PLACE1, strlen(PLACE1)))
+			continue;
+		if (!(m = st_asprintf(PLACE1 "%s", p->message)))
+			return ST_ENOMEM;
+		free(p->message);
+		p->message = m;
+	}
+	if (*first) {
+		char *m = st_asprintf(PLACE1 "%s", *first);
+		if (!m)
+			return ST_ENOMEM;
+		free(*first);
+		*first = m;
+	}
+	return ST_OK;
+}
+
 /* Decodes `v` as Go into `root`, respelling struct keys; fails with the error Go returns. */
 static int decode(st_state *s, json_t *v, st__groot root, const char *base, st_error *err)
 {
@@ -106,8 +148,13 @@ static int decode(st_state *s, json_t *v, st__groot root, const char *base, st_e
 	if (!s->keymap && !(s->keymap = calloc(1, sizeof(*s->keymap))))
 		return st__err(err, ST_ENOMEM, "out of memory");
 	rc = st__go_decode(v, root, base, s->keymap, &s->load_problems, &first, &first_ptr);
-	if (rc)
+	if (rc == ST_OK && root == ST__G_VERSIONED)
+		rc = place1(s, &first);
+	if (rc) {
+		free(first);
+		free(first_ptr);
 		return st__err(err, rc, "out of memory");
+	}
 	if (first) {
 		st__err_pointer(err, first_ptr);
 		st__err(err, ST_EFORMAT, "%s", first);
@@ -194,7 +241,7 @@ int st__state_bind(st_state *s, st_error *err)
 	/* The envelope as Go decodes it; the reader reported a version literal Go refuses. */
 	rc = decode(s, root, top, "", err);
 	if (rc == ST_OK)
-		rc = read_version(s, st__go_root_name(top), &version);
+		rc = read_version(s, top, &version);
 	if (rc == ST_OK && (bad = first_decode_error(s, 0)) != NULL) {
 		st__err_pointer(err, bad->pointer);
 		rc = st__err(err, ST_EFORMAT, "%s", bad->message);

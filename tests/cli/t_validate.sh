@@ -137,6 +137,27 @@ organization/proj/old: invalid, 23 errors, 25 warnings (30 resources)
 run "backend stack" st validate --backend "$B" --stack proj/dev
 check_rc 0; check_out "proj/dev: valid, 0 errors, 0 warnings (4 resources)"
 
+# a version too big for Go's int: once, with its literal as written; a checkpoint file's first
+# decode is Pulumi's "place 1" (UnmarshalVersionedCheckpointToLatestCheckpoint), an export's not
+printf '{"version": 99999999999999999999, "deployment": null}' > "$T/vhuge.json"
+run "version too big: once, as written" st validate "$T/vhuge.json"
+check_rc 1; check_out "$T/vhuge.json: error: [decode/type] json: cannot unmarshal number 99999999999999999999 into Go struct field UntypedDeployment.version of type int
+    at /version
+$T/vhuge.json: invalid, 1 error, 0 warnings"
+printf '{"version": 1e30, "checkpoint": {}}' > "$T/cphuge.json"
+run "version too big in a checkpoint: place 1" st validate "$T/cphuge.json"
+check_rc 1; check_out "$T/cphuge.json: error: [decode/type] place 1: json: cannot unmarshal number 1e30 into Go struct field VersionedCheckpoint.version of type int
+    at /version
+$T/cphuge.json: invalid, 1 error, 0 warnings"
+printf '{"version": "3", "checkpoint": {}}' > "$T/cpvstr.json"
+run "version a string in a checkpoint: place 1" st validate "$T/cpvstr.json"
+check_rc 1; check_out "$T/cpvstr.json: error: [decode/type] place 1: json: cannot unmarshal string into Go struct field VersionedCheckpoint.version of type int
+    at /version
+$T/cpvstr.json: invalid, 1 error, 0 warnings"
+printf '{"version": 3, "checkpoint": {"stack": 5}}' > "$T/cpstack.json"
+run "the checkpoint's own decode: no place 1" st validate "$T/cpstack.json"
+check_rc 1; check_out_has "error: [decode/type] json: cannot unmarshal number into Go struct field CheckpointV3.stack of type tokens.QName"
+
 run "usage: nothing" st validate
 check_rc 2
 run "usage: both" st validate --backend "$B" "$P/todo.json"
