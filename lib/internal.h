@@ -608,6 +608,9 @@ const char *st__go_root_name(st__groot root);
  * refuses, or a place Go's types do not reach). */
 const char *st__go_null_zero(const json_t *doc, st__groot root, int version,
 			     const char *pointer);
+/* The JSON kind of a value as Go's UnmarshalTypeError names it ("object", "number", ...;
+ * not for null). */
+const char *st__go_json_kind(const json_t *v);
 /* Does the key name the field under Go's case folding? */
 int st__go_key_is(const char *key, size_t kl, const char *field);
 void st__keymap_free(st__keymap *km);
@@ -683,6 +686,10 @@ unsigned long st__prehash_used(void);
 /* A lazy state loaded from a file: that file hashed ahead (s->prehash), once. */
 void st__lazy_prehash(st_state *s);
 
+
+/* A version 4 state's features against Pulumi's (ST_EFEATURE with Pulumi's message): as
+ * `pulumi stack import` and a checkpoint load check them (lib/state/features.c). */
+int st__state_check_features(st_state *s, st_error *err);
 
 /* Finds envelope, version and deployment; checks versions and features. */
 int st__state_bind(st_state *s, st_error *err);

@@ -14,18 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *json_kind(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "object";
-	case JSON_ARRAY: return "array";
-	case JSON_STRING: return "string";
-	case JSON_TRUE:
-	case JSON_FALSE: return "bool";
-	default: return "number";
-	}
-}
-
 /* The provider's own error `msg` (new, NULL: out of memory), as OfType wraps it; at the
  * provider's state (field "state") or the provider (field NULL). */
 static void provider_error(ictx *c, const char *type, const char *field, char *msg)
@@ -66,7 +54,7 @@ static const char *passphrase_salt(ictx *c, json_t *state, int *bad)
 				       st_asprintf("unmarshalling state: json: cannot unmarshal %s "
 						   "into Go struct field "
 						   "localSecretsManagerState.salt of type string",
-						   json_kind(v)));
+						   st__go_json_kind(v)));
 		}
 	}
 	return salt;
@@ -141,7 +129,7 @@ static void check_provider(ictx *c, json_t *dep)
 		provider_error(c, type, "state",
 			       st_asprintf("unmarshalling state: json: cannot unmarshal %s into Go "
 					   "value of type %s",
-					   json_kind(state), go_state[known]));
+					   st__go_json_kind(state), go_state[known]));
 		return;
 	}
 	if (known == 0) {

@@ -126,7 +126,7 @@ static void problem(dctx *c, const char *rule, int stops, const char *msg)
 	free(p);
 }
 
-static const char *json_kind(const json_t *v)
+const char *st__go_json_kind(const json_t *v)
 {
 	switch (json_typeof(v)) {
 	case JSON_OBJECT: return "object";
@@ -204,7 +204,7 @@ static void walk_text(dctx *c, json_t *v, const gtype *t)
 		if (!json_is_string(v)) {
 			char m[96];
 			snprintf(m, sizeof(m), "json: cannot unmarshal %s into Go value of type string",
-				 json_kind(v));
+				 st__go_json_kind(v));
 			problem(c, "decode/semver", 1, m);
 			return;
 		}
@@ -218,7 +218,7 @@ static void walk_text(dctx *c, json_t *v, const gtype *t)
 		if (json_is_null(v))
 			return;
 		if (!json_is_string(v)) {
-			type_error(c, json_kind(v), t);
+			type_error(c, st__go_json_kind(v), t);
 			return;
 		}
 		{
@@ -241,7 +241,7 @@ static void walk_config(dctx *c, json_t *v)
 		snprintf(m, sizeof(m),
 			 "could not unmarshal map: json: cannot unmarshal %s into Go value of type "
 			 "map[string]config.Value",
-			 json_kind(v));
+			 st__go_json_kind(v));
 		problem(c, "decode/config", 1, m);
 		return;
 	}
@@ -552,20 +552,20 @@ static void walk(dctx *c, json_t *v, const gtype *t)
 		return;
 	case GK_STRING:
 		if (!json_is_string(v))
-			type_error(c, json_kind(v), t);
+			type_error(c, st__go_json_kind(v), t);
 		return;
 	case GK_BOOL:
 		if (!json_is_boolean(v))
-			type_error(c, json_kind(v), t);
+			type_error(c, st__go_json_kind(v), t);
 		return;
 	case GK_FLOAT:
 	case GK_INT: /* the binder checks the envelope's version against its literal */
 		if (!json_is_number(v))
-			type_error(c, json_kind(v), t);
+			type_error(c, st__go_json_kind(v), t);
 		return;
 	case GK_UINT8:
 		if (!json_is_number(v)) {
-			type_error(c, json_kind(v), t);
+			type_error(c, st__go_json_kind(v), t);
 		} else {
 			double d = json_number_value(v);
 			if (d < 0 || d > 255 || d != (double)(int)d) {
@@ -597,26 +597,26 @@ static void walk(dctx *c, json_t *v, const gtype *t)
 		} else if (json_is_array(v)) {
 			walk_array(c, v, t);
 		} else {
-			type_error(c, json_kind(v), t);
+			type_error(c, st__go_json_kind(v), t);
 		}
 		return;
 	case GK_SLICE:
 		if (json_is_array(v))
 			walk_array(c, v, t);
 		else
-			type_error(c, json_kind(v), t);
+			type_error(c, st__go_json_kind(v), t);
 		return;
 	case GK_MAP:
 		if (json_is_object(v))
 			walk_map(c, v, t);
 		else
-			type_error(c, json_kind(v), t);
+			type_error(c, st__go_json_kind(v), t);
 		return;
 	case GK_STRUCT:
 		if (json_is_object(v))
 			walk_struct(c, v, t);
 		else
-			type_error(c, json_kind(v), t);
+			type_error(c, st__go_json_kind(v), t);
 		return;
 	}
 	return;

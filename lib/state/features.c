@@ -226,3 +226,47 @@ int st_state_apply_features(st_state *s)
 	st__state_features_scan(s, used, NULL, NULL);
 	return st__state_features_set(s, used);
 }
+
+/* ---- the features a state says it needs ---- */
+
+const char *const st_known_features[] = {"refreshBeforeUpdate", "views", "hooks", "taint",
+					 "replaceWith", "snippets-prototype",
+					 "extensionParameterization", "byteString", NULL};
+
+static int known_feature(const char *f)
+{
+	for (int i = 0; st_known_features[i]; i++)
+		if (!strcmp(st_known_features[i], f))
+			return 1;
+	return 0;
+}
+
+int st__state_check_features(st_state *s, st_error *err)
+{
+	json_t *features = json_object_get(s->root, "features"), *f;
+	size_t i, n = 0;
+	st_buf unknown;
+
+	if (s->version < 4 || !json_is_array(features))
+		return ST_OK; /* not looked at below version 4; a wrong type was reported */
+	st_buf_init(&unknown);
+	json_array_foreach(features, i, f) {
+		/* null decodes as "" */
+		const char *name = json_is_string(f) ? json_string_value(f) : "";
+		if (!strcmp(name, "byteString"))
+			s->had_bytestring = 1;
+		if (known_feature(name))
+			continue;
+		if (n++)
+			st_buf_adds(&unknown, ", ");
+		st_buf_adds(&unknown, name);
+	}
+	if (n) {
+		st__err_pointer(err, "/features");
+		st__err(err, ST_EFEATURE,
+			"this stack's deployment needs support for the following features: %s",
+			unknown.data ? unknown.data : "");
+	}
+	st_buf_free(&unknown);
+	return n ? ST_EFEATURE : ST_OK;
+}

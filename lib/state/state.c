@@ -15,18 +15,6 @@
 #include <stddef.h>
 #include <string.h>
 
-const char *const st_known_features[] = {"refreshBeforeUpdate", "views", "hooks", "taint",
-					 "replaceWith", "snippets-prototype",
-					 "extensionParameterization", "byteString", NULL};
-
-static int known_feature(const char *f)
-{
-	for (int i = 0; st_known_features[i]; i++)
-		if (!strcmp(st_known_features[i], f))
-			return 1;
-	return 0;
-}
-
 /* Pulumi's prefix of the first decode's error for a checkpoint file (VersionedCheckpoint,
  * UnmarshalVersionedCheckpointToLatestCheckpoint in pkg/resource/stack/checkpoint.go). */
 #define PLACE1 "place 1: "
@@ -72,36 +60,6 @@ static int read_version(st_state *s, st__groot top, long long *version)
 			return ST_ENOMEM;
 	}
 	return ST_OK;
-}
-
-static int check_features(st_state *s, st_error *err)
-{
-	json_t *features = json_object_get(s->root, "features"), *f;
-	size_t i, n = 0;
-	st_buf unknown;
-
-	if (s->version < 4 || !json_is_array(features))
-		return ST_OK; /* not looked at below version 4; a wrong type was reported */
-	st_buf_init(&unknown);
-	json_array_foreach(features, i, f) {
-		/* null decodes as "" */
-		const char *name = json_is_string(f) ? json_string_value(f) : "";
-		if (!strcmp(name, "byteString"))
-			s->had_bytestring = 1;
-		if (known_feature(name))
-			continue;
-		if (n++)
-			st_buf_adds(&unknown, ", ");
-		st_buf_adds(&unknown, name);
-	}
-	if (n) {
-		st__err_pointer(err, "/features");
-		st__err(err, ST_EFEATURE,
-			"this stack's deployment needs support for the following features: %s",
-			unknown.data ? unknown.data : "");
-	}
-	st_buf_free(&unknown);
-	return n ? ST_EFEATURE : ST_OK;
 }
 
 /* The first decode error (rule decode/...) of the load problems from index `from`. */
@@ -259,7 +217,7 @@ int st__state_bind(st_state *s, st_error *err)
 		return rc;
 	if (s->envelope == ST_ENVELOPE_EXPORT) {
 		/* stack import checks the features before it decodes the deployment */
-		if ((rc = check_features(s, err)) != ST_OK)
+		if ((rc = st__state_check_features(s, err)) != ST_OK)
 			return rc;
 		s->container = root;
 		inner = json_object_get(root, "deployment");
@@ -283,7 +241,7 @@ int st__state_bind(st_state *s, st_error *err)
 	if (rc)
 		return rc;
 	s->container = inner;
-	return check_features(s, err);
+	return st__state_check_features(s, err);
 }
 
 static void state_free_fields(st_state *s)
