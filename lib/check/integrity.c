@@ -163,6 +163,18 @@ static const char *fstr(json_t *v)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+/* What a resource of version 0 to 2 does not have (ResourceV1: no provider; V1 and V2: no
+ * propertyDependencies, deletedWith, replaceWith, pendingReplacement, replacementTrigger):
+ * Pulumi's decoder drops it before any rule (UpToResourceV3 derives propertyDependencies from
+ * the dependencies, whose problems come first), so no rule looks at it. */
+static void drop_newer_fields(int version, rfields *rf)
+{
+	if (version <= 1)
+		rf->refs[RF_PROVIDER] = NULL;
+	rf->refs[RF_PDEPS] = rf->refs[RF_DELETED_WITH] = rf->refs[RF_REPLACE_WITH] = NULL;
+	rf->pending_repl = rf->props[3] = NULL;
+}
+
 /* Walks a resource's property maps; base_ptr NULL: the resource at index i. */
 static void walk_props(ictx *c, const rfields *rf, const char *base_ptr, size_t i,
 		       const char *urn)
@@ -383,6 +395,8 @@ static void *walker_main(void *arg)
 		size_t before = w->out.count;
 		const char *urn;
 		res_fields(r, &rf);
+		if (c->s->version <= 2)
+			drop_newer_fields(c->s->version, &rf);
 		urn = fstr(rf.urn);
 		if (!urn || !*urn)
 			continue; /* as the main loop: no walk without a URN */
@@ -679,6 +693,8 @@ static void check_resource(ic_run *run, size_t i, json_t *r)
 	st_urn pu;
 	int urn_ok;
 	res_fields(r, rf);
+	if (c->s->version <= 2)
+		drop_newer_fields(c->s->version, rf);
 	const char *urn = fstr(rf->urn), *type = fstr(rf->type), *id = fstr(rf->id);
 	const char *parent = fstr(rf->refs[RF_PARENT]), *prov = fstr(rf->refs[RF_PROVIDER]);
 
@@ -743,6 +759,8 @@ static void check_pending_secrets(ictx *c, json_t *dep)
 		if (json_is_object(rr)) {
 			rfields rf;
 			res_fields(rr, &rf);
+			if (c->s->version <= 2)
+				drop_newer_fields(c->s->version, &rf);
 			walk_props(c, &rf, p, 0, fstr(rf.urn));
 		}
 	}
@@ -750,8 +768,11 @@ static void check_pending_secrets(ictx *c, json_t *dep)
 		ERR("secrets/no-provider", c->first_cipher_ptr, NULL,
 		    "decrypting secret value: failed to decrypt: snapshot contains encrypted "
 		    "secrets but no secrets manager could be found (%zu ciphertext%s, no "
-		    "'secrets_providers')",
-		    c->ciphertexts, c->ciphertexts == 1 ? "" : "s");
+		    "'secrets_providers'%s)",
+		    c->ciphertexts, c->ciphertexts == 1 ? "" : "s",
+		    c->s->version < 3 && json_object_get(dep, "secrets_providers")
+			    ? ": a version 0 to 2 deployment has none, Pulumi drops it"
+			    : "");
 }
 
 static void check_snippets(ictx *c, json_t *dep)
@@ -822,7 +843,7 @@ static json_t *ic_begin(ictx *c, ic_run *run, st_state *s, st_problems *out)
 	st_strmap_init(&c->index);
 	st_strmap_init(&run->providers);
 	st_strmap_init(&run->live);
-	if (dep)
+	if (dep && s->version >= 3) /* DeploymentV1 and V2 have none: Pulumi drops it */
 		c->secrets_type = st_json_str(json_object_get(dep, "secrets_providers"), "type");
 	return dep;
 }
