@@ -256,10 +256,10 @@ static void refused(const char *text, const char *msg, const char *ptr)
 static void test_load_refuses(void **state)
 {
 	(void)state;
-	/* the envelope's version is a Go int */
+	/* the envelope's version is a Go int (a checkpoint file's first decode: "place 1") */
 	refused("{\"version\":3.0,\"checkpoint\":{\"stack\":\"s\"}}",
-		"json: cannot unmarshal number 3.0 into Go struct field VersionedCheckpoint.version "
-		"of type int",
+		"place 1: json: cannot unmarshal number 3.0 into Go struct field "
+		"VersionedCheckpoint.version of type int",
 		"/version");
 	refused("{\"deployment\":null,\"Version\":3e0}",
 		"json: cannot unmarshal number 3e0 into Go struct field UntypedDeployment.version "
