@@ -238,6 +238,17 @@ static void test_parse_errors(void **state)
 	parse_fails("{\"a\":1", ST_EPARSE, 1, 7, "unexpected end of JSON input");
 	parse_fails("{\"a\":\"x", ST_EPARSE, 0, 0, "unexpected end of JSON input");
 	parse_fails("{\"a\":\"\x01\"}", ST_EPARSE, 1, 7, "in string literal");
+	/* the offending byte quoted as Go's quoteChar quotes it (strconv.Quote of its rune) */
+	parse_fails("{\"a\":\"\x01\"}", ST_EPARSE, 1, 7, "invalid character '\\x01' in string");
+	parse_fails("{\"a\":\"\n\"}", ST_EPARSE, 1, 7, "invalid character '\\n' in string literal");
+	parse_fails("{\"a\":\"\t\"}", ST_EPARSE, 1, 7, "invalid character '\\t' in string literal");
+	parse_fails("\f{}", ST_EPARSE, 1, 1, "invalid character '\\f' looking for beginning");
+	parse_fails("\x7f{}", ST_EPARSE, 1, 1, "invalid character '\\x7f' looking for beginning");
+	parse_fails("\\{}", ST_EPARSE, 1, 1, "invalid character '\\\\' looking for beginning");
+	parse_fails("\xff{}", ST_EPARSE, 1, 1, "invalid character '\xc3\xbf' looking for beginning");
+	parse_fails("\xc2{}", ST_EPARSE, 1, 1, "invalid character '\xc3\x82' looking for beginning");
+	parse_fails("\xa0{}", ST_EPARSE, 1, 1, "invalid character '\\u00a0' looking for beginning");
+	parse_fails("\x80{}", ST_EPARSE, 1, 1, "invalid character '\\u0080' looking for beginning");
 	parse_fails("{\"a\":\"\\q\"}", ST_EPARSE, 1, 8, "in string escape code");
 	parse_fails("{\"a\":1e400}", ST_EPARSE, 1, 6, "out of the range of a float64");
 	parse_fails("\xef\xbb\xbf{}", ST_EPARSE, 1, 1, "byte order mark");

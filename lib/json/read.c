@@ -75,15 +75,26 @@ void st__json_fail_at(parser *ps, const unsigned char *at, int code, const char 
 	st__err_file(ps->err, ps->name);
 }
 
-/* Go's quoteChar: 'x', '\'', '"', or '\x01' for control bytes. */
+/* Go's quoteChar: the byte as the rune of its value, quoted as strconv.Quote quotes it: 'x',
+ * '\'', '"', '\\', '\n' and Go's other short escapes, '\x01' for other controls and DEL,
+ * '\u0080' for what is not printable up to U+00A0 (and U+00AD), else the character ('ÿ'). */
 static const char *quote_char(int c, char buf[16])
 {
+	static const char shorts[] = "abtnvfr"; /* \a (7) to \r (13) */
 	if (c == '\'')
 		return "'\\''";
 	if (c == '"')
 		return "'\"'";
-	if (c < 0x20 || c >= 0x7f)
+	if (c == '\\')
+		return "'\\\\'";
+	if (c >= 7 && c <= 13)
+		snprintf(buf, 16, "'\\%c'", shorts[c - 7]);
+	else if (c < 0x20 || c == 0x7f)
 		snprintf(buf, 16, "'\\x%02x'", c);
+	else if ((c >= 0x80 && c <= 0xa0) || c == 0xad)
+		snprintf(buf, 16, "'\\u%04x'", c);
+	else if (c >= 0x80)
+		snprintf(buf, 16, "'%c%c'", 0xc0 | (c >> 6), 0x80 | (c & 0x3f));
 	else
 		snprintf(buf, 16, "'%c'", c);
 	return buf;

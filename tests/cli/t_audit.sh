@@ -100,7 +100,7 @@ check_rc 0
 
 # restore --dry-run predicts the real run: a current state that does not parse is a warning
 cp "$G" "$T/r.json.bak"; printf '{"broken\n' >"$T/r.json"
-W="statetool: warning: no diff shown: $T/r.json: invalid character '\\x0a' in string literal"
+W="statetool: warning: no diff shown: $T/r.json: invalid character '\\n' in string literal"
 run "restore --dry-run, current broken" st restore --dry-run "$T/r.json"
 check_rc 0; check_out "dry run: nothing written"; check_err "$W"
 check_same "$G" "$T/r.json.bak"; check_file_is "$T/r.json" '{"broken
@@ -123,7 +123,7 @@ mv "$B/.pulumi/stacks/shop/dev.json" "$B/.pulumi/stacks/shop/dev.json.bak"
 printf '{"broken\n' >"$B/.pulumi/stacks/shop/dev.json"
 run "restore --dry-run of a stack, current broken" st restore --dry-run --backend "$B" -s shop/dev
 check_rc 0; check_out "dry run: nothing written"
-check_err "statetool: warning: no diff shown: $B/.pulumi/stacks/shop/dev.json: invalid character '\\x0a' in string literal"
+check_err "statetool: warning: no diff shown: $B/.pulumi/stacks/shop/dev.json: invalid character '\\n' in string literal"
 rm "$B/.pulumi/stacks/shop/dev.json.bak"
 run "restore --dry-run of a stack, no backup" st restore --dry-run --backend "$B" -s shop/dev
 check_rc 1; check_err "statetool: error: no backup '$B/.pulumi/stacks/shop/dev.json.bak' to restore"
@@ -284,7 +284,7 @@ printf 'version: 1\n' >"$B5/.pulumi/meta.yaml"
 printf '{"broken\n' >"$B5/.pulumi/stacks/shop/broken.json"
 run "stack rename of a stack that does not parse" st stack rename --backend "$B5" -s shop/broken x
 check_rc 1
-check_err "statetool: error: $B5/.pulumi/stacks/shop/broken.json:1:9: invalid character '\\x0a' in string literal"
+check_err "statetool: error: $B5/.pulumi/stacks/shop/broken.json:1:9: invalid character '\\n' in string literal"
 check_absent "$B5/.pulumi/locks"
 st convert "$G" --envelope checkpoint --checkpoint-stack organization/shop/dev -o "$B5/.pulumi/stacks/shop/dev.json" >/dev/null
 run "protect a stack" st protect --backend "$B5" -s shop/dev logs
