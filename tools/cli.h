@@ -358,8 +358,10 @@ int cli_rekey_commit(const char *config);
 /* A staged config left by an interrupted rekey, found before anything else is done with the
  * state `s` (loaded under its lock): renamed into place when its salt is the state's
  * (*completed = 1), removed when it is not and FILE exists, refused (naming both and
- * `statetool restore` of t) when FILE is missing. Nothing staged: EXIT_OK. */
-int cli_rekey_resolve(const char *config, st_state *s, const cli_target *t, int *completed);
+ * `statetool restore` of t) when FILE is missing. Without `settle` (a dry run, or no lock
+ * held) a staged file is refused and nothing changed. Nothing staged: EXIT_OK. */
+int cli_rekey_resolve(const char *config, st_state *s, const cli_target *t, int settle,
+		      int *completed);
 
 int cmd_secrets(int argc, char **argv);
 int cmd_move(int argc, char **argv);

@@ -35,7 +35,8 @@ static const char help[] =
 	"           (the staged file's encryptionsalt is the state's: it is renamed into\n"
 	"           place, both then open with the new passphrase) or drops the staged\n"
 	"           file (the state was not written: FILE is unchanged, and a rekey with\n"
-	"           the old passphrase goes on as usual); with FILE gone it is refused.\n"
+	"           the old passphrase goes on as usual); with FILE gone it is refused,\n"
+	"           and so is a staged file met by a run without the lock (--dry-run).\n"
 	"           A rekey without --stack-config does not look for a staged config\n"
 	"\n"
 	"Passphrase (never from the command line), first found wins:\n"
@@ -149,7 +150,7 @@ static int prepare_config(ctx *c, st_state *s, st_error *err)
 {
 	char *text = NULL, *salt = NULL;
 	size_t len = 0;
-	int done, rc = cli_rekey_resolve(c->config, s, c->t, &done);
+	int done, rc = cli_rekey_resolve(c->config, s, c->t, !c->mo->dry_run, &done);
 
 	if (rc != EXIT_OK)
 		return rc;
@@ -328,16 +329,18 @@ static int config_lock(cli_target *t, const char *config, st_lock **lock)
 	char *staged = cli_rekey_staged_name(config);
 	int rc = EXIT_OK;
 	/* only a staged file is a reason to lock: show and verify otherwise write nothing */
-	if (staged && access(staged, F_OK) == 0 && !t->filter)
+	if (staged && access(staged, F_OK) == 0 && !t->filter &&
+	    !(!t->backend && t->path && !strcmp(t->path, "-")))
 		rc = cli_lock(t, lock);
 	free(staged);
 	return rc;
 }
 
-static int config_read(const char *config, st_state *s, const cli_target *t, stack_config *sc)
+static int config_read(const char *config, st_state *s, const cli_target *t, int locked,
+		       stack_config *sc)
 {
 	st_error err;
-	int done, rc = cli_rekey_resolve(config, s, t, &done);
+	int done, rc = cli_rekey_resolve(config, s, t, locked, &done);
 
 	if (rc != EXIT_OK)
 		return rc;
@@ -446,7 +449,7 @@ static int cmd_show_verify(int argc, char **argv, int verify)
 	     (rc = refuse_plain_out(mo.cmd, c.output, &t)) != EXIT_OK) ||
 	    (c.config && (rc = config_lock(&t, c.config, &lock)) != EXIT_OK) ||
 	    (rc = cli_load(&t, &s)) ||
-	    (c.config && (rc = config_read(c.config, s, &t, &sc)) != EXIT_OK))
+	    (c.config && (rc = config_read(c.config, s, &t, lock != NULL, &sc)) != EXIT_OK))
 		goto out;
 	size_t cts = 0;
 	st_secrets_count(s, &cts, NULL);

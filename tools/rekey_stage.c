@@ -151,7 +151,8 @@ static int same(const char *a, const char *b)
 	return a && b && !strcmp(a, b);
 }
 
-int cli_rekey_resolve(const char *config, st_state *s, const cli_target *t, int *completed)
+int cli_rekey_resolve(const char *config, st_state *s, const cli_target *t, int settle,
+		      int *completed)
 {
 	char restore[1024];
 	char *staged = cli_rekey_staged_name(config);
@@ -166,6 +167,16 @@ int cli_rekey_resolve(const char *config, st_state *s, const cli_target *t, int 
 	}
 	if ((rc = salt_of(staged, &tsalt, &tfound)) != EXIT_OK || !tfound)
 		goto out;
+	if (!settle) {
+		/* a dry run, or a read without the stack's lock: it changes nothing, and a
+		 * staged file may be a running rekey's */
+		cli_errorf("'%s' was left by an interrupted `secrets rekey` (or one is running): "
+			   "only a run that takes the stack's lock settles it (a dry run, or a state "
+			   "read from standard input, does not); nothing done",
+			   staged);
+		rc = EXIT_FAIL;
+		goto out;
+	}
 	if (same(tsalt, ssalt)) {
 		/* the state was written with the staged config's key: the rekey got that far */
 		if ((rc = cli_rekey_commit(config)) == EXIT_OK) {
@@ -195,18 +206,18 @@ int cli_rekey_resolve(const char *config, st_state *s, const cli_target *t, int 
 			cli_prog, staged, config);
 		goto out;
 	}
+	/* (a stack by --stack: its backend's URL may hold a password) */
 	if (!t->backend)
-		snprintf(restore, sizeof(restore), "%s", cli_target_name(t));
+		snprintf(restore, sizeof(restore), "%s`", cli_target_name(t));
 	else
-		snprintf(restore, sizeof(restore), "%s%s%s--stack %s",
-			 t->backend_url ? "--backend " : "", t->backend_url ? t->backend_url : "",
-			 t->backend_url ? " " : "", cli_target_name(t));
+		snprintf(restore, sizeof(restore), "--stack %s` (with its --backend)",
+			 cli_target_name(t));
 	cli_errorf("'%s' was left by an interrupted `secrets rekey` and '%s' is missing: the "
 		   "state's encryptionsalt is not the staged one, so either the rekey stopped "
 		   "before the state was written (the staged values are under the new passphrase "
 		   "it was given, the state under the old) or the state was rekeyed and changed "
 		   "since; '%s' is the only copy of the config: rename it to '%s' and give the "
-		   "passphrase that opens it, or `statetool restore %s` to put the state's "
+		   "passphrase that opens it, or `statetool restore %s to put the state's "
 		   "previous version back",
 		   staged, config, staged, config, restore);
 	rc = EXIT_FAIL;

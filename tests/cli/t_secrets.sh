@@ -202,6 +202,17 @@ mv "$T/only.yaml" "$T/Pulumi.dev.yaml"; rm -f "$T/Pulumi.dev.yaml.statetool-reke
 run "rekey --dry-run --stack-config" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets rekey --dry-run --new-passphrase-file "$T/newpw" --stack-config "$T/Pulumi.dev.yaml" "$T/rk.json"
 check_rc 0; check_absent "$T/Pulumi.dev.yaml.statetool-rekey"
 check_same "$T/rk-nochange.json" "$T/rk.json"
+# ... and settles none: a staged file may be a running rekey's (only the lock's holder settles)
+printf 'encryptionsalt: v1:AAAAAAAAAAA=:v1:AAAAAAAAAAAAAAAA:AAAA\n' > "$T/Pulumi.dev.yaml.statetool-rekey"
+cp "$T/Pulumi.dev.yaml.statetool-rekey" "$T/staged-before.yaml"; cp "$T/Pulumi.dev.yaml" "$T/cfg-dry.yaml"
+run "rekey --dry-run with a staged config" env PULUMI_CONFIG_PASSPHRASE="the new one" "$STATETOOL" secrets rekey --dry-run --new-passphrase-file "$T/newpw" --stack-config "$T/Pulumi.dev.yaml" "$T/rk.json"
+check_rc 1; check_err_has "'$T/Pulumi.dev.yaml.statetool-rekey' was left by an interrupted \`secrets rekey\` (or one is running): only a run that takes the stack's lock settles it (a dry run, or a state read from standard input, does not); nothing done"
+check_same "$T/staged-before.yaml" "$T/Pulumi.dev.yaml.statetool-rekey"; check_same "$T/cfg-dry.yaml" "$T/Pulumi.dev.yaml"
+check_same "$T/rk-nochange.json" "$T/rk.json"
+run "secrets show - with a staged config" sh -c "env PULUMI_CONFIG_PASSPHRASE='the new one' '$STATETOOL' secrets show - --stack-config '$T/Pulumi.dev.yaml' < '$T/rk.json'"
+check_rc 1; check_err_has "only a run that takes the stack's lock settles it"
+check_same "$T/staged-before.yaml" "$T/Pulumi.dev.yaml.statetool-rekey"
+rm -f "$T/Pulumi.dev.yaml.statetool-rekey"
 # a --stack-config that is missing, or holds a secure value the passphrase does not open, is
 # found before anything is written: the state and the config as they were
 cp "$P/valid-deployment-v3.json" "$T/rk2.json"
