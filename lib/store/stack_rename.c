@@ -410,7 +410,14 @@ static int rename_locked(st_backend *b, const sref *o, const sref *n, st_state *
 		st__crash_point("stack-rename", 1);
 		rc = finish(b, o, n, &m, err);
 	} else if (m.text) {
-		remove_markers(b, &m, NULL); /* the new stack not written: nothing to finish */
+		/* The save may fail after the new object is written (its generation, the old
+		 * variant's removal): then the markers stay, and the next command on either stack
+		 * settles the rename. Only with no new object is there nothing to finish. */
+		int made = 0;
+		if (st_backend_resolve(b, n->qname, &q, &made, NULL) == ST_OK && !made)
+			remove_markers(b, &m, NULL);
+		free(q);
+		q = NULL;
 	}
 	if (nl) {
 		int r2 = st_lock_release(nl, rc ? NULL : err);

@@ -262,4 +262,22 @@ check_rc 0
 run "the index has the new name only" st query --backend "$X" --csv --urn '*'
 check_rc 0; check_err_empty
 check_out_has "organization/shop/prod"; check_out_lacks "organization/shop/dev"
+# a save that fails after the new object is written (its generation cannot be made) keeps the
+# markers: the next command on either name finishes the rename (two live stacks otherwise)
+R=$T/r2
+mkdir -p "$R/.pulumi/stacks/shop"; printf 'version: 1\n' >"$R/.pulumi/meta.yaml"
+cp "$T/dev.json" "$R/.pulumi/stacks/shop/dev.json"
+echo x >"$R/.pulumi/backups"
+run "a rename whose generation fails" st stack rename --backend "$R" -s shop/dev dev2
+check_rc 1; check_err_has "cannot create directory '$R/.pulumi/backups/shop': Not a directory"
+for f in dev.json dev.json.statetool-rename dev2.json dev2.json.statetool-rename; do
+	current="a rename whose generation fails: $f"
+	if [ -e "$R/.pulumi/stacks/shop/$f" ]; then ok; else bad "$f is missing"; fi
+done
+rm "$R/.pulumi/backups"
+run "the next command finishes it" st list --backend "$R" -s shop/dev2
+check_rc 0; check_err_has "note: completed the interrupted stack rename of organization/shop/dev to organization/shop/dev2"
+run "one stack left" sh -c "cd '$R/.pulumi/stacks/shop' && ls"
+check_out "dev.json.bak
+dev2.json"
 finish
