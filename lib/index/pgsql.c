@@ -77,10 +77,11 @@ static int is(const char *t, size_t n, const char *word)
 	return strlen(word) == n && !memcmp(t, word, n);
 }
 
-/* The nodes a query over the index is made of (PostgreSQL 15's names). Left out on purpose:
- * COERCETODOMAIN (a domain's CHECK may call any function), XMLEXPR, TABLEFUNC (XMLTABLE),
- * TABLESAMPLECLAUSE, NEXTVALUEEXPR, and every node of a later version until it is looked
- * at. */
+/* The nodes a query over the index is made of (PostgreSQL 15's names, and 16's
+ * RTEPERMISSIONINFO: the permissions of a relation read, which every stored query of 16 holds;
+ * its :relid is checked as a relation). Left out on purpose: COERCETODOMAIN (a domain's CHECK
+ * may call any function), XMLEXPR, TABLEFUNC (XMLTABLE), TABLESAMPLECLAUSE, NEXTVALUEEXPR,
+ * and every other node of a later version until it is looked at. */
 static const char *const nodes[] = {
 	"AGGREF", "ALIAS", "ARRAYCOERCEEXPR", "ARRAYEXPR", "BOOLEANTEST", "BOOLEXPR",
 	"CASEEXPR", "CASETESTEXPR", "CASEWHEN", "COALESCEEXPR", "COERCEVIAIO", "COLLATEEXPR",
@@ -88,7 +89,8 @@ static const char *const nodes[] = {
 	"DISTINCTEXPR", "FIELDSELECT", "FROMEXPR", "FUNCEXPR", "GROUPINGFUNC", "GROUPINGSET",
 	"JOINEXPR", "MINMAXEXPR", "NAMEDARGEXPR", "NULLIFEXPR", "NULLTEST", "OPEXPR", "PARAM",
 	"QUERY", "RANGETBLENTRY", "RANGETBLFUNCTION", "RANGETBLREF", "RELABELTYPE",
-	"ROWCOMPAREEXPR", "ROWEXPR", "ROWMARKCLAUSE", "SCALARARRAYOPEXPR", "SETOPERATIONSTMT",
+	"ROWCOMPAREEXPR", "ROWEXPR", "ROWMARKCLAUSE", "RTEPERMISSIONINFO", "SCALARARRAYOPEXPR",
+	"SETOPERATIONSTMT",
 	"SORTGROUPCLAUSE", "SQLVALUEFUNCTION", "SUBLINK", "SUBSCRIPTINGREF", "TARGETENTRY",
 	"VAR", "WINDOWCLAUSE", "WINDOWFUNC", NULL};
 
