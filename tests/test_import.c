@@ -161,7 +161,7 @@ static void test_named_provider_created(void **unused)
 	st_import_report rep;
 	st_edit *e;
 	st_handle h;
-	json_t *p;
+	const json_t *p;
 	o.no_read = 1;
 	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
 	assert_int_equal(st_edit_import(e, doc, &o, &rep, NULL, NULL), ST_OK);
