@@ -285,13 +285,13 @@ static int secrets_still_open(ctx *c, st_state *s, const json_t *old_sp)
 	    (getenv("PULUMI_CONFIG_PASSPHRASE") || getenv("PULUMI_CONFIG_PASSPHRASE_FILE"))) {
 		if (cli_open_secrets(s, NULL, 1, &sec) != EXIT_OK) {
 			if (c->force) {
-				cli_warnf("the edited deployment's secrets provider does not open with "
-					  "the passphrase given (written: --force)");
+				cli_warnf("the edited deployment's secrets could not be checked: its "
+					  "secrets provider did not open (written: --force)");
 				return EXIT_OK;
 			}
-			fprintf(stderr, "the edited deployment's secrets provider does not open with "
-					"the passphrase given; nothing written (rerun with --force to "
-					"write it anyway)\n");
+			cli_errorf("the edited deployment's secrets could not be checked: its "
+				   "secrets provider did not open (above); nothing written (rerun "
+				   "with --force to write it anyway)");
 			return EXIT_FAIL;
 		}
 		st_error_clear(&err);

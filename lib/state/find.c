@@ -93,23 +93,15 @@ static int ambiguous(json_t *res, const char *q, const size_t *hits, size_t n, s
 	return ST_EAMBIGUOUS;
 }
 
-/* The length in characters (UTF-8 code points), as Go's len([]rune). */
-static size_t runes(const char *q)
-{
-	size_t n = 0;
-	for (; *q; q++)
-		n += ((unsigned char)*q & 0xC0) != 0x80;
-	return n;
-}
-
 /* Nothing found: Pulumi's message (resourceNotFoundError), with up to three distinct URNs
- * within its edit distance, max(2, len/4) case-insensitive, nearest first (a name query is
+ * within its edit distance, max(2, len/4) with len in bytes as Go's len of a string (the
+ * distance here folds ASCII case only; Pulumi's folds every letter), nearest first (a name query is
  * also compared with each resource's name). live: only resources not marked delete: true
  * are candidates, as for Pulumi's protect and taint. */
 static int not_found(json_t *res, const char *q, int live, st_error *err)
 {
 	size_t best[3] = {0}, bestd[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
-	size_t lim = runes(q) / 4 > 2 ? runes(q) / 4 : 2;
+	size_t lim = strlen(q) / 4 > 2 ? strlen(q) / 4 : 2;
 	st_buf b;
 	size_t i;
 	json_t *r;

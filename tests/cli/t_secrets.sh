@@ -381,7 +381,7 @@ run "edit: a new salt over old ciphertexts" st edit --from "$T/salt.json" "$T/es
 check_rc 1; check_err_has "the edited deployment changes secrets_providers while 2 secrets are still encrypted: they would open under no passphrase; nothing written"
 check_same "$T/es.orig" "$T/es.json"
 run "edit: a new salt, checked with the passphrase" penv edit --from "$T/salt.json" "$T/es.json"
-check_rc 1; check_err_has "incorrect passphrase"; check_err_has "the edited deployment's secrets provider does not open with the passphrase given; nothing written"
+check_rc 1; check_err_has "incorrect passphrase"; check_err_has "statetool: error: the edited deployment's secrets could not be checked: its secrets provider did not open (above); nothing written"
 check_same "$T/es.orig" "$T/es.json"
 run "edit: a tampered ciphertext" penv edit --from "$T/ct.json" "$T/es.json"
 check_rc 1; check_err_has "2 of the edited deployment's 2 secrets do not decrypt under its secrets provider; nothing written"; check_err_has "at /deployment/resources/3/inputs/tags"
