@@ -276,6 +276,9 @@ typedef struct cli_mutate_opts {
 	int any_place; /* the operation replaces the deployment (edit): no check of the place
 			* before it (cli_refuse_misplaced); the operation checks its result */
 	int (*after_save)(void *arg); /* runs once the state is written (not on a dry run) */
+	void (*save_failed)(void *arg); /* runs when the commit's check or the write failed (a
+					 * file is then unchanged), under the lock, once the error
+					 * is printed */
 	char summary[256]; /* printed after a successful write; the operation may fill it */
 } cli_mutate_opts;
 

@@ -1,8 +1,10 @@
 /* statetool pending: list pending operations; `pending clear` removes them. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char help_list[] =
 	"usage: statetool pending [options] STATE\n"
@@ -26,10 +28,11 @@ static const char help_list[] =
 	"is in the state already. `pending clear` names this way out when it clears a\n"
 	"`creating` operation. What it clears stays recoverable: the cleared operations are\n"
 	"added to the list in STATE.pending-cleared.json beside the state (each clear adds\n"
-	"to it, before the state is written: a crash between the two leaves them listed and\n"
-	"still pending; a file there that is no such list stops the command before anything\n"
-	"is written; a stack without a local file: printed on standard error), and the previous\n"
-	"state is kept as STATE.bak (`statetool restore STATE` puts it back).\n"
+	"to it those it does not list yet, before the state is written: a crash between the\n"
+	"two leaves them listed and still pending, and a write of the state that fails puts\n"
+	"the file back as it was; a file there that is no such list stops the command before\n"
+	"anything is written; a stack without a local file: printed on standard error), and\n"
+	"the previous state is kept as STATE.bak (`statetool restore STATE` puts it back).\n"
 	"\n"
 	"Options:\n"
 	"  --backend URL -s, --stack NAME   a stack of a DIY backend\n"
@@ -46,6 +49,10 @@ typedef struct ctx {
 	json_t *cleared; /* the operations the clear removes (a copy) */
 	json_t *record;  /* what STATE.pending-cleared.json held before (an array), or NULL */
 	char *saved;     /* that file (read_record), where the cleared operations go */
+	char *before;    /* its bytes before (NULL: there was none), put back by undo_record */
+	size_t before_len;
+	st_compression before_comp;
+	size_t added;    /* the operations write_record added to it (0: it was not written) */
 	size_t creating; /* how many of them are `creating` */
 } ctx;
 
@@ -129,7 +136,10 @@ static int read_record(ctx *c)
 	}
 	path = c->saved;
 	st_error_clear(&err);
-	rc = st_json_load_file(&c->record, path, 0, NULL, NULL, NULL, &err);
+	rc = st_file_read(path, 0, &c->before, &c->before_len, &c->before_comp, &err);
+	if (rc == ST_OK)
+		rc = st_json_parse(&c->record, c->before, c->before_len, path, NULL, NULL, NULL,
+				   &err);
 	if (rc == ST_ENOTFOUND) {
 		c->record = json_array();
 		rc = c->record ? ST_OK : ST_ENOMEM;
@@ -185,15 +195,35 @@ static int run_clear(st_edit *e, st_state *s, void *arg, st_error *err)
 	return rc;
 }
 
-/* The record with the cleared operations added, as indented JSON and a new line (new). */
+/* Adds to the record the cleared operations it does not list yet (an operation equal to one
+ * listed is that one: a clear whose state was not written, by a kill between the record and the
+ * state, is run again and finds its operations there): how many, or -1 (out of memory). */
+static long add_unlisted(ctx *c)
+{
+	size_t i, k, had = json_array_size(c->record);
+	json_t *op;
+	long n = 0;
+
+	json_array_foreach(c->cleared, i, op) {
+		int listed = 0;
+		for (k = 0; k < had && !listed; k++)
+			listed = json_equal(json_array_get(c->record, k), op);
+		if (listed)
+			continue;
+		if (json_array_append(c->record, op))
+			return -1;
+		n++;
+	}
+	return n;
+}
+
+/* The record (or, without one, the cleared operations) as indented JSON and a new line (new). */
 static char *record_text(ctx *c, size_t *len)
 {
 	st_style st;
 	char *text = NULL, *nl;
 
 	st_style_export(&st);
-	if (c->record && json_array_extend(c->record, c->cleared))
-		return NULL;
 	if (st_json_dump(c->record ? c->record : c->cleared, &st, &text, len, NULL) != ST_OK)
 		return NULL;
 	if (!(nl = realloc(text, *len + 2))) {
@@ -205,30 +235,65 @@ static char *record_text(ctx *c, size_t *len)
 	return nl;
 }
 
-/* The record is written before the state: a crash between the two leaves an operation listed
- * that is still pending (harmless), never one cleared that nothing lists. */
+/* The record is written before the state: a kill between the two leaves an operation listed
+ * that is still pending (the rerun finds it listed and does not add it again), never one
+ * cleared that nothing lists. A write of the state that fails puts the record back as it was
+ * (undo_record). */
 static int write_record(ctx *c)
 {
 	st_write_opts wo = ST_WRITE_OPTS_INIT;
 	st_error err;
 	size_t len = 0;
-	char *text;
+	char *text = NULL;
+	long added;
 	int rc = EXIT_OK;
 
 	if (!c->saved || c->mo->dry_run || !json_array_size(c->cleared))
 		return EXIT_OK;
-	if (!(text = record_text(c, &len))) {
+	if ((added = add_unlisted(c)) < 0 || (added && !(text = record_text(c, &len)))) {
 		cli_errorf("out of memory");
 		return EXIT_FAIL;
 	}
+	if (!added)
+		return EXIT_OK;
 	st_error_clear(&err);
 	if (st_file_write_atomic(c->saved, text, len, &wo, &err) != ST_OK) {
 		cli_error(&err);
 		fprintf(stderr, "nothing written\n");
 		rc = EXIT_FAIL;
+	} else {
+		c->added = (size_t)added;
 	}
 	free(text);
 	return rc;
+}
+
+/* The state was not written: the record goes back to what it was before write_record (removed
+ * when there was none), so that it lists no operation still pending; if that fails, says so. */
+static void undo_record(void *arg)
+{
+	ctx *c = arg;
+	st_write_opts wo = ST_WRITE_OPTS_INIT;
+	st_error err;
+	char why[sizeof(err.message)];
+
+	if (!c->added)
+		return;
+	st_error_clear(&err);
+	why[0] = '\0';
+	if (c->before) {
+		wo.compression = c->before_comp;
+		if (st_file_write_atomic(c->saved, c->before, c->before_len, &wo, &err) != ST_OK)
+			snprintf(why, sizeof(why), "%s", err.message);
+	} else if (unlink(c->saved) < 0 && errno != ENOENT) {
+		snprintf(why, sizeof(why), "cannot remove '%s': %s", c->saved, strerror(errno));
+	}
+	if (why[0])
+		cli_warnf("'%s' lists %zu cleared operation%s that %s still pending (the state was "
+			  "not written; putting the record back failed: %s)",
+			  c->saved, c->added, c->added == 1 ? "" : "s", c->added == 1 ? "is" : "are",
+			  why);
+	c->added = 0;
 }
 
 /* Once the state is written: what a `creating` operation cleared means (in filter mode, where
@@ -395,8 +460,10 @@ int cmd_pending(int argc, char **argv)
 		c.mo = &mo;
 		c.t = &t;
 		mo.after_save = after_clear;
+		mo.save_failed = undo_record;
 		rc = cli_mutate(&t, &mo, run_clear, &c);
 		json_decref(c.cleared);
+		free(c.before);
 		json_decref(c.record);
 		free(c.saved);
 		return rc;

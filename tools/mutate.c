@@ -203,6 +203,8 @@ int cli_mutate(cli_target *t, const cli_mutate_opts *mo, cli_mutate_fn fn, void 
 		cli_error(&err);
 		for (size_t i = 0; i < probs.count; i++)
 			cli_problem(&probs.items[i]);
+		if (!mo->dry_run && mo->save_failed)
+			mo->save_failed(arg);
 		rc = EXIT_FAIL;
 		goto out;
 	}

@@ -146,7 +146,30 @@ run "pending clear killed at its first write's rename" env STATETOOL_CRASH_AT=wr
 check_rc 137; check_same "$F/base.json" "$S"
 run "the record was written first" sh -c "jq -c '[.[].type]' '$S.pending-cleared.json'"
 check_out '["creating"]'
+# the rerun clears the operation and finds it listed: not added again (review26 R6)
+run "unlock after the kill" st unlock "$S"
+check_rc 0
+run "pending clear again after the kill" st pending clear "$S" queue
+check_rc 0; check_same "$F/base.json" "$S.bak"
+run "the rerun did not list it twice" sh -c "jq -c '[.[].type]' '$S.pending-cleared.json'"
+check_out '["creating"]'
 rm -f "$S.pending-cleared.json" "$S.lock"
+# a state whose write fails (here its .bak cannot be made) is not cleared: the record goes back
+# to what it was, none where there was none, the earlier one's bytes where there was one
+fresh
+rm -f "$S.bak"; mkdir -p "$S.bak/x"
+run "pending clear: the state's write fails" st pending clear "$S" queue
+check_rc 1
+check_err "statetool: error: cannot write the backup '$S.bak': Is a directory"
+check_same "$F/base.json" "$S"
+check_absent "$S.pending-cleared.json"
+printf '[ {"type": "updating", "resource": {"urn": "earlier"}} ]\n' > "$S.pending-cleared.json"
+run "pending clear: the state's write fails, a record there" st pending clear "$S" queue
+check_rc 1
+check_same "$F/base.json" "$S"
+check_file_is "$S.pending-cleared.json" '[ {"type": "updating", "resource": {"urn": "earlier"}} ]
+'
+rm -rf "$S.bak" "$S.pending-cleared.json"
 # a pending create recorded by its ID (pulumi refresh --import-pending-creates URN ID)
 fresh
 run "pending import" st pending import "$S" queue sqs-queue-77
