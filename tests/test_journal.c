@@ -431,6 +431,58 @@ static void test_recover_hint_roles(void **unused)
 	}
 }
 
+/* A store whose identity fails for another reason than a directory gone (here its directory
+ * became a symbolic link to itself: realpath's ELOOP) gives that error: a pair write and the
+ * lock registry's lookup said "out of memory" or found nothing (review26 R9). */
+static void test_identity_error_passed_on(void **unused)
+{
+	st_backend *b = NULL;
+	mem_store *m = mem_backend("mem://ident", &b);
+	char *dir = tu_tmpdir(), *sub = st_path_join(dir, "s"), *moved = st_path_join(dir, "t");
+	char *file = st_path_join(sub, "d.json"), *fkey = NULL, *id = NULL;
+	st_store *fs = NULL;
+	st_state *a = load(b, "test/sourceStack"), *d = NULL;
+	size_t len;
+	char *t = fixture_text("move/leaf.json", &len);
+	st_error err;
+	int found = 1;
+	(void)unused;
+
+	assert_int_equal(mkdir(sub, 0755), 0);
+	tu_write(file, t, len);
+	assert_int_equal(st_state_load_file(&d, file, NULL, NULL), ST_OK);
+	assert_int_equal(st_store_open_file(&fs, &fkey, file, NULL), ST_OK);
+	assert_int_equal(rename(sub, moved), 0);
+	assert_int_equal(symlink(sub, sub), 0);
+	st_error_clear(&err);
+	assert_int_equal(st_store_identity(fs, &id, &err), ST_EIO);
+	assert_non_null(strstr(err.message, "has no real path: Too many levels of symbolic links"));
+	{
+		st_pair_side A = {&m->base, SK, NULL, a}, B = {fs, fkey, NULL, d};
+		st_error_clear(&err);
+		assert_int_equal(st_journal_save("move", &A, &B, &err), ST_EIO);
+		assert_non_null(strstr(err.message, "has no real path"));
+	}
+	st_error_clear(&err);
+	assert_int_equal(st__lock_held(fs, NULL, "d.json.lock", NULL, NULL, NULL, &found, &err),
+			 ST_EIO);
+	assert_int_equal(found, 0);
+	assert_non_null(strstr(err.message, "has no real path"));
+	assert_int_equal(mem_count(m, "statetool-"), 0);
+	assert_int_equal(unlink(sub), 0);
+	assert_int_equal(rename(moved, sub), 0);
+	free(t);
+	st_state_free(a);
+	st_state_free(d);
+	st_store_free(fs);
+	free(fkey);
+	free(file);
+	free(sub);
+	free(moved);
+	st_backend_free(b);
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -442,6 +494,7 @@ int main(void)
 		cmocka_unit_test(test_recover_other_store_missing),
 		cmocka_unit_test(test_recover_plain_file_lock),
 		cmocka_unit_test(test_recover_hint_roles),
+		cmocka_unit_test(test_identity_error_passed_on),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

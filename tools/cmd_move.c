@@ -471,29 +471,40 @@ static int parse(int argc, char **argv, args *a)
 	return -1;
 }
 
-/* Do the two backends hold the same stacks (their identities: any spelling of one URL)? */
+/* Do the two backends hold the same stacks (their identities: any spelling of one URL)? 1, 0
+ * (also when a directory of one is gone: its stacks are no other's), or -1 when an identity
+ * fails otherwise (the error printed). */
 static int same_backend(st_backend *a, st_backend *b)
 {
 	char *ia = NULL, *ib = NULL;
-	int same;
+	st_error err;
+	int rc, same = 0;
 	if (!strcmp(st_backend_url(a), st_backend_url(b)))
 		return 1;
-	same = st_backend_identity(a, &ia, NULL) == ST_OK &&
-	       st_backend_identity(b, &ib, NULL) == ST_OK && !strcmp(ia, ib);
+	st_error_clear(&err);
+	if ((rc = st_backend_identity(a, &ia, &err)) == ST_OK &&
+	    (rc = st_backend_identity(b, &ib, &err)) == ST_OK)
+		same = !strcmp(ia, ib);
 	free(ia);
 	free(ib);
+	if (rc != ST_OK && rc != ST_ENOTFOUND) {
+		cli_error(&err);
+		return -1;
+	}
 	return same;
 }
 
 /* Do the two sides name the same stack or file? The same stack of one backend (by the
- * backends' identities), or the same object (a local file by its inode). */
+ * backends' identities), or the same object (a local file by its inode). -1: an identity
+ * failed (same_backend). */
 static int same_target(const side *a, const side *b)
 {
 	const char *wa = cli_target_where(&a->t), *wb = cli_target_where(&b->t);
 	struct stat sa, sb;
+	int same;
 	if (a->t.backend && b->t.backend && !strcmp(a->t.qname, b->t.qname) &&
-	    same_backend(a->t.backend, b->t.backend))
-		return 1;
+	    (same = same_backend(a->t.backend, b->t.backend)))
+		return same;
 	if (!wa || !wb)
 		return 0;
 	if (!strcmp(wa, wb))
@@ -784,7 +795,9 @@ static int do_move(args *a)
 
 	if (!a->npatterns)
 		return cli_usage("move", "missing RESOURCE (an exact URN or a glob)");
-	if (same_target(&a->src, &a->dst))
+	if ((rc = same_target(&a->src, &a->dst)) < 0)
+		return EXIT_FAIL;
+	if (rc)
 		return cli_usage("move", "the source and the destination are the same %s (%s): a "
 				 "move needs two different stacks",
 				 a->src.t.backend ? "stack" : "file", side_label(&a->src));

@@ -206,8 +206,9 @@ static int side_prepare(jside *sd, const st_pair_side *in, st_error *err)
 					       "key and a state");
 	if (!st_store_key_valid(in->key) || !st_store_key_valid(old))
 		return st__err(err, ST_EINVAL, "invalid key '%s'", in->key);
-	if (!(sd->url = st__store_locator(in->store)) || !(sd->id = st__store_identity(in->store)) ||
-	    !(sd->key = st_strdup(in->key)) ||
+	if ((rc = st__store_identity(in->store, &sd->id, err)) != ST_OK)
+		return rc;
+	if (!(sd->url = st__store_locator(in->store)) || !(sd->key = st_strdup(in->key)) ||
 	    !(sd->old_key = st_strdup(old)) ||
 	    !(sd->staged = st_asprintf("%s" STAGED_SUFFIX, in->key)) ||
 	    !(sd->journal = st_asprintf("%s" JOURNAL_SUFFIX, old)))
@@ -547,10 +548,15 @@ static int side_store(const journal *j, jside *sd, st_store *const *known, size_
 
 	/* by identity (any spelling of the store's URL), else (an older journal) by locator */
 	for (size_t i = 0; i < nknown; i++) {
-		char *loc = !known[i] ? NULL
-			    : sd->id  ? st__store_identity(known[i])
-				      : st__store_locator(known[i]);
-		int same = loc && !strcmp(loc, sd->id ? sd->id : sd->url);
+		char *loc = NULL;
+		int same;
+		if (!known[i])
+			continue;
+		if (!sd->id)
+			loc = st__store_locator(known[i]);
+		else if ((rc = st__store_identity(known[i], &loc, err)) != ST_OK)
+			return rc;
+		same = loc && !strcmp(loc, sd->id ? sd->id : sd->url);
 		free(loc);
 		if (same) {
 			sd->store = known[i];
@@ -915,8 +921,9 @@ int st_journal_write_pair(const char *op, const char *path_a, const void *data_a
 	rc = st__store_for_path(&sa, &ka, path_a, err);
 	if (rc == ST_OK)
 		rc = st__store_for_path(&sb, &kb, path_b, err);
+	if (rc == ST_OK && (rc = st__store_identity(sa, &A.id, err)) == ST_OK)
+		rc = st__store_identity(sb, &B.id, err);
 	if (rc == ST_OK && (!(A.url = st__store_locator(sa)) || !(B.url = st__store_locator(sb)) ||
-			    !(A.id = st__store_identity(sa)) || !(B.id = st__store_identity(sb)) ||
 			    !(A.staged = st_asprintf("%s" STAGED_SUFFIX, ka)) ||
 			    !(B.staged = st_asprintf("%s" STAGED_SUFFIX, kb)) ||
 			    !(A.journal = st_asprintf("%s" JOURNAL_SUFFIX, ka)) ||

@@ -54,12 +54,19 @@ static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 static const st_lock **held;
 static size_t nheld, held_cap;
 
-/* Registered (quietly not when out of memory: a recovery then counts the lock as another's
- * and refuses, the safe side). */
-static void held_add(st_lock *lk)
+/* Registered by its store's identity; a store whose identity fails (not a gone directory: a
+ * file store's real path unreadable) is an error, and the lock just taken is released. */
+static int held_add(st_lock **out, st_error *err)
 {
-	if (!(lk->loc = st__store_identity(lk->store)))
-		return;
+	st_lock *lk = *out;
+	int rc, added = 0;
+
+	if ((rc = st__store_identity(lk->store, &lk->loc, err)) != ST_OK) {
+		lk->loc = NULL;
+		st_lock_release(lk, NULL);
+		*out = NULL;
+		return rc;
+	}
 	pthread_mutex_lock(&held_mu);
 	if (nheld == held_cap) {
 		size_t cap = held_cap ? held_cap * 2 : 4;
@@ -69,9 +76,19 @@ static void held_add(st_lock *lk)
 			held_cap = cap;
 		}
 	}
-	if (nheld < held_cap)
+	if (nheld < held_cap) {
 		held[nheld++] = lk;
+		added = 1;
+	}
 	pthread_mutex_unlock(&held_mu);
+	if (!added) {
+		free(lk->loc);
+		lk->loc = NULL;
+		st_lock_release(lk, NULL);
+		*out = NULL;
+		return st__err(err, ST_ENOMEM, "out of memory");
+	}
+	return ST_OK;
 }
 
 static void held_remove(const st_lock *lk)
@@ -117,18 +134,21 @@ static int held_find(const char *loc, const char *dir, const char *key, char **k
 }
 
 int st__lock_held(st_store *s, const char *dir, const char *key, char **key_out,
-		  char **made_out, char *hash_out)
+		  char **made_out, char *hash_out, int *found, st_error *err)
 {
-	char *loc = st__store_identity(s);
-	int found;
+	char *loc = NULL;
+	int rc;
 
+	*found = 0;
 	if (key_out)
 		*key_out = NULL;
 	if (made_out)
 		*made_out = NULL;
-	found = loc && held_find(loc, dir, key, key_out, made_out, hash_out);
+	if ((rc = st__store_identity(s, &loc, err)) != ST_OK)
+		return rc;
+	*found = held_find(loc, dir, key, key_out, made_out, hash_out);
 	free(loc);
-	return found;
+	return ST_OK;
 }
 
 static char *lock_content(void)
@@ -334,9 +354,11 @@ static int foreign_locks(st_store *s, const char *dir, const lock_excl *x, const
 	st_store_entry *e = NULL;
 	size_t n = 0, count = 0;
 	st_buf desc;
-	char *loc = x->held ? st__store_identity(s) : NULL;
-	int rc = st_store_list(s, dir, ST_STORE_LIST_DIRS, &e, &n, err);
+	char *loc = NULL;
+	int rc = x->held ? st__store_identity(s, &loc, err) : ST_OK;
 
+	if (rc == ST_OK)
+		rc = st_store_list(s, dir, ST_STORE_LIST_DIRS, &e, &n, err);
 	if (rc) {
 		free(loc);
 		return rc;
@@ -429,8 +451,7 @@ static int lock_store(st_lock **out, st_store *s, const char *dir, const char *h
 	}
 	(*out)->made = made;
 	memcpy((*out)->hash, hash, sizeof(hash));
-	held_add(*out);
-	return ST_OK;
+	return held_add(out, err);
 }
 
 int st__lock_store(st_lock **out, st_store *s, const char *dir, const char *hint, st_error *err)
@@ -501,7 +522,8 @@ int st__lock_own_check(st_store *s, const char *dir, const char *lkey, const cha
 		return foreign_locks(s, dir, &x, hint, err);
 	if ((rc = lock_stat(s, lkey, err)) != ST_OK)
 		return rc == ST_ENOTFOUND ? ST_OK : rc;
-	loc = st__store_identity(s);
+	if ((rc = st__store_identity(s, &loc, err)) != ST_OK)
+		return rc;
 	mine = excluded(&x, s, loc, lkey);
 	free(loc);
 	if (mine)
@@ -545,7 +567,7 @@ int st__lock_file_own(st_lock **out, st_store *s, const char *lkey, const char *
 	}
 	if ((rc = new_lock(out, s, 0, key, err)) == ST_OK) {
 		memcpy((*out)->hash, hash, sizeof(hash));
-		held_add(*out);
+		rc = held_add(out, err);
 	}
 	return rc;
 }
@@ -661,7 +683,7 @@ int st_lock_file(st_lock **out, const char *path, st_error *err)
 	}
 	if ((rc = new_lock(out, s, 1, lkey, err)) == ST_OK) {
 		memcpy((*out)->hash, hash, sizeof(hash));
-		held_add(*out);
+		rc = held_add(out, err);
 	}
 	return rc;
 }

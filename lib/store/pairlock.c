@@ -86,11 +86,14 @@ int st__pairlock_fits(const char *key, const char *lock, const char *made)
 void st__pairlock_mine(st_store *s, const char *key, char **lock, char **made, char hash[65])
 {
 	char *dir = NULL, *file = NULL;
+	int found;
 
 	*lock = *made = NULL;
 	hash[0] = '\0';
+	/* (a lock of this process was registered by this identity: held_add; one that fails now
+	 * finds no lock, which the recovery then counts as another's, the safe side) */
 	if (lock_place(key, &dir, &file) == ST_OK)
-		st__lock_held(s, dir, file, lock, made, hash);
+		st__lock_held(s, dir, file, lock, made, hash, &found, NULL);
 	free(dir);
 	free(file);
 }
@@ -176,12 +179,15 @@ static int take_or_check(st_lock **taken, st_store *s, const char *key, const ch
 			 const char *own_hash, const char *tail, int *replaced, st_error *err)
 {
 	char *dir = NULL, *file = NULL, *loc = st__store_locator(s), *hint = NULL;
-	int rc = loc && lock_place(key, &dir, &file) == ST_OK && (hint = unlock_hint(loc, key))
-			 ? ST_OK
-			 : st__err(err, ST_ENOMEM, "out of memory");
+	int held = 0, rc = loc && lock_place(key, &dir, &file) == ST_OK &&
+				   (hint = unlock_hint(loc, key))
+			       ? ST_OK
+			       : st__err(err, ST_ENOMEM, "out of memory");
 
 	/* a lock this process holds there already (the command that runs the recovery) */
-	if (rc == ST_OK && !st__lock_held(s, dir, file, NULL, NULL, NULL))
+	if (rc == ST_OK)
+		rc = st__lock_held(s, dir, file, NULL, NULL, NULL, &held, err);
+	if (rc == ST_OK && !held)
 		rc = !taken ? st__lock_own_check(s, dir, file, own, own_hash, hint, tail, err)
 		     : dir  ? st__lock_store_own(taken, s, dir, own, own_hash, hint, tail, err)
 			    : st__lock_file_own(taken, s, file, own, own_hash, hint, tail, replaced,

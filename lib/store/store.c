@@ -387,12 +387,19 @@ int st_store_identity(const st_store *s, char **out, st_error *err)
 	return ST_OK;
 }
 
-char *st__store_identity(const st_store *s)
+int st__store_identity(const st_store *s, char **out, st_error *err)
 {
-	char *id = NULL;
-	if (st_store_identity(s, &id, NULL) == ST_ENOTFOUND)
-		return st__store_locator(s); /* a directory gone: as it was named */
-	return id;
+	st_error ierr;
+	int rc;
+
+	st_error_clear(&ierr);
+	rc = st_store_identity(s, out, &ierr);
+	if (rc == ST_ENOTFOUND) { /* a directory gone: as it was named */
+		if (!(*out = st__store_locator(s)))
+			return st__err(err, ST_ENOMEM, "out of memory");
+		return ST_OK;
+	}
+	return rc == ST_OK ? ST_OK : st__err_copy(err, &ierr);
 }
 
 static void info_clear(st_store_info *info)

@@ -113,9 +113,9 @@ int st__store_backup(st_store *s, const char *key, const char *bak, st_error *er
  * the same objects have the same locator. */
 char *st__store_locator(const st_store *s);
 
-/* st_store_identity without an error record: a file store whose directory is gone gets its
- * locator (a comparison then fails to match); NULL only when out of memory. New. */
-char *st__store_identity(const st_store *s);
+/* st_store_identity, but a file store whose directory is gone gets its locator (a comparison
+ * then fails to match); any other failure (err may be NULL) is st_store_identity's. New. */
+int st__store_identity(const st_store *s, char **out, st_error *err);
 /* For the stores' identities: bytes appended with '%', '?', '&', '#', '=', spaces and
  * control or non-ASCII bytes escaped as %XX (so no part can pass for another); an endpoint
  * URL appended with its scheme and host in lower case, the scheme's own port and trailing
@@ -344,12 +344,12 @@ int st__lock_file_own(st_lock **out, st_store *s, const char *lkey, const char *
 		      const char *own_hash, const char *hint, const char *tail, int *replaced,
 		      st_error *err);
 /* Is `key` (with `dir`, ending in '/': any lock object directly in that folder) a lock this
- * process holds (st__lock_store, st_lock_file) in a store with the locator of `s`? 1 and
- * *key_out (its key) and *made_out (the folder its write made, or NULL) (both new; either may
- * be a NULL pointer) and hash_out (65 bytes, may be NULL: its bytes' BLAKE2b-256 in hex) when
- * it is, else 0. */
+ * process holds (st__lock_store, st_lock_file) in a store with the identity of `s`? *found 1
+ * and *key_out (its key) and *made_out (the folder its write made, or NULL) (both new; either
+ * may be a NULL pointer) and hash_out (65 bytes, may be NULL: its bytes' BLAKE2b-256 in hex)
+ * when it is, else 0. ST_OK, or the error of the store's identity (st__store_identity). */
 int st__lock_held(st_store *s, const char *dir, const char *key, char **key_out,
-		  char **made_out, char *hash_out);
+		  char **made_out, char *hash_out, int *found, st_error *err);
 /* Removes the lock object `key` when its bytes still hash to `hash` (st__lock_held): 1 when
  * removed. */
 int st__lock_remove_if(st_store *s, const char *key, const char *hash);
