@@ -420,6 +420,33 @@ static void test_identity(void **state)
 	assert_int_equal(st_store_identity(b, &ib, NULL), ST_OK);
 	assert_string_not_equal(ia, ib);
 	st_store_free(b);
+	free(ib);
+	ib = NULL;
+	/* the database: named by ?dbname=, by PGDATABASE, or none (libpq's default: the user's
+	 * name; the test server's database is its user's): one identity (review26 R10: the last
+	 * was "?user-db=USER"); no path, so no key prefix */
+	assert_string_equal(sv->db, sv->user);
+	free(want);
+	want = st_asprintf("postgres://%s:%s/%s?table=pulumi_state&prefix=", sv->host, sv->port,
+			   sv->db);
+	setenv("PGPASSWORD", sv->password, 1);
+	for (int k = 0; k < 3; k++) {
+		char *u2 = st_asprintf("postgres://%s@%s:%s?sslmode=disable%s%s", sv->user, sv->host,
+				       sv->port, k == 0 ? "&dbname=" : "", k == 0 ? sv->db : "");
+		if (k == 1)
+			setenv("PGDATABASE", sv->db, 1);
+		st_error_clear(&err);
+		if (st_store_open(&b, u2, &err) != ST_OK)
+			fail_msg("%s", err.message);
+		unsetenv("PGDATABASE");
+		assert_int_equal(st_store_identity(b, &ib, NULL), ST_OK);
+		assert_string_equal(ib, want);
+		st_store_free(b);
+		free(ib);
+		ib = NULL;
+		free(u2);
+	}
+	unsetenv("PGPASSWORD");
 	free(sql1(sv, "SELECT 1 FROM pg_tables WHERE tablename = $1", name, NULL));
 	char drop[80];
 	snprintf(drop, sizeof(drop), "DROP TABLE %s", name);

@@ -37,6 +37,8 @@
 	X(PQstatus)                                                                            \
 	X(PQerrorMessage)                                                                      \
 	X(PQsetNoticeProcessor)                                                                \
+	X(PQdb)                                                                                \
+	X(PQport)                                                                              \
 	X(PQfinish)                                                                            \
 	X(PQexec)                                                                              \
 	X(PQexecParams)                                                                        \
@@ -123,6 +125,8 @@ static inline void st__dl_PQclear(PGresult *r)
 #define PQstatus st__pq.PQstatus
 #define PQerrorMessage st__pq.PQerrorMessage
 #define PQsetNoticeProcessor st__pq.PQsetNoticeProcessor
+#define PQdb st__pq.PQdb
+#define PQport st__pq.PQport
 #define PQfinish st__dl_PQfinish
 #define PQexec st__pq.PQexec
 #define PQexecParams st__pq.PQexecParams

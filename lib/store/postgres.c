@@ -51,6 +51,8 @@ typedef struct pg_store {
 	pthread_mutex_t mu; /* one statement at a time; held from a write's backup copy to its
 			     * commit (one transaction) */
 	pg_writer *w;   /* the write under way that may take its backup in its transaction */
+	char *db, *port; /* the database and port of the first connection, as libpq resolved them
+			  * (PQdb, PQport): for the identity */
 } pg_store;
 
 struct pg_writer {
@@ -759,6 +761,8 @@ static void pg_free(st_store *s)
 	pg_store *pg = (pg_store *)s;
 	st__pgc_free(&pg->c);
 	pthread_mutex_destroy(&pg->mu);
+	free(pg->db);
+	free(pg->port);
 	free(pg->base.url);
 	free(pg);
 }
@@ -789,6 +793,12 @@ int st__store_pg_open(st_store **out, const char *url, st_error *err)
 	}
 	if ((rc = st__pgc_connect(&pg->c, err)) != ST_OK || (rc = ensure_table(pg, err)) != ST_OK)
 		goto fail;
+	if (!(pg->db = strdup(PQdb(pg->c.conn) ? PQdb(pg->c.conn) : "")) ||
+	    !(pg->port = strdup(PQport(pg->c.conn) && *PQport(pg->c.conn) ? PQport(pg->c.conn)
+									: pg->c.u.port))) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto fail;
+	}
 	*out = &pg->base;
 	return ST_OK;
 fail:
@@ -796,30 +806,30 @@ fail:
 	return rc;
 }
 
-/* The server (host in lower case, port), the database (the user's own when none is named),
- * the table (in lower case, as the server folds it) and the key prefix; not the password or the
- * connection's other settings. */
+/* The server (host in lower case, without a trailing dot: not resolved, see DESIGN), port and
+ * database as libpq resolved them when the store was opened (PGPORT, PGDATABASE, a service
+ * file, libpq's default database: the user's name), the table (in lower case, as the server
+ * folds it) and the key prefix; not the password or the connection's other settings. */
 char *st__pg_identity(const st_store *st)
 {
 	const pg_store *pg = (const pg_store *)st;
 	const st_pg_url *u = &pg->c.u;
-	const char *db = u->dbname, *user = st__pg_url_get(u, "user");
+	const char *db = pg->db ? pg->db : u->dbname ? u->dbname : "";
+	const char *port = pg->port ? pg->port : u->port;
+	size_t hl = strlen(u->host);
 	st_buf b;
 
-	if (!user && !(user = getenv("PGUSER")) && !(user = getenv("USER")))
-		user = "";
+	if (hl > 1 && u->host[hl - 1] == '.') /* a fully qualified name: the same name */
+		hl--;
 	st_buf_init(&b);
 	st_buf_adds(&b, "postgres://");
-	for (const char *c = u->host; *c; c++)
-		st_buf_addc(&b, (char)tolower((unsigned char)*c));
+	for (size_t i = 0; i < hl; i++)
+		st_buf_addc(&b, (char)tolower((unsigned char)u->host[i]));
 	st_buf_addc(&b, ':');
-	st__identity_add(&b, u->port, strlen(u->port));
+	st__identity_add(&b, port, strlen(port));
 	st_buf_addc(&b, '/');
-	if (db)
-		st__identity_add(&b, db, strlen(db));
-	else
-		st_buf_printf(&b, "?user-db=%s", user);
-	st_buf_adds(&b, db ? "?table=" : "&table=");
+	st__identity_add(&b, db, strlen(db));
+	st_buf_adds(&b, "?table=");
 	for (const char *c = u->table; *c; c++) { /* unquoted in SQL: folded to lower case */
 		char l = (char)tolower((unsigned char)*c);
 		st__identity_add(&b, &l, 1);
