@@ -77,11 +77,31 @@ static void test_gzip_read(void **state)
 	st_error_clear(&err);
 	assert_int_equal(st_file_read(p, 0, &out, &len, &c, &err), ST_EPARSE);
 	assert_non_null(strstr(err.message, "4 bytes after the gzip stream at byte"));
-	assert_non_null(strstr(err.message, "(Pulumi's reader refuses them: unexpected EOF)"));
+	assert_non_null(strstr(err.message, "that are not a whole gzip member (Pulumi's reader "
+					    "refuses them: unexpected EOF)"));
 	tu_write(p, pad, glen + 20);
 	st_error_clear(&err);
 	assert_int_equal(st_file_read(p, 0, &out, &len, &c, &err), ST_EPARSE);
-	assert_non_null(strstr(err.message, "gzip: invalid header"));
+	assert_non_null(strstr(err.message, "20 bytes after the gzip stream at byte"));
+	assert_non_null(strstr(err.message, "that do not begin a gzip member (Pulumi's reader "
+					    "refuses them: gzip: invalid header)"));
+	/* (review26 R8) the start of a member's header, cut short: Go's io.ReadFull of the
+	 * header, "unexpected EOF"; a member's magic with another method than deflate (8): Go's
+	 * "gzip: invalid header" (zlib said "unknown compression method") */
+	memcpy(pad + glen, "\x1f\x8b\x08", 3);
+	tu_write(p, pad, glen + 3);
+	st_error_clear(&err);
+	assert_int_equal(st_file_read(p, 0, &out, &len, &c, &err), ST_EPARSE);
+	assert_non_null(strstr(err.message, "3 bytes after the gzip stream at byte"));
+	assert_non_null(strstr(err.message, "that are not a whole gzip member (Pulumi's reader "
+					    "refuses them: unexpected EOF)"));
+	pad[glen + 2] = 7;
+	tu_write(p, pad, glen + 14);
+	st_error_clear(&err);
+	assert_int_equal(st_file_read(p, 0, &out, &len, &c, &err), ST_EPARSE);
+	assert_non_null(strstr(err.message, "14 bytes after the gzip stream at byte"));
+	assert_non_null(strstr(err.message, "that do not begin a gzip member (Pulumi's reader "
+					    "refuses them: gzip: invalid header)"));
 	memcpy(pad + glen, g, glen);
 	tu_write(p, pad, glen * 2);
 	assert_int_equal(st_file_read(p, 0, &out, &len, &c, NULL), ST_OK);

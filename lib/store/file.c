@@ -136,20 +136,23 @@ static int gunzip(const char *in, size_t n, size_t max, char **out, size_t *outl
 		if (zr == Z_STREAM_END) {
 			size_t done = (size_t)((const char *)zs.next_in - in);
 			/* Another member may follow, and nothing else: Go's gzip reader (Pulumi's,
-			 * multistream) reads a 10-byte header after each member, so any other
-			 * bytes, zero padding too, fail its read. */
+			 * multistream) reads a 10-byte header after each member (io.ReadFull: fewer
+			 * bytes are "unexpected EOF", whatever they are) and wants 1f 8b 08 (magic,
+			 * deflate) at its start ("gzip: invalid header"), so any other bytes, zero
+			 * padding too, fail its read. */
 			if (done >= n)
 				break;
 			if (n - done < 10 || (unsigned char)in[done] != 0x1f ||
-			    (unsigned char)in[done + 1] != 0x8b) {
+			    (unsigned char)in[done + 1] != 0x8b || (unsigned char)in[done + 2] != 8) {
 				inflateEnd(&zs);
 				free(buf);
 				st__err_file(err, path);
 				return st__err(err, ST_EPARSE,
 					       "'%s': %zu bytes after the gzip stream at byte %zu that "
-					       "are not another gzip member (Pulumi's reader refuses "
-					       "them: %s)",
+					       "%s (Pulumi's reader refuses them: %s)",
 					       path, n - done, done,
+					       n - done < 10 ? "are not a whole gzip member"
+							     : "do not begin a gzip member",
 					       n - done < 10 ? "unexpected EOF" : "gzip: invalid header");
 			}
 			inflateReset(&zs);
