@@ -1192,8 +1192,8 @@ ST_EXTERN int st_move(st_state *src, const char *src_path, st_state *dst, const 
 
 /* Replaces two objects, in the same store or in two different ones, as one operation: each
  * new version is written under <key>.statetool-new in its own store; then a journal (version
- * 3: both sides by store URL and key, the BLAKE2b-256 of the old and new bytes, the staged
- * keys) is written as <old key>.statetool-journal in each store, the second being the commit
+ * 4: both sides by store URL and key, the XXH3-128 of the old and new bytes, the staged keys)
+ * is written as <old key>.statetool-journal in each store, the second being the commit
  * point; then `a`'s object is replaced, then `b`'s (each current object kept as .bak, by the
  * store's rename or copy), and the staged objects and journals are removed. After a crash at
  * any point, st_journal_recover_key (or st_backend_recover) on either side completes the

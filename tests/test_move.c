@@ -8,6 +8,15 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 
+/* The journal's hash of bytes: XXH3-128, its canonical bytes in hex (xxhsum -H2's), from
+ * libxxhash itself. */
+static void xxh3_hex_of(XXH128_hash_t h, char out[65])
+{
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, h);
+	sodium_bin2hex(out, 65, c.digest, sizeof(c.digest));
+}
+
 static char *dump(st_state *s)
 {
 	char *out;
@@ -411,13 +420,11 @@ static void on_step(void *ctx, const char *op, int step)
 	for (size_t i = 0; i < 2; i++) {
 		json_t *sd = json_array_get(sides, i);
 		char *dir = strdup(sj->path), *slash = strrchr(dir, '/'), *sp, *bytes, hex[65];
-		unsigned char h[32];
 		size_t n = 0;
 		*slash = '\0';
 		assert_true(asprintf(&sp, "%s/%s", dir, st_json_str(sd, "staged")) > 0);
 		assert_non_null(bytes = tu_read(sp, &n));
-		crypto_generichash(h, sizeof(h), (const unsigned char *)bytes, n, NULL, 0);
-		sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+		xxh3_hex_of(XXH3_128bits(bytes, n), hex);
 		assert_string_equal(st_json_str(sd, "new_hash"), hex);
 		sj->checked++;
 		free(bytes);
@@ -548,7 +555,7 @@ static void test_old_files_hashed_ahead(void **unused)
 	journal_move(dir, 0, &b);
 	assert_int_equal(st__prehash_used(), used + 3); /* one thread: not ahead */
 	st_set_threads(0, NULL);
-	assert_int_equal(strlen(a.text), 64 + 1 + 64);
+	assert_int_equal(strlen(a.text), 32 + 1 + 32); /* XXH3-128 in hex, twice */
 	assert_string_equal(a.text, b.text);
 	tu_rmdir(dir);
 }
@@ -671,9 +678,7 @@ static void test_taphash_final_file_rewritten(void **unused)
 	big_count = 3000;
 	assert_true(asprintf(&path, "%s/old.json", dir) > 0);
 	tu_write(path, text, strlen(text));
-	crypto_generichash((unsigned char *)hex, 32, (const unsigned char *)text, strlen(text),
-			   NULL, 0);
-	sodium_bin2hex(want, sizeof(want), (unsigned char *)hex, 32);
+	xxh3_hex_of(XXH3_128bits(text, strlen(text)), want);
 	st_set_threads(2, NULL);
 	for (int rewrite = 0; rewrite < 2; rewrite++) {
 		st_error_clear(&err);
@@ -712,19 +717,18 @@ typedef struct piece {
 	size_t len;
 } piece;
 
-static void taphash_case(const crypto_generichash_state *kept, const char *map, size_t size,
+static void taphash_case(const XXH3_state_t *kept, const char *map, size_t size,
 			 const piece *pcs, size_t np, unsigned long want_skipped)
 {
 	st__taphash t;
-	crypto_generichash_state plain;
-	unsigned char h[32];
+	XXH3_state_t plain;
 	char got[65], want[65], *x = malloc(1 << 20);
 	unsigned long before = st__taphash_skipped();
 
 	assert_non_null(x);
 	memset(x, 'X', 1 << 20);
 	st__taphash_init(&t, kept, map, size);
-	crypto_generichash_init(&plain, NULL, 0, sizeof(h));
+	XXH3_128bits_reset(&plain);
 	for (size_t i = 0, at = 0; i < np; at += pcs[i].len, i++) {
 		const char *p = pcs[i].off < 0 ? x : map + pcs[i].off;
 		assert_true(pcs[i].len <= (pcs[i].off < 0 ? (size_t)1 << 20 : size));
@@ -734,23 +738,22 @@ static void taphash_case(const crypto_generichash_state *kept, const char *map, 
 		for (size_t done = 0, k; done < pcs[i].len; done += k) {
 			k = pcs[i].len - done < 1234567 ? pcs[i].len - done : 1234567;
 			st__taphash_update(&t, p + done, k);
-			crypto_generichash_update(&plain, (const unsigned char *)p + done, k);
+			XXH3_128bits_update(&plain, p + done, k);
 		}
 	}
 	assert_int_equal(st__taphash_final(&t, got, NULL), ST_OK);
-	crypto_generichash_final(&plain, h, sizeof(h));
-	sodium_bin2hex(want, sizeof(want), h, sizeof(h));
+	xxh3_hex_of(XXH3_128bits_digest(&plain), want);
 	assert_string_equal(got, want);
 	assert_int_equal(st__taphash_skipped() - before, want_skipped);
 	free(x);
 }
 
 /* An old file hashed ahead (its states kept every 8 MiB) and mapped, for test_taphash. */
-static const crypto_generichash_state *hashed_ahead(const char *path, size_t size,
+static const XXH3_state_t *hashed_ahead(const char *path, size_t size,
 						    st__prehash **ph, char **map)
 {
 	char *data = malloc(size), hex[65];
-	const crypto_generichash_state *kept;
+	const XXH3_state_t *kept;
 	size_t got = 0;
 	int fd;
 	assert_non_null(data);
@@ -779,7 +782,7 @@ static void test_taphash(void **unused)
 	const size_t K = 8u << 20, size = 3 * K + 12345;
 	char *dir = tu_tmpdir(), *path, *map, *map2;
 	st__prehash *ph, *ph2;
-	const crypto_generichash_state *kept, *kept2;
+	const XXH3_state_t *kept, *kept2;
 
 	st_set_threads(2, NULL);
 	assert_true(asprintf(&path, "%s/old.json", dir) > 0);

@@ -5,9 +5,9 @@
  * (st__crash_point("pair", N); the CLI's STATETOOL_CRASH_AT=pair:N kills there):
  *   1, 2. the new version of each side staged under <key>.statetool-new in its own store
  *         (both points after both are staged: they are written side by side)
- *   3. the journal written in A's store as <old key>.statetool-journal: version 3 names both
- *      sides by store URL and key, with the BLAKE2b-256 of the old and new bytes and the staged
- *      key
+ *   3. the journal written in A's store as <old key>.statetool-journal: version 4 names both
+ *      sides by store URL and key, with the XXH3-128 of the old and new bytes and the staged
+ *      key (version 3, the same with BLAKE2b-256, is still recovered)
  *   4. the same journal beside B: from here on the operation is committed
  *   5. A installed: its current object kept as .bak, the staged object renamed over the key (a
  *      store's rename: the file store's rename(2), else a copy and a delete); an old object
@@ -41,7 +41,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define JOURNAL_VERSION 3
+#define JOURNAL_VERSION 4
 
 /* One side of the operation, as the writer and the recovery see it. */
 typedef struct jside {
@@ -83,32 +83,9 @@ static void jside_free(jside *sd)
 	memset(sd, 0, sizeof(*sd));
 }
 
-static void hash_hex(int v1, const void *data, size_t len, char out[65])
-{
-	unsigned char h[32];
-	if (v1) {
-		st_sha256_hex(data, len, out);
-		return;
-	}
-	crypto_generichash(h, sizeof(h), data, len, NULL, 0);
-	sodium_bin2hex(out, 65, h, sizeof(h));
-}
-
-/* hash_hex of a file's mapping, its pages given back every 8 MiB as the hash passes them:
- * hashing a stack does not add the whole file to the process's memory (a move hashes both
- * old files while it holds both states). */
-static void hash_mapped(int v1, const char *map, size_t len, char out[65])
-{
-	if (v1) {
-		hash_hex(v1, map, len, out);
-		return;
-	}
-	st__blake2b_mapped_hex(map, len, out);
-}
-
 /* A local file hashed where it lies: mapped, not read, so a whole stack is not copied into
  * fresh memory. 1 when done, 0 when the file store cannot say (then the store reads it). */
-static int hash_local(int v1, const char *path, char out[65], int *exists, int *rc)
+static int hash_local(st__jhash alg, const char *path, char out[65], int *exists, int *rc)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	struct stat sb;
@@ -128,20 +105,20 @@ static int hash_local(int v1, const char *path, char out[65], int *exists, int *
 	*exists = 1;
 	if (sb.st_size == 0) {
 		close(fd);
-		hash_hex(v1, "", 0, out);
+		st__jhash_hex(alg, "", 0, out);
 		return 1;
 	}
 	map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED)
 		return 0;
-	hash_mapped(v1, map, (size_t)sb.st_size, out);
+	st__jhash_mapped_hex(alg, map, (size_t)sb.st_size, out);
 	munmap(map, (size_t)sb.st_size);
 	return 1;
 }
 
 /* The hash of an object as stored (*exists 0 and out "" when there is none). */
-static int hash_object(int v1, st_store *s, const char *key, char out[65], int *exists,
+static int hash_object(st__jhash alg, st_store *s, const char *key, char out[65], int *exists,
 		       st_error *err)
 {
 	char *path = st__store_local_path(s, key), *data = NULL;
@@ -151,7 +128,7 @@ static int hash_object(int v1, st_store *s, const char *key, char out[65], int *
 	out[0] = '\0';
 	*exists = 0;
 	if (path && (rc = st__store_file_check(s, key, err)) == ST_OK &&
-	    hash_local(v1, path, out, exists, &rc)) {
+	    hash_local(alg, path, out, exists, &rc)) {
 		free(path);
 		return rc;
 	}
@@ -166,7 +143,7 @@ static int hash_object(int v1, st_store *s, const char *key, char out[65], int *
 	}
 	if (rc == ST_OK) {
 		*exists = 1;
-		hash_hex(v1, data, len, out);
+		st__jhash_hex(alg, data, len, out);
 	}
 	free(data);
 	return rc;
@@ -295,7 +272,7 @@ static void old_hash(jside *sd)
 	if (sd->old_done)
 		return;
 	st_error_clear(&sd->herr);
-	sd->hrc = hash_object(0, sd->store, sd->old_key, sd->old_hex, &sd->old_exists, &sd->herr);
+	sd->hrc = hash_object(ST__JH_XXH3, sd->store, sd->old_key, sd->old_hex, &sd->old_exists, &sd->herr);
 }
 
 /* A staged object written on a thread of its own (its writer on that one thread: the other
@@ -392,7 +369,7 @@ static int journal_text(const char *op, const jside *A, const jside *B, char **t
 	int rc;
 
 	j = a && b ? json_pack("{s:i,s:s,s:s,s:[oo]}", "statetool_journal", JOURNAL_VERSION,
-			       "hash", "blake2b-256", "operation", op, "sides", a, b)
+			       "hash", "xxh3-128", "operation", op, "sides", a, b)
 		   : NULL;
 	if (!j) {
 		if (!a || !b) {
@@ -526,7 +503,7 @@ typedef struct journal {
 	json_t *doc;
 	char *where; /* of the journal read, for messages */
 	const char *op;
-	int v1; /* SHA-256 (version 1) */
+	st__jhash alg; /* its hashes' (version 1: SHA-256, 2 and 3: BLAKE2b-256) */
 	jside side[2];
 } journal;
 
@@ -581,7 +558,7 @@ static int sibling(const char *key, const char *of, const char *suffix)
 	return key && !strncmp(key, of, n) && !strcmp(key + n, suffix);
 }
 
-/* A side of a version-3 journal. */
+/* A side of a version 3 or 4 journal. */
 static int parse_v3(jside *sd, json_t *f, st_error *err)
 {
 	const char *url = st_json_str(f, "store"), *key = st_json_str(f, "key");
@@ -647,6 +624,24 @@ static int parse_v12(jside *sd, json_t *f, int v1, st_error *err)
 	return ST_OK;
 }
 
+/* The hash a journal of version v names: version 1's SHA-256, 2's and 3's BLAKE2b-256, the
+ * "hash" member of a later one (4: "xxh3-128"). */
+static int journal_hash(journal *j, double v, st_error *err)
+{
+	const char *h = st_json_str(j->doc, "hash");
+
+	j->alg = v == 1 ? ST__JH_SHA256 : ST__JH_BLAKE2B;
+	if (v < 4 || (h && !strcmp(h, "blake2b-256")))
+		return ST_OK;
+	if (h && !strcmp(h, "xxh3-128")) {
+		j->alg = ST__JH_XXH3;
+		return ST_OK;
+	}
+	return st__err(err, ST_EFORMAT, "the journal '%s' names a hash this statetool does not "
+					"know (%s)",
+		       j->where ? j->where : "?", h ? h : "none");
+}
+
 /* Reads the journal `jkey` of store `s` (ST_ENOTFOUND when there is none) and opens the
  * stores of both sides. */
 static int journal_read(journal *j, st_store *s, const char *jkey, st_store *const *known,
@@ -668,20 +663,21 @@ static int journal_read(journal *j, st_store *s, const char *jkey, st_store *con
 	w = j->where = st__store_where(s, jkey);
 	v = json_number_value(json_object_get(j->doc, "statetool_journal"));
 	j->op = st_json_str(j->doc, "operation");
-	if (v != 1 && v != 2 && v != JOURNAL_VERSION)
+	if (v != 1 && v != 2 && v != 3 && v != JOURNAL_VERSION)
 		rc = st__err(err, ST_EINVAL, "the journal '%s' is of a version this statetool does "
 					     "not know (%g); a newer statetool wrote it",
 			     w ? w : jkey, v);
-	j->v1 = v == 1;
-	arr = json_object_get(j->doc, v == JOURNAL_VERSION ? "sides" : "files");
+	else
+		rc = journal_hash(j, v, err);
+	arr = json_object_get(j->doc, v >= 3 ? "sides" : "files");
 	if (rc == ST_OK && (!j->op || json_array_size(arr) != 2))
 		rc = st__err(err, ST_EFORMAT, "the journal '%s' names no operation or not two "
 					      "sides", w ? w : jkey);
 	json_array_foreach(arr, i, f) {
 		if (rc != ST_OK || i > 1)
 			break;
-		rc = v == JOURNAL_VERSION ? parse_v3(&j->side[i], f, err)
-					  : parse_v12(&j->side[i], f, j->v1, err);
+		rc = v >= 3 ? parse_v3(&j->side[i], f, err)
+			    : parse_v12(&j->side[i], f, v == 1, err);
 		if (rc == ST_OK && !j->side[i].store)
 			rc = side_store(j, &j->side[i], known, nknown, err);
 	}
@@ -699,14 +695,14 @@ static int side_state(const journal *j, jside *sd, int *installed, int *untouche
 	int ex, rc;
 
 	*installed = *untouched = 0;
-	if ((rc = hash_object(j->v1, sd->store, sd->key, cur, &ex, err)) != ST_OK)
+	if ((rc = hash_object(j->alg, sd->store, sd->key, cur, &ex, err)) != ST_OK)
 		return rc;
 	if (ex && !strcmp(cur, sd->new_hex)) {
 		*installed = 1;
 		return ST_OK;
 	}
 	if (strcmp(sd->key, sd->old_key) &&
-	    (rc = hash_object(j->v1, sd->store, sd->old_key, cur, &ex, err)) != ST_OK)
+	    (rc = hash_object(j->alg, sd->store, sd->old_key, cur, &ex, err)) != ST_OK)
 		return rc;
 	*untouched = sd->old_exists ? ex && !strcmp(cur, sd->old_hex) : !ex;
 	return ST_OK;
@@ -733,7 +729,7 @@ static int recover_check(const journal *j, int installed[2], st_error *err)
 				     "version after); resolve it by hand: the staged new version is "
 				     "'%s', then remove '%s' and its twin",
 				     j->op, wj ? wj : "?", wk ? wk : "?", ws ? ws : "?", wj ? wj : "?");
-		else if ((rc = hash_object(j->v1, sd->store, sd->staged, st, &sx, err)) == ST_OK &&
+		else if ((rc = hash_object(j->alg, sd->store, sd->staged, st, &sx, err)) == ST_OK &&
 			 (!sx || strcmp(st, sd->new_hex)))
 			rc = st__err(err, ST_ECONFLICT,
 				     "an interrupted %s cannot be completed: the staged new version "
@@ -757,7 +753,7 @@ static int tidy_installed(const journal *j, jside *sd, st_error *err)
 	remove_quietly(sd->store, sd->staged);
 	if (!strcmp(sd->key, sd->old_key))
 		return ST_OK;
-	if ((rc = hash_object(j->v1, sd->store, sd->old_key, cur, &ex, err)) != ST_OK)
+	if ((rc = hash_object(j->alg, sd->store, sd->old_key, cur, &ex, err)) != ST_OK)
 		return rc;
 	if (ex && sd->old_exists && !strcmp(cur, sd->old_hex)) {
 		char *bak = st_asprintf("%s.bak", sd->old_key);

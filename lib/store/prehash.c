@@ -16,32 +16,72 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Hashes a mapping in 8 MiB slices, each slice's pages given back once hashed; with `kept`
- * (len / 8 MiB + 1 states), the state before each slice and after the last whole one. */
-static void mapped_hex_keep(const char *map, size_t len, char out[65],
-			    crypto_generichash_state *kept)
+/* XXH3-128's canonical (big-endian) bytes in hex, as xxhsum -H2 prints them. */
+static void xxh3_hex(XXH128_hash_t h, char out[65])
 {
-	crypto_generichash_state st;
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, h);
+	sodium_bin2hex(out, 65, c.digest, sizeof(c.digest));
+}
+
+/* Hashes a mapping in 8 MiB slices, each slice's pages given back once hashed; with `kept`
+ * (len / 8 MiB + 1 states, XXH3 only), the state before each slice and after the last whole
+ * one. */
+static void mapped_hex_keep(st__jhash alg, const char *map, size_t len, char out[65],
+			    XXH3_state_t *kept)
+{
+	crypto_generichash_state b2;
+	XXH3_state_t x;
 	unsigned char h[32];
 
-	crypto_generichash_init(&st, NULL, 0, sizeof(h));
+	if (alg == ST__JH_XXH3)
+		XXH3_128bits_reset(&x);
+	else
+		crypto_generichash_init(&b2, NULL, 0, sizeof(h));
 	for (size_t off = 0; off < len; off += ST__KEEP_EVERY) {
 		size_t n = len - off < ST__KEEP_EVERY ? len - off : ST__KEEP_EVERY;
 		if (kept)
-			kept[off / ST__KEEP_EVERY] = st;
-		crypto_generichash_update(&st, (const unsigned char *)map + off, n);
+			kept[off / ST__KEEP_EVERY] = x;
+		if (alg == ST__JH_XXH3)
+			XXH3_128bits_update(&x, map + off, n);
+		else
+			crypto_generichash_update(&b2, (const unsigned char *)map + off, n);
 		if (n == ST__KEEP_EVERY)
 			(void)madvise((void *)(map + off), n, MADV_DONTNEED);
 	}
 	if (kept && len % ST__KEEP_EVERY == 0)
-		kept[len / ST__KEEP_EVERY] = st;
-	crypto_generichash_final(&st, h, sizeof(h));
+		kept[len / ST__KEEP_EVERY] = x;
+	if (alg == ST__JH_XXH3) {
+		xxh3_hex(XXH3_128bits_digest(&x), out);
+		return;
+	}
+	crypto_generichash_final(&b2, h, sizeof(h));
 	sodium_bin2hex(out, 65, h, sizeof(h));
 }
 
-void st__blake2b_mapped_hex(const char *map, size_t len, char out[65])
+void st__jhash_hex(st__jhash alg, const void *data, size_t len, char out[65])
 {
-	mapped_hex_keep(map, len, out, NULL);
+	unsigned char h[32];
+	switch (alg) {
+	case ST__JH_SHA256:
+		st_sha256_hex(data, len, out);
+		return;
+	case ST__JH_BLAKE2B:
+		crypto_generichash(h, sizeof(h), data, len, NULL, 0);
+		sodium_bin2hex(out, 65, h, sizeof(h));
+		return;
+	case ST__JH_XXH3:
+		xxh3_hex(XXH3_128bits(data, len), out);
+		return;
+	}
+}
+
+void st__jhash_mapped_hex(st__jhash alg, const char *map, size_t len, char out[65])
+{
+	if (alg == ST__JH_SHA256)
+		st__jhash_hex(alg, map, len, out);
+	else
+		mapped_hex_keep(alg, map, len, out, NULL);
 }
 
 struct st__prehash {
@@ -49,7 +89,7 @@ struct st__prehash {
 	struct stat before;
 	char hex[65];
 	/* kept[i]: the hash's state after i * 8 MiB bytes (NULL when it could not be allocated) */
-	crypto_generichash_state *kept;
+	XXH3_state_t *kept;
 	size_t nkept;
 	st__two th;
 };
@@ -81,7 +121,7 @@ static void *prehash_main(void *arg)
 		p->kept = NULL;
 	else
 		p->nkept = len / ST__KEEP_EVERY + 1;
-	mapped_hex_keep(map ? map : "", len, p->hex, p->kept);
+	mapped_hex_keep(ST__JH_XXH3, map ? map : "", len, p->hex, p->kept);
 	if (map)
 		munmap(map, len);
 	p->ok = fstat(p->fd, &after) == 0 && same_file(&p->before, &after);
@@ -124,7 +164,7 @@ int st__prehash_take(st__prehash *p, const char *path, char out[65])
 	return 1;
 }
 
-const crypto_generichash_state *st__prehash_states(const st__prehash *p, size_t *size)
+const XXH3_state_t *st__prehash_states(const st__prehash *p, size_t *size)
 {
 	*size = (size_t)p->before.st_size;
 	return p->ok && p->nkept == *size / ST__KEEP_EVERY + 1 ? p->kept : NULL;
@@ -134,7 +174,7 @@ void (*st__prehash_taken_hook)(const char *path);
 
 int st__prehash_take_for(const st_state *s, const char *path, char out[65], st__taphash *t)
 {
-	const crypto_generichash_state *kept;
+	const XXH3_state_t *kept;
 	const char *map;
 	size_t size = 0, len = 0;
 
@@ -169,7 +209,7 @@ unsigned long st__taphash_skipped(void)
 	return __atomic_load_n(&tap_skipped, __ATOMIC_RELAXED);
 }
 
-void st__taphash_init(st__taphash *t, const crypto_generichash_state *kept, const char *map,
+void st__taphash_init(st__taphash *t, const XXH3_state_t *kept, const char *map,
 		      size_t len)
 {
 	memset(t, 0, sizeof(*t));
@@ -178,7 +218,7 @@ void st__taphash_init(st__taphash *t, const crypto_generichash_state *kept, cons
 	t->len = len;
 	t->same = kept && map;
 	if (!t->same)
-		crypto_generichash_init(&t->h, NULL, 0, 32);
+		XXH3_128bits_reset(&t->h);
 }
 
 /* The first byte that is not the old file's at its offset (or the end): the hash so far is
@@ -187,8 +227,7 @@ static void taphash_resume(st__taphash *t)
 {
 	size_t k = t->pos / ST__KEEP_EVERY;
 	t->h = t->kept[k];
-	crypto_generichash_update(&t->h, (const unsigned char *)t->map + k * ST__KEEP_EVERY,
-				  t->pos - k * ST__KEEP_EVERY);
+	XXH3_128bits_update(&t->h, t->map + k * ST__KEEP_EVERY, t->pos - k * ST__KEEP_EVERY);
 	__atomic_add_fetch(&tap_skipped, k * ST__KEEP_EVERY, __ATOMIC_RELAXED);
 	t->same = 0;
 }
@@ -208,16 +247,14 @@ void st__taphash_update(st__taphash *t, const void *p, size_t n)
 		}
 		taphash_resume(t);
 	}
-	crypto_generichash_update(&t->h, p, n);
+	XXH3_128bits_update(&t->h, p, n);
 }
 
 int st__taphash_final(st__taphash *t, char out[65], st_error *err)
 {
-	unsigned char h[32];
 	if (t->same)
 		taphash_resume(t);
-	crypto_generichash_final(&t->h, h, sizeof(h));
-	sodium_bin2hex(out, 65, h, sizeof(h));
+	xxh3_hex(XXH3_128bits_digest(&t->h), out);
 	/* the mapping's bytes (streamed, skipped, hashed on resuming) are the bytes the kept
 	 * states hashed only while no one wrote to the file since the ahead hash began */
 	if (t->of && !st__prehash_still(t->of->prehash))

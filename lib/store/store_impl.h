@@ -10,6 +10,9 @@
 #include "internal.h"
 
 #include <sodium.h>
+/* XXH3_state_t's layout: the ahead hash keeps copies of its state (prehash.c) */
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
 
 typedef struct st_store_ops {
 	const char *scheme;
@@ -154,9 +157,14 @@ char *st__store_file_missing_dir(const st_store *s, const char *key);
  * failed or finished lock created is so taken away again. */
 void st__store_file_prune(const st_store *s, const char *key, const char *upto);
 
-/* BLAKE2b-256 (hex) of a mapping, its pages given back every 8 MiB as the hash passes them
+/* The journal's hashes of an object's bytes, in hex (at most 64 digits): what a journal's
+ * "hash" names. New journals (version 4) use XXH3-128 (32 digits, the canonical big-endian
+ * bytes: xxhsum -H2's); version 3 and 2 journals BLAKE2b-256, version 1 SHA-256. */
+typedef enum { ST__JH_SHA256, ST__JH_BLAKE2B, ST__JH_XXH3 } st__jhash;
+void st__jhash_hex(st__jhash alg, const void *data, size_t len, char out[65]);
+/* The same of a mapping, its pages given back every 8 MiB as the hash passes them
  * (prehash.c). */
-void st__blake2b_mapped_hex(const char *map, size_t len, char out[65]);
+void st__jhash_mapped_hex(st__jhash alg, const char *map, size_t len, char out[65]);
 /* The hash taken ahead (st__prehash_start), when the file at `path` is still the file hashed,
  * unchanged: 1 and out set, else 0 (the thread joined either way). */
 int st__prehash_take(st__prehash *p, const char *path, char out[65]);
@@ -164,9 +172,9 @@ int st__prehash_take(st__prehash *p, const char *path, char out[65]);
  * (borrowed: the prehash's; [i] after i * 8 MiB bytes, *size / 8 MiB + 1 of them), or NULL
  * when there are none. *size: the bytes hashed. */
 #define ST__KEEP_EVERY (8u << 20)
-const crypto_generichash_state *st__prehash_states(const st__prehash *p, size_t *size);
+const XXH3_state_t *st__prehash_states(const st__prehash *p, size_t *size);
 
-/* A staged object's BLAKE2b-256 that does not hash again what the ahead hash read: while every
+/* A staged object's XXH3-128 that does not hash again what the ahead hash read: while every
  * byte so far equals the byte at the same offset of the old file's mapping `map` (len bytes,
  * the file st__prehash_states describes; bytes given from that very place are not compared),
  * bytes are only counted; at the first chunk that differs (or at the end) the hash starts from
@@ -174,14 +182,14 @@ const crypto_generichash_state *st__prehash_states(const st__prehash *p, size_t 
  * result equals a plain hash of the bytes given. kept or map NULL: a plain hash.
  * st__taphash_skipped() counts the bytes not hashed again (tests). */
 typedef struct st__taphash {
-	crypto_generichash_state h;
-	const crypto_generichash_state *kept; /* borrowed */
+	XXH3_state_t h;
+	const XXH3_state_t *kept; /* borrowed */
 	const char *map;                      /* borrowed */
 	size_t len, pos;
 	int same;
 	const st_state *of; /* borrowed: the lazy state whose file is `map` (st__prehash_take_for) */
 } st__taphash;
-void st__taphash_init(st__taphash *t, const crypto_generichash_state *kept, const char *map,
+void st__taphash_init(st__taphash *t, const XXH3_state_t *kept, const char *map,
 		      size_t len);
 void st__taphash_update(st__taphash *t, const void *p, size_t n);
 /* The hash, out set. ST_OK; with `of` set, ST_ECONFLICT when the file hashed ahead is no

@@ -492,6 +492,40 @@ check_same "$J/b.expected" "$J/b.json"
 run "v1 journal: no leftovers" sh -c "ls -a '$J' | grep -c 'statetool-'"
 check_out "0"
 
+# a journal left by the statetool before XXH3 (version 3: both sides by store and key, the
+# BLAKE2b-256 of each object) is still completed; a later version naming a hash this statetool
+# does not know is refused with the files left as they are
+J=$T/j3
+rm -rf "$J"; mkdir -p "$J"
+cp "$M/leaf.json" "$J/a.json"; cp "$M/leaf.json" "$J/b.json"
+sed 's/::name"/::renamed"/' "$M/leaf.json" > "$J/a.json.statetool-new"
+cp "$J/a.json.statetool-new" "$J/a.expected"
+cp "$M/leaf.json" "$J/b.json.statetool-new"; printf '\n' >> "$J/b.json.statetool-new"
+cp "$J/b.json.statetool-new" "$J/b.expected"
+b2() { b2sum -l 256 "$1" | cut -d' ' -f1; }
+side3() { # KEY
+	printf '{"store":"file://%s","key":"%s","old_hash":"%s","new_hash":"%s","staged":"%s.statetool-new","journal":"%s.statetool-journal"}' \
+		"$(cd "$J" && pwd -P)" "$1" "$(b2 "$J/$1")" "$(b2 "$J/$1.statetool-new")" "$1" "$1"
+}
+journal3() { # VERSION HASH
+	printf '{"statetool_journal":%s,"hash":"%s","operation":"move","sides":[%s,%s]}\n' \
+		"$1" "$2" "$(side3 b.json)" "$(side3 a.json)"
+}
+journal3 4 sha3-256 > "$J/a.json.statetool-journal"
+cp "$J/a.json.statetool-journal" "$J/b.json.statetool-journal"
+run "journal naming an unknown hash" st move --recover --source "$J/a.json" --dest "$J/b.json"
+check_rc 1; check_err_has "names a hash this statetool does not know (sha3-256)"
+run "unknown hash: files untouched" sh -c "cmp '$M/leaf.json' '$J/a.json' && cmp '$M/leaf.json' '$J/b.json'"
+check_rc 0
+journal3 3 blake2b-256 > "$J/a.json.statetool-journal"
+cp "$J/a.json.statetool-journal" "$J/b.json.statetool-journal"
+run "journal version 3 (BLAKE2b-256) completes" st move --recover --source "$J/a.json" --dest "$J/b.json"
+check_rc 0; check_out_has "completed the interrupted move: wrote $J/b.json"
+check_same "$J/a.expected" "$J/a.json"
+check_same "$J/b.expected" "$J/b.json"
+run "v3 journal: no leftovers" sh -c "ls -a '$J' | grep -c 'statetool-'"
+check_out "0"
+
 run "usage: no sides" st move x
 check_rc 2; check_err_has "at least one of --source or --dest must be provided"
 run "usage: no resource" st move --source "$T/src.json" --dest "$T/new.json"

@@ -351,8 +351,8 @@ done
 setup other
 run "crash at pair:5" env STATETOOL_CRASH_AT=pair:5 "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
 check_rc 137
-run "the journal, version 3" "$STORETOOL" cat "$B" "$DK.statetool-journal"
-check_out_has '"statetool_journal":3,"hash":"blake2b-256","operation":"move","sides":[{"store":"'
+run "the journal, version 4" "$STORETOOL" cat "$B" "$DK.statetool-journal"
+check_out_has '"statetool_journal":4,"hash":"xxh3-128","operation":"move","sides":[{"store":"'
 check_out_has '","key":".pulumi/stacks/test/destStack.json","old_hash":"","new_hash":"'
 check_out_has '","key":".pulumi/stacks/test/sourceStack.json","old_hash":"'
 check_out_has '"staged":".pulumi/stacks/test/sourceStack.json.statetool-new","journal":".pulumi/stacks/test/sourceStack.json.statetool-journal","lock":".pulumi/locks/organization/test/sourceStack/'
@@ -448,10 +448,10 @@ check_rc 0; check_out_lacks '"size": -1'
 setup unknown
 run "crash at pair:4" env STATETOOL_CRASH_AT=pair:4 "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
 check_rc 137
-"$STORETOOL" cat "$A" "$SK.statetool-journal" | sed 's/"statetool_journal":3/"statetool_journal":4/' > "$T/j4"
+"$STORETOOL" cat "$A" "$SK.statetool-journal" | sed 's/"statetool_journal":4/"statetool_journal":5/' > "$T/j4"
 put "$A" "$SK.statetool-journal" < "$T/j4"
 run "unknown journal version" st list --backend "$A" --stack test/sourceStack
-check_rc 1; check_err_has "is of a version this statetool does not know (4); a newer statetool wrote it"
+check_rc 1; check_err_has "is of a version this statetool does not know (5); a newer statetool wrote it"
 run "the source untouched" "$STORETOOL" cat "$A" "$SK"
 check_same "$M/children.json" "$T/out"
 finish
