@@ -847,6 +847,43 @@ static void test_taphash(void **unused)
 	tu_rmdir(dir);
 }
 
+/* A side written with its own bytes: its old and new hashes are equal, which the writer
+ * accepts only for the same bytes (compared by BLAKE2b): the write goes through, the journal's
+ * sides as asked and nothing left behind. */
+static void test_pair_side_unchanged(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir(), *pa, *pb, *got;
+	const char *a = "{\"version\": 3}\n", *b = "{\"version\": 3, \"b\": 1}\n",
+		   *b2 = "{\"version\": 3, \"b\": 2}\n";
+	size_t n = 0;
+	st_error err;
+
+	assert_true(asprintf(&pa, "%s/a.json", dir) > 0);
+	assert_true(asprintf(&pb, "%s/b.json", dir) > 0);
+	tu_write(pa, a, strlen(a));
+	tu_write(pb, b, strlen(b));
+	st_error_clear(&err);
+	assert_int_equal(st_journal_write_pair("move", pa, a, strlen(a), pb, b2, strlen(b2), &err),
+			 ST_OK);
+	assert_non_null(got = tu_read(pa, &n));
+	assert_int_equal(n, strlen(a));
+	assert_memory_equal(got, a, n);
+	free(got);
+	assert_non_null(got = tu_read(pb, &n));
+	assert_int_equal(n, strlen(b2));
+	assert_memory_equal(got, b2, n);
+	free(got);
+	assert_int_equal(st_journal_pending(pa, NULL), 0);
+	assert_int_equal(st_journal_pending(pb, NULL), 0);
+	free(pb);
+	assert_true(asprintf(&pb, "%s.statetool-new", pa) > 0);
+	assert_int_equal(access(pb, F_OK), -1);
+	free(pa);
+	free(pb);
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -862,6 +899,7 @@ int main(void)
 		cmocka_unit_test(test_staged_hash_file_rewritten),
 		cmocka_unit_test(test_taphash_final_file_rewritten),
 		cmocka_unit_test(test_taphash),
+		cmocka_unit_test(test_pair_side_unchanged),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
