@@ -896,6 +896,9 @@ unsigned long st__integrity_touched_runs(void);
 /* Tests: 0 turns the shortcut off (every commit runs the full check), 1 back on. */
 void st__integrity_touched_enable(int on);
 int st__integrity_touched_enabled(void);
+/* How often a commit's check took a move's hint (st__edit_hint_refs, lib/ops/session.h)
+ * instead of scanning for the resources that refer to what left (tests). */
+unsigned long st__edit_hint_used(void);
 
 /* Embedded copies of the files in schemas/ (generated at build time). */
 typedef struct st_embedded_schema {

@@ -287,7 +287,7 @@ static void test_invalid_result_refused(void **unused)
 	st_problems probs = {0};
 	st_edit *se, *de;
 	st_error err;
-	unsigned long touched = st__integrity_touched_runs();
+	unsigned long touched = st__integrity_touched_runs(), hints = st__edit_hint_used();
 	o.patterns = pat;
 	o.npatterns = 1;
 	assert_int_equal(st_edit_begin(&se, src, NULL, NULL), ST_OK);
@@ -306,6 +306,8 @@ static void test_invalid_result_refused(void **unused)
 	assert_string_equal(probs.items[0].rule, "integrity/parent-missing");
 	assert_string_equal(probs.items[0].pointer, "/checkpoint/latest/resources/1/parent");
 	assert_true(st__integrity_touched_runs() > touched);
+	/* found by the move's hint: the provider whose parent left is among its resources */
+	assert_int_equal(st__edit_hint_used(), hints + 1);
 	sa = dump(src);
 	da = dump(dst);
 	assert_string_equal(sb, sa);
@@ -320,6 +322,59 @@ static void test_invalid_result_refused(void **unused)
 	free(db);
 	st_state_free(src);
 	st_state_free(dst);
+}
+
+/* A move hands its source's commit what its scan found (the resources that refer to what
+ * left), which the commit's check takes instead of scanning again; any other operation in the
+ * session after the move forgets it (the check scans), and the verdict is the same. */
+static void test_check_takes_move_hint(void **unused)
+{
+	(void)unused;
+	static const char s_text[] = STATE(
+		"dev",
+		ROOT("dev") ", " RES("dev", "a", "") ", "
+		RES("dev", "b", ", \"dependencies\": [\"urn:pulumi:dev::p::t:m:R::a\"]") ", "
+		RES("dev", "keep", ""),
+		"");
+	const char *pat[] = {"urn:pulumi:dev::p::t:m:R::a"};
+	st_move_opts o = ST_MOVE_OPTS_INIT;
+	o.patterns = pat;
+	o.npatterns = 1;
+	char *out[2][2];
+	for (int later = 0; later < 2; later++) {
+		st_state *src = load_text(s_text), *dst = load_text(dst_text);
+		st_move_report rep;
+		st_edit *se, *de;
+		st_handle h;
+		unsigned long used = st__edit_hint_used();
+		assert_int_equal(st_edit_begin(&se, src, NULL, NULL), ST_OK);
+		assert_int_equal(st_edit_begin(&de, dst, NULL, NULL), ST_OK);
+		assert_int_equal(st_edit_move(se, de, &o, &rep, NULL), ST_OK);
+		assert_int_equal(rep.nmoved, 1);
+		if (later) { /* another operation on the source after the move */
+			assert_int_equal(st_edit_handle_of(se, "urn:pulumi:dev::p::t:m:R::keep", &h,
+							   NULL),
+					 ST_OK);
+			assert_int_equal(st_edit_set_flag(se, &h, 1, "protect", 1, NULL, NULL), ST_OK);
+		}
+		assert_int_equal(st_edit_commit_pair(se, de, NULL, NULL, NULL, NULL, NULL, NULL),
+				 ST_OK);
+		assert_int_equal(st__edit_hint_used(), used + !later);
+		out[later][0] = dump(src);
+		out[later][1] = dump(dst);
+		assert_non_null(strstr(out[later][0], "::b\""));
+		assert_null(strstr(out[later][0], "R::a\""));
+		st_move_report_clear(&rep);
+		st_edit_free(se);
+		st_edit_free(de);
+		st_state_free(src);
+		st_state_free(dst);
+	}
+	assert_string_equal(out[0][1], out[1][1]);
+	for (int t = 0; t < 2; t++) {
+		free(out[t][0]);
+		free(out[t][1]);
+	}
 }
 
 /* One move of `urn` from fixture s to fixture d: its code, message and both states after. */
@@ -363,7 +418,7 @@ static void test_check_after_move_as_full(void **unused)
 	static const char *const dsts[] = {"move/dest-same-provider.json",
 					   "move/dest-other-provider.json",
 					   "move/dest-existing-resource.json"};
-	unsigned long runs = st__integrity_touched_runs();
+	unsigned long runs = st__integrity_touched_runs(), hints = st__edit_hint_used();
 	size_t moves = 0, done = 0;
 	for (size_t a = 0; a < sizeof(srcs) / sizeof(*srcs); a++) {
 		st_state *s = tu_load(srcs[a]);
@@ -394,6 +449,8 @@ static void test_check_after_move_as_full(void **unused)
 	assert_true(done >= 30);
 	/* the shortcut ran on most sides (one whose URNs repeat takes the full check) */
 	assert_true(st__integrity_touched_runs() - runs >= 200);
+	/* most sources took the move's hint instead of the scan (not where a provider left) */
+	assert_true(st__edit_hint_used() - hints >= 200); /* 246 of 276 when written */
 }
 
 /* The journal's old hashes, read at step pair:4 (both journals written). */
@@ -894,6 +951,7 @@ int main(void)
 		cmocka_unit_test(test_big_move_two_threads),
 		cmocka_unit_test(test_invalid_result_refused),
 		cmocka_unit_test(test_check_after_move_as_full),
+		cmocka_unit_test(test_check_takes_move_hint),
 		cmocka_unit_test(test_old_files_hashed_ahead),
 		cmocka_unit_test(test_staged_hash_from_ahead),
 		cmocka_unit_test(test_staged_hash_file_rewritten),

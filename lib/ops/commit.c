@@ -307,7 +307,8 @@ static int align(changes *ch)
 	return 1;
 }
 
-static int changes_of(const window *w, char **made, st_strmap *t, st_prefilter *tf)
+static int changes_of(const window *w, char **made, st_strmap *t, st_prefilter *tf,
+		      int *prov_removed)
 {
 	changes ch = {w, NULL, NULL, {0}};
 	st_strmap seen;
@@ -323,6 +324,7 @@ static int changes_of(const window *w, char **made, st_strmap *t, st_prefilter *
 		st_strmap_slot *m;
 		if (!u || st__ptrset_has(&w->am, r))
 			continue;
+		*prov_removed |= st_type_is_provider(st_json_str(r, "type"));
 		if (!st_strmap_put(&seen, u, &created)) {
 			ok = 0;
 			break;
@@ -342,6 +344,35 @@ static int changes_of(const window *w, char **made, st_strmap *t, st_prefilter *
 	return ok;
 }
 
+static unsigned long hint_used;
+
+unsigned long st__edit_hint_used(void)
+{
+	return __atomic_load_n(&hint_used, __ATOMIC_RELAXED);
+}
+
+/* A move's hint (st__edit_hint_refs) instead of the scan for resources that refer to a
+ * touched URN: when every touched URN is one the move took away and no provider was removed
+ * (a provider's referrers are found by its provider reference, which the move's scan does
+ * not look at), the resources that refer to them are those the move found, or objects made
+ * (copy on write: a kept object is as the scan saw it). They are marked in `made`. 1: taken
+ * (the scan is not needed), 0: the scan runs. */
+static int take_hint(st_edit *e, const window *w, const st_strmap *t, int prov_removed,
+		     char *made)
+{
+	if (!e->hint || prov_removed)
+		return 0;
+	for (size_t k = 0; k < t->cap; k++)
+		if (t->slots[k].hash &&
+		    !st_strmap_getn(&e->hint_urns, t->slots[k].key, t->slots[k].len))
+			return 0;
+	for (size_t i = 0; i < w->na; i++)
+		if (st__ptrset_has(&e->hint_refs, json_array_get(w->after, i)))
+			made[i] = 1;
+	__atomic_add_fetch(&hint_used, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
 /* The integrity check at commit. When the state was checked valid as the session began
  * (st__edit_base_valid: a move), errors can only be where the session changed something: see
  * st__integrity_check_touched and doc/DESIGN.md ("The check after an edit of a valid state").
@@ -354,10 +385,10 @@ static int check_since_valid(st_edit *e, st_problems *p, st_error *err)
 	json_t *dep = st_state_deployment(e->s);
 	const char *now = st_json_str(json_object_get(dep, "secrets_providers"), "type");
 	st_prefilter *tf = NULL;
-	st_strmap t;
+	st_strmap t, none;
 	char *made = NULL;
 	window w;
-	int whole = 1, rc = ST_OK;
+	int whole = 1, prov = 0, rc = ST_OK;
 
 	/* (a state that loses its secrets provider: the ciphertexts it keeps are not looked at) */
 	if (!e->base_valid || !e->base.res || !st__edit_resources(e) ||
@@ -365,9 +396,12 @@ static int check_since_valid(st_edit *e, st_problems *p, st_error *err)
 	    (was && *was && !(now && *now)))
 		return st_integrity_check(e->s, p, err);
 	st_strmap_init(&t);
+	st_strmap_init(&none);
 	window_init(e, &w);
-	if ((tf = calloc(1, sizeof(*tf))) && changes_of(&w, &made, &t, tf))
-		rc = st__integrity_check_touched(e->s, made, &t, tf, p, &whole, err);
+	if ((tf = calloc(1, sizeof(*tf))) && changes_of(&w, &made, &t, tf, &prov))
+		rc = st__integrity_check_touched(e->s, made,
+						 take_hint(e, &w, &t, prov, made) ? &none : &t, tf,
+						 p, &whole, err);
 	window_free(&w);
 	st_strmap_free(&t);
 	free(tf);

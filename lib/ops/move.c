@@ -48,6 +48,8 @@ typedef struct mv {
 	st_strmap src_index;   /* urn -> first index (a) */
 	st_strmap moved_urns;  /* the URNs that move */
 	st_prefilter moved_f;  /* moved_urns' */
+	st__ptrset refs;       /* the source's resources that refer to moved_urns (as they are
+				* now: shrink_source), for the commit's check (st__edit_hint_refs) */
 	st_strmap stay;        /* the URNs that stay (only when a URN repeats) */
 	int repeats;           /* a URN occurs more than once in the source */
 	st_strmap dst;         /* the destination's URNs -> its resource (p) */
@@ -665,6 +667,10 @@ static int shrink_source(mv *c)
 		json_t *copy;
 		if (!scan.hit[i])
 			continue;
+		if (st__ptrset_add(&c->refs, r) < 0) {
+			free(scan.hit);
+			return oom(c);
+		}
 		/* (a shallow copy: of the full resource) */
 		if (st__edit_inflate(c->se, i, c->err) != ST_OK) {
 			free(scan.hit);
@@ -678,7 +684,8 @@ static int shrink_source(mv *c)
 		}
 		if (c->rep->broken_source.count == before)
 			json_decref(copy); /* only its parent was among them */
-		else if (st__edit_put(c->se, c->sres, i, copy) < 0) {
+		else if (st__edit_put(c->se, c->sres, i, copy) < 0 ||
+			 st__ptrset_add(&c->refs, copy) < 0) {
 			free(scan.hit);
 			return oom(c);
 		}
@@ -894,6 +901,10 @@ int st_edit_move(st_edit *src, st_edit *dst, const st_move_opts *o, st_move_repo
 			rc = st__edit_op_end(dst, &dop, move_(&c));
 		rc = st__edit_op_end(src, &sop, rc);
 	}
+	/* what the source's scan found, for its commit's check (it outlives the move: the
+	 * moved resources the URNs are borrowed from stay in the session's baseline) */
+	if (rc == ST_OK)
+		st__edit_hint_refs(src, &c.moved_urns, &c.refs);
 	if (rc != ST_OK) {
 		int needs = rep->needs_secrets;
 		st_changes warnings = rep->warnings;
@@ -910,6 +921,7 @@ int st_edit_move(st_edit *src, st_edit *dst, const st_move_opts *o, st_move_repo
 	free(c.dproj);
 	st_strmap_free(&c.src_index);
 	st_strmap_free(&c.moved_urns);
+	st__ptrset_free(&c.refs);
 	st_strmap_free(&c.stay);
 	st_strmap_free(&c.dst);
 	free_map_values(&c.urnmap, 0);

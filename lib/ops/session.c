@@ -227,6 +227,23 @@ int st_edit_begin(st_edit **out, st_state *s, st_changes *report, st_error *err)
 	return ST_OK;
 }
 
+void st__edit_hint_refs(st_edit *e, st_strmap *urns, st__ptrset *refs)
+{
+	st__edit_hint_clear(e);
+	e->hint_urns = *urns;
+	e->hint_refs = *refs;
+	st_strmap_init(urns);
+	memset(refs, 0, sizeof(*refs));
+	e->hint = 1;
+}
+
+void st__edit_hint_clear(st_edit *e)
+{
+	st_strmap_free(&e->hint_urns);
+	st__ptrset_free(&e->hint_refs);
+	e->hint = 0;
+}
+
 void st_edit_free(st_edit *e)
 {
 	if (!e)
@@ -234,6 +251,7 @@ void st_edit_free(st_edit *e)
 	st__snapshot_free(&e->base);
 	json_decref(e->pre_root);
 	st__ptrset_free(&e->fresh);
+	st__edit_hint_clear(e);
 	free(e->ids);
 	free(e->pos);
 	free(e);
@@ -244,6 +262,7 @@ void st_edit_rollback(st_edit *e)
 	ST_ASSERT_ARG(e);
 	snapshot_restore(e, &e->base);
 	st__ptrset_free(&e->fresh);
+	st__edit_hint_clear(e);
 	e->dirty = 0;
 }
 
@@ -266,6 +285,7 @@ void st__edit_abort(st_edit *e)
 int st__edit_op_begin(st_edit *e, st__edit_op *op, st_error *err)
 {
 	memset(op, 0, sizeof(*op));
+	st__edit_hint_clear(e);
 	if (!e->dirty)
 		return ST_OK; /* the baseline is the savepoint */
 	if (snapshot_take(e, &op->snap) != ST_OK)
@@ -280,6 +300,7 @@ int st__edit_op_begin(st_edit *e, st__edit_op *op, st_error *err)
 int st__edit_op_end(st_edit *e, st__edit_op *op, int rc)
 {
 	if (rc != ST_OK) {
+		st__edit_hint_clear(e);
 		if (op->snap.taken) {
 			snapshot_restore(e, &op->snap);
 			st__ptrset_free(&e->fresh);

@@ -66,6 +66,12 @@ struct st_edit {
 	int other_changed;
 	int dirty;        /* anything changed since the baseline */
 	int base_valid;   /* the baseline was checked: no integrity errors (st__edit_base_valid) */
+	/* What a move found (st__edit_hint_refs; gone with any other operation or a rollback):
+	 * every resource now in the state whose URN fields name one of hint_urns is in
+	 * hint_refs or was made by the session */
+	int hint;
+	st_strmap hint_urns; /* keys borrowed from the moved resources, which base holds */
+	st__ptrset hint_refs;
 	/* handles: ids[i] is the handle of resource i; pos[h] - 1 its index (when !pos_stale) */
 	size_t *ids, nids, capids;
 	size_t next_id;
@@ -115,6 +121,13 @@ int st__edit_set_member(st_edit *e, const char *key, json_t *v, st_error *err);
 void st__edit_base_valid(st_edit *e);
 /* Recomputes the manifest's magic in a copy of the manifest (nothing when it is right). */
 int st__edit_fix_magic(st_edit *e, st_error *err);
+/* A move's last step on its source: `urns` (taken: the map is left empty; its keys are the
+ * URNs of resources the session removed) are all the URNs it took away, and `refs` (taken)
+ * every resource left in place whose reference fields (st__refers) name one of them, by its
+ * address as it is now. The commit's check then looks at those instead of scanning every
+ * resource for them (commit.c). Any later operation, or a rollback, forgets it. */
+void st__edit_hint_refs(st_edit *e, st_strmap *urns, st__ptrset *refs);
+void st__edit_hint_clear(st_edit *e);
 
 /* The index of the resource a handle names now, or (size_t)-1. */
 size_t st__edit_index_of(st_edit *e, st_handle h);
