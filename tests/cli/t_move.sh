@@ -464,13 +464,16 @@ check_out "0"
 
 # a journal left by a statetool of journal version 1 (SHA-256) is still completed; an unknown
 # version is refused with the files left as they are
-J=$T/j1
-rm -rf "$J"; mkdir -p "$J"
-cp "$M/leaf.json" "$J/a.json"; cp "$M/leaf.json" "$J/b.json"
-sed 's/::name"/::renamed"/' "$M/leaf.json" > "$J/a.json.statetool-new"
-cp "$J/a.json.statetool-new" "$J/a.expected"
-cp "$M/leaf.json" "$J/b.json.statetool-new"; printf '\n' >> "$J/b.json.statetool-new"
-cp "$J/b.json.statetool-new" "$J/b.expected"
+journal_files() { # DIR: two files, each with its staged new version and the expected result
+	J=$1
+	rm -rf "$J"; mkdir -p "$J"
+	cp "$M/leaf.json" "$J/a.json"; cp "$M/leaf.json" "$J/b.json"
+	sed 's/::name"/::renamed"/' "$M/leaf.json" > "$J/a.json.statetool-new"
+	cp "$J/a.json.statetool-new" "$J/a.expected"
+	cp "$M/leaf.json" "$J/b.json.statetool-new"; printf '\n' >> "$J/b.json.statetool-new"
+	cp "$J/b.json.statetool-new" "$J/b.expected"
+}
+journal_files "$T/j1"
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 journal() { # VERSION OLDKEY NEWKEY
 	printf '{"statetool_journal":%s,"operation":"move","files":[{"path":"%s","%s":"%s","%s":"%s","staged":"%s"},{"path":"%s","%s":"%s","%s":"%s","staged":"%s"}]}\n' \
@@ -495,13 +498,7 @@ check_out "0"
 # a journal left by the statetool before XXH3 (version 3: both sides by store and key, the
 # BLAKE2b-256 of each object) is still completed; a later version naming a hash this statetool
 # does not know is refused with the files left as they are
-J=$T/j3
-rm -rf "$J"; mkdir -p "$J"
-cp "$M/leaf.json" "$J/a.json"; cp "$M/leaf.json" "$J/b.json"
-sed 's/::name"/::renamed"/' "$M/leaf.json" > "$J/a.json.statetool-new"
-cp "$J/a.json.statetool-new" "$J/a.expected"
-cp "$M/leaf.json" "$J/b.json.statetool-new"; printf '\n' >> "$J/b.json.statetool-new"
-cp "$J/b.json.statetool-new" "$J/b.expected"
+journal_files "$T/j3"
 b2() { b2sum -l 256 "$1" | cut -d' ' -f1; }
 side3() { # KEY
 	printf '{"store":"file://%s","key":"%s","old_hash":"%s","new_hash":"%s","staged":"%s.statetool-new","journal":"%s.statetool-journal"}' \
