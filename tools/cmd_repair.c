@@ -38,9 +38,9 @@ static int run(st_edit *e, st_state *s, void *arg, st_error *err)
 		return rc;
 	st_integrity_check(s, &p, NULL);
 	if (p.errors) {
-		cli_errorf("Failed to repair the snapshot automatically: %zu integrity error%s "
-			   "remain; nothing was written:",
-			   p.errors, p.errors == 1 ? "" : "s");
+		cli_errorf("Failed to repair the snapshot automatically: %zu integrity %s; "
+			   "nothing was written:",
+			   p.errors, p.errors == 1 ? "error remains" : "errors remain");
 		for (size_t i = 0; i < p.count; i++)
 			if (p.items[i].severity == ST_SEV_ERROR)
 				cli_problem(&p.items[i]);

@@ -244,6 +244,19 @@ run "repair Pulumi's checkpoint" st repair "$T/cp3.json"
 check_rc 0; check_out_has "State repaired successfully"
 run "repaired checkpoint valid" st validate "$T/cp3.json"
 check_rc 0
+# what repair cannot fix: exit 1, each error named, nothing written
+cp "$FIXTURES/validate/provider-parse.json" "$T/pp.json"
+run "repair cannot fix" st repair "$T/pp.json"
+check_rc 1
+check_err "statetool: error: Failed to repair the snapshot automatically: 1 integrity error remains; nothing was written:
+  [integrity/provider-parse] failed to parse provider reference for resource urn:pulumi:dev::proj::my:index:Comp\$aws:s3/bucket:Bucket::b: expected '::' in provider reference 'nocolons'
+    at /deployment/resources/3/provider
+Repair it by hand: statetool edit STATE (or export, edit, import)"
+check_same "$FIXTURES/validate/provider-parse.json" "$T/pp.json"; check_absent "$T/pp.json.bak"
+cp "$FIXTURES/validate/provider-parse-defined.json" "$T/pp.json"
+run "repair cannot fix two" st repair "$T/pp.json"
+check_rc 1; check_err_has "Failed to repair the snapshot automatically: 2 integrity errors remain; nothing was written:"
+check_same "$FIXTURES/validate/provider-parse-defined.json" "$T/pp.json"
 
 # dry runs write nothing and say exactly what would change
 fresh
