@@ -182,7 +182,12 @@ static int prune_cb(void *ctx, st_ref *ref)
 				ref->key ? ")" : "", ref->value);
 		return ST_REF_REMOVE;
 	}
-	return strcmp(to, ref->value) ? st__ref_set(ref, to) : ST_REF_NEXT;
+	if (!strcmp(to, ref->value))
+		return ST_REF_NEXT;
+	st__edit_report(p->e, "%s: %s%s%s%s on %s now names its new URN %s", p->urn,
+			what[ref->kind >> 1], ref->key ? " (" : "", ref->key ? ref->key : "",
+			ref->key ? ")" : "", ref->value, to);
+	return st__ref_set(ref, to);
 }
 
 /* The URN of resource `pu` under a parent of qualified type pqt (NULL: none). New. */

@@ -244,6 +244,23 @@ run "repair Pulumi's checkpoint" st repair "$T/cp3.json"
 check_rc 0; check_out_has "State repaired successfully"
 run "repaired checkpoint valid" st validate "$T/cp3.json"
 check_rc 0
+# a missing parent: the children get new URNs, and every reference to them is rewritten and reported
+cp "$F/orphans.json" "$T/orph.json"
+run "repair reports rewritten references" st repair "$T/orph.json"
+check_rc 0
+A='urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucket:Bucket::assets'
+P='urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucketPolicy:BucketPolicy::assets-policy'
+W='urn:pulumi:dev::shop::my:index:App$my:index:Web::web'
+V='urn:pulumi:dev::shop::my:index:App$aws:ec2/instance:Instance::server'
+check_out "$A: parent $W is missing; cleared (new URN urn:pulumi:dev::shop::aws:s3/bucket:Bucket::assets)
+$P: parent $W is missing; cleared (new URN urn:pulumi:dev::shop::aws:s3/bucketPolicy:BucketPolicy::assets-policy)
+$P: dependency on $A now names its new URN urn:pulumi:dev::shop::aws:s3/bucket:Bucket::assets
+$P: property dependency (bucket) on $A now names its new URN urn:pulumi:dev::shop::aws:s3/bucket:Bucket::assets
+$V: dependency on $P now names its new URN urn:pulumi:dev::shop::aws:s3/bucketPolicy:BucketPolicy::assets-policy
+$V: property dependency (instanceType) on $P now names its new URN urn:pulumi:dev::shop::aws:s3/bucketPolicy:BucketPolicy::assets-policy
+State repaired successfully"
+run "repaired orphans valid" st validate "$T/orph.json"
+check_rc 0
 # what repair cannot fix: exit 1, each error named, nothing written
 cp "$FIXTURES/validate/provider-parse.json" "$T/pp.json"
 run "repair cannot fix" st repair "$T/pp.json"
