@@ -637,6 +637,8 @@ char *st__go_base64_error(const char *s, size_t n);             /* base64.StdEnc
 /* base64.StdEncoding's DecodeString into out (room for n / 4 * 3 + 3 bytes): the length
  * decoded, or -1 exactly where Go gives an error (st__go_base64_error says where). */
 long long st__go_base64_decode(const char *s, size_t n, unsigned char *out);
+/* Go's []rune(s): the runes of s's n bytes into out (room for n), each invalid byte U+FFFD. */
+size_t st__go_runes(const char *s, size_t n, unsigned *out);
 char *st__go_parse_hex64_error(const char *s, size_t n, unsigned long long *out);
 /* strconv.ParseInt(s, 10, 64) accepts it. */
 int st__go_int_literal(const char *s, size_t n);

@@ -705,6 +705,18 @@ static void test_find(void **state)
 	st_error_clear(&err);
 	assert_int_equal(st_state_find(s, "#9", &hits, &n, &err), ST_ENOTFOUND);
 	st_state_free(s);
+	/* Pulumi's distance is over runes, every letter folded (unicode.ToLower): "äöü" is
+	 * U+00C4 U+00D6 U+00DC (three bytes apart from it in UTF-8, beyond len/4) */
+	s = load_text("{\"version\":3,\"deployment\":{\"resources\":[{\"urn\":\"urn:pulumi:s::p::a:b:C"
+		      "::\u00c4\u00d6\u00dc\",\"type\":\"a:b:C\"}]}}", ST_OK, NULL);
+	st_error_clear(&err);
+	assert_int_equal(st_state_find(s, "\xc3\xa4\xc3\xb6\xc3\xbc", &hits, &n, &err), ST_ENOTFOUND);
+	assert_non_null(strstr(err.message, "Did you mean:\n  urn:pulumi:s::p::a:b:C::\xc3\x84\xc3\x96"
+					    "\xc3\x9c\n"));
+	st_error_clear(&err); /* each invalid byte is one rune, U+FFFD: three edits from the name */
+	assert_int_equal(st_state_find(s, "\xff\xfe", &hits, &n, &err), ST_ENOTFOUND);
+	assert_null(strstr(err.message, "Did you mean"));
+	st_state_free(s);
 	/* two resources share a name */
 	s = load_text("{\"version\":3,\"deployment\":{\"resources\":[{\"urn\":\"urn:pulumi:s::p::a:b:C"
 		      "::n\",\"type\":\"a:b:C\"},{\"urn\":\"urn:pulumi:s::p::a:b:D::n\",\"type\":"

@@ -1,31 +1,46 @@
 /* Finding resources by URN, name, URN suffix or index, with "did you mean" on a miss. */
 #include "internal.h"
 
-#include <ctype.h>
+#include <locale.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wctype.h>
 
-static size_t levenshtein(const char *a, const char *b)
+/* Unicode lower case as Go's unicode.ToLower, from glibc's tables for C.UTF-8 (whatever the
+ * process's locale); ASCII only if that locale is missing. */
+static unsigned lower(unsigned r, locale_t loc)
 {
-	size_t la = strlen(a), lb = strlen(b);
+	if (r < 0x80)
+		return r >= 'A' && r <= 'Z' ? r + 32 : r;
+	return loc ? (unsigned)towlower_l((wint_t)r, loc) : r;
+}
+
+/* The edit distance of Pulumi's similarURNs: over runes, each compared in lower case. */
+static size_t levenshtein(const char *a, const char *b, locale_t loc)
+{
+	size_t la = strlen(a), lb = strlen(b), d = (size_t)-1;
+	unsigned *ra, *rb;
 	size_t *row;
 	if (la > 512 || lb > 512)
 		return (size_t)-1;
+	ra = malloc((la + lb + 1) * sizeof(*ra));
 	row = malloc((lb + 1) * sizeof(*row));
-	if (!row)
-		return (size_t)-1;
+	if (!ra || !row)
+		goto out;
+	rb = ra + la;
+	la = st__go_runes(a, la, ra);
+	lb = st__go_runes(b, lb, rb);
+	for (size_t i = 0; i < la; i++)
+		ra[i] = lower(ra[i], loc);
+	for (size_t j = 0; j < lb; j++)
+		rb[j] = lower(rb[j], loc);
 	for (size_t j = 0; j <= lb; j++)
 		row[j] = j;
 	for (size_t i = 1; i <= la; i++) {
 		size_t prev = row[0];
 		row[0] = i;
 		for (size_t j = 1; j <= lb; j++) {
-			size_t cur = row[j];
-			size_t cost = tolower((unsigned char)a[i - 1]) ==
-						      tolower((unsigned char)b[j - 1])
-					      ? 0
-					      : 1;
-			size_t v = prev + cost;
+			size_t cur = row[j], v = prev + (ra[i - 1] != rb[j - 1]);
 			if (row[j] + 1 < v)
 				v = row[j] + 1;
 			if (row[j - 1] + 1 < v)
@@ -34,7 +49,9 @@ static size_t levenshtein(const char *a, const char *b)
 			prev = cur;
 		}
 	}
-	size_t d = row[lb];
+	d = row[lb];
+out:
+	free(ra);
 	free(row);
 	return d;
 }
@@ -95,13 +112,14 @@ static int ambiguous(json_t *res, const char *q, const size_t *hits, size_t n, s
 
 /* Nothing found: Pulumi's message (resourceNotFoundError), with up to three distinct URNs
  * within its edit distance, max(2, len/4) with len in bytes as Go's len of a string (the
- * distance here folds ASCII case only; Pulumi's folds every letter), nearest first (a name query is
+ * distance over runes, case folded, as Pulumi's), nearest first (a name query is
  * also compared with each resource's name). live: only resources not marked delete: true
  * are candidates, as for Pulumi's protect and taint. */
 static int not_found(json_t *res, const char *q, int live, st_error *err)
 {
 	size_t best[3] = {0}, bestd[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
 	size_t lim = strlen(q) / 4 > 2 ? strlen(q) / 4 : 2;
+	locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
 	st_buf b;
 	size_t i;
 	json_t *r;
@@ -115,9 +133,9 @@ static int not_found(json_t *res, const char *q, int live, st_error *err)
 			seen |= !strcmp(urn, st_json_str(json_array_get(res, best[k]), "urn"));
 		if (seen)
 			continue;
-		d = levenshtein(q, urn);
-		if ((name = urn_name(urn)) && levenshtein(q, name) < d)
-			d = levenshtein(q, name);
+		d = levenshtein(q, urn, loc);
+		if ((name = urn_name(urn)) && levenshtein(q, name, loc) < d)
+			d = levenshtein(q, name, loc);
 		for (int k = 0; k < 3 && d <= lim; k++) {
 			if (d < bestd[k]) {
 				for (int m = 2; m > k; m--) {
@@ -130,6 +148,8 @@ static int not_found(json_t *res, const char *q, int live, st_error *err)
 			}
 		}
 	}
+	if (loc)
+		freelocale(loc);
 	st_buf_init(&b);
 	for (int k = 0; k < 3 && bestd[k] != (size_t)-1; k++)
 		st_buf_printf(&b, "%s\n  %s", k == 0 ? "\nDid you mean:" : "",

@@ -46,6 +46,19 @@ static long utf8_rune(const unsigned char *s, size_t n, size_t *w)
 	return r;
 }
 
+/* Go's []rune(s): each invalid byte becomes U+FFFD. out has room for n runes; the count. */
+size_t st__go_runes(const char *s, size_t n, unsigned *out)
+{
+	const unsigned char *p = (const unsigned char *)s, *e = p + n;
+	size_t k = 0, w;
+	while (p < e) {
+		long r = utf8_rune(p, (size_t)(e - p), &w);
+		out[k++] = r < 0 ? 0xfffd : (unsigned)r;
+		p += w;
+	}
+	return k;
+}
+
 /* unicode.IsPrint for the runes a state can hold, close enough for messages: controls, the
  * C1 controls, format characters and the line and paragraph separators are not printable. */
 static int go_isprint(long r)
