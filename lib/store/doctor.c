@@ -19,9 +19,9 @@ typedef struct doctor {
 	st_doctor_report *r;
 	char *url;       /* the backend's URL as one shell word */
 	char *unreadable; /* per listed stack: it could not be loaded */
-	st_strmap ids;   /* "type\nid" (a key of `owners`) -> its index there */
+	st_strmap ids;   /* "type\nid\nprovider" (a key of `owners`) -> its index there */
 	struct owner {
-		char *key; /* "type\nid" */
+		char *key; /* "type\nid\nprovider": the provider's hash (prints_of) */
 		char *who; /* "stack\nurn" of the first holder */
 	} *owners;
 	size_t nowners, capowners;
@@ -95,7 +95,7 @@ static const char *short_name(const st_stack_info *si, char *buf, size_t n)
  * rewrites the checkpoint and the URNs together. Else an edit of the URNs (judged by the
  * checkpoint, which names the place). */
 static int add_place_fixes(doctor *d, st_state *s, const st_problems *pl, const char *name,
-			   const char *where)
+			   const char *where, int *is_copy)
 {
 	const char *cs = st_state_checkpoint_stack(s);
 	int copy = 0, rc = ST_OK;
@@ -111,7 +111,8 @@ static int add_place_fixes(doctor *d, st_state *s, const st_problems *pl, const 
 	    st_backend_resolve(d->b, cs + 13, &q, &exists, NULL) != ST_OK)
 		exists = 0;
 	free(q);
-	if (copy == 3 && cs && !strncmp(cs, "organization/", 13) && exists)
+	*is_copy = copy == 3 && cs && !strncmp(cs, "organization/", 13) && exists;
+	if (*is_copy)
 		/* the stack it is a copy of is there: two stacks hold the same resources, and the
 		 * copy cannot go back; Pulumi removes a stack without touching its resources */
 		dup = st_asprintf("pulumi stack rm --force --stack %s (after pulumi login %s): a "
@@ -133,8 +134,9 @@ static int add_place_fixes(doctor *d, st_state *s, const st_problems *pl, const 
 	return rc;
 }
 
+/* *is_copy: the state is a copy of another stack's, which exists (its IDs are that stack's). */
 static int check_problems(doctor *d, st_state *s, const char *qname, const char *name,
-			  const char *where)
+			  const char *where, int *is_copy)
 {
 	st_validate_opts vo = ST_VALIDATE_OPTS_INIT;
 	st_problems p = {0}, pl = {0};
@@ -158,7 +160,7 @@ static int check_problems(doctor *d, st_state *s, const char *qname, const char 
 		free(msg);
 	}
 	if (rc == ST_OK)
-		rc = add_place_fixes(d, s, &pl, name, where);
+		rc = add_place_fixes(d, s, &pl, name, where, is_copy);
 out:
 	st_problems_clear(&p);
 	st_problems_clear(&pl);
@@ -201,61 +203,152 @@ static int check_pending(doctor *d, st_state *s, const char *name, const char *w
 	return rc;
 }
 
-/* A physical ID held by a resource of another stack: both manage one cloud resource. */
+/* The first holder of a "type\nid\nprovider" key (key taken). */
+static int own(doctor *d, char *key, const char *name, const char *urn)
+{
+	st_strmap_slot *sl;
+	int created;
+	if (d->nowners == d->capowners) {
+		size_t nc = d->capowners ? d->capowners * 2 : 64;
+		struct owner *na = realloc(d->owners, nc * sizeof(*na));
+		if (!na) {
+			free(key);
+			return ST_ENOMEM;
+		}
+		d->owners = na;
+		d->capowners = nc;
+	}
+	d->owners[d->nowners].key = key;
+	d->owners[d->nowners].who = st_asprintf("%s\n%s", name, urn);
+	if (!d->owners[d->nowners++].who || !(sl = st_strmap_put(&d->ids, key, &created)))
+		return ST_ENOMEM;
+	sl->a = d->nowners - 1;
+	return ST_OK;
+}
+
+/* The finding: which of the two stacks should keep it, only their programs tell; the fix
+ * names the delete from either. first is "stack\nurn" of the other holder, nl its newline. */
+static int add_duplicate(doctor *d, const char *name, const char *where, const char *urn,
+			 const char *id, const char *type, const char *first, const char *nl)
+{
+	int on = (int)(nl - first);
+	char *fix = st_asprintf("statetool delete --backend %s --stack %s '%s' (or --stack %.*s "
+				"'%s': from the stack whose program no longer declares it)",
+				d->url, name, urn, on, first, nl + 1);
+	int rc = !fix ? ST_ENOMEM
+		      : add(d, "duplicate-id", name, where, fix,
+			    "%s has ID '%s', as %s in stack %.*s, each through a provider of the "
+			    "same configuration: both stacks manage one %s if those providers reach "
+			    "the same account or cluster; keep it in one of them",
+			    urn, id, nl + 1, on, first, type);
+	free(fix);
+	return rc;
+}
+
+/* What a resource's provider reaches, as far as the state tells: a hash of the provider's
+ * type and inputs (its version and download URL left out), by provider reference
+ * ("URN::ID"). Two stacks of one program for two accounts or clusters use the same IDs
+ * through providers configured differently: those are no duplicates. */
+typedef struct prints {
+	st_strmap map; /* reference -> hex hash (p) */
+	char **own;
+	size_t n;
+} prints;
+
+static void prints_free(prints *pp)
+{
+	st_strmap_free(&pp->map);
+	for (size_t i = 0; i < pp->n; i++)
+		free(pp->own[i]);
+	free(pp->own);
+}
+
+static int prints_of(json_t *res, prints *pp)
+{
+	size_t i, n = 0;
+	json_t *r;
+	st_strmap_init(&pp->map);
+	pp->n = 0;
+	json_array_foreach(res, i, r)
+		n += st_json_str(r, "type") && st_type_is_provider(st_json_str(r, "type"));
+	if (!(pp->own = calloc(2 * n + 1, sizeof(*pp->own))))
+		return ST_ENOMEM;
+	json_array_foreach(res, i, r) {
+		const char *type = st_json_str(r, "type"), *urn = st_json_str(r, "urn");
+		const char *id = st_json_str(r, "id");
+		json_t *in = json_object_get(r, "inputs");
+		unsigned char h[16];
+		char *ref, *hex, *text;
+		int created;
+		st_strmap_slot *sl;
+		if (!type || !urn || !id || !st_type_is_provider(type))
+			continue;
+		in = json_is_object(in) ? json_deep_copy(in) : json_object();
+		if (in) {
+			json_object_del(in, "version");
+			json_object_del(in, "pluginDownloadURL");
+		}
+		text = in ? json_dumps(in, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+		json_decref(in);
+		ref = st_asprintf("%s::%s", urn, id);
+		hex = malloc(33);
+		if (!text || !ref || !hex) {
+			free(text);
+			free(ref);
+			free(hex);
+			return ST_ENOMEM;
+		}
+		crypto_generichash(h, sizeof(h), (const unsigned char *)type, strlen(type) + 1,
+				   NULL, 0);
+		crypto_generichash(h, sizeof(h), (const unsigned char *)text, strlen(text), h,
+				   sizeof(h));
+		free(text);
+		sodium_bin2hex(hex, 33, h, sizeof(h));
+		pp->own[pp->n++] = ref;
+		pp->own[pp->n++] = hex;
+		if (!(sl = st_strmap_put(&pp->map, ref, &created)))
+			return ST_ENOMEM;
+		sl->p = hex;
+	}
+	return ST_OK;
+}
+
+/* A physical ID held by a resource of another stack through a provider of the same
+ * configuration: both may manage one cloud resource. */
 static int check_ids(doctor *d, st_state *s, const char *name, const char *where)
 {
 	json_t *res = st_state_resources(s, 0), *r;
 	size_t i;
-	int rc = ST_OK;
+	prints pp;
+	int rc = prints_of(res, &pp);
 
 	json_array_foreach(res, i, r) {
 		const char *type = st_json_str(r, "type"), *id = st_json_str(r, "id"),
-			   *urn = st_json_str(r, "urn");
-		st_strmap_slot *sl;
+			   *urn = st_json_str(r, "urn"), *prov = st_json_str(r, "provider");
+		st_strmap_slot *sl = prov ? st_strmap_get(&pp.map, prov) : NULL;
 		char *key;
-		int created;
+		if (rc != ST_OK)
+			break;
 		if (!type || !id || !*id || !urn || st_type_is_provider(type) ||
 		    json_is_true(json_object_get(r, "external")) ||
 		    json_is_true(json_object_get(r, "delete")))
 			continue;
-		if (!(key = st_asprintf("%s\n%s", type, id)))
-			return ST_ENOMEM;
-		if ((sl = st_strmap_get(&d->ids, key)) != NULL) {
+		if (!(key = st_asprintf("%s\n%s\n%s", type, id, sl ? (char *)sl->p : "")))
+			rc = ST_ENOMEM;
+		else if ((sl = st_strmap_get(&d->ids, key)) != NULL)
 			free(key);
-		} else {
-			if (d->nowners == d->capowners) {
-				size_t nc = d->capowners ? d->capowners * 2 : 64;
-				struct owner *na = realloc(d->owners, nc * sizeof(*na));
-				if (!na) {
-					free(key);
-					return ST_ENOMEM;
-				}
-				d->owners = na;
-				d->capowners = nc;
-			}
-			d->owners[d->nowners].key = key;
-			d->owners[d->nowners].who = st_asprintf("%s\n%s", name, urn);
-			if (!d->owners[d->nowners++].who ||
-			    !(sl = st_strmap_put(&d->ids, key, &created)))
-				return ST_ENOMEM;
-			sl->a = d->nowners - 1;
+		else {
+			rc = own(d, key, name, urn);
 			continue;
 		}
+		if (rc != ST_OK)
+			break;
 		const char *first = d->owners[sl->a].who, *nl = strchr(first, '\n');
 		if ((size_t)(nl - first) == strlen(name) && !strncmp(first, name, strlen(name)))
 			continue; /* within one stack: the integrity check's business */
-		char *args = st_asprintf("--stack %s '%s'", name, urn);
-		char *msg = st_asprintf("%s has ID '%s', as %.*s in stack %.*s: two stacks manage "
-					"one %s; keep it in one of them",
-					urn, id, (int)strlen(nl + 1), nl + 1, (int)(nl - first),
-					first, type);
-		rc = args && msg ? add_fix(d, "duplicate-id", name, where, "delete", args, msg)
-				 : ST_ENOMEM;
-		free(args);
-		free(msg);
-		if (rc)
-			return rc;
+		rc = add_duplicate(d, name, where, urn, id, type, first, nl);
 	}
+	prints_free(&pp);
 	return rc;
 }
 
@@ -264,7 +357,7 @@ static int check_stack(doctor *d, const st_stack_info *si, char *unreadable)
 	char name[256], *where = st__store_where(d->s, si->key), args[300];
 	st_state *s = NULL;
 	st_error e;
-	int rc;
+	int rc, copy = 0;
 
 	if (!where)
 		return ST_ENOMEM;
@@ -285,8 +378,10 @@ static int check_stack(doctor *d, const st_stack_info *si, char *unreadable)
 		free(where);
 		return rc;
 	}
-	if ((rc = check_problems(d, s, si->qname, name, where)) == ST_OK &&
-	    (rc = check_pending(d, s, name, where)) == ST_OK)
+	/* a copy of a stack that exists holds that stack's IDs: its place finding says so, and
+	 * it is no holder of them (its fix removes it) */
+	if ((rc = check_problems(d, s, si->qname, name, where, &copy)) == ST_OK &&
+	    (rc = check_pending(d, s, name, where)) == ST_OK && !copy)
 		rc = check_ids(d, s, name, where);
 	st_state_free(s);
 	free(where);

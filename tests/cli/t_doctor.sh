@@ -73,9 +73,9 @@ shop/junk: unreadable: unexpected end of JSON input
 shop/pend: pending: 1 pending operation left by an interrupted update (a \`creating\` one may have made a resource the state does not record: record it by its ID, or clear it)
   at: $S/pend.json
   fix: statetool pending import --backend $B --stack shop/pend 'urn:pulumi:pend::shop::aws:sqs/queue:Queue::q' ID
-shop/twin: duplicate-id: urn:pulumi:twin::shop::aws:s3/bucket:Bucket::b2 has ID 'b-1', as urn:pulumi:good::shop::aws:s3/bucket:Bucket::b in stack shop/good: two stacks manage one aws:s3/bucket:Bucket; keep it in one of them
+shop/twin: duplicate-id: urn:pulumi:twin::shop::aws:s3/bucket:Bucket::b2 has ID 'b-1', as urn:pulumi:good::shop::aws:s3/bucket:Bucket::b in stack shop/good, each through a provider of the same configuration: both stacks manage one aws:s3/bucket:Bucket if those providers reach the same account or cluster; keep it in one of them
   at: $S/twin.json
-  fix: statetool delete --backend $B --stack shop/twin 'urn:pulumi:twin::shop::aws:s3/bucket:Bucket::b2'
+  fix: statetool delete --backend $B --stack shop/twin 'urn:pulumi:twin::shop::aws:s3/bucket:Bucket::b2' (or --stack shop/good 'urn:pulumi:good::shop::aws:s3/bucket:Bucket::b': from the stack whose program no longer declares it)
 old: legacy-lock: a lock of the legacy layout, which Pulumi no longer looks at (left by a tool killed while it held it)
   at: $B/.pulumi/locks/old/6a1f0e2c-0000-4000-8000-000000000002.json
   fix: statetool unlock --backend $B --stack old
@@ -201,4 +201,32 @@ check_out_lacks "stack rename"
 rm "$P2/.pulumi/stacks/shop/dup.json"
 run "then no problem" st doctor --backend "$P2"
 check_rc 0; check_out "no problems found (1 stack checked)"
+# a copy of an existing stack holds that stack's IDs: no duplicate-id (its fix would delete the
+# resources from the real stack while the copy, which the place fix removes, kept them)
+cp "$P2/.pulumi/stacks/shop/orig.json" "$P2/.pulumi/stacks/shop/aaa.json"
+run "a copy sorting first is no holder of IDs" st doctor --backend "$P2"
+check_rc 1
+check_out_has "  fix: pulumi stack rm --force --stack shop/aaa (after pulumi login $P2): a copy of shop/orig, which exists"
+check_out_lacks "duplicate-id"
+rm "$P2/.pulumi/stacks/shop/aaa.json"
+
+# one program, two clusters: the same namespace ID through providers configured differently
+# is no duplicate; through providers of the same inputs (the version aside) it is
+K=$T/k8s; mkdir -p "$K/.pulumi/stacks/app"; printf 'version: 1\n' >"$K/.pulumi/meta.yaml"
+kube() { # STACK CONTEXT VERSION
+	prov="urn:pulumi:$1::app::pulumi:providers:kubernetes::k8s"
+	printf '{"urn":"%s","custom":true,"id":"p-%s","type":"pulumi:providers:kubernetes","inputs":{"context":"%s","version":"%s"}},{"urn":"urn:pulumi:%s::app::kubernetes:core/v1:Namespace::monitoring","custom":true,"id":"monitoring","type":"kubernetes:core/v1:Namespace","provider":"%s::p-%s"}' \
+		"$prov" "$1" "$2" "$3" "$1" "$prov" "$1"
+}
+ck app dev "$(root app dev),$(kube dev dev-cluster 4.18.0)" >"$K/.pulumi/stacks/app/dev.json"
+ck app prod "$(root app prod),$(kube prod prod-cluster 4.18.0)" >"$K/.pulumi/stacks/app/prod.json"
+run "two clusters" st doctor --backend "$K"
+check_rc 0; check_out "no problems found (2 stacks checked)"
+ck app prod "$(root app prod),$(kube prod dev-cluster 4.19.1)" >"$K/.pulumi/stacks/app/prod.json"
+run "one cluster" st doctor --backend "$K"
+check_rc 1
+check_out "app/prod: duplicate-id: urn:pulumi:prod::app::kubernetes:core/v1:Namespace::monitoring has ID 'monitoring', as urn:pulumi:dev::app::kubernetes:core/v1:Namespace::monitoring in stack app/dev, each through a provider of the same configuration: both stacks manage one kubernetes:core/v1:Namespace if those providers reach the same account or cluster; keep it in one of them
+  at: $K/.pulumi/stacks/app/prod.json
+  fix: statetool delete --backend $K --stack app/prod 'urn:pulumi:prod::app::kubernetes:core/v1:Namespace::monitoring' (or --stack app/dev 'urn:pulumi:dev::app::kubernetes:core/v1:Namespace::monitoring': from the stack whose program no longer declares it)
+1 problem found (2 stacks checked)"
 finish
