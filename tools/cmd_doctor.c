@@ -118,9 +118,13 @@ int cmd_doctor(int argc, char **argv)
 		case 'd': o.index_path = optarg; break;
 		case 'a':
 			hours = strtod(optarg, &end);
-			if (end == optarg || *end || hours < 0 || hours > 1e6)
+			/* (NaN fails every comparison: !(>= 0) refuses it) */
+			if (end == optarg || *end || !(hours >= 0 && hours <= 1e6))
 				return cli_usage("doctor", "invalid --lock-age '%s': hours", optarg);
+			/* whole seconds, a positive age at least one (0 would mean the default) */
 			o.lock_max_age = hours == 0 ? -1 : (long long)(hours * 3600);
+			if (hours > 0 && (double)o.lock_max_age < hours * 3600)
+				o.lock_max_age++; /* rounded up */
 			break;
 		case 'h': return cli_help(help);
 		default: return cli_usage("doctor", "bad option");

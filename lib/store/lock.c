@@ -251,6 +251,20 @@ static int describe_lock(st_buf *b, st_store *s, const char *key)
 	return why == NULL;
 }
 
+/* The offset east of UTC, in seconds, of an RFC 3339 time as Go writes a lock's (time.Now():
+ * "2024-05-01T12:00:00.123+02:00" or "...Z"); 0 when there is none. */
+static long long utc_offset(const char *t)
+{
+	const char *p = strlen(t) > 19 ? t + 19 : "";
+	int hh, mm;
+	if (*p == '.')
+		while (*++p >= '0' && *p <= '9')
+			;
+	if ((*p != '+' && *p != '-') || sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
+		return 0;
+	return (*p == '-' ? -1 : 1) * (hh * 3600LL + mm * 60LL);
+}
+
 int st__lock_stale(st_store *s, const char *key, long long max_age_s, char **desc, int *stale)
 {
 	st_buf b;
@@ -275,9 +289,13 @@ int st__lock_stale(st_store *s, const char *key, long long max_age_s, char **des
 		tm.tm_hour = h;
 		tm.tm_min = mi;
 		tm.tm_sec = se;
-		if ((long long)time(NULL) - (long long)timegm(&tm) > max_age_s) {
+		if ((long long)time(NULL) - ((long long)timegm(&tm) - utc_offset(t)) > max_age_s) {
 			*stale = 1;
-			st_buf_printf(&b, " [stale: older than %lld hours]", max_age_s / 3600);
+			if (max_age_s % 3600)
+				st_buf_printf(&b, " [stale: older than %lld second%s]", max_age_s,
+					      max_age_s == 1 ? "" : "s");
+			else
+				st_buf_printf(&b, " [stale: older than %lld hours]", max_age_s / 3600);
 		}
 	}
 	json_decref(o);

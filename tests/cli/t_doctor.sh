@@ -164,6 +164,24 @@ check_rc 0; check_out "no problems found (2 stacks checked)"
 
 run "usage: --lock-age" st doctor --backend "$L" --lock-age soon
 check_rc 2; check_err_has "invalid --lock-age 'soon'"
+run "usage: --lock-age nan" st doctor --backend "$L" --lock-age nan
+check_rc 2; check_err_has "invalid --lock-age 'nan'"
+# a lock's age: its timestamp with its UTC offset (Go's time.Now() writes the local one); an
+# age under a second is one second, not the default
+A=$T/age; mkdir -p "$A/.pulumi/stacks/shop" "$A/.pulumi/locks/organization/shop/good"
+printf 'version: 1\n' >"$A/.pulumi/meta.yaml"
+ck shop good "$(root shop good)" >"$A/.pulumi/stacks/shop/good.json"
+LK=$A/.pulumi/locks/organization/shop/good/6a1f0e2c-0000-4000-8000-000000000009.json
+printf '{"pid":4242,"username":"alice","hostname":"ci-runner","timestamp":"%s"}' \
+	"$(date -u -d '-10 hours' +%Y-%m-%dT%H:%M:%S.123456789-10:00)" >"$LK"
+run "a lock of now, ten hours west" st doctor --backend "$A" --lock-age 1
+check_rc 0; check_out "no problems found (1 stack checked)"
+printf '{"pid":4242,"username":"alice","hostname":"ci-runner","timestamp":"%s"}' \
+	"$(date -u -d '-10 seconds' +%Y-%m-%dT%H:%M:%SZ)" >"$LK"
+run "--lock-age under a second" st doctor --backend "$A" --lock-age 0.0002
+check_rc 1; check_out_has "[stale: older than 1 second]"
+run "--lock-age 1 hour" st doctor --backend "$A" --lock-age 1
+check_rc 0
 run "a missing backend" st doctor --backend "$T/nowhere"
 check_rc 1; check_err_has "statetool: error: "
 # states in the wrong place: a copy of another stack's object (its checkpoint and URNs name
