@@ -10,6 +10,7 @@
 
 static const char help[] =
 	"usage: statetool convert [options] IN -o OUT\n"
+	"       statetool convert [options] --backend URL --stack NAME\n"
 	"\n"
 	"Rewrite a state in Pulumi's own bytes. With no option the output is byte-identical\n"
 	"to a file Pulumi wrote: the layout (compact or indented), HTML escaping, trailing\n"
@@ -40,7 +41,11 @@ static const char help[] =
 	"                          writes (their zero value when missing), empty omitempty\n"
 	"                          fields dropped, Pulumi's keys, the features recomputed;\n"
 	"                          members no Pulumi type has are kept, after the others\n"
-	"  --backend URL -s, --stack NAME   read IN from a DIY backend stack instead\n"
+	"  --backend URL -s, --stack NAME   read IN from a DIY backend stack instead;\n"
+	"                          without -o the stack itself is rewritten (under its lock,\n"
+	"                          its .bak and a backup made as every change makes them):\n"
+	"                          e.g. --envelope checkpoint for a stack export that lies in\n"
+	"                          a backend, which Pulumi cannot load\n"
 	"  --max-size SIZE         refuse input that inflates beyond SIZE (default 4G)\n"
 	"  --allow-duplicate-keys  write a state whose file repeats object keys as Pulumi\n"
 	"                          reads it (a later object merged into the earlier one,\n"
@@ -164,8 +169,11 @@ static int parse(int argc, char **argv, cli_target *t, args *a)
 	}
 	if (argc - optind > 1)
 		return cli_usage("convert", "too many arguments");
-	if (!a->out)
+	if (!a->out && !t->stack)
 		return cli_usage("convert", "missing -o OUT");
+	if (!a->out && optind < argc)
+		return cli_usage("convert", "give IN or --stack, not both (without -o, the stack "
+					    "is rewritten)");
 	if (a->cp_stack && !cli_stack_ref_valid(a->cp_stack))
 		return EXIT_USAGE;
 	t->arg = optind < argc ? argv[optind] : NULL;
@@ -290,6 +298,33 @@ static int write_out(st_state *s, cli_target *t, const args *a, int inplace, int
 	return EXIT_OK;
 }
 
+/* No -o, a stack: rewritten in its backend, as every change is written (lock, .bak, backup). */
+static int convert_stack(cli_target *t, const args *a)
+{
+	st_state *s = NULL;
+	st_lock *lock = NULL;
+	int rc;
+
+	if ((rc = cli_target_resolve(t, "convert", 1)) != EXIT_OK)
+		return rc;
+	if (cli_target_is_cloud(t))
+		return cli_usage("convert", "a Pulumi Cloud stack is written by Pulumi Cloud: give "
+					    "-o OUT");
+	if ((rc = cli_lock(t, &lock)) != EXIT_OK)
+		return rc;
+	if ((rc = cli_load(t, &s)) == EXIT_OK &&
+	    (rc = cli_refuse_lossy(s, cli_target_name(t), a->allow_dups)) == EXIT_OK &&
+	    (rc = reshape(s, a)) == EXIT_OK &&
+	    (rc = cli_refuse_misplaced(s, t, cli_target_name(t))) == EXIT_OK &&
+	    (rc = cli_save(t, s)) == EXIT_OK && a->json)
+		rc = print_doc(s, t, cli_target_where(t), 1);
+	else if (rc == EXIT_OK)
+		printf("converted %s\n", cli_target_name(t));
+	cli_unlock(t, lock);
+	cli_state_done(s);
+	return rc;
+}
+
 int cmd_convert(int argc, char **argv)
 {
 	cli_target t = {0}, ot = {0};
@@ -300,6 +335,11 @@ int cmd_convert(int argc, char **argv)
 
 	if ((rc = parse(argc, argv, &t, &a)) != -1)
 		return rc;
+	if (!a.out) {
+		rc = convert_stack(&t, &a);
+		cli_target_free(&t);
+		return rc;
+	}
 	t.out = a.out;
 	/* -o -: filter mode, the bytes a file write would make, to stdout once made */
 	if ((rc = cli_filter_begin(&t)) != EXIT_OK ||

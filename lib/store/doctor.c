@@ -124,8 +124,12 @@ static int add_place_fixes(doctor *d, st_state *s, const st_problems *pl, const 
 		snprintf(args, sizeof(args), "--stack %s", name);
 	for (size_t i = 0; rc == ST_OK && i < pl->count; i++) {
 		char *msg = st_asprintf("[%s] %s", pl->items[i].rule, pl->items[i].message);
+		int env = !strcmp(pl->items[i].rule, "place/export-in-backend");
+		char eargs[1300];
+		snprintf(eargs, sizeof(eargs), "--stack %s --envelope checkpoint", name);
 		rc = !msg ? ST_ENOMEM
 		     : dup ? add(d, "place", name, where, dup, "%s", msg)
+		     : env ? add_fix(d, "place", name, where, "convert", eargs, msg)
 			   : add_fix(d, "place", name, where, copy == 3 ? "stack rename" : "edit",
 				     args, msg);
 		free(msg);

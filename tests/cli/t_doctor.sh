@@ -66,7 +66,7 @@ check_out "shop/broken: integrity: 1 integrity error, the first: [integrity/pare
   fix: statetool repair --backend $B --stack shop/broken
 shop/export: place: [place/export-in-backend] a DIY backend holds checkpoints ({\"version\", \"checkpoint\"}) and this is a stack export ({\"version\", \"deployment\"}): Pulumi cannot load it (failed to load checkpoint: unexpected end of JSON input); write it as a checkpoint (statetool convert --envelope checkpoint)
   at: $S/export.json
-  fix: statetool edit --backend $B --stack shop/export
+  fix: statetool convert --backend $B --stack shop/export --envelope checkpoint
 shop/junk: unreadable: unexpected end of JSON input
   at: $S/junk.json
   fix: statetool validate --backend $B --stack shop/junk
@@ -101,6 +101,19 @@ backend: index-stale: the index is out of date: 1 stack changed since it was ind
 run "read-only" snap
 check_same "$T/before" "$T/out"
 
+# the fix named for the export in a backend: the stack rewritten as a checkpoint, in place
+cp "$D/export.json" "$T/export.json"
+run "convert in place needs the envelope" st convert --backend "$B" --stack shop/export
+check_rc 1; check_err_has "[place/export-in-backend]"
+check_same "$T/export.json" "$D/export.json"
+run "the export's fix" st convert --backend "$B" --stack shop/export --envelope checkpoint
+check_rc 0; check_out "converted shop/export"
+check_same "$T/export.json" "$D/export.json.bak"
+run "the export's fix: a checkpoint" st validate --backend "$B" --stack shop/export
+check_rc 0
+run "convert: IN and --stack without -o" st convert --backend "$B" --stack shop/export "$T/export.json"
+check_rc 2; check_err_has "give IN or --stack, not both"
+cp "$T/export.json" "$D/export.json"; rm "$D/export.json.bak"; rm -rf "$B/.pulumi/backups/shop/export"
 run "one of each, --json" st doctor --backend "$B" --json
 check_rc 1
 check_out_has '"stacks": 6,'
