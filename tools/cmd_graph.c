@@ -26,7 +26,9 @@ static const char help[] =
 	"  deletedWith            dotted, red             (kind=deletedWith)\n"
 	"  each replaceWith       dotted, orange          (kind=replaceWith)\n"
 	"A reference to a URN the state does not hold gets a node of its own, drawn\n"
-	"dashed and grey (label: \"missing\").\n"
+	"dashed and grey (label: \"missing\"). A URN with several copies (a live one and\n"
+	"copies marked delete: true) is one node with the edges of all its copies, each\n"
+	"kind and target once; one only a delete: true copy holds carries copy=delete.\n"
 	"\n"
 	"Options:\n"
 	"  --urn GLOB         keep the resources whose URN matches (fnmatch: *, ?, [...]);\n"
@@ -102,6 +104,9 @@ typedef struct gctx {
 	json_t *nodes;   /* URN -> resource (the live copy, else the first) */
 	json_t *keep;    /* URN -> true for kept nodes */
 	json_t *missing; /* URN -> true: referenced, not in the state (kept if it matches) */
+	json_t *copies;  /* URN -> [the other copies] */
+	json_t *drawn;   /* the node's edges drawn so far: "KIND\nTO" -> true */
+	int copy;        /* the edges are a delete: true copy's, the node's a live one */
 	const gopts *g;
 	size_t dropped;
 	int pass; /* 0: count and find missing nodes, 1: print */
@@ -114,6 +119,17 @@ static void edge(gctx *c, const char *from, const char *to, const char *kind, co
 		if (c->pass == 0 && kept(c->g, to, NULL))
 			json_object_set_new(c->missing, to, json_true());
 	}
+	/* one edge of a kind to a target per node, whichever of its copies holds it */
+	char *key = malloc(strlen(kind) + strlen(to) + 2);
+	if (!key)
+		return;
+	sprintf(key, "%s\n%s", kind, to);
+	if (json_object_get(c->drawn, key)) {
+		free(key);
+		return;
+	}
+	json_object_set_new(c->drawn, key, json_true());
+	free(key);
 	if (!json_object_get(c->keep, to) && !json_object_get(c->missing, to)) {
 		if (c->pass == 0)
 			c->dropped++;
@@ -125,7 +141,7 @@ static void edge(gctx *c, const char *from, const char *to, const char *kind, co
 	dq(c->f, from);
 	fputs(" -> ", c->f);
 	dq(c->f, to);
-	fprintf(c->f, " [kind=%s, %s", kind, attrs);
+	fprintf(c->f, " [kind=%s, %s%s", kind, attrs, c->copy ? ", copy=delete" : "");
 	if (label && *label) {
 		fputs(", label=", c->f);
 		dq(c->f, label);
@@ -223,7 +239,7 @@ static void node(FILE *f, const char *urn, json_t *r)
 static int write_dot(FILE *f, st_state *s, const gopts *g)
 {
 	json_t *res = st_state_resources(s, 0), *r;
-	gctx c = {f, json_object(), json_object(), json_object(), g, 0, 0};
+	gctx c = {f, json_object(), json_object(), json_object(), json_object(), NULL, 0, g, 0, 0};
 	size_t i;
 	const char *urn;
 
@@ -235,6 +251,12 @@ static int write_dot(FILE *f, st_state *s, const gopts *g)
 		have = json_object_get(c.nodes, u);
 		if (!have || (jbool(have, "delete") && !jbool(r, "delete")))
 			json_object_set(c.nodes, u, r);
+		if (have) { /* the copy not drawn as the node: its edges are drawn too */
+			json_t *o = json_object_get(c.copies, u);
+			if (!o)
+				json_object_set_new(c.copies, u, o = json_array());
+			json_array_append(o, have == json_object_get(c.nodes, u) ? r : have);
+		}
 		if (kept(g, u, jstr(r, "type")))
 			json_object_set_new(c.keep, u, json_true());
 	}
@@ -255,14 +277,26 @@ static int write_dot(FILE *f, st_state *s, const gopts *g)
 				fputs(" [label=\"missing\", style=dashed, color=grey];\n", f);
 			}
 		}
-		json_object_foreach(c.nodes, urn, r)
-			if (json_object_get(c.keep, urn))
-				edges_of(&c, r);
+		json_object_foreach(c.nodes, urn, r) {
+			json_t *o;
+			size_t k;
+			if (!json_object_get(c.keep, urn))
+				continue;
+			c.drawn = json_object();
+			c.copy = 0;
+			edges_of(&c, r);
+			json_array_foreach(json_object_get(c.copies, urn), k, o) {
+				c.copy = jbool(o, "delete") && !jbool(r, "delete");
+				edges_of(&c, o);
+			}
+			json_decref(c.drawn);
+		}
 	}
 	fprintf(f, "}\n");
 	json_decref(c.nodes);
 	json_decref(c.keep);
 	json_decref(c.missing);
+	json_decref(c.copies);
 	return ferror(f) ? -1 : 0;
 }
 

@@ -36,6 +36,24 @@ check_out 'digraph state {
 	"urn:pulumi:dev::proj::my:index:App$aws:lambda/function:Function::fn" -> "urn:pulumi:dev::proj::my:index:App::app" [kind=deletedWith, style=dotted, color=red];
 	"urn:pulumi:dev::proj::my:index:App$aws:lambda/function:Function::fn" -> "urn:pulumi:dev::proj::my:index:App$aws:s3/bucket:Bucket::data" [kind=replaceWith, style=dotted, color=orange];
 }'
+# a URN with a live copy and a delete: true copy: one node, the edges of both copies, each kind
+# and target once; the one only the old copy holds is marked copy=delete
+N='urn:pulumi:dev::p::k8s:core/v1:Namespace'
+V='urn:pulumi:dev::p::k8s:core/v1:PersistentVolumeClaim::pvc'
+printf '{"version":3,"deployment":{"manifest":{"time":"2024-01-02T03:04:05Z","magic":"","version":""},"resources":[%s]}}\n' \
+	"{\"urn\":\"$N::old\",\"custom\":true,\"id\":\"o\",\"type\":\"k8s:core/v1:Namespace\",\"delete\":true},{\"urn\":\"$N::new\",\"custom\":true,\"id\":\"n\",\"type\":\"k8s:core/v1:Namespace\"},{\"urn\":\"$V\",\"custom\":true,\"id\":\"v\",\"type\":\"k8s:core/v1:PersistentVolumeClaim\",\"dependencies\":[\"$N::old\"],\"delete\":true},{\"urn\":\"$V\",\"custom\":true,\"id\":\"v\",\"type\":\"k8s:core/v1:PersistentVolumeClaim\",\"dependencies\":[\"$N::new\"]}" >"$T/copies.json"
+run "copies: the edges of each" st graph "$T/copies.json"
+check_rc 0
+check_out "digraph state {
+	rankdir=LR;
+	node [fontsize=10];
+	edge [fontsize=8];
+	\"$N::old\" [label=\"old\\nk8s:core/v1:Namespace\", shape=box, style=dashed];
+	\"$N::new\" [label=\"new\\nk8s:core/v1:Namespace\", shape=box];
+	\"$V\" [label=\"pvc\\nk8s:core/v1:PersistentVolumeClaim\", shape=box];
+	\"$V\" -> \"$N::new\" [kind=dependency, style=dashed];
+	\"$V\" -> \"$N::old\" [kind=dependency, style=dashed, copy=delete];
+}"
 run "same bytes twice" sh -c "'$STATETOOL' graph '$G' > '$T/1.dot' && '$STATETOOL' graph '$G' > '$T/2.dot' && cmp '$T/1.dot' '$T/2.dot'"
 check_rc 0
 
