@@ -190,6 +190,8 @@ unsigned long st__two_count(st__tsite site);
 /* Reports the end of a step (its name; NULL: an operation starts) to the phase hook of
  * st_set_hooks, if any. Any thread. */
 void st__phase(const char *name);
+/* The number of lock objects the process is writing or holds changed (the locks hook). */
+void st__locks_changed(size_t n);
 /* Step `step` of the durable write `op` ("write" 1-4, "pair" 1-7, "index" 1; see
  * lib/store/store.c and journal.c): calls the step hook of st_set_hooks, if any (the CLI's
  * kills the process there when STATETOOL_CRASH_AT names the step, for the crash tests). */

@@ -116,7 +116,7 @@ ST_EXTERN void st_error_clear(st_error *err);
  * results are the same either way. ST_EINVAL for other values. Any thread may call it. */
 ST_EXTERN int st_set_threads(int threads, st_error *err);
 
-#define ST_HOOKS_VERSION 1
+#define ST_HOOKS_VERSION 2
 
 typedef struct st_hooks {
 	unsigned version; /* ST_HOOKS_VERSION */
@@ -133,9 +133,16 @@ typedef struct st_hooks {
 	 * returns, the write goes on. */
 	void (*step)(void *ctx, const char *op, int step);
 	void *ctx;
+	/* Version 2. The number of lock objects (Pulumi's stack locks, a file's .lock) this
+	 * process is writing or holds has changed to `n`: counted from before a lock object is
+	 * written until after it is deleted, on whichever thread takes or releases it. A program
+	 * that must not die holding one (an interrupt would leave Pulumi's lock behind) can
+	 * defer a signal while n > 0; the callback may be called with a library mutex held: it
+	 * must only record n. */
+	void (*locks)(void *ctx, size_t n);
 } st_hooks;
 
-#define ST_HOOKS_INIT {ST_HOOKS_VERSION, NULL, NULL, NULL}
+#define ST_HOOKS_INIT {ST_HOOKS_VERSION, NULL, NULL, NULL, NULL}
 
 /* Installs hooks for the whole process (copied), replacing the previous ones; NULL removes
  * them (the default: no hooks). Any thread may call it. */

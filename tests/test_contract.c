@@ -261,6 +261,53 @@ static void test_no_environment_hooks_instead(void **unused)
 	tu_rmdir(dir);
 }
 
+/* The locks hook: the count of lock objects being written or held, from before the write to
+ * after the delete; a lock refused (another holds it) goes back; a version 1 st_hooks (no
+ * `locks`) is read only as far as version 1 goes (a heap block of that size). */
+static size_t locks_seen[16], nlocks_seen;
+
+static void on_locks(void *ctx, size_t n)
+{
+	(void)ctx;
+	if (nlocks_seen < 16)
+		locks_seen[nlocks_seen++] = n;
+}
+
+static void test_locks_hook(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir(), *p = st_path_join(dir, "s.json");
+	st_hooks h = ST_HOOKS_INIT;
+	void *v1;
+	st_lock *a = NULL, *b = NULL;
+	st_error err;
+
+	tu_write(p, "{}", 2);
+	h.locks = on_locks;
+	assert_int_equal(st_set_hooks(&h, NULL), ST_OK);
+	assert_int_equal(st_lock_file(&a, p, NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st_lock_file(&b, p, &err), ST_ELOCKED);
+	assert_int_equal(st_lock_release(a, NULL), ST_OK);
+	assert_int_equal(nlocks_seen, 4);
+	assert_int_equal(locks_seen[0], 1); /* taking a */
+	assert_int_equal(locks_seen[1], 2); /* taking b */
+	assert_int_equal(locks_seen[2], 1); /* b refused */
+	assert_int_equal(locks_seen[3], 0); /* a released */
+	h.version = 1;
+	v1 = malloc(offsetof(st_hooks, locks));
+	assert_non_null(v1);
+	memcpy(v1, &h, offsetof(st_hooks, locks));
+	assert_int_equal(st_set_hooks(v1, NULL), ST_OK);
+	free(v1);
+	assert_int_equal(st_lock_file(&a, p, NULL), ST_OK);
+	assert_int_equal(st_lock_release(a, NULL), ST_OK);
+	assert_int_equal(nlocks_seen, 4); /* version 1: no locks hook */
+	assert_int_equal(st_set_hooks(NULL, NULL), ST_OK);
+	free(p);
+	tu_rmdir(dir);
+}
+
 /* The `threads` of the load and write options decide, whatever the process-wide choice: 1
  * keeps the parse and the writer on one thread, 2 splits them (counted), 0 follows
  * st_set_threads. Values beyond 2 are refused. */
@@ -530,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_move_import_err_null),
 		cmocka_unit_test(test_version),
 		cmocka_unit_test(test_no_environment_hooks_instead),
+		cmocka_unit_test(test_locks_hook),
 		cmocka_unit_test(test_threads_options),
 		cmocka_unit_test(test_options_versions),
 		cmocka_unit_test(test_null_handles_abort),

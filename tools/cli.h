@@ -6,6 +6,7 @@
 #include "statetool.h"
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 
 /* Exit codes: documented, never renumbered. */
@@ -114,6 +115,12 @@ void cli_json_fail(const char *cmd, int rc);
  * into an error: the message on stderr (and with --json the failure document, code
  * "conflict", on stdout) and exit 1 instead of a crash. Called by main before the command. */
 void cli_catch_sigbus(const char *cmd);
+/* Interrupts held back while the process holds a lock (see cli.c); cli_interrupt_exit ends
+ * the process by the signal held back, if any (after the command). */
+extern volatile sig_atomic_t cli_locks_busy;
+void cli_catch_interrupts(void);
+void cli_editor_running(int on);
+void cli_interrupt_exit(void);
 
 /* Prints a usage error and the hint to run --help; returns EXIT_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

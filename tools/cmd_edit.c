@@ -258,8 +258,13 @@ static int run_editor(const char *path, int on_tty)
 	}
 	if (tty >= 0)
 		close(tty);
-	if (waitpid(pid, &status, 0) < 0)
-		return -1;
+	cli_editor_running(1); /* a Ctrl-C typed in the editor is the editor's */
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			cli_editor_running(0);
+			return -1;
+		}
+	cli_editor_running(0);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 

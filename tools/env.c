@@ -2,10 +2,12 @@
  * reads none of them itself, it is told through st_set_threads and st_set_hooks.
  *   STATETOOL_THREADS=1|2    the thread choice of every call (and of the loads and saves)
  *   STATETOOL_TIMINGS=...    each step's time on standard error
- *   STATETOOL_CRASH_AT=OP:N  SIGKILL at step N of a durable write OP (write, pair, index;
- *                            bak:1 between the file store's backup link and its rename;
- *                            rekey, the CLI's own: cli_crash_point): the crash tests
- *                            (tests/cli/t_crash.sh, t_move.sh, t_secrets.sh)
+ *   STATETOOL_CRASH_AT=OP:N[:SIG]  SIGKILL (or SIGINT, SIGTERM, SIGHUP, SIGPIPE: SIG is
+ *                            INT, TERM, HUP or PIPE) at step N of a durable write OP (write,
+ *                            pair, index; bak:1 between the file store's backup link and its
+ *                            rename; rekey, the CLI's own: cli_crash_point): the crash and
+ *                            interrupt tests (tests/cli/t_crash.sh, t_move.sh, t_secrets.sh,
+ *                            t_interrupt.sh)
  *   STATETOOL_HTTP_CONNECT_TIMEOUT, STATETOOL_HTTP_TIMEOUT (seconds), STATETOOL_HTTP_RETRIES,
  *   STATETOOL_HTTP_BACKOFF_MS   the network stores' st_net_opts
  *   STATETOOL_HTTP_LOG=FILE  one line per HTTP attempt appended to FILE: "METHOD HOST PATH
@@ -29,6 +31,7 @@ static double clock_first, clock_last;
 static const char *crash_op; /* STATETOOL_CRASH_AT's OP, or NULL */
 static size_t crash_oplen;
 static long crash_step;
+static int crash_sig = SIGKILL;
 
 static void timing(void *ctx, const char *name)
 {
@@ -52,7 +55,7 @@ static void crash(void *ctx, const char *op, int step)
 {
 	(void)ctx;
 	if (step == crash_step && strlen(op) == crash_oplen && !memcmp(op, crash_op, crash_oplen))
-		kill(getpid(), SIGKILL);
+		kill(getpid(), crash_sig);
 }
 
 void cli_crash_point(const char *op, int step)
@@ -114,6 +117,14 @@ static void net_apply(void)
 	st_set_net(&o, NULL);
 }
 
+/* The library's count of lock objects written or held (cli.c holds interrupts back while
+ * there are any). */
+static void on_locks(void *ctx, size_t n)
+{
+	(void)ctx;
+	cli_locks_busy = n > 0;
+}
+
 void cli_env_apply(void)
 {
 	const char *threads = getenv("STATETOOL_THREADS");
@@ -122,6 +133,7 @@ void cli_env_apply(void)
 	const char *lazy = getenv("STATETOOL_LAZY");
 	st_hooks h = ST_HOOKS_INIT;
 
+	h.locks = on_locks;
 	/* only "1" and "2" mean something; anything else is the automatic choice */
 	if (threads && (!strcmp(threads, "1") || !strcmp(threads, "2")))
 		cli_threads = threads[0] - '0';
@@ -135,11 +147,16 @@ void cli_env_apply(void)
 		if (colon && colon > crash_at) {
 			crash_op = crash_at;
 			crash_oplen = (size_t)(colon - crash_at);
-			crash_step = strtol(colon + 1, NULL, 10);
+			char *end;
+			crash_step = strtol(colon + 1, &end, 10);
+			crash_sig = !strcmp(end, ":INT")    ? SIGINT
+				    : !strcmp(end, ":TERM") ? SIGTERM
+				    : !strcmp(end, ":HUP")  ? SIGHUP
+				    : !strcmp(end, ":PIPE") ? SIGPIPE
+							    : SIGKILL;
 			h.step = crash;
 		}
 	}
-	if (h.phase || h.step)
-		st_set_hooks(&h, NULL);
+	st_set_hooks(&h, NULL);
 	net_apply();
 }

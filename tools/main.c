@@ -61,6 +61,8 @@ static void usage(FILE *f)
 		"STATETOOL_TIMINGS=1 prints how long each step of a command took.\n"
 		"\n"
 		"Exit status: 0 success, 1 the operation failed or found problems, 2 usage error.\n"
+		"An interrupt (Ctrl-C, SIGTERM) while a lock is held lets the change finish and the\n"
+		"locks go first, then ends the command (130, 143); a second one ends it at once.\n"
 		"Run 'statetool <command> --help' for a command's options. See statetool(1).\n");
 }
 
@@ -106,9 +108,11 @@ int main(int argc, char **argv)
 		if (!strcmp(c->name, argv[1])) {
 			int rc;
 			cli_catch_sigbus(c->name);
+			cli_catch_interrupts();
 			rc = c->run(argc - 1, argv + 1);
 			fflush(stdout);
 			cli_json_fail(c->name, rc);
+			cli_interrupt_exit();
 			return rc;
 		}
 	}

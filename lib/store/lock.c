@@ -25,6 +25,7 @@ struct st_lock {
 	char *key;
 	char *made; /* a local directory the lock's write created (its key prefix), or NULL */
 	char *loc;  /* the store's identity while the lock is held (registered), or NULL */
+	int counted; /* in `busy` (the locks hook's count) until released */
 	char hash[65]; /* BLAKE2b-256 (hex) of the lock object's bytes: a plain file's lock has
 			* a fixed name, so its bytes tell ours from another's */
 };
@@ -53,6 +54,20 @@ static int lock_is(st_store *s, const char *key, const char *hash)
 static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 static const st_lock **held;
 static size_t nheld, held_cap;
+/* The lock objects this process is writing or holds: the locks hook is told each change
+ * (from before a lock object is written until after it is deleted), so that a program can
+ * defer an interrupt while it holds any (the CLI: tools/cli.c). */
+static size_t busy;
+
+static void busy_add(int d)
+{
+	size_t n;
+	pthread_mutex_lock(&held_mu);
+	busy = d > 0 ? busy + 1 : busy - 1;
+	n = busy;
+	pthread_mutex_unlock(&held_mu);
+	st__locks_changed(n);
+}
 
 /* Registered by its store's identity; a store whose identity fails (not a gone directory: a
  * file store's real path unreadable) is an error, and the lock just taken is released. */
@@ -432,6 +447,7 @@ static int lock_store(st_lock **out, st_store *s, const char *dir, const char *h
 		return st__err(err, ST_ENOMEM, "out of memory");
 	}
 	wo.flags = ST_STORE_CREATE_ONLY;
+	busy_add(1);
 	/* the lock's folders (.pulumi/locks/organization/PROJECT/STACK/) go with it: a failed
 	 * command, or one on a stack that never had them, leaves none behind. Another command's
 	 * release may take a folder away between the write's mkdir and its file: then again. */
@@ -461,12 +477,15 @@ static int lock_store(st_lock **out, st_store *s, const char *dir, const char *h
 		st__store_file_prune(s, key, made);
 		free(made);
 		free(key);
+		busy_add(-1);
 		return rc;
 	}
 	if ((rc = new_lock(out, s, 0, key, err)) != ST_OK) {
 		free(made);
+		busy_add(-1);
 		return rc;
 	}
+	(*out)->counted = 1;
 	(*out)->made = made;
 	memcpy((*out)->hash, hash, sizeof(hash));
 	return held_add(out, err);
@@ -571,6 +590,7 @@ int st__lock_file_own(st_lock **out, st_store *s, const char *lkey, const char *
 		*replaced = st__lock_remove_if(s, lkey, own_hash);
 	if (!(key = st_strdup(lkey)))
 		return st__err(err, ST_ENOMEM, "out of memory");
+	busy_add(1);
 	rc = write_file_lock(s, lkey, hash, &serr);
 	if (rc == ST_EEXIST) {
 		st_buf_init(&desc);
@@ -581,11 +601,15 @@ int st__lock_file_own(st_lock **out, st_store *s, const char *lkey, const char *
 	}
 	if (rc != ST_OK) {
 		free(key);
+		busy_add(-1);
 		return rc;
 	}
 	if ((rc = new_lock(out, s, 0, key, err)) == ST_OK) {
+		(*out)->counted = 1;
 		memcpy((*out)->hash, hash, sizeof(hash));
 		rc = held_add(out, err);
+	} else {
+		busy_add(-1);
 	}
 	return rc;
 }
@@ -682,6 +706,7 @@ int st_lock_file(st_lock **out, const char *path, st_error *err)
 		st_store_free(s);
 		return st__err(err, ST_ENOMEM, "out of memory");
 	}
+	busy_add(1);
 	rc = write_file_lock(s, lkey, hash, &werr);
 	if (rc == ST_EEXIST) {
 		rc = file_locked(s, lkey, path, err);
@@ -697,11 +722,15 @@ int st_lock_file(st_lock **out, const char *path, st_error *err)
 	if (rc) {
 		free(lkey);
 		st_store_free(s);
+		busy_add(-1);
 		return rc;
 	}
 	if ((rc = new_lock(out, s, 1, lkey, err)) == ST_OK) {
+		(*out)->counted = 1;
 		memcpy((*out)->hash, hash, sizeof(hash));
 		rc = held_add(out, err);
+	} else {
+		busy_add(-1);
 	}
 	return rc;
 }
@@ -738,6 +767,8 @@ int st_lock_release(st_lock *lk, st_error *err)
 	}
 	if (lk->owns_store)
 		st_store_free(lk->store);
+	if (lk->counted)
+		busy_add(-1);
 	free(lk->made);
 	free(lk->loc);
 	free(lk->key);

@@ -3,6 +3,7 @@
 #include "internal.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 static pthread_mutex_t hooks_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -15,10 +16,9 @@ int st_set_hooks(const st_hooks *h, st_error *err)
 	if (h && (rc = st__opts_version(h->version, ST_HOOKS_VERSION, "st_hooks", err)) != ST_OK)
 		return rc;
 	pthread_mutex_lock(&hooks_mu);
-	if (h)
-		hooks = *h;
-	else
-		memset(&hooks, 0, sizeof(hooks));
+	memset(&hooks, 0, sizeof(hooks));
+	if (h) /* a version 1 caller's struct ends before `locks` */
+		memcpy(&hooks, h, h->version == 1 ? offsetof(st_hooks, locks) : sizeof(hooks));
 	pthread_mutex_unlock(&hooks_mu);
 	return ST_OK;
 }
@@ -45,4 +45,11 @@ void st__crash_point(const char *op, int step)
 	st_hooks h = current();
 	if (h.step)
 		h.step(h.ctx, op, step);
+}
+
+void st__locks_changed(size_t n)
+{
+	st_hooks h = current();
+	if (h.locks)
+		h.locks(h.ctx, n);
 }
