@@ -115,7 +115,7 @@ void cli_json_fail(const char *cmd, int rc);
  * into an error: the message on stderr (and with --json the failure document, code
  * "conflict", on stdout) and exit 1 instead of a crash. Called by main before the command. */
 void cli_catch_sigbus(const char *cmd);
-/* Interrupts held back while the process holds a lock (see cli.c); cli_interrupt_exit ends
+/* Interrupts held back while the process holds a lock (tools/interrupt.c); cli_interrupt_exit ends
  * the process by the signal held back, if any (after the command). */
 extern volatile sig_atomic_t cli_locks_busy;
 void cli_catch_interrupts(void);

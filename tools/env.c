@@ -117,7 +117,7 @@ static void net_apply(void)
 	st_set_net(&o, NULL);
 }
 
-/* The library's count of lock objects written or held (cli.c holds interrupts back while
+/* The library's count of lock objects written or held (interrupt.c holds interrupts back while
  * there are any). */
 static void on_locks(void *ctx, size_t n)
 {

@@ -56,7 +56,7 @@ static const st_lock **held;
 static size_t nheld, held_cap;
 /* The lock objects this process is writing or holds: the locks hook is told each change
  * (from before a lock object is written until after it is deleted), so that a program can
- * defer an interrupt while it holds any (the CLI: tools/cli.c). */
+ * defer an interrupt while it holds any (the CLI: tools/interrupt.c). */
 static size_t busy;
 
 static void busy_add(int d)
