@@ -210,6 +210,30 @@ static int op_edit(const char *path, const char *out)
 	return rc;
 }
 
+/* load, rename a parent whose children's URNs are rebuilt (edit/noncanon.json), save */
+static int op_rename_children(const char *path, const char *out)
+{
+	(void)out;
+	st_state *s = NULL;
+	st_edit *e = NULL;
+	st_handle app;
+	st_error_clear(&err);
+	int rc = st_state_load_file(&s, path, NULL, &err);
+	if (rc == ST_OK)
+		rc = st_edit_begin(&e, s, NULL, &err);
+	if (rc == ST_OK)
+		rc = st_edit_handle_at(e, 2, &app, &err);
+	if (rc == ST_OK)
+		rc = st_edit_rename(e, app, "main", &err);
+	if (rc == ST_OK)
+		rc = st_edit_commit(e, NULL, NULL, &err);
+	st_edit_free(e);
+	if (rc == ST_OK)
+		rc = st_state_save(s, NULL, NULL, &err);
+	st_state_free(s);
+	return rc;
+}
+
 /* Sweeps longer than this are sampled: every N up to SWEEP_ALL, then evenly spaced N up to the
  * last allocation, about SWEEP_RUNS runs in all (the SQLite index makes thousands of
  * allocations, and each of its runs syncs the database: failing each of them once would take
@@ -841,6 +865,13 @@ static void test_edit(void **unused)
 {
 	(void)unused;
 	sweep("load+edit+save", op_edit, 1);
+	char *fx = tu_fixture("edit/noncanon.json"), *text;
+	size_t len = 0;
+	text = tu_read(fx, &len);
+	free(fx);
+	assert_non_null(text);
+	sweep_text("load+rename-children+save", text, len, op_rename_children, 1, 0);
+	free(text);
 }
 
 /* ---- err may be NULL: the functions only an allocation failure makes fail ----

@@ -62,6 +62,29 @@ expect_result "rename component" rename-web.json st rename "$S" web frontend
 expect_result "rename provider" rename-provider.json st rename "$S" default_6_0_0 aws-main
 expect_refusal "rename collision" "The chosen new urn for the state corresponds to an already existing resource" st rename "$S" logs audit
 expect_refusal "rename to a URN" "is a URN; give the new name only" st rename "$S" logs 'urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::x'
+# children's URNs rebuilt as `pulumi state rename` rebuilds them (NewURN from the parent's new
+# qualified type, recursively): a canonical child keeps its URN, a non-canonical one (web, the
+# provider east) gets the canonical one, and so does its child (assets); every reference to them
+# follows (parent, dependencies, propertyDependencies, deletedWith, provider, pending operation)
+for lazy in 1 0; do
+	cp "$F/noncanon.json" "$S"
+	run "rename parent of non-canonical children (lazy $lazy)" env STATETOOL_LAZY=$lazy "$STATETOOL" rename "$S" app main
+	check_rc 0; check_same "$F/rename-noncanon.json" "$S"
+	check_out_has 'rebuilt child urn:pulumi:dev::shop::my:index:Web$aws:s3/bucket:Bucket::assets as urn:pulumi:dev::shop::my:index:App$my:index:Web$aws:s3/bucket:Bucket::assets (its parent renamed)'
+	valid
+done
+# a rebuilt child URN that exists already: Pulumi's clash, wrapped as Pulumi wraps it
+sed 's/my:index:App\$aws:s3\/bucket:Bucket::canon/my:index:App$my:index:Web::web/' "$F/noncanon.json" > "$T/clash.json"
+cp "$T/clash.json" "$S"
+run "rename parent: rebuilt child clashes" st rename "$S" app main
+check_rc 1; check_same "$T/clash.json" "$S"
+check_err 'statetool: error: failed to update urn:pulumi:dev::shop::my:index:Web::web with new parent urn:pulumi:dev::shop::my:index:App::main: The chosen new urn for the state corresponds to an already existing resource: urn:pulumi:dev::shop::my:index:App$my:index:Web::web'
+# a child held by copies (canon and its delete: true copy): Pulumi's ambiguity, although the
+# canonical child's URN would not change (LocateResource comes before the equality check)
+cp "$F/noncanon-copies.json" "$S"
+run "rename parent: child held by copies" st rename "$S" app main
+check_rc 1; check_same "$F/noncanon-copies.json" "$S"
+check_err 'statetool: error: failed to update urn:pulumi:dev::shop::my:index:App$aws:s3/bucket:Bucket::canon with new parent urn:pulumi:dev::shop::my:index:App::main: The input URN ambiguously refers to multiple resources: 2 resources share it (copies marked delete: true); rename after the next update'
 
 expect_result "protect" protect-logs.json st protect "$S" logs
 check_out_has "1 resource protected"; check_err_has "overrides this flag on the next update"
