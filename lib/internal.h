@@ -207,6 +207,13 @@ unsigned long st__json_splits(void);
 unsigned long st__json_reparses(void);
 /* Frees the problems after the first n (the counts follow). NULL: nothing. */
 void st__problems_truncate(st_problems *pr, size_t n);
+/* The warning json/trailing-data (ST_PARSE_FIRST_VALUE) in `pr`, if any, taken out of the list
+ * and made the error json.Unmarshal gives (a checkpoint): ST_EPARSE with Go's message, line,
+ * column and offset. ST_OK when there is none (ST_ENOMEM never: the list only shrinks). */
+int st__json_trailing_refuse(st_problems *pr, st_error *err);
+
+/* Frees problem i (< count) and closes the gap (the counts follow). */
+void st__problems_remove(st_problems *pr, size_t i);
 /* Test hook: documents of at least `min` bytes (0: back to the default, 1 MiB) are parsed on
  * two threads when threads may be used, and the first waits for the second's scan instead of
  * giving up on it. Process-wide; for the tests. */
@@ -378,13 +385,18 @@ int st__json_parse_lazy(json_t **out, const char *buf, size_t len, const char *n
  *    (inflate all first).
  */
 typedef struct st__lazy st__lazy;
+/* st_state_load_buffer of a file's text: data after the document read as Pulumi reads the
+ * envelope (st_state_load_file), not refused. */
+int st__state_load_file_text(st_state **out, const void *buf, size_t len, const char *name,
+			     const st_load_opts *opts, st_error *err);
 /* Loads a state as st_state_load_file does (same results, messages and errors for every
  * input), lazily where it can: a file is mapped (else read, gzip inflated) and the text kept
  * in the state. Falls back to the full load by itself (then st__lazy_count is 0): never an
  * error of its own. *out is new. */
 int st__state_load_lazy(st_state **out, const char *path, const st_load_opts *opts,
 			st_error *err);
-/* The same from a text in memory: buf (malloc'd) is stolen, even on failure. */
+/* The same from a text in memory: buf (malloc'd) is stolen, even on failure. Data after the
+ * document is an error, as in st_state_load_buffer (a backend's object). */
 int st__state_load_lazy_text(st_state **out, char *buf, size_t len, const char *name,
 			     const st_load_opts *opts, st_error *err);
 /* 1 and the span of `res` (borrowed from the state's text, not NUL-terminated) when `res` is

@@ -204,15 +204,27 @@ ST_EXTERN void st_style_checkpoint(st_style *style);
 ST_EXTERN void st_style_export(st_style *style);
 
 /* Limits of the reader. */
-#define ST_PARSE_LIMITS_VERSION 1
+#define ST_PARSE_LIMITS_VERSION 2
 
 typedef struct st_parse_limits {
 	unsigned version;  /* ST_PARSE_LIMITS_VERSION */
 	size_t max_depth;  /* nesting depth; 0 means ST_DEFAULT_MAX_DEPTH */
 	size_t max_string; /* bytes in one string; 0 means no limit beyond memory */
+	/* (version 2) What follows the document. 0: an error, as Go's json.Unmarshal (a DIY
+	 * backend's checkpoint). ST_PARSE_FIRST_VALUE: the first JSON value is the document, as
+	 * Go's json.Decoder.Decode reads it (`pulumi stack import`, `pulumi import --file`):
+	 * what follows is not read, and `problems` (when not NULL) gets a warning
+	 * json/trailing-data saying where it starts (st_state_from_json refuses it in a
+	 * checkpoint envelope with json.Unmarshal's error). ST_PARSE_DECODER: that, and the
+	 * Decoder's errors at the end of the input ("EOF" when it holds no value, "unexpected EOF"
+	 * when the value is cut short), for input only a Decoder reads (an import file). */
+	int first_value;
 } st_parse_limits;
 
-#define ST_PARSE_LIMITS_INIT {ST_PARSE_LIMITS_VERSION, 0, 0}
+#define ST_PARSE_FIRST_VALUE 1
+#define ST_PARSE_DECODER 2
+
+#define ST_PARSE_LIMITS_INIT {ST_PARSE_LIMITS_VERSION, 0, 0, 0}
 
 #define ST_DEFAULT_MAX_DEPTH 10000 /* Go's encoding/json limit */
 
@@ -561,11 +573,14 @@ typedef struct st_load_opts {
 
 /* Loads a state from a file ("-" = standard input), plain, gzip or zstd, in either envelope, any
  * version Pulumi reads (0 to 4). Unknown versions and features are refused: ST_EVERSION or
- * ST_EFEATURE with Pulumi's wording. *out is new. */
+ * ST_EFEATURE with Pulumi's wording. Data after the document is read as Pulumi reads the
+ * envelope: in an export ignored with a warning json/trailing-data (`pulumi stack import`
+ * reads the first JSON value), in a checkpoint an error (json.Unmarshal). *out is new. */
 ST_EXTERN int st_state_load_file(st_state **out, const char *path, const st_load_opts *opts,
 				 st_error *err);
 
-/* The same from a buffer (borrowed; it may be freed after the call). `name` is for messages. */
+/* The same from a buffer (borrowed; it may be freed after the call). `name` is for messages.
+ * Data after the document is an error (a buffer is read as a backend's object is). */
 ST_EXTERN int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char *name,
 				   const st_load_opts *opts, st_error *err);
 
@@ -575,7 +590,8 @@ ST_EXTERN int st_state_load_buffer(st_state **out, const void *buf, size_t len, 
  * decodes Pulumi's types (keys of its structs matched in any case and respelt; a key given
  * twice decoded into the earlier value as Go does, from the earlier values the reader kept in
  * `problems` (without them the last value stands); what Go's
- * decoder refuses fails with ST_EFORMAT, Go's message and pointer). On failure `problems`
+ * decoder refuses fails with ST_EFORMAT, Go's message and pointer; a checkpoint read with
+ * ST_PARSE_FIRST_VALUE that had data after it fails with ST_EPARSE, json.Unmarshal's error). On failure `problems`
  * holds what the reader and the decoder found (rules decode/...), for the caller to report.
  * *out is new. */
 ST_EXTERN int st_state_from_json(st_state **out, json_t *root, const st_style *style,

@@ -302,6 +302,79 @@ static void test_depth_limit(void **state)
 	json_decref(v);
 }
 
+/* st_parse_limits.first_value: the first value only, as json.Decoder reads it; the rest a
+ * warning (with json.Unmarshal's error, which st_state_from_json gives a checkpoint); the
+ * Decoder's end-of-input errors with ST_PARSE_DECODER; a version 1 struct reads strictly. */
+static void first_value_fails(int mode, const char *text, const char *msg)
+{
+	st_parse_limits lim = ST_PARSE_LIMITS_INIT;
+	json_t *v = NULL;
+	st_error err;
+	st_error_clear(&err);
+	lim.first_value = mode;
+	assert_int_equal(st_json_parse(&v, text, strlen(text), NULL, &lim, NULL, NULL, &err),
+			 ST_EPARSE);
+	assert_null(v);
+	assert_string_equal(err.message, msg);
+}
+
+static void test_first_value(void **state)
+{
+	(void)state;
+	const char *text = "{\"a\":1}\n{\"b\":2} x";
+	st_parse_limits lim = ST_PARSE_LIMITS_INIT;
+	st_problems probs = {0};
+	st_style style;
+	st_error err;
+	json_t *v = NULL;
+	lim.first_value = ST_PARSE_FIRST_VALUE;
+	assert_int_equal(st_json_parse(&v, text, strlen(text), NULL, &lim, &style, &probs, NULL),
+			 ST_OK);
+	assert_int_equal(json_object_size(v), 1);
+	assert_int_equal(json_number_value(json_object_get(v, "a")), 1);
+	assert_true(style.trailing_newline); /* the document's: "{...}\n" */
+	assert_int_equal(probs.count, 1);
+	assert_int_equal(probs.warnings, 1);
+	assert_string_equal(probs.items[0].rule, "json/trailing-data");
+	assert_string_equal(probs.items[0].pointer, "");
+	assert_string_equal(probs.items[0].message,
+			    "data after the document at line 2, column 1 (byte 8) is not read: "
+			    "`pulumi stack import` and `pulumi import --file` read the first JSON "
+			    "value only (json.Unmarshal refuses it in a checkpoint: invalid "
+			    "character '{' after top-level value)");
+	/* made json.Unmarshal's error (a checkpoint): taken out of the list */
+	st_error_clear(&err);
+	assert_int_equal(st__json_trailing_refuse(&probs, &err), ST_EPARSE);
+	assert_string_equal(err.message, "invalid character '{' after top-level value");
+	assert_int_equal(err.line, 2);
+	assert_int_equal(err.column, 1);
+	assert_int_equal(err.offset, 8);
+	assert_int_equal(probs.count, 0);
+	assert_int_equal(probs.warnings, 0);
+	assert_int_equal(st__json_trailing_refuse(&probs, &err), ST_OK);
+	json_decref(v);
+	/* ')' as the character: Go's message kept whole */
+	assert_int_equal(st_json_parse(&v, "[1])", 4, NULL, &lim, NULL, &probs, NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st__json_trailing_refuse(&probs, &err), ST_EPARSE);
+	assert_string_equal(err.message, "invalid character ')' after top-level value");
+	json_decref(v);
+	/* a syntax error in the first value is one; the rest is never read */
+	first_value_fails(ST_PARSE_FIRST_VALUE, "{\"a\":01} x", "invalid character '1' after "
+			  "object key:value pair");
+	/* end of input: json.Unmarshal's text, the Decoder's with ST_PARSE_DECODER */
+	first_value_fails(ST_PARSE_FIRST_VALUE, "{\"a\":", "unexpected end of JSON input");
+	first_value_fails(ST_PARSE_DECODER, "{\"a\":", "unexpected EOF");
+	first_value_fails(ST_PARSE_DECODER, "{\"a\":\"x", "unexpected EOF");
+	first_value_fails(ST_PARSE_DECODER, "", "EOF");
+	first_value_fails(ST_PARSE_DECODER, " \n\t", "EOF");
+	first_value_fails(0, "{\"a\":", "unexpected end of JSON input");
+	/* a version 1 struct has no first_value: strict */
+	lim.version = 1;
+	first_value_fails(0, "{} x", "invalid character 'x' after top-level value");
+	assert_int_equal(st_json_parse(&v, "{} x", 4, NULL, &lim, NULL, NULL, NULL), ST_EPARSE);
+}
+
 static void test_go_leniency(void **state)
 {
 	(void)state;
@@ -941,6 +1014,7 @@ int main(void)
 		cmocka_unit_test(test_dump_at),
 		cmocka_unit_test(test_dump_at_big),
 		cmocka_unit_test(test_dupkey_nul),
+		cmocka_unit_test(test_first_value),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -767,6 +767,10 @@ int cli_refuse_lossy(const st_state *s, const char *name, int allow)
 	const char *first = NULL;
 
 	for (size_t i = 0; i < p->count; i++) {
+		if (!strcmp(p->items[i].rule, "json/trailing-data"))
+			cli_warnf("'%s' has data after the document, which `pulumi stack import` "
+				  "does not read: what is written leaves it out",
+				  name);
 		if (strcmp(p->items[i].rule, "json/duplicate-key"))
 			continue;
 		if (!n++)

@@ -22,7 +22,8 @@ static const char help[] =
 	"name, id, parent, provider, version, pluginDownloadUrl, logicalName, component,\n"
 	"remote, properties, inputs, outputs, parameterization; the deprecated providerInputs,\n"
 	"with Pulumi's warning) and Pulumi's rules. Every error of the file is reported, with\n"
-	"its JSON Pointer, before anything is written.\n"
+	"its JSON Pointer, before anything is written. The file is read as Pulumi's\n"
+	"json.Decoder reads it: the first JSON value (data after it: a warning).\n"
 	"\n"
 	"  * URNs are built as Pulumi builds them: parents through nameTable or earlier specs,\n"
 	"    the root stack by default (created if missing); custom unless a component\n"
@@ -350,15 +351,17 @@ static int read_doc(const args *a, json_t **doc, st_problems *rp)
 {
 	char *text = NULL;
 	size_t len = 0;
+	st_parse_limits lim = ST_PARSE_LIMITS_INIT;
 	st_error err;
 	st_error_clear(&err);
+	lim.first_value = ST_PARSE_DECODER; /* as readImportFile: json.NewDecoder(f).Decode */
 	if (!a->file) {
 		*doc = json_pack("{s:[{s:s,s:s,s:s}]}", "resources", "type", a->pos[0], "name",
 				 a->pos[1], "id", a->pos[2]);
 		return *doc ? EXIT_OK : EXIT_FAIL;
 	}
 	if (st_file_read(a->file, 64u << 20, &text, &len, NULL, &err) != ST_OK ||
-	    st_json_parse(doc, text, len, strcmp(a->file, "-") ? a->file : "<stdin>", NULL, NULL,
+	    st_json_parse(doc, text, len, strcmp(a->file, "-") ? a->file : "<stdin>", &lim, NULL,
 			  rp, &err) != ST_OK) {
 		free(text);
 		cli_error(&err);

@@ -14,12 +14,14 @@ static const char help[] =
 	"against statetool's JSON Schemas and Pulumi's integrity rules, and report every\n"
 	"problem in one run: severity, rule, message, JSON Pointer and URN. A document is\n"
 	"taken for what Pulumi would decode it as: a state, an import file, or neither (an\n"
-	"error). With --backend and no --stack, every stack of the backend is checked; with\n"
-	"no FILE and no --backend, the backend of $PULUMI_BACKEND_URL or of the project's\n"
-	"Pulumi.yaml. The rules are listed in statetool(1). A state file, or a stack from any\n"
-	"store, is loaded lazily: property values written as statetool writes them are\n"
-	"checked as JSON, and only their secrets and other special values built (the same\n"
-	"report, less time and memory).\n"
+	"error). Data after the document is read as Pulumi reads it: after an export or\n"
+	"an import file not read (`pulumi stack import`, `pulumi import --file`: a warning,\n"
+	"json/trailing-data), after a checkpoint an error. With --backend and no --stack,\n"
+	"every stack of the backend is checked; with no FILE and no --backend, the backend\n"
+	"of $PULUMI_BACKEND_URL or of the project's Pulumi.yaml. The rules are listed in\n"
+	"statetool(1). A state file, or a stack from any store, is loaded lazily: property\n"
+	"values written as statetool writes them are checked as JSON, and only their\n"
+	"secrets and other special values built (the same report, less time and memory).\n"
 	"\n"
 	"Options:\n"
 	"  --backend URL          a DIY backend (PATH, file://, s3://, azblob://, gs://,\n"
@@ -239,6 +241,7 @@ static void validate_doc(vrun *v, int rc, st_error *err, json_t *doc, st_style *
  * against its place there too. */
 static void validate_one(vrun *v, const char *path, const char *shown)
 {
+	st_parse_limits lim = ST_PARSE_LIMITS_INIT;
 	json_t *doc = NULL;
 	st_style style;
 	st_problems lp = {0};
@@ -254,7 +257,10 @@ static void validate_one(vrun *v, const char *path, const char *shown)
 		free(stack);
 		return;
 	}
-	rc = st_json_load_file(&doc, path, v->max_size, NULL, &style, &lp, &err);
+	/* the first value, as `pulumi stack import` and `pulumi import --file` read it (a
+	 * checkpoint with data after it: refused by st_state_from_json, as json.Unmarshal) */
+	lim.first_value = ST_PARSE_FIRST_VALUE;
+	rc = st_json_load_file(&doc, path, v->max_size, &lim, &style, &lp, &err);
 	validate_doc(v, rc, &err, doc, &style, &lp, shown, stack);
 	st_problems_clear(&lp);
 	free(root);

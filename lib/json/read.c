@@ -9,7 +9,8 @@
  *    replacement is rare: the parse only notes it, and the document is parsed again keeping
  *    the earlier values (so the common case looks nothing up);
  *  - invalid UTF-8 and lone surrogates become U+FFFD (a warning with the pointer);
- *  - no byte order mark, no comments, no trailing commas, nothing after the value.
+ *  - no byte order mark, no comments, no trailing commas, nothing after the value (unless the
+ *    caller reads the first value only, as Go's json.Decoder: st_parse_limits.first_value).
  * It also notes the style of the text so that the writer can keep it.
  *
  * Why not json_loadb: jansson rejects big integers, lone surrogates and invalid UTF-8 that Pulumi
@@ -34,6 +35,12 @@
 #include <emmintrin.h>
 #endif
 
+#define EOF_JSON "unexpected end of JSON input" /* json.Unmarshal's at the end of its input */
+#define TRAILING_RULE "json/trailing-data"
+#define TRAILING_AT "data after the document at line %d, column %d (byte %lld)"
+#define TRAILING_GO "(json.Unmarshal refuses it in a checkpoint: "
+#define TRAILING_FMT TRAILING_AT " is not read: `pulumi stack import` and `pulumi import " \
+	"--file` read the first JSON value only " TRAILING_GO "%s)"
 
 void st__json_release_pages(parser *ps)
 {
@@ -45,11 +52,34 @@ void st__json_release_pages(parser *ps)
 		ps->release = 0;
 }
 
+/* The line (1-based) and the start of the line of `at`. */
+static int line_of(const parser *ps, const unsigned char *at, const unsigned char **bol)
+{
+	int line = 1;
+	*bol = ps->start;
+	for (const unsigned char *q = ps->start; q < at; q++)
+		if (*q == '\n') {
+			line++;
+			*bol = q + 1;
+		}
+	return line;
+}
+
+/* Go's json.Decoder at the end of its input: "EOF" when only white space came before it,
+ * else "unexpected EOF" (stream.go readValue). */
+static const char *decoder_eof(const parser *ps)
+{
+	for (const unsigned char *q = ps->start; q < ps->end; q++)
+		if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r')
+			return "unexpected EOF";
+	return "EOF";
+}
+
 void st__json_fail_at(parser *ps, const unsigned char *at, int code, const char *fmt, ...)
 {
 	va_list ap;
-	int line = 1;
-	const unsigned char *q, *bol;
+	int line;
+	const unsigned char *bol;
 
 	if (ps->failed)
 		return;
@@ -59,13 +89,9 @@ void st__json_fail_at(parser *ps, const unsigned char *at, int code, const char 
 		return;
 	if (at > ps->end)
 		at = ps->end;
-	bol = ps->start;
-	for (q = ps->start; q < at; q++) {
-		if (*q == '\n') {
-			line++;
-			bol = q + 1;
-		}
-	}
+	if (ps->first == ST_PARSE_DECODER && !strcmp(fmt, EOF_JSON))
+		fmt = decoder_eof(ps); /* Decoder.Decode's io.EOF / io.ErrUnexpectedEOF */
+	line = line_of(ps, at, &bol);
 	va_start(ap, fmt);
 	st__verr(ps->err, code, fmt, ap);
 	va_end(ap);
@@ -104,7 +130,7 @@ void st__json_fail_char(parser *ps, const char *context)
 {
 	char q[16];
 	if (ps->p >= ps->end)
-		st__json_fail_at(ps, ps->p, ST_EPARSE, "unexpected end of JSON input");
+		st__json_fail_at(ps, ps->p, ST_EPARSE, EOF_JSON);
 	else
 		st__json_fail_at(ps, ps->p, ST_EPARSE, "invalid character %s %s", quote_char(*ps->p, q),
 			context);
@@ -283,7 +309,7 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 		p++;
 	}
 	if (p >= e) {
-		st__json_fail_at(ps, e, ST_EPARSE, "unexpected end of JSON input");
+		st__json_fail_at(ps, e, ST_EPARSE, EOF_JSON);
 		return -1;
 	}
 	/* Slow path: copy what was scanned, then decode the rest. */
@@ -331,7 +357,7 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 						bad++;
 					if (bad >= e)
 						st__json_fail_at(ps, e, ST_EPARSE,
-							"unexpected end of JSON input");
+							EOF_JSON);
 					else
 						st__json_fail_at(ps, bad, ST_EPARSE,
 							"invalid character %s in \\u hexadecimal "
@@ -386,7 +412,7 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 		ps->sbuf[n++] = (char)c;
 		p++;
 	}
-	st__json_fail_at(ps, e, ST_EPARSE, "unexpected end of JSON input");
+	st__json_fail_at(ps, e, ST_EPARSE, EOF_JSON);
 	return -1;
 check_len:
 	if (ps->max_string && *outlen > ps->max_string) {
@@ -447,7 +473,7 @@ static json_t *parse_number(parser *ps)
 	if (p < e && *p == '-')
 		p++;
 	if (p >= e) {
-		st__json_fail_at(ps, p, ST_EPARSE, "unexpected end of JSON input");
+		st__json_fail_at(ps, p, ST_EPARSE, EOF_JSON);
 		return NULL;
 	}
 	if (*p == '0') {
@@ -761,7 +787,7 @@ static int match_literal(parser *ps, const char *lit, size_t n)
 {
 	for (size_t i = 1; i < n; i++) {
 		if (ps->p + i >= ps->end) {
-			st__json_fail_at(ps, ps->end, ST_EPARSE, "unexpected end of JSON input");
+			st__json_fail_at(ps, ps->end, ST_EPARSE, EOF_JSON);
 			return -1;
 		}
 		if (ps->p[i] != (unsigned char)lit[i]) {
@@ -780,7 +806,7 @@ json_t *st__json_parse_value(parser *ps)
 	json_t *v = NULL;
 
 	if (ps->p >= ps->end) {
-		st__json_fail_at(ps, ps->p, ST_EPARSE, "unexpected end of JSON input");
+		st__json_fail_at(ps, ps->p, ST_EPARSE, EOF_JSON);
 		return NULL;
 	}
 	switch (*ps->p) {
@@ -884,6 +910,51 @@ unsigned long st__json_reparses(void)
 	return atomic_load(&reparses);
 }
 
+/* Data after the value (at ps->p), read as json.Decoder reads it: a warning saying where, with
+ * json.Unmarshal's error for st__json_trailing_refuse. */
+static int trailing_warning(parser *ps)
+{
+	const unsigned char *bol;
+	char q[16], msg[96];
+	int line = line_of(ps, ps->p, &bol);
+	snprintf(msg, sizeof(msg), "invalid character %s after top-level value",
+		 quote_char(*ps->p, q));
+	if (ps->problems &&
+	    st_problems_add(ps->problems, ST_SEV_WARNING, TRAILING_RULE, "", NULL, TRAILING_FMT,
+			    line, (int)(ps->p - bol) + 1, (long long)(ps->p - ps->start),
+			    msg) != ST_OK) {
+		st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
+		return ST_ENOMEM;
+	}
+	return ST_OK;
+}
+
+int st__json_trailing_refuse(st_problems *pr, st_error *err)
+{
+	for (size_t i = 0; pr && i < pr->count; i++) {
+		st_problem *p = &pr->items[i];
+		const char *go;
+		int line = 0, col = 0;
+		long long off = -1;
+		if (strcmp(p->rule, TRAILING_RULE))
+			continue;
+		/* the message is TRAILING_FMT's: Go's error between TRAILING_GO and the last ')' */
+		go = strstr(p->message, TRAILING_GO);
+		go = go ? go + strlen(TRAILING_GO) : p->message + strlen(p->message);
+		if (sscanf(p->message, TRAILING_AT, &line, &col, &off) != 3)
+			line = col = 0, off = -1;
+		st__err(err, ST_EPARSE, "%.*s", (int)(strlen(go) ? strlen(go) - 1 : 0), go);
+		if (err && err->code == ST_EPARSE) {
+			err->line = line;
+			err->column = col;
+			err->offset = off;
+		}
+		st__problems_remove(pr, i);
+		return ST_EPARSE;
+	}
+	return ST_OK;
+}
+
 /* One parse of the document (keep: the earlier values of duplicate keys are kept; *replaced:
  * without keep, one was lost). */
 static int parse_doc(json_t **out, const char *buf, size_t len, const char *name,
@@ -911,6 +982,7 @@ static int parse_doc(json_t **out, const char *buf, size_t len, const char *name
 	ps.release = mapped;
 	ps.released = ps.start;
 	ps.keep = keep;
+	ps.first = limits && limits->version >= 2 ? limits->first_value : 0;
 
 	if (ps.end - ps.start >= 3 && ps.p[0] == 0xef && ps.p[1] == 0xbb && ps.p[2] == 0xbf) {
 		st__json_fail_at(&ps, ps.p, ST_EPARSE, "invalid character 'ï' looking for beginning of "
@@ -933,7 +1005,15 @@ static int parse_doc(json_t **out, const char *buf, size_t len, const char *name
 	st__json_split_end(&ps);
 	if (v) {
 		skip_ws(&ps);
-		if (ps.p < ps.end) {
+		if (ps.p < ps.end && ps.first) {
+			/* as json.Decoder: the rest is not read; the style is the document's */
+			if (trailing_warning(&ps) != ST_OK) {
+				json_decref(v);
+				v = NULL;
+			}
+			len = (size_t)(ps.p - ps.start);
+			ps.end = ps.p;
+		} else if (ps.p < ps.end) {
 			st__json_fail_char(&ps, "after top-level value");
 			json_decref(v);
 			v = NULL;

@@ -84,6 +84,8 @@ typedef struct parser {
 	 * the literal is needed for Go's message, and the tree keeps only the double. */
 	char vlit[48];
 	char *vkey;
+	/* st_parse_limits.first_value (0 for a version 1 struct) */
+	int first;
 } parser;
 
 #define RELEASE_CHUNK (8u << 20)

@@ -255,9 +255,11 @@ int st__lazy_inflate_all(st_state *s, st_error *err)
 
 /* ---- the load ---- */
 
-/* The text (stolen: map or owned) parsed lazily into *out; falls back to the full load. */
+/* The text (stolen: map or owned) parsed lazily into *out; falls back to the full load.
+ * first: a file's text (data after the document read as Pulumi reads the envelope). */
 static int load_text(st_state **out, const char *text, size_t len, void *map, int fd,
-		     char *owned, const char *name, const st_load_opts *opts, st_error *err)
+		     char *owned, const char *name, const st_load_opts *opts, int first,
+		     st_error *err)
 {
 	st_parse_limits lim = ST_PARSE_LIMITS_INIT;
 	st_problems problems = {0};
@@ -277,6 +279,7 @@ static int load_text(st_state **out, const char *text, size_t len, void *map, in
 	}
 	if (opts)
 		lim.max_depth = opts->max_depth;
+	lim.first_value = first ? ST_PARSE_FIRST_VALUE : 0;
 	rc = st__json_parse_lazy(&root, text, len, name, &lim, &style, &problems, map != NULL,
 				 opts ? opts->threads : 0, &features, &recs, &n, err);
 	if (rc) {
@@ -298,7 +301,8 @@ static int load_text(st_state **out, const char *text, size_t len, void *map, in
 		free(recs);
 		recs = NULL;
 		n = 0;
-		rc = st_state_load_buffer(out, text, len, name, opts, err);
+		rc = first ? st__state_load_file_text(out, text, len, name, opts, err)
+			   : st_state_load_buffer(out, text, len, name, opts, err);
 		goto done;
 	}
 	if (n) {
@@ -355,7 +359,7 @@ int st__state_load_lazy_text(st_state **out, char *buf, size_t len, const char *
 		free(buf);
 		return rc;
 	}
-	return load_text(out, buf, len, NULL, -1, buf, name, opts, err);
+	return load_text(out, buf, len, NULL, -1, buf, name, opts, 0, err);
 }
 
 int st__state_load_lazy(st_state **out, const char *path, const st_load_opts *opts,
@@ -375,12 +379,12 @@ int st__state_load_lazy(st_state **out, const char *path, const st_load_opts *op
 	st__phase(NULL);
 	if (strcmp(path, "-") != 0 &&
 	    st__map_file_fd(path, opts ? opts->max_size : 0, &map, &len, &fd) == 0) {
-		rc = load_text(out, map, len, map, fd, NULL, path, opts, err);
+		rc = load_text(out, map, len, map, fd, NULL, path, opts, 1, err);
 	} else {
 		rc = st_file_read(path, opts ? opts->max_size : 0, &buf, &len, &comp, err);
 		if (rc)
 			return rc;
-		rc = load_text(out, buf, len, NULL, -1, buf, shown, opts, err);
+		rc = load_text(out, buf, len, NULL, -1, buf, shown, opts, 1, err);
 	}
 	if (rc == ST_OK) {
 		(*out)->compression = comp;

@@ -194,6 +194,9 @@ int st__state_bind(st_state *s, st_error *err)
 			       "not a Pulumi deployment state: the top-level value is not an "
 			       "object");
 	rc = bind_envelope(s, &top, err);
+	/* a checkpoint is read with json.Unmarshal: data after it is its first error */
+	if (rc == ST_OK && s->envelope == ST_ENVELOPE_CHECKPOINT)
+		rc = st__json_trailing_refuse(&s->load_problems, err);
 	if (rc)
 		return rc;
 	/* The envelope as Go decodes it; the reader reported a version literal Go refuses. */
@@ -265,8 +268,10 @@ int st__load_opts_check(const st_load_opts *opts, st_error *err)
 	return st__threads_check(opts->threads, err);
 }
 
+/* first: data after the document is read as Pulumi reads the envelope (a file's load) rather
+ * than refused (a backend's object, a buffer). */
 static int load_buffer(st_state **out, const void *buf, size_t len, const char *name,
-		       const st_load_opts *opts, int mapped, st_error *err)
+		       const st_load_opts *opts, int mapped, int first, st_error *err)
 {
 	st_parse_limits lim = ST_PARSE_LIMITS_INIT;
 	st_problems problems = {0};
@@ -278,6 +283,7 @@ static int load_buffer(st_state **out, const void *buf, size_t len, const char *
 	*out = NULL;
 	if (opts)
 		lim.max_depth = opts->max_depth;
+	lim.first_value = first ? ST_PARSE_FIRST_VALUE : 0;
 	rc = st__json_parse_ex(&root, buf, len, name, &lim, &style, &problems, mapped,
 			       opts ? opts->threads : 0, &features, err);
 	if (rc) {
@@ -300,7 +306,13 @@ int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char
 		*out = NULL;
 		return rc;
 	}
-	return load_buffer(out, buf, len, name, opts, 0, err);
+	return load_buffer(out, buf, len, name, opts, 0, 0, err);
+}
+
+int st__state_load_file_text(st_state **out, const void *buf, size_t len, const char *name,
+			     const st_load_opts *opts, st_error *err)
+{
+	return load_buffer(out, buf, len, name, opts, 0, 1, err);
 }
 
 int st_state_from_json(st_state **out, json_t *root, const st_style *style,
@@ -428,7 +440,7 @@ static int load_mapped(st_state **out, const char *path, const st_load_opts *opt
 	size_t len;
 	if (st__map_file(path, opts ? opts->max_size : 0, &map, &len) != 0)
 		return 1;
-	int rc = load_buffer(out, map, len, path, opts, 1, err);
+	int rc = load_buffer(out, map, len, path, opts, 1, 1, err);
 	munmap(map, len);
 	return rc;
 }
@@ -456,7 +468,8 @@ int st_state_load_file(st_state **out, const char *path, const st_load_opts *opt
 	rc = st_file_read(path, opts ? opts->max_size : 0, &buf, &len, &comp, err);
 	if (rc)
 		return rc;
-	rc = st_state_load_buffer(out, buf, len, strcmp(path, "-") ? path : "<stdin>", opts, err);
+	rc = st__state_load_file_text(out, buf, len, strcmp(path, "-") ? path : "<stdin>", opts,
+				      err);
 	free(buf);
 	if (rc == ST_OK) {
 		(*out)->compression = comp;

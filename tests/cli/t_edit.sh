@@ -62,6 +62,15 @@ expect_result "rename component" rename-web.json st rename "$S" web frontend
 expect_result "rename provider" rename-provider.json st rename "$S" default_6_0_0 aws-main
 expect_refusal "rename collision" "The chosen new urn for the state corresponds to an already existing resource" st rename "$S" logs audit
 expect_refusal "rename to a URN" "is a URN; give the new name only" st rename "$S" logs 'urn:pulumi:dev::shop::aws:cloudwatch/logGroup:LogGroup::x'
+# an export with data after it (audit26a A3): read as `pulumi stack import` reads it (the first
+# value), said, and written without that data; the backup keeps the bytes
+{ cat "$F/base.json"; printf '{"version": 3}\n'; } > "$T/trail.json"
+for lazy in 1 0; do
+	cp "$T/trail.json" "$S"
+	run "protect an export with data after it (lazy $lazy)" env STATETOOL_LAZY=$lazy "$STATETOOL" protect "$S" logs
+	check_rc 0; check_same "$F/protect-logs.json" "$S"; check_same "$T/trail.json" "$S.bak"
+	check_err_has "statetool: warning: '$S' has data after the document, which \`pulumi stack import\` does not read: what is written leaves it out"
+done
 # children's URNs rebuilt as `pulumi state rename` rebuilds them (NewURN from the parent's new
 # qualified type, recursively): a canonical child keeps its URN, a non-canonical one (web, the
 # provider east) gets the canonical one, and so does its child (assets); every reference to them

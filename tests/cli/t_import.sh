@@ -449,4 +449,24 @@ run "usage: short" st import --dest "$D" a b
 check_rc 2
 run "help" st import --help
 check_rc 0; check_out_has "usage: statetool import"
+# the import file as readImportFile reads it (json.NewDecoder(f).Decode, audit26a A3): the first
+# value (what follows not read: a warning), the Decoder's errors at the end of the input
+printf '{"resources": [{"type": "aws:s3/bucket:Bucket", "name": "tr", "id": "tr-1"}]}\n{"resources": [' > "$T/trail.json"
+fresh
+run "import file + data after it" st import --no-read --dest "$D" --file "$T/trail.json"
+check_rc 0; check_out_has "added urn:pulumi:dev::shop::aws:s3/bucket:Bucket::tr (ID tr-1)"
+check_err_has "$T/trail.json: warning: data after the document at line 2, column 1 (byte 78) is not read"
+: > "$T/empty.json"
+printf '  \n' > "$T/blank.json"
+printf '{"resources": [{"type": ' > "$T/cut.json"
+for f in empty blank cut; do
+	fresh
+	run "import file $f" st import --no-read --dest "$D" --file "$T/$f.json"
+	check_rc 1; check_same "$E/base.json" "$D"
+	case $f in
+	empty) check_err "statetool: error: $T/empty.json:1:1: EOF" ;;
+	blank) check_err "statetool: error: $T/blank.json:2:1: EOF" ;;
+	cut) check_err "statetool: error: $T/cut.json:1:25: unexpected EOF" ;;
+	esac
+done
 finish

@@ -158,6 +158,33 @@ printf '{"version": 3, "checkpoint": {"stack": 5}}' > "$T/cpstack.json"
 run "the checkpoint's own decode: no place 1" st validate "$T/cpstack.json"
 check_rc 1; check_out_has "error: [decode/type] json: cannot unmarshal number into Go struct field CheckpointV3.stack of type tokens.QName"
 
+# data after the document (audit26a A3): an export and an import file are read as
+# json.Decoder reads them (`pulumi stack import`, `pulumi import --file`: the first value, the
+# rest not read): valid, with a warning saying where; a checkpoint is json.Unmarshal's (refused)
+{ cat "$P/valid-deployment-v3.json"; printf '\n{"version": 3}\n'; } > "$T/exp2.json"
+TW="warning: [json/trailing-data] data after the document at line 80, column 1 (byte 3043) is not read: \`pulumi stack import\` and \`pulumi import --file\` read the first JSON value only (json.Unmarshal refuses it in a checkpoint: invalid character '{' after top-level value)"
+for how in lazy full stdin; do
+	case $how in
+	lazy) run "export + a second document ($how)" st validate "$T/exp2.json"; N=$T/exp2.json ;;
+	full) run "export + a second document ($how)" env STATETOOL_LAZY=0 "$STATETOOL" validate "$T/exp2.json"; N=$T/exp2.json ;;
+	stdin) run "export + a second document ($how)" sh -c "'$STATETOOL' validate - < '$T/exp2.json'"; N='<stdin>' ;;
+	esac
+	check_rc 0; check_out "$N: $TW
+$N: valid, 0 errors, 1 warning (4 resources)"
+done
+{ cat "$P/checkpoint-v0.json"; printf 'x'; } > "$T/cp-trail.json"
+last=$(($(wc -l < "$P/checkpoint-v0.json") + 1))
+for how in lazy stdin; do
+	if [ $how = lazy ]; then run "checkpoint + data after it ($how)" st validate "$T/cp-trail.json"; N=$T/cp-trail.json
+	else run "checkpoint + data after it ($how)" sh -c "'$STATETOOL' validate - < '$T/cp-trail.json'"; N='<stdin>'; fi
+	check_rc 1; check_out "$N: error: [json/syntax] invalid character 'x' after top-level value (line $last, column 1)
+$N: invalid, 1 error, 0 warnings"
+done
+printf '{"resources": [{"type": "aws:s3/bucket:Bucket", "name": "b", "id": "b-1"}]}garbage' > "$T/imp-trail.json"
+run "import file + data after it" st validate "$T/imp-trail.json"
+check_rc 0; check_out_has "warning: [json/trailing-data] data after the document at line 1, column 76 (byte 75) is not read"
+check_out_has "$T/imp-trail.json: valid, 0 errors, 1 warning (1 resource)"
+
 run "usage: nothing" st validate
 check_rc 2
 run "usage: both" st validate --backend "$B" "$P/todo.json"
