@@ -207,13 +207,24 @@ unsigned long st__json_splits(void);
 unsigned long st__json_reparses(void);
 /* Frees the problems after the first n (the counts follow). NULL: nothing. */
 void st__problems_truncate(st_problems *pr, size_t n);
-/* The warning json/trailing-data (ST_PARSE_FIRST_VALUE) in `pr`, if any, taken out of the list
- * and made the error json.Unmarshal gives (a checkpoint): ST_EPARSE with Go's message, line,
- * column and offset. ST_OK when there is none (ST_ENOMEM never: the list only shrinks). */
+/* The warning json/trailing-data (ST_PARSE_FIRST_VALUE) in `pr`, if any, made the error
+ * json.Unmarshal gives (a checkpoint): ST_EPARSE with Go's message, line, column and offset,
+ * and the list emptied (Unmarshal checks the syntax before anything the reader or a decoder
+ * would find). ST_OK when there is none. */
 int st__json_trailing_refuse(st_problems *pr, st_error *err);
 
-/* Frees problem i (< count) and closes the gap (the counts follow). */
-void st__problems_remove(st_problems *pr, size_t i);
+/* The reader's value for a number beyond the float64 range (1e400) where its caller takes
+ * problems (st_json_parse): a JSON integer no parse makes otherwise (every number is read as
+ * a real), with a warning json/number-range naming the literal at its pointer. Go converts
+ * such a literal only where it stores a number (a float64 or int field, an interface{} value:
+ * the decoder's error there, lib/state/decode.c) and skips it elsewhere (an unknown member, a
+ * json.RawMessage). The writer refuses it (statetool cannot write the literal back). */
+#define ST__JSON_BIGNUM ((json_int_t)INT64_MIN)
+#define ST__NUMBER_RANGE_RULE "json/number-range"
+static inline int st__json_is_bignum(const json_t *v)
+{
+	return json_is_integer(v) && json_integer_value(v) == ST__JSON_BIGNUM;
+}
 /* Test hook: documents of at least `min` bytes (0: back to the default, 1 MiB) are parsed on
  * two threads when threads may be used, and the first waits for the second's scan instead of
  * giving up on it. Process-wide; for the tests. */

@@ -229,7 +229,9 @@ typedef struct st_parse_limits {
 #define ST_DEFAULT_MAX_DEPTH 10000 /* Go's encoding/json limit */
 
 /* Parses one JSON document from buf[0..len) into *out (new reference). Go's rules: numbers of
- * any size become float64 reals (an overflow to infinity is an error), "\u0000" is allowed,
+ * any size become float64 reals (beyond the float64 range: an error without `problems`; with
+ * it a warning json/number-range and a placeholder st_state_from_json judges as Go would, an
+ * error where Go stores a number, and which no writer writes), "\u0000" is allowed,
  * duplicate keys keep the last value (an earlier value a later object, array or null replaced is
  * kept in `problems` for st_state_from_json, whose decoder decodes the later value into it where
  * Go does; so pass the same `problems` list to both: with NULL here nothing is kept, and a key

@@ -375,6 +375,71 @@ static void test_first_value(void **state)
 	assert_int_equal(st_json_parse(&v, "{} x", 4, NULL, &lim, NULL, NULL, NULL), ST_EPARSE);
 }
 
+/* A number beyond float64: an error without a problems list; with one, the reader's
+ * placeholder and a warning naming the literal; Go's error where the decoder finds Go converts
+ * it (an interface{} value, a float64 field), nothing where Go skips it (an unknown field); a
+ * state holding one is not written. */
+static void test_big_number(void **state)
+{
+	(void)state;
+	const char *text = "{\"x\":[1,-1e400]}";
+	st_problems probs = {0};
+	st_state *s = NULL;
+	st_error err;
+	json_t *v = NULL;
+	char *out = NULL;
+	size_t len;
+	assert_int_equal(st_json_parse(&v, text, strlen(text), NULL, NULL, NULL, &probs, NULL),
+			 ST_OK);
+	assert_true(st__json_is_bignum(json_array_get(json_object_get(v, "x"), 1)));
+	assert_int_equal(probs.count, 1);
+	assert_string_equal(probs.items[0].rule, "json/number-range");
+	assert_string_equal(probs.items[0].pointer, "/x/1");
+	assert_string_equal(probs.items[0].message,
+			    "number -1e400 is out of the range of a float64: Pulumi reads it only "
+			    "where Go never decodes it as a number (an unknown field, a secrets "
+			    "provider's state); statetool cannot write it back");
+	st_problems_clear(&probs);
+	st_error_clear(&err);
+	assert_int_equal(st_json_dump(v, NULL, &out, &len, &err), ST_EINVAL);
+	assert_null(out);
+	json_decref(v);
+	/* where Go skips it: loaded, not written */
+	text = "{\"version\":3,\"deployment\":{\"resources\":[{\"urn\":\"urn:pulumi:s::p::t:i:T::a\","
+	       "\"type\":\"t:i:T\",\"future\":{\"n\":1e400}}]},\"extra\":2e999}";
+	assert_int_equal(st_state_load_buffer(&s, text, strlen(text), "x", NULL, NULL), ST_OK);
+	assert_int_equal(st_state_load_problems(s)->count, 2);
+	assert_string_equal(st_state_load_problems(s)->items[0].pointer,
+			    "/deployment/resources/0/future/n");
+	st_error_clear(&err);
+	assert_int_equal(st_state_dump(s, NULL, &out, &len, &err), ST_EINVAL);
+	assert_string_equal(err.message, "the state holds a number beyond the float64 range "
+			    "(json/number-range, where Pulumi never decodes it as a number), which "
+			    "statetool cannot write back");
+	st_state_free(s);
+	/* where Go converts it: its UnmarshalTypeError, with the literal as written */
+	text = "{\"version\":3,\"deployment\":{\"resources\":[{\"urn\":\"urn:pulumi:s::p::t:i:T::a\","
+	       "\"type\":\"t:i:T\",\"outputs\":{\"m\":{\"k\":[1E+400]}}}]}}";
+	st_error_clear(&err);
+	assert_int_equal(st_state_load_buffer(&s, text, strlen(text), "x", NULL, &err), ST_EFORMAT);
+	assert_string_equal(err.message, "json: cannot unmarshal number 1E+400 into Go struct field "
+			    "ResourceV3.resources.outputs of type float64");
+	assert_string_equal(err.pointer, "/deployment/resources/0/outputs/m/k/0");
+	text = "{\"version\":3,\"deployment\":{\"resources\":[{\"urn\":\"urn:pulumi:s::p::t:i:T::a\","
+	       "\"type\":\"t:i:T\",\"customTimeouts\":{\"update\":1e400}}]}}";
+	st_error_clear(&err);
+	assert_int_equal(st_state_load_buffer(&s, text, strlen(text), "x", NULL, &err), ST_EFORMAT);
+	assert_string_equal(err.message, "json: cannot unmarshal number 1e400 into Go struct field "
+			    "CustomTimeouts.resources.customTimeouts.update of type float64");
+	/* a string field: Go's "number" without the literal (kinds that do not take numbers) */
+	text = "{\"version\":3,\"deployment\":{\"resources\":[{\"urn\":\"urn:pulumi:s::p::t:i:T::a\","
+	       "\"type\":1e400}]}}";
+	st_error_clear(&err);
+	assert_int_equal(st_state_load_buffer(&s, text, strlen(text), "x", NULL, &err), ST_EFORMAT);
+	assert_string_equal(err.message, "json: cannot unmarshal number into Go struct field "
+			    "ResourceV3.resources.type of type tokens.Type");
+}
+
 static void test_go_leniency(void **state)
 {
 	(void)state;
@@ -1015,6 +1080,7 @@ int main(void)
 		cmocka_unit_test(test_dump_at_big),
 		cmocka_unit_test(test_dupkey_nul),
 		cmocka_unit_test(test_first_value),
+		cmocka_unit_test(test_big_number),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -767,6 +767,13 @@ int cli_refuse_lossy(const st_state *s, const char *name, int allow)
 	const char *first = NULL;
 
 	for (size_t i = 0; i < p->count; i++) {
+		if (!strcmp(p->items[i].rule, "json/number-range")) {
+			cli_errorf("refusing to write: '%s' holds a number beyond the float64 range "
+				   "at %s, which Pulumi never decodes there but statetool cannot "
+				   "write back (json/number-range); nothing written",
+				   name, p->items[i].pointer);
+			return EXIT_FAIL;
+		}
 		if (!strcmp(p->items[i].rule, "json/trailing-data"))
 			cli_warnf("'%s' has data after the document, which `pulumi stack import` "
 				  "does not read: what is written leaves it out",

@@ -1,7 +1,8 @@
 /*
  * The JSON reader. It accepts exactly what Go's encoding/json accepts (Pulumi reads state with
  * it) and builds jansson values:
- *  - numbers of any size become reals (float64); a literal beyond the float64 range is an error;
+ *  - numbers of any size become reals (float64); a literal beyond the float64 range is an error,
+ *    or with a problems list a placeholder the decoder judges (lib/internal.h ST__JSON_BIGNUM);
  *  - "\u0000" is allowed in strings (keys too, through jansson's *n calls);
  *  - a duplicate key keeps the last value (a warning with the key's pointer); an earlier value
  *    a later object, array or null replaced is kept beside (st__dropped_add) for the decoder,
@@ -36,11 +37,6 @@
 #endif
 
 #define EOF_JSON "unexpected end of JSON input" /* json.Unmarshal's at the end of its input */
-#define TRAILING_RULE "json/trailing-data"
-#define TRAILING_AT "data after the document at line %d, column %d (byte %lld)"
-#define TRAILING_GO "(json.Unmarshal refuses it in a checkpoint: "
-#define TRAILING_FMT TRAILING_AT " is not read: `pulumi stack import` and `pulumi import " \
-	"--file` read the first JSON value only " TRAILING_GO "%s)"
 
 void st__json_release_pages(parser *ps)
 {
@@ -50,29 +46,6 @@ void st__json_release_pages(parser *ps)
 		ps->released = (const unsigned char *)to;
 	else
 		ps->release = 0;
-}
-
-/* The line (1-based) and the start of the line of `at`. */
-static int line_of(const parser *ps, const unsigned char *at, const unsigned char **bol)
-{
-	int line = 1;
-	*bol = ps->start;
-	for (const unsigned char *q = ps->start; q < at; q++)
-		if (*q == '\n') {
-			line++;
-			*bol = q + 1;
-		}
-	return line;
-}
-
-/* Go's json.Decoder at the end of its input: "EOF" when only white space came before it,
- * else "unexpected EOF" (stream.go readValue). */
-static const char *decoder_eof(const parser *ps)
-{
-	for (const unsigned char *q = ps->start; q < ps->end; q++)
-		if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r')
-			return "unexpected EOF";
-	return "EOF";
 }
 
 void st__json_fail_at(parser *ps, const unsigned char *at, int code, const char *fmt, ...)
@@ -90,8 +63,8 @@ void st__json_fail_at(parser *ps, const unsigned char *at, int code, const char 
 	if (at > ps->end)
 		at = ps->end;
 	if (ps->first == ST_PARSE_DECODER && !strcmp(fmt, EOF_JSON))
-		fmt = decoder_eof(ps); /* Decoder.Decode's io.EOF / io.ErrUnexpectedEOF */
-	line = line_of(ps, at, &bol);
+		fmt = st__json_decoder_eof(ps); /* Decoder.Decode's io.EOF / io.ErrUnexpectedEOF */
+	line = st__json_line_of(ps, at, &bol);
 	va_start(ap, fmt);
 	st__verr(ps->err, code, fmt, ap);
 	va_end(ap);
@@ -101,30 +74,6 @@ void st__json_fail_at(parser *ps, const unsigned char *at, int code, const char 
 	st__err_file(ps->err, ps->name);
 }
 
-/* Go's quoteChar: the byte as the rune of its value, quoted as strconv.Quote quotes it: 'x',
- * '\'', '"', '\\', '\n' and Go's other short escapes, '\x01' for other controls and DEL,
- * '\u0080' for what is not printable up to U+00A0 (and U+00AD), else the character ('ÿ'). */
-static const char *quote_char(int c, char buf[16])
-{
-	static const char shorts[] = "abtnvfr"; /* \a (7) to \r (13) */
-	if (c == '\'')
-		return "'\\''";
-	if (c == '"')
-		return "'\"'";
-	if (c == '\\')
-		return "'\\\\'";
-	if (c >= 7 && c <= 13)
-		snprintf(buf, 16, "'\\%c'", shorts[c - 7]);
-	else if (c < 0x20 || c == 0x7f)
-		snprintf(buf, 16, "'\\x%02x'", c);
-	else if ((c >= 0x80 && c <= 0xa0) || c == 0xad)
-		snprintf(buf, 16, "'\\u%04x'", c);
-	else if (c >= 0x80)
-		snprintf(buf, 16, "'%c%c'", 0xc0 | (c >> 6), 0x80 | (c & 0x3f));
-	else
-		snprintf(buf, 16, "'%c'", c);
-	return buf;
-}
 
 void st__json_fail_char(parser *ps, const char *context)
 {
@@ -132,7 +81,7 @@ void st__json_fail_char(parser *ps, const char *context)
 	if (ps->p >= ps->end)
 		st__json_fail_at(ps, ps->p, ST_EPARSE, EOF_JSON);
 	else
-		st__json_fail_at(ps, ps->p, ST_EPARSE, "invalid character %s %s", quote_char(*ps->p, q),
+		st__json_fail_at(ps, ps->p, ST_EPARSE, "invalid character %s %s", st__json_quote_char(*ps->p, q),
 			context);
 }
 
@@ -162,6 +111,31 @@ static void lenient(parser *ps, const char *rule, const char *what, const char *
 	st_problems_add(ps->problems, ST_SEV_WARNING, rule, b.data ? b.data : "", NULL, "%s",
 			what);
 	st_buf_free(&b);
+}
+
+/* A number literal beyond the float64 range at s: without a problems list an error (Go's
+ * ParseFloat range error, as json.Unmarshal meets it when it stores the number); with one, the
+ * placeholder ST__JSON_BIGNUM and a warning naming the literal, the decoder deciding by the
+ * type there whether Go converts it (lib/internal.h). */
+static json_t *big_number(parser *ps, const unsigned char *s, size_t len)
+{
+	st_buf m;
+	json_t *v;
+	if (!ps->problems) {
+		st__json_fail_at(ps, s, ST_EPARSE, "number %.*s is out of the range of a float64",
+				 (int)(len > 40 ? 40 : len), (const char *)s);
+		return NULL;
+	}
+	st_buf_init(&m);
+	st_buf_printf(&m, "number %.*s is out of the range of a float64: Pulumi reads it only where "
+		      "Go never decodes it as a number (an unknown field, a secrets provider's "
+		      "state); statetool cannot write it back", (int)len, (const char *)s);
+	lenient(ps, ST__NUMBER_RANGE_RULE, m.oom ? "number out of the range of a float64" : m.data,
+		NULL, 0);
+	st_buf_free(&m);
+	if (!(v = json_integer(ST__JSON_BIGNUM)))
+		st__json_fail_at(ps, s, ST_ENOMEM, "out of memory");
+	return v;
 }
 
 int st__json_push_frame(parser *ps, int is_array)
@@ -330,7 +304,7 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 		if (c < 0x20) {
 			char q[16];
 			st__json_fail_at(ps, p, ST_EPARSE, "invalid character %s in string literal",
-				quote_char((int)c, q));
+				st__json_quote_char((int)c, q));
 			return -1;
 		}
 		if (c == '\\') {
@@ -362,7 +336,7 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 						st__json_fail_at(ps, bad, ST_EPARSE,
 							"invalid character %s in \\u hexadecimal "
 							"character escape",
-							quote_char(*bad, q));
+							st__json_quote_char(*bad, q));
 					return -1;
 				}
 				p += 6;
@@ -390,7 +364,7 @@ static int parse_string_raw(parser *ps, const char **out, size_t *outlen, int *b
 				char q[16];
 				st__json_fail_at(ps, p + 1, ST_EPARSE,
 					"invalid character %s in string escape code",
-					quote_char(p[1], q));
+					st__json_quote_char(p[1], q));
 				return -1;
 			}
 			}
@@ -553,15 +527,10 @@ static json_t *parse_number(parser *ps)
 		}
 		errno = 0;
 		v = strtod(buf, &endp);
-		if (isinf(v)) {
-			st__json_fail_at(ps, s, ST_EPARSE, "number %.*s is out of the range of a float64",
-				(int)(len > 40 ? 40 : len), (const char *)s);
-			if (buf != stackbuf)
-				free(buf);
-			return NULL;
-		}
 		if (buf != stackbuf)
 			free(buf);
+		if (isinf(v))
+			return big_number(ps, s, len);
 	}
 	return make_real(ps, v);
 }
@@ -793,7 +762,7 @@ static int match_literal(parser *ps, const char *lit, size_t n)
 		if (ps->p[i] != (unsigned char)lit[i]) {
 			char q[16];
 			st__json_fail_at(ps, ps->p + i, ST_EPARSE, "invalid character %s in literal %s "
-				"(expecting '%c')", quote_char(ps->p[i], q), lit, lit[i]);
+				"(expecting '%c')", st__json_quote_char(ps->p[i], q), lit, lit[i]);
 			return -1;
 		}
 	}
@@ -910,51 +879,6 @@ unsigned long st__json_reparses(void)
 	return atomic_load(&reparses);
 }
 
-/* Data after the value (at ps->p), read as json.Decoder reads it: a warning saying where, with
- * json.Unmarshal's error for st__json_trailing_refuse. */
-static int trailing_warning(parser *ps)
-{
-	const unsigned char *bol;
-	char q[16], msg[96];
-	int line = line_of(ps, ps->p, &bol);
-	snprintf(msg, sizeof(msg), "invalid character %s after top-level value",
-		 quote_char(*ps->p, q));
-	if (ps->problems &&
-	    st_problems_add(ps->problems, ST_SEV_WARNING, TRAILING_RULE, "", NULL, TRAILING_FMT,
-			    line, (int)(ps->p - bol) + 1, (long long)(ps->p - ps->start),
-			    msg) != ST_OK) {
-		st__json_fail_at(ps, ps->p, ST_ENOMEM, "out of memory");
-		return ST_ENOMEM;
-	}
-	return ST_OK;
-}
-
-int st__json_trailing_refuse(st_problems *pr, st_error *err)
-{
-	for (size_t i = 0; pr && i < pr->count; i++) {
-		st_problem *p = &pr->items[i];
-		const char *go;
-		int line = 0, col = 0;
-		long long off = -1;
-		if (strcmp(p->rule, TRAILING_RULE))
-			continue;
-		/* the message is TRAILING_FMT's: Go's error between TRAILING_GO and the last ')' */
-		go = strstr(p->message, TRAILING_GO);
-		go = go ? go + strlen(TRAILING_GO) : p->message + strlen(p->message);
-		if (sscanf(p->message, TRAILING_AT, &line, &col, &off) != 3)
-			line = col = 0, off = -1;
-		st__err(err, ST_EPARSE, "%.*s", (int)(strlen(go) ? strlen(go) - 1 : 0), go);
-		if (err && err->code == ST_EPARSE) {
-			err->line = line;
-			err->column = col;
-			err->offset = off;
-		}
-		st__problems_remove(pr, i);
-		return ST_EPARSE;
-	}
-	return ST_OK;
-}
-
 /* One parse of the document (keep: the earlier values of duplicate keys are kept; *replaced:
  * without keep, one was lost). */
 static int parse_doc(json_t **out, const char *buf, size_t len, const char *name,
@@ -1007,7 +931,7 @@ static int parse_doc(json_t **out, const char *buf, size_t len, const char *name
 		skip_ws(&ps);
 		if (ps.p < ps.end && ps.first) {
 			/* as json.Decoder: the rest is not read; the style is the document's */
-			if (trailing_warning(&ps) != ST_OK) {
+			if (st__json_trailing_warning(&ps) != ST_OK) {
 				json_decref(v);
 				v = NULL;
 			}

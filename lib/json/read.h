@@ -169,6 +169,16 @@ int st__json_parse_sk(json_t **out, const char *buf, size_t len, const char *nam
 		      int mapped, int threads, unsigned *features, skim *sk, st_error *err);
 
 
+/* The reader's edges (lib/json/read_end.c). Go's quoteChar of an offending byte (in buf or a
+ * constant); the line (1-based) of `at` and the start of that line; the json.Decoder's error
+ * at the end of the input ("EOF" after white space only, else "unexpected EOF"); the warning
+ * json/trailing-data for data after the value at ps->p (ST_OK, or ST_ENOMEM with the parse
+ * failed). */
+const char *st__json_quote_char(int c, char buf[16]);
+int st__json_line_of(const parser *ps, const unsigned char *at, const unsigned char **bol);
+const char *st__json_decoder_eof(const parser *ps);
+int st__json_trailing_warning(parser *ps);
+
 /* The parser's steps the split uses (lib/json/read.c). */
 void st__json_release_pages(parser *ps);
 void st__json_fail_at(parser *ps, const unsigned char *at, int code, const char *fmt, ...)

@@ -779,6 +779,8 @@ static int write_value(st_buf *b, const json_t *v, wcall *w, st_kind kind, size_
 		return 0;
 	case JSON_REAL:
 	case JSON_INTEGER:
+		if (st__json_is_bignum(v))
+			return -1; /* its literal is not kept */
 		n = st_json_format_number(json_number_value(v), num, sizeof(num));
 		if (n < 0)
 			return -1;
@@ -900,7 +902,8 @@ static int dump(const json_t *value, const st_style *style, size_t depth, int wh
 	if (rc) {
 		st_buf_free(&b);
 		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
-					      "value cannot be written as JSON (NaN or infinity)");
+					      "value cannot be written as JSON (NaN, infinity, or a "
+					      "number beyond float64 the reader kept in place)");
 	}
 	*out = st_buf_take(&b, len);
 	return *out ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");

@@ -90,6 +90,7 @@ typedef struct dctx {
 	/* what Go's Unmarshal returns: the first error that stops it, else the first kept */
 	char *stop, *stop_ptr, *kept, *kept_ptr;
 	const st__dropped *dr; /* the reader's earlier values of duplicate keys (NULL: none) */
+	int bignums;   /* the reader kept numbers beyond float64 (ST__JSON_BIGNUM) */
 	int in_worker; /* a second thread's part: no further split */
 	int oom;
 } dctx;
@@ -173,6 +174,73 @@ static int push(dctx *c, const char *key, size_t len)
 		return -1;
 	}
 	return 0;
+}
+
+/* ---- numbers beyond float64 (the reader's ST__JSON_BIGNUM) ---- */
+
+static const gtype float64_type = {GK_FLOAT, "float64", NULL, NULL, 0};
+
+/* The reader's problem of `rule` at the current pointer, or NULL. */
+static const st_problem *problem_here(dctx *c, const char *rule)
+{
+	const st_problem *found = NULL;
+	char *p = ptr_now(c);
+	if (!p) {
+		c->oom = 1;
+		return NULL;
+	}
+	for (size_t i = 0; c->out && i < c->out->count && !found; i++)
+		if (!strcmp(c->out->items[i].rule, rule) && !strcmp(c->out->items[i].pointer, p))
+			found = &c->out->items[i];
+	free(p);
+	return found;
+}
+
+/* Go stores the number here (a field of type t, or an interface{}: float64): ParseFloat's range
+ * error, UnmarshalTypeError "number <literal>" (the reader's version literal reported already
+ * at the top). */
+static void bignum(dctx *c, const gtype *t)
+{
+	const st_problem *r = problem_here(c, ST__NUMBER_RANGE_RULE);
+	const char *lit = r ? r->message + 7 : NULL; /* "number <literal> is out of ..." */
+	char *what;
+	if (c->oom || problem_here(c, "decode/type"))
+		return;
+	what = lit ? st_asprintf("number %.*s", (int)strcspn(lit, " "), lit)
+		   : st_strdup("number");
+	if (!what) {
+		c->oom = 1;
+		return;
+	}
+	type_error(c, what, t);
+	free(what);
+}
+
+/* An interface{} value: Go converts each number in it to float64. */
+static void bignums_in(dctx *c, json_t *v)
+{
+	if (st__json_is_bignum(v)) {
+		bignum(c, &float64_type);
+		return;
+	}
+	if (!json_is_object(v) && !json_is_array(v))
+		return;
+	if (push(c, NULL, 0) < 0)
+		return;
+	if (json_is_array(v)) {
+		for (size_t i = 0; i < json_array_size(v) && !c->oom; i++) {
+			c->segs.v[c->segs.n - 1].len = i;
+			bignums_in(c, json_array_get(v, i));
+		}
+	} else {
+		for (void *it = json_object_iter(v); it && !c->oom;
+		     it = json_object_iter_next(v, it)) {
+			c->segs.v[c->segs.n - 1].key = json_object_iter_key(it);
+			c->segs.v[c->segs.n - 1].len = json_object_iter_key_len(it);
+			bignums_in(c, json_object_iter_value(it));
+		}
+	}
+	c->segs.n--;
 }
 
 /* A UnmarshalJSON/UnmarshalText type: what each JSON kind does. */
@@ -374,12 +442,13 @@ static void walk_array(dctx *c, json_t *v, const gtype *t)
 {
 	size_t n = json_array_size(v);
 	half h;
-	if (t->elem->k == GK_ANY || t->elem->k == GK_RAW)
+	if (t->elem->k == GK_RAW || (t->elem->k == GK_ANY && !c->bignums))
 		return;
 	if (push(c, NULL, 0) < 0)
 		return;
-	/* (not with duplicate keys: their warnings, in the caller's list, are rewritten) */
-	if (t->elem->k == GK_STRUCT && !c->in_worker && !c->dr &&
+	/* (not with duplicate keys: their warnings, in the caller's list, are rewritten; nor
+	 * with numbers beyond float64: found by the reader's problems in that list) */
+	if (t->elem->k == GK_STRUCT && !c->in_worker && !c->dr && !c->bignums &&
 	    st__two_worth(ST__T_DECODE, n, 0) &&
 	    start_half(c, &h, v, t) == 0) {
 		walk_range(c, v, t, 0, n / 2);
@@ -393,7 +462,7 @@ static void walk_array(dctx *c, json_t *v, const gtype *t)
 
 static void walk_map(dctx *c, json_t *v, const gtype *t)
 {
-	if (t->elem->k == GK_ANY || t->elem->k == GK_RAW)
+	if (t->elem->k == GK_RAW || (t->elem->k == GK_ANY && !c->bignums))
 		return;
 	if (push(c, NULL, 0) < 0)
 		return;
@@ -546,6 +615,15 @@ static void walk(dctx *c, json_t *v, const gtype *t)
 {
 	if (c->oom || json_is_null(v))
 		goto null_or_done;
+	if (c->bignums && t->k == GK_ANY) {
+		bignums_in(c, v);
+		return;
+	}
+	if (st__json_is_bignum(v) &&
+	    (t->k == GK_FLOAT || t->k == GK_INT || t->k == GK_UINT8)) {
+		bignum(c, t);
+		return;
+	}
 	switch (t->k) {
 	case GK_ANY:
 	case GK_RAW:
@@ -733,113 +811,6 @@ out:
 	free(fv);
 }
 
-void st__keymap_free(st__keymap *km)
-{
-	if (!km)
-		return;
-	for (size_t i = 0; i < km->n; i++) {
-		json_decref(km->v[i].obj);
-		free(km->v[i].orig);
-	}
-	free(km->v);
-	free(km);
-}
-
-static int cmp_ent(const void *a, const void *b)
-{
-	const st__keymap_ent *x = a, *y = b;
-	return x->obj < y->obj ? -1 : x->obj > y->obj;
-}
-
-void st__keymap_seal(st__keymap *km, const json_t *root)
-{
-	qsort(km->v, km->n, sizeof(*km->v), cmp_ent);
-	st__keymap_digest(root, km->digest);
-}
-
-/* The first entry of obj (entries are sorted by object), or NULL. */
-static const st__keymap_ent *first_of(const st__keymap *km, const json_t *obj)
-{
-	size_t lo = 0, hi = km->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (km->v[mid].obj < obj)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < km->n && km->v[lo].obj == obj ? &km->v[lo] : NULL;
-}
-
-const char *st__keymap_lookup(const st__keymap *km, const json_t *obj, const char *key,
-			      size_t *len)
-{
-	const st__keymap_ent *e = first_of(km, obj), *end = km->v + km->n;
-	for (; e && e < end && e->obj == obj; e++) {
-		if (!strcmp(e->canon, key)) {
-			*len = e->orig_len;
-			return e->orig;
-		}
-	}
-	return NULL;
-}
-
-int st__keymap_has(const st__keymap *km, const json_t *obj)
-{
-	return first_of(km, obj) != NULL;
-}
-
-/* A digest of a value (BLAKE2b over its kinds, keys and contents). */
-static void digest(crypto_generichash_state *h, const json_t *v, int depth)
-{
-	unsigned char tag = (unsigned char)json_typeof(v);
-	crypto_generichash_update(h, &tag, 1);
-	if (depth > ST_DEFAULT_MAX_DEPTH)
-		return;
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		for (void *it = json_object_iter((json_t *)v); it;
-		     it = json_object_iter_next((json_t *)v, it)) {
-			size_t kl = json_object_iter_key_len(it);
-			crypto_generichash_update(h, (const unsigned char *)&kl, sizeof(kl));
-			crypto_generichash_update(h, (const unsigned char *)json_object_iter_key(it),
-						  kl);
-			digest(h, json_object_iter_value(it), depth + 1);
-		}
-		tag = 0xfe;
-		crypto_generichash_update(h, &tag, 1);
-		break;
-	case JSON_ARRAY:
-		for (size_t i = 0; i < json_array_size(v); i++)
-			digest(h, json_array_get(v, i), depth + 1);
-		tag = 0xfd;
-		crypto_generichash_update(h, &tag, 1);
-		break;
-	case JSON_STRING: {
-		size_t n = json_string_length(v);
-		crypto_generichash_update(h, (const unsigned char *)&n, sizeof(n));
-		crypto_generichash_update(h, (const unsigned char *)json_string_value(v), n);
-		break;
-	}
-	case JSON_INTEGER:
-	case JSON_REAL: {
-		double d = json_number_value(v);
-		crypto_generichash_update(h, (const unsigned char *)&d, sizeof(d));
-		break;
-	}
-	default:
-		break;
-	}
-}
-
-void st__keymap_digest(const json_t *root, unsigned char out[32])
-{
-	crypto_generichash_state h;
-	crypto_generichash_init(&h, NULL, 0, 32);
-	digest(&h, root, 0);
-	crypto_generichash_final(&h, out, 32);
-}
-
 /* ---- entry ---- */
 
 int st__go_decode(json_t *v, st__groot root, const char *base, st__keymap *km,
@@ -854,6 +825,8 @@ int st__go_decode(json_t *v, st__groot root, const char *base, st__keymap *km,
 		st__dropped_seal(out->st__dropped);
 		c.dr = out->st__dropped;
 	}
+	for (size_t i = 0; out && i < out->count && !c.bignums; i++)
+		c.bignums = !strcmp(out->items[i].rule, ST__NUMBER_RANGE_RULE);
 	*first = *first_ptr = NULL;
 	walk(&c, v, st__go_type(root));
 	st_segs_free(&c.segs);

@@ -19,6 +19,10 @@
  * UnmarshalVersionedCheckpointToLatestCheckpoint in pkg/resource/stack/checkpoint.go). */
 #define PLACE1 "place 1: "
 
+/* The writer's one refusal of a loaded state's tree (ST__JSON_BIGNUM). */
+#define BIGNUM_UNWRITABLE "the state holds a number beyond the float64 range (json/number-" \
+	"range, where Pulumi never decodes it as a number), which statetool cannot write back"
+
 /* Was the version's literal reported by the reader (decode/type at the key as written)? */
 static int version_reported(const st_state *s)
 {
@@ -194,8 +198,7 @@ int st__state_bind(st_state *s, st_error *err)
 			       "not a Pulumi deployment state: the top-level value is not an "
 			       "object");
 	rc = bind_envelope(s, &top, err);
-	/* a checkpoint is read with json.Unmarshal: data after it is its first error */
-	if (rc == ST_OK && s->envelope == ST_ENVELOPE_CHECKPOINT)
+	if (rc == ST_OK && s->envelope == ST_ENVELOPE_CHECKPOINT) /* json.Unmarshal's first */
 		rc = st__json_trailing_refuse(&s->load_problems, err);
 	if (rc)
 		return rc;
@@ -268,8 +271,7 @@ int st__load_opts_check(const st_load_opts *opts, st_error *err)
 	return st__threads_check(opts->threads, err);
 }
 
-/* first: data after the document is read as Pulumi reads the envelope (a file's load) rather
- * than refused (a backend's object, a buffer). */
+/* first: a file's load (data after the document read as Pulumi reads the envelope). */
 static int load_buffer(st_state **out, const void *buf, size_t len, const char *name,
 		       const st_load_opts *opts, int mapped, int first, st_error *err)
 {
@@ -756,8 +758,7 @@ static int dump_cfg(const st_state *s, const st_style *style, const st__wcfg *cf
 	}
 	if (rc) {
 		st_buf_free(&b);
-		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
-						"the state holds a value JSON cannot represent");
+		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" : BIGNUM_UNWRITABLE);
 	}
 	*out = st_buf_take(&b, len);
 	return *out ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
@@ -925,8 +926,7 @@ static int stream(const st_state *s, stream_ctx *cx, st_error *err)
 	}
 	st_buf_free(&b);
 	if (rc)
-		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" :
-						"the state holds a value JSON cannot represent");
+		return st__err(err, rc, rc == ST_ENOMEM ? "out of memory" : BIGNUM_UNWRITABLE);
 	return st__lazy_unchanged(s, err); /* runs copied from the file: still its bytes? */
 }
 

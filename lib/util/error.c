@@ -209,11 +209,3 @@ void st_changes_clear(st_changes *c)
 	free(c->lines);
 	memset(c, 0, sizeof(*c));
 }
-
-void st__problems_remove(st_problems *pr, size_t i)
-{
-	st_problem q = pr->items[i];
-	memmove(&pr->items[i], &pr->items[i + 1], (pr->count - i - 1) * sizeof(pr->items[0]));
-	pr->items[pr->count - 1] = q;
-	st__problems_truncate(pr, pr->count - 1);
-}

@@ -21,7 +21,7 @@ unknown-feature.json|needs support for the following features: warp-drive (at /f
 wrong-envelope.json|not a Pulumi deployment state
 deep.json|exceeded max depth (10000 nested values)
 bom.json|byte order mark
-huge-number.json|number 1e999 is out of the range of a float64
+huge-number.json|json: cannot unmarshal number 1e999 into Go struct field ResourceV3.resources.inputs of type float64 (at /deployment/resources/0/inputs/n)
 zstd.json.zst|truncated zstd data (the stream ends inside a frame after 6 compressed bytes)
 truncated.json.zst|truncated zstd data
 CASES

@@ -185,6 +185,33 @@ run "import file + data after it" st validate "$T/imp-trail.json"
 check_rc 0; check_out_has "warning: [json/trailing-data] data after the document at line 1, column 76 (byte 75) is not read"
 check_out_has "$T/imp-trail.json: valid, 0 errors, 1 warning (1 resource)"
 
+# a number beyond float64 (audit26a A2): where Go never decodes it (an unknown field, the secrets
+# provider's state) Pulumi loads the file; where it does (a property value), Go's error
+sed 's/"id": "b-123",/"id": "b-123", "futureField": {"n": [1e400]},/' "$P/valid-deployment-v3.json" > "$T/big-unknown.json"
+sed 's/"salt": /"future": -1e999, "salt": /' "$P/valid-deployment-v3.json" > "$T/big-secrets.json"
+for how in lazy full stdin; do
+	for f in big-unknown big-secrets; do
+		case $how in
+		lazy) run "$f ($how)" st validate --no-schema "$T/$f.json"; N=$T/$f.json ;;
+		full) run "$f ($how)" env STATETOOL_LAZY=0 "$STATETOOL" validate --no-schema "$T/$f.json"; N=$T/$f.json ;;
+		stdin) run "$f ($how)" sh -c "'$STATETOOL' validate --no-schema - < '$T/$f.json'"; N='<stdin>' ;;
+		esac
+		check_rc 0; check_out_has "$N: valid, 0 errors, 1 warning (4 resources)"
+	done
+	check_out "$N: warning: [json/number-range] number -1e999 is out of the range of a float64: Pulumi reads it only where Go never decodes it as a number (an unknown field, a secrets provider's state); statetool cannot write it back
+    at /deployment/secrets_providers/state/future
+$N: valid, 0 errors, 1 warning (4 resources)"
+done
+sed 's/"id": "b-123",/"id": "b-123", "outputs": {"n": [1e400]},/' "$P/valid-deployment-v3.json" > "$T/big-outputs.json"
+run "a number beyond float64 in a property value: Go's error" st validate --no-schema "$T/big-outputs.json"
+check_rc 1; check_out_has "error: [decode/type] json: cannot unmarshal number 1e400 into Go struct field ResourceV3.resources.outputs of type float64
+    at /deployment/resources/3/outputs/n/0"
+# kept in place, it cannot be written back: a write is refused, the file unchanged
+cp "$T/big-unknown.json" "$T/big-w.json"
+run "protect a state holding a number beyond float64" st protect "$T/big-w.json" b
+check_rc 1; check_same "$T/big-unknown.json" "$T/big-w.json"; check_absent "$T/big-w.json.bak"
+check_err "statetool: error: refusing to write: '$T/big-w.json' holds a number beyond the float64 range at /deployment/resources/3/futureField/n/0, which Pulumi never decodes there but statetool cannot write back (json/number-range); nothing written"
+
 run "usage: nothing" st validate
 check_rc 2
 run "usage: both" st validate --backend "$B" "$P/todo.json"
