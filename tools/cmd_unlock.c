@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char help[] =
 	"usage: statetool unlock [options] STATE\n"
@@ -17,9 +18,19 @@ static const char help[] =
 	"process named in the lock is gone: a lock error names its holder and marks it\n"
 	"stale when that process is no longer running on this host.\n"
 	"\n"
+	"An unfinished statetool operation on the stack or file (a committed `move`: its\n"
+	".statetool-journal; a `stack rename`: its .statetool-rename marker) is completed\n"
+	"first, as any statetool command does, which also removes that operation's locks (they\n"
+	"keep Pulumi off the stack until it is finished). When it cannot be completed\n"
+	"nothing is removed and the error says why; --force then removes the locks anyway\n"
+	"and leaves the operation as it is.\n"
+	"\n"
 	"Options:\n"
 	"  --backend URL -s, --stack NAME   the stack whose locks to remove (URL: PATH, file://PATH,\n"
 	"                               s3://, azblob://, gs:// or postgres://)\n"
+	"  --force            remove the locks without completing an unfinished operation\n"
+	"                     first (a Pulumi write to the stack before it is completed makes\n"
+	"                     it one to resolve by hand)\n"
 	"  --json             the result as one JSON document: {\"format_version\": 1,\n"
 	"                     \"command\": \"unlock\", \"target\", \"removed\": N}; a failure\n"
 	"                     too (its \"error\": code, message, position)\n"
@@ -30,16 +41,43 @@ static const char help[] =
 	"Exit status 0, 1 when the locks could not be removed or there is no such state, 2\n"
 	"on a usage error.\n";
 
+/* cli_recover for unlock: a failure says how to remove the locks anyway; a completed
+ * operation may have written the target (a move's new destination): it exists now. */
+static int recover_first(cli_target *t)
+{
+	char *key = NULL;
+	int exists = 0;
+
+	if (cli_recover(t, NULL) != EXIT_OK) {
+		fprintf(stderr,
+			"%s: note: no lock was removed: the locks keep Pulumi off the stack until "
+			"the operation is finished; `statetool unlock --force` removes them anyway\n",
+			cli_prog);
+		return EXIT_FAIL;
+	}
+	if (t->exists)
+		return EXIT_OK;
+	if (t->backend)
+		t->exists = st_backend_stack_key(t->backend, t->qname, &key, &exists, NULL) ==
+				    ST_OK &&
+			    exists;
+	else
+		t->exists = access(t->path, F_OK) == 0;
+	free(key);
+	return EXIT_OK;
+}
+
 int cmd_unlock(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"backend", required_argument, NULL, OPT_BACKEND},
 		{"stack", required_argument, NULL, OPT_STACK},
 		{"json", no_argument, NULL, OPT_JSON},
+		{"force", no_argument, NULL, OPT_FORCE},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	cli_target t = {0};
-	int c, rc, removed = 0, json = 0;
+	int c, rc, removed = 0, json = 0, force = 0;
 	struct stat sb;
 	st_error err;
 
@@ -49,6 +87,10 @@ int cmd_unlock(int argc, char **argv)
 			continue;
 		if (c == OPT_JSON) {
 			json = 1;
+			continue;
+		}
+		if (c == OPT_FORCE) {
+			force = 1;
 			continue;
 		}
 		if (c == 'h')
@@ -71,6 +113,10 @@ int cmd_unlock(int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out;
 	}
+	/* an unfinished move or stack rename holds these locks until it is done: completed
+	 * first (its recovery removes them), or, failing that, nothing is removed */
+	if (!force && (rc = recover_first(&t)) != EXIT_OK)
+		goto out;
 	if (t.backend)
 		rc = st_unlock_stack(t.backend, t.qname, &removed, &err);
 	else

@@ -732,12 +732,30 @@ static int side_state(const journal *j, jside *sd, int *installed, int *untouche
 	return ST_OK;
 }
 
+/* Where the other side's journal is (the twin of the one read), in full: its store's
+ * locator without secrets and its key. NULL when out of memory. */
+static char *twin_where(const journal *j)
+{
+	char *w[2] = {where(&j->side[0], j->side[0].journal), where(&j->side[1], j->side[1].journal)};
+	char *twin;
+
+	if (!w[0] || !w[1]) {
+		free(w[0]);
+		free(w[1]);
+		return NULL;
+	}
+	/* the journal read is one side's (its store is that side's: the where is the same) */
+	twin = j->where && !strcmp(j->where, w[1]) ? w[0] : w[1];
+	free(twin == w[0] ? w[1] : w[0]);
+	return twin;
+}
+
 /* Every side either done or still old with an intact staged object. */
 static int recover_check(const journal *j, int installed[2], st_error *err)
 {
 	for (int i = 0; i < 2; i++) {
 		jside *sd = (jside *)&j->side[i];
-		char st[65], *wk = NULL, *ws = NULL;
+		char st[65], *wk = NULL, *ws = NULL, *wt = NULL;
 		const char *wj = j->where;
 		int untouched, sx, rc;
 		if ((rc = side_state(j, sd, &installed[i], &untouched, err)) != ST_OK)
@@ -746,13 +764,16 @@ static int recover_check(const journal *j, int installed[2], st_error *err)
 			continue;
 		wk = where(sd, sd->old_key);
 		ws = where(sd, sd->staged);
-		if (!untouched)
+		if (!untouched && (wt = twin_where(j)))
 			rc = st__err(err, ST_ECONFLICT,
 				     "an interrupted %s left the journal '%s', but '%s' has "
 				     "changed since (it is neither the version before nor the "
 				     "version after); resolve it by hand: the staged new version is "
-				     "'%s', then remove '%s' and its twin",
-				     j->op, wj ? wj : "?", wk ? wk : "?", ws ? ws : "?", wj ? wj : "?");
+				     "'%s', then remove '%s' and its twin '%s'",
+				     j->op, wj ? wj : "?", wk ? wk : "?", ws ? ws : "?", wj ? wj : "?",
+				     wt);
+		else if (!untouched)
+			rc = st__err(err, ST_ENOMEM, "out of memory");
 		else if ((rc = hash_object(j->alg, sd->store, sd->staged, st, &sx, err)) == ST_OK &&
 			 (!sx || strcmp(st, sd->new_hex)))
 			rc = st__err(err, ST_ECONFLICT,
@@ -761,6 +782,7 @@ static int recover_check(const journal *j, int installed[2], st_error *err)
 				     j->op, wk ? wk : "?");
 		free(wk);
 		free(ws);
+		free(wt);
 		if (rc)
 			return rc;
 	}
