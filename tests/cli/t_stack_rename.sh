@@ -151,6 +151,31 @@ check_out "$WANT_LAYOUT"
 run "protect on the old name: the new object as the rename made it" cat "$D/prod.json"
 check_same "$T/want-prod.json" "$T/out"
 
+# unlock (audit27 C10): the rename's locks keep Pulumi off both stacks until it is ended, so
+# unlock ends it first (as any command does) and then has no lock left to remove; --force
+# removes the lock and leaves the rename as it is
+for step in 1 2; do
+	kill_at $step
+	run "after stack-rename:$step, unlock of the old name completes the rename" st unlock --backend "$B" --stack shop/dev
+	check_rc 0; check_out "removed 0 locks of shop/dev"; check_err_has "$COMPLETED"
+	run "after stack-rename:$step and unlock, as if never killed" cat "$D/prod.json"
+	check_same "$T/want-prod.json" "$T/out"
+	run "after stack-rename:$step and unlock, the layout (no lock, no marker)" layout
+	check_out "$WANT_LAYOUT"
+done
+kill_at 2
+run "after stack-rename:2, unlock of the new name completes the rename" st unlock --backend "$B" --stack shop/prod
+check_rc 0; check_out "removed 0 locks of shop/prod"; check_err_has "$COMPLETED"
+run "after stack-rename:2 and unlock of the new name, the layout" layout
+check_out "$WANT_LAYOUT"
+kill_at 2
+run "after stack-rename:2, unlock --force removes the lock only" st unlock --force --backend "$B" --stack shop/dev
+check_rc 0; check_out "removed 1 lock of shop/dev"; check_err_empty
+run "unlock --force: the rename still pending, the new stack's lock kept" sh -c "cd '$B' && find .pulumi/locks .pulumi/stacks -name '*.json' -path '*locks*' -o -name '*.statetool-rename' | sed 's/[0-9a-f-]\{36\}\.json$/<uuid>.json/' | sort"
+check_out ".pulumi/locks/organization/shop/prod/<uuid>.json
+.pulumi/stacks/shop/dev.json.statetool-rename
+.pulumi/stacks/shop/prod.json.statetool-rename"
+
 # doctor: one problem, the rename, with the command that finishes it (no duplicate-id per
 # resource of the two stacks, no stale lock: the rename's own)
 kill_at 2
@@ -183,7 +208,7 @@ check_out "$WANT_LAYOUT"
 # the new stack written since (after an unlock, by Pulumi): the rerun says which holds what
 # and what to do, and changes nothing; --keep new or --keep old completes it
 kill_at 2
-st unlock --backend "$B" --stack shop/prod >/dev/null
+st unlock --force --backend "$B" --stack shop/prod >/dev/null
 sed 's/"id":"b-1"/"id":"b-2"/' "$D/prod.json" >"$T/prod-written.json"
 cp "$T/prod-written.json" "$D/prod.json"
 (cd "$B" && find . -type f | sort | xargs sha256sum) >"$T/before"
@@ -234,8 +259,8 @@ printf 'organization/shop/dev' >"$D/prod.json.statetool-rename"
 run "an older marker: the locks are another's" st list --backend "$B" --stack shop/prod
 check_rc 1; check_err_has "[stale: that process is no longer running]"
 check_err_has "an interrupted stack rename of organization/shop/dev to organization/shop/prod is pending"
-st unlock --backend "$B" --stack shop/dev >/dev/null
-st unlock --backend "$B" --stack shop/prod >/dev/null
+st unlock --force --backend "$B" --stack shop/dev >/dev/null
+st unlock --force --backend "$B" --stack shop/prod >/dev/null
 run "an older marker, unlocked: completed" st list --backend "$B" --stack shop/prod
 check_rc 0; check_err_has "$COMPLETED"
 run "an older marker: the layout" layout

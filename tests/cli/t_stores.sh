@@ -378,6 +378,42 @@ check_out "0"
 run "no leftovers (B)" leftovers "$B"
 check_out "0"
 
+# unlock of a side of a committed move (audit27 C10): the move's locks keep Pulumi off both
+# stacks until it is finished, so unlock completes it first (its recovery removes them)
+setup unlock
+run "crash at pair:4 (unlock)" env STATETOOL_CRASH_AT=pair:4 "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
+check_rc 137
+run "unlock of the source completes the move" st unlock --backend "$A" --stack test/sourceStack
+check_rc 0; check_out "removed 0 locks of test/sourceStack"
+check_err_has "note: the interrupted move is complete; its journal is removed"
+run "unlock: the killed move's locks are gone" bothlocks
+check_out "0 0"
+run "unlock: no leftovers" bothleft
+check_out "0 0"
+run "unlock: destination complete" urns "$B" test/destStack
+check_out_has "urn:pulumi:destStack::test::a:b:c::name"
+# --force removes the lock and leaves the move; once the source is written since (by Pulumi),
+# unlock removes nothing and the error names both journals in full
+setup unlockforce
+run "crash at pair:4 (unlock --force)" env STATETOOL_CRASH_AT=pair:4 "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
+check_rc 137
+run "unlock --force of the source: its lock only" st unlock --force --backend "$A" --stack test/sourceStack
+check_rc 0; check_out "removed 1 lock of test/sourceStack"; check_err_empty
+run "unlock --force: the move pending" bothleft
+check_out "2 2"
+"$STORETOOL" cat "$A" "$SK" | sed 's/::name2"/::name3"/g' >"$T/written.json"
+put "$A" "$SK" <"$T/written.json"
+dump "$A" >"$T/a.before"; dump "$B" >"$T/b.before"
+run "written since: unlock of the destination is refused" st unlock --backend "$B" --stack test/destStack
+check_rc 1; check_err_has "statetool: error: an interrupted move left the journal '"
+check_err_has "/.pulumi/stacks/test/sourceStack.json' has changed since"
+check_err_has "destStack.json.statetool-journal' and its twin '"
+check_err_has "/.pulumi/stacks/test/sourceStack.json.statetool-journal'"
+check_err_has "note: no lock was removed: the locks keep Pulumi off the stack until the operation is finished; \`statetool unlock --force\` removes them anyway"
+current="written since: unlock changed no byte"
+dump "$A" >"$T/a.after"; dump "$B" >"$T/b.after"
+if cmp -s "$T/a.before" "$T/a.after" && cmp -s "$T/b.before" "$T/b.after"; then ok; else bad "a store changed"; fi
+
 # recovery honours locks: with another's lock on a side (a `pulumi up` started after someone
 # removed the killed move's lock with `pulumi cancel`), no command completes the move and no byte
 # changes on either side; once that lock is gone, it completes
