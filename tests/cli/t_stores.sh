@@ -404,11 +404,12 @@ check_out "2 2"
 "$STORETOOL" cat "$A" "$SK" | sed 's/::name2"/::name3"/g' >"$T/written.json"
 put "$A" "$SK" <"$T/written.json"
 dump "$A" >"$T/a.before"; dump "$B" >"$T/b.before"
-run "written since: unlock of the destination is refused" st unlock --backend "$B" --stack test/destStack
+run "written since: unlock is refused" st unlock --backend "$A" --stack test/sourceStack
 check_rc 1; check_err_has "statetool: error: an interrupted move left the journal '"
-check_err_has "/.pulumi/stacks/test/sourceStack.json' has changed since"
-check_err_has "destStack.json.statetool-journal' and its twin '"
-check_err_has "/.pulumi/stacks/test/sourceStack.json.statetool-journal'"
+check_err_has "has changed since (it is neither the version before nor the version after); resolve it by hand"
+# the twin in full: the other store's journal (a URL's query after the key, secrets left out)
+current="written since: the twin named in full"
+if grep -q "sourceStack.json.statetool-journal[^']*' and its twin '[^']*/\.pulumi/stacks/test/destStack\.json\.statetool-journal" "$T/err"; then ok; else bad "the twin is not named: $(cat "$T/err")"; fi
 check_err_has "note: no lock was removed: the locks keep Pulumi off the stack until the operation is finished; \`statetool unlock --force\` removes them anyway"
 current="written since: unlock changed no byte"
 dump "$A" >"$T/a.after"; dump "$B" >"$T/b.after"
