@@ -226,6 +226,14 @@ int cli_refuse_lossy(const st_state *s, const char *name, int allow);
  * outside a backend;
  * the checkpoint's `stack`; the URNs). Returns an exit code. */
 int cli_refuse_misplaced(st_state *s, const cli_target *t, const char *name);
+
+/* A generation `id` of `stack` (of backend `b`) that a stack rename carried over (its
+ * checkpoint, or its URNs, name a former name of the stack: one the backend has no stack of
+ * now, only the .bak the rename left of its object): rewritten in place as the rename rewrote the stack (st_state_rename_stack), with a
+ * note saying so (`verb`: what is done with it, "restored"). Anything else is left as it is
+ * (the place check judges it). Returns an exit code. */
+int cli_generation_renamed(st_backend *b, const char *stack, st_state *gen, const char *id,
+			   const char *verb);
 /* Is the target a stack of Pulumi Cloud? */
 int cli_target_is_cloud(const cli_target *t);
 

@@ -81,6 +81,13 @@ static int load(const char *arg, const char *backend, size_t max, st_state **out
 		rc = st_backend_generation_load(b, stack, gen, &lo, out, &err);
 	else
 		rc = st_backend_load(b, stack, &lo, out, &err);
+	/* a generation a stack rename carried over: compared as the rename makes it */
+	if (rc == ST_OK && gen && cli_generation_renamed(b, stack, *out, gen, "compared")) {
+		st_state_free(*out);
+		*out = NULL;
+		rc = EXIT_USAGE;
+		goto out;
+	}
 done:
 	if (rc != ST_OK) {
 		cli_error(&err);

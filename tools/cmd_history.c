@@ -201,3 +201,98 @@ out:
 	cli_target_free(&t);
 	return rc;
 }
+
+static const char *first_urn(json_t *res)
+{
+	return json_string_value(json_object_get(json_array_get(res, 0), "urn"));
+}
+
+/* The stack a generation names (new): its checkpoint's `stack`, else (an export) its first
+ * URN's, in the form of `qname` (organization/PROJECT/STACK, or STACK in the legacy layout). */
+static char *generation_stack(st_state *gen, const char *qname)
+{
+	json_t *cp = json_object_get(st_state_root(gen), "checkpoint");
+	const char *s = json_string_value(json_object_get(cp, "stack"));
+	json_t *res = st_state_resources(gen, 0);
+	char *out = NULL;
+	st_urn u;
+
+	if (s)
+		return strdup(s);
+	if (!json_array_size(res) || st_urn_parse(first_urn(res), &u) != ST_OK)
+		return NULL;
+	if (!strchr(qname, '/'))
+		return strndup(u.stack, u.stack_len);
+	if (asprintf(&out, "organization/%.*s/%.*s", (int)u.project_len, u.project,
+		     (int)u.stack_len, u.stack) < 0)
+		out = NULL;
+	return out;
+}
+
+/* PROJECT and STACK of organization/PROJECT/STACK (both new; *project NULL in the legacy
+ * layout, where the name is STACK alone). 0 when it is neither form. */
+static int split_qname(const char *q, char **project, char **stack)
+{
+	const char *p, *s;
+
+	*project = *stack = NULL;
+	if (!strchr(q, '/'))
+		return (*stack = strdup(q)) != NULL;
+	if (strncmp(q, "organization/", 13) || !(s = strchr(p = q + 13, '/')) ||
+	    strchr(s + 1, '/'))
+		return 0;
+	*project = strndup(p, (size_t)(s - p));
+	*stack = strdup(s + 1);
+	return *project && *stack;
+}
+
+int cli_generation_renamed(st_backend *b, const char *stack, st_state *gen, const char *id,
+			   const char *verb)
+{
+	char *qname = NULL, *was = NULL, *op = NULL, *os = NULL, *np = NULL, *ns = NULL;
+	char *urn_project = NULL, *q2 = NULL, *bak = NULL;
+	int exists = 1, rc = EXIT_OK;
+	size_t count = 0;
+	st_error err;
+	st_urn u;
+
+	st_error_clear(&err);
+	/* the stack's own object and its .bak are not carried over by a rename */
+	if (!gen || !strcmp(id, "current") || !strcmp(id, "bak") ||
+	    st_backend_resolve(b, stack, &qname, &exists, NULL) != ST_OK)
+		goto out;
+	/* another stack's name, in the layout of this one, that the backend has no stack of
+	 * now but the .bak `stack rename` leaves of the old object (a living stack's copy, a
+	 * hand-placed file stay refused by the place check) */
+	if (!(was = generation_stack(gen, qname)) || !strcmp(was, qname) ||
+	    !split_qname(was, &op, &os) || !split_qname(qname, &np, &ns) || !op != !np ||
+	    st_backend_resolve(b, was, &q2, &exists, NULL) != ST_OK || exists ||
+	    st_backend_stack_bak(b, q2, &bak, &exists, NULL) != ST_OK || !exists)
+		goto out;
+	/* legacy references carry no project; the URNs do: the rewrite is scoped to it, as
+	 * `stack rename` scopes it */
+	if (!op && json_array_size(st_state_resources(gen, 0)) &&
+	    st_urn_parse(first_urn(st_state_resources(gen, 0)), &u) == ST_OK)
+		urn_project = strndup(u.project, u.project_len);
+	if (st_state_rename_stack(gen, ns, np, os, op ? op : urn_project, &count, &err) != ST_OK) {
+		cli_error(&err);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	fprintf(stderr,
+		"%s: note: generation %s is of %s, a former name of %s (a stack rename carried "
+		"it over; that stack is gone, its .bak left): %s as the rename makes it (%zu "
+		"URN%s rewritten)\n",
+		cli_prog, id, was, qname, verb, count, count == 1 ? "" : "s");
+out:
+	free(qname);
+	free(was);
+	free(op);
+	free(os);
+	free(np);
+	free(ns);
+	free(urn_project);
+	free(q2);
+	free(bak);
+	return rc;
+}

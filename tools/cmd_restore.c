@@ -349,6 +349,12 @@ static int restore_generation(cli_target *t, const char *gen, int dry_run, int j
 	else if ((rc = cli_lock(t, &lock)) != EXIT_OK)
 		return rc;
 	rc = st_backend_generation_load(t->backend, t->qname, gen, &lo, &old, &err);
+	/* one a stack rename carried over is this stack's as the rename makes it */
+	if (rc == ST_OK && cli_generation_renamed(t->backend, t->qname, old, gen,
+						  dry_run ? "compared" : "restored") != EXIT_OK) {
+		rc = EXIT_FAIL;
+		goto out;
+	}
 	if (rc == ST_OK) {
 		rc = st_backend_load(t->backend, t->qname, &lo, &cur, &err);
 		if (rc == ST_ENOTFOUND) { /* the stack has no state: compare with an empty one */

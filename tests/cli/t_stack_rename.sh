@@ -305,4 +305,35 @@ check_rc 0; check_err_has "note: completed the interrupted stack rename of organ
 run "one stack left" sh -c "cd '$R/.pulumi/stacks/shop' && ls"
 check_out "dev.json.bak
 dev2.json"
+# the generations a rename carried over (audit27 C11): their checkpoint and URNs name the old
+# stack; restore --generation and diff take them as the rename makes them, with a note
+H=$T/h
+mkdir -p "$H/.pulumi/stacks/shop" "$H/.pulumi/history/shop/dev"; printf 'version: 1\n' >"$H/.pulumi/meta.yaml"
+cp "$T/dev.json" "$H/.pulumi/stacks/shop/dev.json"
+st protect --backend "$H" -s shop/dev b >/dev/null 2>&1
+cp "$T/dev.json" "$H/.pulumi/history/shop/dev/dev-1700000000000000000.checkpoint.json"
+st stack rename --backend "$H" -s shop/dev prod >/dev/null 2>&1
+OLD=$(cd "$H/.pulumi/backups/shop/prod" && ls | sort | head -n 1)
+NOTE="statetool: note: generation $OLD is of organization/shop/dev, a former name of organization/shop/prod (a stack rename carried it over; that stack is gone, its .bak left)"
+run "diff against a carried-over generation" st diff "$H#shop/prod" "$H#shop/prod@$OLD"
+check_rc 1; check_out "~ urn:pulumi:prod::shop::aws:s3/bucket:Bucket::b
+    - /protect: true
+0 added, 0 removed, 1 changed"
+check_err "$NOTE: compared as the rename makes it (18 URNs rewritten)"
+run "restore of a carried-over generation" st restore --backend "$H" -s shop/prod --generation "$OLD"
+check_rc 0; check_out_has "restored $H/.pulumi/stacks/shop/prod.json from generation $OLD"
+check_err "$NOTE: restored as the rename makes it (18 URNs rewritten)"
+run "restored: the old state as the rename makes it" cat "$H/.pulumi/stacks/shop/prod.json"
+check_same "$T/want-prod.json" "$T/out"
+run "restored: valid" st validate --backend "$H" --stack shop/prod
+check_rc 0; check_out_has "shop/prod: valid, 0 errors"
+run "a carried-over history checkpoint: the same state" st restore --backend "$H" -s shop/prod --generation prod-1700000000000000000.checkpoint.json
+check_rc 0; check_out_has "no change: $H/.pulumi/stacks/shop/prod.json is generation prod-1700000000000000000.checkpoint.json already"
+check_err_has "statetool: note: generation prod-1700000000000000000.checkpoint.json is of organization/shop/dev, a former name"
+# with the old stack's .bak gone nothing tells it was this stack's: refused as any other
+# stack's generation is
+rm "$H/.pulumi/stacks/shop/dev.json.bak"
+run "no .bak of the old name: refused" st restore --backend "$H" -s shop/prod --generation "$OLD"
+check_rc 1; check_err_has "statetool: error: refusing to change 'generation $OLD of organization/shop/prod': it is not where it claims to be"
+check_err_lacks "note:"
 finish
