@@ -38,8 +38,8 @@ static const char help[] =
 	"\n"
 	"Prints \"removed N lock(s) of TARGET\" (0 when there was none). A STATE or stack\n"
 	"that does not exist is an error unless a lock of it was removed; STATE is not '-'.\n"
-	"Exit status 0, 1 when the locks could not be removed or there is no such state, 2\n"
-	"on a usage error.\n";
+	"Exit status 0, 1 when the locks could not be removed (or an unfinished operation\n"
+	"not completed) or there is no such state, 2 on a usage error.\n";
 
 /* cli_recover for unlock: a failure says how to remove the locks anyway; a completed
  * operation may have written the target (a move's new destination): it exists now. */
