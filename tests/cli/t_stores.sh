@@ -407,10 +407,10 @@ dump "$A" >"$T/a.before"; dump "$B" >"$T/b.before"
 run "written since: unlock is refused" st unlock --backend "$A" --stack test/sourceStack
 check_rc 1; check_err_has "statetool: error: an interrupted move left the journal '"
 check_err_has "has changed since (it is neither the version before nor the version after); resolve it by hand"
+check_err_has "note: no lock was removed: the locks keep Pulumi off the stack until the operation is finished; \`statetool unlock --force\` removes them anyway"
 # the twin in full: the other store's journal (a URL's query after the key, secrets left out)
 current="written since: the twin named in full"
 if grep -q "sourceStack.json.statetool-journal[^']*' and its twin '[^']*/\.pulumi/stacks/test/destStack\.json\.statetool-journal" "$T/err"; then ok; else bad "the twin is not named: $(cat "$T/err")"; fi
-check_err_has "note: no lock was removed: the locks keep Pulumi off the stack until the operation is finished; \`statetool unlock --force\` removes them anyway"
 current="written since: unlock changed no byte"
 dump "$A" >"$T/a.after"; dump "$B" >"$T/b.after"
 if cmp -s "$T/a.before" "$T/a.after" && cmp -s "$T/b.before" "$T/b.after"; then ok; else bad "a store changed"; fi
