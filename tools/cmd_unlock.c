@@ -21,9 +21,11 @@ static const char help[] =
 	"An unfinished statetool operation on the stack or file (a committed `move`: its\n"
 	".statetool-journal; a `stack rename`: its .statetool-rename marker) is completed\n"
 	"first, as any statetool command does, which also removes that operation's locks (they\n"
-	"keep Pulumi off the stack until it is finished). When it cannot be completed\n"
-	"nothing is removed and the error says why; --force then removes the locks anyway\n"
-	"and leaves the operation as it is.\n"
+	"keep Pulumi off the stack until it is finished). When another's lock is in the way,\n"
+	"the locks are removed and the completion tried again (a warning when it still\n"
+	"fails); a journal this statetool cannot read is a warning. Any other failure (a\n"
+	"side written since, a store that cannot be reached) removes nothing and the error\n"
+	"says why; --force then removes the locks anyway and leaves the operation as it is.\n"
 	"\n"
 	"Options:\n"
 	"  --backend URL -s, --stack NAME   the stack whose locks to remove (URL: PATH, file://PATH,\n"
@@ -41,22 +43,34 @@ static const char help[] =
 	"Exit status 0, 1 when the locks could not be removed (or an unfinished operation\n"
 	"not completed) or there is no such state, 2 on a usage error.\n";
 
-/* cli_recover for unlock: a failure says how to remove the locks anyway; a completed
- * operation may have written the target (a move's new destination): it exists now. */
-static int recover_first(cli_target *t)
+/* The recovery every command runs first (cli_recover), its error kept, not printed; its
+ * notes printed. */
+static int try_recover(cli_target *t, st_error *err)
+{
+	st_changes ch = {0};
+	int rc = ST_OK;
+
+	st_error_clear(err);
+	if (t->backend)
+		rc = st_backend_recover(t->backend, t->qname, NULL, 0, 0, &ch, err);
+	else if (st_journal_pending(t->path, NULL))
+		rc = st_journal_recover(t->path, &ch, err);
+	for (size_t i = 0; i < ch.count; i++)
+		fprintf(stderr, "%s: note: %s\n", cli_prog, ch.lines[i]);
+	if (ch.count)
+		cli_target_forget(t);
+	st_changes_clear(&ch);
+	return rc;
+}
+
+/* A completed operation may have written the target (a move's new destination). */
+static void refresh_exists(cli_target *t)
 {
 	char *key = NULL;
 	int exists = 0;
 
-	if (cli_recover(t, NULL) != EXIT_OK) {
-		fprintf(stderr,
-			"%s: note: no lock was removed: the locks keep Pulumi off the stack until "
-			"the operation is finished; `statetool unlock --force` removes them anyway\n",
-			cli_prog);
-		return EXIT_FAIL;
-	}
 	if (t->exists)
-		return EXIT_OK;
+		return;
 	if (t->backend)
 		t->exists = st_backend_stack_key(t->backend, t->qname, &key, &exists, NULL) ==
 				    ST_OK &&
@@ -64,7 +78,44 @@ static int recover_first(cli_target *t)
 	else
 		t->exists = access(t->path, F_OK) == 0;
 	free(key);
+}
+
+/* Before the locks go: an unfinished operation completed, its own locks with it. *retry: a
+ * lock that is not the operation's is in the way (the one to remove): try again after. A
+ * journal this statetool cannot read is no operation it can complete: a warning. Any other
+ * failure removes nothing: the locks keep Pulumi off the stack until it is completed. */
+static int recover_first(cli_target *t, int *retry)
+{
+	st_error err;
+	int rc = try_recover(t, &err);
+
+	*retry = rc == ST_ELOCKED;
+	if (rc == ST_EPARSE || rc == ST_EFORMAT || rc == ST_EINVAL || rc == ST_EVERSION)
+		cli_warnf("%s; the locks are removed all the same (this statetool cannot complete "
+			  "that operation)",
+			  err.message);
+	else if (rc != ST_OK && rc != ST_ELOCKED) {
+		cli_error(&err);
+		fprintf(stderr,
+			"%s: note: no lock was removed: the locks keep Pulumi off the stack until "
+			"the operation is finished; `statetool unlock --force` removes them anyway\n",
+			cli_prog);
+		return EXIT_FAIL;
+	}
+	refresh_exists(t);
 	return EXIT_OK;
+}
+
+/* After the locks are gone, the completion refused by one of them tried again. */
+static void recover_again(cli_target *t)
+{
+	st_error err;
+
+	if (try_recover(t, &err) != ST_OK)
+		cli_warnf("%s; the locks of %s are removed, but the unfinished operation is still "
+			  "pending",
+			  err.message, cli_target_name(t));
+	refresh_exists(t);
 }
 
 int cmd_unlock(int argc, char **argv)
@@ -77,7 +128,7 @@ int cmd_unlock(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	cli_target t = {0};
-	int c, rc, removed = 0, json = 0, force = 0;
+	int c, rc, removed = 0, json = 0, force = 0, retry = 0;
 	struct stat sb;
 	st_error err;
 
@@ -115,7 +166,7 @@ int cmd_unlock(int argc, char **argv)
 	}
 	/* an unfinished move or stack rename holds these locks until it is done: completed
 	 * first (its recovery removes them), or, failing that, nothing is removed */
-	if (!force && (rc = recover_first(&t)) != EXIT_OK)
+	if (!force && (rc = recover_first(&t, &retry)) != EXIT_OK)
 		goto out;
 	if (t.backend)
 		rc = st_unlock_stack(t.backend, t.qname, &removed, &err);
@@ -126,6 +177,8 @@ int cmd_unlock(int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out;
 	}
+	if (retry)
+		recover_again(&t);
 	/* a mistyped name is no success: the locks of a missing state are removed (a stray one
 	 * is how a crash can leave it), but with none a missing state is an error */
 	if (!removed && !t.exists) {
