@@ -718,7 +718,7 @@ void st__lazy_prehash(st_state *s);
  * `pulumi stack import` and a checkpoint load check them (lib/state/features.c). */
 int st__state_check_features(st_state *s, st_error *err);
 
-/* Finds envelope, version and deployment; checks versions and features. */
+/* Finds envelope, version and deployment; checks versions and features (envelope.c). */
 int st__state_bind(st_state *s, st_error *err);
 
 /* SHA-256 hex of a string (libsodium). */

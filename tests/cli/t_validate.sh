@@ -212,6 +212,27 @@ run "protect a state holding a number beyond float64" st protect "$T/big-w.json"
 check_rc 1; check_same "$T/big-unknown.json" "$T/big-w.json"; check_absent "$T/big-w.json.bak"
 check_err "statetool: error: refusing to write: '$T/big-w.json' holds a number beyond the float64 range at /deployment/resources/3/futureField/n/0, which Pulumi never decodes there but statetool cannot write back (json/number-range); nothing written"
 
+# version 0 (absent, null or 0) of a checkpoint file (audit26a A5): Pulumi reads the whole file
+# as the unversioned CheckpointV1, so a flat one loads with its resources whatever the version
+# says, and one holding a 'checkpoint' member is a stack with no deployment (refused, saying so)
+st list "$P/checkpoint-v0.json" > "$T/v0.list"
+for v in 0 null; do
+	sed "1s/{/{\"version\": $v,/" "$P/checkpoint-v0.json" > "$T/v0-$v.json"
+	run "flat checkpoint with \"version\": $v loads" st list "$T/v0-$v.json"
+	check_rc 0; check_same "$T/v0.list" "$T/out"
+done
+V0MSG="a checkpoint file of version 0 (or none) is read by Pulumi as an unversioned checkpoint, whose 'stack' and 'latest' stand at the top: with none here, Pulumi loads a stack with no deployment and ignores every resource in 'checkpoint'"
+printf '{"checkpoint": {"stack": "dev", "latest": {"resources": []}}}' > "$T/cp-nov.json"
+printf '{"version": 0, "checkpoint": {"stack": "dev", "latest": {"resources": []}}}' > "$T/cp-v0.json"
+for f in cp-nov cp-v0; do
+	run "$f: a stack with no deployment to Pulumi" st validate "$T/$f.json"
+	check_rc 1; check_out "$T/$f.json: error: [state/format] $V0MSG
+$T/$f.json: invalid, 1 error, 0 warnings"
+done
+printf '{"version": 3, "checkpoint": null}' > "$T/cp-null.json"
+run "checkpoint null: an empty stack to Pulumi" st validate "$T/cp-null.json"
+check_rc 1; check_out_has "error: [state/format] 'checkpoint' is null, which Pulumi reads as a stack with no deployment (an empty stack)"
+
 run "usage: nothing" st validate
 check_rc 2
 run "usage: both" st validate --backend "$B" "$P/todo.json"
