@@ -447,6 +447,44 @@ static void test_migrate_v2_property_dependencies(void **state)
 	st_state_free(s);
 }
 
+/* Version 1 fields Pulumi drops while decoding (audit26a A4): an old propertyDependencies is
+ * replaced by Pulumi's fill from dependencies (the "filled" line was untrue when the old map
+ * was kept); other unknown fields are kept, each line saying Pulumi drops it; the secrets
+ * provider's says Pulumi then cannot decrypt. */
+static void test_migrate_v1_dropped_fields(void **state)
+{
+	(void)state;
+	st_state *s = load_text(
+		"{\"version\":1,\"deployment\":{\"manifest\":{\"time\":\"2024-01-02T03:04:05Z\",\"magic\":\"\","
+		"\"version\":\"\"},\"secrets_providers\":{\"type\":\"b64\"},\"resources\":[{\"urn\":"
+		"\"urn:pulumi:s::p::a:b:C::x\",\"custom\":true,\"id\":\"1\",\"type\":\"a:b:C\","
+		"\"inputs\":{\"k\":1},\"dependencies\":[\"urn:pulumi:s::p::a:b:C::y\"],"
+		"\"propertyDependencies\":{\"k\":[]},\"provider\":\"urn:pulumi:s::p::pulumi:providers:a::d::1\"}]}}",
+		ST_OK, NULL);
+	st_changes ch = {0};
+	char *out;
+	size_t len;
+	st_style st;
+	assert_int_equal(st_state_migrate(s, &ch, NULL), ST_OK);
+	assert_int_equal(ch.count, 5);
+	assert_string_equal(ch.lines[0], "urn:pulumi:s::p::a:b:C::x: filled 'propertyDependencies' "
+			    "for 1 input from 'dependencies' (1)");
+	assert_string_equal(ch.lines[1], "urn:pulumi:s::p::a:b:C::x: dropped field "
+			    "'propertyDependencies' unknown to version 1, as Pulumi does (filled from "
+			    "'dependencies' instead)");
+	assert_string_equal(ch.lines[2], "urn:pulumi:s::p::a:b:C::x: kept field 'provider' unknown "
+			    "to version 1 (Pulumi drops it when it reads version 1)");
+	assert_string_equal(ch.lines[3], "kept deployment field 'secrets_providers' unknown to "
+			    "version 1 (Pulumi drops it when it reads version 1, and cannot decrypt the "
+			    "state's secrets then)");
+	st_style_checkpoint(&st);
+	assert_int_equal(st_state_dump(s, &st, &out, &len, NULL), ST_OK);
+	assert_non_null(strstr(out, "\"propertyDependencies\":{\"k\":[\"urn:pulumi:s::p::a:b:C::y\"]}"));
+	free(out);
+	st_changes_clear(&ch);
+	st_state_free(s);
+}
+
 static void test_envelope_conversion(void **state)
 {
 	(void)state;
@@ -793,6 +831,7 @@ int main(void)
 		cmocka_unit_test(test_keys_in_any_case),
 		cmocka_unit_test(test_migrate_v1_like_pulumi),
 		cmocka_unit_test(test_migrate_v2_property_dependencies),
+		cmocka_unit_test(test_migrate_v1_dropped_fields),
 		cmocka_unit_test(test_envelope_conversion),
 		cmocka_unit_test(test_features_and_magic),
 		cmocka_unit_test(test_features_as_pulumi),

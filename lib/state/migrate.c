@@ -1,8 +1,10 @@
 /*
  * Migration of old deployment versions to version 3, with Pulumi's rules
  * (pkg/resource/stack/migrate): v1 -> v2 -> v3 for resources, deployments and checkpoints.
- * Every change is reported. Fields Pulumi's older structs do not know (unknown fields) are kept;
- * fields Pulumi drops on migration (`defaults`; the pre-versioning `target` and `latest.time`)
+ * Every change is reported. Fields Pulumi's older structs do not know (unknown fields) are kept
+ * (they are the user's data), each reported with the note that Pulumi drops it when it reads
+ * that version; fields Pulumi drops on migration (`defaults`; the pre-versioning `target` and
+ * `latest.time`), and an old `propertyDependencies` where Pulumi fills it from `dependencies`,
  * are dropped and reported.
  */
 #include "internal.h"
@@ -36,7 +38,7 @@ static void set_nonempty(json_t *o, const char *key, json_t *v)
 /* UpToResourceV3(UpToResourceV2(r)) or UpToResourceV3(r), built in V3 field order. */
 static json_t *resource_to_v3(json_t *r, int from_version, const char *where, st_changes *rep)
 {
-	json_t *n = json_object(), *inputs, *deps, *v, *pd;
+	json_t *n = json_object(), *inputs, *deps, *v, *pd = NULL;
 	const char *k, *urn = st_json_str(r, "urn");
 	const char *const *known = from_version <= 1 ? v1_resource_fields : v2_resource_fields;
 
@@ -83,9 +85,16 @@ static json_t *resource_to_v3(json_t *r, int from_version, const char *where, st
 	json_object_foreach(r, k, v) {
 		if (in_list(known, k) || !strcmp(k, "defaults"))
 			continue;
+		if (pd && !strcmp(k, "propertyDependencies")) {
+			st_changes_add(rep, "%s: dropped field 'propertyDependencies' unknown to "
+				       "version %d, as Pulumi does (filled from 'dependencies' instead)",
+				       urn ? urn : where, from_version);
+			continue;
+		}
 		json_object_set(n, k, v);
-		st_changes_add(rep, "%s: kept field '%s' unknown to version %d", urn ? urn : where,
-			       k, from_version);
+		st_changes_add(rep, "%s: kept field '%s' unknown to version %d (Pulumi drops it "
+			       "when it reads version %d)", urn ? urn : where, k, from_version,
+			       from_version);
 	}
 	return n;
 }
@@ -144,8 +153,10 @@ static json_t *deployment_to_v3(json_t *d, int from_version, st_changes *rep)
 		    !strcmp(k, "pending_operations") || !strcmp(k, "time"))
 			continue;
 		json_object_set(n, k, v);
-		st_changes_add(rep, "kept deployment field '%s' unknown to version %d", k,
-			       from_version);
+		st_changes_add(rep, "kept deployment field '%s' unknown to version %d (Pulumi drops "
+			       "it when it reads version %d%s)", k, from_version, from_version,
+			       !strcmp(k, "secrets_providers") ? ", and cannot decrypt the "
+			       "state's secrets then" : "");
 	}
 	return n;
 }
