@@ -1734,6 +1734,14 @@ ST_EXTERN int st_backend_generation_load(st_backend *b, const char *stack, const
  * are disabled (above). ST_ENOTFOUND when the stack has no state. */
 ST_EXTERN int st_backend_keep_generation(st_backend *b, const char *stack, st_error *err);
 
+/* The same for the state a change made without st_backend_save has just written (after it):
+ * named by the time of now, as st_backend_save names its copy after writing, unless the newest
+ * backup holds the same bytes. Either call names the copy later than the newest backup, so
+ * that it never replaces one and history lists the generations in the order of the saves.
+ * Nothing when backups are disabled. ST_ENOTFOUND when the stack has no state. */
+ST_EXTERN int st_backend_keep_saved_generation(st_backend *b, const char *stack,
+					       st_error *err);
+
 /* ---------------------------------------------------------------------------------------------
  * Locks
  */

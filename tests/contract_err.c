@@ -843,6 +843,11 @@ static int c_backend_keep_generation(st_error *err)
 	return st_backend_keep_generation(F.b, bad_stack, err);
 }
 
+static int c_backend_keep_saved_generation(st_error *err)
+{
+	return st_backend_keep_saved_generation(F.b, bad_stack, err);
+}
+
 static int c_compare_text(st_error *err)
 {
 	char *out = NULL;
@@ -1030,7 +1035,7 @@ static const err_case cases[] = {
 	CASE(backend_stack_key), CASE(backend_stack_bak), CASE(backend_stack_path), CASE(lock_stack), CASE(lock_file), CASE(lock_check_stack), CASE(lock_check_file),
 	CASE(lock_release), CASE(unlock_stack), CASE(unlock_file), CASE(backend_upgrade),
 	CASE(backend_doctor), CASE(edit_pending_import), CASE(backend_generations),
-	CASE(backend_generation_load), CASE(backend_keep_generation), CASE(compare_text),
+	CASE(backend_generation_load), CASE(backend_keep_generation), CASE(backend_keep_saved_generation), CASE(compare_text),
 	CASE(state_rename_stack), CASE(backend_rename_stack), CASE(backend_rename_stack_ex),
 };
 

@@ -722,8 +722,8 @@ static int commit(args *a)
 					 NULL, &probs, &err);
 	for (int k = 0; !a->dry && rc == ST_OK && k < 2; k++) {
 		side *sd = k ? &a->src : &a->dst;
-		if (sd->t.backend && st_backend_store(sd->t.backend))
-			rc = st_backend_keep_generation(sd->t.backend, sd->t.qname, &err);
+		if (sd->t.backend && st_backend_store(sd->t.backend)) /* named by the save's time */
+			rc = st_backend_keep_saved_generation(sd->t.backend, sd->t.qname, &err);
 	}
 	if (rc != ST_OK) {
 		cli_error(&err);

@@ -462,7 +462,7 @@ static int restore_bak(cli_target *t, int json)
 							  * state is a generation */
 		st_error gerr;
 		st_error_clear(&gerr);
-		if (st_backend_keep_generation(t->backend, t->qname, &gerr) != ST_OK) {
+		if (st_backend_keep_saved_generation(t->backend, t->qname, &gerr) != ST_OK) {
 			cli_error(&gerr);
 			rc = EXIT_FAIL;
 			goto out;

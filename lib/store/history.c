@@ -332,9 +332,9 @@ out:
 	return rc;
 }
 
-/* The newest backup's key (new) or NULL. */
+/* The newest backup's key (new) or NULL, and its time (*when: -1 when none). */
 static int newest_backup(st_store *s, const char *dir, const char *name, char **key,
-			 st_store_info *info, st_error *err)
+			 st_store_info *info, long long *when, st_error *err)
 {
 	st_store_entry *e = NULL;
 	size_t ne = 0;
@@ -353,6 +353,7 @@ static int newest_backup(st_store *s, const char *dir, const char *name, char **
 		}
 	}
 	st_store_entries_free(e, ne);
+	*when = best;
 	return rc;
 }
 
@@ -380,13 +381,17 @@ static int retain_checkpoint(st_store *s, const char *key, st_error *err)
 
 /* Copies the object `key` into the backups of PROJECT/NAME as a generation, named by the time
  * of now; with `dedupe`, nothing when the newest backup holds the same bytes, and with
- * `by_mtime` it is named by the object's modification time when that is earlier. */
+ * `by_mtime` it is named by the object's modification time when that is earlier. A state
+ * other than the newest backup's is newer than it: with `dedupe` (the backups listed), the
+ * name is later than the newest one's, so that no copy replaces a backup (a store's
+ * Last-Modified is in whole seconds: two generations of one second had the same name) and
+ * history's order is the order of the saves. */
 static int keep(st_store *s, const char *project, const char *name, const char *key,
 		const char *ext, int dedupe, int by_mtime, st_error *err)
 {
 	char *dir = backup_dir(project, name), *last = NULL, *dst = NULL;
 	st_store_info info, linfo;
-	long long ns = now_ns();
+	long long ns = now_ns(), newest = -1;
 	int rc;
 
 	if (!dir)
@@ -394,12 +399,14 @@ static int keep(st_store *s, const char *project, const char *name, const char *
 	if ((rc = st_store_stat(s, key, &info, err)) != ST_OK)
 		goto out;
 	if (dedupe) {
-		if ((rc = newest_backup(s, dir, name, &last, &linfo, err)) != ST_OK)
+		if ((rc = newest_backup(s, dir, name, &last, &linfo, &newest, err)) != ST_OK)
 			goto out;
 		if (last && linfo.size == info.size && same_bytes(s, last, key))
 			goto out;
 		if (by_mtime && info.mtime_ns > 0 && info.mtime_ns < ns)
 			ns = info.mtime_ns;
+		if (ns <= newest)
+			ns = newest + 1;
 	}
 	if (!(dst = st_asprintf("%s%s.%lld%s", dir, name, ns, ext)))
 		rc = st__err(err, ST_ENOMEM, "out of memory");
@@ -463,20 +470,37 @@ int st__store_generation_after(st_store *s, const char *key, int installed, st_e
 	return rc;
 }
 
-int st_backend_keep_generation(st_backend *b, const char *stack, st_error *err)
+/* The stack's current object as a generation (keep_generation and keep_saved_generation). */
+static int keep_current(st_backend *b, const char *stack, int by_mtime, st_error *err)
 {
-	ST_ASSERT_ARG(b);
-	char *key = NULL;
+	char *key = NULL, *project = NULL, *name = NULL;
+	const char *ext;
 	int exists = 0, rc;
 	if (!st_backend_store(b))
 		return st__err(err, ST_EUNSUPPORTED, "a backend of kind '%s' keeps no generations",
 			       st_backend_kind(b));
 	if ((rc = st_backend_stack_key(b, stack, &key, &exists, err)) != ST_OK)
 		return rc;
+	ext = json_ext(key);
 	if (!exists)
 		rc = st__err(err, ST_ENOTFOUND, "stack '%s' has no state", stack);
-	else
-		rc = st__diy_generation(b, stack, key, 1, err);
+	else if (ext && !backups_disabled() &&
+		 (rc = st__diy_names(b, stack, &project, &name, err)) == ST_OK)
+		rc = keep(st_backend_store(b), project, name, key, ext, 1, by_mtime, err);
+	free(project);
+	free(name);
 	free(key);
 	return rc;
+}
+
+int st_backend_keep_generation(st_backend *b, const char *stack, st_error *err)
+{
+	ST_ASSERT_ARG(b);
+	return keep_current(b, stack, 1, err);
+}
+
+int st_backend_keep_saved_generation(st_backend *b, const char *stack, st_error *err)
+{
+	ST_ASSERT_ARG(b);
+	return keep_current(b, stack, 0, err);
 }

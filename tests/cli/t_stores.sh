@@ -300,6 +300,39 @@ check_rc 2; check_err_has "the source and the destination are the same stack (te
 run "no lock left by it" locks "$A"
 check_out "0"
 
+# ---- a move's generations (statetool(1), GENERATIONS) ----
+# each state of both stacks a backup of its own, the one after a save named by the time of the
+# save, history in the order of the saves; no copy replaces a backup. (s3's and azblob's
+# Last-Modified is in whole seconds: a copy named by it replaced a backup of that second, and
+# sorted before a copy made earlier in it.)
+setup gens
+GA=.pulumi/backups/test/sourceStack/
+GB=.pulumi/backups/test/destStack/
+sec=$(st history --json --backend "$A" --stack test/sourceStack | sed -n 's/^ *"time": "\([0-9-]*T[0-9:]*\).*/\1/p' | head -n 1)
+planted=${GA}sourceStack.$(TZ=UTC date -d "$sec" +%s)000000000.json
+echo '{"planted":1}' | put "$A" "$planted"
+run "gens: move" mv_ "urn:pulumi:$S::test::a:b:c::name"
+check_rc 0
+start=$(date +%s%N)
+run "gens: and back" "$STATETOOL" move --source-backend "$B" --dest-backend "$A" --source $DST --dest $SRC "urn:pulumi:destStack::test::a:b:c::name"
+check_rc 0
+run "gens: a backup of the second the stack was written is kept" "$STORETOOL" cat "$A" "$planted"
+check_out '{"planted":1}'
+run "gens: the source's generations (planted, before, after each move)" sh -c "'$STORETOOL' ls '$A' $GA | wc -l"
+check_out "4"
+run "gens: the destination's generations (after each move)" sh -c "'$STORETOOL' ls '$B' $GB | wc -l"
+check_out "2"
+for side in "A:$GA:$SK" "B:$GB:$DK"; do
+	eval "u=\$${side%%:*}"; dir=${side#*:}; dir=${dir%%:*}; cur=${side##*:}
+	newest=$(keys "$u" "$dir" | sort | tail -n 1)
+	"$STORETOOL" cat "$u" "$cur" > "$T/gens.cur"
+	run "gens: ${side%%:*}'s newest backup is its current state" "$STORETOOL" cat "$u" "$newest"
+	check_same "$T/gens.cur" "$T/out"
+	ns=$(echo "$newest" | sed 's/.*\.\([0-9]*\)\.json$/\1/')
+	current="gens: ${side%%:*}'s copy after the second move is named by the time of the save"
+	if [ "$ns" -ge "$start" ]; then ok; else bad "$newest is older than the move's start ($start)"; fi
+done
+
 # ---- a kill at each step of the journal, then recovery ----
 # invariant: every selected resource in exactly one stack; before the commit point (the second
 # journal, step 4) nothing moved, from it on the move completed; nothing left behind
