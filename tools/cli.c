@@ -410,6 +410,34 @@ static int stack_missing(const cli_target *t, const char *ref)
 	return EXIT_FAIL;
 }
 
+/* A stack that must exist and has no object may be the new side of an interrupted operation:
+ * a committed move into a new stack (its journal beside the stack's key) or a stack rename to
+ * it (its marker there). Any command on either stack ends it first (statetool(1)), so it is
+ * ended, then the stack resolved again. */
+static int recover_missing(cli_target *t, const char *ref, int *exists)
+{
+	st_changes ch = {0};
+	st_error err;
+	int rc;
+
+	st_error_clear(&err);
+	rc = st_backend_recover(t->backend, t->qname, NULL, 0, 0, &ch, &err);
+	for (size_t i = 0; i < ch.count; i++)
+		fprintf(stderr, "%s: note: %s\n", cli_prog, ch.lines[i]);
+	if (rc == ST_OK && ch.count) {
+		free(t->qname);
+		free(t->key);
+		t->qname = t->key = NULL;
+		rc = st_backend_resolve_key(t->backend, ref, &t->qname, &t->key, exists, &err);
+	}
+	st_changes_clear(&ch);
+	if (rc != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
 /* Opens the backend and resolves the stack; `ref` names it. */
 static int resolve_stack(cli_target *t, const char *url, const char *ref, int must_exist)
 {
@@ -423,6 +451,9 @@ static int resolve_stack(cli_target *t, const char *url, const char *ref, int mu
 		cli_error(&err);
 		return err.code == ST_EINVAL ? EXIT_USAGE : EXIT_FAIL;
 	}
+	if (must_exist && !exists && st_backend_store(t->backend) &&
+	    recover_missing(t, ref, &exists) != EXIT_OK)
+		return EXIT_FAIL;
 	t->exists = exists;
 	if (t->key)
 		t->where = st_store_where(st_backend_store(t->backend), t->key);

@@ -732,14 +732,22 @@ static int check_renames(doctor *d, const st_store_entry *e, size_t ne)
 			/* the new name as stack rename takes it: NAME within the project */
 			if (slash && !strncmp(nn, stack_arg(m.from), (size_t)(slash - nn) + 1))
 				nn = slash + 1;
+			char *q = NULL;
+			int written = 0; /* the new stack's object: both stacks hold the resources */
 			fix = st_asprintf("statetool stack rename --backend %s --stack %s %s", d->url,
 					  stack_arg(m.from), nn);
+			if (st_backend_resolve(d->b, m.to, &q, &written, NULL) != ST_OK)
+				written = 0;
+			free(q);
 			rc = !fix ? ST_ENOMEM
 				  : add(d, "rename", stack_arg(m.from), where, fix,
 					"an interrupted stack rename of %s to %s: any statetool "
 					"command on either stack, or the same rename again, finishes "
-					"it (until then both stacks hold its resources)",
-					m.from, m.to);
+					"it (%s)",
+					m.from, m.to,
+					written ? "until then both stacks hold its resources"
+						: "the new stack is not written yet: a command on either "
+						  "stack undoes the rename, the same rename again does it");
 			for (int j = -1; rc == ST_OK && j < 2; j++) {
 				const char *src = j < 0 ? m.from : m.lock[j];
 				st_strmap_slot *slot = NULL;

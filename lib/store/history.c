@@ -401,7 +401,8 @@ static int keep(st_store *s, const char *project, const char *name, const char *
 	if (dedupe) {
 		if ((rc = newest_backup(s, dir, name, &last, &linfo, &newest, err)) != ST_OK)
 			goto out;
-		if (last && linfo.size == info.size && same_bytes(s, last, key))
+		/* (a listing that gives no size, PostgreSQL's: -1, the bytes compared) */
+		if (last && (linfo.size < 0 || linfo.size == info.size) && same_bytes(s, last, key))
 			goto out;
 		if (by_mtime && info.mtime_ns > 0 && info.mtime_ns < ns)
 			ns = info.mtime_ns;

@@ -251,6 +251,22 @@ check_same "$T/dev.json" "$T/out"
 run "undone: no marker, no lock" sh -c "cd '$B' && find .pulumi -name '*.statetool-rename' -o -path '*locks*' -type f"
 check_out_empty
 
+# ... and a command on the NEW name (whose object is missing, its marker there) undoes it too,
+# then says the stack has no state (audit27 C6: "has no state file", the rename left pending);
+# doctor meanwhile says only the old stack holds the resources
+kill_at 1
+rm "$D/prod.json"
+run "the new stack never written: doctor" st doctor --backend "$B"
+check_rc 1; check_out_has "shop/dev: rename: an interrupted stack rename of organization/shop/dev to organization/shop/prod: any statetool command on either stack, or the same rename again, finishes it (the new stack is not written yet: a command on either stack undoes the rename, the same rename again does it)"
+run "the new stack never written: a command on the new one undoes the rename" st list --backend "$B" --stack shop/prod
+check_rc 1; check_err_has "statetool: note: undid the interrupted stack rename of organization/shop/dev to organization/shop/prod, which had not written the new stack yet (nothing else had changed)"
+check_err_has "statetool: note: removed the interrupted stack rename's lock $B/.pulumi/locks/organization/shop/prod/"
+check_err_has "statetool: error: stack 'shop/prod' has no state file in backend '$B'"
+run "undone from the new name: the old stack as it was" cat "$D/dev.json"
+check_same "$T/dev.json" "$T/out"
+run "undone from the new name: no marker, no lock" sh -c "cd '$B' && find .pulumi -name '*.statetool-rename' -o -path '*locks*' -type f"
+check_out_empty
+
 # a marker of an older statetool (the old name alone, beside the new stack, no lock named):
 # every lock is another's until unlocked; then any command completes the rename
 kill_at 2

@@ -448,6 +448,26 @@ current="written since: unlock changed no byte"
 dump "$A" >"$T/a.after"; dump "$B" >"$T/b.after"
 if cmp -s "$T/a.before" "$T/a.after" && cmp -s "$T/b.before" "$T/b.after"; then ok; else bad "a store changed"; fi
 
+# ... and on the destination's side too when the move was into a new stack, killed before its
+# object was written: the command completes it, then lists it (audit27 C8: "has no state file"
+# and nothing completed). The journal keeps no password: PostgreSQL's from the environment.
+setup newdest
+run "crash at pair:4 (a new destination)" env STATETOOL_CRASH_AT=pair:4 "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
+check_rc 137
+run "the new destination: no object yet, its journal" keys "$B" .pulumi/stacks/
+check_out "$DK.statetool-journal
+$DK.statetool-new"
+run "list on the new destination completes it" env PGPASSWORD="${ST_TEST_PGPASSWORD:-}" "$STATETOOL" list --backend "$B" --stack test/destStack
+check_rc 0; check_err_has "note: completed the interrupted move: wrote "
+check_err_has "note: the interrupted move is complete; its journal is removed"
+check_out_has "urn:pulumi:destStack::test::a:b:c::name"
+run "the new destination completed: the source" urns "$A" test/sourceStack
+check_out "urn:pulumi:sourceStack::test::pulumi:providers:a::default_1_0_0"
+run "the new destination completed: no lock left" bothlocks
+check_out "0 0"
+run "the new destination completed: no journal or staged object left" bothleft
+check_out "0 0"
+
 # recovery honours locks: with another's lock on a side (a `pulumi up` started after someone
 # removed the killed move's lock with `pulumi cancel`), no command completes the move and no byte
 # changes on either side; once that lock is gone, it completes
