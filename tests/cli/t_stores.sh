@@ -333,6 +333,14 @@ for side in "A:$GA:$SK" "B:$GB:$DK"; do
 	if [ "$ns" -ge "$start" ]; then ok; else bad "$newest is older than the move's start ($start)"; fi
 done
 
+# two saves: a generation each, the state before them kept once (PostgreSQL's listing gives no
+# size: the dedupe compared none and kept every state twice)
+st protect --backend "$A" --stack test/sourceStack name >/dev/null 2>&1
+st protect --backend "$A" --stack test/sourceStack name2 >/dev/null 2>&1
+run "gens: two saves, two generations more, no copy twice" sh -c "for k in \$('$STORETOOL' ls '$A' $GA); do '$STORETOOL' cat '$A' \$k | cksum; done | sort | uniq -d | wc -l; '$STORETOOL' ls '$A' $GA | wc -l"
+check_out "0
+6"
+
 # ---- a kill at each step of the journal, then recovery ----
 # invariant: every selected resource in exactly one stack; before the commit point (the second
 # journal, step 4) nothing moved, from it on the move completed; nothing left behind
