@@ -451,6 +451,40 @@ static int legacy_stack(doctor *d, const char *key, const char *stack, const cha
 		       "skips it (no project name found) unless --project gives it one");
 }
 
+/* A journal beside the stack of the key `rel` (under .pulumi/stacks/; `stem`: its length without
+ * the extension), under any of the stack's object names (a change of compression stages the
+ * new name and journals the old). */
+static int journal_beside(doctor *d, const char *rel, size_t stem)
+{
+	static const char *const ext[] = {".json", ".json.gz", ".json.zst"};
+	int found = 0;
+	for (size_t i = 0; !found && i < 3; i++) {
+		char *k = st_asprintf("%s%.*s%s.statetool-journal", STACKS, (int)stem, rel, ext[i]);
+		found = k && st_store_stat(d->s, k, NULL, NULL) == ST_OK;
+		free(k);
+	}
+	return found;
+}
+
+/* A staged object with no journal beside it: a move killed before its commit point (nothing
+ * had changed), or at it, its first journal written beside the other stack, whose recovery
+ * installs this object. Only a recovery that knows both stacks (move --recover) tells which,
+ * and the other stack is recorded nowhere on this side: no other command removes it. */
+static int staged_alone(doctor *d, const char *stack, const char *where)
+{
+	char args[600];
+	snprintf(args, sizeof(args),
+		 "--source %s --dest-backend OTHER_URL --dest OTHER_STACK (OTHER_URL and "
+		 "OTHER_STACK: the move's other stack, which nothing here names; either stack as "
+		 "--source)",
+		 stack ? stack : "STACK");
+	return add_fix(d, "journal", stack, where, "move --recover", args,
+		       "an interrupted move left a staged object (killed before it was committed: "
+		       "nothing had changed; or just at it, the journal beside the move's other "
+		       "stack): `statetool move --recover` with the move's two stacks removes it, or "
+		       "completes the move; no other command does");
+}
+
 static int check_stack_key(doctor *d, const st_store_entry *e, const st_stack_info *infos,
 			   size_t n)
 {
@@ -469,13 +503,17 @@ static int check_stack_key(doctor *d, const st_store_entry *e, const st_stack_in
 			stem = base ? stack_stem(base) : 0;
 			stack = stem ? stack_of_key(base, stem) : NULL;
 			free(base);
+			if (j == 1 && !journal_beside(d, rel, stem)) {
+				rc = staged_alone(d, stack, where);
+				goto out;
+			}
 			snprintf(args, sizeof(args), "--stack %s", stack ? stack : "STACK");
 			rc = add_fix(d, "journal", stack, where, "list", args,
 				     j == 0 ? "an interrupted statetool operation left its journal: "
 					      "any statetool command on the stack completes it"
 					    : "an interrupted statetool operation left a staged "
-					      "object: any statetool command on the stack completes "
-					      "or removes it");
+					      "object beside its journal: any statetool command on the "
+					      "stack completes it");
 			goto out;
 		}
 	}

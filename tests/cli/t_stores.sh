@@ -349,6 +349,20 @@ crash_round() { # STEP [ENV...]: one kill and its recovery
 	setup "crash$step$*"
 	run "crash at pair:$step $*" env STATETOOL_CRASH_AT=pair:$step "$@" "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
 	check_rc 137
+	# doctor's fix for what the kill left on the destination's side works (audit27 C3: for a
+	# staged object alone, `list`, which never removes it)
+	case "$step:$#" in
+	2:0)
+		run "doctor after pair:2: the staged object" st doctor --backend "$B"
+		check_rc 1; check_out_has "test/destStack: journal: an interrupted move left a staged object (killed before it was committed: nothing had changed; or just at it, the journal beside the move's other stack): \`statetool move --recover\` with the move's two stacks removes it, or completes the move; no other command does"
+		check_out_has " --source test/destStack --dest-backend OTHER_URL --dest OTHER_STACK (OTHER_URL and OTHER_STACK: the move's other stack, which nothing here names; either stack as --source)"
+		check_out_lacks "fix: statetool list" ;;
+	4:0)
+		run "doctor after pair:4: the journal, the staged object beside it" st doctor --backend "$B"
+		check_rc 1; check_out_has "test/destStack: journal: an interrupted statetool operation left its journal: any statetool command on the stack completes it"
+		check_out_has "test/destStack: journal: an interrupted statetool operation left a staged object beside its journal: any statetool command on the stack completes it"
+		check_out_has " --stack test/destStack" ;;
+	esac
 	run "recover after pair:$step $*" env "$@" "$STATETOOL" move --recover --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST
 	check_rc 0
 	src_names=$(urns "$A" test/sourceStack | tr '\n' ' ')
