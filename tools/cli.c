@@ -410,10 +410,8 @@ static int stack_missing(const cli_target *t, const char *ref)
 	return EXIT_FAIL;
 }
 
-/* A stack that must exist and has no object may be the new side of an interrupted operation:
- * a committed move into a new stack (its journal beside the stack's key) or a stack rename to
- * it (its marker there). Any command on either stack ends it first (statetool(1)), so it is
- * ended, then the stack resolved again. */
+/* A missing stack may be the new side of an interrupted move (its journal beside the key) or
+ * stack rename (its marker): ended first, as a command on either stack ends it; then resolved. */
 static int recover_missing(cli_target *t, const char *ref, int *exists)
 {
 	st_changes ch = {0};
@@ -431,11 +429,9 @@ static int recover_missing(cli_target *t, const char *ref, int *exists)
 		rc = st_backend_resolve_key(t->backend, ref, &t->qname, &t->key, exists, &err);
 	}
 	st_changes_clear(&ch);
-	if (rc != ST_OK) {
+	if (rc != ST_OK)
 		cli_error(&err);
-		return EXIT_FAIL;
-	}
-	return EXIT_OK;
+	return rc == ST_OK ? EXIT_OK : EXIT_FAIL;
 }
 
 /* Opens the backend and resolves the stack; `ref` names it. */
