@@ -6,11 +6,13 @@
  * descriptor's name, a parameterization's fields, a v1 resource's dependencies and
  * initErrors, the deployment's metadata), an empty omitempty field dropped (a pointer only
  * when nil), customTimeouts only when one is set (as SerializeResource does), and the
- * features of version 4 recomputed. Members no Pulumi type names are kept after the known
- * ones: statetool does not drop data Pulumi would.
+ * features of version 4 recomputed, time.Time values as Go marshals them (RFC3339Nano).
+ * Members no Pulumi type names are kept after the known ones: statetool does not drop data
+ * Pulumi would.
  */
 #include "state/gotypes.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +127,45 @@ static int canon_struct(json_t *v, const gtype *t, int depth)
 	return rc < 0 ? -1 : 0;
 }
 
+/* A time.Time as Go's MarshalJSON writes it (RFC3339Nano): the fraction cut to nanoseconds (as
+ * Go parses it) without trailing zeros, none when zero, and a zero offset as Z. Only the strict
+ * RFC 3339 shape is rewritten (what else Go's loose parse takes stays as written), and not an
+ * offset Go cannot marshal (hour 24 and beyond). */
+static int canon_time(json_t *v)
+{
+	static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+	const char *s = json_string_value(v), *z;
+	size_t n = json_string_length(v), i = 19, fs = 19, keep = 0, zl;
+	char out[48];
+	int zero;
+
+	if (!s || n < 20 || n > 40 || st__go_time_error(s, n))
+		return 0;
+	for (size_t k = 0; k < i; k++)
+		if (shape[k] == 'd' ? s[k] < '0' || s[k] > '9' : s[k] != shape[k])
+			return 0;
+	if (s[i] == '.' || s[i] == ',') {
+		fs = ++i;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++;
+		keep = i - fs > 9 ? 9 : i - fs;
+		while (keep && s[fs + keep - 1] == '0')
+			keep--;
+	}
+	z = s + i;
+	zl = n - i;
+	if (zl == 1 && z[0] == 'Z')
+		zero = 1;
+	else if (zl == 6 && (z[0] == '+' || z[0] == '-') && z[3] == ':' && z[1] <= '2' &&
+		 (z[1] < '2' || z[2] < '4') && z[4] < '6')
+		zero = !memcmp(z + 1, "00:00", 5);
+	else
+		return 0;
+	snprintf(out, sizeof(out), "%.19s%s%.*s%.*s", s, keep ? "." : "", (int)keep, s + fs,
+		 zero ? 1 : 6, zero ? "Z" : z);
+	return strcmp(out, s) ? json_string_set(v, out) : 0;
+}
+
 static int canon(json_t *v, const gtype *t, int depth)
 {
 	size_t i;
@@ -148,6 +189,9 @@ static int canon(json_t *v, const gtype *t, int depth)
 				if (canon(x, t->elem, depth + 1) < 0)
 					return -1;
 		return 0;
+	case GK_TIME:
+	case GK_TIMEPTR:
+		return json_is_string(v) ? canon_time(v) : 0;
 	default:
 		return 0;
 	}

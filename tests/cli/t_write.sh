@@ -48,6 +48,16 @@ check_out '31c31,32
 >             ],
 >             "metadata": {}'
 
+# time.Time values as Go marshals them (RFC3339Nano, audit26a A12): the fraction to nanoseconds
+# without trailing zeros, a zero offset as Z; an offset Go cannot marshal (+24:00) stays
+printf '{"version":3,"deployment":{"manifest":{"time":"2024-01-02T03:04:05.120+00:00","magic":"","version":""},"resources":[{"urn":"urn:pulumi:s::p::a:b:C::x","custom":false,"type":"a:b:C","created":"2024-01-02T03:04:05.000000000-08:00","modified":"2024-01-02T03:04:05,1234567891-00:00"},{"urn":"urn:pulumi:s::p::a:b:C::y","custom":false,"type":"a:b:C","created":"2024-01-02T03:04:05.5+24:00","modified":"2024-01-02T03:04:05Z"}],"metadata":{}}}' > "$T/times.json"
+run "canonical: times as Go marshals them" sh -c "'$STATETOOL' convert --canonical '$T/times.json' -o - | grep -o '\"[a-z]*\":\"20[^\"]*\"'"
+check_out '"time":"2024-01-02T03:04:05.12Z"
+"created":"2024-01-02T03:04:05-08:00"
+"modified":"2024-01-02T03:04:05.123456789Z"
+"created":"2024-01-02T03:04:05.5+24:00"
+"modified":"2024-01-02T03:04:05Z"'
+
 # gzip: a new file has the header Go's compress/gzip writes (no name, no time, XFL 0, OS 255);
 # the deflate data is zlib's.
 run "gzip header" sh -c "'$STATETOOL' convert --gzip '$R/27-tfmigrate-diy-testupsert.json' -o '$T/n.json.gz' && od -An -tx1 -N10 '$T/n.json.gz' | tr -d ' \n'; echo"
