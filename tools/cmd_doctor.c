@@ -92,6 +92,19 @@ static void print_text(const st_doctor_report *r)
 		       r->count == 1 ? "" : "s", r->stacks, r->stacks == 1 ? "" : "s");
 }
 
+/* Does the URL carry a password (scheme://user:password@host...)? */
+static int has_password(const char *url)
+{
+	const char *a = url ? strstr(url, "://") : NULL, *end, *at, *colon;
+	if (!a)
+		return 0;
+	a += 3;
+	end = a + strcspn(a, "/?#");
+	at = memchr(a, '@', (size_t)(end - a));
+	colon = at ? memchr(a, ':', (size_t)(at - a)) : NULL;
+	return colon != NULL;
+}
+
 int cmd_doctor(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -145,6 +158,9 @@ int cmd_doctor(int argc, char **argv)
 		print_json(b, &r);
 	else
 		print_text(&r);
+	if (!json && r.count && has_password(url ? url : getenv("PULUMI_BACKEND_URL")))
+		printf("note: the fixes name the backend without its password, as every message "
+		       "does: give it with PGPASSWORD or ~/.pgpass when you run them\n");
 	rc = r.count ? EXIT_FAIL : EXIT_OK;
 	st_doctor_report_free(&r);
 	st_backend_free(b);

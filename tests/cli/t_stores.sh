@@ -232,6 +232,10 @@ echo h | put "$L" .pulumi/history/sourceStack/sourceStack-1700000000000000000.hi
 run "doctor: the legacy layout" st doctor --backend "$L"
 check_rc 1; check_out_has "backend: legacy-layout: the backend is in the legacy layout (no .pulumi/meta.yaml)"
 check_out_has "1 problem found (1 stack checked)"
+case "$L" in # a URL with a password: the fixes name the backend without it, and say so
+*://*:*@*) check_out_has "note: the fixes name the backend without its password, as every message does: give it with PGPASSWORD or ~/.pgpass when you run them" ;;
+*) check_out_lacks "note: the fixes name" ;;
+esac
 run "upgrade --dry-run" st upgrade --dry-run --backend "$L"
 check_rc 0
 check_out "move .pulumi/history/sourceStack/sourceStack-1700000000000000000.history.json -> .pulumi/history/test/sourceStack/sourceStack-1700000000000000000.history.json
