@@ -896,6 +896,10 @@ int st_edit_move(st_edit *src, st_edit *dst, const st_move_opts *o, st_move_repo
 	st_strmap_init(&c.dst);
 	st_strmap_init(&c.urnmap);
 	st_strmap_init(&c.provmap);
+	/* the hint's URNs are borrowed from the moved resources: only a move that is the
+	 * source session's first change moves resources its baseline holds (another could move
+	 * one an earlier operation made, which only that operation's snapshot held) */
+	int first = !src->dirty;
 	if ((rc = st__edit_op_begin(src, &sop, err)) == ST_OK) {
 		if ((rc = st__edit_op_begin(dst, &dop, err)) == ST_OK)
 			rc = st__edit_op_end(dst, &dop, move_(&c));
@@ -903,7 +907,7 @@ int st_edit_move(st_edit *src, st_edit *dst, const st_move_opts *o, st_move_repo
 	}
 	/* what the source's scan found, for its commit's check (it outlives the move: the
 	 * moved resources the URNs are borrowed from stay in the session's baseline) */
-	if (rc == ST_OK)
+	if (rc == ST_OK && first)
 		st__edit_hint_refs(src, &c.moved_urns, &c.refs);
 	if (rc != ST_OK) {
 		int needs = rep->needs_secrets;
