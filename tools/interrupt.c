@@ -1,6 +1,7 @@
 /* Interrupts while the process holds a lock: held back until its locks are released. */
 #include "cli.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +25,7 @@ static void on_interrupt(int sig)
 	static const char msg[] = "\nstatetool: interrupted while holding a lock: finishing the change "
 				  "in progress, then exiting with its locks released (interrupt "
 				  "again to stop at once, leaving them)\n";
+	int saved = errno; /* write(2) below must not change what the command sees */
 	ssize_t w;
 
 	if (sig == SIGPIPE && (cli_locks_busy || pipe_gone)) {
@@ -40,6 +42,7 @@ static void on_interrupt(int sig)
 	held_back = sig;
 	w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
 	(void)w;
+	errno = saved;
 }
 
 void cli_catch_interrupts(void)
@@ -50,7 +53,7 @@ void cli_catch_interrupts(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_interrupt;
 	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
+	sigfillset(&sa.sa_mask); /* one handler at a time: a second signal sees the first */
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		struct sigaction old;
 		/* a signal the parent ignores (nohup, a shell's background job) stays ignored */

@@ -61,12 +61,11 @@ static size_t busy;
 
 static void busy_add(int d)
 {
-	size_t n;
+	/* the hook is told under the mutex, so two threads' counts reach it in order */
 	pthread_mutex_lock(&held_mu);
 	busy = d > 0 ? busy + 1 : busy - 1;
-	n = busy;
+	st__locks_changed(busy);
 	pthread_mutex_unlock(&held_mu);
-	st__locks_changed(n);
 }
 
 /* Registered by its store's identity; a store whose identity fails (not a gone directory: a

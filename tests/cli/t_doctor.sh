@@ -260,4 +260,15 @@ check_out "app/prod: duplicate-id: urn:pulumi:prod::app::kubernetes:core/v1:Name
   at: $K/.pulumi/stacks/app/prod.json
   fix: statetool delete --backend $K --stack app/prod 'urn:pulumi:prod::app::kubernetes:core/v1:Namespace::monitoring' (or --stack app/dev 'urn:pulumi:dev::app::kubernetes:core/v1:Namespace::monitoring': from the stack whose program no longer declares it)
 1 problem found (2 stacks checked)"
+# a provider configured through a secret (a kubeconfig): its ciphertext differs in each stack,
+# so secrets compare as equal (the finding says "may")
+skube() { # STACK CIPHERTEXT
+	prov="urn:pulumi:$1::app::pulumi:providers:kubernetes::k8s"
+	printf '{"urn":"%s","custom":true,"id":"p-%s","type":"pulumi:providers:kubernetes","inputs":{"kubeconfig":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","ciphertext":"%s"}}},{"urn":"urn:pulumi:%s::app::kubernetes:core/v1:Namespace::monitoring","custom":true,"id":"monitoring","type":"kubernetes:core/v1:Namespace","provider":"%s::p-%s"}' \
+		"$prov" "$1" "$2" "$1" "$prov" "$1"
+}
+ck app dev "$(root app dev),$(skube dev v1:AAAA)" >"$K/.pulumi/stacks/app/dev.json"
+ck app prod "$(root app prod),$(skube prod v1:BBBB)" >"$K/.pulumi/stacks/app/prod.json"
+run "providers through secrets" st doctor --backend "$K"
+check_rc 1; check_out_has "app/prod: duplicate-id: urn:pulumi:prod::app::kubernetes:core/v1:Namespace::monitoring has ID 'monitoring'"
 finish
