@@ -102,10 +102,12 @@ static void lenient(parser *ps, const char *rule, const char *what, const char *
 		    size_t keylen)
 {
 	st_buf b;
+	int first_big = !strcmp(rule, ST__NUMBER_RANGE_RULE) && !ps->bignum_said;
 
-	if (!ps->problems || ps->lenient >= MAX_LENIENCY_REPORTS)
+	if (!ps->problems || (ps->lenient >= MAX_LENIENCY_REPORTS && !first_big))
 		return;
 	ps->lenient++;
+	ps->bignum_said |= first_big;
 	st_buf_init(&b);
 	pointer_of(ps, &b, key, keylen);
 	st_problems_add(ps->problems, ST_SEV_WARNING, rule, b.data ? b.data : "", NULL, "%s",

@@ -58,6 +58,8 @@ typedef struct parser {
 	int saw_short_bf;
 	unsigned features; /* which features' marks were seen (st__feature_key; bytestring) */
 	size_t lenient; /* how many leniency warnings were recorded (capped) */
+	int bignum_said; /* a number-range warning was recorded: always the first, past the cap
+			  * (the decoder looks for the placeholders only when there is one) */
 	/* path for pointers */
 	frame *frames;
 	size_t nframes;

@@ -287,9 +287,11 @@ static void split_warnings(parser *ps, size_t offset)
 		char *rest;
 		unsigned long long j = strtoull(q->pointer + 1, &rest, 10);
 		char *ptr;
-		if (ps->lenient >= MAX_LENIENCY_REPORTS)
-			break;
+		int first_big = !strcmp(q->rule, ST__NUMBER_RANGE_RULE) && !ps->bignum_said;
+		if (ps->lenient >= MAX_LENIENCY_REPORTS && !first_big)
+			continue; /* (past the cap only the first number-range warning) */
 		ps->lenient++;
+		ps->bignum_said |= first_big;
 		ptr = st_asprintf("%s/%llu%s", base.data ? base.data : "",
 				  j + (unsigned long long)offset, rest);
 		if (!ptr || st_problems_add(ps->problems, q->severity, q->rule, ptr, q->urn, "%s",
