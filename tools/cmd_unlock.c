@@ -90,7 +90,9 @@ static int recover_first(cli_target *t, int *retry)
 	int rc = try_recover(t, &err);
 
 	*retry = rc == ST_ELOCKED;
-	if (rc == ST_EPARSE || rc == ST_EFORMAT || rc == ST_EINVAL || rc == ST_EVERSION)
+	/* the journal's own refusals (json, its form, its version); not a store that fails to
+	 * open (ST_EINVAL: credentials), which leaves the locks (review27 R10) */
+	if (rc == ST_EPARSE || rc == ST_EFORMAT || rc == ST_EVERSION)
 		cli_warnf("%s; the locks are removed all the same (this statetool cannot complete "
 			  "that operation)",
 			  err.message);

@@ -688,7 +688,7 @@ static int journal_read(journal *j, st_store *s, const char *jkey, st_store *con
 	v = json_number_value(json_object_get(j->doc, "statetool_journal"));
 	j->op = st_json_str(j->doc, "operation");
 	if (v != 1 && v != 2 && v != 3 && v != JOURNAL_VERSION)
-		rc = st__err(err, ST_EINVAL, "the journal '%s' is of a version this statetool does "
+		rc = st__err(err, ST_EVERSION, "the journal '%s' is of a version this statetool does "
 					     "not know (%g); a newer statetool wrote it",
 			     w ? w : jkey, v);
 	else

@@ -533,4 +533,16 @@ run "usage: no sides" st move x
 check_rc 2; check_err_has "at least one of --source or --dest must be provided"
 run "usage: no resource" st move --source "$T/src.json" --dest "$T/new.json"
 check_rc 2
+# unlock of a side whose pending move's other side cannot be opened (its credentials): the
+# locks stay, as for any failure but the journal's own (review27 R10: it removed them, calling
+# the journal unreadable)
+J=$T/ju; mkdir -p "$J"
+cp "$FIXTURES/move/children.json" "$J/a.json"; cp "$FIXTURES/move/children.json" "$J/a.json.statetool-new"
+h=$(b2sum -l 256 "$J/a.json" | cut -d' ' -f1)
+printf '{"statetool_journal":3,"hash":"blake2b-256","operation":"move","sides":[{"store":"file://%s","key":"a.json","old_hash":"%s","new_hash":"%s","staged":"a.json.statetool-new","journal":"a.json.statetool-journal"},{"store":"gs://somebucket","key":".pulumi/stacks/p/b.json","old_hash":"%s","new_hash":"%s","staged":".pulumi/stacks/p/b.json.statetool-new","journal":".pulumi/stacks/p/b.json.statetool-journal"}]}' \
+	"$J" "$h" "$h" "$h" "$h" >"$J/a.json.statetool-journal"
+printf '{"pid":4242,"username":"alice","hostname":"elsewhere","timestamp":"2024-05-01T10:00:00Z"}' >"$J/a.json.lock"
+run "unlock: the other side's store does not open" env GOOGLE_APPLICATION_CREDENTIALS="$T/nonexistent" "$STATETOOL" unlock "$J/a.json"
+check_rc 1; check_err_has "no lock was removed"
+test -e "$J/a.json.lock"; rc=$?; check_rc 0
 finish
