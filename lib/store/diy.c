@@ -840,20 +840,24 @@ static int diy_save(st_backend *bb, const char *ref, st_state *s,
 	wo.backup_key = opts && opts->no_backup ? NULL : bak;
 	wo.proceed = opts ? opts->proceed : NULL;
 	wo.proceed_ctx = opts ? opts->proceed_ctx : NULL;
-	s->compression = c;
-	if ((rc = st__state_write_store(s, b->store, key, &wo, cfg, err)) != ST_OK)
-		goto out;
+	/* the compression changes: the old object is kept as its .bak before the new one is
+	 * written (Pulumi's backupTarget, before its write), and deleted after, a failure to
+	 * delete it skipped as Pulumi skips it (the new object is the stack: a later variant's
+	 * newer time makes it the one read). So nothing fails once the stack is written but the
+	 * generation below. */
 	if (old && strcmp(old, key)) {
-		/* the compression changed: the new object is there, the old one goes (kept as
-		 * its .bak, as Pulumi does) */
 		if (!(oldbak = st_asprintf("%s.bak", old))) {
 			rc = st__err(err, ST_ENOMEM, "out of memory");
 			goto out;
 		}
-		if ((rc = st_store_copy(b->store, old, oldbak, err)) != ST_OK ||
-		    (rc = st_store_delete(b->store, old, err)) != ST_OK)
+		if ((rc = st_store_copy(b->store, old, oldbak, err)) != ST_OK)
 			goto out;
 	}
+	s->compression = c;
+	if ((rc = st__state_write_store(s, b->store, key, &wo, cfg, err)) != ST_OK)
+		goto out;
+	if (oldbak)
+		st_store_delete(b->store, old, NULL);
 	/* and the new one becomes one, as Pulumi's backupStack does after an update */
 	rc = st__diy_generation(bb, ref, key, 0, err);
 out:
