@@ -569,7 +569,7 @@ int st__json_equal(const json_t *a, const json_t *b);
 int st__json_update(json_t *obj, json_t *other);
 
 /*
- * The earlier values of duplicate keys (lib/json/value.c). The reader keeps, in its problems
+ * The earlier values of duplicate keys (lib/json/problems.c). The reader keeps, in its problems
  * list (st_problems.st__dropped), each value a later one under the same key replaced when the
  * later is an object, an array or null; the decoder (lib/state/decode.c), which knows the Go
  * types, decodes the later values into the earlier ones as Go's encoding/json does. Each entry
@@ -603,6 +603,7 @@ void st__dropped_seal(st__dropped *d);
 const st__dropped_ent *st__dropped_of(const st__dropped *d, const json_t *obj,
 				      const st__dropped_ent **end);
 
+/* Keys put back as written (lib/json/keymap.c): the writer's st__wcfg.keys. */
 typedef struct st__keymap_ent {
 	json_t *obj;
 	const char *canon; /* the field's name (static) */
@@ -636,7 +637,7 @@ const char *st__go_null_zero(const json_t *doc, st__groot root, int version,
 /* The JSON kind of a value as Go's UnmarshalTypeError names it ("object", "number", ...;
  * not for null). */
 const char *st__go_json_kind(const json_t *v);
-/* Does the key name the field under Go's case folding? */
+/* Does the key name the field under Go's case folding (lib/util/goparse.c)? */
 int st__go_key_is(const char *key, size_t kl, const char *field);
 void st__keymap_free(st__keymap *km);
 /* The key as written for obj's member `key`, or NULL. */

@@ -1,4 +1,5 @@
-/* Walking the secrets of a state (walk.c), shared by the secrets modules. Private. */
+/* Walking the secrets of a state (walk.c), shared by the secrets modules and by the
+ * operations that encrypt and rekey in a session (lib/ops/encrypt.c). Private. */
 #ifndef ST_SECRETS_WALK_H
 #define ST_SECRETS_WALK_H
 

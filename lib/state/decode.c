@@ -19,45 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Go's case folding of keys ---- */
-
-/* Does `key` name `field` under Go's foldName (ASCII letters without case; U+017F folds to
- * 's' and U+212A to 'k'; no other rune can fold to ASCII)? */
-static int fold_eq(const char *key, size_t kl, const char *field)
-{
-	const unsigned char *k = (const unsigned char *)key, *e = k + kl;
-	const unsigned char *f = (const unsigned char *)field;
-	while (k < e && *f) {
-		unsigned c = *k, want = *f;
-		if (want >= 'a' && want <= 'z')
-			want -= 'a' - 'A';
-		if (c < 0x80) {
-			if (c >= 'a' && c <= 'z')
-				c -= 'a' - 'A';
-			if (c != want)
-				return 0;
-			k++;
-		} else if (e - k >= 2 && k[0] == 0xc5 && k[1] == 0xbf) {
-			if (want != 'S')
-				return 0;
-			k += 2;
-		} else if (e - k >= 3 && k[0] == 0xe2 && k[1] == 0x84 && k[2] == 0xaa) {
-			if (want != 'K')
-				return 0;
-			k += 3;
-		} else {
-			return 0;
-		}
-		f++;
-	}
-	return k == e && !*f;
-}
-
-int st__go_key_is(const char *key, size_t kl, const char *field)
-{
-	return fold_eq(key, kl, field);
-}
-
 /* The field a key names: exact first, then folded. `hint` is where the last key matched
  * (keys usually come in the fields' order). */
 static const gfield *find_field(const gtype *t, const char *k, size_t kl, size_t *hint)
@@ -71,7 +32,7 @@ static const gfield *find_field(const gtype *t, const char *k, size_t kl, size_t
 		}
 	}
 	for (i = 0; i < n; i++)
-		if (fold_eq(k, kl, fs[i].name))
+		if (st__go_key_is(k, kl, fs[i].name))
 			return &fs[i];
 	return NULL;
 }
@@ -890,10 +851,10 @@ st_doc_kind st_doc_kind_of(const json_t *doc)
 		const char *k = json_object_iter_key(it);
 		size_t kl = json_object_iter_key_len(it);
 		for (int i = 0; state_keys[i]; i++)
-			if (fold_eq(k, kl, state_keys[i]))
+			if (st__go_key_is(k, kl, state_keys[i]))
 				return ST_DOC_STATE;
 		for (int i = 0; import_keys[i]; i++)
-			imp |= fold_eq(k, kl, import_keys[i]);
+			imp |= st__go_key_is(k, kl, import_keys[i]);
 	}
 	return imp ? ST_DOC_IMPORT : ST_DOC_NEITHER;
 }

@@ -1,4 +1,4 @@
-/* Error records, problem lists and change reports. */
+/* Error records and change reports (problem lists: lib/json/problems.c). */
 #include "internal.h"
 
 #include <stdio.h>
@@ -102,79 +102,6 @@ void st__err_pointer(st_error *err, const char *pointer)
 {
 	if (err && pointer && !err->pointer[0])
 		snprintf(err->pointer, sizeof(err->pointer), "%s", pointer);
-}
-
-int st_problems_add(st_problems *list, st_severity sev, const char *rule, const char *pointer,
-		    const char *urn, const char *fmt, ...)
-{
-	st_problem *p;
-	va_list ap;
-	char *msg = NULL;
-
-	if (list->count == list->capacity) {
-		size_t cap = list->capacity ? list->capacity * 2 : 16;
-		st_problem *items = realloc(list->items, cap * sizeof(*items));
-		if (!items)
-			return ST_ENOMEM;
-		list->items = items;
-		list->capacity = cap;
-	}
-	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
-	va_end(ap);
-	p = &list->items[list->count];
-	memset(p, 0, sizeof(*p));
-	p->severity = sev;
-	p->message = msg;
-	p->rule = st_strdup(rule);
-	p->pointer = st_strdup(pointer ? pointer : "");
-	p->urn = urn ? st_strdup(urn) : NULL;
-	if (!msg || !p->rule || !p->pointer || (urn && !p->urn)) {
-		free(msg);
-		free(p->rule);
-		free(p->pointer);
-		free(p->urn);
-		return ST_ENOMEM;
-	}
-	list->count++;
-	if (sev == ST_SEV_ERROR)
-		list->errors++;
-	else
-		list->warnings++;
-	return ST_OK;
-}
-
-void st_problems_clear(st_problems *list)
-{
-	for (size_t i = 0; i < list->count; i++) {
-		free(list->items[i].rule);
-		free(list->items[i].message);
-		free(list->items[i].pointer);
-		free(list->items[i].urn);
-		free(list->items[i].file);
-	}
-	free(list->items);
-	st__dropped_free(list);
-	memset(list, 0, sizeof(*list));
-}
-
-void st__problems_truncate(st_problems *pr, size_t n)
-{
-	if (!pr)
-		return;
-	while (pr->count > n) {
-		st_problem *q = &pr->items[--pr->count];
-		if (q->severity == ST_SEV_ERROR)
-			pr->errors--;
-		else
-			pr->warnings--;
-		free(q->rule);
-		free(q->message);
-		free(q->pointer);
-		free(q->urn);
-		free(q->file);
-	}
 }
 
 int st_changes_add(st_changes *c, const char *fmt, ...)

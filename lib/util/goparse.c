@@ -1,8 +1,9 @@
 /*
  * Go's parsers that Pulumi's loader goes through, with their messages: time.Time's JSON form
  * (RFC 3339 through time.Parse), blang/semver's Parse and ParseTolerant, Pulumi's property
- * paths (resource.ParsePropertyPath), base64.StdEncoding, strconv.ParseUint/ParseInt and the
- * quoting of strconv.Quote (%q) and of the time package. Each check returns NULL when Go
+ * paths (resource.ParsePropertyPath), base64.StdEncoding, strconv.ParseUint/ParseInt, the
+ * quoting of strconv.Quote (%q) and of the time package, and encoding/json's case folding of
+ * keys (the reader, the envelope and the decoder match keys with it). Each check returns NULL when Go
  * accepts the text, else Go's message (new; NULL also when out of memory, so the callers that
  * must tell the two apart use the *_ok forms).
  */
@@ -777,4 +778,38 @@ int st__go_config_key_ok(const char *s, size_t n)
 		return 1;
 	/* namespace:config:name, the compatibility form */
 	return colons == 2 && c2 - c1 - 1 == 6 && !memcmp(c1 + 1, "config", 6);
+}
+
+/* ---- Go's case folding of keys ---- */
+
+/* Does `key` name `field` under Go's foldName (ASCII letters without case; U+017F folds to
+ * 's' and U+212A to 'k'; no other rune can fold to ASCII)? */
+int st__go_key_is(const char *key, size_t kl, const char *field)
+{
+	const unsigned char *k = (const unsigned char *)key, *e = k + kl;
+	const unsigned char *f = (const unsigned char *)field;
+	while (k < e && *f) {
+		unsigned c = *k, want = *f;
+		if (want >= 'a' && want <= 'z')
+			want -= 'a' - 'A';
+		if (c < 0x80) {
+			if (c >= 'a' && c <= 'z')
+				c -= 'a' - 'A';
+			if (c != want)
+				return 0;
+			k++;
+		} else if (e - k >= 2 && k[0] == 0xc5 && k[1] == 0xbf) {
+			if (want != 'S')
+				return 0;
+			k += 2;
+		} else if (e - k >= 3 && k[0] == 0xe2 && k[1] == 0x84 && k[2] == 0xaa) {
+			if (want != 'K')
+				return 0;
+			k += 3;
+		} else {
+			return 0;
+		}
+		f++;
+	}
+	return k == e && !*f;
 }

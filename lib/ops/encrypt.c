@@ -4,8 +4,8 @@
  * is copied only along the paths to the secrets that change; the session's own copies change
  * in place. Big states of the built-in providers are done on two threads.
  */
-#include "walk.h"
-#include "ops/session.h"
+#include "secrets/walk.h"
+#include "session.h"
 
 #include <pthread.h>
 

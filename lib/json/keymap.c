@@ -1,8 +1,9 @@
 /*
- * The renames the decoder noted (lib/state/decode.c): struct keys respelt on load, put back as
- * written when a state is saved (st__keymap_*), and the digest of the tree they were noted for.
+ * Keys put back as written: the objects whose keys a load respelt (the Go decoder,
+ * lib/state/decode.c, notes them), which the writer writes with the keys as they were
+ * (st__keymap_*), and the digest of the tree they were noted for.
  */
-#include "state/gotypes.h"
+#include "internal.h"
 
 #include <sodium.h>
 #include <stdlib.h>
