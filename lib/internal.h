@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define ST_UNUSED __attribute__((unused))
@@ -287,9 +288,9 @@ typedef struct st__wcfg {
 	/* the keys put back as written in the objects it names (a state's st__state_keymap), or
 	 * NULL */
 	const struct st__keymap *keys;
-	/* a lazy state: its registered resources are written as their spans when the write is
-	 * in the state's own style (NULL: every resource walked) */
-	const struct st_state *lazy;
+	/* a lazy state's side table (st__lazy_spans): its registered resources are written as
+	 * their spans when the write is in the text's own style (NULL: every resource walked) */
+	struct st__spans *spans;
 } st__wcfg;
 
 /* st_file_write_atomic with the content written by `fill` (no compression). When `proceed`
@@ -354,7 +355,8 @@ int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *nam
 		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 		      int mapped, int threads, unsigned *features, st_error *err);
 
-/* ---- lazy states (lib/json/skim.c scans, lib/state/lazy.c keeps the side table) ----
+/* ---- lazy states (lib/json/skim.c scans, lib/json/spans.c keeps the side table, lib/state/lazy.c
+ * loads and inflates) ----
  * A resource the scanner proved canonical: `res` is its skeleton (the resource object with
  * every member but inputs and outputs) and [off, off+len) its full text in the source. */
 typedef struct st__lazy_rec {
@@ -372,6 +374,49 @@ int st__json_parse_lazy(json_t **out, const char *buf, size_t len, const char *n
 			const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 			int mapped, int threads, unsigned *features, st__lazy_rec **recs,
 			size_t *nrecs, st_error *err);
+
+/* The records' source text kept with them (lib/json/spans.c): what the writer copies a
+ * registered value from, and what lib/state/lazy.c inflates a skeleton from. */
+typedef struct st__spans st__spans;
+/* The source of a table: text is `map` (a private mapping of len bytes) or `owned` (malloc'd);
+ * fd is the mapped file, kept open, or -1; st is fd's stat taken before the parse; max_depth
+ * the limit to parse a span with. */
+typedef struct st__spans_src {
+	const char *text;
+	size_t len;
+	void *map;
+	char *owned;
+	int fd;
+	struct stat st;
+	size_t max_depth;
+} st__spans_src;
+/* A table of recs (n of them, document order) over src, the values' text in `style` at
+ * `depth`. Takes src's map, owned, fd and recs on success; NULL (nothing taken) when out of
+ * memory. */
+st__spans *st__spans_new(const st__spans_src *src, st_style style, size_t depth,
+			 st__lazy_rec *recs, size_t n);
+void st__spans_free(st__spans *sp); /* unmaps, closes, frees (NULL: nothing) */
+/* 1 and v's span (borrowed from the text, not NUL-terminated) when v is registered, else 0. */
+int st__spans_span(const st__spans *sp, const json_t *v, const char **p, size_t *len);
+/* v's span parsed in full into *out (new; NULL when v is not registered). */
+int st__spans_parse(const st__spans *sp, const json_t *v, json_t **out, st_error *err);
+/* v no longer registered (it was replaced by its full value). */
+void st__spans_drop(st__spans *sp, const json_t *v);
+size_t st__spans_count(const st__spans *sp); /* registered values (NULL: 0) */
+/* 1 with the text's style and the registered values' depth in it; 0 for NULL. */
+int st__spans_where(const st__spans *sp, st_style *style, size_t *depth);
+/* A write (one thread, in document order) copied the text up to p: a mapped file's pages
+ * before it are given back (read again from the file if needed), so a write does not hold the
+ * whole file in memory. */
+void st__spans_passed(st__spans *sp, const char *p);
+/* Where the text's bytes at p are in the file they were mapped from: 1 with *fd (borrowed) and
+ * *off, 0 when the text is not a file mapping. */
+int st__spans_source(const st__spans *sp, const char *p, int *fd, off_t *off);
+/* A text mapped from a file: the file's bytes (borrowed), *len and, if fd, *fd; else NULL. */
+const char *st__spans_file(const st__spans *sp, size_t *len, int *fd);
+/* 0 when the mapped file kept the size and modification time it had before the parse (always
+ * for a text not mapped from a file), 1 when it changed, -1 (errno) when it cannot be stat'ed. */
+int st__spans_file_changed(const st__spans *sp);
 /*
  * Lazy states (lib/state/lazy.c; doc/DESIGN.md "Lazy states"). A lazy state is an ordinary
  * st_state whose resources array holds, for most resources, a *skeleton*: the resource object
@@ -395,7 +440,6 @@ int st__json_parse_lazy(json_t **out, const char *buf, size_t len, const char *n
  *  - The style a span promises is the loaded one: if s->style changes, spans are void
  *    (inflate all first).
  */
-typedef struct st__lazy st__lazy;
 /* st_state_load_buffer of a file's text: data after the document read as Pulumi reads the
  * envelope (st_state_load_file), not refused. */
 int st__state_load_file_text(st_state **out, const void *buf, size_t len, const char *name,
@@ -431,7 +475,6 @@ int st__lazy_where(const st_state *s, st_style *style, size_t *depth);
  * before it are given back (read again from the file if needed), so a write of a lazy state
  * does not hold the whole file in memory. The table is changed though s is const. */
 void st__lazy_passed(const st_state *s, const char *p);
-void st__lazy_free(st__lazy *lz);
 /* Where the source bytes at p (inside the lazy state's text) are in the file they were mapped
  * from: 1 with *fd (borrowed: the state's) and *off, 0 when the text is not a file mapping. */
 int st__lazy_source(const st_state *s, const char *p, int *fd, off_t *off);
@@ -695,7 +738,7 @@ struct st_state {
 	 * was loaded, the writer puts them back, so an unchanged state keeps its bytes. */
 	st__keymap *keymap;
 	/* A lazy state's side table (lib/state/lazy.c), or NULL: see "Lazy states" above. */
-	struct st__lazy *lazy;
+	st__spans *lazy;
 	/* Its source file being hashed ahead for the two-stack journal (st__lazy_prehash), or
 	 * NULL. */
 	struct st__prehash *prehash;

@@ -507,7 +507,7 @@ typedef struct wcall {
 	const json_t *split;
 	/* a lazy state (else NULL); whether the write is in its own style, and the depth of
 	 * its resources (where a span is the writer's output) */
-	const st_state *lazy;
+	st__spans *lazy;
 	int lazy_same;
 	size_t lazy_depth;
 	int release; /* one thread in document order: the text copied may be given back */
@@ -549,7 +549,7 @@ typedef struct split_job {
 	void (*core_free)(void *);
 	void *core_free_ctx;
 	const st__wcfg *cfg; /* the call's, for this thread's half */
-	const st_state *lazy;
+	st__spans *lazy;
 	int lazy_same;
 	size_t lazy_depth;
 } split_job;
@@ -715,7 +715,7 @@ __attribute__((noinline)) static int write_skeleton(st_buf *b, const json_t *v, 
 	json_t *full = NULL;
 	int rc;
 
-	if (!st__lazy_span(w->lazy, v, &span, &sl))
+	if (!st__spans_span(w->lazy, v, &span, &sl))
 		return write_object(b, v, w, ST_K_RESOURCE, depth);
 	if (w->lazy_same && depth == w->lazy_depth) {
 		__atomic_add_fetch(&spans_written, 1, __ATOMIC_RELAXED);
@@ -727,7 +727,7 @@ __attribute__((noinline)) static int write_skeleton(st_buf *b, const json_t *v, 
 		else
 			put(b, span, sl);
 		if (w->release)
-			st__lazy_passed(w->lazy, span + sl);
+			st__spans_passed(w->lazy, span + sl);
 		return 0;
 	}
 	if (st_json_parse(&full, span, sl, "resource", NULL, NULL, NULL, NULL) != ST_OK) {
@@ -846,13 +846,13 @@ int st__json_write(st_buf *b, const json_t *v, const st_style *style, st_kind ki
 	w.st = style;
 	w.cfg = cfg;
 	/* a lazy state: its spans are the writer's output in their style at their depth */
-	w.lazy = cfg->lazy && st__lazy_where(cfg->lazy, &lst, &w.lazy_depth) ? cfg->lazy : NULL;
+	w.lazy = st__spans_where(cfg->spans, &lst, &w.lazy_depth) ? cfg->spans : NULL;
 	w.lazy_same = w.lazy && same_style(style, &lst);
 	w.split = big && st__two_worth(ST__T_WRITE, json_array_size(big), cfg->threads) ? big
 											: NULL;
 	/* a lazy state whose resources are mostly spans: copying them is the disk's pace, and
 	 * a second thread would only hold half the text in its buffer */
-	if (w.split && w.lazy_same && st__lazy_count(w.lazy) * 2 > json_array_size(w.split))
+	if (w.split && w.lazy_same && st__spans_count(w.lazy) * 2 > json_array_size(w.split))
 		w.split = NULL;
 	w.release = w.lazy_same && !w.split;
 	if (!w.split)

@@ -1,160 +1,52 @@
 /*
- * Lazy states: the side table of the resources a lazy load left as skeletons (lib/json/skim.c
- * proves their text canonical), the load itself with its fallback to the full load, and
- * inflation. The contract is in lib/internal.h ("Lazy states") and doc/DESIGN.md.
+ * Lazy states: the load (the resources lib/json/skim.c proves canonical left as skeletons,
+ * registered in a side table, lib/json/spans.c), its fallback to the full load, inflation,
+ * and the state's view of its table. The contract is in lib/internal.h ("Lazy states") and
+ * doc/DESIGN.md.
  */
 #include "internal.h"
 
 #include <errno.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-struct st__lazy {
-	const char *text; /* the state's source text: `map` or `owned` */
-	size_t len;
-	void *map;        /* a private file mapping (munmap), or NULL */
-	size_t map_len;
-	char *owned;      /* a read buffer (free), or NULL */
-	int fd;           /* the mapped file, open (runs of spans are copied from it), or -1 */
-	struct stat src;  /* fd's size and modification time before the parse */
-	size_t max_depth;
-	st__lazy_rec *v;  /* document order; res NULL once inflated */
-	size_t n, live;
-	size_t *slots;    /* open addressing by skeleton address: index + 1, 0 empty */
-	size_t mask;
-	st_style style;   /* the text's style, and the depth of the resources in it */
-	size_t depth;
-	size_t released;  /* the mapping's pages before this offset were given back */
-};
-
-void st__lazy_free(st__lazy *lz)
-{
-	if (!lz)
-		return;
-	if (lz->map)
-		munmap(lz->map, lz->map_len);
-	if (lz->fd >= 0)
-		close(lz->fd);
-	free(lz->owned);
-	free(lz->v);
-	free(lz->slots);
-	free(lz);
-}
-
-static size_t slot_of(const st__lazy *lz, const json_t *res)
-{
-	uint64_t h = (uint64_t)(uintptr_t)res * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 20) & lz->mask;
-}
-
-/* The record of a registered skeleton, or NULL. */
-static st__lazy_rec *find(const st__lazy *lz, const json_t *res)
-{
-	if (!lz || !res)
-		return NULL;
-	for (size_t i = slot_of(lz, res);; i = (i + 1) & lz->mask) {
-		size_t k = lz->slots[i];
-		if (!k)
-			return NULL;
-		if (lz->v[k - 1].res == res)
-			return &lz->v[k - 1];
-	}
-}
-
-static int build_slots(st__lazy *lz)
-{
-	size_t cap = 16;
-	while (cap < 2 * lz->n)
-		cap *= 2;
-	lz->slots = calloc(cap, sizeof(*lz->slots));
-	if (!lz->slots)
-		return -1;
-	lz->mask = cap - 1;
-	for (size_t k = 0; k < lz->n; k++) {
-		size_t i = slot_of(lz, lz->v[k].res);
-		while (lz->slots[i])
-			i = (i + 1) & lz->mask;
-		lz->slots[i] = k + 1;
-	}
-	lz->live = lz->n;
-	return 0;
-}
 
 int st__lazy_span(const st_state *s, const json_t *res, const char **p, size_t *len)
 {
-	const st__lazy_rec *r = find(s->lazy, res);
-	if (!r)
-		return 0;
-	*p = s->lazy->text + r->off;
-	*len = r->len;
-	return 1;
+	return st__spans_span(s->lazy, res, p, len);
 }
 
 int st__lazy_where(const st_state *s, st_style *style, size_t *depth)
 {
-	if (!s->lazy)
-		return 0;
-	*style = s->lazy->style;
-	*depth = s->lazy->depth;
-	return 1;
+	return st__spans_where(s->lazy, style, depth);
 }
 
 void st__lazy_passed(const st_state *s, const char *p)
 {
-	st__lazy *lz = s->lazy;
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), base, to;
-
-	if (!lz || !lz->map || p < lz->text || p > lz->text + lz->len)
-		return;
-	base = (uintptr_t)lz->map;
-	to = ((uintptr_t)p & ~(page - 1)) - base;
-	if (to < lz->released)
-		lz->released = 0; /* another write from the start: its pages came back */
-	if (to - lz->released >= (8u << 20) &&
-	    madvise((void *)(base + lz->released), to - lz->released, MADV_DONTNEED) == 0)
-		lz->released = to;
+	st__spans_passed(s->lazy, p);
 }
 
 int st__lazy_source(const st_state *s, const char *p, int *fd, off_t *off)
 {
-	const st__lazy *lz = s ? s->lazy : NULL;
-	if (!lz || lz->fd < 0 || p < lz->text || p > lz->text + lz->len)
-		return 0;
-	*fd = lz->fd;
-	*off = (off_t)(p - lz->text);
-	return 1;
+	return st__spans_source(s ? s->lazy : NULL, p, fd, off);
 }
 
 const char *st__lazy_file_text(const st_state *s, size_t *len)
 {
-	const st__lazy *lz = s ? s->lazy : NULL;
-	if (!lz || lz->fd < 0)
-		return NULL;
-	*len = lz->len;
-	return lz->text;
+	return st__spans_file(s ? s->lazy : NULL, len, NULL);
 }
 
 int st__lazy_unchanged(const st_state *s, st_error *err)
 {
-	const st__lazy *lz = s ? s->lazy : NULL;
-	struct stat now;
-	if (!lz || lz->fd < 0)
-		return ST_OK;
-	if (fstat(lz->fd, &now) != 0) {
+	int changed = st__spans_file_changed(s ? s->lazy : NULL);
+	if (changed < 0) {
 		int e = errno;
 		st__err_file(err, s->path);
 		return st__err(err, ST_EIO, "cannot stat '%s': %s",
 			       s->path ? s->path : "the state file", strerror(e));
 	}
-	if (now.st_size == lz->src.st_size &&
-	    now.st_mtim.tv_sec == lz->src.st_mtim.tv_sec &&
-	    now.st_mtim.tv_nsec == lz->src.st_mtim.tv_nsec)
-		return ST_OK;
-	return st__lazy_rewritten(s, err);
+	return changed ? st__lazy_rewritten(s, err) : ST_OK;
 }
 
 int st__lazy_rewritten(const st_state *s, st_error *err)
@@ -167,32 +59,30 @@ int st__lazy_rewritten(const st_state *s, st_error *err)
 
 void st__lazy_prehash(st_state *s)
 {
-	if (s && !s->prehash && s->lazy && s->lazy->fd >= 0)
-		s->prehash = st__prehash_start(s->lazy->fd);
+	size_t len;
+	int fd;
+	if (s && !s->prehash && st__spans_file(s->lazy, &len, &fd))
+		s->prehash = st__prehash_start(fd);
 }
 
 size_t st__lazy_count(const st_state *s)
 {
-	return s->lazy ? s->lazy->live : 0;
+	return st__spans_count(s->lazy);
 }
 
 /* The full resource of record r: its span parsed, the skeleton's members (as decoded) in the
  * text's order with the parsed inputs and outputs among them. *out is new. */
-static int inflate_rec(const st__lazy *lz, const st__lazy_rec *r, json_t **out, st_error *err)
+static int inflate_res(const st__spans *sp, const json_t *skel, json_t **out, st_error *err)
 {
-	st_parse_limits lim = ST_PARSE_LIMITS_INIT;
 	json_t *full = NULL, *obj;
-	int rc;
+	int rc = st__spans_parse(sp, skel, &full, err);
 
-	lim.max_depth = lz->max_depth;
-	rc = st__json_parse_ex(&full, lz->text + r->off, r->len, NULL, &lim, NULL, NULL, 0, 1, NULL,
-			       err);
 	if (rc)
 		return rc;
 	obj = json_object();
 	for (void *it = json_object_iter(full); obj && it; it = json_object_iter_next(full, it)) {
 		const char *k = json_object_iter_key(it);
-		json_t *v = json_object_get(r->res, k);
+		json_t *v = json_object_get(skel, k);
 		if (!v || !strcmp(k, "inputs") || !strcmp(k, "outputs"))
 			v = json_object_iter_value(it);
 		if (json_object_set(obj, k, v) < 0) {
@@ -209,18 +99,22 @@ static int inflate_rec(const st__lazy *lz, const st__lazy_rec *r, json_t **out, 
 
 static int inflate_at(st_state *s, json_t *resources, size_t index, st_error *err)
 {
-	st__lazy_rec *r = find(s->lazy, json_array_get(resources, index));
-	json_t *full = NULL;
+	json_t *skel = json_array_get(resources, index), *full = NULL;
+	const char *p;
+	size_t len;
 	int rc;
 
-	if (!r)
+	if (!st__spans_span(s->lazy, skel, &p, &len))
 		return ST_OK;
-	if ((rc = inflate_rec(s->lazy, r, &full, err)) != ST_OK)
+	if ((rc = inflate_res(s->lazy, skel, &full, err)) != ST_OK)
 		return rc;
-	if (json_array_set_new(resources, index, full) < 0)
+	json_incref(skel); /* its address is its registration until dropped */
+	if (json_array_set_new(resources, index, full) < 0) {
+		json_decref(skel);
 		return st__err(err, ST_ENOMEM, "out of memory");
-	r->res = NULL; /* the slot stays; no live skeleton has that record any more */
-	s->lazy->live--;
+	}
+	st__spans_drop(s->lazy, skel);
+	json_decref(skel);
 	return ST_OK;
 }
 
@@ -246,7 +140,8 @@ int st__lazy_inflate_all(st_state *s, st_error *err)
 
 	if (!s->lazy || !resources)
 		return ST_OK;
-	for (size_t i = 0; i < json_array_size(resources) && s->lazy->live && rc == ST_OK; i++)
+	for (size_t i = 0; i < json_array_size(resources) && st__spans_count(s->lazy) && rc == ST_OK;
+	     i++)
 		rc = inflate_at(s, resources, i, err);
 	if (keep)
 		st__keymap_seal(s->keymap, s->root);
@@ -268,8 +163,7 @@ static int load_text(st_state **out, const char *text, size_t len, void *map, in
 	unsigned features = ST_FEATURES_ALL;
 	st__lazy_rec *recs = NULL;
 	size_t n = 0;
-	st__lazy *lz = NULL;
-	struct stat src;
+	struct stat src = {0};
 	int rc;
 
 	*out = NULL;
@@ -306,34 +200,14 @@ static int load_text(st_state **out, const char *text, size_t len, void *map, in
 		goto done;
 	}
 	if (n) {
-		lz = calloc(1, sizeof(*lz));
-		if (!lz) {
+		st__spans_src from = {text, len, map, owned, fd, src, opts ? opts->max_depth : 0};
+		size_t depth = (*out)->container != (*out)->root ? 4 : 3;
+		st__spans *sp = st__spans_new(&from, (*out)->style, depth, recs, n);
+		if (!sp) {
 			rc = st__err(err, ST_ENOMEM, "out of memory");
 			goto done;
 		}
-		lz->text = text;
-		lz->len = len;
-		lz->map = map;
-		lz->map_len = len;
-		lz->owned = owned;
-		lz->fd = fd;
-		lz->src = src;
-		lz->max_depth = opts ? opts->max_depth : 0;
-		lz->style = (*out)->style;
-		lz->depth = (*out)->container != (*out)->root ? 4 : 3;
-		lz->v = recs;
-		lz->n = n;
-		recs = NULL;
-		if (build_slots(lz) < 0) {
-			lz->map = NULL;
-			lz->owned = NULL;
-			lz->fd = -1;
-			st__lazy_free(lz);
-			lz = NULL;
-			rc = st__err(err, ST_ENOMEM, "out of memory");
-			goto done;
-		}
-		(*out)->lazy = lz;
+		(*out)->lazy = sp;
 		return ST_OK;
 	}
 done:

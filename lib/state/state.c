@@ -23,7 +23,7 @@ static void state_free_fields(st_state *s)
 {
 	st__keymap_free(s->keymap); /* before the tree: it holds references into it */
 	json_decref(s->root);
-	st__lazy_free(s->lazy);
+	st__spans_free(s->lazy);
 	st__prehash_free(s->prehash);
 	s->prehash = NULL;
 	free(s->path);
@@ -518,7 +518,7 @@ static int dump_cfg(const st_state *s, const st_style *style, const st__wcfg *cf
 		wc = *cfg;
 	st_buf_init(&b);
 	wc.keys = st__state_keymap(s);
-	wc.lazy = s;
+	wc.spans = s->lazy;
 	rc = st__json_write(&b, s->root, style ? style : &s->style,
 			    s->version == 0 ? ST_K_CHECKPOINT : ST_K_ENVELOPE, &wc);
 	if (rc == ST_OK && (rc = st__lazy_unchanged(s, err)) != ST_OK) {
@@ -679,7 +679,7 @@ static int stream(const st_state *s, stream_ctx *cx, st_error *err)
 	if (c.cfg)
 		wc = *c.cfg;
 	wc.keys = st__state_keymap(s); /* keys respelt on load, put back as written */
-	wc.lazy = s;                   /* a lazy state's spans */
+	wc.spans = s->lazy;            /* a lazy state's spans */
 	st_buf_init(&b);
 	b.sink = sink_fd;
 	b.run_sink = sink_run;
