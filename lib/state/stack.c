@@ -1,12 +1,32 @@
 /*
  * Which stack a state belongs to, and its root stack resource (pulumi:pulumi:Stack), in one
  * place: the names from an override, the checkpoint, a DIY backend path or the URNs; the
- * root stack found and created as Pulumi's stack.CreateRootStackResource does.
+ * root stack found and created as Pulumi's stack.CreateRootStackResource does; and which names
+ * a stack and a project may have (the DIY backend's rules: letters, digits, '-', '_', '.').
  */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+static int name_chars_ok(const char *s, size_t max)
+{
+	size_t n = 0;
+	if (!s || !*s)
+		return 0;
+	if (!strcmp(s, ".") || !strcmp(s, ".."))
+		return 0;
+	for (; s[n]; n++) {
+		char c = s[n];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.'))
+			return 0;
+	}
+	return n <= max;
+}
+
+int st_stack_name_valid(const char *name) { return name_chars_ok(name, 100); }
+int st_project_name_valid(const char *name) { return name_chars_ok(name, 100); }
 
 int st__is_root_stack(const json_t *r)
 {

@@ -29,25 +29,6 @@ typedef struct diy_backend {
 
 static const st_backend_ops diy_ops;
 
-static int name_chars_ok(const char *s, size_t max)
-{
-	size_t n = 0;
-	if (!s || !*s)
-		return 0;
-	if (!strcmp(s, ".") || !strcmp(s, ".."))
-		return 0;
-	for (; s[n]; n++) {
-		char c = s[n];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '-' || c == '_' || c == '.'))
-			return 0;
-	}
-	return n <= max;
-}
-
-int st_stack_name_valid(const char *name) { return name_chars_ok(name, 100); }
-int st_project_name_valid(const char *name) { return name_chars_ok(name, 100); }
-
 static diy_backend *as_diy(const st_backend *b)
 {
 	return b->ops == &diy_ops ? (diy_backend *)b : NULL;

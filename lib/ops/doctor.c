@@ -5,7 +5,7 @@
  * locks described as a lock error describes them, the leftovers found in the listing, and the
  * index (when there is one) compared with the listing as `index update` compares them.
  */
-#include "store_impl.h"
+#include "store/store_impl.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
