@@ -761,6 +761,45 @@ static void check_refs(const char *tree, const char *rel, const char *func, cons
 	st__ixpg_refs_free(&r);
 }
 
+/* A PostgreSQL index opened read-only refuses an update naming the index as st_index_name
+ * does, without the URL's password (audit28 D15: the URL as given was formatted). */
+static void test_index_readonly_no_password(void **state)
+{
+	server *sv = server_get();
+	char rnd[9], *url, *v;
+	st_index *ix = NULL;
+	st_state *s = NULL;
+	st_error err;
+	(void)state;
+	if (!sv)
+		return;
+	assert_non_null(sv->password);
+	assert_non_null(strstr(sv->url, sv->password)); /* the URL holds it */
+	st_random_hex(rnd, 4);
+	url = st_asprintf("%s&search_path=ixro_%s", sv->url, rnd);
+	v = st_asprintf("CREATE SCHEMA ixro_%s", rnd);
+	free(sql1(sv, v, NULL, NULL));
+	free(v);
+	st_error_clear(&err);
+	assert_int_equal(st_index_open(&ix, url, 0, NULL, &err), ST_OK); /* the tables made */
+	st_index_close(ix);
+	assert_int_equal(st_index_open(&ix, url, 1, NULL, &err), ST_OK);
+	assert_int_equal(st_state_new(&s, &err), ST_OK);
+	assert_int_equal(st_index_update_state(ix, "organization/p/dev", NULL, s, &err),
+			 ST_EREFUSED);
+	assert_null(strstr(err.message, sv->password));
+	v = st_asprintf("the index '%s' is open read-only", st_index_name(ix));
+	assert_string_equal(err.message, v);
+	free(v);
+	st_state_free(s);
+	st_index_close(ix);
+	v = st_asprintf("DROP SCHEMA ixro_%s CASCADE", rnd);
+	free(sql1(sv, v, NULL, NULL));
+	free(v);
+	free(url);
+}
+
+
 static void test_tree_refs(void **state)
 {
 	(void)state;
@@ -813,6 +852,7 @@ int main(void)
 		cmocka_unit_test_setup(test_like_prefix, setup),
 		cmocka_unit_test_setup(test_backup_in_transaction, setup),
 		cmocka_unit_test_setup(test_request_hook, setup),
+		cmocka_unit_test_setup(test_index_readonly_no_password, setup),
 		cmocka_unit_test(test_tree_refs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -52,7 +52,8 @@ int st__ixs_writable(const st_index *ix, st_error *err)
 {
 	if (!ix->readonly)
 		return ST_OK;
-	return st__err(err, ST_EREFUSED, "the index '%s' is open read-only", ix->path);
+	/* (its name: a PostgreSQL index's path is its URL as given, password and all) */
+	return st__err(err, ST_EREFUSED, "the index '%s' is open read-only", st_index_name(ix));
 }
 
 static int schema_version(st_index *ix)

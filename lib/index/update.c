@@ -845,7 +845,7 @@ static int update_many(st_index *ix, const st_stack_info *infos, st_store *store
 				 failures ? failures : &nowhere, err);
 	}
 	if (rc == IX_REBUILT) /* cannot happen: a new index is sound */
-		rc = st__err(err, ST_EIO, "index '%s': rebuilt twice", ix->path);
+		rc = st__err(err, ST_EIO, "index '%s': rebuilt twice", st_index_name(ix));
 	st_problems_clear(&nowhere);
 	return rc;
 }
