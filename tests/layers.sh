@@ -28,6 +28,12 @@ find . -name 'libstatetool_core_la-*.o' | LC_ALL=C sort | awk '
 	key = dir "/" name
 	if (!(key in seen)) { seen[key] = 1; print key, o }
 }' > "$T/objects"
+# (an object left by a source since moved or removed is not read)
+while read -r key f; do
+	[ -f "$src/lib/$key.c" ] || [ -f "$build/lib/$key.c" ] || [ -f "$build/lib/${key#lib/}.c" ] &&
+		echo "$key $f"
+done < "$T/objects" > "$T/live"
+mv "$T/live" "$T/objects"
 [ "$(wc -l < "$T/objects")" -gt 50 ] || { echo "layers.sh: too few objects under $build/lib (build first)"; exit 2; }
 
 while read -r key f; do
