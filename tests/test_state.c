@@ -121,6 +121,32 @@ static void test_envelopes_and_versions(void **state)
 	assert_null(st_state_deployment(s));
 	assert_null(st_state_resources(s, 0));
 	st_state_free(s);
+	/* A checkpoint that is null: Go's json.Unmarshal("null") leaves the CheckpointV3 empty and
+	 * the DIY backend loads a stack with no deployment (checkpoint.go, diy/state.go). Loaded as
+	 * an empty checkpoint object, which holds what an edit adds and is written as {}. */
+	for (int v = 1; v <= 4; v++) {
+		char text[64], *out = NULL;
+		size_t olen;
+		snprintf(text, sizeof(text), "{\"version\":%d,\"checkpoint\":null}", v);
+		s = load_text(text, ST_OK, NULL);
+		assert_int_equal(st_state_envelope(s), ST_ENVELOPE_CHECKPOINT);
+		assert_int_equal(st_state_version(s), v);
+		assert_int_equal(st_state_load_problems(s)->count, 0);
+		assert_null(st_state_deployment(s));
+		assert_null(st_state_checkpoint_stack(s));
+		assert_non_null(st_state_resources(s, 1));
+		assert_non_null(json_object_get(json_object_get(json_object_get(st_state_root(s),
+								 "checkpoint"), "latest"),
+						"resources"));
+		st_state_free(s);
+		s = load_text(text, ST_OK, NULL);
+		assert_int_equal(st_state_dump(s, NULL, &out, &olen, NULL), ST_OK);
+		snprintf(text, sizeof(text), "{\"version\":%d,\"checkpoint\":{}}", v);
+		assert_int_equal(olen, strlen(text));
+		assert_memory_equal(out, text, olen);
+		free(out);
+		st_state_free(s);
+	}
 }
 
 /* Go matches a struct's keys in any case: every struct of a state is read so (maps are not),

@@ -245,10 +245,11 @@ int st__state_bind(st_state *s, st_error *err)
 	}
 	inner = json_object_get(root, "checkpoint");
 	if (json_is_null(inner)) {
-		/* json.Unmarshal("null", &v3checkpoint) leaves it empty (checkpoint.go) */
-		st__err_pointer(err, "/checkpoint");
-		return st__err(err, ST_EFORMAT, "'checkpoint' is null, which Pulumi reads as a "
-			       "stack with no deployment (an empty stack)");
+		/* json.Unmarshal("null", &v3checkpoint) leaves it empty (checkpoint.go) and
+		 * getCheckpoint loads a stack with no deployment: here an empty checkpoint object,
+		 * which Pulumi reads alike, holds what an edit adds */
+		if (!(inner = json_object()) || json_object_set_new(root, "checkpoint", inner))
+			return st__err(err, ST_ENOMEM, "out of memory");
 	}
 	rc = decode(s, inner, s->version == 1   ? ST__G_CHECKPOINT_V1
 			      : s->version == 2 ? ST__G_CHECKPOINT_V2

@@ -237,9 +237,19 @@ for f in cp-nov cp-v0; do
 	check_rc 1; check_out "$T/$f.json: error: [state/format] $V0MSG
 $T/$f.json: invalid, 1 error, 0 warnings"
 done
-printf '{"version": 3, "checkpoint": null}' > "$T/cp-null.json"
-run "checkpoint null: an empty stack to Pulumi" st validate "$T/cp-null.json"
-check_rc 1; check_out_has "error: [state/format] 'checkpoint' is null, which Pulumi reads as a stack with no deployment (an empty stack)"
+# "checkpoint": null is an empty stack to Pulumi (json.Unmarshal of null leaves the
+# CheckpointV3 empty): loaded so, and written back as an empty checkpoint object
+for v in 1 3 4; do
+	printf '{"version": %s, "checkpoint": null}' $v > "$T/cp-null.json"
+	run "checkpoint null (version $v): an empty stack, as Pulumi reads it" st validate "$T/cp-null.json"
+	check_rc 0; check_out "$T/cp-null.json: valid, 0 errors, 0 warnings (0 resources)"
+done
+run "checkpoint null: no resources to list" st list "$T/cp-null.json"
+check_rc 0; check_out "no resources"
+run "checkpoint null: converted to Pulumi's empty checkpoint" st convert "$T/cp-null.json" -o "$T/cp-null.out"
+check_rc 0; check_out_empty
+printf '{"version":4,"checkpoint":{}}' > "$T/cp-empty.json"
+check_same "$T/cp-empty.json" "$T/cp-null.out"
 
 run "usage: nothing" st validate
 check_rc 2
