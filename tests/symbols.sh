@@ -27,6 +27,10 @@ if [ -n "$so" ]; then
 		sort > "$T/exported"
 	run "exports = statetool.sym" diff "$sym" "$T/exported"
 	check_rc 0
+	# XXH3 is compiled in (XXH_INLINE_ALL: the journal keeps copies of its states, whose layout
+	# xxhash does not promise across versions): nothing taken from a libxxhash at run time
+	run "no libxxhash at run time" sh -c "nm -D --undefined-only '$so' | grep -i xxh; readelf -d '$so' | grep -i xxhash; true"
+	check_out_empty
 fi
 
 # every fallible function (an st_error argument) has an err == NULL case: a refused input in

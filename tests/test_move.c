@@ -758,6 +758,37 @@ static void test_staged_hash_file_rewritten(void **unused)
 	tu_rmdir(dir);
 }
 
+/* The journal's XXH3-128 of fixed bytes, known values: the empty input's is xxhash's published
+ * vector (xxh128sum of an empty file), the others what libxxhash 0.8.1's shared library gave
+ * before the hash was compiled in (XXH_INLINE_ALL): whole, and by 8 MiB slices with the states
+ * kept (one byte past the first slice, and 20 MiB). */
+static void test_xxh3_known_values(void **unused)
+{
+	(void)unused;
+	static const struct {
+		size_t len;
+		const char *hex;
+	} want[] = {{0, "99aa06d3014798d86001c324468d497f"},
+		    {(8u << 20) + 1, "c942baafb3c09f3d1a8450200203b3ff"},
+		    {20u << 20, "4ec152bbf6d12c386d46fb05b6e70bc3"}};
+	size_t n = 20u << 20;
+	unsigned char *b = malloc(n);
+	char hex[65];
+
+	assert_non_null(b);
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)(i * 131u + (i >> 13));
+	st__jhash_hex(ST__JH_XXH3, "statetool", 9, hex);
+	assert_string_equal(hex, "1cc3b1158933f0d8d3bd5aa961271095");
+	for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++) {
+		st__jhash_hex(ST__JH_XXH3, b, want[i].len, hex);
+		assert_string_equal(hex, want[i].hex);
+		st__jhash_mapped_hex(ST__JH_XXH3, (const char *)b, want[i].len, hex);
+		assert_string_equal(hex, want[i].hex);
+	}
+	free(b);
+}
+
 /* The reviewer's case: a staged object the old file's bytes to its end, so the hash reads the
  * mapping again (from its last 8 MiB state) only when finished; the file rewritten in place
  * before that, size and modification time kept: ST_ECONFLICT, not a hash of bytes that were
@@ -998,6 +1029,7 @@ int main(void)
 		cmocka_unit_test(test_staged_hash_from_ahead),
 		cmocka_unit_test(test_staged_hash_file_rewritten),
 		cmocka_unit_test(test_taphash_final_file_rewritten),
+		cmocka_unit_test(test_xxh3_known_values),
 		cmocka_unit_test(test_taphash),
 		cmocka_unit_test(test_pair_side_unchanged),
 		cmocka_unit_test(test_second_move_no_hint),

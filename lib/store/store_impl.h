@@ -10,8 +10,10 @@
 #include "internal.h"
 
 #include <sodium.h>
-/* XXH3_state_t's layout: the ahead hash keeps copies of its state (prehash.c) */
-#define XXH_STATIC_LINKING_ONLY
+/* XXH3 compiled in from the header (XXH_INLINE_ALL): the ahead hash keeps copies of its state
+ * (prehash.c), whose layout xxhash promises only to code built with the same header, so no
+ * libxxhash is linked (configure wants xxhash.h >= 0.8.0, XXH3's final form) */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 typedef struct st_store_ops {
