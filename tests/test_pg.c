@@ -81,6 +81,16 @@ static void test_url_full(void **state)
 	assert_string_equal(u.dbname, "state");
 	assert_string_equal(u.env_read, "PGPASSFILE"); /* set by setup() */
 	st__pg_url_free(&u);
+	/* the secrets in the query, %-escaped or not: passed to libpq, not in the redacted URL */
+	assert_int_equal(st__pg_url_parse("postgres://ann@h/d?pass%77ord=pw-4711&sslmode=require&"
+					  "sslpassword=key-4711&sslkey=k.pem",
+					  &u, NULL),
+			 ST_OK);
+	check_kw(&u, "password", "pw-4711");
+	check_kw(&u, "sslpassword", "key-4711");
+	assert_string_equal(u.password, "pw-4711");
+	assert_string_equal(u.redacted, "postgres://ann@h/d?sslmode=require&sslkey=k.pem");
+	st__pg_url_free(&u);
 }
 
 static void test_url_defaults_and_env(void **state)

@@ -1,6 +1,7 @@
 /* statetool doctor: every problem of a whole DIY backend, each with the command that fixes it. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -92,17 +93,55 @@ static void print_text(const st_doctor_report *r)
 		       r->count == 1 ? "" : "s", r->stacks, r->stacks == 1 ? "" : "s");
 }
 
-/* Does the URL carry a password (scheme://user:password@host...)? */
-static int has_password(const char *url)
+/* Is the query parameter `p` (n bytes, up to '=') named `name` once %-decoded, as Go's
+ * url.ParseQuery decodes it ('+' a space)? */
+static int param_is(const char *p, size_t n, const char *name)
 {
-	const char *a = url ? strstr(url, "://") : NULL, *end, *at, *colon;
+	size_t i = 0;
+	for (; i < n && *name; name++) {
+		int c = (unsigned char)p[i];
+		if (c == '%' && i + 2 < n && isxdigit((unsigned char)p[i + 1]) &&
+		    isxdigit((unsigned char)p[i + 2])) {
+			char hex[3] = {p[i + 1], p[i + 2], 0};
+			c = (int)strtol(hex, NULL, 16);
+			i += 3;
+		} else {
+			c = c == '+' ? ' ' : c;
+			i++;
+		}
+		if (c != (unsigned char)*name)
+			return 0;
+	}
+	return i == n && !*name;
+}
+
+/* The secrets a backend URL carries, which every message leaves out: 1, a password
+ * (scheme://user:password@host..., or postgres://'s ?password=); 2, postgres://'s
+ * ?sslpassword= (the client key's). */
+static int url_secrets(const char *url)
+{
+	const char *a = url ? strstr(url, "://") : NULL, *end, *at, *q;
+	int found = 0;
 	if (!a)
 		return 0;
 	a += 3;
 	end = a + strcspn(a, "/?#");
 	at = memchr(a, '@', (size_t)(end - a));
-	colon = at ? memchr(a, ':', (size_t)(at - a)) : NULL;
-	return colon != NULL;
+	if (at && memchr(a, ':', (size_t)(at - a)))
+		found |= 1;
+	if (strncmp(url, "postgres://", 11) || !(q = strchr(end, '?')))
+		return found;
+	for (q++; *q && *q != '#';) {
+		size_t n = strcspn(q, "&;#"), nl = strcspn(q, "=&;#");
+		if (param_is(q, nl < n ? nl : n, "password"))
+			found |= 1;
+		if (param_is(q, nl < n ? nl : n, "sslpassword"))
+			found |= 2;
+		q += n;
+		if (*q == '&' || *q == ';')
+			q++;
+	}
+	return found;
 }
 
 int cmd_doctor(int argc, char **argv)
@@ -118,7 +157,7 @@ int cmd_doctor(int argc, char **argv)
 	st_doctor_report r = {0};
 	const char *url = NULL;
 	st_backend *b = NULL;
-	int json = 0, c, rc;
+	int json = 0, c, rc, secrets;
 	st_error err;
 	char *end;
 	double hours;
@@ -158,9 +197,13 @@ int cmd_doctor(int argc, char **argv)
 		print_json(b, &r);
 	else
 		print_text(&r);
-	if (!json && r.count && has_password(url ? url : getenv("PULUMI_BACKEND_URL")))
+	secrets = url_secrets(url ? url : getenv("PULUMI_BACKEND_URL"));
+	if (!json && r.count && (secrets & 1))
 		printf("note: the fixes name the backend without its password, as every message "
 		       "does: give it with PGPASSWORD or ~/.pgpass when you run them\n");
+	if (!json && r.count && (secrets & 2))
+		printf("note: the fixes name the backend without its sslpassword, as every "
+		       "message does: add it to the URL when you run them\n");
 	rc = r.count ? EXIT_FAIL : EXIT_OK;
 	st_doctor_report_free(&r);
 	st_backend_free(b);

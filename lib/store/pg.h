@@ -23,7 +23,7 @@ typedef struct st_pg_url {
 	char *table;    /* the `table` parameter, default "pulumi_state" */
 	char *prefix;   /* every key's prefix: the URL's path + '/' ("" for none), as Pulumi's
 			 * DIY backend prefixes a bucket with the URL's path */
-	char *redacted; /* the URL without its password (for messages and st_store_url) */
+	char *redacted; /* the URL without its password, sslpassword (messages, st_store_url) */
 	char *password; /* the URL's password (NULL: none), to scrub from messages */
 	char *host;     /* for messages: host (URL, PGHOST, PGHOSTADDR, else "localhost") */
 	char *port;     /* for messages: port (URL, PGPORT, else "5432") */

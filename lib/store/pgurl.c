@@ -301,7 +301,9 @@ static int parse_query(st_pg_url *u, const char *q, st_buf *red, st_error *err)
 			rc = st__err(err, ST_EINVAL, "postgres: the URL's query has a ';' (Go refuses it)");
 		else if (!seen_before(start, q, name))
 			rc = query_param(u, name, value, err);
-		if (rc == ST_OK && n && name && strcmp(name, "password")) {
+		/* the redacted URL: without the secrets (the client key's sslpassword too) */
+		if (rc == ST_OK && n && name && strcmp(name, "password") &&
+		    strcmp(name, "sslpassword")) {
 			st_buf_addc(red, red->len && memchr(red->data, '?', red->len) ? '&' : '?');
 			st_buf_add(red, q, n);
 		}
@@ -544,6 +546,7 @@ char *st__pgc_msg(const st_pgc *pg, const char *m)
 	if (!(s = strndup(m, n)))
 		return NULL;
 	scrub_one(s, pg->u.password);
+	scrub_one(s, st__pg_url_get(&pg->u, "sslpassword"));
 	scrub_one(s, getenv("PGPASSWORD"));
 	return s;
 }

@@ -236,6 +236,21 @@ case "$L" in # a URL with a password: the fixes name the backend without it, and
 *://*:*@*) check_out_has "note: the fixes name the backend without its password, as every message does: give it with PGPASSWORD or ~/.pgpass when you run them" ;;
 *) check_out_lacks "note: the fixes name" ;;
 esac
+case "$L" in # postgres: the password in the URL's userinfo, or in its query (%-escaped or not),
+postgres://*:*@*) # and the client key's sslpassword: in no output, each noted
+	pw=$(printf '%s' "$L" | sed -n 's|^postgres://[^:@/]*:\([^@/]*\)@.*|\1|p')
+	nopw=$(printf '%s' "$L" | sed 's|^\(postgres://[^:@/]*\):[^@/]*@|\1@|')
+	run "doctor: the password in the userinfo, in no output" sh -c "'$STATETOOL' doctor --backend '$L' 2>&1; '$STATETOOL' doctor --json --backend '$L' 2>&1"
+	check_rc 1; check_out_lacks "$pw"
+	for q in "password=$pw&sslpassword=ssl-secret-4711" "pass%77ord=$pw&ssl%70assword=ssl-secret-4711"; do
+		run "doctor: $q in the query, in no output" sh -c "'$STATETOOL' doctor --backend '$nopw&$q' 2>&1; '$STATETOOL' doctor --json --backend '$nopw&$q' 2>&1"
+		check_rc 1; check_out_lacks "$pw"; check_out_lacks "ssl-secret-4711"
+		check_out_has "fix: statetool upgrade --backend '$nopw'"
+		check_out_has "note: the fixes name the backend without its password, as every message does: give it with PGPASSWORD or ~/.pgpass when you run them"
+		check_out_has "note: the fixes name the backend without its sslpassword, as every message does: add it to the URL when you run them"
+	done
+	;;
+esac
 run "upgrade --dry-run" st upgrade --dry-run --backend "$L"
 check_rc 0
 check_out "move .pulumi/history/sourceStack/sourceStack-1700000000000000000.history.json -> .pulumi/history/test/sourceStack/sourceStack-1700000000000000000.history.json
