@@ -271,4 +271,12 @@ ck app dev "$(root app dev),$(skube dev v1:AAAA)" >"$K/.pulumi/stacks/app/dev.js
 ck app prod "$(root app prod),$(skube prod v1:BBBB)" >"$K/.pulumi/stacks/app/prod.json"
 run "providers through secrets" st doctor --backend "$K"
 check_rc 1; check_out_has "app/prod: duplicate-id: urn:pulumi:prod::app::kubernetes:core/v1:Namespace::monitoring has ID 'monitoring'"
+
+# --help says what the journal finding's fixes are: any command, or move --recover for a staged
+# object alone
+run "help: the journal's fixes" sh -c "'$STATETOOL' doctor --help | sed -n '/^  journal /,/^  rename /p' | sed '\$d'"
+check_rc 0; check_out "  journal        what an interrupted statetool operation left: a journal (and a
+                 staged object beside it), completed by any command on the stack; a
+                 staged object alone, only by move --recover with the move's two
+                 stacks (the fix names the other as OTHER_URL and OTHER_STACK)"
 finish
