@@ -72,9 +72,9 @@ check_out '"time":"2024-01-02T03:04:05.120+00:00"
 "modified":"2024-01-02T03:04:05Z"'
 run "protect: x protected" sh -c "grep -c '\"protect\":true' '$T/tp.json'"
 check_out 1
-times() { grep -o '"\(created\|modified\|time\)": *"[^"]*"' "$1"; }
+time_strings() { grep -o '"\(created\|modified\|time\)": *"[^"]*"' "$1"; }
 st convert --canonical "$R/29-tfmigrate-state-flat.json" -o "$T/c29.json"
-times "$R/29-tfmigrate-state-flat.json" > "$T/t29.in"; times "$T/c29.json" > "$T/t29.out"
+time_strings "$R/29-tfmigrate-state-flat.json" > "$T/t29.in"; time_strings "$T/c29.json" > "$T/t29.out"
 current="Pulumi's own times are Go's form"; check_same "$T/t29.in" "$T/t29.out"
 run "Pulumi's own times: how many" sh -c "grep -c '\"\(created\|modified\)\"' '$T/t29.in'"
 check_out 184
