@@ -873,6 +873,21 @@ int st__secrets_encrypt_resource(json_t *resource, st_secrets *to, size_t *count
 int st__config_readback(const char *text, size_t len, const char *salt,
 			const char *const *vals, size_t n, st_error *err);
 
+/* A stack configuration's values as Pulumi gives them to a default provider
+ * (lib/secrets/config_values.c). _load reads text[0..len) (borrowed) as Pulumi loads it, keys
+ * without a namespace taking `project`'s, and refuses what Pulumi refuses or statetool does
+ * not read (ESC environments, tags, merge keys), with `name` and the line in err; *out is new
+ * (_free). _inputs: the values of package `pkg` as a default provider's inputs (*out new: each
+ * a string, a plaintext secret when it holds a secure value, opened with `key`); a secure
+ * value with `key` NULL is ST_EPASSPHRASE with *needs_key set, one under another secrets
+ * provider than passphrase ST_EUNSUPPORTED. */
+typedef struct st__cfgvals st__cfgvals;
+int st__config_values_load(const char *text, size_t len, const char *name, const char *project,
+			   st__cfgvals **out, st_error *err);
+int st__config_values_inputs(st__cfgvals *v, const char *pkg, st_secrets *key, json_t **out,
+			     int *needs_key, st_error *err);
+void st__config_values_free(st__cfgvals *v);
+
 /* Re-encrypts every secret of one resource object (a copy the caller owns) from one provider
  * to another. *count (may be NULL) is incremented per secret. */
 int st__secrets_reencrypt(json_t *resource, st_secrets *from, st_secrets *to, size_t *count,

@@ -1293,7 +1293,7 @@ ST_EXTERN int st_journal_recover(const char *path, st_changes *report, st_error 
 typedef int (*st_import_read_fn)(void *ctx, const json_t *request, json_t **response,
 				 st_error *err);
 
-#define ST_IMPORT_OPTS_VERSION 1
+#define ST_IMPORT_OPTS_VERSION 2
 
 typedef struct st_import_opts {
 	unsigned version;          /* ST_IMPORT_OPTS_VERSION */
@@ -1304,17 +1304,27 @@ typedef struct st_import_opts {
 	st_import_read_fn read;    /* Read for specs without outputs (may be NULL) */
 	void *read_ctx;
 	st_secrets *secrets;       /* encrypts values the specs mark secret (may be NULL) */
+	/* (version 2) The stack's configuration: the text of its Pulumi.<stack>.yaml (borrowed;
+	 * NULL: none), config_len bytes, named config_name in errors (may be NULL). A default
+	 * provider the import creates gets its package's values as inputs, as Pulumi's
+	 * GetPackageConfig gives them; config_secrets (may be NULL) opens its secure values (the
+	 * key of the file's own encryptionsalt, else the state's). */
+	const char *config;
+	size_t config_len;
+	const char *config_name;
+	st_secrets *config_secrets;
 } st_import_opts;
 
-#define ST_IMPORT_OPTS_INIT {ST_IMPORT_OPTS_VERSION, NULL, 0, 0, 0, NULL, NULL, NULL}
+#define ST_IMPORT_OPTS_INIT {ST_IMPORT_OPTS_VERSION, NULL, 0, 0, 0, NULL, NULL, NULL, NULL, 0, NULL, NULL}
 
 typedef struct st_import_report {
 	st_changes added;  /* each resource and provider added */
 	st_changes noops;  /* specs already in the state with the same ID */
 	st_changes notes;  /* e.g. outputs left for `pulumi refresh` */
 	size_t nadded;
-	int needs_secrets; /* secrets must be encrypted and opts->secrets is NULL (ST_EPASSPHRASE):
-			      open the destination's secrets manager and call again */
+	int needs_secrets; /* secrets must be encrypted and opts->secrets is NULL, or the config's
+			      secure values opened and opts->config_secrets is NULL
+			      (ST_EPASSPHRASE): open the secrets managers and call again */
 } st_import_report;
 
 ST_EXTERN void st_import_report_clear(st_import_report *r);
@@ -1336,8 +1346,9 @@ ST_EXTERN int st_import_check(json_t *doc, const char *stack, const char *projec
  * a component, protected unless opts->no_protect; default providers named as Pulumi names them
  * (default_4_16_0, the download URL as a QName); a provider the state lacks (default, named in
  * nameTable, or a provider spec) created before its first user as Pulumi's import creates it (a
- * fresh UUID; inputs from the spec or providerInputs plus version, URL and parameterization as
- * providers.Set* write them; outputs without __internal); a spec with an extension refused
+ * fresh UUID; inputs from the spec or providerInputs, a default provider's from opts->config,
+ * plus version, URL and parameterization as providers.Set* write them; outputs without
+ * __internal; a default provider the state has is used as it is); a spec with an extension refused
  * (ST_EUNSUPPORTED); importID only with keep_import_id. The same URN with the same ID is a
  * no-op; another ID is refused. Every problem of the file and of the file against the state
  * goes to `problems` (may be NULL) in one run (ST_EINVAL for the file's, ST_ECONFLICT for

@@ -41,6 +41,16 @@ static const char help[] =
 	"    as the `import` resource option does\n"
 	"  * the same URN with the same ID is a no-op (reported); another ID is refused;\n"
 	"    duplicate specs are refused\n"
+	"  * with --stack-config Pulumi.<stack>.yaml, a default provider created gets the\n"
+	"    stack's config as Pulumi gives it: each `<pkg>:<key>` value becomes the input\n"
+	"    <key>, a string (a number or boolean as written: 8080, true; a mapping or list as\n"
+	"    its JSON, keys sorted); one holding a `secure` value is a secret, decrypted with\n"
+	"    the key of the file's own encryptionsalt (else the state's) and encrypted under\n"
+	"    the destination's. Only this file is read: values that Pulumi.yaml (project\n"
+	"    config) would add are not; a file importing ESC environments, or a secure value\n"
+	"    of another secrets provider than passphrase, is refused. A default provider the\n"
+	"    state has is used as it is (so is Pulumi's). Without --stack-config none gets\n"
+	"    config: the next `pulumi up` sees the difference as a provider diff\n"
 	"  * values marked secret ({\"4dabf...\": \"1b47...\", \"plaintext\": ...}) are encrypted\n"
 	"    under the destination's secrets provider\n"
 	"  * a key given twice in the file is read as Pulumi reads it (Go's encoding/json): two\n"
@@ -77,6 +87,7 @@ static const char help[] =
 	"  --reader-timeout SECS  how long the reader may take per resource (default 30)\n"
 	"  --no-read              add resources without outputs\n"
 	"  --passphrase-file F    the destination's passphrase, to encrypt secrets\n"
+	"  --stack-config FILE    the stack's Pulumi.<stack>.yaml: default providers' inputs\n"
 	"  --generate-specs       write an import file describing resources of STATE\n"
 	"  -o, --output FILE      with --generate-specs: where to write ('-' = stdout);\n"
 	"                         else only '-': the result to stdout, STATE unchanged\n"
@@ -87,7 +98,7 @@ static const char help[] =
 	"  -h, --help             show this help\n";
 
 enum { I_DEST = 6000, I_FILE, I_DSTACK, I_PROTECT, I_KEEP, I_READER, I_TIMEOUT, I_NOREAD, I_PASS,
-       I_GEN };
+       I_GEN, I_CONFIG };
 
 typedef struct reader {
 	const char *cmd;
@@ -258,7 +269,7 @@ out:
 
 /* What the command line asks for. */
 typedef struct args {
-	const char *dest, *file, *passfile, *output, *backend, *stack;
+	const char *dest, *file, *passfile, *output, *backend, *stack, *config;
 	int gen, dry, json, dups;
 	st_import_opts io;
 	reader rd;
@@ -279,6 +290,7 @@ static int parse(int argc, char **argv, args *a)
 		{"no-read", no_argument, NULL, I_NOREAD},
 		{"passphrase-file", required_argument, NULL, I_PASS},
 		{"generate-specs", no_argument, NULL, I_GEN},
+		{"stack-config", required_argument, NULL, I_CONFIG},
 		{"output", required_argument, NULL, 'o'},
 		{"backend", required_argument, NULL, OPT_BACKEND},
 		{"stack", required_argument, NULL, OPT_STACK},
@@ -309,6 +321,7 @@ static int parse(int argc, char **argv, args *a)
 		case I_NOREAD: a->io.no_read = 1; break;
 		case I_PASS: a->passfile = optarg; break;
 		case I_GEN: a->gen = 1; break;
+		case I_CONFIG: a->config = optarg; break;
 		case 'o': a->output = optarg; break;
 		case OPT_BACKEND: a->backend = optarg; break;
 		case OPT_STACK: a->stack = optarg; break;
@@ -325,6 +338,8 @@ static int parse(int argc, char **argv, args *a)
 		return EXIT_USAGE;
 	if (a->stack && a->dest)
 		return cli_usage("import", "give --dest or --stack, not both");
+	if (a->gen && a->config)
+		return cli_usage("import", "--stack-config goes with an import, not --generate-specs");
 	if (a->gen)
 		return -1;
 	if (!a->dest && !a->stack)
@@ -382,11 +397,38 @@ static void print_problems(const args *a, const st_problems *p, size_t n)
 	}
 }
 
+/* The destination's secrets manager and, with --stack-config, the key of the config's own
+ * encryptionsalt (*csec; NULL when it has none or it is the state's: then the state's opens
+ * its values). */
+static int open_secrets(const args *a, st_state *s, st_import_opts *io, st_secrets **sec,
+			st_secrets **csec)
+{
+	cli_config_key ck = {a->config, NULL, NULL};
+	st_error err;
+	int rc;
+
+	st_error_clear(&err);
+	if (io->config && st_config_scan(io->config, io->config_len, a->config, (char **)&ck.salt,
+					 NULL, &err) != ST_OK) {
+		cli_error(&err);
+		return EXIT_FAIL;
+	}
+	rc = cli_open_secrets_cfg(s, a->passfile, 1, io->config ? &ck : NULL, sec);
+	free((char *)ck.salt);
+	if (rc != EXIT_OK)
+		return rc;
+	*csec = ck.out;
+	io->secrets = *sec;
+	io->config_secrets = *csec ? *csec : *sec;
+	return EXIT_OK;
+}
+
 /* The import in the session (rp: the reader's list, which the import's problems join); when
- * the file holds secrets, again with the destination's secrets manager: the file was decoded
- * (keys given twice merged), so of the first run's problems only the reader's are kept. */
+ * the file (or the stack's config) holds secrets, again with the secrets managers: the file was
+ * decoded (keys given twice merged), so of the first run's problems only the reader's are
+ * kept. */
 static int import_into(const args *a, st_edit *e, st_state *s, json_t *doc, st_import_opts *io,
-		       st_import_report *rep, st_secrets **sec, st_problems *rp)
+		       st_import_report *rep, st_secrets **sec, st_secrets **csec, st_problems *rp)
 {
 	st_problems again = {0};
 	size_t nread = rp->count;
@@ -397,7 +439,7 @@ static int import_into(const args *a, st_edit *e, st_state *s, json_t *doc, st_i
 	rc = st_edit_import(e, doc, io, rep, rp, &err);
 	if (rc == ST_EPASSPHRASE && rep->needs_secrets) {
 		st_error_clear(&err);
-		if ((rc = cli_open_secrets(s, a->passfile, 1, sec)) != EXIT_OK) {
+		if ((rc = open_secrets(a, s, io, sec, csec)) != EXIT_OK) {
 			print_problems(a, rp, nread); /* the file's warnings all the same */
 			return rc;
 		}
@@ -478,8 +520,10 @@ static int run_import(args *a, cli_target *t)
 {
 	st_state *s = NULL;
 	st_lock *lock = NULL;
-	st_secrets *sec = NULL;
+	st_secrets *sec = NULL, *csec = NULL;
 	st_edit *e = NULL;
+	char *config = NULL;
+	size_t config_len = 0;
 	json_t *doc = NULL;
 	st_import_report rep = {0};
 	st_problems rp = {0};
@@ -493,6 +537,16 @@ static int run_import(args *a, cli_target *t)
 	    (rc = cli_refuse_other_names(t, a->io.dest_stack, "import", "--dest-stack")) != EXIT_OK ||
 	    (rc = read_doc(a, &doc, &rp)))
 		goto out;
+	if (a->config) {
+		if (st_file_read(a->config, 16 << 20, &config, &config_len, NULL, &err) != ST_OK) {
+			cli_error(&err);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		a->io.config = config;
+		a->io.config_len = config_len;
+		a->io.config_name = a->config;
+	}
 	if (a->dry)
 		cli_dry_lock(t);
 	if ((!a->dry && !t->filter && (rc = cli_lock(t, &lock)) != EXIT_OK) ||
@@ -512,7 +566,7 @@ static int run_import(args *a, cli_target *t)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	if ((rc = import_into(a, e, s, doc, &a->io, &rep, &sec, &rp)) != EXIT_OK ||
+	if ((rc = import_into(a, e, s, doc, &a->io, &rep, &sec, &csec, &rp)) != EXIT_OK ||
 	    (rc = commit(a, t, e, &written)) != EXIT_OK ||
 	    (written && (rc = cli_filter_emit(t)) != EXIT_OK))
 		goto out;
@@ -523,6 +577,9 @@ out:
 	st_problems_clear(&rp);
 	json_decref(doc);
 	st_secrets_free(sec);
+	st_secrets_free(csec);
+	if (config)
+		st_secret_free(config, config_len); /* ciphertexts only, wiped all the same */
 	cli_unlock(t, lock);
 	cli_state_done(s);
 	cli_target_free(t);

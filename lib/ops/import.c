@@ -8,6 +8,7 @@
 #include "session.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@ typedef struct imp {
 	st_edit *e;
 	json_t *doc, *nt, *pins; /* the file, its nameTable and (deprecated) providerInputs */
 	const st_import_opts *o;
+	st_import_opts opts; /* the caller's, of any version, as this version's */
+	st__cfgvals *cfg;    /* the stack's configuration, or NULL */
 	st_import_report *rep;
 	st_problems *probs;
 	st_error *err;
@@ -318,6 +321,27 @@ out:
 	return rc == ST_ENOMEM ? st__err(c->err, ST_ENOMEM, "out of memory") : rc;
 }
 
+/* A default provider created: its inputs are the package's values of the stack's configuration
+ * (GetPackageConfig), then what providers.Set* add. */
+static int new_default_provider(imp *c, const char *urn, const char *pkg, const char *ptype,
+				const st__spec *s, const char *url)
+{
+	json_t *base = NULL;
+	int needs = 0, rc;
+	if (c->cfg && (rc = st__config_values_inputs(c->cfg, pkg, c->o->config_secrets, &base,
+						     &needs, c->err)) != ST_OK) {
+		if (needs)
+			c->rep->needs_secrets = 1;
+		return rc;
+	}
+	rc = create_provider(c, urn, ptype, NULL, provider_inputs(base, s, url),
+			     base && json_object_size(base) ? "default provider, with the stack's "
+							      "config"
+							    : "default provider");
+	json_decref(base);
+	return rc;
+}
+
 /* tokens.IntoQName: the '/'-separated segments that are not empty, every character other
  * than [A-Za-z0-9_.-] made '_'; "_" when nothing is left. New. */
 static char *into_qname(const char *s)
@@ -363,10 +387,10 @@ static int default_provider(imp *c, const st__spec *s, char **urn)
 	    !(pname = st_asprintf("default%s%s%s", suf, qurl ? "_" : "", qurl ? qurl : "")) ||
 	    !(*urn = st_urn_new(c->stack, c->project, NULL, ptype, pname)))
 		goto out;
-	rc = index_get(&c->ix, *urn) ? ST_OK
-				      : create_provider(c, *urn, ptype, NULL,
-							provider_inputs(NULL, s, url),
-							"default provider");
+	if (!index_get(&c->ix, *urn)) /* (one the state has is used as it is) */
+		rc = new_default_provider(c, *urn, pkg, ptype, s, url);
+	else
+		rc = ST_OK;
 out:
 	free(pkg);
 	free(ptype);
@@ -616,8 +640,14 @@ static int import_(imp *c)
 {
 	char ptr[64];
 	int rc;
-	if ((rc = names(c)) != ST_OK || (rc = check_all(c)) != ST_OK ||
-	    (rc = check_secrets(c)) != ST_OK)
+	if ((rc = names(c)) != ST_OK)
+		return rc;
+	/* the stack's configuration is loaded first, as Pulumi loads it before the import */
+	if (c->o->config &&
+	    (rc = st__config_values_load(c->o->config, c->o->config_len, c->o->config_name,
+					 c->project, &c->cfg, c->err)) != ST_OK)
+		return rc;
+	if ((rc = check_all(c)) != ST_OK || (rc = check_secrets(c)) != ST_OK)
 		return rc;
 	for (size_t i = 0; i < c->n; i++)
 		if (c->s[i].ext) {
@@ -659,7 +689,11 @@ int st_edit_import(st_edit *e, json_t *doc, const st_import_opts *opts,
 	c.doc = doc;
 	c.nt = json_object_get(doc, "nameTable");
 	c.pins = json_object_get(doc, "providerInputs");
-	c.o = opts ? opts : &defaults;
+	c.opts = defaults;
+	if (opts) /* a version 1 caller's struct ends before the config */
+		memcpy(&c.opts, opts, opts->version >= 2 ? sizeof(c.opts)
+							 : offsetof(st_import_opts, config));
+	c.o = &c.opts;
 	c.rep = report;
 	c.probs = problems ? problems : &local;
 	c.err = err;
@@ -676,6 +710,7 @@ int st_edit_import(st_edit *e, json_t *doc, const st_import_opts *opts,
 	}
 	st_strmap_free(&c.ix);
 	st__specs_free(c.s, c.n);
+	st__config_values_free(c.cfg);
 	free(c.done);
 	free(c.stack);
 	free(c.project);
@@ -700,7 +735,7 @@ int st_import(st_state *dst, const char *dst_path, json_t *doc, const st_import_
 					   err)))
 		return rc;
 	if (opts)
-		o = *opts;
+		memcpy(&o, opts, opts->version >= 2 ? sizeof(o) : offsetof(st_import_opts, config));
 	/* the path names the stack when nothing else does: the names are made here */
 	if (!o.dest_stack && dst_path) {
 		st_error_clear(&local);

@@ -469,4 +469,92 @@ for f in empty blank cut; do
 	cut) check_err "statetool: error: $T/cut.json:1:25: unexpected EOF" ;;
 	esac
 done
+# --stack-config: a default provider created gets the stack's config as Pulumi's
+# GetPackageConfig gives it (deploy/import.go registerProviders): each aws:<key> the input <key>,
+# a string as config.Value.Value spells it, a secure one a secret (the config's own salt opens it)
+PW="correct horse battery staple"
+SALT='v1:a49wSrN5Np0=:v1:ht5CxZ0Nbc5Jgvk0:agLfiyl2z1UforO+76Rt1arxB7YTww=='
+cat > "$T/Pulumi.dev.yaml" <<YAML
+encryptionsalt: $SALT
+config:
+  aws:region: us-west-2
+  aws:config:profile: p1
+  aws:maxRetries: 8080
+  aws:skipMetadataApiCheck: true
+  aws:ratio: 1.50
+  aws:big: 1e6
+  aws:hex: 0x1F
+  aws:zip: "0123"
+  aws:empty:
+  aws:assumeRole:
+    roleArn: "arn:aws:iam::1:role/<x>"
+    durationSeconds: 3600
+    tags: [b, 2.0, true, ~]
+  aws:secretKey:
+    secure: v1:d1xakN6a0R55+pg0:V5QjUawq1T5HK6ssFZAwsexGlUHymg==
+  gcp:project: p
+  proj:name: x
+YAML
+printf '{"resources":[{"type":"aws:s3/bucket:Bucket","name":"cb","id":"cb-1","version":"6.1.0"}]}' > "$T/cfgspec.json"
+cp "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/cs.json"
+P3=urn:pulumi:dev::proj
+run "config: import" sh -c "PULUMI_CONFIG_PASSPHRASE='$PW' '$STATETOOL' import --no-read --dest '$T/cs.json' --file '$T/cfgspec.json' --stack-config '$T/Pulumi.dev.yaml' | sed -E 's/ID [0-9a-f-]{36}/ID UUID/'"
+check_rc 0
+check_out "added $P3::pulumi:providers:aws::default_6_1_0 (default provider, with the stack's config, ID UUID) with encrypted secrets
+added $P3::aws:s3/bucket:Bucket::cb (ID cb-1)
+note: $P3::aws:s3/bucket:Bucket::cb: no outputs read; the next \`pulumi refresh\` will fill them in
+2 resources imported"
+if grep -q 's3cr' "$T/cs.json"; then bad "plaintext in the state"; else ok; fi
+PULUMI_CONFIG_PASSPHRASE="$PW" "$STATETOOL" secrets show "$T/cs.json" > "$T/csplain.json"
+run "config: the provider's inputs" sh -c "'$STATETOOL' show --json '$T/csplain.json' '$P3::pulumi:providers:aws::default_6_1_0' | '$JSONGET' inputs"
+check_out '{"__internal":{},"assumeRole":"{\"durationSeconds\":3600,\"roleArn\":\"arn:aws:iam::1:role/\\u003cx\\u003e\",\"tags\":[\"b\",2,true,null]}","big":"1000000","empty":"null","hex":"31","maxRetries":"8080","profile":"p1","ratio":"1.5","region":"us-west-2","secretKey":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","plaintext":"\"s3cr\\u003ct\""},"skipMetadataApiCheck":"true","version":"6.1.0","zip":"0123"}'
+run "config: outputs are the inputs without __internal" sh -c "'$STATETOOL' show --json '$T/csplain.json' '$P3::pulumi:providers:aws::default_6_1_0' | '$JSONGET' outputs"
+check_out '{"assumeRole":"{\"durationSeconds\":3600,\"roleArn\":\"arn:aws:iam::1:role/\\u003cx\\u003e\",\"tags\":[\"b\",2,true,null]}","big":"1000000","empty":"null","hex":"31","maxRetries":"8080","profile":"p1","ratio":"1.5","region":"us-west-2","secretKey":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","plaintext":"\"s3cr\\u003ct\""},"skipMetadataApiCheck":"true","version":"6.1.0","zip":"0123"}'
+run "config: secrets verify" env PULUMI_CONFIG_PASSPHRASE="$PW" "$STATETOOL" secrets verify "$T/cs.json"
+check_rc 0; check_out "4 secrets, 0 failed to decrypt"
+run "config: valid" st validate "$T/cs.json"
+check_rc 0
+# the default provider the state has is used as it is (Pulumi reuses it): no config read, no
+# passphrase asked although the package holds a secure value
+cp "$T/cs.json" "$T/cs2.json"
+printf '{"resources":[{"type":"aws:s3/bucket:Bucket","name":"cc","id":"cc-1","version":"6.1.0"}]}' > "$T/cfgspec2.json"
+run "config: provider exists" env -u PULUMI_CONFIG_PASSPHRASE -u PULUMI_CONFIG_PASSPHRASE_FILE "$STATETOOL" import --no-read --dest "$T/cs2.json" --file "$T/cfgspec2.json" --stack-config "$T/Pulumi.dev.yaml"
+check_rc 0; check_out_has "added $P3::aws:s3/bucket:Bucket::cc (ID cc-1)"; check_out_lacks "providers:aws"
+# a wrong passphrase: nothing written, no secret in the message
+cp "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/cs.json"
+run "config: wrong passphrase" env PULUMI_CONFIG_PASSPHRASE=wrong "$STATETOOL" import --no-read --dest "$T/cs.json" --file "$T/cfgspec.json" --stack-config "$T/Pulumi.dev.yaml"
+check_rc 1; check_out_empty; check_same "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/cs.json"
+check_err "statetool: error: incorrect passphrase, please set PULUMI_CONFIG_PASSPHRASE to the correct passphrase or set PULUMI_CONFIG_PASSPHRASE_FILE to a file containing the passphrase"
+# a secure value the config's key does not open: named by key and line
+sed 's/V5QjUawq1T5HK6ssFZAwsexGlUHymg==/W5QjUawq1T5HK6ssFZAwsexGlUHymg==/' "$T/Pulumi.dev.yaml" > "$T/Pbad.yaml"
+run "config: value does not decrypt" env PULUMI_CONFIG_PASSPHRASE="$PW" "$STATETOOL" import --no-read --dest "$T/cs.json" --file "$T/cfgspec.json" --stack-config "$T/Pbad.yaml"
+check_rc 1; check_out_empty; check_same "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/cs.json"
+check_err_has "config 'aws:secretKey': secure value does not decrypt"; check_err_lacks "s3cr"
+# a config without the package's keys: the provider gets only what providers.Set* add
+printf 'config:\n  gcp:project: p\n' > "$T/Pgcp.yaml"
+run "config: no keys of the package" st import --no-read --dest "$T/cs.json" --file "$T/cfgspec.json" --stack-config "$T/Pgcp.yaml"
+check_rc 0; check_out_has "(default provider, ID "
+run "config: no keys: inputs" sh -c "'$STATETOOL' show --json '$T/cs.json' '$P3::pulumi:providers:aws::default_6_1_0' | '$JSONGET' inputs"
+check_out '{"__internal":{},"version":"6.1.0"}'
+# refused, nothing written: not YAML, another secrets provider, ESC environments, NaN, a tag,
+# a key config.ParseKey refuses
+cp "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/cs.json"
+printf 'config:\n  aws:region: [a\n' > "$T/Pparse.yaml"
+printf 'secretsprovider: awskms://alias/k?region=x\nconfig:\n  aws:k:\n    secure: AAAA\n' > "$T/Pkms.yaml"
+printf 'environment:\n  - shared\nconfig:\n  aws:region: x\n' > "$T/Penv.yaml"
+printf 'config:\n  aws:r: .nan\n' > "$T/Pnan.yaml"
+printf 'config:\n  aws:r: !!int 1\n' > "$T/Ptag.yaml"
+printf 'config:\n  a:b:c: x\n' > "$T/Pkey.yaml"
+for f in parse kms env nan tag key; do
+	run "config refused: $f" env PULUMI_CONFIG_PASSPHRASE="$PW" "$STATETOOL" import --no-read --dest "$T/cs.json" --file "$T/cfgspec.json" --stack-config "$T/P$f.yaml"
+	check_rc 1; check_out_empty; check_same "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/cs.json"
+	case $f in
+	parse) check_err "statetool: error: $T/Pparse.yaml:3:1: not valid YAML: did not find expected ',' or ']'" ;;
+	kms) check_err "statetool: error: $T/Pkms.yaml:3:3: config 'aws:k' is secured by the secrets provider 'awskms', which statetool cannot open (passphrase only)" ;;
+	env) check_err "statetool: error: $T/Penv.yaml:2:3: the file imports ESC environments ('environment'), whose values Pulumi adds to the config: statetool cannot open them" ;;
+	nan) check_err "statetool: error: $T/Pnan.yaml:2:10: config 'aws:r': .nan is not a value Pulumi loads (json: unsupported value: NaN)" ;;
+	tag) check_err "statetool: error: $T/Ptag.yaml:2:10: a value tagged 'tag:yaml.org,2002:int' is not read by statetool: write it without the tag" ;;
+	key) check_err "statetool: error: $T/Pkey.yaml:2:3: could not parse a:b:c as a configuration key (configuration keys should be of the form \`<namespace>:<name>\`)" ;;
+	esac
+done
 finish
