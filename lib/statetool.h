@@ -1315,7 +1315,8 @@ typedef struct st_import_opts {
 	st_secrets *config_secrets;
 } st_import_opts;
 
-#define ST_IMPORT_OPTS_INIT {ST_IMPORT_OPTS_VERSION, NULL, 0, 0, 0, NULL, NULL, NULL, NULL, 0, NULL, NULL}
+#define ST_IMPORT_OPTS_INIT \
+	{ST_IMPORT_OPTS_VERSION, NULL, 0, 0, 0, NULL, NULL, NULL, NULL, 0, NULL, NULL}
 
 typedef struct st_import_report {
 	st_changes added;  /* each resource and provider added */

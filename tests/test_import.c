@@ -181,6 +181,86 @@ static void test_named_provider_created(void **unused)
 	st_state_free(s);
 }
 
+/* The default provider created gets the package's values of the stack's configuration as
+ * Pulumi's GetPackageConfig gives them: strings as yaml.v3 resolves the scalars and
+ * encoding/json writes them (after LoadProjectStackBytes's round trip), mappings and lists as
+ * their JSON; other packages' keys left out. A secure value without config_secrets is asked
+ * for, nothing changed; a caller of version 1 (a struct that ends before the config) still
+ * imports. */
+static const char config_text[] =
+	"config:\n"
+	"  aws:a: 1_000\n  aws:b: 0o17\n  aws:c: 017\n  aws:d: 08\n"
+	"  aws:e: 99999999999999999999\n  aws:f: 18446744073709551615\n  aws:g: -0.0\n"
+	"  aws:h: 1e400\n  aws:i: .5\n  aws:j: 2001-12-14\n  aws:k: yes\n  aws:l: 1e21\n"
+	"  aws:m: 1.5e-7\n  aws:n: [18446744073709551615, 0b+1]\n  aws:o: \"08\"\n"
+	"  aws:p: |\n    line\n  aws:q: &A {y: 'a&b', x: 1}\n  aws:r: *A\n  aws:s: ~\n"
+	"  aws:t: FALSE\n  gcp:project: p\n  shop:name: x\n";
+
+static void test_config_default_provider(void **unused)
+{
+	(void)unused;
+	static const char spec[] = "{\"resources\": [{\"type\": \"aws:s3/bucket:Bucket\", \"name\":"
+				   " \"b\", \"id\": \"1\", \"version\": \"7.0.0\"}]}";
+	st_state *s = tu_load("edit/base.json");
+	json_t *doc = tu_json(spec);
+	json_t *want = tu_json(
+		"{\"a\": \"1000\", \"b\": \"15\", \"c\": \"15\", \"d\": \"8\", \"e\":"
+		" \"100000000000000000000\", \"f\": \"18446744073709551615\", \"g\": \"0\", \"h\":"
+		" \"1e400\", \"i\": \"0.5\", \"j\": \"2001-12-14\", \"k\": \"yes\", \"l\": \"1e+21\","
+		" \"m\": \"1.5e-7\", \"n\": \"[18446744073709552000,1]\", \"o\": \"08\", \"p\":"
+		" \"line\\n\", \"q\": \"{\\\"x\\\":1,\\\"y\\\":\\\"a\\\\u0026b\\\"}\", \"r\":"
+		" \"{\\\"x\\\":1,\\\"y\\\":\\\"a\\\\u0026b\\\"}\", \"s\": \"null\", \"t\": \"false\","
+		" \"version\": \"7.0.0\", \"__internal\": {}}");
+	st_import_opts o = ST_IMPORT_OPTS_INIT, *v1;
+	st_import_report rep;
+	st_edit *e;
+	st_handle h;
+	st_error err;
+	char *before, *after;
+	o.no_read = 1;
+	o.config = config_text;
+	o.config_len = strlen(config_text);
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_import(e, doc, &o, &rep, NULL, NULL), ST_OK);
+	assert_int_equal(st_edit_handle_of(e, "urn:pulumi:dev::shop::pulumi:providers:aws::"
+					   "default_7_0_0", &h, NULL),
+			 ST_OK);
+	assert_true(json_equal(json_object_get(st_edit_resource(e, h), "inputs"), want));
+	st_import_report_clear(&rep);
+	st_edit_free(e);
+	st_state_free(s);
+
+	/* a secure value of the package, no key to open it: asked for, nothing changed */
+	s = tu_load("pulumi/valid-deployment-v3.json");
+	before = dump(s);
+	o.config = "config:\n  aws:k:\n    secure: v1:AAAA\n";
+	o.config_len = strlen(o.config);
+	st_error_clear(&err);
+	assert_int_equal(st_import(s, NULL, doc, &o, &rep, NULL, &err), ST_EPASSPHRASE);
+	assert_int_equal(rep.needs_secrets, 1);
+	assert_string_equal(err.message, "config 'aws:k' is a secure value: the config's secrets "
+			    "provider must be opened");
+	after = dump(s);
+	assert_string_equal(before, after);
+	free(after);
+	free(before);
+	st_import_report_clear(&rep);
+	st_state_free(s);
+
+	/* version 1: only the struct's first part is read (ASan sees a read past it) */
+	s = tu_load("edit/base.json");
+	v1 = malloc(offsetof(st_import_opts, config));
+	o.version = 1;
+	memcpy(v1, &o, offsetof(st_import_opts, config));
+	assert_int_equal(st_import(s, NULL, doc, v1, &rep, NULL, NULL), ST_OK);
+	assert_int_equal(rep.nadded, 2);
+	st_import_report_clear(&rep);
+	free(v1);
+	json_decref(want);
+	json_decref(doc);
+	st_state_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +268,7 @@ int main(void)
 		cmocka_unit_test(test_import_in_a_session),
 		cmocka_unit_test(test_needs_secrets),
 		cmocka_unit_test(test_named_provider_created),
+		cmocka_unit_test(test_config_default_provider),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

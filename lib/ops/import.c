@@ -8,8 +8,8 @@
 #include "session.h"
 
 #include <ctype.h>
-#include <stddef.h>
 #include <sodium.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -63,7 +63,9 @@ typedef struct builder {
 	ynode *open[MAX_DEPTH];
 	char *anchor[MAX_DEPTH]; /* an open collection's anchor (new), registered at its end */
 	int depth;
-	st_strmap anchors; /* name -> node (slot p) */
+	st_strmap anchors; /* name -> node (slot p); the map borrows its keys: */
+	char **names;      /* every anchor's name (new) */
+	size_t nnames, capnames;
 	st_error *err;
 } builder;
 
@@ -112,11 +114,24 @@ static int add_kid(builder *b, ynode *n)
 static int put_anchor(builder *b, const char *name, ynode *n)
 {
 	int created;
-	st_strmap_slot *sl = name ? st_strmap_put(&b->anchors, name, &created) : NULL;
-	if (name && !sl)
+	char *own;
+	st_strmap_slot *sl;
+	if (!name)
+		return ST_OK;
+	if (b->nnames == b->capnames) {
+		size_t nc = b->capnames ? 2 * b->capnames : 8;
+		char **nn = realloc(b->names, nc * sizeof(*nn));
+		if (!nn)
+			return st__err(b->err, ST_ENOMEM, "out of memory");
+		b->names = nn;
+		b->capnames = nc;
+	}
+	if (!(own = st_strdup(name)))
 		return st__err(b->err, ST_ENOMEM, "out of memory");
-	if (sl)
-		sl->p = n; /* a later anchor of the same name replaces it, as in yaml.v3 */
+	b->names[b->nnames++] = own;
+	if (!(sl = st_strmap_put(&b->anchors, own, &created)))
+		return st__err(b->err, ST_ENOMEM, "out of memory");
+	sl->p = n; /* a later anchor of the same name replaces it, as in yaml.v3 */
 	return ST_OK;
 }
 
@@ -707,6 +722,9 @@ static int load(st__cfgvals *v, const char *text, size_t len, st_error *err)
 	for (int i = 0; i < MAX_DEPTH; i++)
 		free(b.anchor[i]);
 	st_strmap_free(&b.anchors);
+	for (size_t i = 0; i < b.nnames; i++)
+		free(b.names[i]);
+	free(b.names);
 	if (rc != ST_OK || !v->root)
 		return rc;
 	if ((rc = check_keys(v, v->root, err)) != ST_OK)
