@@ -86,7 +86,10 @@ enum {
 	ST_EUNSUPPORTED = -16, /* a valid input statetool cannot handle (e.g. zstd) */
 	ST_EREFUSED = -17,     /* a safety rule refused the operation (protected, dependents...) */
 	ST_EEXIST = -18,       /* a create-only write found the object there already */
-	ST_EAUTH = -19         /* a server refused the credentials (or found none it accepts) */
+	ST_EAUTH = -19,        /* a server refused the credentials (or found none it accepts) */
+	ST_EOUTCOME = -20      /* a change was sent but whether it was applied is not known (a
+				* Pulumi Cloud import whose result could not be read): the
+				* target may or may not have changed */
 };
 
 /* An error record, owned by the caller. Fields that do not apply are 0 or "". */

@@ -269,6 +269,54 @@ static void test_refusals(void **st)
 	st_backend_free(b);
 }
 
+/* The import accepted, its result unread (the poll refused, or failing past its retries): the
+ * service applied it, so not ST_EIO but ST_EOUTCOME, a message that says the stack may have
+ * changed and names the update; also with err NULL. */
+static void test_outcome_unknown(void **st)
+{
+	(void)st;
+	st_backend *b = open_ok();
+	st_state *s = NULL;
+	st_error err;
+	size_t n0 = 0, n1 = 0;
+	st_error_clear(&err);
+	assert_int_equal(st_backend_load(b, "acme/shop/dev", NULL, &s, &err), ST_OK);
+	json_object_set_new(json_array_get(st_state_resources(s, 0), 3), "retainOnDelete",
+			    json_true());
+	st_state_touch(s);
+	char *before = tu_read(stackfile, &n0), *text = NULL;
+	put("faults", "GET /api/stacks/acme/shop/dev/update/ 500 3\n");
+	assert_int_equal(st_backend_save(b, "acme/shop/dev", s, NULL, &err), ST_EOUTCOME);
+	assert_string_equal(st_strerror(err.code), "outcome unknown");
+	assert_int_equal(strncmp(err.message, "pulumi cloud: the import into 'acme/shop/dev' was "
+					      "sent (update u", 64), 0);
+	assert_non_null(strstr(err.message, ") but its result could not be read, so the stack may "
+					    "or may not have changed (`pulumi stack history --stack "
+					    "acme/shop/dev` or `statetool list` tells): "
+					    "GetUpdateEvents 'acme/shop/dev' on 127.0.0.1:"));
+	assert_non_null(strstr(err.message, "failed: HTTP 500 [500] Internal Server Error (3 "
+					    "attempts); backend"));
+	assert_null(strstr(err.message, token));
+	/* it was applied: the service holds what was sent */
+	char *after = tu_read(stackfile, &n1);
+	assert_int_equal(st_state_dump(s, NULL, &text, &n0, NULL), ST_OK);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(after, text, n1);
+	assert_true(n1 != strlen(before) || memcmp(before, after, n1));
+	free(after);
+	free(text);
+	put("faults", "GET /api/stacks/acme/shop/dev/update/ 403 1\n");
+	assert_int_equal(st_backend_save(b, "acme/shop/dev", s, NULL, NULL), ST_EOUTCOME);
+	put("faults", "");
+	/* the import itself refused: nothing applied, an error as before */
+	put("faults", "POST /api/stacks/acme/shop/dev/import 500 1\n");
+	assert_int_equal(st_backend_save(b, "acme/shop/dev", s, NULL, NULL), ST_EIO);
+	put("faults", "");
+	free(before);
+	st_state_free(s);
+	st_backend_free(b);
+}
+
 static void test_tokens(void **st)
 {
 	(void)st;
@@ -320,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_load_save),
 		cmocka_unit_test(test_proceed),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_outcome_unknown),
 		cmocka_unit_test(test_tokens),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

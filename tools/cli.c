@@ -27,7 +27,7 @@ static const char *code_name(int code)
 					    "feature",	   "integrity",	 "not-found", "ambiguous",
 					    "locked",	   "invalid",	 "no-memory", "secrets",
 					    "passphrase",  "conflict",	 "limit",    "unsupported",
-					    "refused",	   "exists",	 "auth"};
+					    "refused",	   "exists",	 "auth",     "outcome-unknown"};
 	if (code <= -1 && code >= -(int)(sizeof(names) / sizeof(names[0])))
 		return names[-code - 1];
 	return "error";
@@ -726,7 +726,7 @@ static void saved_where(cli_target *t)
 	free(key);
 }
 
-int cli_save(cli_target *t, st_state *s)
+int cli_save(cli_target *t, st_state *s, int *code)
 {
 	st_error err;
 	int rc;
@@ -742,6 +742,8 @@ int cli_save(cli_target *t, st_state *s)
 		wo.threads = cli_threads;
 		rc = st_state_save(s, cli_save_path(t), &wo, &err);
 	}
+	if (code)
+		*code = rc;
 	if (rc) {
 		cli_error(&err);
 		return EXIT_FAIL;

@@ -213,8 +213,9 @@ void cli_dry_lock(cli_target *t);
 /* Adds "locked" (t->locked) to a --json document when a dry run met a lock. */
 void cli_dry_locked_json(json_t *doc, const cli_target *t);
 /* Saves a state to the target (its backend for a stack, with a .bak). Prints errors; returns an
- * exit code. */
-int cli_save(cli_target *t, st_state *s);
+ * exit code. *code (`code` may be NULL): the library's result of the save (ST_OK when it did
+ * not fail; a failure after it, of the filter's output, is not the save's). */
+int cli_save(cli_target *t, st_state *s, int *code);
 
 /* Refuses (printing why) to write a state whose file had duplicate object keys: saving writes
  * one value for each, as Pulumi reads it, so the others would be lost silently. Returns an

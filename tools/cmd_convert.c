@@ -273,7 +273,7 @@ static int write_out(st_state *s, cli_target *t, const args *a, int inplace, int
 			return cli_usage("convert", "refusing to write compressed data to a "
 						    "terminal; give --no-gzip, or -o FILE");
 		*written = 1;
-		return cli_save(t, s);
+		return cli_save(t, s, NULL);
 	}
 	*written = 1;
 	if (inplace && same_as_file(s, a->out)) {
@@ -317,7 +317,7 @@ static int convert_stack(cli_target *t, const args *a)
 	    (rc = cli_refuse_lossy(s, cli_target_name(t), a->allow_dups)) == EXIT_OK &&
 	    (rc = reshape(s, a)) == EXIT_OK &&
 	    (rc = cli_refuse_misplaced(s, t, cli_target_name(t))) == EXIT_OK &&
-	    (rc = cli_save(t, s)) == EXIT_OK && a->json)
+	    (rc = cli_save(t, s, NULL)) == EXIT_OK && a->json)
 		rc = print_doc(s, t, cli_target_where(t), 1);
 	else if (rc == EXIT_OK)
 		printf("converted %s\n", cli_target_name(t));

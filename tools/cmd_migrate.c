@@ -114,7 +114,7 @@ int cmd_migrate(int argc, char **argv)
 	/* written first, reported after: a failed write reports nothing but its error */
 	if (!dry && !(ch.count == 0 && inplace)) {
 		if (inplace || t.filter) {
-			rc = cli_save(&t, s); /* (filter mode: written even when unchanged) */
+			rc = cli_save(&t, s, NULL); /* (filter mode: written even when unchanged) */
 		} else if (st_state_save(s, out, NULL, &err) != ST_OK) {
 			cli_error(&err);
 			rc = EXIT_FAIL;

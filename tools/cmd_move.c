@@ -644,18 +644,30 @@ static int commit_cloud(args *a)
 	st_problems_clear(&probs);
 	if (a->dry)
 		return EXIT_OK;
-	if (cli_save(&a->dst.t, a->dst.s) != EXIT_OK) {
+	if (cli_save(&a->dst.t, a->dst.s, &rc) != EXIT_OK) {
 		st_edit_rollback(a->dst.e);
 		st_edit_rollback(a->src.e);
-		cli_errorf("nothing was moved: '%s' and '%s' are as they were", side_label(&a->dst),
-			   side_label(&a->src));
+		if (rc == ST_EOUTCOME)
+			cli_errorf("'%s' is as it was, and whether the resources reached '%s' is not "
+				   "known: if they are there (statetool list), remove them from '%s' "
+				   "(statetool delete)",
+				   side_label(&a->src), side_label(&a->dst), side_label(&a->src));
+		else
+			cli_errorf("nothing was moved: '%s' and '%s' are as they were",
+				   side_label(&a->dst), side_label(&a->src));
 		return EXIT_FAIL;
 	}
-	if (cli_save(&a->src.t, a->src.s) != EXIT_OK) {
-		cli_errorf("the resources were written to '%s' but could not be removed from '%s': "
-			   "they are in both now; remove them from '%s' (statetool delete) once it "
-			   "can be written",
-			   side_label(&a->dst), side_label(&a->src), side_label(&a->src));
+	if (cli_save(&a->src.t, a->src.s, &rc) != EXIT_OK) {
+		if (rc == ST_EOUTCOME)
+			cli_errorf("the resources were written to '%s', and whether they were removed "
+				   "from '%s' is not known: if they are still there (statetool list), "
+				   "remove them from '%s' (statetool delete)",
+				   side_label(&a->dst), side_label(&a->src), side_label(&a->src));
+		else
+			cli_errorf("the resources were written to '%s' but could not be removed from "
+				   "'%s': they are in both now; remove them from '%s' (statetool "
+				   "delete) once it can be written",
+				   side_label(&a->dst), side_label(&a->src), side_label(&a->src));
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;

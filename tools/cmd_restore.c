@@ -396,7 +396,7 @@ static int restore_generation(cli_target *t, const char *gen, int dry_run, int j
 	/* saved as a change of the stack is: in its own compression unless
 	 * PULUMI_DIY_BACKEND_GZIP/ZSTD ask for another, not in the generation's */
 	st_state_set_compression(old, st_state_compression(cur));
-	if ((rc = cli_save(t, old)) != EXIT_OK)
+	if ((rc = cli_save(t, old, NULL)) != EXIT_OK)
 		goto out;
 	if (json)
 		rc = print_doc(t, gen, 0, 1, doc);

@@ -591,23 +591,24 @@ static void pause_ms(long ms)
 }
 
 /* Waits for an import to end, as the CLI's waitForUpdate does: GET .../update/ID until the
- * answer has no continuationToken; then its status must be "succeeded". */
-static int wait_update(cloud_backend *b, const char *qname, const char *id, st_error *err)
+ * answer has no continuationToken; then its status must be "succeeded". *ended is 1 once that
+ * status was read (a failure before it leaves the import's outcome unknown). */
+static int wait_update(cloud_backend *b, const char *qname, const char *id, int *ended,
+		       st_error *err)
 {
 	char *token = NULL;
 	long delay = 50;
 	int rc = ST_OK;
 
+	*ended = 0;
 	for (int n = 0;; n++) {
 		st_http_resp resp;
 		json_t *doc = NULL;
 		char *path, *q = token ? escape_q(token) : NULL;
 
 		if (n >= POLLS) {
-			rc = st__err(err, ST_EIO,
-				     "pulumi cloud: waiting for import: the update %s of '%s' on %s "
-				     "has not ended; see it in the Pulumi Cloud console",
-				     id, qname, b->api);
+			rc = st__err(err, ST_EIO, "pulumi cloud: the update has not ended after %d polls",
+				     POLLS);
 			break;
 		}
 		path = token ? (q ? st_asprintf("/api/stacks/%s/update/%s?continuationToken=%s",
@@ -632,6 +633,7 @@ static int wait_update(cloud_backend *b, const char *qname, const char *id, st_e
 		token = NULL;
 		if (!t) {
 			const char *status = st_json_str(doc, "status");
+			*ended = 1;
 			if (!status || strcmp(status, "succeeded"))
 				rc = st__err(err, ST_EIO,
 					     "pulumi cloud: import unsuccessful: status %.40s "
@@ -652,6 +654,27 @@ static int wait_update(cloud_backend *b, const char *qname, const char *id, st_e
 	}
 	free(token);
 	return rc;
+}
+
+/* The import `id` was accepted: its end, or (its result unread: the poll failed, ran out of
+ * time or of memory) ST_EOUTCOME, for the service may have applied it. Not ST_EIO: a caller
+ * must not take the stack for unchanged (a move would then ask to delete what is gone). */
+static int import_result(cloud_backend *b, const char *qname, const char *id, st_error *err)
+{
+	st_error why;
+	int ended, rc;
+
+	st_error_clear(&why);
+	if ((rc = wait_update(b, qname, id, &ended, &why)) == ST_OK || ended)
+		return rc == ST_OK ? ST_OK : st__err_copy(err, &why);
+	const char *m = why.message;
+	if (!strncmp(m, "pulumi cloud: ", 14))
+		m += 14;
+	return st__err(err, ST_EOUTCOME,
+		       "pulumi cloud: the import into '%s' was sent (update %.64s) but its result "
+		       "could not be read, so the stack may or may not have changed (`pulumi stack "
+		       "history --stack %s` or `statetool list` tells): %s",
+		       qname, id, qname, m[0] ? m : st_strerror(rc));
 }
 
 static int cloud_save(st_backend *bb, const char *ref, st_state *s,
@@ -696,7 +719,7 @@ static int cloud_save(st_backend *bb, const char *ref, st_state *s,
 				     "pulumi cloud: ImportStack '%s' on %s: no updateId in the answer",
 				     qname, b->api);
 		else
-			rc = wait_update(b, qname, id, err);
+			rc = import_result(b, qname, id, err);
 	}
 out:
 	json_decref(doc);

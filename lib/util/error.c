@@ -45,6 +45,7 @@ const char *st_strerror(int code)
 	case ST_EREFUSED: return "refused";
 	case ST_EEXIST: return "exists";
 	case ST_EAUTH: return "authentication failed";
+	case ST_EOUTCOME: return "outcome unknown";
 	default: return "unknown error";
 	}
 }

@@ -185,6 +185,28 @@ check_rc 0
 grep -c 'POST /api/stacks/acme/shop/dev/import' "$S/requests.log" >"$T/n"
 check_file_is "$T/n" "2
 "
+# the import accepted (an updateId), its result unread: the service applied it, so the
+# message must not say that nothing changed (audit28 D1); exit 1, --json's code outcome-unknown
+cp "$S/stacks/acme/shop/dev.json" "$T/applied.json"
+st unprotect "$T/applied.json" pulumi:providers:aws::eu >/dev/null 2>&1
+printf 'GET /api/stacks/acme/shop/dev/update/ 500 -1\n' >"$S/faults"
+: >"$S/requests.log"
+run "the update's result cannot be read (500): outcome unknown, said so" st unprotect \
+	--backend "$U" --stack acme/shop/dev pulumi:providers:aws::eu
+upd=$(sed -n 's|^GET /api/stacks/acme/shop/dev/update/\(u[0-9]*\) 500$|\1|p' "$S/requests.log" | sed -n 1p)
+check_rc 1
+check_err "statetool: error: pulumi cloud: the import into 'acme/shop/dev' was sent (update $upd) but its result could not be read, so the stack may or may not have changed (\`pulumi stack history --stack acme/shop/dev\` or \`statetool list\` tells): GetUpdateEvents 'acme/shop/dev' on 127.0.0.1:${U##*:} failed: HTTP 500 [500] Internal Server Error (4 attempts); backend $U, token from PULUMI_ACCESS_TOKEN"
+check_same "$T/applied.json" "$S/stacks/acme/shop/dev.json"
+st protect "$T/applied.json" pulumi:providers:aws::eu >/dev/null 2>&1
+printf 'GET /api/stacks/acme/shop/dev/update/ 403 1\n' >"$S/faults"
+run "the update's result refused (403), --json: outcome-unknown" st protect --json \
+	--backend "$U" --stack acme/shop/dev pulumi:providers:aws::eu
+check_rc 1
+check_err_has "but its result could not be read, so the stack may or may not have changed"
+check_err_has "GetUpdateEvents 'acme/shop/dev' on 127.0.0.1:${U##*:} failed: HTTP 403"
+check_out_has '"code": "outcome-unknown"'
+check_same "$T/applied.json" "$S/stacks/acme/shop/dev.json"
+: >"$S/faults"
 cp "$S/stacks/acme/shop/dev.json" "$T/before.json"
 printf 'GET /api/stacks/acme/shop/dev 429 -1\n' >"$S/faults"
 run "429 forever: a clear message" st unprotect --backend "$U" --stack acme/shop/dev \
@@ -255,6 +277,31 @@ check_same "$T/cloud-before.json" "$S/stacks/acme/shop/dev.json"
 run "the DIY side has them" st list --backend "$B" --stack shop/dev
 check_out_has "$M"
 : >"$S/faults"
+# the import's result unread (audit28 D1): the source's (the service removed them: not "in
+# both"), then the destination's (the source is as it was, the service may hold them)
+run "setup: the DIY side loses them" st delete --backend "$B" --stack shop/dev "$M"
+check_rc 0
+cp "$T/cloud-before.json" "$T/a.json"
+st move --source "$T/a.json" --dest "$T/b2.json" --dest-stack shop/dev "$M" >/dev/null 2>&1
+printf 'GET /api/stacks/acme/shop/dev/update/ 500 -1\n' >"$S/faults"
+run "move cloud -> DIY, the source's import result unread: not said to be in both" st move \
+	--source-backend "$U" --source acme/shop/dev --dest-backend "$B" --dest shop/dev "$M"
+check_rc 1
+check_err_has "statetool: error: pulumi cloud: the import into 'acme/shop/dev' was sent (update"
+check_err_has "statetool: error: the resources were written to 'shop/dev', and whether they were removed from 'acme/shop/dev' is not known: if they are still there (statetool list), remove them from 'acme/shop/dev' (statetool delete)"
+check_err_lacks "in both"
+check_same "$T/a.json" "$S/stacks/acme/shop/dev.json"
+cp "$B/.pulumi/stacks/shop/dev.json" "$T/diy-before.json"
+run "move DIY -> cloud, the destination's import result unread: not said to be nothing" st move \
+	--source-backend "$B" --source shop/dev --dest-backend "$U" --dest acme/shop/dev "$M"
+check_rc 1
+check_err_has "statetool: error: pulumi cloud: the import into 'acme/shop/dev' was sent (update"
+check_err_has "statetool: error: 'shop/dev' is as it was, and whether the resources reached 'acme/shop/dev' is not known: if they are there (statetool list), remove them from 'shop/dev' (statetool delete)"
+check_err_lacks "nothing was moved"
+check_same "$T/diy-before.json" "$B/.pulumi/stacks/shop/dev.json"
+: >"$S/faults"
+run "the service took them" st list --backend "$U" --stack acme/shop/dev
+check_out_has "$M"
 
 # ---- index update over the organisation's stacks ----
 run "index update over every cloud stack" st index update --backend "$U" --db "$T/ix.sqlite"
