@@ -19,8 +19,13 @@
  * Each case has its own generator, seeded by (seed, case number): LAZYDIFF_SEED (default a fixed
  * one; printed), LAZYDIFF_CASES (default 300; LAZYDIFF_LONG=1: 20000, the big realworld states
  * too, the CLI on every case), LAZYDIFF_CLI_EVERY=N, LAZYDIFF_CASE=N replays case N alone
- * (LAZYDIFF_KEEP=FILE keeps its text). A difference prints the seed, the case, the base file and
- * the mutations, and keeps the text in /tmp.
+ * (LAZYDIFF_KEEP=FILE keeps its text). A difference prints the seed, the case, the base file,
+ * the mutations, the text's size and checksum and the number of states it was drawn over, and
+ * keeps the text in /tmp. The text is drawn from the states found, so with other fixtures
+ * LAZYDIFF_CASE builds another text (a replay prints its size and checksum):
+ * LAZYDIFF_TEXT=/tmp/lazydiff-SEED-CASE.json with LAZYDIFF_CASE replays the kept text with
+ * the case's other draws (threads, the CLI's options, the edit: a generator of their own). A
+ * CLI difference is run again at once and says whether it came again.
  */
 #include "testutil.h"
 
@@ -517,6 +522,15 @@ static const char *mutate(doc *d)
 
 /* ---- the comparisons ---- */
 
+/* the states the cases are made from (see "the states" below) */
+typedef struct base {
+	char *name, *text;
+	size_t len;
+} base;
+
+static base *bases;
+static size_t nbases;
+
 static st_schema *schema;
 static char *tmp;             /* the cases' directory */
 static long failures, cases, lazy_cases, edits_done, edits_written, two_cases, mapped_cases;
@@ -532,14 +546,26 @@ typedef struct kase {
 	size_t len;
 } kase;
 
+/* The text's FNV-1a: a replay says whether it built the text that differed (LAZYDIFF_CASE
+ * draws the base among the states found, so another set of fixtures makes another text). */
+static uint64_t text_sum(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
 static void differ(const kase *k, const char *fmt, ...)
 {
 	char path[512];
 	va_list ap;
 	snprintf(path, sizeof(path), "/tmp/lazydiff-%llu-%ld.json", k->seed, k->number);
 	tu_write(path, k->text, k->len);
-	fprintf(stderr, "lazydiff: DIFFERENCE (LAZYDIFF_SEED=%llu LAZYDIFF_CASE=%ld) base %s, %s: ",
-		k->seed, k->number, k->base, k->steps);
+	fprintf(stderr, "lazydiff: DIFFERENCE (LAZYDIFF_SEED=%llu LAZYDIFF_CASE=%ld; text %zu bytes, "
+		"sum %016llx, drawn over %zu states) base %s, %s: ",
+		k->seed, k->number, k->len, (unsigned long long)text_sum(k->text, k->len), nbases,
+		k->base, k->steps);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -719,26 +745,60 @@ static char *as_named(const char *s, const char *name)
 	return st_buf_take(&b, NULL);
 }
 
-static void compare_cli(const kase *k, const char *path, const char *opts)
+/* `statetool validate FILE` (*lz) and `validate - <FILE` (*named, its "<stdin>" as FILE); new. */
+static void cli_pair(const char *st, const char *path, const char *opts, char **lz, char **named)
 {
-	const char *st = getenv("STATETOOL");
-	char *cmd = NULL, *lz, *fl, *named;
-	if (!st || !*st)
-		return;
+	char *cmd = NULL, *fl;
 	assert_true(asprintf(&cmd, "'%s' validate %s '%s' 2>&1", st, opts, path) > 0);
-	lz = shell_out(cmd);
+	*lz = shell_out(cmd);
 	free(cmd);
 	assert_true(asprintf(&cmd, "'%s' validate %s - <'%s' 2>&1", st, opts, path) > 0);
 	fl = shell_out(cmd);
 	free(cmd);
-	named = as_named(fl, path);
-	if (strcmp(lz, named))
-		differ(k, "statetool validate %s: lazily\n%s  from standard input\n%s", opts, lz,
-		       named);
-	cli_cases++;
-	free(lz);
+	*named = as_named(fl, path);
 	free(fl);
+}
+
+/*
+ * A difference is run again at once: one that does not come again is not the text's (the two
+ * runs share nothing but the file and the binaries; a small file is never read on two
+ * threads): a binary rebuilt between them, a process killed. Both runs' outputs are kept
+ * beside the text, /tmp/lazydiff-SEED-CASE.cli.
+ */
+static void compare_cli(const kase *k, const char *path, const char *opts)
+{
+	const char *st = getenv("STATETOOL");
+	char *lz, *named, *lz2, *named2, keep[512];
+	const char *again;
+	st_buf b;
+
+	if (!st || !*st)
+		return;
+	cli_pair(st, path, opts, &lz, &named);
+	cli_cases++;
+	if (!strcmp(lz, named)) {
+		free(lz);
+		free(named);
+		return;
+	}
+	cli_pair(st, path, opts, &lz2, &named2);
+	again = strcmp(lz2, named2)	? "it came again"
+		: !strcmp(named, named2) ? "not again (the lazy run's output changed)"
+		: !strcmp(lz, lz2)	? "not again (the full run's output changed)"
+					: "not again (both runs' outputs changed)";
+	snprintf(keep, sizeof(keep), "/tmp/lazydiff-%llu-%ld.cli", k->seed, k->number);
+	st_buf_init(&b);
+	st_buf_printf(&b, "validate %s FILE\n%s-- validate %s - <FILE\n%s-- again: %s\n%s-- and\n%s",
+		      opts, lz, opts, named, again, lz2, named2);
+	tu_write(keep, b.data, b.len);
+	st_buf_free(&b);
+	differ(k, "statetool validate %s: lazily\n%s  from standard input\n%s  run again at once: %s "
+		  "(both runs' outputs in %s)",
+	       opts, lz, named, again, keep);
+	free(lz);
 	free(named);
+	free(lz2);
+	free(named2);
 }
 
 /* ---- the edits ---- */
@@ -860,14 +920,6 @@ static void compare_edit(const kase *k, const char *path, size_t nres)
 
 /* ---- the states ---- */
 
-typedef struct base {
-	char *name, *text;
-	size_t len;
-} base;
-
-static base *bases;
-static size_t nbases;
-
 static void add_base(const char *name, char *text, size_t len)
 {
 	bases = realloc(bases, (nbases + 1) * sizeof(*bases));
@@ -985,6 +1037,10 @@ static int pad(doc *d)
 	return 0;
 }
 
+/* LAZYDIFF_CASE's replay, and LAZYDIFF_TEXT's file (the case's text replaced), or NULL */
+static int replay_one;
+static const char *replay_text;
+
 static unsigned long long env_num(const char *name, unsigned long long dflt)
 {
 	const char *v = getenv(name);
@@ -1046,6 +1102,17 @@ static void run_case(unsigned long long seed, long number)
 	rng_state = seed * 0x2545f4914f6cdd1dull + (unsigned long long)number * 0x9e3779b97f4a7c15ull;
 	rnd();
 	text = make_case(&k, &len);
+	if (replay_text) {
+		free(text);
+		text = tu_read(replay_text, &len);
+		assert_non_null(text);
+		k.base = replay_text;
+		snprintf(k.steps, sizeof(k.steps), "as it stands");
+	}
+	/* the rest of the case (threads, the CLI's options, the edit) drawn whatever the text
+	 * was made of: a kept text replays with them (LAZYDIFF_TEXT) when the fixtures changed */
+	rng_state = (seed * 0x9e3779b97f4a7c15ull + (unsigned long long)number) ^ 0x5851f42d4c957f2dull;
+	rnd();
 	load_opts = (st_load_opts)ST_LOAD_OPTS_INIT;
 	if (rn(3) == 0) {
 		/* the reader's split on two threads, the lazy scan on both */
@@ -1056,6 +1123,9 @@ static void run_case(unsigned long long seed, long number)
 	}
 	k.text = text;
 	k.len = len;
+	if (replay_one)
+		printf("lazydiff: case %ld: text %zu bytes, sum %016llx, base %s, %s\n", number, len,
+		       (unsigned long long)text_sum(text, len), k.base, k.steps);
 	assert_true(asprintf(&path, "%s/case.json", tmp) > 0);
 	tu_write(path, text, len);
 	if (getenv("LAZYDIFF_KEEP"))
@@ -1081,6 +1151,10 @@ static void test_lazydiff(void **state)
 	long n = (long)env_num("LAZYDIFF_CASES", lng ? 20000 : 300);
 	const char *one = getenv("LAZYDIFF_CASE");
 	(void)state;
+	replay_one = one && *one;
+	replay_text = replay_one && getenv("LAZYDIFF_TEXT") && *getenv("LAZYDIFF_TEXT")
+			      ? getenv("LAZYDIFF_TEXT")
+			      : NULL;
 	cli_every = env_num("LAZYDIFF_CLI_EVERY", lng ? 1 : 10);
 
 	add_dir("realworld", lng ? (size_t)-1 : 200000);
@@ -1090,10 +1164,10 @@ static void test_lazydiff(void **state)
 	add_generated();
 	tmp = tu_tmpdir();
 	printf("lazydiff: seed %llu, %ld cases over %zu states (LAZYDIFF_SEED, LAZYDIFF_CASES, "
-	       "LAZYDIFF_CASE=N to replay one, LAZYDIFF_LONG=1)\n",
-	       seed, one && *one ? 1 : n, nbases);
+	       "LAZYDIFF_CASE=N to replay one, LAZYDIFF_TEXT=FILE its text, LAZYDIFF_LONG=1)\n",
+	       seed, replay_one ? 1 : n, nbases);
 	unsigned long splits0 = st__json_splits();
-	if (one && *one)
+	if (replay_one)
 		run_case(seed, atol(one));
 	else
 		for (long c = 0; c < n && failures < 20; c++)
@@ -1106,7 +1180,7 @@ static void test_lazydiff(void **state)
 	tu_rmdir(tmp);
 	free_bases();
 	assert_int_equal(failures, 0);
-	if (one && *one)
+	if (replay_one)
 		return;
 	/* the comparisons ran on what they claim: a scan that proved nothing would compare the
 	 * full load with itself, and pass */
