@@ -676,6 +676,33 @@ static void same_state(const kase *k, const char *what, st_state *lz, st_state *
 	}
 }
 
+/* A case on two threads: the full load of the file on one thread must be the same (the split's
+ * result is the sequential one: the error, the load problems in order, the style, the tree).
+ * Both lazy and full loads of the case split alike, so only this sees a split that differs. */
+static long one_thread_cases;
+
+static void compare_one_thread(const kase *k, const char *path, int r2, const st_error *e2,
+			       st_state *s2)
+{
+	st_load_opts one = load_opts;
+	st_state *s1 = NULL;
+	st_error e1;
+
+	one.threads = 1;
+	st_error_clear(&e1);
+	int r1 = st_state_load_file(&s1, path, &one, &e1);
+	one_thread_cases++;
+	if (same_error(k, "two threads vs one", r2, e2, r1, &e1) && r1 == ST_OK &&
+	    same_problems(k, "two threads vs one", st_state_load_problems(s2),
+			  st_state_load_problems(s1))) {
+		if (memcmp(st_state_style(s2), st_state_style(s1), sizeof(st_style)))
+			differ(k, "two threads vs one: the style");
+		else if (!st__json_equal(st_state_root(s2), st_state_root(s1)))
+			differ(k, "two threads vs one: the tree");
+	}
+	st_state_free(s1);
+}
+
 /* The loads of the case's file; the number of resources when they load. A file's and a
  * buffer's differ only after the document (a file's export reads the first value, as
  * `pulumi stack import`; a buffer, a backend's object, refuses what follows), so the lazy
@@ -695,6 +722,8 @@ static size_t compare_loads(const kase *k, const char *path)
 	rlf = st__state_load_lazy(&lf, path, &load_opts, &elf);
 	rlt = st__state_load_lazy_text(&lt, dupn(k->text, k->len), k->len, path, &load_opts, &elt);
 	rb = st_state_load_buffer(&fb, k->text, k->len, path, &load_opts, &eb);
+	if (load_opts.threads == 2)
+		compare_one_thread(k, path, rf, &ef, fl);
 	if (same_error(k, "lazy file vs full", rlf, &elf, rf, &ef) &&
 	    same_error(k, "lazy text vs full buffer", rlt, &elt, rb, &eb) && rf == ST_OK) {
 		if (st__lazy_count(lf))
@@ -1176,6 +1205,7 @@ static void test_lazydiff(void **state)
 	       "%ld edits (%ld written), %ld CLI validate runs, %ld differences\n",
 	       cases, lazy_cases, two_cases, mapped_cases, edits_done, edits_written, cli_cases,
 	       failures);
+	printf("lazydiff: %ld full loads on two threads against one\n", one_thread_cases);
 	printf("lazydiff: %lu splits on two threads\n", st__json_splits() - splits0);
 	tu_rmdir(tmp);
 	free_bases();
@@ -1185,8 +1215,10 @@ static void test_lazydiff(void **state)
 	/* the comparisons ran on what they claim: a scan that proved nothing would compare the
 	 * full load with itself, and pass */
 	assert_true(lazy_cases > 0);
-	if (two_cases)
+	if (two_cases) {
 		assert_true(st__json_splits() > splits0);
+		assert_int_equal(one_thread_cases, two_cases);
+	}
 	if (n >= 200) { /* (the quick mode's 300 and the long mode) */
 		assert_true(lazy_cases >= n / 10);
 		assert_true(two_cases > 0);
