@@ -789,10 +789,10 @@ static void cli_pair(const char *st, const char *path, const char *opts, char **
 }
 
 /*
- * A difference is run again at once: one that does not come again is not the text's (the two
- * runs share nothing but the file and the binaries; a small file is never read on two
- * threads): a binary rebuilt between them, a process killed. Both runs' outputs are kept
- * beside the text, /tmp/lazydiff-SEED-CASE.cli.
+ * A difference is run again at once: one that does not come again is a race or the runs'
+ * surroundings (they share nothing but the file and the binaries: a binary rebuilt between
+ * them, a process killed). Both runs' outputs are kept beside the text,
+ * /tmp/lazydiff-SEED-CASE.cli.
  */
 static void compare_cli(const kase *k, const char *path, const char *opts)
 {
