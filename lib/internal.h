@@ -203,8 +203,8 @@ int st__opts_version(unsigned version, unsigned current, const char *what, st_er
 /* How many parses so far reached the second thread's part and took its result, elements
  * or error (for the tests). */
 unsigned long st__json_splits(void);
-/* How many parses were done again keeping the earlier values of duplicate keys (a later
- * object, array or null replaced a value; lib/json/read.c), for the tests. */
+/* How many parses were done again keeping the earlier values of duplicate keys
+ * (lib/json/read.c), for the tests. */
 unsigned long st__json_reparses(void);
 /* Frees the problems after the first n (the counts follow). NULL: nothing. */
 void st__problems_truncate(st_problems *pr, size_t n);

@@ -235,10 +235,11 @@ typedef struct st_parse_limits {
  * any size become float64 reals (beyond the float64 range: an error without `problems`; with
  * it a warning json/number-range and a placeholder st_state_from_json judges as Go would, an
  * error where Go stores a number, and which no writer writes), "\u0000" is allowed,
- * duplicate keys keep the last value (an earlier value a later object, array or null replaced is
- * kept in `problems` for st_state_from_json, whose decoder decodes the later value into it where
- * Go does; so pass the same `problems` list to both: with NULL here nothing is kept, and a key
- * given twice is read last-wins, not as Pulumi reads it), invalid UTF-8 and lone surrogates become U+FFFD. Each
+ * duplicate keys keep the last value (the earlier values are kept in `problems` for
+ * st_state_from_json, whose decoder decodes them in turn as Go does: a later object may merge
+ * into an earlier one, an earlier value of the wrong type is Go's error; so pass the same
+ * `problems` list to both: with NULL here nothing is kept, and a key given twice is read
+ * last-wins, not as Pulumi reads it), invalid UTF-8 and lone surrogates become U+FFFD. Each
  * leniency is reported as a warning in `problems` when it is not NULL, with its JSON Pointer.
  * Errors carry line, column and offset. `name` names the input in messages (may be NULL). */
 ST_EXTERN int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,

@@ -858,11 +858,11 @@ static void test_dupkey_reparse(void **state)
 	} cases[] = {
 		{"{\"a\":{\"x\":1},\"b\":[1],\"c\":null}", 0, 0, 0,
 		 "{\"a\":{\"x\":1.0},\"b\":[1.0],\"c\":null}"},
-		{"{\"a\":{\"x\":1},\"a\":2,\"a\":\"s\"}", 0, 0, 2, "{\"a\":\"s\"}"},
-		{"{\"a\":1,\"a\":{\"x\":1},\"a\":2}", 1, 1, 2, "{\"a\":2.0}"},
+		{"{\"a\":{\"x\":1},\"a\":2,\"a\":\"s\"}", 1, 2, 2, "{\"a\":\"s\"}"},
+		{"{\"a\":1,\"a\":{\"x\":1},\"a\":2}", 1, 2, 2, "{\"a\":2.0}"},
 		{"{\"a\":{\"x\":1},\"a\":{\"y\":2}}", 1, 1, 1, "{\"a\":{\"y\":2.0}}"},
-		{"{\"a\":{\"x\":1},\"a\":[2],\"a\":null,\"a\":3}", 1, 2, 3, "{\"a\":3.0}"},
-		{"[{\"k\":{},\"k\":true},{\"k\":true,\"k\":[]}]", 1, 1, 2,
+		{"{\"a\":{\"x\":1},\"a\":[2],\"a\":null,\"a\":3}", 1, 3, 3, "{\"a\":3.0}"},
+		{"[{\"k\":{},\"k\":true},{\"k\":true,\"k\":[]}]", 1, 2, 2,
 		 "[{\"k\":true},{\"k\":[]}]"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -884,17 +884,19 @@ static void test_dupkey_reparse(void **state)
 		assert_int_equal(st__json_reparses(), before);
 		json_decref(v);
 	}
-	/* the earlier values kept are those replaced, in document order */
+	/* the earlier values kept are every value replaced (scalars too: an earlier one of the
+	 * wrong type is Go's error, audit28 D17), in document order */
 	parsed r;
 	const char *t = "{\"a\":{\"x\":1},\"a\":[2],\"a\":null,\"a\":3}";
 	parse_with(&r, t, strlen(t), NULL, 0);
 	st__dropped *d = r.probs.st__dropped;
 	assert_non_null(d);
-	assert_int_equal(d->n, 2);
+	assert_int_equal(d->n, 3);
 	assert_ptr_equal(d->v[0].obj, r.v);
 	assert_string_equal(d->v[0].key, "a");
 	assert_true(json_is_object(d->v[0].val));
 	assert_true(json_is_array(d->v[1].val));
+	assert_true(json_is_null(d->v[2].val));
 	parsed_free(&r);
 }
 

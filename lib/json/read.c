@@ -4,11 +4,12 @@
  *  - numbers of any size become reals (float64); a literal beyond the float64 range is an error,
  *    or with a problems list a placeholder the decoder judges (lib/internal.h ST__JSON_BIGNUM);
  *  - "\u0000" is allowed in strings (keys too, through jansson's *n calls);
- *  - a duplicate key keeps the last value (a warning with the key's pointer); an earlier value
- *    a later object, array or null replaced is kept beside (st__dropped_add) for the decoder,
- *    which decodes the later one into it where Go does (lib/state/decode.c). Such a
- *    replacement is rare: the parse only notes it, and the document is parsed again keeping
- *    the earlier values (so the common case looks nothing up);
+ *  - a duplicate key keeps the last value (a warning with the key's pointer); the earlier
+ *    values are kept beside (st__dropped_add) for the decoder, which decodes them in turn as
+ *    Go does (lib/state/decode.c: a later object may merge into an earlier one; an earlier
+ *    value of the wrong type is Go's error). A duplicate is rare: the parse only notes it,
+ *    and the document is parsed again keeping the earlier values (so the common case looks
+ *    nothing up);
  *  - invalid UTF-8 and lone surrogates become U+FFFD (a warning with the pointer);
  *  - no byte order mark, no comments, no trailing commas, nothing after the value (unless the
  *    caller reads the first value only, as Go's json.Decoder: st_parse_limits.first_value).
@@ -555,20 +556,14 @@ static void duplicate_key(parser *ps, const char *key, size_t keylen)
 		ps->sk->abort = 1;
 }
 
-/* Can a later `val` be decoded into the value it replaces (an object, an array or null: Go
- * may decode it into a struct field's value)? Scalars replace what they replace, in Go too. */
-static int may_merge(const json_t *val)
-{
-	return json_is_object(val) || json_is_array(val) || json_is_null(val);
-}
-
-/* The value obj[key] already holds when `val`, about to replace it, may merge into it: kept
- * for the decoder (st__dropped_add). Only on the second parse (ps->keep). */
-static int keep_earlier(parser *ps, json_t *obj, const char *key, size_t keylen,
-			const json_t *val)
+/* The value obj[key] already holds when another is about to replace it: kept for the decoder
+ * (st__dropped_add), which decodes the values in turn as Go does (a later object, array or
+ * null may merge into it; an earlier value of the wrong type is Go's error even when a later
+ * one fits). Only on the second parse (ps->keep). */
+static int keep_earlier(parser *ps, json_t *obj, const char *key, size_t keylen)
 {
 	json_t *earlier;
-	if (!ps->problems || !may_merge(val))
+	if (!ps->problems)
 		return 0;
 	earlier = json_object_getn(obj, key, keylen);
 	if (earlier && st__dropped_add(ps->problems, obj, key, keylen, earlier)) {
@@ -652,7 +647,7 @@ static json_t *parse_object(parser *ps)
 		if (!val)
 			goto fail_key;
 		before = json_object_size(obj);
-		if (ps->keep && before && keep_earlier(ps, obj, key, keylen, val) < 0) {
+		if (ps->keep && before && keep_earlier(ps, obj, key, keylen) < 0) {
 			json_decref(val);
 			goto fail_key;
 		}
@@ -664,7 +659,7 @@ static json_t *parse_object(parser *ps)
 			/* a duplicate: the size did not grow (val, now obj's, is alive) */
 			f->key = NULL;
 			duplicate_key(ps, key, keylen);
-			if (!ps->keep && ps->problems && may_merge(val))
+			if (!ps->keep && ps->problems)
 				ps->replaced = 1; /* the earlier value is gone: parsed again */
 		}
 		free(keycopy);
@@ -983,8 +978,8 @@ int st__json_parse_sk(json_t **out, const char *buf, size_t len, const char *nam
 			   features, sk, 0, &replaced, err);
 	if (rc != ST_OK || !replaced)
 		return rc;
-	/* A later object, array or null replaced a value, which the decoder may need: all of it
-	 * again, keeping such values (the same tree and warnings; a mapped file's pages given
+	/* A duplicate key replaced a value, which the decoder needs: all of it again, keeping
+	 * the earlier values (the same tree and warnings; a mapped file's pages given
 	 * back fault in again). */
 	json_decref(*out);
 	*out = NULL;

@@ -105,4 +105,26 @@ check_rc 0
 check_out 'db-1
 1'
 
+# an earlier value of the wrong type is Go's error even when a later one fits: encoding/json
+# records the UnmarshalTypeError, goes on, and returns the earliest such error (audit28 D17;
+# no Go here: from encoding/json's documented behaviour, "Unmarshal skips that field and
+# completes the unmarshaling as best it can ... returns an UnmarshalTypeError describing the
+# earliest such error")
+printf '%s{"urn":1,"urn":"%s","custom":true,"type":"t:m:R","id":"i"}]}}}\n' "$HEAD" "$U" > "$T/ty.json"
+run "validate: an earlier number under urn" st validate "$T/ty.json"
+check_rc 1
+check_out "$T/ty.json: warning: [json/duplicate-key] duplicate object key 'urn': the last value is kept, as Pulumi does; earlier values are lost on save
+    at /checkpoint/latest/resources/0/urn
+$T/ty.json: error: [decode/type] json: cannot unmarshal number into Go struct field ResourceV3.latest.resources.urn of type urn.URN
+    at /checkpoint/latest/resources/0/urn
+$T/ty.json: invalid, 1 error, 1 warning"
+printf '%s{"urn":"%s","custom":"yes","custom":true,"type":"t:m:R","id":"i"}]}}}\n' "$HEAD" "$U" > "$T/ty2.json"
+run "validate: an earlier string under custom" st validate "$T/ty2.json"
+check_rc 1
+check_out_has "$T/ty2.json: error: [decode/type] json: cannot unmarshal string into Go struct field ResourceV3.latest.resources.custom of type bool
+    at /checkpoint/latest/resources/0/custom"
+run "protect refused: Pulumi cannot load it" st protect --allow-duplicate-keys "$T/ty2.json" "$U"
+check_rc 1
+check_err_has "cannot unmarshal string into Go struct field ResourceV3.latest.resources.custom of type bool"
+
 finish
