@@ -209,6 +209,15 @@ static int split_stack_ref(const diy_backend *b, const char *ref, char **project
 		*project = st_strndup(s1 + 1, (size_t)(s2 - s1 - 1));
 		*stack = st_strdup(s2 + 1);
 	} else if (s1) {
+		if (b->project_mode && (size_t)(s1 - ref) == strlen("organization") &&
+		    !strncmp(ref, "organization", (size_t)(s1 - ref)))
+			/* Pulumi's ORGANIZATION/STACK: a stack of the project it runs in, which
+			 * statetool does not know (PROJECT/STACK is statetool's short form) */
+			return st__err(err, ST_EINVAL,
+				       "'%s' names no project: Pulumi reads it as the stack '%s' of "
+				       "the project it runs in; name the project "
+				       "(organization/PROJECT/%s or PROJECT/%s)",
+				       ref, s1 + 1, s1 + 1, s1 + 1);
 		*project = st_strndup(ref, (size_t)(s1 - ref));
 		*stack = st_strdup(s1 + 1);
 	} else {

@@ -428,10 +428,13 @@ static int rename_locked(st_backend *b, const sref *o, const sref *n, st_state *
 	return rc;
 }
 
-/* The new reference: NAME (the old project), PROJECT/NAME or organization/PROJECT/NAME. */
+/* The new reference: NAME or organization/NAME (the old project, as Pulumi reads both),
+ * PROJECT/NAME or organization/PROJECT/NAME. */
 static int new_ref(st_backend *b, const sref *o, const char *to, sref *n, st_error *err)
 {
 	int pm = st_backend_project_mode(b), rc;
+	if (!strncmp(to, "organization/", 13) && !strchr(to + 13, '/'))
+		to += 13; /* Pulumi's ORGANIZATION/NAME: NAME in the same project */
 	if ((rc = split_qname(to, n)) != ST_OK)
 		return st__err(err, rc, "out of memory");
 	const char *s1 = strchr(to, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;

@@ -351,4 +351,16 @@ rm "$H/.pulumi/stacks/shop/dev.json.bak"
 run "no .bak of the old name: refused" st restore --backend "$H" -s shop/prod --generation "$OLD"
 check_rc 1; check_err_has "statetool: error: refusing to change 'generation $OLD of organization/shop/prod': it is not where it claims to be"
 check_err_lacks "note:"
+# Pulumi's organization/NAME (audit28 D18): as NEW_NAME, the same project (Pulumi's
+# ParseReference: ORGANIZATION/STACK in the current project), never a project named
+# "organization"; as --stack, a project statetool does not know: refused, nothing changed
+cp -r "$T/b0" "$T/b9"
+run "organization/NAME: the same project" st stack rename --backend "$T/b9" --stack shop/dev organization/prod2
+check_rc 0; check_out "Renamed organization/shop/dev to organization/shop/prod2"
+run "the object in project shop" test -f "$T/b9/.pulumi/stacks/shop/prod2.json"; check_rc 0
+check_absent "$T/b9/.pulumi/stacks/organization"
+run "-s organization/NAME names no project" st list --backend "$T/b9" -s organization/prod2
+check_rc 2
+check_err "statetool: error: 'organization/prod2' names no project: Pulumi reads it as the stack 'prod2' of the project it runs in; name the project (organization/PROJECT/prod2 or PROJECT/prod2)"
+
 finish
