@@ -22,6 +22,8 @@ static const char help[] =
 	"                 one that names no project: upgrade --project STACK=NAME)\n"
 	"  legacy-lock    a lock folder of the legacy layout in the project layout\n"
 	"  stray-variant  a .json beside the .json.gz (or .zst) Pulumi reads\n"
+	"  stack-name     a stack named '.' or '..': Pulumi accepts and lists it, statetool's\n"
+	"                 commands do not open it (rename it with Pulumi)\n"
 	"  journal        what an interrupted statetool operation left: a journal (and a\n"
 	"                 staged object beside it), completed by any command on the stack; a\n"
 	"                 staged object alone, only by move --recover with the move's two\n"

@@ -516,6 +516,36 @@ static int staged_alone(doctor *d, const char *stack, const char *where)
 		       "completes the move; no other command does");
 }
 
+/* A stack file named '.' or '..' (PROJECT/..json): a name Pulumi's ParseStackName accepts and
+ * lists, which statetool refuses (Pulumi's own lock and history paths for it are folders '.'
+ * and '..'). Said, not skipped: Pulumi shows the stack, statetool's commands cannot open it. */
+static int dot_stack(doctor *d, const char *rel, size_t stem, const char *where)
+{
+	const char *sl = memchr(rel, '/', stem), *name = sl ? sl + 1 : rel;
+	size_t nl = stem - (size_t)(name - rel);
+	char *proj = sl ? st_strndup(rel, (size_t)(sl - rel)) : NULL, *fix, *stack;
+	int rc;
+
+	if (!((nl == 1 && name[0] == '.') || (nl == 2 && !memcmp(name, "..", 2))) ||
+	    (sl && (!proj || memchr(name, '/', nl) || !st_project_name_valid(proj)))) {
+		free(proj);
+		return sl && !proj ? ST_ENOMEM : ST_OK; /* no stack's: nothing Pulumi lists */
+	}
+	stack = proj ? st_asprintf("%s/%.*s", proj, (int)nl, name) : st_strndup(name, nl);
+	fix = stack ? st_asprintf("pulumi stack rename --stack organization/%s NEW_NAME", stack)
+		    : NULL;
+	rc = fix ? add(d, "stack-name", stack, where, fix,
+		       "a stack named '%.*s', which Pulumi accepts and lists but statetool does not "
+		       "open (its lock and history folders would be '.' or '..'): rename it with "
+		       "Pulumi to use it with statetool",
+		       (int)nl, name)
+		 : ST_ENOMEM;
+	free(fix);
+	free(stack);
+	free(proj);
+	return rc;
+}
+
 static int check_stack_key(doctor *d, const st_store_entry *e, const st_stack_info *infos,
 			   size_t n)
 {
@@ -548,8 +578,12 @@ static int check_stack_key(doctor *d, const st_store_entry *e, const st_stack_in
 			goto out;
 		}
 	}
-	if (!(stem = stack_stem(rel)) || !(stack = stack_of_key(rel, stem)))
+	if (!(stem = stack_stem(rel)))
 		goto out;
+	if (!(stack = stack_of_key(rel, stem))) {
+		rc = dot_stack(d, rel, stem, where);
+		goto out;
+	}
 	if (pm && !strchr(stack, '/')) {
 		rc = legacy_stack(d, e->key, stack, where);
 		goto out;

@@ -279,4 +279,22 @@ check_rc 0; check_out "  journal        what an interrupted statetool operation 
                  staged object beside it), completed by any command on the stack; a
                  staged object alone, only by move --recover with the move's two
                  stacks (the fix names the other as OTHER_URL and OTHER_STACK)"
+# a stack named '..' (audit28 D6): Pulumi's ParseStackName accepts it and lists it; statetool
+# does not open it, and says so instead of leaving it out
+B6=$T/b6
+mkdir -p "$B6/.pulumi/stacks/shop"
+printf 'version: 1\n' >"$B6/.pulumi/meta.yaml"
+ck shop good "$(root shop good)" >"$B6/.pulumi/stacks/shop/good.json"
+ck shop .. "$(root shop ..)" >"$B6/.pulumi/stacks/shop/...json"
+ck shop . "$(root shop .)" >"$B6/.pulumi/stacks/shop/..json"
+run "stacks named . and .." st doctor --backend "$B6"
+check_rc 1
+check_out "shop/..: stack-name: a stack named '..', which Pulumi accepts and lists but statetool does not open (its lock and history folders would be '.' or '..'): rename it with Pulumi to use it with statetool
+  at: $B6/.pulumi/stacks/shop/...json
+  fix: pulumi stack rename --stack organization/shop/.. NEW_NAME
+shop/.: stack-name: a stack named '.', which Pulumi accepts and lists but statetool does not open (its lock and history folders would be '.' or '..'): rename it with Pulumi to use it with statetool
+  at: $B6/.pulumi/stacks/shop/..json
+  fix: pulumi stack rename --stack organization/shop/. NEW_NAME
+2 problems found (1 stack checked)"
+
 finish
