@@ -210,6 +210,14 @@ static const char allowed[] =
 	"to_date,to_json,to_jsonb,to_number,to_timestamp,to_tsquery,to_tsvector,"
 	"transaction_timestamp,ts_headline,websearch_to_tsquery}";
 
+/* The object identifier types (and their arrays): their input and output functions look
+ * names up in the catalogs (every relation, role, schema... of the database), which a cast
+ * from a number or a text runs without a function in the tree (audit28 D14). */
+#define REG_TYPES "regclass,regrole,regnamespace,regproc,regprocedure,regoper,regoperator," \
+	"regtype,regconfig,regdictionary,regcollation,regclass[],regrole[],regnamespace[]," \
+	"regproc[],regprocedure[],regoper[],regoperator[],regtype[],regconfig[]," \
+	"regdictionary[],regcollation[]"
+
 /* The first thing the tree names that --sql does not run, described by PostgreSQL
  * ("function pg_sleep(double precision)"); no row: nothing. $1..$4: the relations,
  * functions, operators and types named, $5 the index's tables and views, $6 `allowed`. */
@@ -227,9 +235,10 @@ static const char check_sql[] =
 	"UNION ALL SELECT 3, o, pg_describe_object('pg_operator'::regclass, o, 0) "
 	"FROM unnest($3::oid[]) o WHERE o >= " BUILTIN " "
 	"UNION ALL SELECT 4, o, pg_describe_object('pg_type'::regclass, o, 0) "
-	"FROM unnest($4::oid[]) o WHERE o >= " BUILTIN " AND NOT EXISTS (SELECT FROM pg_type t "
+	"FROM unnest($4::oid[]) o WHERE (o >= " BUILTIN " AND NOT EXISTS (SELECT FROM pg_type t "
 	"LEFT JOIN pg_type e ON e.oid = t.typelem WHERE t.oid = o AND EXISTS (SELECT FROM rel "
-	"WHERE rel.oid = t.typrelid OR rel.oid = e.typrelid))) x ORDER BY k LIMIT 1";
+	"WHERE rel.oid = t.typrelid OR rel.oid = e.typrelid))) OR o = ANY ('{" REG_TYPES "}'"
+	"::regtype[])) x ORDER BY k LIMIT 1";
 
 /* What the check could not do (not the statement's fault): ST_EIO, naming the index. */
 static int cannot_check(st_ixpg *p, PGresult *r, st_error *err)

@@ -224,6 +224,11 @@ SELECT * FROM pg26_other|'table pg26_other' is refused
 SELECT 1::information_schema.cardinal_number|a cast to a domain is refused
 SELECT xmlelement(name a)|an XML function is refused
 SELECT count(*) FROM stacks TABLESAMPLE BERNOULLI (50)|TABLESAMPLE is refused
+SELECT g::regclass::text FROM generate_series(16384,16400) g|'type regclass' is refused
+SELECT 10::oid::regrole::text|'type regrole' is refused
+SELECT 'stacks'::regclass|'type regclass' is refused
+SELECT 11::oid::regnamespace|'type regnamespace' is refused
+SELECT ARRAY[1::oid]::regtype[]|'type regtype[]' is refused
 LIST
 for sql in "EXPLAIN SELECT 1" "SHOW search_path"; do
 	run "--sql refused: $sql" st query --db "$PG" --sql "$sql"
