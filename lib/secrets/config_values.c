@@ -579,7 +579,69 @@ static int to_json(evalctx *e, const ynode *n, json_t **out)
 	return rc == ST_ENOMEM ? st__err(e->err, rc, "out of memory") : rc;
 }
 
-/* Go's json.Marshal of v: compact, keys sorted, <, >, & escaped. New. */
+typedef struct okey {
+	const char *k;
+	size_t len;
+	const json_t *v;
+} okey;
+
+static int cmp_okey(const void *a, const void *b)
+{
+	const okey *x = a, *y = b;
+	int c = memcmp(x->k, y->k, x->len < y->len ? x->len : y->len);
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Go's json.Marshal of v into b: compact, map keys sorted bytewise, <, >, & escaped; an
+ * integer with every digit (config keeps int64: object.go's json.Number.Int64 first), a real
+ * as float64, strings as the writer escapes them. 0, or -1 out of memory. */
+static int go_json_to(st_buf *b, const json_t *v, const st_style *st)
+{
+	if (json_is_integer(v)) {
+		st_buf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		return b->oom ? -1 : 0;
+	}
+	if (json_is_array(v)) {
+		st_buf_addc(b, '[');
+		for (size_t i = 0; i < json_array_size(v); i++) {
+			if (i)
+				st_buf_addc(b, ',');
+			if (go_json_to(b, json_array_get(v, i), st) < 0)
+				return -1;
+		}
+		st_buf_addc(b, ']');
+		return b->oom ? -1 : 0;
+	}
+	if (json_is_object(v)) {
+		size_t n = json_object_size(v), i = 0;
+		okey *keys = n ? malloc(n * sizeof(*keys)) : NULL;
+		int rc = 0;
+		if (n && !keys)
+			return -1;
+		for (void *it = json_object_iter((json_t *)v); it;
+		     it = json_object_iter_next((json_t *)v, it), i++)
+			keys[i] = (okey){json_object_iter_key(it), json_object_iter_key_len(it),
+					 json_object_iter_value(it)};
+		qsort(keys, n, sizeof(*keys), cmp_okey);
+		st_buf_addc(b, '{');
+		for (i = 0; i < n && !rc; i++) {
+			json_t *k = json_stringn_nocheck(keys[i].k, keys[i].len);
+			if (i)
+				st_buf_addc(b, ',');
+			rc = !k || st__json_write(b, k, st, ST_K_PROPMAP, NULL) != ST_OK ? -1 : 0;
+			json_decref(k);
+			st_buf_addc(b, ':');
+			if (!rc)
+				rc = go_json_to(b, keys[i].v, st);
+		}
+		st_buf_addc(b, '}');
+		free(keys);
+		return rc || b->oom ? -1 : 0;
+	}
+	return st__json_write(b, v, st, ST_K_PROPMAP, NULL) == ST_OK ? 0 : -1;
+}
+
+/* Go's json.Marshal of v (go_json_to). New; NULL out of memory. */
 static char *go_json(const json_t *v)
 {
 	st_style st;
@@ -587,7 +649,7 @@ static char *go_json(const json_t *v)
 	st_style_checkpoint(&st);
 	st.escape_html = 1;
 	st_buf_init(&b);
-	if (st__json_write(&b, v, &st, ST_K_PROPMAP, NULL) != ST_OK) {
+	if (go_json_to(&b, v, &st) < 0) {
 		st_buf_free(&b);
 		return NULL;
 	}
@@ -611,8 +673,12 @@ static int top_value(evalctx *e, const ynode *n, json_t **out)
 		return rc;
 	} else if (json_is_string(j)) {
 		s = json_copy(j);
-	} else if (json_is_null(j) || json_is_boolean(j) || json_is_number(j) ||
-		   json_is_object(j) || json_is_array(j)) {
+	} else if (json_is_null(j)) {
+		/* yaml.v3 calls no unmarshaler for a null: the zero config.Value, whose Value() is
+		 * "" (loaders.go checkForEmptyConfig: "`null` in YAML, but `""` in pulumi") */
+		s = json_string("");
+	} else if (json_is_boolean(j) || json_is_number(j) || json_is_object(j) ||
+		   json_is_array(j)) {
 		text = go_json(j);
 		s = text ? json_string(text) : NULL;
 	}

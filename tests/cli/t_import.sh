@@ -489,7 +489,8 @@ config:
   aws:assumeRole:
     roleArn: "arn:aws:iam::1:role/<x>"
     durationSeconds: 3600
-    tags: [b, 2.0, true, ~]
+    tags: [b, 2.0, true, ~, 9007199254740993]
+  aws:snowflake: -9223372036854775808
   aws:secretKey:
     secure: v1:d1xakN6a0R55+pg0:V5QjUawq1T5HK6ssFZAwsexGlUHymg==
   gcp:project: p
@@ -507,9 +508,9 @@ note: $P3::aws:s3/bucket:Bucket::cb: no outputs read; the next \`pulumi refresh\
 if grep -q 's3cr' "$T/cs.json"; then bad "plaintext in the state"; else ok; fi
 PULUMI_CONFIG_PASSPHRASE="$PW" "$STATETOOL" secrets show "$T/cs.json" > "$T/csplain.json"
 run "config: the provider's inputs" sh -c "'$STATETOOL' show --json '$T/csplain.json' '$P3::pulumi:providers:aws::default_6_1_0' | '$JSONGET' inputs"
-check_out '{"__internal":{},"assumeRole":"{\"durationSeconds\":3600,\"roleArn\":\"arn:aws:iam::1:role/\\u003cx\\u003e\",\"tags\":[\"b\",2,true,null]}","big":"1000000","empty":"null","hex":"31","maxRetries":"8080","profile":"p1","ratio":"1.5","region":"us-west-2","secretKey":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","plaintext":"\"s3cr\\u003ct\""},"skipMetadataApiCheck":"true","version":"6.1.0","zip":"0123"}'
+check_out '{"__internal":{},"assumeRole":"{\"durationSeconds\":3600,\"roleArn\":\"arn:aws:iam::1:role/\\u003cx\\u003e\",\"tags\":[\"b\",2,true,null,9007199254740993]}","big":"1000000","empty":"","hex":"31","maxRetries":"8080","profile":"p1","ratio":"1.5","region":"us-west-2","secretKey":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","plaintext":"\"s3cr\\u003ct\""},"skipMetadataApiCheck":"true","snowflake":"-9223372036854775808","version":"6.1.0","zip":"0123"}'
 run "config: outputs are the inputs without __internal" sh -c "'$STATETOOL' show --json '$T/csplain.json' '$P3::pulumi:providers:aws::default_6_1_0' | '$JSONGET' outputs"
-check_out '{"assumeRole":"{\"durationSeconds\":3600,\"roleArn\":\"arn:aws:iam::1:role/\\u003cx\\u003e\",\"tags\":[\"b\",2,true,null]}","big":"1000000","empty":"null","hex":"31","maxRetries":"8080","profile":"p1","ratio":"1.5","region":"us-west-2","secretKey":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","plaintext":"\"s3cr\\u003ct\""},"skipMetadataApiCheck":"true","version":"6.1.0","zip":"0123"}'
+check_out '{"assumeRole":"{\"durationSeconds\":3600,\"roleArn\":\"arn:aws:iam::1:role/\\u003cx\\u003e\",\"tags\":[\"b\",2,true,null,9007199254740993]}","big":"1000000","empty":"","hex":"31","maxRetries":"8080","profile":"p1","ratio":"1.5","region":"us-west-2","secretKey":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","plaintext":"\"s3cr\\u003ct\""},"skipMetadataApiCheck":"true","snowflake":"-9223372036854775808","version":"6.1.0","zip":"0123"}'
 run "config: secrets verify" env PULUMI_CONFIG_PASSPHRASE="$PW" "$STATETOOL" secrets verify "$T/cs.json"
 check_rc 0; check_out "4 secrets, 0 failed to decrypt"
 run "config: valid" st validate "$T/cs.json"
