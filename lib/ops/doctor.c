@@ -532,7 +532,9 @@ static int dot_stack(doctor *d, const char *rel, size_t stem, const char *where)
 		return sl && !proj ? ST_ENOMEM : ST_OK; /* no stack's: nothing Pulumi lists */
 	}
 	stack = proj ? st_asprintf("%s/%.*s", proj, (int)nl, name) : st_strndup(name, nl);
-	fix = stack ? st_asprintf("pulumi stack rename --stack organization/%s NEW_NAME", stack)
+	/* (the legacy store's references are bare stack names: no organization/) */
+	fix = stack ? st_asprintf("pulumi stack rename --stack %s%s NEW_NAME",
+				  proj ? "organization/" : "", stack)
 		    : NULL;
 	rc = fix ? add(d, "stack-name", stack, where, fix,
 		       "a stack named '%.*s', which Pulumi accepts and lists but statetool does not "

@@ -297,4 +297,11 @@ shop/.: stack-name: a stack named '.', which Pulumi accepts and lists but statet
   fix: pulumi stack rename --stack organization/shop/. NEW_NAME
 2 problems found (1 stack checked)"
 
+# the legacy layout's references are bare stack names (Pulumi's legacy store refuses a '/')
+mkdir -p "$T/b7/.pulumi/stacks"
+ck shop . "$(root shop .)" >"$T/b7/.pulumi/stacks/..json"
+run "a stack named . in the legacy layout" st doctor --backend "$T/b7"
+check_rc 1
+check_out_has "  fix: pulumi stack rename --stack . NEW_NAME"
+
 finish
