@@ -682,6 +682,8 @@ static int top_value(evalctx *e, const ynode *n, json_t **out)
 		text = go_json(j);
 		s = text ? json_string(text) : NULL;
 	}
+	if (text && e->secure) /* it holds the decrypted secure leaves */
+		sodium_memzero(text, strlen(text));
 	free(text);
 	json_decref(j);
 	if (s && e->secure) {
