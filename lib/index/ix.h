@@ -81,6 +81,13 @@ typedef struct ix_scope {
 	char *head, *tail; /* a place in the store: head + key + tail */
 } ix_scope;
 int st__ix_scope_init(ix_scope *sc, const st_store *store); /* ST_OK or ST_ENOMEM */
+/* The scope of a backend: its store's, or a Pulumi Cloud's (its stacks' places are its service
+ * URL, '/', the stack). ST_OK or ST_ENOMEM. */
+int st__ix_scope_backend(ix_scope *sc, st_backend *b);
+/* A stack of one name may be in one backend of those sharing an index: the message (new;
+ * NULL when out of memory) refusing another backend's stack `qname` (at `where`) whose name
+ * the index holds from `other`, the place of the stack of that name it holds. */
+char *st__ix_other_msg(const char *qname, const char *where, const char *other);
 int st__ix_in_scope(const ix_scope *sc, const char *path);
 void st__ix_scope_free(ix_scope *sc);
 /* The place of every key of `store` (st__ix_where_at with `cwd`) cut around the key: a key
@@ -143,7 +150,8 @@ typedef struct known {
 typedef struct known_set {
 	known *v;
 	size_t n, cap;
-	st_strmap by; /* qname -> index in v + 1 (slot.a) */
+	st_strmap by;   /* qname -> index in v + 1 (slot.a) */
+	ix_scope scope; /* the updating backend's (everything for files): what it may drop */
 } known_set;
 
 /* Adds a stack's row (NULL strings as ""; the qname looked up through ks->by, which the
@@ -160,6 +168,9 @@ char *st__ix_where(const st_store *store, const char *key);
 char *st__ix_where_at(const st_store *store, const char *key, const char *cwd);
 /* What the index holds of a stack indexed from `where`, or NULL; marks it listed. */
 const known *st__ixs_known_of(known_set *ks, const char *qname, const char *where);
+/* The place of the stack `qname` the index holds when it is another backend's (not `where`
+ * and out of ks->scope), else NULL (borrowed from ks). */
+const char *st__ixs_known_other(known_set *ks, const char *qname, const char *where);
 void st__ixs_known_free(known_set *ks);
 /* Finalizes the prepared statements (before the database is closed). */
 void st__ixs_finalize(st_index *ix);

@@ -11,6 +11,7 @@
 void st__ixs_known_free(known_set *ks)
 {
 	st_strmap_free(&ks->by);
+	st__ix_scope_free(&ks->scope);
 	for (size_t i = 0; i < ks->n; i++)
 		free(ks->v[i].qname); /* its strings' one block */
 	free(ks->v);
@@ -101,3 +102,12 @@ const known *st__ixs_known_of(known_set *ks, const char *qname, const char *wher
 	return k && !strcmp(k->path, where) ? k : NULL;
 }
 
+
+const char *st__ixs_known_other(known_set *ks, const char *qname, const char *where)
+{
+	st_strmap_slot *sl = st_strmap_get(&ks->by, qname);
+	const known *k = sl && sl->a ? &ks->v[sl->a - 1] : NULL;
+	if (!k || !k->path[0] || !strcmp(k->path, where) || st__ix_in_scope(&ks->scope, k->path))
+		return NULL;
+	return k->path;
+}

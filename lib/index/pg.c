@@ -175,6 +175,7 @@ int st__ixpg_open(st_ixpg **out, const char *url, int readonly, st_changes *note
 	if (!p)
 		return st__err(err, ST_ENOMEM, "out of memory");
 	p->readonly = readonly;
+	p->notes = notes;
 	if ((rc = st__pgc_init(&p->c, url, err)) != ST_OK ||
 	    (rc = st__pgc_connect(&p->c, err)) != ST_OK)
 		goto fail;
@@ -399,6 +400,39 @@ static int remove_stack(st_ixpg *p, const char *qname, const char *xmin, int *go
 	return rc;
 }
 
+/* The stack `qname` removed if the index holds it from a place in `sc` (the updating
+ * backend's), only if its row is still the one read; *gone (may be NULL) tells whether it was. */
+static int remove_here(st_ixpg *p, const char *qname, const ix_scope *sc, int *gone,
+		       st_error *err)
+{
+	const char *vals[1] = {qname};
+	PGresult *r = NULL;
+	int rc = q(p, "SELECT path, xmin::text FROM stacks WHERE qname = $1", 1, vals, &r,
+		   "cannot read the index", err);
+
+	if (gone)
+		*gone = 0;
+	if (rc == ST_OK && PQntuples(r) &&
+	    st__ix_in_scope(sc, PQgetisnull(r, 0, 0) ? NULL : PQgetvalue(r, 0, 0)))
+		rc = remove_stack(p, qname, PQgetvalue(r, 0, 1), gone, err);
+	PQclear(r);
+	return rc;
+}
+
+/* A stack listed but gone when read (a `pulumi stack rm` since the listing): removed, as the
+ * next listing would have it, with a note. */
+static int stack_gone(st_ixpg *p, const char *qname, const ix_scope *sc,
+		      st_index_stats *stats, st_error *err)
+{
+	int gone = 0, rc = remove_here(p, qname, sc, &gone, err);
+	if (rc != ST_OK)
+		return rc;
+	stats->removed += (size_t)gone;
+	st_changes_add(p->notes, "%s: gone from the backend since it was listed (removed "
+		       "meanwhile): taken as removed", qname);
+	return ST_OK;
+}
+
 static int stack_failed(st_ixpg *p, const char *qname, st_index_stats *stats,
 			st_problems *failures, const char *rule, const char *msg, st_error *err)
 {
@@ -408,9 +442,11 @@ static int stack_failed(st_ixpg *p, const char *qname, st_index_stats *stats,
 	return remove_stack(p, qname, NULL, NULL, err);
 }
 
-/* Is the object the index knows unchanged (same place, size and tag)? */
-static int known_unchanged(st_ixpg *p, const char *qname, const objinfo *oi, char osha[65],
-			   long long *osize, int *same, st_error *err)
+/* Is the object the index knows unchanged (same place, size and tag)? *other (new, else NULL)
+ * gets the place of another backend's stack of this name (out of `sc`) that the index holds. */
+static int known_unchanged(st_ixpg *p, const char *qname, const objinfo *oi,
+			   const ix_scope *sc, char osha[65], long long *osize, int *same,
+			   char **other, st_error *err)
 {
 	const char *vals[1] = {qname};
 	PGresult *r;
@@ -420,8 +456,13 @@ static int known_unchanged(st_ixpg *p, const char *qname, const objinfo *oi, cha
 	osha[0] = '\0';
 	*osize = -2;
 	*same = 0;
+	*other = NULL;
 	if (rc != ST_OK)
 		return rc;
+	if (PQntuples(r) && !PQgetisnull(r, 0, 3) && *PQgetvalue(r, 0, 3) &&
+	    strcmp(PQgetvalue(r, 0, 3), oi->path) && !st__ix_in_scope(sc, PQgetvalue(r, 0, 3)) &&
+	    !(*other = st_strdup(PQgetvalue(r, 0, 3))))
+		rc = st__err(err, ST_ENOMEM, "out of memory");
 	if (PQntuples(r) && !strcmp(PQgetvalue(r, 0, 3), oi->path)) {
 		const char *et = PQgetisnull(r, 0, 4) ? NULL : PQgetvalue(r, 0, 4);
 		*osize = atoll(PQgetvalue(r, 0, 0));
@@ -432,7 +473,7 @@ static int known_unchanged(st_ixpg *p, const char *qname, const objinfo *oi, cha
 				   : atoll(PQgetvalue(r, 0, 1)) == oi->mtime_ns);
 	}
 	PQclear(r);
-	return ST_OK;
+	return rc;
 }
 
 static int reindex(st_ixpg *p, const char *qname, const objinfo *oi, char *data, size_t len,
@@ -470,10 +511,11 @@ static int reindex(st_ixpg *p, const char *qname, const objinfo *oi, char *data,
 
 /* One stack's object (`key` of `store`, described by `info`), unless unchanged. */
 static int update_one(st_ixpg *p, const char *qname, st_store *store, const char *key,
-		      const st_store_info *info, st_index_stats *stats, st_problems *failures,
-		      st_error *err)
+		      const st_store_info *info, const ix_scope *sc, st_index_stats *stats,
+		      st_problems *failures, st_error *err)
 {
 	char sha[65], osha[65], *where = st__ix_where(store, key), *data = NULL, msg[2600];
+	char *other = NULL;
 	size_t len = 0;
 	long long osize;
 	objinfo oi = {where, info->size, info->mtime_ns, info->etag, NULL};
@@ -483,14 +525,31 @@ static int update_one(st_ixpg *p, const char *qname, st_store *store, const char
 	st_error_clear(&lerr);
 	if (!where)
 		return st__err(err, ST_ENOMEM, "out of memory");
-	if ((rc = known_unchanged(p, qname, &oi, osha, &osize, &same, err)) != ST_OK || same) {
+	if ((rc = known_unchanged(p, qname, &oi, sc, osha, &osize, &same, &other, err)) != ST_OK ||
+	    same) {
 		if (rc == ST_OK)
 			stats->unchanged++;
+		goto out;
+	}
+	if (other) { /* another backend's stack of this name: refused, its rows kept */
+		char *m = st__ix_other_msg(qname, where, other);
+		rc = m ? st_problems_add(failures, ST_SEV_ERROR, "index/other-backend", "", NULL,
+					 "%s", m)
+		       : ST_ENOMEM;
+		free(m);
+		if (rc != ST_OK)
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+		else
+			stats->failed++;
 		goto out;
 	}
 	if ((rc = st_store_read(store, key, 0, &data, &len, NULL, &lerr)) != ST_OK) {
 		if (rc == ST_ENOMEM) {
 			rc = st__err_copy(err, &lerr);
+			goto out;
+		}
+		if (rc == ST_ENOTFOUND && sc->head) { /* a backend's stack removed meanwhile */
+			rc = stack_gone(p, qname, sc, stats, err);
 			goto out;
 		}
 		snprintf(msg, sizeof(msg), "%s: %s; its rows were removed from the index", qname,
@@ -516,11 +575,13 @@ static int update_one(st_ixpg *p, const char *qname, st_store *store, const char
 out:
 	free(data);
 	free(where);
+	free(other);
 	return rc;
 }
 
 static int update_entry(st_ixpg *p, st_backend *b, const st_stack_info *info, const char *path,
-			st_index_stats *stats, st_problems *failures, st_error *err)
+			const ix_scope *sc, st_index_stats *stats, st_problems *failures,
+			st_error *err)
 {
 	st_store *fs = NULL;
 	st_store_info si;
@@ -532,14 +593,14 @@ static int update_entry(st_ixpg *p, st_backend *b, const st_stack_info *info, co
 		si.size = info->size;
 		si.mtime_ns = info->mtime_ns;
 		memcpy(si.etag, info->etag, sizeof(si.etag));
-		return update_one(p, info->qname, st_backend_store(b), info->key, &si, stats,
+		return update_one(p, info->qname, st_backend_store(b), info->key, &si, sc, stats,
 				  failures, err);
 	}
 	st_error_clear(&lerr);
 	if ((rc = st_store_open_file(&fs, &key, path, &lerr)) == ST_OK)
 		rc = st_store_stat(fs, key, &si, &lerr);
 	if (rc == ST_OK)
-		rc = update_one(p, path, fs, key, &si, stats, failures, err);
+		rc = update_one(p, path, fs, key, &si, sc, stats, failures, err);
 	else if (rc == ST_ENOMEM)
 		rc = st__err_copy(err, &lerr);
 	else {
@@ -552,30 +613,26 @@ static int update_entry(st_ixpg *p, st_backend *b, const st_stack_info *info, co
 	return rc;
 }
 
-/* Drops the stacks of `store` (NULL: any stack) not in `keep`, each only if no one indexed
- * it since it was listed here (its row's version, xmin, is the one listed). */
-static int prune(st_ixpg *p, const st_store *store, st_strmap *keep, st_index_stats *stats,
+/* Drops the stacks of the updating backend (sc; files: any stack) not in `keep`, each only if
+ * no one indexed it since it was listed here (its row's version, xmin, is the one listed). */
+static int prune(st_ixpg *p, const ix_scope *sc, st_strmap *keep, st_index_stats *stats,
 		 st_error *err)
 {
 	PGresult *r;
-	ix_scope sc;
 	int rc;
 
-	if (st__ix_scope_init(&sc, store) != ST_OK)
-		return st__err(err, ST_ENOMEM, "out of memory");
 	rc = q(p, "SELECT qname, xmin::text, path FROM stacks", 0, NULL, &r,
 	       "cannot list the stacks", err);
 	for (int i = 0; rc == ST_OK && i < PQntuples(r); i++) {
 		int gone = 0;
 		if (st_strmap_get(keep, PQgetvalue(r, i, 0)) ||
-		    !st__ix_in_scope(&sc, PQgetisnull(r, i, 2) ? NULL : PQgetvalue(r, i, 2)))
+		    !st__ix_in_scope(sc, PQgetisnull(r, i, 2) ? NULL : PQgetvalue(r, i, 2)))
 			continue;
 		rc = remove_stack(p, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), &gone, err);
 		stats->removed += (size_t)gone;
 	}
 	if (rc == ST_OK || r)
 		PQclear(r);
-	st__ix_scope_free(&sc);
 	return rc;
 }
 
@@ -587,12 +644,17 @@ static int update_many(st_ixpg *p, st_backend *b, const st_stack_info *infos,
 	st_index_stats local = {0};
 	st_problems nowhere = {0};
 	st_strmap keep;
+	ix_scope sc;
 	int created, rc = writable(p, err);
 
 	if (!stats)
 		stats = &local;
 	memset(stats, 0, sizeof(*stats));
 	st_strmap_init(&keep);
+	/* what this update may drop, and whose stacks are another backend's: a backend's, every
+	 * stack for files */
+	if (st__ix_scope_init(&sc, b ? st_backend_store(b) : NULL) != ST_OK && rc == ST_OK)
+		rc = st__err(err, ST_ENOMEM, "out of memory");
 	stats->stacks = n;
 	for (size_t i = 0; i < n && rc == ST_OK; i++) {
 		const char *qname = infos ? infos[i].qname : paths[i];
@@ -600,13 +662,14 @@ static int update_many(st_ixpg *p, st_backend *b, const st_stack_info *infos,
 			rc = st__err(err, ST_ENOMEM, "out of memory");
 			break;
 		}
-		rc = update_entry(p, b, infos ? &infos[i] : NULL, infos ? NULL : paths[i], stats,
-				  failures ? failures : &nowhere, err);
+		rc = update_entry(p, b, infos ? &infos[i] : NULL, infos ? NULL : paths[i], &sc,
+				  stats, failures ? failures : &nowhere, err);
 		if (rc == ST_OK && progress)
 			progress(pctx, i + 1, n, stats->resources);
 	}
 	if (rc == ST_OK && do_prune)
-		rc = prune(p, b ? st_backend_store(b) : NULL, &keep, stats, err);
+		rc = prune(p, &sc, &keep, stats, err);
+	st__ix_scope_free(&sc);
 	st_strmap_free(&keep);
 	st_problems_clear(&nowhere);
 	return rc;
@@ -635,12 +698,18 @@ int st__ixpg_update_one(st_ixpg *p, st_backend *b, const char *qname, const st_s
 			st_index_stats *stats, st_problems *failures, st_error *err)
 {
 	int gone = 0, rc;
+	ix_scope sc;
 
 	if (info)
 		return update_many(p, b, info, NULL, 1, 0, NULL, NULL, stats, failures, err);
-	if ((rc = writable(p, err)) == ST_OK &&
-	    (rc = remove_stack(p, qname, NULL, &gone, err)) == ST_OK && stats)
+	if ((rc = writable(p, err)) != ST_OK)
+		return rc;
+	if (st__ix_scope_init(&sc, st_backend_store(b)) != ST_OK)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	/* only this backend's: another's stack of this name is not this one's to drop */
+	if ((rc = remove_here(p, qname, &sc, &gone, err)) == ST_OK && stats)
 		stats->removed += (size_t)gone;
+	st__ix_scope_free(&sc);
 	return rc;
 }
 

@@ -11,6 +11,7 @@
 struct st_ixpg {
 	st_pgc c;
 	int readonly;
+	st_changes *notes; /* borrowed from st_index_open: what an update notes */
 };
 
 /* A statement with text parameters on the index's connection (made when needed); *out (may

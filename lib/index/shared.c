@@ -697,6 +697,32 @@ int st__ix_scope_init(ix_scope *sc, const st_store *store)
 	return cut_at_mark(sc, st__ix_where(store, ".pulumi/\001"));
 }
 
+int st__ix_scope_backend(ix_scope *sc, st_backend *b)
+{
+	size_t n;
+	sc->head = sc->tail = NULL;
+	if (st_backend_store(b))
+		return st__ix_scope_init(sc, st_backend_store(b));
+	/* Pulumi Cloud: its places are "URL/ORG/PROJECT/STACK" (the URL without a trailing '/') */
+	if (!(sc->head = st_asprintf("%s/", st_backend_url(b))) || !(sc->tail = st_strdup(""))) {
+		st__ix_scope_free(sc);
+		return ST_ENOMEM;
+	}
+	for (n = strlen(sc->head); n > 1 && sc->head[n - 2] == '/'; n--)
+		sc->head[n - 1] = '\0';
+	return ST_OK;
+}
+
+char *st__ix_other_msg(const char *qname, const char *where, const char *other)
+{
+	return st_asprintf("%s: the index holds a stack of this name from another backend ('%s'), "
+			   "and one index keeps one stack of a name: '%s' was not indexed and "
+			   "the other's rows were left as they are (give this backend its own "
+			   "--db; if the other backend no longer has the stack, update the index "
+			   "from it first)",
+			   qname, other, where);
+}
+
 int st__ix_place_init(ix_scope *sc, const st_store *store, const char *cwd)
 {
 	/* the key "\001" (no stack's): one segment, as every key's are, joined and cleaned up

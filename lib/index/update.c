@@ -438,6 +438,9 @@ typedef struct prep {
 	char sha[65];
 	st_store_info info;
 	int same;        /* the same bytes as the index holds: nothing parsed */
+	int gone;        /* the object was gone when read (removed since the listing) */
+	const char *other; /* another backend's stack of this name is indexed there (borrowed):
+			    * not read, refused */
 	st_state *s;     /* new */
 } prep;
 
@@ -445,7 +448,10 @@ static void prep_read(st_store *store, prep *p)
 {
 	char *data = NULL;
 	st_error_clear(&p->lerr);
+	if (p->other)
+		return;
 	p->rc = st_store_read(store, p->in->key, 0, &data, &p->len, &p->info, &p->lerr);
+	p->gone = p->rc == ST_ENOTFOUND;
 	if (p->rc == ST_OK) {
 		st_sha256_hex(data, p->len, p->sha);
 		p->same = p->k && p->k->size == (long long)p->len && !strcmp(p->k->sha, p->sha);
@@ -462,6 +468,35 @@ static void prep_free(prep *p)
 	memset(p, 0, sizeof(*p));
 }
 
+/* A stack listed but gone when read (a `pulumi stack rm` since the listing): removed, as the
+ * next listing would have it, with a note. */
+static int stack_gone(st_index *ix, const char *qname, st_index_stats *stats, st_error *err)
+{
+	sqlite3_int64 sid = stack_id(ix, qname);
+	int rc = sid > 0 ? remove_stack(ix, qname, err) : ST_OK;
+	if (rc != ST_OK)
+		return rc;
+	stats->removed += sid > 0;
+	st_changes_add(ix->notes, "%s: gone from the backend since it was listed (removed "
+		       "meanwhile): taken as removed", qname);
+	return ST_OK;
+}
+
+/* Another backend's stack of this name is in the index: a failure, its rows untouched. */
+static int stack_other(const char *qname, const char *where, const char *other,
+		       st_index_stats *stats, st_problems *failures, st_error *err)
+{
+	char *msg = st__ix_other_msg(qname, where, other);
+	int rc = msg ? st_problems_add(failures, ST_SEV_ERROR, "index/other-backend", "", NULL,
+				       "%s", msg)
+		     : ST_ENOMEM;
+	free(msg);
+	if (rc != ST_OK)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	stats->failed++;
+	return ST_OK;
+}
+
 /* A read stack into the index: the same bytes only update what the index knows of it, else
  * its rows are written (or its failure recorded). */
 static int prep_apply(st_index *ix, prep *p, st_index_stats *stats, st_problems *failures,
@@ -470,6 +505,10 @@ static int prep_apply(st_index *ix, prep *p, st_index_stats *stats, st_problems 
 	const st_stack_info *in = p->in;
 	int rc;
 
+	if (p->other)
+		return stack_other(in->qname, p->where, p->other, stats, failures, err);
+	if (p->gone)
+		return stack_gone(ix, in->qname, stats, err);
 	if (p->rc == ST_OK && p->same) {
 		sqlite3_stmt *t = stmt(ix, S_TOUCH);
 		if ((rc = will_write(ix, err)) != ST_OK)
@@ -502,6 +541,8 @@ static int listed_same(st_store *store, const st_stack_info *in, known_set *ks, 
 	if (!(p->where = st__ix_where_at(store, in->key, cwd)))
 		return -1;
 	p->k = st__ixs_known_of(ks, in->qname, p->where);
+	if (!p->k)
+		p->other = st__ixs_known_other(ks, in->qname, p->where);
 	if (same_listing(p->k, in)) {
 		free(p->where);
 		p->where = NULL;
@@ -695,9 +736,18 @@ static int update_one_cloud(st_index *ix, st_backend *b, const st_stack_info *in
 
 	st_error_clear(&lerr);
 	rc = st__backend_export(b, in->qname, 0, &data, &len, &where, &lerr);
+	if (rc == ST_ENOTFOUND) { /* deleted since the listing */
+		rc = stack_gone(ix, in->qname, stats, err);
+		goto out;
+	}
 	if (rc == ST_OK) {
+		const char *other;
 		st_sha256_hex(data, len, sha);
 		k = st__ixs_known_of(ks, in->qname, where);
+		if (!k && (other = st__ixs_known_other(ks, in->qname, where))) {
+			rc = stack_other(in->qname, where, other, stats, failures, err);
+			goto out;
+		}
 		if (k && k->size == (long long)len && !strcmp(k->sha, sha)) {
 			stats->unchanged++;
 			goto out;
@@ -749,23 +799,19 @@ static int update_file(st_index *ix, const char *path, known_set *ks, st_index_s
 
 /* ---- many stacks ---- */
 
-/* Drops the stacks of `store` (NULL: any stack) the listing did not name. */
-static int prune(st_index *ix, const st_store *store, known_set *ks, st_index_stats *stats,
-		 st_error *err)
+/* Drops the stacks of the updating backend (ks->scope; files: any stack) the listing did not
+ * name. */
+static int prune(st_index *ix, known_set *ks, st_index_stats *stats, st_error *err)
 {
-	ix_scope sc;
 	int rc = ST_OK;
 
-	if (st__ix_scope_init(&sc, store) != ST_OK)
-		return st__err(err, ST_ENOMEM, "out of memory");
 	for (size_t i = 0; i < ks->n && rc == ST_OK; i++) {
 		const known *k = &ks->v[i];
-		if (k->listed || !st__ix_in_scope(&sc, k->path[0] ? k->path : NULL))
+		if (k->listed || !st__ix_in_scope(&ks->scope, k->path[0] ? k->path : NULL))
 			continue;
 		if ((rc = remove_stack(ix, k->qname, err)) == ST_OK)
 			stats->removed++;
 	}
-	st__ix_scope_free(&sc);
 	return rc;
 }
 
@@ -783,6 +829,13 @@ static int update_pass(st_index *ix, const st_stack_info *infos, st_store *store
 	stats->stacks = n;
 	if ((rc = st__ixs_known_load(ix, &ks, err)) != ST_OK)
 		goto out;
+	/* what this update may drop, and whose stacks are another backend's: a backend's (also
+	 * one listing no stack), every stack for files */
+	if ((cloud ? st__ix_scope_backend(&ks.scope, cloud) : st__ix_scope_init(&ks.scope, store)) !=
+	    ST_OK) {
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+		goto out;
+	}
 	ix->batch = 1;
 	if (infos && !cloud)
 		rc = update_store_stacks(ix, store, infos, n, &ks, progress, pctx, stats, failures,
@@ -801,7 +854,7 @@ static int update_pass(st_index *ix, const st_stack_info *infos, st_store *store
 			progress(pctx, i + 1, n, stats->resources);
 	}
 	if (rc == ST_OK && do_prune)
-		rc = prune(ix, infos ? store : NULL, &ks, stats, err);
+		rc = prune(ix, &ks, stats, err);
 	if (rc == ST_OK && ix->bulk && (rc = will_write(ix, err)) == ST_OK)
 		rc = st__ixs_bulk_end(ix, err);
 	ix->bulk = 0;
@@ -874,6 +927,31 @@ int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn pr
 	return rc;
 }
 
+/* Is the stack `qname` the index holds (if any) one of `store`'s? 1, 0 (another backend's), or
+ * -1 when the index cannot be read or out of memory. */
+static int held_here(st_index *ix, const st_store *store, const char *qname)
+{
+	sqlite3_stmt *st;
+	ix_scope sc;
+	int r = 1, src;
+
+	if (sqlite3_prepare_v2(ix->db, "SELECT path FROM stacks WHERE qname=?", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return -1;
+	bind_text(st, 1, qname);
+	if ((src = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+		if (st__ix_scope_init(&sc, store) != ST_OK)
+			r = -1;
+		else
+			r = st__ix_in_scope(&sc, (const char *)sqlite3_column_text(st, 0));
+		st__ix_scope_free(&sc);
+	} else if (src != SQLITE_ROW && src != SQLITE_DONE) {
+		r = -1;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
 int st_index_update_stack(st_index *ix, st_backend *b, const char *qname,
 			  st_index_stats *stats, st_problems *failures, st_error *err)
 {
@@ -917,10 +995,14 @@ int st_index_update_stack(st_index *ix, st_backend *b, const char *qname,
 	} else if (rc == ST_OK && exists) {
 		rc = update_many(ix, &in, store, NULL, NULL, 1, 0, NULL, NULL, stats, failures, err);
 	} else if (rc == ST_OK) {
+		int here = held_here(ix, store, qname);
 		stats->stacks = 1;
-		if ((rc = remove_stack(ix, qname, err)) == IX_REBUILT)
+		/* another backend's stack of this name is not this one's to drop */
+		if (here < 0)
+			rc = sql_err(ix, err, "cannot read the index");
+		else if (here && (rc = remove_stack(ix, qname, err)) == IX_REBUILT)
 			rc = ST_OK; /* a new index holds nothing of it */
-		if (rc == ST_OK)
+		if (rc == ST_OK && here)
 			stats->removed++;
 	}
 	free(key);
