@@ -130,7 +130,7 @@ typedef struct st_hooks {
 	/* Step `step` of a durable write `op` is reached: "write" 1 (the new content written),
 	 * 2 (synced), 3 (the previous one kept as backup), 4 (the new one in place); "pair" 1 to
 	 * 7 (st_journal_write_pair); "index" 1 (an index update about to commit), 2 (a new index made, not yet in
-	 * place); "bak" 1 (a local file's backup linked under its temporary name, not yet
+	 * place), 3 (st_index_update_backend: the backend listed, no stack read yet); "bak" 1 (a local file's backup linked under its temporary name, not yet
 	 * renamed over the .bak). For crash
 	 * tests: the callback may end the process there (the library never does); when it
 	 * returns, the write goes on. */

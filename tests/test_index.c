@@ -316,6 +316,57 @@ static void test_stale(void **unused)
 	tu_rmdir(dir);
 }
 
+/* Removes the file ctx names once the backend is listed (a `pulumi stack rm` then). */
+static void rm_after_listing(void *ctx, const char *op, int step)
+{
+	if (!strcmp(op, "index") && step == 3)
+		assert_int_equal(unlink(ctx), 0);
+}
+
+/* A stack listed and then gone before it is read is taken as removed, with a note: not a
+ * failure (audit28 D8). */
+static void test_gone_after_listing(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir(), db[512], gone[512], *got;
+	st_backend *b = NULL;
+	st_index *ix = NULL;
+	st_index_stats stats;
+	st_problems failures = {0};
+	st_changes notes = {0};
+	st_hooks h = ST_HOOKS_INIT;
+
+	make_backend(dir, 3, -1);
+	snprintf(db, sizeof db, "%s/ix.sqlite", dir);
+	snprintf(gone, sizeof gone, "%s/.pulumi/stacks/p/s1.json", dir);
+	assert_int_equal(st_backend_open(&b, dir, NULL), ST_OK);
+	assert_int_equal(st_index_open(&ix, db, 0, &notes, NULL), ST_OK);
+	assert_int_equal(st_index_update_backend(ix, b, NULL, NULL, &stats, NULL, NULL), ST_OK);
+	assert_int_equal(stats.parsed, 3);
+	set_mtime(gone, 1000000000, 0); /* changed since: it is read */
+	h.step = rm_after_listing;
+	h.ctx = gone;
+	assert_int_equal(st_set_hooks(&h, NULL), ST_OK);
+	int rc = st_index_update_backend(ix, b, NULL, NULL, &stats, &failures, NULL);
+	st_set_hooks(NULL, NULL);
+	assert_int_equal(rc, ST_OK);
+	assert_int_equal(failures.count, 0);
+	assert_int_equal(stats.stacks, 3);
+	assert_int_equal(stats.removed, 1);
+	assert_int_equal(stats.failed, 0);
+	assert_int_equal(stats.unchanged, 2);
+	assert_int_equal(notes.count, 1);
+	assert_string_equal(notes.lines[0], "organization/p/s1: gone from the backend since it was "
+			    "listed (removed meanwhile): taken as removed");
+	got = stale_list(ix, b);
+	assert_string_equal(got, ""); /* the index is the backend */
+	free(got);
+	st_changes_clear(&notes);
+	st_index_close(ix);
+	st_backend_free(b);
+	tu_rmdir(dir);
+}
+
 /* Ends the process at the 250th stack about to be committed (the first batch of 200 is). */
 static void kill_at_250(void *ctx, const char *op, int step)
 {
@@ -386,15 +437,20 @@ static void test_first_build(void **unused)
 	snprintf(db1, sizeof db1, "%s/bulk.sqlite", dir);
 	snprintf(db2, sizeof db2, "%s/inc.sqlite", dir);
 	bulk = index_with(dir, db1, 0, &s1, &f1);
-	/* the other: one stack alone first */
-	char *other = tu_tmpdir();
-	make_backend(other, 1, -1);
-	free(index_with(other, db2, 0, &s2, &f2));
-	tu_rmdir(other);
+	/* the other: one stack alone first (two backends never share a stack's name) */
+	st_backend *b = NULL;
+	st_index *ix1 = NULL;
+	assert_int_equal(st_backend_open(&b, dir, NULL), ST_OK);
+	assert_int_equal(st_index_open(&ix1, db2, 0, NULL, NULL), ST_OK);
+	assert_int_equal(st_index_update_stack(ix1, b, "organization/p/s0", &s2, NULL, NULL), ST_OK);
+	assert_int_equal(s2.parsed, 1);
+	st_index_close(ix1);
+	st_backend_free(b);
 	inc = index_with(dir, db2, 0, &s2, &f2);
 	assert_int_equal(s1.parsed, 299);
-	assert_int_equal(s2.parsed, 299);
-	assert_int_equal(s2.removed, 0); /* s0 indexed again (another place): not removed */
+	assert_int_equal(s2.parsed, 298);
+	assert_int_equal(s2.unchanged, 1); /* s0, indexed first */
+	assert_int_equal(s2.removed, 0);
 	assert_string_equal(bulk, inc);
 	assert_non_null(strstr(bulk, "aws:s3/bucket:Bucket,bucket-0,100\n"));
 	o1 = objects(db1);
@@ -618,6 +674,7 @@ int main(void)
 		cmocka_unit_test(test_first_build),
 		cmocka_unit_test(test_place_cut),
 		cmocka_unit_test(test_stale),
+		cmocka_unit_test(test_gone_after_listing),
 		cmocka_unit_test(test_protected_plan),
 		cmocka_unit_test(test_flags_text),
 		cmocka_unit_test(test_rebuilt_failures),

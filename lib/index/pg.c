@@ -686,8 +686,8 @@ int st__ixpg_update_backend(st_ixpg *p, st_backend *b, st_index_progress_fn prog
 	if (rc == ST_OK && !st_backend_store(b))
 		rc = st__err(err, ST_EUNSUPPORTED, "backend '%s' keeps its stacks in no store: "
 						   "nothing to index", st_backend_url(b));
-	if (rc == ST_OK)
-		rc = st_backend_list(b, &infos, &n, err);
+	if (rc == ST_OK && (rc = st_backend_list(b, &infos, &n, err)) == ST_OK)
+		st__crash_point("index", 3);
 	if (rc == ST_OK)
 		rc = update_many(p, b, infos, NULL, n, 1, progress, pctx, stats, failures, err);
 	st_stack_infos_free(infos, n);

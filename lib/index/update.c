@@ -736,7 +736,8 @@ static int update_one_cloud(st_index *ix, st_backend *b, const st_stack_info *in
 
 	st_error_clear(&lerr);
 	rc = st__backend_export(b, in->qname, 0, &data, &len, &where, &lerr);
-	if (rc == ST_ENOTFOUND) { /* deleted since the listing */
+	if (rc == ST_ENOTFOUND) { /* deleted since the listing: removed here, not pruned too */
+		(void)st__ixs_known_of(ks, in->qname, "");
 		rc = stack_gone(ix, in->qname, stats, err);
 		goto out;
 	}
@@ -918,8 +919,8 @@ int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn pr
 	if (rc == ST_OK && !cloud && !st_backend_store(b))
 		rc = st__err(err, ST_EUNSUPPORTED, "backend '%s' keeps its stacks in no store: "
 						   "nothing to index", st_backend_url(b));
-	if (rc == ST_OK)
-		rc = st_backend_list(b, &infos, &n, err);
+	if (rc == ST_OK && (rc = st_backend_list(b, &infos, &n, err)) == ST_OK)
+		st__crash_point("index", 3);
 	if (rc == ST_OK)
 		rc = update_many(ix, infos, st_backend_store(b), cloud ? b : NULL, NULL, n, 1,
 				 progress, pctx, stats, failures, err);

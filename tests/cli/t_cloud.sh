@@ -324,5 +324,14 @@ run "index update: a stack the service fails on" st index update --backend "$U" 
 check_rc 1
 check_err_has "acme/web/prod: pulumi cloud: ExportStack 'acme/web/prod' on 127.0.0.1:${U##*:} failed: HTTP 500 [500] Internal Server Error (4 attempts)"
 : >"$S/faults"
+# listed, then deleted before its export is read (404): taken as removed, not a failure
+run "index update after the stack is indexed again" st index update --backend "$U" --db "$T/ix.sqlite"
+check_rc 0; check_out_has "1 indexed"
+printf 'GET /api/stacks/acme/web/prod/export 404 -1\n' >"$S/faults"
+run "index update: a stack deleted between the listing and its export" st index update --backend "$U" --db "$T/ix.sqlite"
+check_rc 0
+check_out "$T/ix.sqlite: 2 stacks: 0 indexed (0 resources), 1 unchanged, 1 removed, 0 failed"
+check_err "statetool: warning: acme/web/prod: gone from the backend since it was listed (removed meanwhile): taken as removed"
+: >"$S/faults"
 
 finish

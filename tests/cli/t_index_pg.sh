@@ -2,8 +2,9 @@
 # The index in PostgreSQL (`--db postgres://...`), on the test servers' PostgreSQL
 # (tests/servers/ctl start postgres): every query option, output format and --sql statement gives
 # the same bytes as on SQLite for the same backend; a statement that writes is refused on both;
-# several updaters at once over overlapping backends (and one killed mid-run) never corrupt the
-# index or lose a stack; a reader never sees a half-written stack; a no-change update reads no
+# several updaters at once over backends sharing the index (and one killed mid-run) never corrupt
+# the index or lose a stack; a stack of a name another backend's stack has in the index is refused
+# and a removal touches only the updating backend's stacks (both engines); a reader never sees a half-written stack; a no-change update reads no
 # stack. Each run works in a schema of its own (search_path), dropped at the end. Without the
 # server the script skips with a message; with $CI set that is a failure.
 . "$(dirname "$0")/lib.sh"
@@ -300,14 +301,14 @@ run "query --help" st query --help
 check_rc 0; check_out_has "--db PATH|URL"; check_out_has "returns no rows (BEGIN, COMMIT, SET, COPY...)"
 check_out_has "is checked before it runs: a function that acts on the server"; check_out_has "json_agg... run); it stops after 60 s (statement_timeout; sooner"
 
-# ---- several updaters at once, over overlapping backends, into an empty database ----
-# B1 and B2 share project `core` (other contents: different resource counts), so each update of
-# one takes core's stacks over from the other; B1 also has shop, B2 data.
+# ---- several updaters at once, two on each of two backends sharing the index, into an empty
+# database ----
+# B1 has shop and core, B2 data and ops (ops: other resource counts).
 B1=$T/b1
 B2=$T/b2
 mkbackend "$B1" 100 shop core
-mkbackend "$B2" 200 data core
-for s in dev stage prod eu; do "$T/gen" 55 $((300 + ${#s})) --checkpoint --stack $s --project core >"$B2/.pulumi/stacks/core/$s.json"; done
+mkbackend "$B2" 200 data ops
+for s in dev stage prod eu; do "$T/gen" 55 $((300 + ${#s})) --checkpoint --stack $s --project ops >"$B2/.pulumi/stacks/ops/$s.json"; done
 # consistent: every stack's rows are whole (as many resources as its row says and as its file
 # at its recorded place holds); prints the stacks that are not
 consistent() { # DB
@@ -391,4 +392,37 @@ check_rc 0; check_out_has "1 removed"
 run "the other backend's stacks stay on sqlite" st query --db "$T/c.sqlite" --csv --sql "SELECT count(*) AS n FROM stacks WHERE project = 'data'"
 check_out "n
 4"
+
+# ---- a third backend with stacks of the names B1's have (core/*): one index keeps one stack
+# of a name, so B3's are refused and B1's rows kept; a removal in B3 never drops B1's ----
+B3=$T/b3
+mkbackend "$B3" 300 core
+paths_core() { "$STATETOOL" query --db "$1" --csv --sql "SELECT qname, path, resources FROM stacks WHERE project = 'core' ORDER BY qname"; }
+for db in "$PGC" "$T/c.sqlite"; do
+	case $db in postgres*) e=postgres ;; *) e=sqlite ;; esac
+	paths_core "$db" >"$T/core_before"
+	run "$e: another backend's stacks of the same names are refused" st index update --backend "$B3" --db "$db"
+	check_rc 1
+	check_out_has "4 stacks: 0 indexed (0 resources), 0 unchanged, 0 removed, 4 failed"
+	check_err_has "organization/core/dev: the index holds a stack of this name from another backend ('$B1/.pulumi/stacks/core/dev.json'), and one index keeps one stack of a name: '$B3/.pulumi/stacks/core/dev.json' was not indexed and the other's rows were left as they are (give this backend its own --db; if the other backend no longer has the stack, update the index from it first)"
+	run "$e: the first backend's rows are as they were" paths_core "$db"
+	check_same "$T/core_before" "$T/out"
+	grep -q "$B1/.pulumi/stacks/core/dev.json" "$T/core_before" || bad "core/dev is not B1's"
+done
+rm "$B3/.pulumi/stacks/core/dev.json"
+for db in "$PGC" "$T/c.sqlite"; do
+	case $db in postgres*) e=postgres ;; *) e=sqlite ;; esac
+	run "$e: a stack gone from B3 is not B1's to drop" st index update --backend "$B3" --db "$db"
+	check_rc 1; check_out_has "3 stacks: 0 indexed (0 resources), 0 unchanged, 0 removed, 3 failed"
+	run "$e: B1's core/dev stays" paths_core "$db"
+	check_same "$T/core_before" "$T/out"
+done
+rm -r "$B3/.pulumi/stacks/core"
+for db in "$PGC" "$T/c.sqlite"; do
+	case $db in postgres*) e=postgres ;; *) e=sqlite ;; esac
+	run "$e: a backend listing no stack drops none of another's" st index update --backend "$B3" --db "$db"
+	check_rc 0; check_out_has "0 stacks: 0 indexed (0 resources), 0 unchanged, 0 removed, 0 failed"
+	run "$e: B1's stacks stay" paths_core "$db"
+	check_same "$T/core_before" "$T/out"
+done
 finish
