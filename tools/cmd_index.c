@@ -23,6 +23,8 @@ static const char help_index[] =
 	"secret, never a secret's value. An index of another schema version is rebuilt; before\n"
 	"its first write an update checks every page of an SQLite index, and a damaged file is\n"
 	"moved aside (PATH.corrupt) and rebuilt (an update that writes nothing does not check).\n"
+	"An index that cannot be written (a read-only file system) is not damaged: an update\n"
+	"there fails with the reason; queries read it.\n"
 	"\n"
 	"Options:\n"
 	"  --backend URL   the backend (file://PATH or PATH, s3://, azblob://, postgres://,\n"

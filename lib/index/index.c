@@ -106,6 +106,67 @@ static int healthy(st_index *ix, int thorough)
 	return ok;
 }
 
+/* Why the index cannot be written where it is (its directory, or the file, is not writable: a
+ * read-only file system, a directory without write permission): errno, 0 when it can. */
+static int unwritable(const char *path)
+{
+	char *dir = st_path_dirname(path);
+	int e = 0;
+	if (dir && access(dir, W_OK) != 0)
+		e = errno;
+	else if (access(path, W_OK) != 0 && errno != ENOENT)
+		e = errno;
+	free(dir);
+	return e;
+}
+
+/* A WAL-mode index read where its -shm cannot be made (SQLite needs it even to read): opened
+ * again as immutable, read as the file is, when it has no write-ahead log (every update's
+ * last connection checkpoints and removes it); one with a log cannot be read without its
+ * -shm, and says so. ST_OK (ix->db the new connection) or the error. Never "damaged". */
+static int open_immutable(st_index *ix, int why, st_error *err)
+{
+	struct stat sb;
+	char *wal = st_asprintf("%s-wal", ix->path);
+	st_buf uri;
+	int rc;
+
+	if (!wal)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	rc = stat(wal, &sb) == 0 && sb.st_size > 0;
+	free(wal);
+	if (rc)
+		return st__err(err, ST_EIO, "cannot read the index '%s': its directory cannot be "
+			       "written (%s) and it has a write-ahead log ('%s-wal'), which SQLite "
+			       "reads only with a '%s-shm' file it makes there: run the query where "
+			       "the index can be written", ix->path, strerror(why), ix->path,
+			       ix->path);
+	/* file:PATH?immutable=1, the path percent-encoded where a URI needs it */
+	st_buf_init(&uri);
+	st_buf_adds(&uri, "file:");
+	for (const char *c = ix->path; *c; c++) {
+		if (*c == '?' || *c == '#' || *c == '%' || (unsigned char)*c < 0x20)
+			st_buf_printf(&uri, "%%%02X", (unsigned char)*c);
+		else
+			st_buf_addc(&uri, *c);
+	}
+	st_buf_adds(&uri, "?immutable=1");
+	char *u = st_buf_take(&uri, NULL);
+	sqlite3_close(ix->db);
+	ix->db = NULL;
+	if (!u)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	if (sqlite3_open_v2(u, &ix->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI |
+			    SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
+		rc = st__err(err, ST_EIO, "cannot open the index '%s' read-only: %s", ix->path,
+			     ix->db ? sqlite3_errmsg(ix->db) : "out of memory");
+		sqlite3_close(ix->db);
+		ix->db = NULL;
+	}
+	free(u);
+	return rc;
+}
+
 static int busy(const st_index *ix, st_error *err)
 {
 	return st__err(err, ST_ELOCKED, "the index '%s' is held by another program (SQLite: "
@@ -356,6 +417,18 @@ int st_index_open(st_index **out, const char *path, int readonly, st_changes *no
 	ix->notes = notes;
 	if ((rc = healthy(ix, 0)) < 0) {
 		rc = busy(ix, err);
+		goto fail;
+	}
+	int why = rc && readonly ? 0 : unwritable(path);
+	if (!rc && readonly && why) {
+		/* not damage: SQLite could not make the -shm a WAL-mode read needs */
+		if ((rc = open_immutable(ix, why, err)) != ST_OK)
+			goto fail;
+		rc = healthy(ix, 0);
+	}
+	if (!readonly && why) { /* every update writes (its schema's version at least) */
+		rc = st__err(err, ST_EIO, "cannot update the index '%s': %s (its directory or the "
+			     "file cannot be written); nothing was changed", path, strerror(why));
 		goto fail;
 	}
 	if (!rc) {
