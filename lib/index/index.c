@@ -56,17 +56,24 @@ int st__ixs_writable(const st_index *ix, st_error *err)
 	return st__err(err, ST_EREFUSED, "the index '%s' is open read-only", st_index_name(ix));
 }
 
-static int schema_version(st_index *ix)
+/* meta's value of `key` as a number, -1 when it has none. */
+static int meta_int(st_index *ix, const char *key)
 {
 	sqlite3_stmt *st;
 	int v = -1;
-	if (sqlite3_prepare_v2(ix->db, "SELECT value FROM meta WHERE key='schema_version'", -1,
-			       &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(ix->db, "SELECT value FROM meta WHERE key=?", -1, &st, NULL) !=
+	    SQLITE_OK)
 		return -1;
-	if (sqlite3_step(st) == SQLITE_ROW)
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
 		v = atoi((const char *)sqlite3_column_text(st, 0));
 	sqlite3_finalize(st);
 	return v;
+}
+
+static int schema_version(st_index *ix)
+{
+	return meta_int(ix, "schema_version");
 }
 
 static int open_db(st_index *ix, st_error *err)
@@ -209,21 +216,26 @@ static int init_schema(st_index *ix, st_changes *notes, st_error *err)
 		 "PRAGMA wal_autocheckpoint=16384;",
 	     NULL);
 	int v = schema_version(ix);
+	char mark[80] = "";
 	if (v != -1 && v != ST_INDEX_SCHEMA_VERSION) {
 		drop_all(ix);
 		st_changes_add(notes, "the index had schema version %d; rebuilt as version %d", v,
 			       ST_INDEX_SCHEMA_VERSION);
+		/* readers are told until an update of every stack ends (update.c) */
+		snprintf(mark, sizeof(mark), "INSERT OR REPLACE INTO meta VALUES ('" IX_REBUILDING
+			 "', '%d');", v);
 	}
 	/* tables and version in one transaction: an update killed here leaves no tables */
 	char *schema = st__ix_schema_sql(0);
 	char *sql = schema ? st_asprintf("BEGIN IMMEDIATE;%s"
 					 "INSERT OR REPLACE INTO meta VALUES ('schema_version', '%d');"
-					 "INSERT OR REPLACE INTO meta VALUES ('statetool', '%s');COMMIT;",
-					 schema, ST_INDEX_SCHEMA_VERSION, ST_VERSION)
+					 "INSERT OR REPLACE INTO meta VALUES ('statetool', '%s');%sCOMMIT;",
+					 schema, ST_INDEX_SCHEMA_VERSION, ST_VERSION, mark)
 			   : NULL;
 	rc = sql ? exec(ix, sql, err) : st__err(err, ST_ENOMEM, "out of memory");
 	free(schema);
 	free(sql);
+	ix->rebuilding = rc == ST_OK && meta_int(ix, IX_REBUILDING) != -1;
 	if (rc)
 		exec(ix, "ROLLBACK;", NULL);
 	/* a first build was killed before its end: its indexes and counts made now */
@@ -457,6 +469,10 @@ int st_index_open(st_index **out, const char *path, int readonly, st_changes *no
 			rc = st__err(err, ST_EVERSION, "the index '%s' has schema version %d, not %d; "
 				     "run `statetool index update` to rebuild it", path, v,
 				     ST_INDEX_SCHEMA_VERSION);
+			goto fail;
+		}
+		if ((v = meta_int(ix, IX_REBUILDING)) != -1) {
+			rc = st__ix_rebuilding(err, path, v);
 			goto fail;
 		}
 	}

@@ -98,6 +98,13 @@ int st__ix_place_init(ix_scope *sc, const st_store *store, const char *cwd);
 /* Is `path` the place of `key` (st__ix_place_init's cut)? */
 int st__ix_place_is(const ix_scope *sc, const char *path, const char *key);
 
+/* meta's key while an index of another schema version is rebuilt (its value: that version),
+ * from the rebuild's schema transaction until an update of every stack (a backend's or files,
+ * not st_index_update_stack's one) ends: a reader is told, never shown a nearly empty index. */
+#define IX_REBUILDING "rebuilding_from"
+/* The error a read-only open gives then (ST_EVERSION). */
+int st__ix_rebuilding(st_error *err, const char *name, int from);
+
 /* What --sql says, on both engines, of a statement that returns no rows (BEGIN, COMMIT, SET,
  * PRAGMA x = y, ...) or copies (COPY): they change a session or a transaction, not data, but
  * only queries are run. */
@@ -123,6 +130,7 @@ struct st_index {
 	int sound;         /* a new file, or PRAGMA quick_check passed */
 	int batch;         /* in an update's batch transaction: each stack is a savepoint */
 	int bulk;          /* a first build: indexes and counts made at its end (update.c) */
+	int rebuilding;    /* meta has IX_REBUILDING: a full update's end removes it */
 	struct sqlite3_stmt *stmt[IXS_NSTMT];
 };
 

@@ -88,9 +88,11 @@ static void rollback(st_ixpg *p)
 
 /* ---- opening ---- */
 
-static int schema_version(st_ixpg *p, int *v, st_error *err)
+/* meta's value of `key` as a number (-1: none, or no meta table yet). */
+static int meta_int(st_ixpg *p, const char *key, int *v, st_error *err)
 {
 	PGresult *r;
+	const char *vals[1] = {key};
 	int rc = q(p, "SELECT to_regclass('meta') IS NOT NULL", 0, NULL, &r, "cannot read", err);
 	*v = -1;
 	if (rc != ST_OK)
@@ -99,13 +101,18 @@ static int schema_version(st_ixpg *p, int *v, st_error *err)
 	PQclear(r);
 	if (!there)
 		return ST_OK;
-	if ((rc = q(p, "SELECT value FROM meta WHERE key = 'schema_version'", 0, NULL, &r,
-		    "cannot read", err)) != ST_OK)
+	if ((rc = q(p, "SELECT value FROM meta WHERE key = $1", 1, vals, &r, "cannot read",
+		    err)) != ST_OK)
 		return rc;
 	if (PQntuples(r))
 		*v = atoi(PQgetvalue(r, 0, 0));
 	PQclear(r);
 	return ST_OK;
+}
+
+static int schema_version(st_ixpg *p, int *v, st_error *err)
+{
+	return meta_int(p, "schema_version", v, err);
 }
 
 /* Every table and view of any schema version in the index's schema (the first of the
@@ -133,9 +140,9 @@ static int drop_all(st_ixpg *p, st_error *err)
 /* The tables of this version, made once however many updaters start together. */
 static int init_schema(st_ixpg *p, st_changes *notes, st_error *err)
 {
-	char *schema = st__ix_schema_sql(1), vs[16];
-	const char *vals[2] = {vs, ST_VERSION};
-	int rc, v;
+	char *schema = st__ix_schema_sql(1), vs[16], fs[16];
+	const char *vals[2] = {vs, ST_VERSION}, *fv[1] = {fs};
+	int rc, v, from = -1;
 
 	if (!schema)
 		return st__err(err, ST_ENOMEM, "out of memory");
@@ -150,6 +157,7 @@ static int init_schema(st_ixpg *p, st_changes *notes, st_error *err)
 		rc = drop_all(p, err);
 		st_changes_add(notes, "the index had schema version %d; rebuilt as version %d", v,
 			       ST_INDEX_SCHEMA_VERSION);
+		from = v;
 	}
 	if (rc == ST_OK && v != ST_INDEX_SCHEMA_VERSION)
 		rc = q(p, schema, 0, NULL, NULL, "cannot create the tables", err);
@@ -157,6 +165,15 @@ static int init_schema(st_ixpg *p, st_changes *notes, st_error *err)
 		rc = q(p, "INSERT INTO meta VALUES ('schema_version', $1), ('statetool', $2) ON "
 			  "CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
 		       2, vals, NULL, "cannot record the version", err);
+	/* readers are told until an update of every stack ends (update_many) */
+	snprintf(fs, sizeof(fs), "%d", from);
+	if (rc == ST_OK && from != -1)
+		rc = q(p, "INSERT INTO meta VALUES ('" IX_REBUILDING "', $1) ON CONFLICT (key) DO "
+			  "UPDATE SET value = EXCLUDED.value", 1, fv, NULL, "cannot record the version",
+		       err);
+	if (rc == ST_OK)
+		rc = meta_int(p, IX_REBUILDING, &v, err);
+	p->rebuilding = rc == ST_OK && v != -1;
 	if (rc == ST_OK)
 		rc = q(p, "COMMIT", 0, NULL, NULL, "cannot commit", err);
 	else
@@ -197,6 +214,12 @@ int st__ixpg_open(st_ixpg **out, const char *url, int readonly, st_changes *note
 			rc = st__err(err, ST_EVERSION, "the index '%s' has schema version %d, not %d; "
 						       "run `statetool index update` to rebuild it",
 				     p->c.u.redacted, v, ST_INDEX_SCHEMA_VERSION);
+			goto fail;
+		}
+		if ((rc = meta_int(p, IX_REBUILDING, &v, err)) != ST_OK)
+			goto fail;
+		if (v != -1) {
+			rc = st__ix_rebuilding(err, p->c.u.redacted, v);
 			goto fail;
 		}
 	}
@@ -669,6 +692,11 @@ static int update_many(st_ixpg *p, st_backend *b, const st_stack_info *infos,
 	}
 	if (rc == ST_OK && do_prune)
 		rc = prune(p, &sc, &keep, stats, err);
+	/* every stack of a backend (or the files) written: a rebuild's end */
+	if (rc == ST_OK && p->rebuilding && (do_prune || !infos) &&
+	    (rc = q(p, "DELETE FROM meta WHERE key = '" IX_REBUILDING "'", 0, NULL, NULL,
+		    "cannot record the rebuild's end", err)) == ST_OK)
+		p->rebuilding = 0;
 	st__ix_scope_free(&sc);
 	st_strmap_free(&keep);
 	st_problems_clear(&nowhere);

@@ -12,6 +12,7 @@ struct st_ixpg {
 	st_pgc c;
 	int readonly;
 	st_changes *notes; /* borrowed from st_index_open: what an update notes */
+	int rebuilding;    /* meta has IX_REBUILDING: a full update's end removes it */
 };
 
 /* A statement with text parameters on the index's connection (made when needed); *out (may

@@ -713,6 +713,14 @@ int st__ix_scope_backend(ix_scope *sc, st_backend *b)
 	return ST_OK;
 }
 
+int st__ix_rebuilding(st_error *err, const char *name, int from)
+{
+	return st__err(err, ST_EVERSION, "the index '%s' is being rebuilt (it had schema version "
+		       "%d) and holds only the stacks written so far: query it when its update "
+		       "ends (if none is running, one was interrupted: run `statetool index "
+		       "update`)", name, from);
+}
+
 char *st__ix_other_msg(const char *qname, const char *where, const char *other)
 {
 	return st_asprintf("%s: the index holds a stack of this name from another backend ('%s'), "

@@ -858,6 +858,11 @@ static int update_pass(st_index *ix, const st_stack_info *infos, st_store *store
 		rc = prune(ix, &ks, stats, err);
 	if (rc == ST_OK && ix->bulk && (rc = will_write(ix, err)) == ST_OK)
 		rc = st__ixs_bulk_end(ix, err);
+	/* every stack of a backend (or the files) written: a rebuild's end */
+	if (rc == ST_OK && ix->rebuilding && (do_prune || !infos) &&
+	    (rc = will_write(ix, err)) == ST_OK &&
+	    (rc = exec(ix, "DELETE FROM meta WHERE key = '" IX_REBUILDING "'", err)) == ST_OK)
+		ix->rebuilding = 0;
 	ix->bulk = 0;
 	if (ix->batch == 2 && rc == ST_OK)
 		rc = exec(ix, "COMMIT", err);

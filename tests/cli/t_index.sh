@@ -404,6 +404,24 @@ else
 	skip_or_fail "read-only index" "a read-only bind mount needs root and unshare -m"
 fi
 
+# ---- an index of an older schema version being rebuilt: readers are told, never shown a
+# nearly empty index (the rebuild killed before its first stack is written) ----
+sqlite3 "$RDB" "UPDATE meta SET value = '5' WHERE key = 'schema_version'"
+run "a rebuild killed before its first stack" env STATETOOL_CRASH_AT=index:1 "$STATETOOL" index update --backend "$R"
+check_rc 137; check_err_has "the index had schema version 5; rebuilt as version 6"
+run "a reader of an index being rebuilt is told" st query --backend "$R" --sql "SELECT count(*) AS n FROM stacks"
+check_rc 1
+check_err "statetool: error: the index '$RDB' is being rebuilt (it had schema version 5) and holds only the stacks written so far: query it when its update ends (if none is running, one was interrupted: run \`statetool index update\`)"
+run "an update of one stack (after an edit) does not end the rebuild" st protect --backend "$R" -s shop/dev --all
+check_rc 0
+run "still being rebuilt" st query --backend "$R" --sql "SELECT count(*) AS n FROM stacks"
+check_rc 1; check_err_has "is being rebuilt"
+run "the rebuild's end" st index update --backend "$R"
+check_rc 0
+run "then the index is read" st query --backend "$R" --sql "SELECT count(*) AS n FROM stacks"
+check_rc 0; check_out "n
+1"
+
 run "index --help" st index --help
 check_rc 0; check_out_has "usage: statetool index update"
 run "query --help" st query --help

@@ -301,6 +301,21 @@ run "query --help" st query --help
 check_rc 0; check_out_has "--db PATH|URL"; check_out_has "returns no rows (BEGIN, COMMIT, SET, COPY...)"
 check_out_has "is checked before it runs: a function that acts on the server"; check_out_has "json_agg... run); it stops after 60 s (statement_timeout; sooner"
 
+# ---- an index of an older schema version being rebuilt: readers are told ----
+psqlx -c "UPDATE $SCHEMA.meta SET value = '5' WHERE key = 'schema_version'"
+run "postgres: a rebuild killed before its first stack" env STATETOOL_CRASH_AT=index:1 "$STATETOOL" index update --backend "$B" --db "$PG"
+check_rc 137; check_err_has "the index had schema version 5; rebuilt as version 6"
+run "postgres: a reader of an index being rebuilt is told" st query --db "$PG" --sql "SELECT count(*) AS n FROM stacks"
+check_rc 1
+check_err_has "is being rebuilt (it had schema version 5) and holds only the stacks written so far: query it when its update ends (if none is running, one was interrupted: run \`statetool index update\`)"
+run "postgres: the rebuild's end" st index update --backend "$B" --db "$PG"
+check_rc 0
+run "postgres: then the index is read" st query --db "$PG" --csv --sql "SELECT count(*) AS n FROM stacks WHERE qname LIKE 'organization/%'"
+check_rc 0; check_out_has "n"
+run "postgres: no rebuild mark left" st query --db "$PG" --csv --sql "SELECT count(*) AS n FROM meta WHERE key = 'rebuilding_from'"
+check_out "n
+0"
+
 # ---- several updaters at once, two on each of two backends sharing the index, into an empty
 # database ----
 # B1 has shop and core, B2 data and ops (ops: other resource counts).
