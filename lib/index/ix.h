@@ -88,6 +88,10 @@ int st__ix_scope_backend(ix_scope *sc, st_backend *b);
  * NULL when out of memory) refusing another backend's stack `qname` (at `where`) whose name
  * the index holds from `other`, the place of the stack of that name it holds. */
 char *st__ix_other_msg(const char *qname, const char *where, const char *other);
+/* That refusal as a failure of the update (index/other-backend; stats->failed counted): ST_OK,
+ * or ST_ENOMEM. */
+int st__ix_other_failed(const char *qname, const char *where, const char *other,
+			st_index_stats *stats, st_problems *failures, st_error *err);
 int st__ix_in_scope(const ix_scope *sc, const char *path);
 void st__ix_scope_free(ix_scope *sc);
 /* The place of every key of `store` (st__ix_where_at with `cwd`) cut around the key: a key
@@ -179,6 +183,9 @@ const known *st__ixs_known_of(known_set *ks, const char *qname, const char *wher
 /* The place of the stack `qname` the index holds when it is another backend's (not `where`
  * and out of ks->scope), else NULL (borrowed from ks). */
 const char *st__ixs_known_other(known_set *ks, const char *qname, const char *where);
+/* Is the stack `qname` the index holds (if any) one of `store`'s? 1, 0 (another backend's), or
+ * -1 when the index cannot be read or out of memory. */
+int st__ixs_held_here(st_index *ix, const st_store *store, const char *qname);
 void st__ixs_known_free(known_set *ks);
 /* Finalizes the prepared statements (before the database is closed). */
 void st__ixs_finalize(st_index *ix);

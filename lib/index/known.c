@@ -111,3 +111,26 @@ const char *st__ixs_known_other(known_set *ks, const char *qname, const char *wh
 		return NULL;
 	return k->path;
 }
+
+int st__ixs_held_here(st_index *ix, const st_store *store, const char *qname)
+{
+	sqlite3_stmt *st;
+	ix_scope sc;
+	int r = 1, src;
+
+	if (sqlite3_prepare_v2(ix->db, "SELECT path FROM stacks WHERE qname=?", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(st, 1, qname, -1, SQLITE_STATIC);
+	if ((src = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+		if (st__ix_scope_init(&sc, store) != ST_OK)
+			r = -1;
+		else
+			r = st__ix_in_scope(&sc, (const char *)sqlite3_column_text(st, 0));
+		st__ix_scope_free(&sc);
+	} else if (src != SQLITE_ROW && src != SQLITE_DONE) {
+		r = -1;
+	}
+	sqlite3_finalize(st);
+	return r;
+}

@@ -555,15 +555,7 @@ static int update_one(st_ixpg *p, const char *qname, st_store *store, const char
 		goto out;
 	}
 	if (other) { /* another backend's stack of this name: refused, its rows kept */
-		char *m = st__ix_other_msg(qname, where, other);
-		rc = m ? st_problems_add(failures, ST_SEV_ERROR, "index/other-backend", "", NULL,
-					 "%s", m)
-		       : ST_ENOMEM;
-		free(m);
-		if (rc != ST_OK)
-			rc = st__err(err, ST_ENOMEM, "out of memory");
-		else
-			stats->failed++;
+		rc = st__ix_other_failed(qname, where, other, stats, failures, err);
 		goto out;
 	}
 	if ((rc = st_store_read(store, key, 0, &data, &len, NULL, &lerr)) != ST_OK) {

@@ -731,6 +731,20 @@ char *st__ix_other_msg(const char *qname, const char *where, const char *other)
 			   qname, other, where);
 }
 
+int st__ix_other_failed(const char *qname, const char *where, const char *other,
+			st_index_stats *stats, st_problems *failures, st_error *err)
+{
+	char *msg = st__ix_other_msg(qname, where, other);
+	int rc = msg ? st_problems_add(failures, ST_SEV_ERROR, "index/other-backend", "", NULL,
+				       "%s", msg)
+		     : ST_ENOMEM;
+	free(msg);
+	if (rc != ST_OK)
+		return st__err(err, ST_ENOMEM, "out of memory");
+	stats->failed++;
+	return ST_OK;
+}
+
 int st__ix_place_init(ix_scope *sc, const st_store *store, const char *cwd)
 {
 	/* the key "\001" (no stack's): one segment, as every key's are, joined and cleaned up

@@ -482,21 +482,6 @@ static int stack_gone(st_index *ix, const char *qname, st_index_stats *stats, st
 	return ST_OK;
 }
 
-/* Another backend's stack of this name is in the index: a failure, its rows untouched. */
-static int stack_other(const char *qname, const char *where, const char *other,
-		       st_index_stats *stats, st_problems *failures, st_error *err)
-{
-	char *msg = st__ix_other_msg(qname, where, other);
-	int rc = msg ? st_problems_add(failures, ST_SEV_ERROR, "index/other-backend", "", NULL,
-				       "%s", msg)
-		     : ST_ENOMEM;
-	free(msg);
-	if (rc != ST_OK)
-		return st__err(err, ST_ENOMEM, "out of memory");
-	stats->failed++;
-	return ST_OK;
-}
-
 /* A read stack into the index: the same bytes only update what the index knows of it, else
  * its rows are written (or its failure recorded). */
 static int prep_apply(st_index *ix, prep *p, st_index_stats *stats, st_problems *failures,
@@ -506,7 +491,7 @@ static int prep_apply(st_index *ix, prep *p, st_index_stats *stats, st_problems 
 	int rc;
 
 	if (p->other)
-		return stack_other(in->qname, p->where, p->other, stats, failures, err);
+		return st__ix_other_failed(in->qname, p->where, p->other, stats, failures, err);
 	if (p->gone)
 		return stack_gone(ix, in->qname, stats, err);
 	if (p->rc == ST_OK && p->same) {
@@ -746,7 +731,7 @@ static int update_one_cloud(st_index *ix, st_backend *b, const st_stack_info *in
 		st_sha256_hex(data, len, sha);
 		k = st__ixs_known_of(ks, in->qname, where);
 		if (!k && (other = st__ixs_known_other(ks, in->qname, where))) {
-			rc = stack_other(in->qname, where, other, stats, failures, err);
+			rc = st__ix_other_failed(in->qname, where, other, stats, failures, err);
 			goto out;
 		}
 		if (k && k->size == (long long)len && !strcmp(k->sha, sha)) {
@@ -933,31 +918,6 @@ int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn pr
 	return rc;
 }
 
-/* Is the stack `qname` the index holds (if any) one of `store`'s? 1, 0 (another backend's), or
- * -1 when the index cannot be read or out of memory. */
-static int held_here(st_index *ix, const st_store *store, const char *qname)
-{
-	sqlite3_stmt *st;
-	ix_scope sc;
-	int r = 1, src;
-
-	if (sqlite3_prepare_v2(ix->db, "SELECT path FROM stacks WHERE qname=?", -1, &st, NULL) !=
-	    SQLITE_OK)
-		return -1;
-	bind_text(st, 1, qname);
-	if ((src = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
-		if (st__ix_scope_init(&sc, store) != ST_OK)
-			r = -1;
-		else
-			r = st__ix_in_scope(&sc, (const char *)sqlite3_column_text(st, 0));
-		st__ix_scope_free(&sc);
-	} else if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		r = -1;
-	}
-	sqlite3_finalize(st);
-	return r;
-}
-
 int st_index_update_stack(st_index *ix, st_backend *b, const char *qname,
 			  st_index_stats *stats, st_problems *failures, st_error *err)
 {
@@ -1001,7 +961,7 @@ int st_index_update_stack(st_index *ix, st_backend *b, const char *qname,
 	} else if (rc == ST_OK && exists) {
 		rc = update_many(ix, &in, store, NULL, NULL, 1, 0, NULL, NULL, stats, failures, err);
 	} else if (rc == ST_OK) {
-		int here = held_here(ix, store, qname);
+		int here = st__ixs_held_here(ix, store, qname);
 		stats->stacks = 1;
 		/* another backend's stack of this name is not this one's to drop */
 		if (here < 0)
