@@ -438,14 +438,14 @@ static void test_first_build(void **unused)
 	snprintf(db2, sizeof db2, "%s/inc.sqlite", dir);
 	bulk = index_with(dir, db1, 0, &s1, &f1);
 	/* the other: one stack alone first (two backends never share a stack's name) */
-	st_backend *b = NULL;
+	st_backend *b1 = NULL;
 	st_index *ix1 = NULL;
-	assert_int_equal(st_backend_open(&b, dir, NULL), ST_OK);
+	assert_int_equal(st_backend_open(&b1, dir, NULL), ST_OK);
 	assert_int_equal(st_index_open(&ix1, db2, 0, NULL, NULL), ST_OK);
-	assert_int_equal(st_index_update_stack(ix1, b, "organization/p/s0", &s2, NULL, NULL), ST_OK);
+	assert_int_equal(st_index_update_stack(ix1, b1, "organization/p/s0", &s2, NULL, NULL), ST_OK);
 	assert_int_equal(s2.parsed, 1);
 	st_index_close(ix1);
-	st_backend_free(b);
+	st_backend_free(b1);
 	inc = index_with(dir, db2, 0, &s2, &f2);
 	assert_int_equal(s1.parsed, 299);
 	assert_int_equal(s2.parsed, 298);
