@@ -396,6 +396,10 @@ ST_EXTERN int st_store_stat(st_store *s, const char *key, st_store_info *info, s
 				 * written): O_EXCL, If-None-Match: *, ifGenerationMatch=0... */
 #define ST_STORE_EXACT_MODE 2u  /* where the store has modes: the new file gets `mode` even
 				 * where one exists (plaintext secrets must not keep 0644) */
+#define ST_STORE_CHECKPOINT 4u  /* `key` is a DIY stack's checkpoint: once it is written, what
+				 * Pulumi's save does after (with PULUMI_DIY_BACKEND_RETAIN_CHECKPOINTS
+				 * or PULUMI_RETAIN_CHECKPOINTS 1 or true: the bytes again as
+				 * <key>.<UnixNano>; a failure of that is returned, the object written) */
 
 /* Called once the new content is complete and durable, before it becomes visible: anything
  * but ST_OK abandons the write (the old object stays as it was) and is returned. */

@@ -127,6 +127,7 @@ static int restore(st_store *store, const char *key, int exists, const char *bak
 	}
 	/* ... and goes back; the current one becomes its .bak */
 	wo.backup_key = other ? NULL : keybak;
+	wo.flags = ST_STORE_CHECKPOINT; /* a stack's: as Pulumi's save (a plain file's: nothing) */
 	if (rc == ST_OK && other && exists)
 		rc = st_store_copy(store, key, keybak, &err);
 	if (rc == ST_OK)

@@ -828,6 +828,7 @@ static int diy_save(st_backend *bb, const char *ref, st_state *s,
 	if (old && (rc = st__diy_generation(bb, ref, old, 1, err)) != ST_OK)
 		goto out;
 	wo.backup_key = opts && opts->no_backup ? NULL : bak;
+	wo.flags = ST_STORE_CHECKPOINT;
 	wo.proceed = opts ? opts->proceed : NULL;
 	wo.proceed_ctx = opts ? opts->proceed_ctx : NULL;
 	/* the compression changes: the old object is kept as its .bak before the new one is

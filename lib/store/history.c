@@ -369,16 +369,6 @@ static int same_bytes(st_store *s, const char *a, const char *b)
 	return same;
 }
 
-/* Pulumi's saveCheckpoint, when checkpoints are retained: the object just written, again as
- * <object>.<UnixNano> beside it (which no listing takes for a stack). */
-static int retain_checkpoint(st_store *s, const char *key, st_error *err)
-{
-	char *dst = st_asprintf("%s.%lld", key, now_ns());
-	int rc = dst ? st_store_copy(s, key, dst, err) : st__err(err, ST_ENOMEM, "out of memory");
-	free(dst);
-	return rc;
-}
-
 /* Copies the object `key` into the backups of PROJECT/NAME as a generation, named by the time
  * of now; with `dedupe`, nothing when the newest backup holds the same bytes, and with
  * `by_mtime` it is named by the object's modification time when that is earlier. A state
@@ -428,9 +418,6 @@ int st__diy_generation(st_backend *b, const char *stack, const char *key, int be
 	const char *ext = json_ext(key);
 	int rc;
 
-	if (s && ext && !before && checkpoints_retained() &&
-	    (rc = retain_checkpoint(s, key, err)) != ST_OK)
-		return rc;
 	if (!s || !ext || backups_disabled())
 		return ST_OK;
 	if ((rc = st__diy_names(b, stack, &project, &name, err)) != ST_OK)
@@ -444,20 +431,44 @@ int st__diy_generation(st_backend *b, const char *stack, const char *key, int be
 	return rc;
 }
 
-int st__store_generation_after(st_store *s, const char *key, int installed, st_error *err)
+/* Does `key` name a DIY stack's object? *project (NULL in the legacy layout) and *name: where
+ * they start and end in it (not copied). */
+static int stack_object(const char *key, const char **rel, const char **slash, const char **ext)
 {
 	static const char stacks[] = ".pulumi/stacks/";
-	const char *ext = json_ext(key), *rel = key + sizeof(stacks) - 1, *slash;
-	char *project, *name;
-	int rc = ST_OK;
 
-	if (!ext || strncmp(key, stacks, sizeof(stacks) - 1) || ext <= rel)
-		return ST_OK; /* no stack of a DIY backend: a plain file keeps no generations */
-	slash = strchr(rel, '/');
-	if (slash && (strchr(slash + 1, '/') || slash + 1 >= ext))
+	*ext = json_ext(key);
+	*rel = key + sizeof(stacks) - 1;
+	if (!*ext || strncmp(key, stacks, sizeof(stacks) - 1) || *ext <= *rel)
+		return 0;
+	*slash = strchr(*rel, '/');
+	return !(*slash && (strchr(*slash + 1, '/') || *slash + 1 >= *ext));
+}
+
+int st__store_checkpoint_saved(st_store *s, const char *key, st_error *err)
+{
+	const char *rel, *slash, *ext;
+	char *dst;
+	int rc;
+
+	if (!checkpoints_retained() || !stack_object(key, &rel, &slash, &ext))
 		return ST_OK;
-	if (installed && checkpoints_retained() && (rc = retain_checkpoint(s, key, err)) != ST_OK)
-		return rc;
+	/* Pulumi's saveCheckpoint: the object just written, again as <object>.<UnixNano> beside
+	 * it (which no listing takes for a stack) */
+	dst = st_asprintf("%s.%lld", key, now_ns());
+	rc = dst ? st_store_copy(s, key, dst, err) : st__err(err, ST_ENOMEM, "out of memory");
+	free(dst);
+	return rc;
+}
+
+int st__store_generation_after(st_store *s, const char *key, st_error *err)
+{
+	const char *rel, *slash, *ext;
+	char *project, *name;
+	int rc;
+
+	if (!stack_object(key, &rel, &slash, &ext))
+		return ST_OK; /* no stack of a DIY backend: a plain file keeps no generations */
 	if (backups_disabled())
 		return ST_OK;
 	project = slash ? st_strndup(rel, (size_t)(slash - rel)) : NULL;

@@ -423,6 +423,9 @@ static int install(jside *sd, st_error *err)
 		rc = st__store_backup(sd->store, sd->old_key, oldbak, err);
 	if (rc == ST_OK)
 		rc = st__store_rename(sd->store, sd->staged, sd->key, err);
+	/* a stack's checkpoint replaced, as a save replaces it */
+	if (rc == ST_OK)
+		rc = st__store_checkpoint_saved(sd->store, sd->key, err);
 	if (rc == ST_OK && moved && (rc = st_store_delete(sd->store, sd->old_key, err)) ==
 					   ST_ENOTFOUND) {
 		rc = ST_OK;
@@ -865,8 +868,7 @@ static int roll_forward(journal *j, st_changes *report, st_error *err)
 		}
 		/* the generation a save writes after writing (GENERATIONS), which the
 		 * interrupted run did not reach */
-		if ((rc = st__store_generation_after(sd->store, sd->key, !installed[i], err)) !=
-		    ST_OK)
+		if ((rc = st__store_generation_after(sd->store, sd->key, err)) != ST_OK)
 			return rc;
 	}
 	for (int i = 0; i < 2; i++)

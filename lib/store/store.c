@@ -569,7 +569,8 @@ int st__store_write_tap(st_store *s, const char *key, st_store_fill_fn fill, voi
 	if (rc != ST_OK)
 		return rc; /* commit frees the writer, whatever happened */
 	mark(op, 4, "write: checked, backed up, renamed");
-	return ST_OK;
+	/* a stack's checkpoint: what Pulumi's save does after writing one */
+	return opts->flags & ST_STORE_CHECKPOINT ? st__store_checkpoint_saved(s, key, err) : ST_OK;
 abort:
 	s->ops->write_abort(w);
 	return rc;

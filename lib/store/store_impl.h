@@ -311,9 +311,14 @@ int st__diy_generation(st_backend *b, const char *stack, const char *key, int be
 /* After a two-stack operation's recovery: when `key` of store `s` is a DIY stack's object
  * (.pulumi/stacks/[PROJECT/]STACK.json[.gz|.zst]), the generation a save writes after writing,
  * unless the newest backup already holds these bytes (the operation's own run wrote it before
- * it stopped); with `installed` (the recovery wrote the object) also the retained checkpoint
- * copy when PULUMI_DIY_BACKEND_RETAIN_CHECKPOINTS asks for it. Nothing for a plain file. */
-int st__store_generation_after(st_store *s, const char *key, int installed, st_error *err);
+ * it stopped). Nothing for a plain file. */
+int st__store_generation_after(st_store *s, const char *key, st_error *err);
+/* What Pulumi's saveCheckpoint does once it has written a stack's checkpoint, for every write
+ * that replaces one (a save: ST_STORE_CHECKPOINT; a two-stack operation's install; restore):
+ * when `key` is a DIY stack's object and PULUMI_DIY_BACKEND_RETAIN_CHECKPOINTS (alias
+ * PULUMI_RETAIN_CHECKPOINTS) is 1 or true, its bytes again as <key>.<UnixNano> beside it.
+ * Nothing otherwise (a plain file). */
+int st__store_checkpoint_saved(st_store *s, const char *key, st_error *err);
 
 /* st_backend_list as the index's staleness check needs it (lib/index/fresh.c): of a DIY
  * backend, each stack's qname, key, size, time and tag only (name, project and path NULL: a

@@ -360,6 +360,42 @@ run "gens: two saves, two generations more, no copy twice" sh -c "for k in \$('$
 check_out "0
 6"
 
+# ---- PULUMI_RETAIN_CHECKPOINTS: every save that replaces a stack's checkpoint writes its bytes
+# again as <object>.<UnixNano> (Pulumi's saveCheckpoint): a move's two saves, restore, and the
+# recovery of a killed move (a move and restore wrote none) ----
+# retained KEY URL: how many retained copies of KEY, and whether the newest holds its bytes
+retained() {
+	n=$(keys "$2" .pulumi/stacks/ | grep -cE "^$(echo "$1" | sed 's/\./\\./g')\.[0-9]{18,}\$")
+	newest=$(keys "$2" .pulumi/stacks/ | grep -E "^$(echo "$1" | sed 's/\./\\./g')\.[0-9]{18,}\$" | sort | tail -n 1)
+	if [ -n "$newest" ] && [ "$("$STORETOOL" cat "$2" "$1" | cksum)" = "$("$STORETOOL" cat "$2" "$newest" | cksum)" ]; then
+		echo "$n same"
+	else
+		echo "$n"
+	fi
+}
+setup retain
+run "retain: move" env PULUMI_RETAIN_CHECKPOINTS=1 "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
+check_rc 0
+run "retain: the source's checkpoint retained" retained "$SK" "$A"
+check_out "1 same"
+run "retain: the destination's checkpoint retained" retained "$DK" "$B"
+check_out "1 same"
+run "retain: restore" env PULUMI_RETAIN_CHECKPOINTS=1 "$STATETOOL" restore --backend "$A" --stack test/sourceStack
+check_rc 0
+run "retain: the restored checkpoint retained" retained "$SK" "$A"
+check_out "2 same"
+run "retain: a retained copy is no stack" st stacks --backend "$A"
+check_rc 0; check_out_has "organization/test/sourceStack "; check_out_lacks "sourceStack.json."
+setup retaincrash
+run "retain: crash at pair:5" env PULUMI_RETAIN_CHECKPOINTS=1 STATETOOL_CRASH_AT=pair:5 "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
+check_rc 137
+run "retain: the recovery" env PULUMI_RETAIN_CHECKPOINTS=1 "$STATETOOL" list --backend "$A" --stack test/sourceStack
+check_rc 0; check_err_has "note: the interrupted move is complete"
+run "retain: the source's checkpoint retained by the recovery" retained "$SK" "$A"
+check_out "1 same"
+run "retain: the destination's checkpoint retained by the move" retained "$DK" "$B"
+check_out "1 same"
+
 # ---- a kill at each step of the journal, then recovery ----
 # invariant: every selected resource in exactly one stack; before the commit point (the second
 # journal, step 4) nothing moved, from it on the move completed; nothing left behind
