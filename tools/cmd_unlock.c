@@ -21,11 +21,13 @@ static const char help[] =
 	"An unfinished statetool operation on the stack or file (a committed `move`: its\n"
 	".statetool-journal; a `stack rename`: its .statetool-rename marker) is completed\n"
 	"first, as any statetool command does, which also removes that operation's locks (they\n"
-	"keep Pulumi off the stack until it is finished). When another's lock is in the way,\n"
-	"the locks are removed and the completion tried again (a warning when it still\n"
-	"fails); a journal this statetool cannot read is a warning. Any other failure (a\n"
-	"side written since, a store that cannot be reached) removes nothing and the error\n"
-	"says why; --force then removes the locks anyway and leaves the operation as it is.\n"
+	"keep Pulumi off the stack until it is finished). When another's lock on this stack is\n"
+	"in the way, the locks are removed and the completion tried again (a warning when it\n"
+	"still fails); when another's lock is on the operation's other stack, nothing is\n"
+	"removed and the error names that lock; a journal this statetool cannot read is a\n"
+	"warning. Any other failure (a side written since, a store that cannot be reached)\n"
+	"removes nothing and the error says why; --force then removes the locks anyway and\n"
+	"leaves the operation as it is.\n"
 	"\n"
 	"Options:\n"
 	"  --backend URL -s, --stack NAME   the stack whose locks to remove (URL: PATH, file://PATH,\n"
@@ -80,15 +82,48 @@ static void refresh_exists(cli_target *t)
 	free(key);
 }
 
+/* Would another's lock on the unfinished move's OTHER side still refuse its completion once
+ * this side's locks are gone? ST_ELOCKED (err names it) or ST_OK. */
+static int other_side_locked(cli_target *t, st_error *err)
+{
+	st_store *s = NULL;
+	char *key = NULL;
+	int rc;
+
+	st_error_clear(err);
+	if (t->backend)
+		return st_backend_recover(t->backend, t->qname, NULL, 0, ST_JOURNAL_CHECK_OTHER,
+					  NULL, err);
+	rc = st_store_open_file(&s, &key, t->path, err);
+	if (rc == ST_OK)
+		rc = st_journal_recover_key(s, key, NULL, 0, ST_JOURNAL_CHECK_OTHER, NULL, err);
+	free(key);
+	st_store_free(s);
+	return rc;
+}
+
 /* Before the locks go: an unfinished operation completed, its own locks with it. *retry: a
- * lock that is not the operation's is in the way (the one to remove): try again after. A
- * journal this statetool cannot read is no operation it can complete: a warning. Any other
- * failure removes nothing: the locks keep Pulumi off the stack until it is completed. */
+ * lock that is not the operation's is in the way on this side (the one to remove): try again
+ * after. One on the operation's other side only is refused, every lock kept: removing this
+ * side's would let Pulumi write a stack the journal still claims (--force does). A journal
+ * this statetool cannot read is no operation it can complete: a warning. Any other failure
+ * removes nothing: the locks keep Pulumi off the stack until it is completed. */
 static int recover_first(cli_target *t, int *retry)
 {
 	st_error err;
 	int rc = try_recover(t, &err);
 
+	if (rc == ST_ELOCKED && other_side_locked(t, &err) == ST_ELOCKED) {
+		cli_error(&err);
+		fprintf(stderr,
+			"%s: note: no lock was removed: the unfinished operation cannot be "
+			"completed while that lock, on its other stack, is held, and this stack's "
+			"locks keep Pulumi off it until then; once that lock is gone, `statetool "
+			"unlock` again completes it; `statetool unlock --force` removes this "
+			"stack's locks anyway\n",
+			cli_prog);
+		return EXIT_FAIL;
+	}
 	*retry = rc == ST_ELOCKED;
 	/* the journal's own refusals (json, its form, its version); not a store that fails to
 	 * open (ST_EINVAL: credentials), which leaves the locks (review27 R10) */

@@ -816,8 +816,9 @@ static int tidy_installed(const journal *j, jside *sd, st_error *err)
 }
 
 /* The recovery's locks on both sides (see pairlock.c): refused, nothing written, when someone
- * else holds one. */
-static int recover_lock(const journal *j, st_lock *taken[2], int replaced[2], st_error *err)
+ * else holds one. `only` (0 or 1, else -1): that side's checked, nothing taken. */
+static int recover_lock(const journal *j, int only, st_lock *taken[2], int replaced[2],
+			st_error *err)
 {
 	int rc;
 	const char *loc[2] = {j->side[0].url, j->side[1].url};
@@ -837,9 +838,10 @@ static int recover_lock(const journal *j, st_lock *taken[2], int replaced[2], st
 
 	/* both checked before either is taken: a refusal changes nothing on the other side */
 	for (int i = 0; rc == ST_OK && i < 2; i++)
-		rc = st__pairlock_check(j->side[i].store, j->side[i].key, j->side[i].lock,
-					j->side[i].lock_hash, tail, err);
-	for (int i = 0; rc == ST_OK && i < 2; i++)
+		if (only < 0 || only == i)
+			rc = st__pairlock_check(j->side[i].store, j->side[i].key, j->side[i].lock,
+						j->side[i].lock_hash, tail, err);
+	for (int i = 0; rc == ST_OK && only < 0 && i < 2; i++)
 		rc = st__pairlock_take(&taken[i], j->side[i].store, j->side[i].key,
 				       j->side[i].lock, j->side[i].lock_hash, tail, &replaced[i], err);
 	free(tail);
@@ -877,10 +879,20 @@ static int roll_forward(journal *j, st_changes *report, st_error *err)
 	return ST_OK;
 }
 
+/* ST_JOURNAL_CHECK_OTHER: the locks of the side whose journal is not the one read only. */
+static int check_other(const journal *j, st_error *err)
+{
+	char *w = where(&j->side[0], j->side[0].journal);
+	int here = w && j->where && !strcmp(w, j->where) ? 0 : 1;
+
+	free(w);
+	return recover_lock(j, !here, NULL, NULL, err);
+}
+
 static int recover_journal(journal *j, st_changes *report, st_error *err)
 {
 	st_lock *taken[2] = {NULL, NULL};
-	int replaced[2] = {0, 0}, rc = recover_lock(j, taken, replaced, err);
+	int replaced[2] = {0, 0}, rc = recover_lock(j, -1, taken, replaced, err);
 
 	if (rc == ST_OK)
 		rc = roll_forward(j, report, err);
@@ -912,7 +924,9 @@ int st_journal_recover_key(st_store *s, const char *key, st_store *const *known,
 	for (size_t i = 0; i < nknown; i++)
 		all[i + 1] = known[i];
 	rc = journal_read(&j, s, jkey, all, nknown + 1, err);
-	if (rc == ST_OK)
+	if (rc == ST_OK && (flags & ST_JOURNAL_CHECK_OTHER))
+		rc = check_other(&j, err);
+	else if (rc == ST_OK)
 		rc = recover_journal(&j, report, err);
 	none = rc == ST_ENOTFOUND && !j.doc;
 	journal_free(&j);
@@ -921,7 +935,7 @@ int st_journal_recover_key(st_store *s, const char *key, st_store *const *known,
 		rc = ST_OK;
 		if (err)
 			st_error_clear(err);
-		if ((flags & ST_JOURNAL_CLEAN_STAGED) &&
+		if ((flags & ST_JOURNAL_CLEAN_STAGED) && !(flags & ST_JOURNAL_CHECK_OTHER) &&
 		    (staged = st_asprintf("%s" STAGED_SUFFIX, key)) &&
 		    st_store_delete(s, staged, NULL) == ST_OK) {
 			char *w = st__store_where(s, staged);

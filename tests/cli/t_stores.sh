@@ -525,6 +525,40 @@ current="written since: unlock changed no byte"
 dump "$A" >"$T/a.after"; dump "$B" >"$T/b.after"
 if cmp -s "$T/a.before" "$T/a.after" && cmp -s "$T/b.before" "$T/b.after"; then ok; else bad "a store changed"; fi
 
+# another's lock on the OTHER side of a committed move only (fixd27's note): unlock of this side
+# refuses and keeps every lock and byte (its move lock keeps Pulumi off a stack the journal still
+# claims), naming that lock and --force; --force removes this side's lock as before. Another's
+# lock on this side is the one to remove: unlock removes it and completes the move.
+setup unlockother
+run "crash at pair:4 (unlock, another's lock on the other side)" env STATETOOL_CRASH_AT=pair:4 "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name"
+check_rc 137
+printf '{"pid":4242,"username":"alice","hostname":"ci.example","timestamp":"2026-11-24T22:00:00Z"}' |
+	put "$B" .pulumi/locks/organization/test/destStack/99999999-0000-0000-0000-000000000000.json
+dump "$A" >"$T/a.before"; dump "$B" >"$T/b.before"
+run "unlock: another's lock on the other side refuses" st unlock --backend "$A" --stack test/sourceStack
+check_rc 1; check_out_empty
+check_err_has "statetool: error: the stack is currently locked by 1 lock(s)."
+check_err_has "/.pulumi/locks/organization/test/destStack/99999999-0000-0000-0000-000000000000.json"
+check_err_has ": created by alice@ci.example (pid 4242) at 2026-11-24T22:00:00Z"
+check_err_has "statetool: note: no lock was removed: the unfinished operation cannot be completed while that lock, on its other stack, is held, and this stack's locks keep Pulumi off it until then; once that lock is gone, \`statetool unlock\` again completes it; \`statetool unlock --force\` removes this stack's locks anyway"
+current="unlock refused: no lock or byte changed"
+dump "$A" >"$T/a.after"; dump "$B" >"$T/b.after"
+if cmp -s "$T/a.before" "$T/a.after" && cmp -s "$T/b.before" "$T/b.after"; then ok; else bad "a store changed"; fi
+run "unlock --json: the lock conflict's code" st unlock --json --backend "$A" --stack test/sourceStack
+check_rc 1; check_out_has '"code": "locked"'
+run "unlock --force: this side's lock removed, as before" st unlock --force --backend "$A" --stack test/sourceStack
+check_rc 0; check_out "removed 1 lock of test/sourceStack"
+run "unlock --force: the move still pending" bothleft
+check_out "2 2"
+# the other's lock on this side (the destination's), the source's side clear: removed, completed
+run "unlock of the side with another's lock completes the move" st unlock --backend "$B" --stack test/destStack
+check_rc 0; check_out "removed 2 locks of test/destStack"
+check_err_has "note: the interrupted move is complete; its journal is removed"
+run "unlock: no lock left" bothlocks
+check_out "0 0"
+run "unlock: no journal or staged object left" bothleft
+check_out "0 0"
+
 # ... and on the destination's side too when the move was into a new stack, killed before its
 # object was written: the command completes it, then lists it (audit27 C8: "has no state file"
 # and nothing completed). The journal keeps no password: PostgreSQL's from the environment.
