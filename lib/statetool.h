@@ -1245,11 +1245,11 @@ ST_EXTERN int st_journal_pending_key(st_store *s, const char *key);
 #define ST_JOURNAL_CLEAN_STAGED 1u /* with no journal, remove a staged <key>.statetool-new: an
 				    * operation that crashed before its commit point (only when
 				    * none can be running: the caller holds the locks, or knows) */
-#define ST_JOURNAL_CHECK_OTHER 2u /* write nothing: only check the locks of the operation's
-				   * other side (not the one at `key`): ST_ELOCKED, naming it, when
-				   * a lock there other than the operation's own would refuse its
-				   * completion (`unlock`, about to remove this side's locks, asks
-				   * whether that completion could then go ahead); ST_OK otherwise */
+#define ST_JOURNAL_CHECK_HERE 2u /* write nothing: only check the locks of the operation's
+				  * side at `key`: ST_ELOCKED, naming it, when a lock there other
+				  * than the operation's own would refuse its completion (`unlock`
+				  * asks whether the lock that refused it is on this side, the one it
+				  * removes, or on the other side only); ST_OK otherwise */
 
 /* Completes an interrupted operation whose journal is beside `key` in `s`: each side whose
  * object still holds its old bytes gets its staged version (its current object kept as .bak);
@@ -1274,8 +1274,8 @@ ST_EXTERN int st_backend_save_pair(const char *op, st_backend *ba, const char *s
 /* Completes every interrupted operation of a DIY stack (a journal beside any of its objects,
  * found by one listing, then a stack rename's marker: st_backend_rename_stack_ex); with
  * ST_JOURNAL_CLEAN_STAGED, staged objects no journal names are removed afterwards; with
- * ST_JOURNAL_CHECK_OTHER, only each journal's other side is checked (no marker, nothing
- * written). `known`, `report`: as st_journal_recover_key. ST_OK when nothing was pending. */
+ * ST_JOURNAL_CHECK_HERE, only each journal's side of this stack is checked (no marker,
+ * nothing written). `known`, `report`: as st_journal_recover_key. ST_OK when nothing was pending. */
 ST_EXTERN int st_backend_recover(st_backend *b, const char *stack, st_store *const *known,
 				 size_t nknown, unsigned flags, st_changes *report,
 				 st_error *err);

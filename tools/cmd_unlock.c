@@ -23,8 +23,8 @@ static const char help[] =
 	"first, as any statetool command does, which also removes that operation's locks (they\n"
 	"keep Pulumi off the stack until it is finished). When another's lock on this stack is\n"
 	"in the way, the locks are removed and the completion tried again (a warning when it\n"
-	"still fails); when another's lock is on the operation's other stack, nothing is\n"
-	"removed and the error names that lock; a journal this statetool cannot read is a\n"
+	"still fails); when another's lock is on the operation's other stack only, nothing\n"
+	"is removed and the error names that lock; a journal this statetool cannot read is a\n"
 	"warning. Any other failure (a side written since, a store that cannot be reached)\n"
 	"removes nothing and the error says why; --force then removes the locks anyway and\n"
 	"leaves the operation as it is.\n"
@@ -82,21 +82,21 @@ static void refresh_exists(cli_target *t)
 	free(key);
 }
 
-/* Would another's lock on the unfinished move's OTHER side still refuse its completion once
- * this side's locks are gone? ST_ELOCKED (err names it) or ST_OK. */
-static int other_side_locked(cli_target *t, st_error *err)
+/* Is another's lock in the way of the unfinished operation on THIS side (the one unlock
+ * removes)? ST_ELOCKED or ST_OK (or another failure). */
+static int here_locked(cli_target *t)
 {
 	st_store *s = NULL;
 	char *key = NULL;
+	st_error err;
 	int rc;
 
-	st_error_clear(err);
 	if (t->backend)
-		return st_backend_recover(t->backend, t->qname, NULL, 0, ST_JOURNAL_CHECK_OTHER,
-					  NULL, err);
-	rc = st_store_open_file(&s, &key, t->path, err);
+		return st_backend_recover(t->backend, t->qname, NULL, 0, ST_JOURNAL_CHECK_HERE,
+					  NULL, &err);
+	rc = st_store_open_file(&s, &key, t->path, &err);
 	if (rc == ST_OK)
-		rc = st_journal_recover_key(s, key, NULL, 0, ST_JOURNAL_CHECK_OTHER, NULL, err);
+		rc = st_journal_recover_key(s, key, NULL, 0, ST_JOURNAL_CHECK_HERE, NULL, &err);
 	free(key);
 	st_store_free(s);
 	return rc;
@@ -113,7 +113,8 @@ static int recover_first(cli_target *t, int *retry)
 	st_error err;
 	int rc = try_recover(t, &err);
 
-	if (rc == ST_ELOCKED && other_side_locked(t, &err) == ST_ELOCKED) {
+	/* refused by a lock on the other side only: err names it */
+	if (rc == ST_ELOCKED && here_locked(t) != ST_ELOCKED) {
 		cli_error(&err);
 		fprintf(stderr,
 			"%s: note: no lock was removed: the unfinished operation cannot be "

@@ -879,14 +879,14 @@ static int roll_forward(journal *j, st_changes *report, st_error *err)
 	return ST_OK;
 }
 
-/* ST_JOURNAL_CHECK_OTHER: the locks of the side whose journal is not the one read only. */
-static int check_other(const journal *j, st_error *err)
+/* ST_JOURNAL_CHECK_HERE: the locks of the side whose journal is the one read only. */
+static int check_here(const journal *j, st_error *err)
 {
 	char *w = where(&j->side[0], j->side[0].journal);
 	int here = w && j->where && !strcmp(w, j->where) ? 0 : 1;
 
 	free(w);
-	return recover_lock(j, !here, NULL, NULL, err);
+	return recover_lock(j, here, NULL, NULL, err);
 }
 
 static int recover_journal(journal *j, st_changes *report, st_error *err)
@@ -924,8 +924,8 @@ int st_journal_recover_key(st_store *s, const char *key, st_store *const *known,
 	for (size_t i = 0; i < nknown; i++)
 		all[i + 1] = known[i];
 	rc = journal_read(&j, s, jkey, all, nknown + 1, err);
-	if (rc == ST_OK && (flags & ST_JOURNAL_CHECK_OTHER))
-		rc = check_other(&j, err);
+	if (rc == ST_OK && (flags & ST_JOURNAL_CHECK_HERE))
+		rc = check_here(&j, err);
 	else if (rc == ST_OK)
 		rc = recover_journal(&j, report, err);
 	none = rc == ST_ENOTFOUND && !j.doc;
@@ -935,7 +935,7 @@ int st_journal_recover_key(st_store *s, const char *key, st_store *const *known,
 		rc = ST_OK;
 		if (err)
 			st_error_clear(err);
-		if ((flags & ST_JOURNAL_CLEAN_STAGED) && !(flags & ST_JOURNAL_CHECK_OTHER) &&
+		if ((flags & ST_JOURNAL_CLEAN_STAGED) && !(flags & ST_JOURNAL_CHECK_HERE) &&
 		    (staged = st_asprintf("%s" STAGED_SUFFIX, key)) &&
 		    st_store_delete(s, staged, NULL) == ST_OK) {
 			char *w = st__store_where(s, staged);

@@ -163,17 +163,17 @@ int st_backend_recover(st_backend *b, const char *stack, st_store *const *known,
 			e[i].key[kl - sl] = '\0';
 			if (pass == 0)
 				rc = st_journal_recover_key(s, e[i].key, known, nknown,
-							    flags & ST_JOURNAL_CHECK_OTHER, report,
+							    flags & ST_JOURNAL_CHECK_HERE, report,
 							    err);
 			else if ((flags & ST_JOURNAL_CLEAN_STAGED) &&
-				 !(flags & ST_JOURNAL_CHECK_OTHER))
+				 !(flags & ST_JOURNAL_CHECK_HERE))
 				rc = st_journal_recover_key(s, e[i].key, known, nknown,
 							    ST_JOURNAL_CLEAN_STAGED, report, err);
 			e[i].key[kl - sl] = pass ? STAGED_SUFFIX[0] : JOURNAL_SUFFIX[0];
 		}
 	}
 	/* then an interrupted stack rename (its marker beside the stack: stack_rename.c) */
-	for (size_t i = 0; rc == ST_OK && !(flags & ST_JOURNAL_CHECK_OTHER) && i < n; i++)
+	for (size_t i = 0; rc == ST_OK && !(flags & ST_JOURNAL_CHECK_HERE) && i < n; i++)
 		if (!strncmp(e[i].key, prefix, strlen(prefix)) &&
 		    !strcmp(e[i].key + strlen(prefix), RENAME_MARKER_SUFFIX)) {
 			rc = st__rename_recover(b, stack, NULL, 0, report, NULL, err);
