@@ -1868,7 +1868,8 @@ typedef struct st_doctor_finding {
 	char *stack;   /* the stack concerned (as --stack takes it), or NULL: the backend */
 	char *where;   /* the object concerned (st_store_where), or NULL */
 	char *message;
-	char *fix;     /* the statetool (or pulumi) command that fixes it */
+	char *fix;     /* the statetool (or pulumi) command that fixes it; "" when there is
+			* nothing to do (a statetool operation in progress) */
 } st_doctor_finding;
 
 typedef struct st_doctor_report {

@@ -27,7 +27,8 @@ static const char help[] =
 	"  journal        what an interrupted statetool operation left: a journal (and a\n"
 	"                 staged object beside it), completed by any command on the stack; a\n"
 	"                 staged object alone, only by move --recover with the move's two\n"
-	"                 stacks (the fix names the other as OTHER_URL and OTHER_STACK)\n"
+	"                 stacks (the fix names the other as OTHER_URL and OTHER_STACK); a\n"
+	"                 journal whose own lock is held (not stale): in progress, no fix\n"
 	"  rename         an interrupted stack rename (one problem; the old stack is not\n"
 	"                 checked and the rename's own locks are not stale: it finishes them)\n"
 	"  duplicate-id   one type and physical ID in two stacks, each through a provider of\n"
@@ -73,7 +74,7 @@ static void print_json(st_backend *b, const st_doctor_report *r)
 		json_object_set_new(o, "stack", f->stack ? json_string(f->stack) : json_null());
 		json_object_set_new(o, "where", f->where ? json_string(f->where) : json_null());
 		json_object_set_new(o, "message", json_string(f->message));
-		json_object_set_new(o, "fix", json_string(f->fix));
+		json_object_set_new(o, "fix", *f->fix ? json_string(f->fix) : json_null());
 		json_array_append_new(arr, o);
 	}
 	json_object_set_new(doc, "problems", arr);
@@ -88,7 +89,8 @@ static void print_text(const st_doctor_report *r)
 		printf("%s: %s: %s\n", f->stack ? f->stack : "backend", f->kind, f->message);
 		if (f->where)
 			printf("  at: %s\n", f->where);
-		printf("  fix: %s\n", f->fix);
+		if (*f->fix) /* (none for an operation in progress) */
+			printf("  fix: %s\n", f->fix);
 	}
 	if (!r->count)
 		printf("no problems found (%zu stack%s checked)\n", r->stacks,

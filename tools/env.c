@@ -2,8 +2,8 @@
  * reads none of them itself, it is told through st_set_threads and st_set_hooks.
  *   STATETOOL_THREADS=1|2    the thread choice of every call (and of the loads and saves)
  *   STATETOOL_TIMINGS=...    each step's time on standard error
- *   STATETOOL_CRASH_AT=OP:N[:SIG]  SIGKILL (or SIGINT, SIGTERM, SIGHUP, SIGPIPE: SIG is
- *                            INT, TERM, HUP or PIPE) at step N of a durable write OP (write,
+ *   STATETOOL_CRASH_AT=OP:N[:SIG]  SIGKILL (or SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGSTOP: SIG
+ *                            is INT, TERM, HUP, PIPE or STOP: held there) at step N of a durable write OP (write,
  *                            pair, index; bak:1 between the file store's backup link and its
  *                            rename; rekey, the CLI's own: cli_crash_point): the crash and
  *                            interrupt tests (tests/cli/t_crash.sh, t_move.sh, t_secrets.sh,
@@ -153,6 +153,7 @@ void cli_env_apply(void)
 				    : !strcmp(end, ":TERM") ? SIGTERM
 				    : !strcmp(end, ":HUP")  ? SIGHUP
 				    : !strcmp(end, ":PIPE") ? SIGPIPE
+				    : !strcmp(end, ":STOP") ? SIGSTOP
 							    : SIGKILL;
 			h.step = crash;
 		}

@@ -26,6 +26,7 @@ typedef struct doctor {
 	} *owners;
 	size_t nowners, capowners;
 	st_strmap renaming; /* the old stacks of pending renames, and those renames' own locks */
+	long long max_age;  /* of a lock, seconds (< 0: never stale by age) */
 } doctor;
 
 static int add(doctor *d, const char *kind, const char *stack, const char *where,
@@ -485,16 +486,54 @@ static int legacy_stack(doctor *d, const char *key, const char *stack, const cha
 /* A journal beside the stack of the key `rel` (under .pulumi/stacks/; `stem`: its length without
  * the extension), under any of the stack's object names (a change of compression stages the
  * new name and journals the old). */
-static int journal_beside(doctor *d, const char *rel, size_t stem)
+static char *journal_beside(doctor *d, const char *rel, size_t stem)
 {
 	static const char *const ext[] = {".json", ".json.gz", ".json.zst"};
-	int found = 0;
-	for (size_t i = 0; !found && i < 3; i++) {
+	for (size_t i = 0; i < 3; i++) {
 		char *k = st_asprintf("%s%.*s%s.statetool-journal", STACKS, (int)stem, rel, ext[i]);
-		found = k && st_store_stat(d->s, k, NULL, NULL) == ST_OK;
+		if (k && st_store_stat(d->s, k, NULL, NULL) == ST_OK)
+			return k;
 		free(k);
 	}
-	return found;
+	return NULL;
+}
+
+/* The lock the journal `jkey` names as its own side's, when it is there and not stale (by the
+ * rules of a lock finding: its process alive on this host or on another, younger than
+ * --lock-age): the operation is still running. Its description (new), or NULL. */
+static char *running(doctor *d, const char *jkey)
+{
+	char *data = NULL, *desc = NULL;
+	size_t len = 0, i;
+	json_t *o = NULL, *sd;
+	int stale = 1;
+
+	if (st_store_read(d->s, jkey, 1 << 20, &data, &len, NULL, NULL) != ST_OK)
+		return NULL;
+	if (st_json_parse(&o, data, len, NULL, NULL, NULL, NULL, NULL) == ST_OK)
+		json_array_foreach(json_object_get(o, "sides"), i, sd) {
+			const char *j = st_json_str(sd, "journal"), *lk = st_json_str(sd, "lock");
+			if (!j || !lk || strcmp(j, jkey))
+				continue;
+			if (st_store_stat(d->s, lk, NULL, NULL) == ST_OK &&
+			    st__lock_stale(d->s, lk, d->max_age, &desc, &stale) == ST_OK && stale) {
+				free(desc);
+				desc = NULL;
+			}
+			break;
+		}
+	json_decref(o);
+	free(data);
+	return desc;
+}
+
+/* A journal (or the staged object beside it) of an operation still running: no fix. */
+static int in_progress(doctor *d, const char *stack, const char *where, const char *desc)
+{
+	return add(d, "journal", stack, where, "",
+		   "a statetool operation is in progress (its journal beside its own lock, held: "
+		   "%s): nothing to fix while it runs; it removes its journal when it ends",
+		   desc);
 }
 
 /* A staged object with no journal beside it: a move killed before its commit point (nothing
@@ -553,6 +592,7 @@ static int check_stack_key(doctor *d, const st_store_entry *e, const st_stack_in
 {
 	const char *rel = e->key + strlen(STACKS);
 	char *where = st__store_where(d->s, e->key), *stack = NULL, *msg = NULL, args[300];
+	char *jkey = NULL, *desc = NULL;
 	size_t stem;
 	int rc = ST_OK, pm = st_backend_project_mode(d->b);
 	static const char *const jsfx[] = {".statetool-journal", ".statetool-new"};
@@ -566,8 +606,13 @@ static int check_stack_key(doctor *d, const st_store_entry *e, const st_stack_in
 			stem = base ? stack_stem(base) : 0;
 			stack = stem ? stack_of_key(base, stem) : NULL;
 			free(base);
-			if (j == 1 && !journal_beside(d, rel, stem)) {
+			jkey = j == 0 ? st_strdup(e->key) : journal_beside(d, rel, stem);
+			if (j == 1 && !jkey) {
 				rc = staged_alone(d, stack, where);
+				goto out;
+			}
+			if (jkey && (desc = running(d, jkey))) {
+				rc = in_progress(d, stack, where, desc);
 				goto out;
 			}
 			snprintf(args, sizeof(args), "--stack %s", stack ? stack : "STACK");
@@ -612,6 +657,8 @@ static int check_stack_key(doctor *d, const st_store_entry *e, const st_stack_in
 		break;
 	}
 out:
+	free(jkey);
+	free(desc);
 	free(msg);
 	free(stack);
 	free(where);
@@ -895,6 +942,7 @@ static int doctor_run(doctor *d, const st_doctor_opts *o, st_error *err)
 	char *ixpath = NULL;
 	int rc;
 
+	d->max_age = max_age;
 	if ((rc = st_backend_list(d->b, &infos, &n, err)) != ST_OK)
 		return rc;
 	d->r->stacks = n;

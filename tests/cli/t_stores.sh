@@ -456,6 +456,30 @@ $SK.gz"
 	fi
 done
 
+# doctor while a move runs (held at its commit point by SIGSTOP): its journal beside its own
+# live lock is a move in progress, with no fix (audit27: "interrupted", fixed by `list`, which
+# refuses for the lock); killed, it is interrupted (crash_round above)
+setup running
+env STATETOOL_CRASH_AT=pair:4:STOP "$STATETOOL" move --source-backend "$A" --dest-backend "$B" --source $SRC --dest $DST "urn:pulumi:$S::test::a:b:c::name" >"$T/running.out" 2>&1 &
+mvpid=$!
+n=0
+while [ "$(leftovers "$B")" != 2 ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+run "doctor while a move runs" st doctor --backend "$B"
+check_rc 1; check_out_has "test/destStack: journal: a statetool operation is in progress (its journal beside its own lock, held: "
+check_out_has "/.pulumi/locks/organization/test/destStack/"
+check_out_has " (pid $mvpid) at "
+check_out_has "): nothing to fix while it runs; it removes its journal when it ends"
+check_out_lacks "fix:"; check_out_lacks "stale"
+run "doctor --json while a move runs: no fix" st doctor --json --backend "$B"
+check_rc 1; check_out_has '"fix": null'; check_out_lacks '"fix": "'
+kill -CONT $mvpid
+wait $mvpid
+mvrc=$?
+current="the move held, then let go, completes"
+if [ $mvrc -eq 0 ]; then ok; else bad "exit $mvrc: $(cat "$T/running.out")"; fi
+run "the move let go: nothing left" bothleft
+check_out "0 0"
+
 # any command on either side completes a committed move, opening the other side's store
 # from the URL in the journal
 setup other
