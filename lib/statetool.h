@@ -1280,6 +1280,17 @@ ST_EXTERN int st_backend_recover(st_backend *b, const char *stack, st_store *con
 				 size_t nknown, unsigned flags, st_changes *report,
 				 st_error *err);
 
+/* The locks a two-stack operation (a move) that died before its commit point left on its two
+ * objects (`ka` of `sa`, `kb` of `sb`: a DIY stack's object key, whose lock folder is looked
+ * at, or a plain file's, whose <key>.lock is): no journal names them, so a lock is the dead
+ * operation's when it names this host and a process no longer running, and a lock on the other
+ * side names the same process (one process held both). Those are removed; every other lock
+ * stays (another host's: no process table here tells). Lines for `report` (may be NULL) name
+ * each removed. ST_OK, ST_EINVAL for an invalid key, or a store's error (a listing). Stores and
+ * keys borrowed. */
+ST_EXTERN int st_pair_unlock_dead(st_store *sa, const char *ka, st_store *sb, const char *kb,
+				  st_changes *report, st_error *err);
+
 /* The files of st_journal_save named by their paths (each in the file store of its directory),
  * with the new bytes given. */
 ST_EXTERN int st_journal_write_pair(const char *op, const char *path_a, const void *data_a,

@@ -880,6 +880,11 @@ static int c_journal_recover_key(st_error *err)
 	return rc;
 }
 
+static int c_pair_unlock_dead(st_error *err)
+{
+	return st_pair_unlock_dead(F.store, "a.json", F.store, "../b.json", NULL, err);
+}
+
 static int c_backend_save_pair(st_error *err)
 {
 	st_state *a = text_state(empty_v3), *b = text_state(empty_v3);
@@ -1025,7 +1030,7 @@ static const err_case cases[] = {
 	CASE(secrets_reveal), CASE(edit_secrets_encrypt),
 	CASE(edit_secrets_rekey), CASE(config_rekey), CASE(config_rekey_text), CASE(config_scan), CASE(stack_names), CASE(move),
 	CASE(journal_write_pair), CASE(state_save_pair), CASE(journal_recover),
-	CASE(journal_save), CASE(journal_recover_key), CASE(backend_save_pair),
+	CASE(journal_save), CASE(journal_recover_key), CASE(pair_unlock_dead), CASE(backend_save_pair),
 	CASE(backend_recover), CASE(backend_stack_target), CASE(backend_load_json),
 	CASE(check_place),
 	CASE(import), CASE(import_generate), CASE(index_open),

@@ -43,9 +43,11 @@ static const char help[] =
 	"destination, then the source replaced), so after a crash at any point `statetool\n"
 	"move --recover` (or any statetool command on either side) completes a committed move,\n"
 	"opening the other side's store from the URL in the journal (credentials from the\n"
-	"environment); --recover also removes what an uncommitted one staged. A recovery\n"
-	"takes both stacks' locks: a lock other than the crashed move's own (named in the\n"
-	"journal) refuses it, nothing written; once complete, the move's locks are removed.\n"
+	"environment); --recover also removes what an uncommitted one staged, and its locks\n"
+	"(no journal names them: a lock on each stack of one process gone from this host).\n"
+	"A recovery takes both stacks' locks: a lock other than the crashed move's own (named\n"
+	"in the journal) refuses it, nothing written; once complete, the move's locks are\n"
+	"removed.\n"
 	"A stack is written as its backend's saves write it (PULUMI_DIY_BACKEND_GZIP/ZSTD).\n"
 	"\n"
 	"A side in Pulumi Cloud (--source-backend/--dest-backend https://api.pulumi.com,\n"
@@ -348,6 +350,35 @@ static void clear_stale(side *sd)
 	free(lk);
 }
 
+/* The locks of a move that died before its commit point (no journal names them): a dead
+ * process of this host that held both sides' (st_pair_unlock_dead). */
+static int unlock_dead(side *const sides[2], st_store *const store[2], char *const key[2],
+		       st_changes *ch)
+{
+	char *k[2] = {NULL, NULL};
+	st_error err;
+	int exists, rc = ST_OK;
+
+	st_error_clear(&err);
+	for (int i = 0; rc == ST_OK && i < 2; i++) {
+		if (sides[i]->t.backend)
+			rc = st_backend_stack_key(sides[i]->t.backend, sides[i]->t.qname, &k[i],
+						  &exists, &err);
+		else if (!(k[i] = strdup(key[i]))) {
+			cli_errorf("out of memory");
+			free(k[0]);
+			return EXIT_FAIL;
+		}
+	}
+	if (rc == ST_OK)
+		rc = st_pair_unlock_dead(store[0], k[0], store[1], k[1], ch, &err);
+	if (rc != ST_OK)
+		cli_error(&err);
+	free(k[0]);
+	free(k[1]);
+	return rc == ST_OK ? EXIT_OK : EXIT_FAIL;
+}
+
 /* Completes (or, when it was never committed, tidies) an interrupted move of the two sides:
  * first every journal (either side's names both), then staged objects no journal names. */
 static int recover(side *src, side *dst)
@@ -360,8 +391,12 @@ static int recover(side *src, side *dst)
 	int rc = EXIT_OK;
 
 	st_error_clear(&err);
-	clear_stale(src);
-	clear_stale(dst);
+	/* (two plain files: a stale lock, which a journal of an older statetool does not name,
+	 * would refuse its completion; a stack's side is paired below) */
+	if (!src->t.backend && !dst->t.backend) {
+		clear_stale(src);
+		clear_stale(dst);
+	}
 	for (int k = 0; k < 2 && rc == EXIT_OK; k++)
 		rc = side_store(sides[k], &owned[k], &key[k], &store[k]);
 	for (int pass = 0; rc == EXIT_OK && pass < 2; pass++) {
@@ -379,6 +414,8 @@ static int recover(side *src, side *dst)
 			}
 		}
 	}
+	if (rc == EXIT_OK)
+		rc = unlock_dead(sides, store, key, &ch);
 	for (size_t i = 0; i < ch.count; i++)
 		printf("%s\n", ch.lines[i]);
 	if (rc == EXIT_OK && !ch.count)

@@ -13,9 +13,12 @@
  */
 #include "store_impl.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define STACKS ".pulumi/stacks/"
 
@@ -225,4 +228,121 @@ void st__pairlock_remove(st_store *s, const char *op, const char *own, const cha
 	w = st__store_where(s, own);
 	st_changes_add(report, "removed the interrupted %s's lock %s", op, w ? w : own);
 	free(w);
+}
+
+/* ---- the locks a two-stack operation that died before its journal left ---- */
+
+/* One lock of a side: its key (new) and, when it names this host, its pid (else 0). */
+typedef struct dead_lock {
+	char *key;
+	long pid;
+	int dead; /* on this host, its process no longer running */
+} dead_lock;
+
+static void dead_locks_free(dead_lock *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].key);
+	free(v);
+}
+
+/* The lock's process when the lock names this host (*pid, else 0), and whether it is gone. */
+static void lock_process(st_store *s, const char *key, long *pid, int *dead)
+{
+	char *data = NULL, host[256] = "";
+	size_t len;
+	json_t *o = NULL;
+	const char *h;
+	double p;
+
+	*pid = 0;
+	*dead = 0;
+	if (st_store_read(s, key, 1 << 16, &data, &len, NULL, NULL) == ST_OK &&
+	    st_json_parse(&o, data, len, NULL, NULL, NULL, NULL, NULL) == ST_OK &&
+	    (h = st_json_str(o, "hostname")) && gethostname(host, sizeof(host) - 1) == 0 &&
+	    !strcmp(h, host)) {
+		p = json_number_value(json_object_get(o, "pid"));
+		if (p >= 1 && p <= 4194304 && p == (double)(long)p && (pid_t)p != getpid()) {
+			*pid = (long)p;
+			*dead = kill((pid_t)p, 0) < 0 && errno == ESRCH;
+		}
+	}
+	json_decref(o);
+	free(data);
+}
+
+/* Every lock of the side at `key` (its lock folder's objects, or <key>.lock). */
+static int side_locks(st_store *s, const char *key, dead_lock **out, size_t *n, st_error *err)
+{
+	char *dir = NULL, *file = NULL;
+	st_store_entry *e = NULL;
+	size_t ne = 0;
+	int rc = lock_place(key, &dir, &file) == ST_OK ? ST_OK
+						       : st__err(err, ST_ENOMEM, "out of memory");
+
+	*out = NULL;
+	*n = 0;
+	if (rc == ST_OK && dir)
+		rc = st_store_list(s, dir, ST_STORE_LIST_DIRS, &e, &ne, err);
+	else if (rc == ST_OK && st_store_stat(s, file, NULL, NULL) == ST_OK) {
+		rc = (e = calloc(1, sizeof(*e))) && (e[0].key = st_strdup(file))
+			     ? ST_OK
+			     : st__err(err, ST_ENOMEM, "out of memory");
+		ne = e ? 1 : 0;
+	}
+	if (rc == ST_OK && ne && !(*out = calloc(ne, sizeof(**out))))
+		rc = st__err(err, ST_ENOMEM, "out of memory");
+	for (size_t i = 0; rc == ST_OK && i < ne; i++) {
+		if (e[i].key[strlen(e[i].key) - 1] == '/')
+			continue;
+		dead_lock *d = &(*out)[(*n)++];
+		if (!(d->key = st_strdup(e[i].key)))
+			rc = st__err(err, ST_ENOMEM, "out of memory");
+		else
+			lock_process(s, d->key, &d->pid, &d->dead);
+	}
+	st_store_entries_free(e, ne);
+	free(dir);
+	free(file);
+	return rc;
+}
+
+int st_pair_unlock_dead(st_store *sa, const char *ka, st_store *sb, const char *kb,
+			st_changes *report, st_error *err)
+{
+	st_store *s[2] = {sa, sb};
+	const char *key[2] = {ka, kb};
+	dead_lock *v[2] = {NULL, NULL};
+	size_t n[2] = {0, 0};
+	int rc = ST_OK;
+
+	ST_ASSERT_ARG(sa);
+	ST_ASSERT_ARG(ka);
+	ST_ASSERT_ARG(sb);
+	ST_ASSERT_ARG(kb);
+	for (int k = 0; k < 2; k++)
+		if (!st_store_key_valid(key[k]))
+			return st__err(err, ST_EINVAL, "invalid key '%s'", key[k]);
+	for (int k = 0; rc == ST_OK && k < 2; k++)
+		rc = side_locks(s[k], key[k], &v[k], &n[k], err);
+	/* a dead process of this host that held a lock on both sides: the operation's own */
+	for (int k = 0; rc == ST_OK && k < 2; k++)
+		for (size_t i = 0; i < n[k]; i++) {
+			int paired = 0;
+			if (!v[k][i].dead)
+				continue;
+			for (size_t j = 0; !paired && j < n[!k]; j++)
+				paired = v[!k][j].pid == v[k][i].pid;
+			if (!paired || st_store_delete(s[k], v[k][i].key, NULL) != ST_OK)
+				continue;
+			char *w = st__store_where(s[k], v[k][i].key);
+			st_changes_add(report,
+				       "removed the lock %s of the interrupted move (process %ld, "
+				       "which held both stacks' locks, is gone from this host)",
+				       w ? w : v[k][i].key, v[k][i].pid);
+			free(w);
+		}
+	for (int k = 0; k < 2; k++)
+		dead_locks_free(v[k], n[k]);
+	return rc;
 }
