@@ -498,19 +498,16 @@ static char *journal_beside(doctor *d, const char *rel, size_t stem)
 	return NULL;
 }
 
-/* The lock the journal `jkey` names as its own side's, when it is there and not stale (by the
- * rules of a lock finding: its process alive on this host or on another, younger than
- * --lock-age): the operation is still running. Its description (new), or NULL. */
+/* The lock the journal `jkey` names as its side's, there and not stale (as a lock finding
+ * judges it): the operation still runs. Its description (new), or NULL. */
 static char *running(doctor *d, const char *jkey)
 {
 	char *data = NULL, *desc = NULL;
 	size_t len = 0, i;
 	json_t *o = NULL, *sd;
 	int stale = 1;
-
-	if (st_store_read(d->s, jkey, 1 << 20, &data, &len, NULL, NULL) != ST_OK)
-		return NULL;
-	if (st_json_parse(&o, data, len, NULL, NULL, NULL, NULL, NULL) == ST_OK)
+	if (st_store_read(d->s, jkey, 1 << 20, &data, &len, NULL, NULL) == ST_OK &&
+	    st_json_parse(&o, data, len, NULL, NULL, NULL, NULL, NULL) == ST_OK)
 		json_array_foreach(json_object_get(o, "sides"), i, sd) {
 			const char *j = st_json_str(sd, "journal"), *lk = st_json_str(sd, "lock");
 			if (!j || !lk || strcmp(j, jkey))
@@ -525,15 +522,6 @@ static char *running(doctor *d, const char *jkey)
 	json_decref(o);
 	free(data);
 	return desc;
-}
-
-/* A journal (or the staged object beside it) of an operation still running: no fix. */
-static int in_progress(doctor *d, const char *stack, const char *where, const char *desc)
-{
-	return add(d, "journal", stack, where, "",
-		   "a statetool operation is in progress (its journal beside its own lock, held: "
-		   "%s): nothing to fix while it runs; it removes its journal when it ends",
-		   desc);
 }
 
 /* A staged object with no journal beside it: a move killed before its commit point (nothing
@@ -592,7 +580,7 @@ static int check_stack_key(doctor *d, const st_store_entry *e, const st_stack_in
 {
 	const char *rel = e->key + strlen(STACKS);
 	char *where = st__store_where(d->s, e->key), *stack = NULL, *msg = NULL, args[300];
-	char *jkey = NULL, *desc = NULL;
+	char *jkey = NULL, *desc = NULL; /* a journal beside; the live lock it names */
 	size_t stem;
 	int rc = ST_OK, pm = st_backend_project_mode(d->b);
 	static const char *const jsfx[] = {".statetool-journal", ".statetool-new"};
@@ -611,8 +599,11 @@ static int check_stack_key(doctor *d, const st_store_entry *e, const st_stack_in
 				rc = staged_alone(d, stack, where);
 				goto out;
 			}
-			if (jkey && (desc = running(d, jkey))) {
-				rc = in_progress(d, stack, where, desc);
+			if (jkey && (desc = running(d, jkey))) { /* no fix */
+				rc = add(d, "journal", stack, where, "",
+					 "a statetool operation is in progress (its journal beside its "
+					 "own lock, held: %s): nothing to fix while it runs; it removes "
+					 "its journal when it ends", desc);
 				goto out;
 			}
 			snprintf(args, sizeof(args), "--stack %s", stack ? stack : "STACK");

@@ -423,8 +423,7 @@ static int install(jside *sd, st_error *err)
 		rc = st__store_backup(sd->store, sd->old_key, oldbak, err);
 	if (rc == ST_OK)
 		rc = st__store_rename(sd->store, sd->staged, sd->key, err);
-	/* a stack's checkpoint replaced, as a save replaces it */
-	if (rc == ST_OK)
+	if (rc == ST_OK) /* a stack's checkpoint replaced, as a save replaces it */
 		rc = st__store_checkpoint_saved(sd->store, sd->key, err);
 	if (rc == ST_OK && moved && (rc = st_store_delete(sd->store, sd->old_key, err)) ==
 					   ST_ENOTFOUND) {
@@ -884,7 +883,6 @@ static int check_here(const journal *j, st_error *err)
 {
 	char *w = where(&j->side[0], j->side[0].journal);
 	int here = w && j->where && !strcmp(w, j->where) ? 0 : 1;
-
 	free(w);
 	return recover_lock(j, here, NULL, NULL, err);
 }
@@ -949,19 +947,6 @@ int st_journal_recover_key(st_store *s, const char *key, st_store *const *known,
 	free(jkey);
 	free(all);
 	return rc;
-}
-
-int st_journal_pending_key(st_store *s, const char *key)
-{
-	char *jkey;
-	int found;
-
-	ST_ASSERT_ARG(s);
-	ST_ASSERT_ARG(key);
-	jkey = st_asprintf("%s" JOURNAL_SUFFIX, key);
-	found = jkey && st_store_stat(s, jkey, NULL, NULL) == ST_OK;
-	free(jkey);
-	return found;
 }
 
 /* ---- plain files ---- */
