@@ -579,7 +579,7 @@ check_rc 0; check_out "removed 1 lock of test/sourceStack"
 run "unlock --force: the move still pending" bothleft
 check_out "2 2"
 # the other's lock on this side (the destination's), the source's side clear: removed, completed
-run "unlock of the side with another's lock completes the move" st unlock --backend "$B" --stack test/destStack
+run "unlock of the side with another's lock completes the move" env PGPASSWORD="${ST_TEST_PGPASSWORD:-}" "$STATETOOL" unlock --backend "$B" --stack test/destStack
 check_rc 0; check_out "removed 2 locks of test/destStack"
 check_err_has "note: the interrupted move is complete; its journal is removed"
 run "unlock: no lock left" bothlocks
