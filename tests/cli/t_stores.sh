@@ -65,6 +65,12 @@ locks() { keys "$1" | grep -c '^\.pulumi/locks/'; }   # lock objects
 bothlocks() { echo "$(locks "$A") $(locks "$B")"; }
 bothleft() { echo "$(leftovers "$A") $(leftovers "$B")"; }
 dump() { for k in $(keys "$1"); do echo "== $k"; "$STORETOOL" cat "$1" "$k"; done; } # every byte
+# unchanged NAME: no byte of either store changed since $T/a.before and $T/b.before (dump)
+unchanged() {
+	current=$1
+	dump "$A" >"$T/a.after"; dump "$B" >"$T/b.after"
+	if cmp -s "$T/a.before" "$T/a.after" && cmp -s "$T/b.before" "$T/b.after"; then ok; else bad "a store changed"; fi
+}
 setup() { # setup ROUND: $A holds the source stack, $B is empty
 	A=$(store "$1" A)
 	B=$(store "$1" B)
@@ -549,9 +555,7 @@ check_err_has "note: no lock was removed: the locks keep Pulumi off the stack un
 # the twin in full: the other store's journal (a URL's query after the key, secrets left out)
 current="written since: the twin named in full"
 if grep -q "sourceStack.json.statetool-journal[^']*' and its twin '[^']*/\.pulumi/stacks/test/destStack\.json\.statetool-journal" "$T/err"; then ok; else bad "the twin is not named: $(cat "$T/err")"; fi
-current="written since: unlock changed no byte"
-dump "$A" >"$T/a.after"; dump "$B" >"$T/b.after"
-if cmp -s "$T/a.before" "$T/a.after" && cmp -s "$T/b.before" "$T/b.after"; then ok; else bad "a store changed"; fi
+unchanged "written since: unlock changed no byte"
 
 # another's lock on the OTHER side of a committed move only (fixd27's note): unlock of this side
 # refuses and keeps every lock and byte (its move lock keeps Pulumi off a stack the journal still
@@ -569,9 +573,7 @@ check_err_has "statetool: error: the stack is currently locked by 1 lock(s)."
 check_err_has "/.pulumi/locks/organization/test/destStack/99999999-0000-0000-0000-000000000000.json"
 check_err_has ": created by alice@ci.example (pid 4242) at 2026-11-24T22:00:00Z"
 check_err_has "statetool: note: no lock was removed: the unfinished operation cannot be completed while that lock, on its other stack, is held, and this stack's locks keep Pulumi off it until then; once that lock is gone, \`statetool unlock\` again completes it; \`statetool unlock --force\` removes this stack's locks anyway"
-current="unlock refused: no lock or byte changed"
-dump "$A" >"$T/a.after"; dump "$B" >"$T/b.after"
-if cmp -s "$T/a.before" "$T/a.after" && cmp -s "$T/b.before" "$T/b.after"; then ok; else bad "a store changed"; fi
+unchanged "unlock refused: no lock or byte changed"
 run "unlock --json: the lock conflict's code" st unlock --json --backend "$A" --stack test/sourceStack
 check_rc 1; check_out_has '"code": "locked"'
 run "unlock --force: this side's lock removed, as before" st unlock --force --backend "$A" --stack test/sourceStack
@@ -629,9 +631,7 @@ for how in "list A:st list --backend $A --stack test/sourceStack" \
 		check_err_has "statetool: error: cannot complete the interrupted move recorded in '"
 		check_err_has "/.pulumi/stacks/test/destStack.json.statetool-journal': postgres: cannot connect to "
 		check_err_has "; the journal keeps no credentials: they come from the environment (PGPASSWORD or PGPASSFILE: the URL's password is not kept), or \`statetool move --recover\` with the same URLs completes it"
-		dump "$A" >"$T/a.after"; dump "$B" >"$T/b.after"
-		current="list B: A cannot be opened: no byte changed"
-		if cmp -s "$T/a.before" "$T/a.after" && cmp -s "$T/b.before" "$T/b.after"; then ok; else bad "a store changed"; fi
+		unchanged "list B: A cannot be opened: no byte changed"
 		continue ;;
 	esac
 	check_err_has "the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file with \`pulumi cancel\` (or \`statetool unlock --backend "
@@ -641,9 +641,7 @@ for how in "list A:st list --backend $A --stack test/sourceStack" \
 	check_err_has "'): once the lock is gone, \`statetool move --recover --source-backend "
 	check_err_has " --source test/sourceStack --dest-backend "
 	check_err_has " --dest test/destStack\` (or any statetool command on either stack) completes it"
-	current="${how%%:*}: no byte changed"
-	dump "$A" >"$T/a.after"; dump "$B" >"$T/b.after"
-	if cmp -s "$T/a.before" "$T/a.after" && cmp -s "$T/b.before" "$T/b.after"; then ok; else bad "a store changed"; fi
+	unchanged "${how%%:*}: no byte changed"
 done
 run "list --json while another holds a lock" st list --json --backend "$A" --stack test/sourceStack
 check_rc 1; check_out_has '"code": "locked"'
