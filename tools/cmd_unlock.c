@@ -91,6 +91,7 @@ static int here_locked(cli_target *t)
 	st_error err;
 	int rc;
 
+	st_error_clear(&err);
 	if (t->backend)
 		return st_backend_recover(t->backend, t->qname, NULL, 0, ST_JOURNAL_CHECK_HERE,
 					  NULL, &err);
