@@ -23,15 +23,6 @@ static int backups_disabled(void)
 	return env_true(v);
 }
 
-/* PULUMI_DIY_BACKEND_RETAIN_CHECKPOINTS (alias PULUMI_RETAIN_CHECKPOINTS). */
-static int checkpoints_retained(void)
-{
-	const char *v = getenv("PULUMI_DIY_BACKEND_RETAIN_CHECKPOINTS");
-	if (!v)
-		v = getenv("PULUMI_RETAIN_CHECKPOINTS");
-	return env_true(v);
-}
-
 static char *backup_dir(const char *project, const char *stack)
 {
 	return project ? st_asprintf(".pulumi/backups/%s/%s/", project, stack)
@@ -431,43 +422,13 @@ int st__diy_generation(st_backend *b, const char *stack, const char *key, int be
 	return rc;
 }
 
-/* Does `key` name a DIY stack's object? *project (NULL in the legacy layout) and *name: where
- * they start and end in it (not copied). */
-static int stack_object(const char *key, const char **rel, const char **slash, const char **ext)
-{
-	static const char stacks[] = ".pulumi/stacks/";
-
-	*ext = json_ext(key);
-	*rel = key + sizeof(stacks) - 1;
-	if (!*ext || strncmp(key, stacks, sizeof(stacks) - 1) || *ext <= *rel)
-		return 0;
-	*slash = strchr(*rel, '/');
-	return !(*slash && (strchr(*slash + 1, '/') || *slash + 1 >= *ext));
-}
-
-int st__store_checkpoint_saved(st_store *s, const char *key, st_error *err)
-{
-	const char *rel, *slash, *ext;
-	char *dst;
-	int rc;
-
-	if (!checkpoints_retained() || !stack_object(key, &rel, &slash, &ext))
-		return ST_OK;
-	/* Pulumi's saveCheckpoint: the object just written, again as <object>.<UnixNano> beside
-	 * it (which no listing takes for a stack) */
-	dst = st_asprintf("%s.%lld", key, now_ns());
-	rc = dst ? st_store_copy(s, key, dst, err) : st__err(err, ST_ENOMEM, "out of memory");
-	free(dst);
-	return rc;
-}
-
 int st__store_generation_after(st_store *s, const char *key, st_error *err)
 {
 	const char *rel, *slash, *ext;
 	char *project, *name;
 	int rc;
 
-	if (!stack_object(key, &rel, &slash, &ext))
+	if (!st__store_stack_object(key, &rel, &slash, &ext))
 		return ST_OK; /* no stack of a DIY backend: a plain file keeps no generations */
 	if (backups_disabled())
 		return ST_OK;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 int st_store_key_valid(const char *key)
 {
@@ -758,5 +759,53 @@ int st__store_load_json(st_store *s, const char *key, size_t max, const char *wh
 	if (rc == ST_OK)
 		rc = st_json_parse(out, plain, plen, where, NULL, style, problems, err);
 	free(plain);
+	return rc;
+}
+
+/* ---- a stack's checkpoint ---- */
+
+int st__store_stack_object(const char *key, const char **rel, const char **slash,
+			   const char **ext)
+{
+	static const char stacks[] = ".pulumi/stacks/";
+	static const char *const exts[] = {".json", ".json.gz", ".json.zst"};
+	size_t kl = strlen(key);
+
+	*ext = NULL;
+	for (size_t i = 0; !*ext && i < 3; i++)
+		if (kl > strlen(exts[i]) && !strcmp(key + kl - strlen(exts[i]), exts[i]))
+			*ext = key + kl - strlen(exts[i]);
+	*rel = key + sizeof(stacks) - 1;
+	*slash = NULL;
+	if (!*ext || strncmp(key, stacks, sizeof(stacks) - 1) || *ext <= *rel)
+		return 0;
+	*slash = strchr(*rel, '/');
+	return !(*slash && (strchr(*slash + 1, '/') || *slash + 1 >= *ext));
+}
+
+/* PULUMI_DIY_BACKEND_RETAIN_CHECKPOINTS (alias PULUMI_RETAIN_CHECKPOINTS): 1 or true. */
+static int checkpoints_retained(void)
+{
+	const char *v = getenv("PULUMI_DIY_BACKEND_RETAIN_CHECKPOINTS");
+	if (!v)
+		v = getenv("PULUMI_RETAIN_CHECKPOINTS");
+	return v && (!strcmp(v, "1") || !strcasecmp(v, "true"));
+}
+
+int st__store_checkpoint_saved(st_store *s, const char *key, st_error *err)
+{
+	const char *rel, *slash, *ext;
+	struct timespec ts;
+	char *dst;
+	int rc;
+
+	if (!checkpoints_retained() || !st__store_stack_object(key, &rel, &slash, &ext))
+		return ST_OK;
+	/* Pulumi's saveCheckpoint: the object just written, again as <object>.<UnixNano> beside
+	 * it (which no listing takes for a stack) */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	dst = st_asprintf("%s.%lld", key, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+	rc = dst ? st_store_copy(s, key, dst, err) : st__err(err, ST_ENOMEM, "out of memory");
+	free(dst);
 	return rc;
 }

@@ -319,6 +319,11 @@ int st__store_generation_after(st_store *s, const char *key, st_error *err);
  * PULUMI_RETAIN_CHECKPOINTS) is 1 or true, its bytes again as <key>.<UnixNano> beside it.
  * Nothing otherwise (a plain file). */
 int st__store_checkpoint_saved(st_store *s, const char *key, st_error *err);
+/* Does `key` name a DIY stack's object (.pulumi/stacks/[PROJECT/]STACK.json[.gz|.zst])? 1 or
+ * 0; *rel: where PROJECT (or STACK) starts, *slash: the '/' after PROJECT (NULL in the legacy
+ * layout), *ext: the .json ending (pointers into key). */
+int st__store_stack_object(const char *key, const char **rel, const char **slash,
+			   const char **ext);
 
 /* st_backend_list as the index's staleness check needs it (lib/index/fresh.c): of a DIY
  * backend, each stack's qname, key, size, time and tag only (name, project and path NULL: a
