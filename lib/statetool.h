@@ -1274,8 +1274,8 @@ ST_EXTERN int st_backend_save_pair(const char *op, st_backend *ba, const char *s
 /* Completes every interrupted operation of a DIY stack (a journal beside any of its objects,
  * found by one listing, then a stack rename's marker: st_backend_rename_stack_ex); with
  * ST_JOURNAL_CLEAN_STAGED, staged objects no journal names are removed afterwards; with
- * ST_JOURNAL_CHECK_HERE, only each journal's side of this stack is checked (no marker,
- * nothing written). `known`, `report`: as st_journal_recover_key. ST_OK when nothing was pending. */
+ * ST_JOURNAL_CHECK_HERE, only each journal's side of this stack is checked (a stack rename's
+ * marker: every lock of the stack counts), nothing written. `known`, `report`: as st_journal_recover_key. ST_OK when nothing was pending. */
 ST_EXTERN int st_backend_recover(st_backend *b, const char *stack, st_store *const *known,
 				 size_t nknown, unsigned flags, st_changes *report,
 				 st_error *err);

@@ -185,11 +185,14 @@ int st_backend_recover(st_backend *b, const char *stack, st_store *const *known,
 			e[i].key[kl - sl] = pass ? STAGED_SUFFIX[0] : JOURNAL_SUFFIX[0];
 		}
 	}
-	/* then an interrupted stack rename (its marker beside the stack: stack_rename.c) */
-	for (size_t i = 0; rc == ST_OK && !(flags & ST_JOURNAL_CHECK_HERE) && i < n; i++)
+	/* then an interrupted stack rename (its marker beside the stack: stack_rename.c); to
+	 * check it, every lock of the stack counts (both its stacks are in this backend) */
+	for (size_t i = 0; rc == ST_OK && i < n; i++)
 		if (!strncmp(e[i].key, prefix, strlen(prefix)) &&
 		    !strcmp(e[i].key + strlen(prefix), RENAME_MARKER_SUFFIX)) {
-			rc = st__rename_recover(b, stack, NULL, 0, report, NULL, err);
+			rc = flags & ST_JOURNAL_CHECK_HERE
+				     ? st_lock_check_stack(b, stack, err)
+				     : st__rename_recover(b, stack, NULL, 0, report, NULL, err);
 			break;
 		}
 	st_store_entries_free(e, n);
