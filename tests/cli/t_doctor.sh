@@ -273,12 +273,13 @@ run "providers through secrets" st doctor --backend "$K"
 check_rc 1; check_out_has "app/prod: duplicate-id: urn:pulumi:prod::app::kubernetes:core/v1:Namespace::monitoring has ID 'monitoring'"
 
 # --help says what the journal finding's fixes are: any command, or move --recover for a staged
-# object alone
+# object alone; none for a move in progress
 run "help: the journal's fixes" sh -c "'$STATETOOL' doctor --help | sed -n '/^  journal /,/^  rename /p' | sed '\$d'"
 check_rc 0; check_out "  journal        what an interrupted statetool operation left: a journal (and a
                  staged object beside it), completed by any command on the stack; a
                  staged object alone, only by move --recover with the move's two
-                 stacks (the fix names the other as OTHER_URL and OTHER_STACK)"
+                 stacks (the fix names the other as OTHER_URL and OTHER_STACK); a
+                 journal whose own lock is held (not stale): in progress, no fix"
 # a stack named '..' (audit28 D6): Pulumi's ParseStackName accepts it and lists it; statetool
 # does not open it, and says so instead of leaving it out
 B6=$T/b6
