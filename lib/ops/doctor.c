@@ -483,47 +483,6 @@ static int legacy_stack(doctor *d, const char *key, const char *stack, const cha
 		       "skips it (no project name found) unless --project gives it one");
 }
 
-/* A journal beside the stack of the key `rel` (under .pulumi/stacks/; `stem`: its length without
- * the extension), under any of the stack's object names (a change of compression stages the
- * new name and journals the old). */
-static char *journal_beside(doctor *d, const char *rel, size_t stem)
-{
-	static const char *const ext[] = {".json", ".json.gz", ".json.zst"};
-	for (size_t i = 0; i < 3; i++) {
-		char *k = st_asprintf("%s%.*s%s.statetool-journal", STACKS, (int)stem, rel, ext[i]);
-		if (k && st_store_stat(d->s, k, NULL, NULL) == ST_OK)
-			return k;
-		free(k);
-	}
-	return NULL;
-}
-
-/* The lock the journal `jkey` names as its side's, there and not stale (as a lock finding
- * judges it): the operation still runs. Its description (new), or NULL. */
-static char *running(doctor *d, const char *jkey)
-{
-	char *data = NULL, *desc = NULL;
-	size_t len = 0, i;
-	json_t *o = NULL, *sd;
-	int stale = 1;
-	if (st_store_read(d->s, jkey, 1 << 20, &data, &len, NULL, NULL) == ST_OK &&
-	    st_json_parse(&o, data, len, NULL, NULL, NULL, NULL, NULL) == ST_OK)
-		json_array_foreach(json_object_get(o, "sides"), i, sd) {
-			const char *j = st_json_str(sd, "journal"), *lk = st_json_str(sd, "lock");
-			if (!j || !lk || strcmp(j, jkey))
-				continue;
-			if (st_store_stat(d->s, lk, NULL, NULL) == ST_OK &&
-			    st__lock_stale(d->s, lk, d->max_age, &desc, &stale) == ST_OK && stale) {
-				free(desc);
-				desc = NULL;
-			}
-			break;
-		}
-	json_decref(o);
-	free(data);
-	return desc;
-}
-
 /* A staged object with no journal beside it: a move killed before its commit point (nothing
  * had changed), or at it, its first journal written beside the other stack, whose recovery
  * installs this object. Only a recovery that knows both stacks (move --recover) tells which,
@@ -594,12 +553,12 @@ static int check_stack_key(doctor *d, const st_store_entry *e, const st_stack_in
 			stem = base ? stack_stem(base) : 0;
 			stack = stem ? stack_of_key(base, stem) : NULL;
 			free(base);
-			jkey = j == 0 ? st_strdup(e->key) : journal_beside(d, rel, stem);
+			jkey = j == 0 ? st_strdup(e->key) : st__journal_beside(d->s, rel, stem);
 			if (j == 1 && !jkey) {
 				rc = staged_alone(d, stack, where);
 				goto out;
 			}
-			if (jkey && (desc = running(d, jkey))) { /* no fix */
+			if (jkey && (desc = st__journal_running(d->s, jkey, d->max_age))) { /* no fix */
 				rc = add(d, "journal", stack, where, "",
 					 "a statetool operation is in progress (its journal beside its "
 					 "own lock, held: %s): nothing to fix while it runs; it removes "

@@ -199,3 +199,46 @@ int st_backend_recover(st_backend *b, const char *stack, st_store *const *known,
 	free(prefix);
 	return rc;
 }
+
+/* ---- what doctor asks ---- */
+
+/* A journal beside the stack of the key `rel` (under .pulumi/stacks/; `stem`: its length without
+ * the extension), under any of the stack's object names (a change of compression stages the
+ * new name and journals the old). */
+char *st__journal_beside(st_store *s, const char *rel, size_t stem)
+{
+	static const char *const ext[] = {".json", ".json.gz", ".json.zst"};
+	for (size_t i = 0; i < 3; i++) {
+		char *k = st_asprintf(".pulumi/stacks/%.*s%s" JOURNAL_SUFFIX, (int)stem, rel, ext[i]);
+		if (k && st_store_stat(s, k, NULL, NULL) == ST_OK)
+			return k;
+		free(k);
+	}
+	return NULL;
+}
+
+/* The lock the journal `jkey` names as its side's, there and not stale (as a lock finding
+ * judges it): the operation still runs. Its description (new), or NULL. */
+char *st__journal_running(st_store *s, const char *jkey, long long max_age)
+{
+	char *data = NULL, *desc = NULL;
+	size_t len = 0, i;
+	json_t *o = NULL, *sd;
+	int stale = 1;
+	if (st_store_read(s, jkey, 1 << 20, &data, &len, NULL, NULL) == ST_OK &&
+	    st_json_parse(&o, data, len, NULL, NULL, NULL, NULL, NULL) == ST_OK)
+		json_array_foreach(json_object_get(o, "sides"), i, sd) {
+			const char *j = st_json_str(sd, "journal"), *lk = st_json_str(sd, "lock");
+			if (!j || !lk || strcmp(j, jkey))
+				continue;
+			if (st_store_stat(s, lk, NULL, NULL) == ST_OK &&
+			    st__lock_stale(s, lk, max_age, &desc, &stale) == ST_OK && stale) {
+				free(desc);
+				desc = NULL;
+			}
+			break;
+		}
+	json_decref(o);
+	free(data);
+	return desc;
+}

@@ -322,6 +322,12 @@ int st__store_checkpoint_saved(st_store *s, const char *key, st_error *err);
 /* Does `key` name a DIY stack's object (.pulumi/stacks/[PROJECT/]STACK.json[.gz|.zst])? 1 or
  * 0; *rel: where PROJECT (or STACK) starts, *slash: the '/' after PROJECT (NULL in the legacy
  * layout), *ext: the .json ending (pointers into key). */
+/* doctor (journal_names.c): a journal beside the stack of `rel` (a key under .pulumi/stacks/,
+ * `stem` its length without .json[.gz|.zst]) under any of the stack's object names (new), or
+ * NULL; the description (new) of the lock the journal `jkey` names as its side's when it is
+ * there and not stale (st__lock_stale, max_age): the operation still runs; else NULL. */
+char *st__journal_beside(st_store *s, const char *rel, size_t stem);
+char *st__journal_running(st_store *s, const char *jkey, long long max_age);
 int st__store_stack_object(const char *key, const char **rel, const char **slash,
 			   const char **ext);
 
