@@ -863,6 +863,14 @@ void st__pbkdf2_sha256(const unsigned char *pw, size_t pwlen, const unsigned cha
 size_t st__secrets_count_ciphertexts(json_t *resource);
 size_t st__secrets_count_plaintexts(json_t *resource);
 
+/* Decrypts every ciphertext secret of one resource object (its inputs and outputs) with `s`;
+ * each that does not decrypt (or not to JSON) is given to bad(ctx, "inputs" or "outputs", its
+ * JSON Pointer from the object, why), whose non-zero result ends the walk and is returned.
+ * ST_ENOMEM too. */
+typedef int (*st__secret_bad_fn)(void *ctx, const char *field, const char *pointer,
+				 const char *why);
+int st__secrets_check_decrypt(json_t *r, st_secrets *s, st__secret_bad_fn bad, void *ctx);
+
 /* Encrypts every plaintext secret of one resource object (the caller may change it) under
  * `to`; ciphertexts stay. *count (may be NULL) is incremented per secret. */
 int st__secrets_encrypt_resource(json_t *resource, st_secrets *to, size_t *count,

@@ -1378,8 +1378,11 @@ ST_EXTERN int st_import_check(json_t *doc, const char *stack, const char *projec
  * (ST_EUNSUPPORTED); importID only with keep_import_id. The same URN with the same ID is a
  * no-op; another ID is refused. Every problem of the file and of the file against the state
  * goes to `problems` (may be NULL) in one run (ST_EINVAL for the file's, ST_ECONFLICT for
- * conflicts alone). Plaintext secrets need opts->secrets (else ST_EPASSPHRASE with
- * report->needs_secrets set). `report` is filled (its previous content is not freed); on any
+ * conflicts alone). Secrets in the file need opts->secrets (else ST_EPASSPHRASE with
+ * report->needs_secrets set): a plaintext is encrypted under it, a ciphertext must decrypt with
+ * it to JSON, as Pulumi deserializes the file with the stack's decrypter (else a problem of the
+ * file, "could not deserialize ...", ST_EINVAL); an ID "<PLACEHOLDER>" (what `pulumi preview
+ * --import-file` writes) is one too. `report` is filled (its previous content is not freed); on any
  * error the session is as it was. Keys given twice in the file decode as Go decodes them when
  * `problems` is the list st_json_parse filled for `doc` (as st_validate_import_file; `doc` is
  * changed to what Go decodes); else last-wins. */

@@ -103,6 +103,7 @@ static int check_against_state(imp *c)
 			continue;
 		for (size_t j = 0; j < i; j++)
 			if (s->id && c->s[j].id && *s->id && c->s[j].type &&
+			    strcmp(s->id, ST__IMPORT_PLACEHOLDER) && /* (refused as such) */
 			    !strcmp(s->id, c->s[j].id) && !strcmp(s->type, c->s[j].type))
 				oom |= st__import_problem(c->probs, i, "id", "duplicate import '%s' "
 							  "of type '%s'", s->id, s->type);
@@ -187,20 +188,88 @@ static int need_secrets(imp *c)
 		       "destination's secrets provider must be opened (opts->secrets)");
 }
 
+/* A ciphertext of spec `i` ((size_t)-1: of providerInputs[name]) that the destination's key
+ * does not open: Pulumi's parseImportFile fails to deserialize the value, once per field. */
+typedef struct bad_ctx {
+	imp *c;
+	size_t i;
+	const char *name;
+	int seen[2]; /* inputs, outputs reported */
+} bad_ctx;
+
+static int bad_secret(void *p, const char *field, const char *pointer, const char *why)
+{
+	bad_ctx *b = p;
+	int out = strcmp(field, "inputs") != 0, rc;
+	const char *pre = strcmp(why, "the secret decrypts, but not to JSON")
+				  ? "decrypting secret value: "
+				  : "";
+	if (b->seen[out]++)
+		return 0;
+	if (b->i == (size_t)-1) {
+		st_buf ptr;
+		st_buf_init(&ptr);
+		st_buf_adds(&ptr, "/providerInputs");
+		st_pointer_add_key(&ptr, b->name, strlen(b->name));
+		st_buf_adds(&ptr, pointer + strlen("/inputs"));
+		rc = ptr.oom ? ST_ENOMEM
+			     : st__import_problem(b->c->probs, (size_t)-1, ptr.data,
+						  "could not deserialize provider inputs for "
+						  "provider '%s': %s%s", b->name, pre, why);
+		st_buf_free(&ptr);
+		return rc;
+	}
+	st__spec *s = &b->c->s[b->i];
+	char *d = st__import_describe(b->i, s);
+	if (!d)
+		return ST_ENOMEM;
+	rc = st__import_problem(b->c->probs, b->i, pointer + 1, "could not deserialize %s%s for "
+				"%s: %s%s", s->type && st_type_is_provider(s->type) ? "provider " : "",
+				field, d, pre, why);
+	free(d);
+	return rc;
+}
+
+static int has_secret(json_t *r)
+{
+	return st__secrets_count_plaintexts(r) || st__secrets_count_ciphertexts(r);
+}
+
+/* Secrets of the file need the destination's secrets manager: a plaintext to encrypt, a
+ * ciphertext to decrypt (Pulumi deserializes the file with the stack's decrypter and refuses a
+ * value that does not open: copied as it is, the stack would hold a secret no key opens). */
 static int check_secrets(imp *c)
 {
+	size_t before = c->probs->errors, errors;
 	const char *k;
 	json_t *v;
-	for (size_t i = 0; !c->o->secrets && i < c->n; i++)
-		if (st__secrets_count_plaintexts(c->s[i].j))
-			return need_secrets(c);
+	int need = 0, rc = ST_OK;
+
+	for (size_t i = 0; !need && i < c->n; i++)
+		need = has_secret(c->s[i].j);
 	json_object_foreach(c->pins, k, v) {
-		json_t *r = c->o->secrets ? NULL : json_pack("{s:O}", "inputs", v);
-		size_t n = r ? st__secrets_count_plaintexts(r) : 0;
+		json_t *r = need ? NULL : json_pack("{s:O}", "inputs", v);
+		need |= r && has_secret(r);
 		json_decref(r);
-		if (n)
-			return need_secrets(c);
 	}
+	if (need && !c->o->secrets)
+		return need_secrets(c);
+	for (size_t i = 0; need && rc == ST_OK && i < c->n; i++) {
+		bad_ctx b = {c, i, NULL, {0, 0}};
+		rc = st__secrets_check_decrypt(c->s[i].j, c->o->secrets, bad_secret, &b);
+	}
+	json_object_foreach(c->pins, k, v) {
+		bad_ctx b = {c, (size_t)-1, k, {0, 0}};
+		json_t *r = need && rc == ST_OK ? json_pack("{s:O}", "inputs", v) : NULL;
+		if (r)
+			rc = st__secrets_check_decrypt(r, c->o->secrets, bad_secret, &b);
+		json_decref(r);
+	}
+	if (rc != ST_OK)
+		return st__err(c->err, ST_ENOMEM, "out of memory");
+	if ((errors = c->probs->errors - before) != 0)
+		return st__err(c->err, ST_EINVAL, "the import file has %zu error%s; nothing was "
+			       "imported", errors, errors == 1 ? "" : "s");
 	return ST_OK;
 }
 

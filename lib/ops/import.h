@@ -6,6 +6,10 @@
 #include "internal.h"
 
 
+/* The ID `pulumi preview --import-file` writes for each custom resource, for the user to
+ * replace (preview.go); `pulumi import` fails to read it, so it is refused. */
+#define ST__IMPORT_PLACEHOLDER "<PLACEHOLDER>"
+
 /* One resource of an import file, its strings borrowed from the document. */
 typedef struct st__spec {
 	json_t *j;
@@ -30,6 +34,9 @@ void st__specs_free(st__spec *s, size_t n);
 int st__import_check_file(json_t *doc, const char *stack, const char *project,
 			  st_schema *schema, st_problems *out, st__spec **specs, size_t *n,
 			  st_error *err);
+
+/* "resource 'name' of type 'T'" as Pulumi describes spec i. New; NULL: no memory. */
+char *st__import_describe(size_t i, const st__spec *s);
 
 /* One problem of spec i ((size_t)-1: of the file), at field `field` (may be NULL). ST_OK or
  * ST_ENOMEM (a problem lost: the caller must not go on as if the file had none). */

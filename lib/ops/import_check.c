@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "resource 'name' of type 'T'" as Pulumi describes a spec. New. */
-static char *describe(size_t i, const st__spec *s)
+char *st__import_describe(size_t i, const st__spec *s)
 {
 	const char *who = s->name && *s->name ? s->name : s->id && *s->id ? s->id : NULL;
 	if (s->type && *s->type)
@@ -239,7 +238,7 @@ static int check_spec(chk *c, size_t i)
 {
 	static const char *const pv[] = {"inputs", "outputs"};
 	st__spec *s = &c->s[i];
-	char *d = describe(i, s), suf[128];
+	char *d = st__import_describe(i, s), suf[128];
 	int created;
 
 	if (!d)
@@ -254,6 +253,9 @@ static int check_spec(chk *c, size_t i)
 		problem(c->out, i, "id", "%s has no ID", d);
 	else if (s->component && s->id && *s->id)
 		problem(c->out, i, "id", "%s has an ID, but is marked as a component", d);
+	else if (!s->component && !strcmp(s->id, ST__IMPORT_PLACEHOLDER))
+		problem(c->out, i, "id", "%s has the ID '" ST__IMPORT_PLACEHOLDER "', the placeholder "
+			"`pulumi preview --import-file` writes: fill in the resource's ID", d);
 	if (s->remote && !s->component)
 		problem(c->out, i, "remote", "%s is marked as remote, but not as a component", d);
 	for (size_t j = 0; j < i; j++)
@@ -345,7 +347,7 @@ static int resolve_parent(chk *c, size_t i, const char *d)
 static int resolve_one(chk *c, size_t i, int *done)
 {
 	st__spec *s = &c->s[i];
-	char *d = describe(i, s);
+	char *d = st__import_describe(i, s);
 	st_strmap_slot *sl;
 	int created, r;
 
@@ -406,7 +408,7 @@ static int resolve_urns(chk *c)
 		char *d;
 		if (done[i])
 			continue;
-		if (!(d = describe(i, &c->s[i])))
+		if (!(d = st__import_describe(i, &c->s[i])))
 			rc = ST_ENOMEM;
 		else
 			problem(c->out, i, "parent", "the parent '%s' for %s forms a cycle",
@@ -451,7 +453,7 @@ static int check_providers(chk *c)
 		char *d;
 		if (c->s[i].malformed || !c->s[i].provider || !*c->s[i].provider)
 			continue;
-		if (!(d = describe(i, &c->s[i])))
+		if (!(d = st__import_describe(i, &c->s[i])))
 			return ST_ENOMEM;
 		check_provider(c, i, d);
 		free(d);

@@ -349,6 +349,45 @@ int st_secrets_reveal(st_state *st, st_secrets *s, st_error *err)
 	return st__each_resource(st, reveal_res, &c);
 }
 
+/* the ciphertexts of one resource object, each decrypted (an import file's) */
+typedef struct dctx {
+	st_secrets *s;
+	st__secret_bad_fn bad;
+	void *ctx;
+} dctx;
+
+static int decrypt_one(void *p, json_t *secret, st__spath *where, const char *urn)
+{
+	dctx *c = p;
+	const char *ct = st_json_str(secret, "ciphertext");
+	char *pt;
+	size_t len;
+	st_error err;
+	json_t *v = NULL;
+	int rc;
+
+	(void)urn;
+	if (!ct)
+		return 0;
+	st_error_clear(&err);
+	if ((rc = st_secrets_decrypt(c->s, ct, &pt, &len, &err)) != ST_OK)
+		return rc == ST_ENOMEM ? rc : c->bad(c->ctx, where->field, st__spath_str(where),
+						     err.message);
+	rc = st_json_parse(&v, pt, len, NULL, NULL, NULL, NULL, NULL);
+	st_secret_free(pt, len);
+	json_decref(v);
+	if (rc == ST_ENOMEM)
+		return rc;
+	return rc == ST_OK ? 0 : c->bad(c->ctx, where->field, st__spath_str(where),
+					 "the secret decrypts, but not to JSON");
+}
+
+int st__secrets_check_decrypt(json_t *r, st_secrets *s, st__secret_bad_fn bad, void *ctx)
+{
+	dctx c = {s, bad, ctx};
+	return st__walk_resource(r, "", decrypt_one, &c);
+}
+
 size_t st__secrets_count_ciphertexts(json_t *r)
 {
 	cctx c = {0, 0};

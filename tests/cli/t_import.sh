@@ -83,6 +83,28 @@ check_err_has "the outputs for resource 'u' of type 'a:b:C' contain unknown valu
 check_err_has "resource 'p' of type 'pulumi:providers:aws' has an ID, but is a provider, which is created rather than read"
 check_err_has "statetool: error: the import file has 7 errors; nothing was imported"
 check_same "$E/base.json" "$D"; check_absent "$D.bak"
+# the ID `pulumi preview --import-file` leaves for the user to fill in (audit28 D3): refused
+# by import and by validate, once per spec (no duplicate-import error for two of them)
+cat > "$T/ph.json" <<'J'
+{"resources": [
+  {"type": "aws:s3/bucket:Bucket", "name": "a", "id": "<PLACEHOLDER>", "outputs": {}},
+  {"type": "aws:s3/bucket:Bucket", "name": "b", "id": "<PLACEHOLDER>"},
+  {"type": "aws:s3/bucket:Bucket", "name": "c", "id": "c-1"}
+]}
+J
+run "import: the preview's <PLACEHOLDER> ID refused" st import --dest "$D" --file "$T/ph.json" \
+	--no-read
+check_rc 1
+check_err "$T/ph.json: error: resource 'a' of type 'aws:s3/bucket:Bucket' has the ID '<PLACEHOLDER>', the placeholder \`pulumi preview --import-file\` writes: fill in the resource's ID
+    at /resources/0/id
+$T/ph.json: error: resource 'b' of type 'aws:s3/bucket:Bucket' has the ID '<PLACEHOLDER>', the placeholder \`pulumi preview --import-file\` writes: fill in the resource's ID
+    at /resources/1/id
+statetool: error: the import file has 2 errors; nothing was imported"
+check_same "$E/base.json" "$D"; check_absent "$D.bak"
+run "validate: the preview's <PLACEHOLDER> ID refused" st validate "$T/ph.json"
+check_rc 1
+check_out_has "error: [import/spec] resource 'b' of type 'aws:s3/bucket:Bucket' has the ID '<PLACEHOLDER>', the placeholder \`pulumi preview --import-file\` writes: fill in the resource's ID"
+check_out_has "2 errors"
 cat > "$T/bad2.json" <<'J'
 {"resources": [
   {"type": "a:b:C", "name": "dup", "id": "1", "outputs": {}},
@@ -231,6 +253,29 @@ check_rc 1; check_out_empty; check_same "$FIXTURES/pulumi/valid-deployment-v3.js
 check_err "statetool: error: incorrect passphrase, please set PULUMI_CONFIG_PASSPHRASE to the correct passphrase or set PULUMI_CONFIG_PASSPHRASE_FILE to a file containing the passphrase
 $T/secretdup.json: warning: duplicate object key 'name': the last value is kept, as Pulumi does; earlier values are lost on save
     at /resources/0/name"
+
+# a ciphertext in the file (a provider's inputs as `pulumi preview --import-file` writes them)
+# must decrypt with the destination's key, as Pulumi's parseImportFile decrypts the file
+# (audit28 D2): a good one is kept, one whose nonce was altered (or a third output that is no
+# secret of this stack's) is refused by pointer, nothing written; no passphrase: asked for
+printf '%s\n' '{"resources":[{"type":"pulumi:providers:aws","name":"eu","inputs":{"accessKey":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","ciphertext":"v1:f5YxzO11ppTC+EfK:wzzefTg4WK99AziqoVf994s2UBPHauUgmuTZjg=="},"region":"eu-west-1","version":"6.1.0"}},{"type":"aws:s3/bucket:Bucket","name":"logs","id":"logs-1","provider":"eu","version":"6.1.0"}]}' > "$T/provsec.json"
+sed 's/v1:f5YxzO11ppTC+EfK:/v1:AAAAAAAAAAAAAAAA:/' "$T/provsec.json" > "$T/provbad.json"
+sed 's/"version":"6.1.0"}]}/"version":"6.1.0","outputs":{"k":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","ciphertext":"v1:f5YxzO11ppTC+EfK:wzzefTg4WK99AziqoVf994s2UBPHauUgmuTZjg=="},"o":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","ciphertext":"bad"}}}]}/' "$T/provbad.json" > "$T/provbad2.json"
+cp "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/sd.json"
+run "a ciphertext that does not decrypt: refused" env PULUMI_CONFIG_PASSPHRASE="correct horse battery staple" "$STATETOOL" import --no-read --dest "$T/sd.json" --file "$T/provbad2.json"
+check_rc 1; check_out_empty; check_same "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/sd.json"
+check_err "$T/provbad2.json: error: could not deserialize provider inputs for resource 'eu' of type 'pulumi:providers:aws': decrypting secret value: cipher: message authentication failed (wrong key, or the ciphertext was altered)
+    at /resources/0/inputs/accessKey
+$T/provbad2.json: error: could not deserialize outputs for resource 'logs' of type 'aws:s3/bucket:Bucket': decrypting secret value: bad value
+    at /resources/1/outputs/o
+statetool: error: the import file has 2 errors; nothing was imported"
+run "a ciphertext, no passphrase: asked for, nothing copied blind" env -u PULUMI_CONFIG_PASSPHRASE -u PULUMI_CONFIG_PASSPHRASE_FILE "$STATETOOL" import --no-read --dest "$T/sd.json" --file "$T/provsec.json"
+check_rc 1; check_out_empty; check_same "$FIXTURES/pulumi/valid-deployment-v3.json" "$T/sd.json"
+check_err "statetool: error: passphrase must be set with PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE environment variables (or --passphrase-file)"
+run "a ciphertext of the destination's key: kept" env PULUMI_CONFIG_PASSPHRASE="correct horse battery staple" "$STATETOOL" import --no-read --dest "$T/sd.json" --file "$T/provsec.json"
+check_rc 0; check_out_has "2 resources imported"
+run "its secrets decrypt" env PULUMI_CONFIG_PASSPHRASE="correct horse battery staple" "$STATETOOL" secrets verify "$T/sd.json"
+check_rc 0; check_out "4 secrets, 0 failed to decrypt"
 
 # providers as Pulumi's import creates them (deploy/import.go registerProviders, providers.Set*)
 mask() { sed -E 's/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/UUID/g; s/"20[0-9]{2}-[0-9-]+T[0-9:]+Z"/"TIME"/g'; }
