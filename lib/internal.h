@@ -867,6 +867,7 @@ size_t st__secrets_count_plaintexts(json_t *resource);
  * each that does not decrypt (or not to JSON) is given to bad(ctx, "inputs" or "outputs", its
  * JSON Pointer from the object, why), whose non-zero result ends the walk and is returned.
  * ST_ENOMEM too. */
+#define ST__NOT_JSON "the secret decrypts, but not to JSON"
 typedef int (*st__secret_bad_fn)(void *ctx, const char *field, const char *pointer,
 				 const char *why);
 int st__secrets_check_decrypt(json_t *r, st_secrets *s, st__secret_bad_fn bad, void *ctx);

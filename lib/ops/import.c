@@ -201,7 +201,7 @@ static int bad_secret(void *p, const char *field, const char *pointer, const cha
 {
 	bad_ctx *b = p;
 	int out = strcmp(field, "inputs") != 0, rc;
-	const char *pre = strcmp(why, "the secret decrypts, but not to JSON")
+	const char *pre = strcmp(why, ST__NOT_JSON)
 				  ? "decrypting secret value: "
 				  : "";
 	if (b->seen[out]++)

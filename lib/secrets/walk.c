@@ -262,38 +262,43 @@ typedef struct vctx {
 	size_t count;
 } vctx;
 
+/* Does ciphertext `ct` open with `s`, to JSON? ST_OK; else its code with `why` set (ST_ENOMEM
+ * too: it ends a walk). */
+static int opens(st_secrets *s, const char *ct, st_error *why)
+{
+	char *pt;
+	size_t len;
+	json_t *v = NULL;
+	int rc;
+
+	st_error_clear(why);
+	if ((rc = st_secrets_decrypt(s, ct, &pt, &len, why)) != ST_OK)
+		return rc;
+	rc = st_json_parse(&v, pt, len, NULL, NULL, NULL, NULL, NULL);
+	st_secret_free(pt, len);
+	json_decref(v);
+	if (rc == ST_OK || rc == ST_ENOMEM)
+		return rc;
+	st_error_clear(why);
+	return st__err(why, ST_ESECRETS, ST__NOT_JSON);
+}
+
 /* A secret that does not decrypt is a problem of the state's; running out of memory ends the
  * walk (ST_ENOMEM). */
 static int verify_one(void *p, json_t *secret, st__spath *where, const char *urn)
 {
 	vctx *c = p;
 	const char *ct = st_json_str(secret, "ciphertext");
-	char *pt;
-	size_t len;
-	st_error err;
-	json_t *v = NULL;
+	st_error why;
 	int rc;
 
 	c->count++;
 	if (!ct)
 		return 0; /* plaintext: nothing to decrypt */
-	st_error_clear(&err);
-	if ((rc = st_secrets_decrypt(c->s, ct, &pt, &len, &err)) != ST_OK) {
-		if (rc == ST_ENOMEM)
-			return rc;
-		return st_problems_add(c->out, ST_SEV_ERROR, "secrets/decrypt",
-				       st__spath_str(where), urn, "%s", err.message);
-	}
-	rc = st_json_parse(&v, pt, len, NULL, NULL, NULL, NULL, NULL);
-	st_secret_free(pt, len);
-	json_decref(v);
-	if (rc == ST_ENOMEM)
+	if ((rc = opens(c->s, ct, &why)) == ST_OK || rc == ST_ENOMEM)
 		return rc;
-	if (rc != ST_OK)
-		return st_problems_add(c->out, ST_SEV_ERROR, "secrets/decrypt",
-				       st__spath_str(where), urn,
-				       "the secret decrypts, but not to JSON");
-	return 0;
+	return st_problems_add(c->out, ST_SEV_ERROR, "secrets/decrypt", st__spath_str(where), urn,
+			       "%s", why.message);
 }
 
 static int verify_res(void *p, json_t *arr, size_t i, const char *base)
@@ -360,26 +365,14 @@ static int decrypt_one(void *p, json_t *secret, st__spath *where, const char *ur
 {
 	dctx *c = p;
 	const char *ct = st_json_str(secret, "ciphertext");
-	char *pt;
-	size_t len;
-	st_error err;
-	json_t *v = NULL;
+	st_error why;
 	int rc;
 
 	(void)urn;
-	if (!ct)
+	if (!ct || (rc = opens(c->s, ct, &why)) == ST_OK)
 		return 0;
-	st_error_clear(&err);
-	if ((rc = st_secrets_decrypt(c->s, ct, &pt, &len, &err)) != ST_OK)
-		return rc == ST_ENOMEM ? rc : c->bad(c->ctx, where->field, st__spath_str(where),
-						     err.message);
-	rc = st_json_parse(&v, pt, len, NULL, NULL, NULL, NULL, NULL);
-	st_secret_free(pt, len);
-	json_decref(v);
-	if (rc == ST_ENOMEM)
-		return rc;
-	return rc == ST_OK ? 0 : c->bad(c->ctx, where->field, st__spath_str(where),
-					 "the secret decrypts, but not to JSON");
+	return rc == ST_ENOMEM ? rc : c->bad(c->ctx, where->field, st__spath_str(where),
+					     why.message);
 }
 
 int st__secrets_check_decrypt(json_t *r, st_secrets *s, st__secret_bad_fn bad, void *ctx)
