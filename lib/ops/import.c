@@ -109,7 +109,10 @@ static int check_against_state(imp *c)
 							  "of type '%s'", s->id, s->type);
 		if (ex) {
 			const char *eid = st_json_str(ex, "id");
-			if ((eid && s->id && !strcmp(eid, s->id)) || (!eid && s->component))
+			/* a provider the state has is reused, as Pulumi's registerProviders reuses
+			 * it (deploy/import.go): the file run again, or a provider made since */
+			if ((eid && s->id && !strcmp(eid, s->id)) || (!eid && s->component) ||
+			    (st_type_is_provider(s->type) && st_type_is_provider(st_json_str(ex, "type"))))
 				continue;
 			oom |= st__import_problem(c->probs, i, NULL, "resource '%s' already exists",
 						  s->urn);
@@ -652,7 +655,7 @@ static int add_provider_spec(imp *c, const st__spec *s)
 static int add_spec(imp *c, size_t i)
 {
 	const st__spec *s = &c->s[i];
-	json_t *inputs = NULL, *outputs = NULL, *r = NULL;
+	json_t *inputs = NULL, *outputs = NULL, *r = NULL, *ex;
 	char *pref = NULL;
 	size_t nsec = 0;
 	int rc;
@@ -660,9 +663,14 @@ static int add_spec(imp *c, size_t i)
 	if (c->done[i])
 		return ST_OK; /* a provider made for an earlier user */
 	c->done[i] = 1;
-	if (index_get(&c->ix, s->urn)) {
-		st_changes_add(&c->rep->noops, "%s already exists with ID %s; nothing to do", s->urn,
-			       s->id ? s->id : "(none)");
+	if ((ex = index_get(&c->ix, s->urn))) {
+		if (st_type_is_provider(s->type))
+			st_changes_add(&c->rep->noops, "%s is in the state (ID %s): used as it is, "
+				       "as Pulumi reuses it", s->urn, st_json_str(ex, "id") ?
+				       st_json_str(ex, "id") : "(none)");
+		else
+			st_changes_add(&c->rep->noops, "%s already exists with ID %s; nothing to "
+				       "do", s->urn, s->id ? s->id : "(none)");
 		return ST_OK;
 	}
 	if (st_type_is_provider(s->type))

@@ -379,6 +379,15 @@ check_out '{
     "created": "TIME",
     "modified": "TIME"
 }'
+# the same file again (audit28 D10): the provider the state now has is reused, as Pulumi's
+# registerProviders reuses it, and the bucket (same URN, same ID) is a no-op
+cp "$D" "$T/late-before.json"
+run "provider spec the state has: reused" sh -c "'$STATETOOL' import --no-read --dest '$D' --file '$T/late.json' | sed -E 's/ID [0-9a-f-]{36}/ID UUID/'"
+check_rc 0
+check_out "unchanged: $P::aws:s3/bucket:Bucket::b3 already exists with ID d; nothing to do
+unchanged: $P::pulumi:providers:aws::late is in the state (ID UUID): used as it is, as Pulumi reuses it
+no change: nothing written"
+check_same "$T/late-before.json" "$D"
 # unknown values in providerInputs: Pulumi's message
 printf '{"nameTable":{"p1":"%s::pulumi:providers:aws::p1"},"providerInputs":{"p1":{"region":"04da6b54-80e4-46f7-96ec-b56ff0331ba9"}},"resources":[{"type":"aws:s3/bucket:Bucket","name":"b1","id":"b","provider":"p1"}]}' "$P" > "$T/unknownpi.json"
 run "unknowns in providerInputs" st import --no-read --dest "$D" --file "$T/unknownpi.json"
