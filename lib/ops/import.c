@@ -101,12 +101,18 @@ static int check_against_state(imp *c)
 		int earlier = 0;
 		if (!s->urn)
 			continue;
+		/* (statetool's own rule, once per spec: Pulumi's "duplicate import" is about a
+		 * URN given twice, which the file check reports) */
 		for (size_t j = 0; j < i; j++)
 			if (s->id && c->s[j].id && *s->id && c->s[j].type &&
 			    strcmp(s->id, ST__IMPORT_PLACEHOLDER) && /* (refused as such) */
-			    !strcmp(s->id, c->s[j].id) && !strcmp(s->type, c->s[j].type))
-				oom |= st__import_problem(c->probs, i, "id", "duplicate import '%s' "
-							  "of type '%s'", s->id, s->type);
+			    !strcmp(s->id, c->s[j].id) && !strcmp(s->type, c->s[j].type)) {
+				oom |= st__import_problem(c->probs, i, "id", "ID '%s' of type '%s' is "
+							  "imported twice (also by /resources/%zu): two "
+							  "resources would manage one object",
+							  s->id, s->type, j);
+				break;
+			}
 		if (ex) {
 			const char *eid = st_json_str(ex, "id");
 			/* a provider the state has is reused, as Pulumi's registerProviders reuses

@@ -127,7 +127,10 @@ check_err_has "the provider 'nowhere' for resource 'n' of type 'a:b:D' has no en
 check_err_has "the provider 'n' for resource 'o' of type 'a:b:D' is not a provider"
 printf '{"resources": [{"type": "a:b:C", "name": "a", "id": "1", "outputs": {}},{"type": "a:b:C", "name": "b", "id": "1", "outputs": {}}]}' > "$T/dupid.json"
 run "duplicate import" st import --dest "$D" --file "$T/dupid.json"
-check_rc 1; check_err_has "duplicate import '1' of type 'a:b:C'"
+check_rc 1; check_err_has "ID '1' of type 'a:b:C' is imported twice (also by /resources/0): two resources would manage one object"
+printf '{"resources": [{"type": "a:b:C", "name": "a", "id": "1"},{"type": "a:b:C", "name": "b", "id": "1"},{"type": "a:b:C", "name": "c", "id": "1"}]}' > "$T/dupid3.json"
+run "the same ID thrice: once per later spec (audit28 D7)" sh -c "'$STATETOOL' import --no-read --dest '$D' --file '$T/dupid3.json' 2>&1 | grep -c 'imported twice'"
+check_out 2
 printf '{"resources": [{"type": 5}]}' > "$T/schema.json"
 run "schema" st import --dest "$D" --file "$T/schema.json"
 check_rc 1; check_err_has "json: cannot unmarshal number into Go struct field importSpec.resources.type of type tokens.Type"
