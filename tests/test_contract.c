@@ -516,6 +516,46 @@ static int has_line(const char *text, const char *line)
 	return 0;
 }
 
+/* Every required pointer of every public function (tests/nullargs.h, generated from the
+ * header by tests/nullargs.sh): NULL there, a non-NULL dummy everywhere else. The argument is
+ * checked before any other is used, so the dummies are never read. */
+struct na_case {
+	const char *func, *arg;
+	void (*call)(void);
+};
+static _Alignas(64) unsigned char na_dummy[4096];
+static const st_handle na_handle;
+static void na_fn(void) {}
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat"
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+#pragma GCC diagnostic ignored "-Wformat-security"
+#pragma GCC diagnostic ignored "-Wformat-extra-args"
+#endif
+#include "nullargs.h"
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+/* Runs call in a child with stderr to errf; returns its wait status. */
+static int run_child(void (*call)(void), const char *errf)
+{
+	int status;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		struct rlimit no_core = {0, 0};
+		setrlimit(RLIMIT_CORE, &no_core);
+		dup2(fd, 2);
+		call();
+		_exit(0); /* not reached when the argument is checked */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
 static void test_null_handles_abort(void **unused)
 {
 	(void)unused;
@@ -541,18 +581,7 @@ static void test_null_handles_abort(void **unused)
 	char *dir = tu_tmpdir(), *errf = st_path_join(dir, "stderr");
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int status;
-		pid_t pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-			struct rlimit no_core = {0, 0};
-			setrlimit(RLIMIT_CORE, &no_core);
-			dup2(fd, 2);
-			cases[i].call();
-			_exit(0); /* not reached when the handle is checked */
-		}
-		assert_int_equal(waitpid(pid, &status, 0), pid);
+		int status = run_child(cases[i].call, errf);
 		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT) {
 			fprintf(stderr, "%s(NULL) did not abort\n", cases[i].name);
 			fail();
@@ -569,6 +598,36 @@ static void test_null_handles_abort(void **unused)
 	tu_rmdir(dir);
 }
 
+/* "libstatetool: FUNC: 'ARG' must not be NULL" (ARG may go on, as in 'targets || !n'). */
+static void test_null_args_generated(void **unused)
+{
+	(void)unused;
+	char *dir = tu_tmpdir(), *errf = st_path_join(dir, "stderr");
+	size_t bad = 0, n = sizeof(na_cases) / sizeof(na_cases[0]);
+
+	assert_true(n > 300);
+	for (size_t i = 0; i < n; i++) {
+		int status = run_child(na_cases[i].call, errf);
+		char *text = tu_read(errf, NULL), want[256], *at;
+		snprintf(want, sizeof(want), "libstatetool: %s: '%s", na_cases[i].func,
+			 na_cases[i].arg);
+		at = text ? strstr(text, want) : NULL;
+		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT || !at ||
+		    (at[strlen(want)] != '\'' && at[strlen(want)] != ' ') ||
+		    (at != text && at[-1] != '\n')) {
+			fprintf(stderr, "%s(%s NULL): %s %d, stderr: %.100s\n", na_cases[i].func,
+				na_cases[i].arg, WIFSIGNALED(status) ? "signal" : "exit",
+				WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+				text ? text : "");
+			bad++;
+		}
+		free(text);
+	}
+	free(errf);
+	tu_rmdir(dir);
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -581,6 +640,7 @@ int main(void)
 		cmocka_unit_test(test_threads_options),
 		cmocka_unit_test(test_options_versions),
 		cmocka_unit_test(test_null_handles_abort),
+		cmocka_unit_test(test_null_args_generated),
 		cmocka_unit_test(test_err_null_everywhere),
 		cmocka_unit_test(test_buf_take_terminated),
 	};
