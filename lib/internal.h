@@ -24,14 +24,22 @@
 
 #define ST_UNUSED __attribute__((unused))
 
-/* A public function's handle argument (st_state *, st_edit *, ...): NULL is the caller's
- * programming error, as the header says, and aborts in every build (NDEBUG or not) with a
- * message naming the function, as assert() would. Checked at every public entry point that
- * takes a handle, before anything reads through it. */
+/* A public function's required pointer argument (any the header does not say may be NULL: a
+ * handle, a name, an output): NULL is the caller's programming error, as the header says, and
+ * aborts in every build (NDEBUG or not) with a message naming the function and the argument,
+ * as assert() would. Checked first thing at every public entry point, before anything reads
+ * through an argument (tests/nullargs.sh lists them all for tests/test_contract.c). */
 #define ST_ASSERT_ARG(x)                                                                         \
 	do {                                                                                     \
 		if (!(x))                                                                        \
 			st__assert_fail(#x, __func__);                                           \
+	} while (0)
+/* The same where the definition's name for the argument is not the header's: the message
+ * names the argument as lib/statetool.h does (ST_ASSERT_ARG_AS(s, "state")). */
+#define ST_ASSERT_ARG_AS(x, name)                                                                \
+	do {                                                                                     \
+		if (!(x))                                                                        \
+			st__assert_fail(name, __func__);                                         \
 	} while (0)
 void st__assert_fail(const char *what, const char *func) __attribute__((noreturn));
 

@@ -1511,12 +1511,14 @@ typedef struct st_index_query {
 typedef int (*st_index_row_fn)(void *ctx, int ncols, const char *const *names,
 			       const char *const *values);
 
-/* Runs the query; rows have columns stack, urn, type, id, import_id, parent, provider, flags.
- * Returns ST_OK, or the callback's non-zero result. */
+/* Runs the query; rows have columns stack, urn, type, id, import_id, parent, provider, flags,
+ * each given to `row` with ctx (row may be NULL: the rows are only read). Returns ST_OK, or
+ * the callback's non-zero result. */
 ST_EXTERN int st_index_query_run(st_index *ix, const st_index_query *q, st_index_row_fn row,
 				 void *ctx, st_error *err);
 
-/* Runs read-only SQL; a statement that would write is refused (ST_EREFUSED). */
+/* Runs read-only SQL; a statement that would write is refused (ST_EREFUSED). Each row goes to
+ * `row` with ctx (row may be NULL: the rows are only read). */
 ST_EXTERN int st_index_sql(st_index *ix, const char *sql, st_index_row_fn row, void *ctx,
 			   st_error *err);
 

@@ -918,7 +918,9 @@ static int c_backend_load_json(st_error *err)
 static int c_check_place(st_error *err)
 {
 	st_state *s = text_state(empty_v3);
-	int rc = st_check_place(s, bad_stack, 0, NULL, err);
+	st_problems p = {0};
+	int rc = st_check_place(s, bad_stack, 0, &p, err);
+	st_problems_clear(&p);
 	st_state_free(s);
 	return rc;
 }

@@ -251,91 +251,88 @@ static void na249(void) { (void)st_index_update_files(NULL, (const char *const *
 static void na250(void) { (void)st_index_update_files((st_index *)(void *)na_dummy, NULL, (size_t)1, (int)1, (st_index_progress_fn)na_fn, (void *)(void *)na_dummy, (st_index_stats *)(void *)na_dummy, (st_problems *)(void *)na_dummy, NULL); }
 static void na251(void) { (void)st_index_query_run(NULL, (const st_index_query *)(void *)na_dummy, (st_index_row_fn)na_fn, (void *)(void *)na_dummy, NULL); }
 static void na252(void) { (void)st_index_query_run((st_index *)(void *)na_dummy, NULL, (st_index_row_fn)na_fn, (void *)(void *)na_dummy, NULL); }
-static void na253(void) { (void)st_index_query_run((st_index *)(void *)na_dummy, (const st_index_query *)(void *)na_dummy, NULL, (void *)(void *)na_dummy, NULL); }
-static void na254(void) { (void)st_index_sql(NULL, (const char *)(void *)na_dummy, (st_index_row_fn)na_fn, (void *)(void *)na_dummy, NULL); }
-static void na255(void) { (void)st_index_sql((st_index *)(void *)na_dummy, NULL, (st_index_row_fn)na_fn, (void *)(void *)na_dummy, NULL); }
-static void na256(void) { (void)st_index_sql((st_index *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (void *)(void *)na_dummy, NULL); }
-static void na257(void) { (void)st_index_default_path(NULL); }
-static void na258(void) { (void)st_urn_parse((const char *)(void *)na_dummy, NULL); }
-static void na259(void) { (void)st_urn_new(NULL, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy); }
-static void na260(void) { (void)st_urn_new((const char *)(void *)na_dummy, NULL, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy); }
-static void na261(void) { (void)st_urn_new((const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (const char *)(void *)na_dummy); }
-static void na262(void) { (void)st_urn_new((const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL); }
-static void na263(void) { (void)st_provider_ref_parse(NULL, (char **)(void *)na_dummy, (char **)(void *)na_dummy, NULL); }
-static void na264(void) { (void)st_provider_ref_parse((const char *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, NULL); }
-static void na265(void) { (void)st_provider_ref_parse((const char *)(void *)na_dummy, (char **)(void *)na_dummy, NULL, NULL); }
-static void na266(void) { (void)st_backend_default_url(NULL, (char **)(void *)na_dummy, NULL); }
-static void na267(void) { (void)st_backend_open(NULL, (const char *)(void *)na_dummy, NULL); }
-static void na268(void) { (void)st_backend_url(NULL); }
-static void na269(void) { (void)st_backend_kind(NULL); }
-static void na270(void) { (void)st_backend_identity(NULL, (char **)(void *)na_dummy, NULL); }
-static void na271(void) { (void)st_backend_identity((const st_backend *)(void *)na_dummy, NULL, NULL); }
-static void na272(void) { (void)st_backend_present(NULL); }
-static void na273(void) { (void)st_backend_store(NULL); }
-static void na274(void) { (void)st_backend_root(NULL); }
-static void na275(void) { (void)st_backend_project_mode(NULL); }
-static void na276(void) { (void)st_backend_list(NULL, (st_stack_info **)(void *)na_dummy, (size_t *)(void *)na_dummy, NULL); }
-static void na277(void) { (void)st_backend_list((st_backend *)(void *)na_dummy, NULL, (size_t *)(void *)na_dummy, NULL); }
-static void na278(void) { (void)st_backend_list((st_backend *)(void *)na_dummy, (st_stack_info **)(void *)na_dummy, NULL, NULL); }
-static void na279(void) { (void)st_backend_resolve(NULL, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
-static void na280(void) { (void)st_backend_resolve((st_backend *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
-static void na281(void) { (void)st_backend_resolve((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (int *)(void *)na_dummy, NULL); }
-static void na282(void) { (void)st_backend_resolve_key(NULL, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
-static void na283(void) { (void)st_backend_resolve_key((st_backend *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
-static void na284(void) { (void)st_backend_resolve_key((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
-static void na285(void) { (void)st_backend_resolve_key((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, NULL, (int *)(void *)na_dummy, NULL); }
-static void na286(void) { (void)st_backend_load(NULL, (const char *)(void *)na_dummy, (const st_load_opts *)(void *)na_dummy, (st_state **)(void *)na_dummy, NULL); }
-static void na287(void) { (void)st_backend_load((st_backend *)(void *)na_dummy, NULL, (const st_load_opts *)(void *)na_dummy, (st_state **)(void *)na_dummy, NULL); }
-static void na288(void) { (void)st_backend_load((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, (const st_load_opts *)(void *)na_dummy, NULL, NULL); }
-static void na289(void) { (void)st_backend_load_json(NULL, (const char *)(void *)na_dummy, (size_t)1, (json_t **)(void *)na_dummy, (st_style *)(void *)na_dummy, (st_problems *)(void *)na_dummy, (char **)(void *)na_dummy, NULL); }
-static void na290(void) { (void)st_backend_load_json((st_backend *)(void *)na_dummy, NULL, (size_t)1, (json_t **)(void *)na_dummy, (st_style *)(void *)na_dummy, (st_problems *)(void *)na_dummy, (char **)(void *)na_dummy, NULL); }
-static void na291(void) { (void)st_backend_load_json((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, (size_t)1, NULL, (st_style *)(void *)na_dummy, (st_problems *)(void *)na_dummy, (char **)(void *)na_dummy, NULL); }
-static void na292(void) { (void)st_backend_save(NULL, (const char *)(void *)na_dummy, (st_state *)(void *)na_dummy, (const st_backend_save_opts *)(void *)na_dummy, NULL); }
-static void na293(void) { (void)st_backend_save((st_backend *)(void *)na_dummy, NULL, (st_state *)(void *)na_dummy, (const st_backend_save_opts *)(void *)na_dummy, NULL); }
-static void na294(void) { (void)st_backend_save((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (const st_backend_save_opts *)(void *)na_dummy, NULL); }
-static void na295(void) { (void)st_backend_stack_key(NULL, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
-static void na296(void) { (void)st_backend_stack_key((st_backend *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
-static void na297(void) { (void)st_backend_stack_bak(NULL, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
-static void na298(void) { (void)st_backend_stack_bak((st_backend *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
-static void na299(void) { (void)st_backend_stack_bak((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (int *)(void *)na_dummy, NULL); }
-static void na300(void) { (void)st_backend_stack_target(NULL, (const char *)(void *)na_dummy, (st_state *)(void *)na_dummy, (char **)(void *)na_dummy, (char **)(void *)na_dummy, NULL); }
-static void na301(void) { (void)st_backend_stack_path(NULL, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
-static void na302(void) { (void)st_backend_stack_path((st_backend *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
-static void na303(void) { (void)st_backend_locate((const char *)(void *)na_dummy, NULL, (char **)(void *)na_dummy); }
-static void na304(void) { (void)st_backend_generations(NULL, (const char *)(void *)na_dummy, (st_generation **)(void *)na_dummy, (size_t *)(void *)na_dummy, NULL); }
-static void na305(void) { (void)st_backend_generations((st_backend *)(void *)na_dummy, NULL, (st_generation **)(void *)na_dummy, (size_t *)(void *)na_dummy, NULL); }
-static void na306(void) { (void)st_backend_generations((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (size_t *)(void *)na_dummy, NULL); }
-static void na307(void) { (void)st_backend_generations((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, (st_generation **)(void *)na_dummy, NULL, NULL); }
-static void na308(void) { (void)st_backend_generation_load(NULL, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const st_load_opts *)(void *)na_dummy, (st_state **)(void *)na_dummy, NULL); }
-static void na309(void) { (void)st_backend_generation_load((st_backend *)(void *)na_dummy, NULL, (const char *)(void *)na_dummy, (const st_load_opts *)(void *)na_dummy, (st_state **)(void *)na_dummy, NULL); }
-static void na310(void) { (void)st_backend_generation_load((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (const st_load_opts *)(void *)na_dummy, (st_state **)(void *)na_dummy, NULL); }
-static void na311(void) { (void)st_backend_generation_load((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const st_load_opts *)(void *)na_dummy, NULL, NULL); }
-static void na312(void) { (void)st_backend_keep_generation(NULL, (const char *)(void *)na_dummy, NULL); }
-static void na313(void) { (void)st_backend_keep_generation((st_backend *)(void *)na_dummy, NULL, NULL); }
-static void na314(void) { (void)st_backend_keep_saved_generation(NULL, (const char *)(void *)na_dummy, NULL); }
-static void na315(void) { (void)st_backend_keep_saved_generation((st_backend *)(void *)na_dummy, NULL, NULL); }
-static void na316(void) { (void)st_lock_stack(NULL, (st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL); }
-static void na317(void) { (void)st_lock_stack((st_lock **)(void *)na_dummy, NULL, (const char *)(void *)na_dummy, NULL); }
-static void na318(void) { (void)st_lock_stack((st_lock **)(void *)na_dummy, (st_backend *)(void *)na_dummy, NULL, NULL); }
-static void na319(void) { (void)st_lock_file(NULL, (const char *)(void *)na_dummy, NULL); }
-static void na320(void) { (void)st_lock_file((st_lock **)(void *)na_dummy, NULL, NULL); }
-static void na321(void) { (void)st_lock_check_stack(NULL, (const char *)(void *)na_dummy, NULL); }
-static void na322(void) { (void)st_lock_check_stack((st_backend *)(void *)na_dummy, NULL, NULL); }
-static void na323(void) { (void)st_lock_check_file(NULL, NULL); }
-static void na324(void) { (void)st_unlock_stack(NULL, (const char *)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
-static void na325(void) { (void)st_unlock_stack((st_backend *)(void *)na_dummy, NULL, (int *)(void *)na_dummy, NULL); }
-static void na326(void) { (void)st_unlock_file(NULL, (int *)(void *)na_dummy, NULL); }
-static void na327(void) { (void)st_backend_upgrade(NULL, (const st_upgrade_opts *)(void *)na_dummy, (st_upgrade_report *)(void *)na_dummy, NULL); }
-static void na328(void) { (void)st_backend_doctor(NULL, (const st_doctor_opts *)(void *)na_dummy, (st_doctor_report *)(void *)na_dummy, NULL); }
-static void na329(void) { (void)st_backend_doctor((st_backend *)(void *)na_dummy, (const st_doctor_opts *)(void *)na_dummy, NULL, NULL); }
-static void na330(void) { (void)st_state_rename_stack(NULL, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (size_t *)(void *)na_dummy, NULL); }
-static void na331(void) { (void)st_state_rename_stack((st_state *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (const char *)(void *)na_dummy, (size_t *)(void *)na_dummy, NULL); }
-static void na332(void) { (void)st_backend_rename_stack(NULL, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, NULL); }
-static void na333(void) { (void)st_backend_rename_stack((st_backend *)(void *)na_dummy, NULL, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, NULL); }
-static void na334(void) { (void)st_backend_rename_stack((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, NULL); }
-static void na335(void) { (void)st_backend_rename_stack((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, NULL); }
-static void na336(void) { (void)st_backend_rename_stack_ex(NULL, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (unsigned)1, (char **)(void *)na_dummy, (st_changes *)(void *)na_dummy, NULL); }
-static void na337(void) { (void)st_backend_rename_stack_ex((st_backend *)(void *)na_dummy, NULL, (const char *)(void *)na_dummy, (unsigned)1, (char **)(void *)na_dummy, (st_changes *)(void *)na_dummy, NULL); }
+static void na253(void) { (void)st_index_sql(NULL, (const char *)(void *)na_dummy, (st_index_row_fn)na_fn, (void *)(void *)na_dummy, NULL); }
+static void na254(void) { (void)st_index_sql((st_index *)(void *)na_dummy, NULL, (st_index_row_fn)na_fn, (void *)(void *)na_dummy, NULL); }
+static void na255(void) { (void)st_index_default_path(NULL); }
+static void na256(void) { (void)st_urn_parse((const char *)(void *)na_dummy, NULL); }
+static void na257(void) { (void)st_urn_new(NULL, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy); }
+static void na258(void) { (void)st_urn_new((const char *)(void *)na_dummy, NULL, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy); }
+static void na259(void) { (void)st_urn_new((const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (const char *)(void *)na_dummy); }
+static void na260(void) { (void)st_urn_new((const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL); }
+static void na261(void) { (void)st_provider_ref_parse(NULL, (char **)(void *)na_dummy, (char **)(void *)na_dummy, NULL); }
+static void na262(void) { (void)st_provider_ref_parse((const char *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, NULL); }
+static void na263(void) { (void)st_provider_ref_parse((const char *)(void *)na_dummy, (char **)(void *)na_dummy, NULL, NULL); }
+static void na264(void) { (void)st_backend_default_url(NULL, (char **)(void *)na_dummy, NULL); }
+static void na265(void) { (void)st_backend_open(NULL, (const char *)(void *)na_dummy, NULL); }
+static void na266(void) { (void)st_backend_url(NULL); }
+static void na267(void) { (void)st_backend_kind(NULL); }
+static void na268(void) { (void)st_backend_identity(NULL, (char **)(void *)na_dummy, NULL); }
+static void na269(void) { (void)st_backend_identity((const st_backend *)(void *)na_dummy, NULL, NULL); }
+static void na270(void) { (void)st_backend_present(NULL); }
+static void na271(void) { (void)st_backend_store(NULL); }
+static void na272(void) { (void)st_backend_root(NULL); }
+static void na273(void) { (void)st_backend_project_mode(NULL); }
+static void na274(void) { (void)st_backend_list(NULL, (st_stack_info **)(void *)na_dummy, (size_t *)(void *)na_dummy, NULL); }
+static void na275(void) { (void)st_backend_list((st_backend *)(void *)na_dummy, NULL, (size_t *)(void *)na_dummy, NULL); }
+static void na276(void) { (void)st_backend_list((st_backend *)(void *)na_dummy, (st_stack_info **)(void *)na_dummy, NULL, NULL); }
+static void na277(void) { (void)st_backend_resolve(NULL, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
+static void na278(void) { (void)st_backend_resolve((st_backend *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
+static void na279(void) { (void)st_backend_resolve((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (int *)(void *)na_dummy, NULL); }
+static void na280(void) { (void)st_backend_resolve_key(NULL, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
+static void na281(void) { (void)st_backend_resolve_key((st_backend *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
+static void na282(void) { (void)st_backend_resolve_key((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
+static void na283(void) { (void)st_backend_resolve_key((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, NULL, (int *)(void *)na_dummy, NULL); }
+static void na284(void) { (void)st_backend_load(NULL, (const char *)(void *)na_dummy, (const st_load_opts *)(void *)na_dummy, (st_state **)(void *)na_dummy, NULL); }
+static void na285(void) { (void)st_backend_load((st_backend *)(void *)na_dummy, NULL, (const st_load_opts *)(void *)na_dummy, (st_state **)(void *)na_dummy, NULL); }
+static void na286(void) { (void)st_backend_load((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, (const st_load_opts *)(void *)na_dummy, NULL, NULL); }
+static void na287(void) { (void)st_backend_load_json(NULL, (const char *)(void *)na_dummy, (size_t)1, (json_t **)(void *)na_dummy, (st_style *)(void *)na_dummy, (st_problems *)(void *)na_dummy, (char **)(void *)na_dummy, NULL); }
+static void na288(void) { (void)st_backend_load_json((st_backend *)(void *)na_dummy, NULL, (size_t)1, (json_t **)(void *)na_dummy, (st_style *)(void *)na_dummy, (st_problems *)(void *)na_dummy, (char **)(void *)na_dummy, NULL); }
+static void na289(void) { (void)st_backend_load_json((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, (size_t)1, NULL, (st_style *)(void *)na_dummy, (st_problems *)(void *)na_dummy, (char **)(void *)na_dummy, NULL); }
+static void na290(void) { (void)st_backend_save(NULL, (const char *)(void *)na_dummy, (st_state *)(void *)na_dummy, (const st_backend_save_opts *)(void *)na_dummy, NULL); }
+static void na291(void) { (void)st_backend_save((st_backend *)(void *)na_dummy, NULL, (st_state *)(void *)na_dummy, (const st_backend_save_opts *)(void *)na_dummy, NULL); }
+static void na292(void) { (void)st_backend_save((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (const st_backend_save_opts *)(void *)na_dummy, NULL); }
+static void na293(void) { (void)st_backend_stack_key(NULL, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
+static void na294(void) { (void)st_backend_stack_key((st_backend *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
+static void na295(void) { (void)st_backend_stack_bak(NULL, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
+static void na296(void) { (void)st_backend_stack_bak((st_backend *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
+static void na297(void) { (void)st_backend_stack_bak((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (int *)(void *)na_dummy, NULL); }
+static void na298(void) { (void)st_backend_stack_target(NULL, (const char *)(void *)na_dummy, (st_state *)(void *)na_dummy, (char **)(void *)na_dummy, (char **)(void *)na_dummy, NULL); }
+static void na299(void) { (void)st_backend_stack_path(NULL, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
+static void na300(void) { (void)st_backend_stack_path((st_backend *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
+static void na301(void) { (void)st_backend_locate((const char *)(void *)na_dummy, NULL, (char **)(void *)na_dummy); }
+static void na302(void) { (void)st_backend_generations(NULL, (const char *)(void *)na_dummy, (st_generation **)(void *)na_dummy, (size_t *)(void *)na_dummy, NULL); }
+static void na303(void) { (void)st_backend_generations((st_backend *)(void *)na_dummy, NULL, (st_generation **)(void *)na_dummy, (size_t *)(void *)na_dummy, NULL); }
+static void na304(void) { (void)st_backend_generations((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (size_t *)(void *)na_dummy, NULL); }
+static void na305(void) { (void)st_backend_generations((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, (st_generation **)(void *)na_dummy, NULL, NULL); }
+static void na306(void) { (void)st_backend_generation_load(NULL, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const st_load_opts *)(void *)na_dummy, (st_state **)(void *)na_dummy, NULL); }
+static void na307(void) { (void)st_backend_generation_load((st_backend *)(void *)na_dummy, NULL, (const char *)(void *)na_dummy, (const st_load_opts *)(void *)na_dummy, (st_state **)(void *)na_dummy, NULL); }
+static void na308(void) { (void)st_backend_generation_load((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (const st_load_opts *)(void *)na_dummy, (st_state **)(void *)na_dummy, NULL); }
+static void na309(void) { (void)st_backend_generation_load((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const st_load_opts *)(void *)na_dummy, NULL, NULL); }
+static void na310(void) { (void)st_backend_keep_generation(NULL, (const char *)(void *)na_dummy, NULL); }
+static void na311(void) { (void)st_backend_keep_generation((st_backend *)(void *)na_dummy, NULL, NULL); }
+static void na312(void) { (void)st_backend_keep_saved_generation(NULL, (const char *)(void *)na_dummy, NULL); }
+static void na313(void) { (void)st_backend_keep_saved_generation((st_backend *)(void *)na_dummy, NULL, NULL); }
+static void na314(void) { (void)st_lock_stack(NULL, (st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL); }
+static void na315(void) { (void)st_lock_stack((st_lock **)(void *)na_dummy, NULL, (const char *)(void *)na_dummy, NULL); }
+static void na316(void) { (void)st_lock_stack((st_lock **)(void *)na_dummy, (st_backend *)(void *)na_dummy, NULL, NULL); }
+static void na317(void) { (void)st_lock_file(NULL, (const char *)(void *)na_dummy, NULL); }
+static void na318(void) { (void)st_lock_file((st_lock **)(void *)na_dummy, NULL, NULL); }
+static void na319(void) { (void)st_lock_check_stack(NULL, (const char *)(void *)na_dummy, NULL); }
+static void na320(void) { (void)st_lock_check_stack((st_backend *)(void *)na_dummy, NULL, NULL); }
+static void na321(void) { (void)st_lock_check_file(NULL, NULL); }
+static void na322(void) { (void)st_unlock_stack(NULL, (const char *)(void *)na_dummy, (int *)(void *)na_dummy, NULL); }
+static void na323(void) { (void)st_unlock_stack((st_backend *)(void *)na_dummy, NULL, (int *)(void *)na_dummy, NULL); }
+static void na324(void) { (void)st_unlock_file(NULL, (int *)(void *)na_dummy, NULL); }
+static void na325(void) { (void)st_backend_upgrade(NULL, (const st_upgrade_opts *)(void *)na_dummy, (st_upgrade_report *)(void *)na_dummy, NULL); }
+static void na326(void) { (void)st_backend_doctor(NULL, (const st_doctor_opts *)(void *)na_dummy, (st_doctor_report *)(void *)na_dummy, NULL); }
+static void na327(void) { (void)st_backend_doctor((st_backend *)(void *)na_dummy, (const st_doctor_opts *)(void *)na_dummy, NULL, NULL); }
+static void na328(void) { (void)st_state_rename_stack(NULL, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (size_t *)(void *)na_dummy, NULL); }
+static void na329(void) { (void)st_state_rename_stack((st_state *)(void *)na_dummy, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (const char *)(void *)na_dummy, (size_t *)(void *)na_dummy, NULL); }
+static void na330(void) { (void)st_backend_rename_stack(NULL, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, NULL); }
+static void na331(void) { (void)st_backend_rename_stack((st_backend *)(void *)na_dummy, NULL, (const char *)(void *)na_dummy, (char **)(void *)na_dummy, NULL); }
+static void na332(void) { (void)st_backend_rename_stack((st_backend *)(void *)na_dummy, (const char *)(void *)na_dummy, NULL, (char **)(void *)na_dummy, NULL); }
+static void na333(void) { (void)st_backend_rename_stack_ex(NULL, (const char *)(void *)na_dummy, (const char *)(void *)na_dummy, (unsigned)1, (char **)(void *)na_dummy, (st_changes *)(void *)na_dummy, NULL); }
+static void na334(void) { (void)st_backend_rename_stack_ex((st_backend *)(void *)na_dummy, NULL, (const char *)(void *)na_dummy, (unsigned)1, (char **)(void *)na_dummy, (st_changes *)(void *)na_dummy, NULL); }
 static const struct na_case na_cases[] = {
 	{"st_problems_add", "list", na1},
 	{"st_problems_add", "rule", na2},
@@ -589,89 +586,86 @@ static const struct na_case na_cases[] = {
 	{"st_index_update_files", "paths", na250},
 	{"st_index_query_run", "ix", na251},
 	{"st_index_query_run", "q", na252},
-	{"st_index_query_run", "row", na253},
-	{"st_index_sql", "ix", na254},
-	{"st_index_sql", "sql", na255},
-	{"st_index_sql", "row", na256},
-	{"st_index_default_path", "b", na257},
-	{"st_urn_parse", "out", na258},
-	{"st_urn_new", "stack", na259},
-	{"st_urn_new", "project", na260},
-	{"st_urn_new", "type", na261},
-	{"st_urn_new", "name", na262},
-	{"st_provider_ref_parse", "ref", na263},
-	{"st_provider_ref_parse", "urn", na264},
-	{"st_provider_ref_parse", "id", na265},
-	{"st_backend_default_url", "url", na266},
-	{"st_backend_open", "out", na267},
-	{"st_backend_url", "b", na268},
-	{"st_backend_kind", "b", na269},
-	{"st_backend_identity", "b", na270},
-	{"st_backend_identity", "out", na271},
-	{"st_backend_present", "b", na272},
-	{"st_backend_store", "b", na273},
-	{"st_backend_root", "b", na274},
-	{"st_backend_project_mode", "b", na275},
-	{"st_backend_list", "b", na276},
-	{"st_backend_list", "out", na277},
-	{"st_backend_list", "count", na278},
-	{"st_backend_resolve", "b", na279},
-	{"st_backend_resolve", "stack", na280},
-	{"st_backend_resolve", "qname", na281},
-	{"st_backend_resolve_key", "b", na282},
-	{"st_backend_resolve_key", "stack", na283},
-	{"st_backend_resolve_key", "qname", na284},
-	{"st_backend_resolve_key", "key", na285},
-	{"st_backend_load", "b", na286},
-	{"st_backend_load", "stack", na287},
-	{"st_backend_load", "out", na288},
-	{"st_backend_load_json", "b", na289},
-	{"st_backend_load_json", "stack", na290},
-	{"st_backend_load_json", "out", na291},
-	{"st_backend_save", "b", na292},
-	{"st_backend_save", "stack", na293},
-	{"st_backend_save", "state", na294},
-	{"st_backend_stack_key", "b", na295},
-	{"st_backend_stack_key", "stack", na296},
-	{"st_backend_stack_bak", "b", na297},
-	{"st_backend_stack_bak", "stack", na298},
-	{"st_backend_stack_bak", "key", na299},
-	{"st_backend_stack_target", "b", na300},
-	{"st_backend_stack_path", "b", na301},
-	{"st_backend_stack_path", "stack", na302},
-	{"st_backend_locate", "root", na303},
-	{"st_backend_generations", "b", na304},
-	{"st_backend_generations", "stack", na305},
-	{"st_backend_generations", "out", na306},
-	{"st_backend_generations", "count", na307},
-	{"st_backend_generation_load", "b", na308},
-	{"st_backend_generation_load", "stack", na309},
-	{"st_backend_generation_load", "id", na310},
-	{"st_backend_generation_load", "out", na311},
-	{"st_backend_keep_generation", "b", na312},
-	{"st_backend_keep_generation", "stack", na313},
-	{"st_backend_keep_saved_generation", "b", na314},
-	{"st_backend_keep_saved_generation", "stack", na315},
-	{"st_lock_stack", "out", na316},
-	{"st_lock_stack", "b", na317},
-	{"st_lock_stack", "stack", na318},
-	{"st_lock_file", "out", na319},
-	{"st_lock_file", "path", na320},
-	{"st_lock_check_stack", "b", na321},
-	{"st_lock_check_stack", "stack", na322},
-	{"st_lock_check_file", "path", na323},
-	{"st_unlock_stack", "b", na324},
-	{"st_unlock_stack", "stack", na325},
-	{"st_unlock_file", "path", na326},
-	{"st_backend_upgrade", "b", na327},
-	{"st_backend_doctor", "b", na328},
-	{"st_backend_doctor", "out", na329},
-	{"st_state_rename_stack", "state", na330},
-	{"st_state_rename_stack", "old_stack", na331},
-	{"st_backend_rename_stack", "b", na332},
-	{"st_backend_rename_stack", "from", na333},
-	{"st_backend_rename_stack", "to", na334},
-	{"st_backend_rename_stack", "new_qname", na335},
-	{"st_backend_rename_stack_ex", "b", na336},
-	{"st_backend_rename_stack_ex", "from", na337},
+	{"st_index_sql", "ix", na253},
+	{"st_index_sql", "sql", na254},
+	{"st_index_default_path", "b", na255},
+	{"st_urn_parse", "out", na256},
+	{"st_urn_new", "stack", na257},
+	{"st_urn_new", "project", na258},
+	{"st_urn_new", "type", na259},
+	{"st_urn_new", "name", na260},
+	{"st_provider_ref_parse", "ref", na261},
+	{"st_provider_ref_parse", "urn", na262},
+	{"st_provider_ref_parse", "id", na263},
+	{"st_backend_default_url", "url", na264},
+	{"st_backend_open", "out", na265},
+	{"st_backend_url", "b", na266},
+	{"st_backend_kind", "b", na267},
+	{"st_backend_identity", "b", na268},
+	{"st_backend_identity", "out", na269},
+	{"st_backend_present", "b", na270},
+	{"st_backend_store", "b", na271},
+	{"st_backend_root", "b", na272},
+	{"st_backend_project_mode", "b", na273},
+	{"st_backend_list", "b", na274},
+	{"st_backend_list", "out", na275},
+	{"st_backend_list", "count", na276},
+	{"st_backend_resolve", "b", na277},
+	{"st_backend_resolve", "stack", na278},
+	{"st_backend_resolve", "qname", na279},
+	{"st_backend_resolve_key", "b", na280},
+	{"st_backend_resolve_key", "stack", na281},
+	{"st_backend_resolve_key", "qname", na282},
+	{"st_backend_resolve_key", "key", na283},
+	{"st_backend_load", "b", na284},
+	{"st_backend_load", "stack", na285},
+	{"st_backend_load", "out", na286},
+	{"st_backend_load_json", "b", na287},
+	{"st_backend_load_json", "stack", na288},
+	{"st_backend_load_json", "out", na289},
+	{"st_backend_save", "b", na290},
+	{"st_backend_save", "stack", na291},
+	{"st_backend_save", "state", na292},
+	{"st_backend_stack_key", "b", na293},
+	{"st_backend_stack_key", "stack", na294},
+	{"st_backend_stack_bak", "b", na295},
+	{"st_backend_stack_bak", "stack", na296},
+	{"st_backend_stack_bak", "key", na297},
+	{"st_backend_stack_target", "b", na298},
+	{"st_backend_stack_path", "b", na299},
+	{"st_backend_stack_path", "stack", na300},
+	{"st_backend_locate", "root", na301},
+	{"st_backend_generations", "b", na302},
+	{"st_backend_generations", "stack", na303},
+	{"st_backend_generations", "out", na304},
+	{"st_backend_generations", "count", na305},
+	{"st_backend_generation_load", "b", na306},
+	{"st_backend_generation_load", "stack", na307},
+	{"st_backend_generation_load", "id", na308},
+	{"st_backend_generation_load", "out", na309},
+	{"st_backend_keep_generation", "b", na310},
+	{"st_backend_keep_generation", "stack", na311},
+	{"st_backend_keep_saved_generation", "b", na312},
+	{"st_backend_keep_saved_generation", "stack", na313},
+	{"st_lock_stack", "out", na314},
+	{"st_lock_stack", "b", na315},
+	{"st_lock_stack", "stack", na316},
+	{"st_lock_file", "out", na317},
+	{"st_lock_file", "path", na318},
+	{"st_lock_check_stack", "b", na319},
+	{"st_lock_check_stack", "stack", na320},
+	{"st_lock_check_file", "path", na321},
+	{"st_unlock_stack", "b", na322},
+	{"st_unlock_stack", "stack", na323},
+	{"st_unlock_file", "path", na324},
+	{"st_backend_upgrade", "b", na325},
+	{"st_backend_doctor", "b", na326},
+	{"st_backend_doctor", "out", na327},
+	{"st_state_rename_stack", "state", na328},
+	{"st_state_rename_stack", "old_stack", na329},
+	{"st_backend_rename_stack", "b", na330},
+	{"st_backend_rename_stack", "from", na331},
+	{"st_backend_rename_stack", "to", na332},
+	{"st_backend_rename_stack_ex", "b", na333},
+	{"st_backend_rename_stack_ex", "from", na334},
 };

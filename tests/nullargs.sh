@@ -53,7 +53,7 @@ st_index_update_state:path st_index_update_backend:progress st_index_update_back
 st_index_update_backend:stats st_index_update_backend:failures st_index_update_stack:stats
 st_index_update_stack:failures st_index_update_files:progress st_index_update_files:pctx
 st_index_update_files:stats st_index_update_files:failures st_index_query_run:ctx
-st_index_sql:ctx st_urn_new:parent_qtype st_backend_default_url:source
+st_index_sql:ctx st_index_sql:row st_index_query_run:row st_urn_new:parent_qtype st_backend_default_url:source
 st_backend_resolve:exists st_backend_resolve_key:exists st_backend_load:opts
 st_backend_load_json:style st_backend_load_json:problems st_backend_load_json:where
 st_backend_save:opts st_backend_stack_key:key st_backend_stack_key:exists
@@ -63,7 +63,7 @@ st_backend_stack_path:exists st_backend_generation_load:opts st_unlock_stack:rem
 st_unlock_file:removed st_backend_upgrade:opts st_backend_upgrade:report
 st_backend_doctor:opts st_state_rename_stack:new_stack st_state_rename_stack:new_project
 st_state_rename_stack:old_project st_state_rename_stack:count st_backend_rename_stack_ex:to
-st_backend_rename_stack_ex:new_qname st_backend_rename_stack_ex:report
+st_backend_rename_stack_ex:new_qname st_backend_rename_stack_ex:report st_backend_rename_stack:new_qname
 '
 tr '\n\t' '  ' < "$hdr" | sed 's/;/;\n/g' | sed -n 's/^.*ST_EXTERN \(.*[ *]st_[a-z0-9_]*(.*)\)[^()]*;$/\1/p' |
 	sed 's/ ST_ATTRS((.*$//; s/  */ /g' |

@@ -565,7 +565,7 @@ static void test_null_handles_abort(void **unused)
 		const char *message;
 	} cases[] = {
 		{"st_state_version", null_state_version,
-		 "libstatetool: st_state_version: 's' must not be NULL\n"},
+		 "libstatetool: st_state_version: 'state' must not be NULL\n"},
 		{"st_state_save", null_state_save, NULL},
 		{"st_state_resources", null_state_resources, NULL},
 		{"st_edit_begin", null_edit_begin, NULL},

@@ -364,7 +364,8 @@ int st__integrity_magic(const st_state *s, st_problems *out)
 
 int st_integrity_check(st_state *s, st_problems *out, st_error *err)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
+	ST_ASSERT_ARG(out);
 	return st__integrity_check_ex(s, out, 0, err);
 }
 

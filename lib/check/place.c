@@ -113,12 +113,13 @@ int st__place_misnamed(const st_state *s, const char *place)
 int st_check_place(st_state *s, const char *place, unsigned flags, st_problems *out,
 		   st_error *err)
 {
+	ST_ASSERT_ARG_AS(s, "state");
+	ST_ASSERT_ARG(out);
 	const char *cs = st_state_checkpoint_stack(s);
 	const char *csptr = st_state_version(s) == 0 ? "/stack" : "/checkpoint/stack";
 	char *pp = NULL, *ps = NULL, *cp = NULL, *cn = NULL, *full = NULL;
 	int rc = ST_OK, agree = 0;
 
-	ST_ASSERT_ARG(s);
 	if (place) {
 		split_name(place, &pp, &ps);
 		if (!ps)

@@ -26,6 +26,7 @@ const char *st__deployment_pointer(const st_state *s)
 
 int st_schema_builtin(st_schema **out, st_error *err)
 {
+	ST_ASSERT_ARG(out);
 	st_schema *s;
 	int rc = st_schema_new(&s, err);
 	if (rc)
@@ -243,7 +244,8 @@ static int append_problems(st_problems *to, st_problems *from)
 
 int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_error *err)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
+	ST_ASSERT_ARG(out);
 	st_validate_opts def = ST_VALIDATE_OPTS_INIT, opts;
 	st_schema *builtin = NULL;
 	size_t from = out->count;
@@ -336,6 +338,8 @@ int st_validate(st_state *s, const st_validate_opts *o, st_problems *out, st_err
 
 int st_validate_import_file(json_t *doc, st_schema *schema, st_problems *out, st_error *err)
 {
+	ST_ASSERT_ARG(doc);
+	ST_ASSERT_ARG(out);
 	st_schema *builtin = NULL;
 	st_schema_opts so = ST_SCHEMA_OPTS_INIT;
 	st__keymap km = {0};

@@ -196,6 +196,8 @@ int st_index_stale(st_index *ix, st_backend *b, st_index_stale_stack **out, size
 {
 	ST_ASSERT_ARG(ix);
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(count);
 	st_stack_info *infos = NULL;
 	held_cmp h;
 	size_t n = 0;

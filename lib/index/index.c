@@ -391,6 +391,8 @@ static int check_ours(st_index *ix, st_error *err)
 int st_index_open(st_index **out, const char *path, int readonly, st_changes *notes,
 		  st_error *err)
 {
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(path);
 	st_index *ix = calloc(1, sizeof(*ix));
 	int rc, created;
 
@@ -507,6 +509,7 @@ char *st_index_default_path(const st_backend *b)
 int st_index_sql(st_index *ix, const char *sql, st_index_row_fn row, void *ctx, st_error *err)
 {
 	ST_ASSERT_ARG(ix);
+	ST_ASSERT_ARG(sql);
 	if (ix->pg)
 		return st__ixpg_sql(ix->pg, sql, row, ctx, err);
 	return st__ixsqlite_sql(ix->db, ix->path, sql, row, ctx, err);
@@ -516,6 +519,7 @@ int st_index_query_run(st_index *ix, const st_index_query *q, st_index_row_fn ro
 		       st_error *err)
 {
 	ST_ASSERT_ARG(ix);
+	ST_ASSERT_ARG(q);
 	int rc;
 	if ((rc = st__opts_version(q->version, ST_INDEX_QUERY_VERSION, "st_index_query", err)))
 		return rc;

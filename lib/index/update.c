@@ -312,7 +312,8 @@ int st_index_update_state(st_index *ix, const char *qname, const char *path, st_
 			  st_error *err)
 {
 	ST_ASSERT_ARG(ix);
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(qname);
+	ST_ASSERT_ARG_AS(s, "state");
 	struct stat sb;
 	long long size = -1, mt = 0;
 	int rc = st__ixs_writable(ix, err);
@@ -980,6 +981,7 @@ int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int 
 			  st_problems *failures, st_error *err)
 {
 	ST_ASSERT_ARG(ix);
+	ST_ASSERT_ARG(paths || !n);
 	int rc = st__ixs_writable(ix, err);
 	if (ix->pg)
 		return st__ixpg_update_files(ix->pg, paths, n, do_prune, progress, pctx, stats,

@@ -13,6 +13,9 @@
 int st_problems_add(st_problems *list, st_severity sev, const char *rule, const char *pointer,
 		    const char *urn, const char *fmt, ...)
 {
+	ST_ASSERT_ARG(list);
+	ST_ASSERT_ARG(rule);
+	ST_ASSERT_ARG(fmt);
 	st_problem *p;
 	va_list ap;
 	char *msg = NULL;

@@ -851,6 +851,8 @@ int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
 		  const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 		  st_error *err)
 {
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(buf || !len);
 	int rc;
 	if (limits && (rc = st__opts_version(limits->version, ST_PARSE_LIMITS_VERSION,
 					     "st_parse_limits", err)) != ST_OK) {

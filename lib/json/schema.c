@@ -750,6 +750,7 @@ static const json_t *lookup_uri(st_schema *s, const char *uri)
 
 int st_schema_new(st_schema **out, st_error *err)
 {
+	ST_ASSERT_ARG(out);
 	*out = calloc(1, sizeof(**out));
 	return *out ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
 }
@@ -757,6 +758,7 @@ int st_schema_new(st_schema **out, st_error *err)
 int st_schema_add(st_schema *s, json_t *doc, const char *uri, st_error *err)
 {
 	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(doc);
 	char *u;
 	const char *id = st_json_str(doc, "$id");
 	int rc;

@@ -536,6 +536,7 @@ int st_schema_validate(st_schema *s, const char *uri, const json_t *instance,
 		       const st_schema_opts *opts, st_problems *out, st_error *err)
 {
 	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(instance);
 	vctx c;
 	const snode *root;
 	int rc;

@@ -21,6 +21,7 @@
 
 void st_style_checkpoint(st_style *s)
 {
+	ST_ASSERT_ARG_AS(s, "style");
 	memset(s, 0, sizeof(*s));
 	s->compact = 1;
 	memcpy(s->indent, "    ", 5);
@@ -29,6 +30,7 @@ void st_style_checkpoint(st_style *s)
 
 void st_style_export(st_style *s)
 {
+	ST_ASSERT_ARG_AS(s, "style");
 	memset(s, 0, sizeof(*s));
 	s->compact = 0;
 	memcpy(s->indent, "    ", 5);
@@ -67,6 +69,7 @@ static int shortest_digits(double v, char digits[20], int *exp10)
 
 int st_json_format_number(double v, char *buf, size_t size)
 {
+	ST_ASSERT_ARG(buf || !size);
 	char digits[20], out[64];
 	int n, x, len = 0;
 	double a;
@@ -912,12 +915,16 @@ static int dump(const json_t *value, const st_style *style, size_t depth, int wh
 int st_json_dump(const json_t *value, const st_style *style, char **out, size_t *len,
 		 st_error *err)
 {
+	ST_ASSERT_ARG(value);
+	ST_ASSERT_ARG(out);
 	return dump(value, style, 0, 1, out, len, err);
 }
 
 int st_json_dump_at(const json_t *value, const st_style *style, size_t depth, char **out,
 		    size_t *len, st_error *err)
 {
+	ST_ASSERT_ARG(value);
+	ST_ASSERT_ARG(out);
 	return dump(value, style, depth, 0, out, len, err);
 }
 

@@ -595,6 +595,7 @@ int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts,
 			st_diff *diff, st_problems *problems, int *written, st_error *err)
 {
 	ST_ASSERT_ARG(e);
+	ST_ASSERT_ARG(path);
 	commit_target t = {path, opts, NULL, NULL};
 	int rc = st__write_opts_check(opts, err);
 	if (rc != ST_OK) {
@@ -610,6 +611,7 @@ int st_edit_commit_save_stack(st_edit *e, st_backend *b, const char *stack, int 
 {
 	ST_ASSERT_ARG(e);
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(stack);
 	commit_target t = {NULL, NULL, b, stack};
 	return commit_and_save(e, &t, always, diff, problems, written, err);
 }

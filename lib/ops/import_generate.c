@@ -155,11 +155,11 @@ static void drop_local_parents(gen *g)
 
 json_t *st_import_generate(st_state *st, const size_t *idx, size_t n, st_error *err)
 {
+	ST_ASSERT_ARG_AS(st, "s");
 	gen g;
 	json_t *doc = NULL, *r;
 	size_t count, i;
 
-	ST_ASSERT_ARG(st);
 	ST_ASSERT_ARG(idx || !n);
 	memset(&g, 0, sizeof(g));
 	g.res = st_state_resources(st, 0);

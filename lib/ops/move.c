@@ -871,14 +871,14 @@ static int move_(mv *c)
 int st_edit_move(st_edit *src, st_edit *dst, const st_move_opts *o, st_move_report *rep,
 		 st_error *err)
 {
+	ST_ASSERT_ARG_AS(o, "opts");
+	ST_ASSERT_ARG_AS(rep, "report");
 	st__edit_op sop, dop;
 	mv c;
 	int rc;
 
 	ST_ASSERT_ARG(src);
 	ST_ASSERT_ARG(dst);
-	ST_ASSERT_ARG(o);
-	ST_ASSERT_ARG(rep);
 	memset(rep, 0, sizeof(*rep));
 	if ((rc = st__opts_version(o->version, ST_MOVE_OPTS_VERSION, "st_move_opts", err)))
 		return rc;
@@ -948,6 +948,8 @@ static char *names_of_path(st_state *s, const char *given, const char *path)
 int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_path,
 	    const st_move_opts *o, st_move_report *rep, st_error *err)
 {
+	ST_ASSERT_ARG_AS(o, "opts");
+	ST_ASSERT_ARG_AS(rep, "report");
 	st_move_opts mo;
 	st_edit *se = NULL, *de = NULL;
 	char *sn, *dn;
@@ -955,8 +957,6 @@ int st_move(st_state *src, const char *src_path, st_state *dst, const char *dst_
 
 	ST_ASSERT_ARG(src);
 	ST_ASSERT_ARG(dst);
-	ST_ASSERT_ARG(o);
-	ST_ASSERT_ARG(rep);
 	memset(rep, 0, sizeof(*rep));
 	if ((rc = st__opts_version(o->version, ST_MOVE_OPTS_VERSION, "st_move_opts", err)))
 		return rc;

@@ -142,6 +142,8 @@ static int import_one(st_edit *e, const char *urn, const char *id, st_error *err
 int st_edit_pending_import(st_edit *e, const char *const *urns, const char *const *ids, size_t n,
 			   st_error *err)
 {
+	ST_ASSERT_ARG(urns);
+	ST_ASSERT_ARG(ids || !n);
 	st__edit_op op;
 	int rc;
 

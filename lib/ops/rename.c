@@ -358,6 +358,7 @@ static int rename_(ren *c, const char *new_name, st_error *err)
 
 int st_edit_rename(st_edit *e, st_handle target, const char *new_name, st_error *err)
 {
+	ST_ASSERT_ARG(new_name);
 	ren c;
 	st__edit_op op;
 	int rc;

@@ -179,12 +179,12 @@ static void snapshot_restore(st_edit *e, const st__snapshot *sn)
 
 int st_edit_begin(st_edit **out, st_state *s, st_changes *report, st_error *err)
 {
+	ST_ASSERT_ARG_AS(s, "state");
 	st_edit *e;
 	json_t *res;
 	int rc;
 
 	ST_ASSERT_ARG(out);
-	ST_ASSERT_ARG(s);
 	*out = NULL;
 	e = calloc(1, sizeof(*e));
 	if (!e)
@@ -516,12 +516,12 @@ int st_edit_handle_at(st_edit *e, size_t index, st_handle *out, st_error *err)
 
 int st_edit_handle_of(st_edit *e, const char *urn, st_handle *out, st_error *err)
 {
-	json_t *res = st__edit_resources(e), *r;
-	size_t i, live = 0, any = 0, hit_live = 0, hit_any = 0;
-
 	ST_ASSERT_ARG(e);
 	ST_ASSERT_ARG(urn);
 	ST_ASSERT_ARG(out);
+	json_t *res = st__edit_resources(e), *r;
+	size_t i, live = 0, any = 0, hit_live = 0, hit_any = 0;
+
 	out->id = 0;
 	json_array_foreach(res, i, r) {
 		const char *u = st_json_str(r, "urn");
@@ -741,13 +741,14 @@ int st__edit_root_stack(st_edit *e, const char *stack, const char *project, cons
 
 int st_edit_replace_deployment(st_edit *e, json_t *dep, st_error *err)
 {
+	ST_ASSERT_ARG(e);
+	ST_ASSERT_ARG_AS(dep, "deployment");
 	json_t *before = e->base.members;
 	const char *k;
 	json_t *v;
 	size_t n, cap, *ids;
 	int rc;
 
-	ST_ASSERT_ARG(e);
 	if (!json_is_object(dep)) {
 		json_decref(dep);
 		return st__err(err, ST_EFORMAT, "the deployment must be a JSON object");

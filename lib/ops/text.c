@@ -357,6 +357,8 @@ static void value(printer *p, const json_t *v, int ind, int plain)
 int st_resource_text(const json_t *resource, unsigned flags, st_secrets *secrets, char **out,
 		     size_t *len, st_error *err)
 {
+	ST_ASSERT_ARG(resource);
+	ST_ASSERT_ARG(out);
 	st_buf b;
 	printer p = {&b, flags, secrets, err, ST_OK};
 	const char *type = st_json_str(resource, "type"), *urn = st_json_str(resource, "urn");
@@ -516,6 +518,8 @@ static json_t *pj_value(printer *p, const json_t *v)
 int st_resource_json(const json_t *resource, unsigned flags, st_secrets *secrets, json_t **out,
 		     st_error *err)
 {
+	ST_ASSERT_ARG(resource);
+	ST_ASSERT_ARG(out);
 	printer p = {NULL, flags, secrets, err, ST_OK};
 	const char *id = st_json_str(resource, "id"), *type = st_json_str(resource, "type");
 	const char *urn = st_json_str(resource, "urn");

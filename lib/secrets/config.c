@@ -692,6 +692,7 @@ int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *
 {
 	ST_ASSERT_ARG(from);
 	ST_ASSERT_ARG(to);
+	ST_ASSERT_ARG(path);
 	char *text = NULL, *out = NULL;
 	size_t len = 0, out_len = 0;
 	int rc;

@@ -253,6 +253,8 @@ static int unlock(st_secrets *s, const char *pass, size_t len, st_error *err)
 int st_secrets_open(st_secrets **out, const json_t *sp, const char *pass, size_t len,
 		    st_error *err)
 {
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG_AS(sp, "secrets_providers");
 	const char *type = st_json_str(sp, "type");
 	st_secrets *s;
 	int rc;
@@ -286,6 +288,8 @@ int st_secrets_open(st_secrets **out, const json_t *sp, const char *pass, size_t
 
 int st_secrets_new_passphrase(st_secrets **out, const char *pass, size_t len, st_error *err)
 {
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG_AS(pass || !len, "passphrase || !len");
 	unsigned char salt[SALT_BYTES];
 	char *salt64, *check = NULL;
 	st_secrets *s;
@@ -327,6 +331,9 @@ int st_secrets_new_passphrase(st_secrets **out, const char *pass, size_t len, st
 int st_secrets_custom(st_secrets **out, const char *type, const st_secrets_callbacks *cb,
 		      st_error *err)
 {
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(type);
+	ST_ASSERT_ARG(cb);
 	st_secrets *s;
 	int rc;
 
@@ -403,6 +410,7 @@ static int cannot(const st_secrets *s, const char *what, st_error *err)
 int st_secrets_encrypt(st_secrets *s, const char *pt, size_t len, char **out, st_error *err)
 {
 	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(pt || !len, "plaintext || !len");
 	*out = NULL;
 	switch (s->kind) {
 	case K_PASSPHRASE:
@@ -423,6 +431,8 @@ int st_secrets_encrypt(st_secrets *s, const char *pt, size_t len, char **out, st
 int st_secrets_decrypt(st_secrets *s, const char *ct, char **pt, size_t *len, st_error *err)
 {
 	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(ct, "ciphertext");
+	ST_ASSERT_ARG_AS(pt, "plaintext");
 	*pt = NULL;
 	*len = 0;
 	switch (s->kind) {

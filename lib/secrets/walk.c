@@ -246,7 +246,7 @@ static int count_res(void *p, json_t *arr, size_t i, const char *base)
 
 void st_secrets_count(st_state *st, size_t *ciphertexts, size_t *plaintexts)
 {
-	ST_ASSERT_ARG(st);
+	ST_ASSERT_ARG_AS(st, "state");
 	cctx c = {0, 0};
 	st__each_resource(st, count_res, &c);
 	if (ciphertexts)
@@ -308,8 +308,8 @@ static int verify_res(void *p, json_t *arr, size_t i, const char *base)
 
 int st_secrets_verify(st_state *st, st_secrets *s, st_problems *out, size_t *count, st_error *err)
 {
-	ST_ASSERT_ARG(st);
 	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(st, "state");
 	vctx c = {s, out, 0};
 	int rc = st__each_resource(st, verify_res, &c);
 	if (count)
@@ -348,8 +348,8 @@ static int reveal_res(void *p, json_t *arr, size_t i, const char *base)
 
 int st_secrets_reveal(st_state *st, st_secrets *s, st_error *err)
 {
-	ST_ASSERT_ARG(st);
 	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(st, "state");
 	rctx c = {s, err};
 	return st__each_resource(st, reveal_res, &c);
 }

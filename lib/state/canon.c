@@ -199,13 +199,13 @@ static int canon(json_t *v, const gtype *t, int depth)
 
 void st_state_canonicalize(st_state *s)
 {
+	ST_ASSERT_ARG_AS(s, "state");
 	static const st__groot inner_cp[] = {ST__G_CHECKPOINT_V1, ST__G_CHECKPOINT_V1,
 					    ST__G_CHECKPOINT_V2, ST__G_CHECKPOINT_V3,
 					    ST__G_CHECKPOINT_V3};
 	static const st__groot inner_dep[] = {ST__G_DEPLOYMENT_V1, ST__G_DEPLOYMENT_V1,
 					     ST__G_DEPLOYMENT_V2, ST__G_DEPLOYMENT_V3,
 					     ST__G_DEPLOYMENT_V3};
-	ST_ASSERT_ARG(s);
 	int v = s->version < 0 ? 0 : s->version > 4 ? 4 : s->version;
 
 	/* Go's output has Go's keys, even for a state that is otherwise unchanged */

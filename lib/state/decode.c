@@ -839,6 +839,7 @@ const char *st__go_root_name(st__groot root)
 
 st_doc_kind st_doc_kind_of(const json_t *doc)
 {
+	ST_ASSERT_ARG(doc);
 	static const char *const state_keys[] = {"version", "checkpoint", "deployment", "latest",
 						 "stack", "target", NULL};
 	static const char *const import_keys[] = {"resources", "nameTable", "providerInputs",

@@ -324,6 +324,7 @@ int st_state_compare(st_state *a, st_state *b, json_t **out, st_error *err)
 {
 	ST_ASSERT_ARG(a);
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(out);
 	json_t *doc = json_object();
 	*out = NULL;
 	if (!doc || compare(st_state_resources(a, 0), st_state_resources(b, 0),
@@ -366,6 +367,8 @@ static void change_text(st_buf *b, const json_t *ch, const char *ind)
 
 int st_compare_text(const json_t *doc, char **out, size_t *len, st_error *err)
 {
+	ST_ASSERT_ARG(doc);
+	ST_ASSERT_ARG(out);
 	st_buf b;
 	size_t i, k;
 	json_t *r, *ch;

@@ -221,7 +221,7 @@ int st__state_apply_features_known(st_state *s)
 
 int st_state_apply_features(st_state *s)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	int used[8];
 	st__state_features_scan(s, used, NULL, NULL);
 	return st__state_features_set(s, used);

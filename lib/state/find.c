@@ -175,14 +175,20 @@ static int one_urn(json_t *res, const size_t *hits, size_t n)
 
 int st_state_find(st_state *s, const char *q, size_t **out, size_t *count, st_error *err)
 {
+	ST_ASSERT_ARG_AS(s, "state");
+	ST_ASSERT_ARG_AS(q, "query");
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(count);
 	return st_state_find_ex(s, q, 0, out, count, err);
 }
 
 int st_state_find_ex(st_state *s, const char *q, unsigned flags, size_t **out, size_t *count,
 		     st_error *err)
 {
-	ST_ASSERT_ARG(s);
-	ST_ASSERT_ARG(q);
+	ST_ASSERT_ARG_AS(s, "state");
+	ST_ASSERT_ARG_AS(q, "query");
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(count);
 	int live = !!(flags & ST_FIND_LIVE);
 	json_t *res = st_state_resources(s, 0), *r;
 	size_t i, n = 0, cap = 0, *hits = NULL;

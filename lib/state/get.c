@@ -81,7 +81,8 @@ static int sanitized_eq_count(const aentry *e, size_t n, const char *ident)
 
 int st_state_autonames(st_state *s, json_t **out, st_error *err)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
+	ST_ASSERT_ARG(out);
 	json_t *dep = st_state_deployment(s), *res = st_state_resources(s, 0), *r;
 	json_t *map = json_object();
 	aentry *e = calloc(json_array_size(res) + 1, sizeof(*e));
@@ -218,7 +219,8 @@ static int named(json_t *res, const char *name, const char ***out, size_t *count
 int st_state_get(st_state *s, const char *ref, size_t *index, st_changes *warnings,
 		 st_error *err)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
+	ST_ASSERT_ARG(ref);
 	json_t *res = st_state_resources(s, 0), *names = NULL;
 	const char **nm = NULL, *refurn;
 	size_t nn = 0, *hits = NULL, nh = 0;

@@ -163,7 +163,7 @@ static json_t *deployment_to_v3(json_t *d, int from_version, st_changes *rep)
 
 int st_state_migrate(st_state *s, st_changes *rep, st_error *err)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	json_t *dep, *ndep, *root;
 	int from = s->version;
 

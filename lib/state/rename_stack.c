@@ -224,11 +224,11 @@ int st_state_rename_stack(st_state *s, const char *new_stack, const char *new_pr
 			  const char *old_stack, const char *old_project, size_t *count,
 			  st_error *err)
 {
+	ST_ASSERT_ARG_AS(s, "state");
 	srn r = {old_stack, old_project, new_stack, new_project, 0, 0};
 	json_t *res, *ops, *x, *cp;
 	size_t i;
 
-	ST_ASSERT_ARG(s);
 	ST_ASSERT_ARG(old_stack);
 	if (count)
 		*count = 0;

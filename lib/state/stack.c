@@ -89,7 +89,7 @@ static int split_names(const char *s, char **stack, char **project)
 int st_stack_names(const st_state *s, const char *override, const char *path, char **stack,
 		   char **project, st_error *err)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	const char *cp, *found = NULL;
 	json_t *res, *r;
 	size_t i;

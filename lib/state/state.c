@@ -72,6 +72,8 @@ static int load_buffer(st_state **out, const void *buf, size_t len, const char *
 int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char *name,
 			 const st_load_opts *opts, st_error *err)
 {
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(buf || !len);
 	int rc = st__load_opts_check(opts, err);
 	if (rc != ST_OK) {
 		*out = NULL;
@@ -89,6 +91,8 @@ int st__state_load_file_text(st_state **out, const void *buf, size_t len, const 
 int st_state_from_json(st_state **out, json_t *root, const st_style *style,
 		       st_problems *problems, const char *name, st_error *err)
 {
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(root);
 	st_state *s;
 	int rc;
 
@@ -175,6 +179,8 @@ int st_json_load_file(json_t **out, const char *path, size_t max_size,
 		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 		      st_error *err)
 {
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(path);
 	void *map;
 	char *buf;
 	size_t len;
@@ -218,6 +224,8 @@ static int load_mapped(st_state **out, const char *path, const st_load_opts *opt
 
 int st_state_load_file(st_state **out, const char *path, const st_load_opts *opts, st_error *err)
 {
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(path);
 	char *buf;
 	size_t len;
 	st_compression comp;
@@ -255,6 +263,7 @@ int st_state_load_file(st_state **out, const char *path, const st_load_opts *opt
 
 int st_state_new(st_state **out, st_error *err)
 {
+	ST_ASSERT_ARG(out);
 	st_state *s = calloc(1, sizeof(*s));
 
 	*out = NULL;
@@ -283,62 +292,62 @@ void st_state_free(st_state *s)
 
 st_envelope st_state_envelope(const st_state *s)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	return s->envelope;
 }
 
 int st_state_version(const st_state *s)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	return s->version;
 }
 
 json_t *st_state_root(const st_state *s)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	return s->root;
 }
 
 const char *st_state_path(const st_state *s)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	return s->path;
 }
 
 st_style *st_state_style(st_state *s)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	return &s->style;
 }
 
 st_compression st_state_compression(const st_state *s)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	return s->compression;
 }
 
 void st_state_set_compression(st_state *s, st_compression c)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	s->compression = c;
 }
 
 const st_problems *st_state_load_problems(const st_state *s)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	return &s->load_problems;
 }
 
 json_t *st_state_features(const st_state *s)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	json_t *f = json_object_get(s->root, "features");
 	return json_is_array(f) ? f : NULL;
 }
 
 json_t *st_state_deployment(const st_state *s)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	json_t *d = json_object_get(s->container,
 				    s->envelope == ST_ENVELOPE_EXPORT ? "deployment" : "latest");
 	return json_is_object(d) ? d : NULL;
@@ -346,7 +355,7 @@ json_t *st_state_deployment(const st_state *s)
 
 const char *st_state_checkpoint_stack(const st_state *s)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	if (s->envelope != ST_ENVELOPE_CHECKPOINT)
 		return NULL;
 	return st_json_str(s->container, "stack");
@@ -371,7 +380,7 @@ static json_t *new_deployment(void)
 
 json_t *st_state_resources(st_state *s, int create)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	json_t *d = st_state_deployment(s), *r;
 
 	if (!d) {
@@ -396,7 +405,7 @@ json_t *st_state_resources(st_state *s, int create)
 
 void st_state_touch(st_state *s)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	st_state t;
 
 	/* Nothing is known absent any more: the next features scan looks at every resource. */
@@ -445,7 +454,7 @@ static char *derive_stack_qname(st_state *s)
 
 int st_state_set_envelope(st_state *s, st_envelope envelope, const char *stack, st_error *err)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	json_t *dep, *root, *features;
 	int version;
 
@@ -536,7 +545,8 @@ static int dump_cfg(const st_state *s, const st_style *style, const st__wcfg *cf
 int st_state_dump(const st_state *s, const st_style *style, char **out, size_t *len,
 		  st_error *err)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
+	ST_ASSERT_ARG(out);
 	return dump_cfg(s, style, NULL, out, len, err);
 }
 
@@ -557,6 +567,7 @@ const st__keymap *st__state_keymap(const st_state *s)
 
 void st_magic_for_version(const char *version, char buf[65])
 {
+	ST_ASSERT_ARG(buf);
 	if (!version || !*version) {
 		buf[0] = '\0';
 		return;
@@ -566,7 +577,7 @@ void st_magic_for_version(const char *version, char buf[65])
 
 void st_state_fix_magic(st_state *s)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
 	json_t *dep = st_state_deployment(s), *m;
 	const char *ver;
 	char magic[65];
@@ -764,6 +775,7 @@ int st__state_save_checked(st_state *s, const char *path, const st_write_opts *o
 
 int st_state_save(st_state *s, const char *path, const st_write_opts *opts, st_error *err)
 {
-	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG_AS(s, "state");
+	ST_ASSERT_ARG(path);
 	return st__state_save_checked(s, path, opts, NULL, NULL, NULL, err);
 }

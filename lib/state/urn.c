@@ -8,6 +8,7 @@
 
 int st_urn_parse(const char *urn, st_urn *u)
 {
+	ST_ASSERT_ARG_AS(u, "out");
 	const char *p, *a, *b, *c, *dollar;
 
 	memset(u, 0, sizeof(*u));
@@ -49,6 +50,10 @@ int st_urn_valid(const char *urn)
 char *st_urn_new(const char *stack, const char *project, const char *parent_qtype,
 		 const char *type, const char *name)
 {
+	ST_ASSERT_ARG(stack);
+	ST_ASSERT_ARG(project);
+	ST_ASSERT_ARG(type);
+	ST_ASSERT_ARG(name);
 	if (parent_qtype && *parent_qtype && strcmp(parent_qtype, ST_ROOT_STACK_TYPE) != 0)
 		return st_asprintf(URN_PREFIX "%s::%s::%s$%s::%s", stack, project, parent_qtype,
 				   type, name);
@@ -85,6 +90,9 @@ int st__provider_urn_check(const char *urn, st_error *err)
 
 int st_provider_ref_parse(const char *ref, char **urn_out, char **id_out, st_error *err)
 {
+	ST_ASSERT_ARG(ref);
+	ST_ASSERT_ARG_AS(urn_out, "urn");
+	ST_ASSERT_ARG_AS(id_out, "id");
 	const char *last = NULL, *p;
 	char *urn;
 	int rc;

@@ -74,6 +74,7 @@ int st__diy_open(st_backend **out, st_store *store, const char *url, st_error *e
 
 int st_backend_open(st_backend **out, const char *url, st_error *err)
 {
+	ST_ASSERT_ARG(out);
 	st_store *s = NULL;
 	char *dflt = NULL;
 	int rc;
@@ -465,6 +466,8 @@ int st__backend_list_brief(st_backend *b, st_stack_info **out, size_t *count, st
 int st_backend_list(st_backend *b, st_stack_info **out, size_t *count, st_error *err)
 {
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(count);
 	return b->ops->list(b, out, count, err);
 }
 
@@ -605,6 +608,8 @@ int st_backend_resolve(st_backend *b, const char *stack, char **qname, int *exis
 		       st_error *err)
 {
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(stack);
+	ST_ASSERT_ARG(qname);
 	return b->ops->resolve(b, stack, qname, exists, err);
 }
 
@@ -612,6 +617,9 @@ int st_backend_resolve_key(st_backend *b, const char *stack, char **qname, char 
 			   int *exists, st_error *err)
 {
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(stack);
+	ST_ASSERT_ARG(qname);
+	ST_ASSERT_ARG(key);
 	*key = NULL;
 	if (as_diy(b))
 		return diy_resolve_key(as_diy(b), stack, qname, key, exists, err);
@@ -621,7 +629,8 @@ int st_backend_resolve_key(st_backend *b, const char *stack, char **qname, char 
 int st_backend_stack_key(st_backend *bb, const char *ref, char **key, int *exists,
 			 st_error *err)
 {
-	ST_ASSERT_ARG(bb);
+	ST_ASSERT_ARG_AS(bb, "b");
+	ST_ASSERT_ARG_AS(ref, "stack");
 	diy_backend *b = as_diy(bb);
 	char *base = NULL;
 	int rc;
@@ -644,7 +653,8 @@ int st_backend_stack_key(st_backend *bb, const char *ref, char **key, int *exist
 int st_backend_stack_path(st_backend *bb, const char *ref, char **path, int *exists,
 			  st_error *err)
 {
-	ST_ASSERT_ARG(bb);
+	ST_ASSERT_ARG_AS(bb, "b");
+	ST_ASSERT_ARG_AS(ref, "stack");
 	diy_backend *b = as_diy(bb);
 	char *base = NULL, *key = NULL, *k;
 	int rc;
@@ -695,12 +705,12 @@ static int place_name(const char *base, st_state *s, st_error *err)
 int st_backend_stack_target(st_backend *bb, const char *ref, st_state *state, char **key,
 			    char **old_key, st_error *err)
 {
+	ST_ASSERT_ARG_AS(bb, "b");
 	diy_backend *b = as_diy(bb);
 	char *base = NULL, *old = NULL;
 	st_compression c;
 	int set, rc;
 
-	ST_ASSERT_ARG(bb);
 	ST_ASSERT_ARG(state);
 	*key = NULL;
 	*old_key = NULL;
@@ -875,6 +885,7 @@ int st_backend_save(st_backend *b, const char *stack, st_state *state,
 {
 	ST_ASSERT_ARG(b);
 	ST_ASSERT_ARG(state);
+	ST_ASSERT_ARG(stack);
 	return st__backend_save(b, stack, state, opts, NULL, err);
 }
 
@@ -943,6 +954,7 @@ static const st_backend_ops diy_ops = {
 
 int st_backend_locate(const char *path, char **root, char **stack)
 {
+	ST_ASSERT_ARG(root);
 	const char *m = NULL, *p, *name;
 	char *r = NULL, *rel = NULL;
 	size_t stem;

@@ -123,6 +123,8 @@ int st__diy_load(st_backend *b, const char *ref, const st_load_opts *opts, st_st
 int st_backend_load_json(st_backend *b, const char *ref, size_t max_size, json_t **out,
 			 st_style *style, st_problems *problems, char **where_out, st_error *err)
 {
+	ST_ASSERT_ARG_AS(ref, "stack");
+	ST_ASSERT_ARG(out);
 	st_store *store;
 	char *key = NULL, *where = NULL, *local = NULL;
 	int rc;
@@ -170,6 +172,8 @@ int st_backend_load(st_backend *b, const char *stack, const st_load_opts *opts, 
 		    st_error *err)
 {
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(stack);
+	ST_ASSERT_ARG(out);
 	int rc = st__load_opts_check(opts, err);
 	if (rc != ST_OK) {
 		*out = NULL;

@@ -290,6 +290,8 @@ static int zstd_bytes(const void *data, size_t len, char **out, size_t *outlen, 
 int st_file_read(const char *path, size_t max_size, char **out, size_t *len,
 		 st_compression *compression, st_error *err)
 {
+	ST_ASSERT_ARG(path);
+	ST_ASSERT_ARG(out);
 	int fd, rc;
 	char *raw = NULL;
 	size_t n = 0;
@@ -358,6 +360,8 @@ int st__decompress(char *raw, size_t n, size_t max_size, const char *name, char 
 int st_file_decompress(const void *data, size_t len, size_t max_size, const char *name,
 		       char **out, size_t *outlen, st_compression *compression, st_error *err)
 {
+	ST_ASSERT_ARG(data || !len);
+	ST_ASSERT_ARG(out);
 	char *copy = malloc(len + 1);
 	*out = NULL;
 	*outlen = 0;
@@ -485,6 +489,8 @@ int st__file_write_atomic_checked(const char *path, const void *data, size_t len
 int st_file_write_atomic(const char *path, const void *data, size_t len,
 			 const st_write_opts *opts, st_error *err)
 {
+	ST_ASSERT_ARG(path);
+	ST_ASSERT_ARG(data || !len);
 	int rc;
 	if (opts && (rc = st__opts_version(opts->version, ST_WRITE_OPTS_VERSION, "st_write_opts",
 					   err)) != ST_OK)

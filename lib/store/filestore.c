@@ -973,6 +973,9 @@ int st__store_file_check(const st_store *s, const char *key, st_error *err)
 
 int st_store_open_file(st_store **out, char **key, const char *path, st_error *err)
 {
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(key);
+	ST_ASSERT_ARG(path);
 	return st__store_for_path(out, key, path, err);
 }
 

@@ -197,6 +197,8 @@ int st_backend_stack_bak(st_backend *b, const char *stack, char **key, int *exis
 			 st_error *err)
 {
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(stack);
+	ST_ASSERT_ARG(key);
 	st_store_info info;
 	char *cur = NULL;
 	int ex, rc;
@@ -217,6 +219,9 @@ int st_backend_generations(st_backend *b, const char *stack, st_generation **out
 			   size_t *count, st_error *err)
 {
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(stack);
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(count);
 	st_store *s = st_backend_store(b);
 	char *project = NULL, *name = NULL, *dirs[2] = {NULL, NULL}, *cur = NULL, *bak = NULL;
 	st_generation *v = NULL;
@@ -289,6 +294,9 @@ int st_backend_generation_load(st_backend *b, const char *stack, const char *id,
 			       const st_load_opts *opts, st_state **out, st_error *err)
 {
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(stack);
+	ST_ASSERT_ARG(id);
+	ST_ASSERT_ARG(out);
 	st_generation *g = NULL;
 	size_t n = 0, i;
 	char *data = NULL, *plain = NULL;
@@ -469,11 +477,13 @@ static int keep_current(st_backend *b, const char *stack, int by_mtime, st_error
 int st_backend_keep_generation(st_backend *b, const char *stack, st_error *err)
 {
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(stack);
 	return keep_current(b, stack, 1, err);
 }
 
 int st_backend_keep_saved_generation(st_backend *b, const char *stack, st_error *err)
 {
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(stack);
 	return keep_current(b, stack, 0, err);
 }

@@ -504,6 +504,7 @@ out:
 int st_journal_save(const char *op, const st_pair_side *a, const st_pair_side *b,
 		    st_error *err)
 {
+	ST_ASSERT_ARG(op);
 	jside A, B;
 	int rc;
 
@@ -954,6 +955,11 @@ int st_journal_recover_key(st_store *s, const char *key, st_store *const *known,
 int st_journal_write_pair(const char *op, const char *path_a, const void *data_a, size_t len_a,
 			  const char *path_b, const void *data_b, size_t len_b, st_error *err)
 {
+	ST_ASSERT_ARG(op);
+	ST_ASSERT_ARG(path_a);
+	ST_ASSERT_ARG(data_a || !len_a);
+	ST_ASSERT_ARG(path_b);
+	ST_ASSERT_ARG(data_b || !len_b);
 	st_store *sa = NULL, *sb = NULL;
 	char *ka = NULL, *kb = NULL;
 	jside A, B;

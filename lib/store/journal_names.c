@@ -26,6 +26,7 @@ int st_journal_pending_key(st_store *s, const char *key)
 
 int st_journal_pending(const char *path, char **other)
 {
+	ST_ASSERT_ARG(path);
 	st_store *s = NULL;
 	char *key = NULL, *jkey = NULL, *me = NULL;
 	json_t *doc = NULL, *arr, *f;
@@ -73,6 +74,7 @@ int st_journal_pending(const char *path, char **other)
 
 int st_journal_recover(const char *path, st_changes *report, st_error *err)
 {
+	ST_ASSERT_ARG(path);
 	st_store *s = NULL;
 	char *key = NULL;
 	int rc = st__store_for_path(&s, &key, path, err);
@@ -110,6 +112,9 @@ int st_state_save_pair(const char *op, st_state *a, const char *path_a, st_state
 {
 	ST_ASSERT_ARG(a);
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(op);
+	ST_ASSERT_ARG(path_a);
+	ST_ASSERT_ARG(path_b);
 	return pair_paths(op, a, path_a, b, path_b, err);
 }
 
@@ -118,6 +123,11 @@ int st_state_save_pair(const char *op, st_state *a, const char *path_a, st_state
 int st_backend_save_pair(const char *op, st_backend *ba, const char *stack_a, st_state *a,
 			 st_backend *bb, const char *stack_b, st_state *b, st_error *err)
 {
+	ST_ASSERT_ARG(op);
+	ST_ASSERT_ARG(stack_a);
+	ST_ASSERT_ARG(a);
+	ST_ASSERT_ARG(stack_b);
+	ST_ASSERT_ARG(b);
 	char *ka = NULL, *oa = NULL, *kb = NULL, *ob = NULL;
 	int rc;
 

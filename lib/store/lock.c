@@ -638,6 +638,8 @@ int st__unlock_store(st_store *s, const char *dir, int *removed, st_error *err)
 int st_lock_stack(st_lock **out, st_backend *b, const char *stack, st_error *err)
 {
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(stack);
 	*out = NULL;
 	return b->ops->lock(b, stack, out, err);
 }
@@ -645,6 +647,7 @@ int st_lock_stack(st_lock **out, st_backend *b, const char *stack, st_error *err
 int st_unlock_stack(st_backend *b, const char *stack, int *removed, st_error *err)
 {
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(stack);
 	*removed = 0;
 	return b->ops->unlock(b, stack, removed, err);
 }
@@ -686,11 +689,14 @@ int st_lock_check_file(const char *path, st_error *err)
 int st_lock_check_stack(st_backend *b, const char *stack, st_error *err)
 {
 	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(stack);
 	return b->ops->lock(b, stack, NULL, err);
 }
 
 int st_lock_file(st_lock **out, const char *path, st_error *err)
 {
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(path);
 	st_store *s = NULL;
 	char *key = NULL, *lkey, hash[65] = "";
 	st_error werr;
@@ -777,6 +783,7 @@ int st_lock_release(st_lock *lk, st_error *err)
 
 int st_unlock_file(const char *path, int *removed, st_error *err)
 {
+	ST_ASSERT_ARG(path);
 	st_store *s = NULL;
 	char *key = NULL, *lkey;
 	int rc;

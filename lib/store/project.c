@@ -78,6 +78,7 @@ static int project_backend(const char *path, char **out, st_error *err)
 
 int st_backend_default_url(char **url, char **source, st_error *err)
 {
+	ST_ASSERT_ARG(url);
 	const char *env = getenv("PULUMI_BACKEND_URL");
 	char cwd[PATH_MAX], *file = NULL;
 	int rc;

@@ -656,6 +656,9 @@ out:
 int st_backend_rename_stack(st_backend *b, const char *from, const char *to, char **new_qname,
 			    st_error *err)
 {
+	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(from);
+	ST_ASSERT_ARG(to);
 	return st_backend_rename_stack_ex(b, from, to, 0, new_qname, NULL, err);
 }
 

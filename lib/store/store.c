@@ -193,6 +193,7 @@ static int file_url(const char *url, char **path, int *tilde, st_error *err)
 
 int st_store_open(st_store **out, const char *url, st_error *err)
 {
+	ST_ASSERT_ARG(out);
 	const char *path = url;
 	char *expanded = NULL, *decoded = NULL;
 	int rc, tilde = 1;
@@ -415,6 +416,8 @@ int st_store_read(st_store *s, const char *key, size_t max_size, char **data, si
 		  st_store_info *info, st_error *err)
 {
 	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(key);
+	ST_ASSERT_ARG(data);
 	int rc;
 
 	*data = NULL;
@@ -429,6 +432,7 @@ int st_store_read(st_store *s, const char *key, size_t max_size, char **data, si
 int st_store_stat(st_store *s, const char *key, st_store_info *info, st_error *err)
 {
 	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(key);
 	st_store_info tmp;
 	int rc;
 
@@ -442,6 +446,8 @@ int st_store_stat(st_store *s, const char *key, st_store_info *info, st_error *e
 
 int st_store_writer_write(st_store_writer *w, const void *data, size_t len, st_error *err)
 {
+	ST_ASSERT_ARG(w);
+	ST_ASSERT_ARG(data || !len);
 	int rc;
 
 	if (!len)
@@ -503,6 +509,8 @@ int st_store_write(st_store *s, const char *key, const void *data, size_t len,
 		   const st_store_write_opts *opts, st_error *err)
 {
 	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(key);
+	ST_ASSERT_ARG(data || !len);
 	bytes_ctx b = {data, len};
 	return st_store_write_fill(s, key, fill_bytes, &b, opts, err);
 }
@@ -511,6 +519,8 @@ int st_store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, voi
 			const st_store_write_opts *opts, st_error *err)
 {
 	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(key);
+	ST_ASSERT_ARG(fill);
 	return st__store_write_fill(s, key, fill, ctx, opts, NULL, err);
 }
 
@@ -581,6 +591,8 @@ int st_store_list(st_store *s, const char *prefix, unsigned flags, st_store_entr
 		  size_t *count, st_error *err)
 {
 	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(count);
 	*out = NULL;
 	*count = 0;
 	if (!prefix)
@@ -669,6 +681,7 @@ void st_store_entries_free(st_store_entry *entries, size_t count)
 int st_store_delete(st_store *s, const char *key, st_error *err)
 {
 	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(key);
 	int rc = check_key(key, "key", err);
 	return rc ? rc : s->ops->remove(s, key, err);
 }
@@ -676,6 +689,8 @@ int st_store_delete(st_store *s, const char *key, st_error *err)
 int st_store_copy(st_store *s, const char *src, const char *dst, st_error *err)
 {
 	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(src);
+	ST_ASSERT_ARG(dst);
 	char *data = NULL;
 	size_t len = 0;
 	int rc;

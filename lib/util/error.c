@@ -107,6 +107,7 @@ void st__err_pointer(st_error *err, const char *pointer)
 
 int st_changes_add(st_changes *c, const char *fmt, ...)
 {
+	ST_ASSERT_ARG(fmt);
 	va_list ap;
 	char *line = NULL;
 
