@@ -43,6 +43,9 @@
 	} while (0)
 void st__assert_fail(const char *what, const char *func) __attribute__((noreturn));
 
+/* ST_EINVAL naming the bits of `flags` outside `known` (names: the known flags' names). */
+int st__bad_flags(st_error *err, unsigned flags, unsigned known, const char *names);
+
 /* Sets err (when not NULL and not already set: the first error wins) and returns code. */
 int st__err(st_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int st__verr(st_error *err, int code, const char *fmt, va_list ap);

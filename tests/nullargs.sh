@@ -28,7 +28,8 @@ st_file_read:compression st_file_read:len st_file_decompress:name st_file_decomp
 st_file_decompress:compression st_file_write_atomic:opts
 st_state_load_file:opts st_state_load_buffer:name st_state_load_buffer:opts
 st_state_from_json:style st_state_from_json:problems st_state_from_json:name
-st_state_set_envelope:stack st_state_dump:style st_state_dump:len st_state_save:opts
+st_state_set_envelope:stack st_state_dump:style st_state_dump:len st_state_save:path st_state_save:opts
+st_edit_commit_save:path
 st_validate:opts st_check_place:place st_validate_import_file:schema st_state_migrate:report
 st_edit_begin:report st_edit_delete:deleted st_edit_set_flag:changed
 st_edit_pending_clear:removed st_edit_replace_provider:changed st_edit_commit:diff
@@ -89,6 +90,8 @@ BEGIN {
 		isptr[i] = (type[i] ~ /\*/ || type[i] ~ /_fn$/) && name[i] != "err"
 		isfn[i] = type[i] ~ /_fn$/
 	}
+	known[fn ":*"] = 1
+	for (i = 1; i <= np; i++) known[fn ":" name[i]] = 1
 	if (np == 1 && p[1] == "void") next
 	if (opt[fn ":*"]) next
 	for (k = 1; k <= np; k++) {
@@ -99,7 +102,7 @@ BEGIN {
 			else if (i == k || name[i] == "err") a = "NULL"
 			else if (name[i] == "fmt") a = "\"%s\""
 			else if (isfn[i]) a = "(" type[i] ")na_fn"
-			else if (type[i] ~ /\*/) a = "(" type[i] ")(void *)na_dummy"
+			else if (type[i] ~ /\*/) a = "NA(" type[i] ")"
 			else if (type[i] == "st_handle") a = "na_handle"
 			else a = "(" type[i] ")1"
 			args = args (i > 1 ? ", " : "") a
@@ -110,6 +113,11 @@ BEGIN {
 	}
 }
 END {
+	for (k in opt)
+		if (!(k in known)) {
+			print "nullargs.sh: " k " names no parameter of lib/statetool.h" > "/dev/stderr"
+			exit 1
+		}
 	print "static const struct na_case na_cases[] = {"
 	printf "%s", cases
 	print "};"

@@ -33,6 +33,10 @@ if [ -n "$so" ]; then
 	check_out_empty
 fi
 
+# the NULL-argument cases of tests/test_contract.c are the header's required pointers
+run "tests/nullargs.h = tests/nullargs.sh" sh -c "sh '$top_srcdir/tests/nullargs.sh' '$hdr' | diff - '$top_srcdir/tests/nullargs.h'"
+check_rc 0
+
 # every fallible function (an st_error argument) has an err == NULL case: a refused input in
 # tests/contract_err.c, or, when only an allocation failure makes it fail, in tests/test_alloc.c
 tr '\n' ' ' < "$hdr" | sed 's/;/;\n/g' | grep 'st_error \*err' |

@@ -526,6 +526,7 @@ struct na_case {
 static _Alignas(64) unsigned char na_dummy[4096];
 static const st_handle na_handle;
 static void na_fn(void) {}
+#define NA(T) ((T)(void *)na_dummy)
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat"
@@ -628,6 +629,78 @@ static void test_null_args_generated(void **unused)
 	assert_int_equal(bad, 0);
 }
 
+/* An enum out of range or a flag bit the function does not know: ST_EINVAL with a message
+ * naming it, nothing done (before the fix, st_state_set_envelope(9) returned ST_OK). */
+static void test_bad_enums_and_flags(void **unused)
+{
+	(void)unused;
+	st_state *s = load_text(two_resources);
+	char *dir = tu_tmpdir(), *text = NULL, *before = NULL, *after = NULL;
+	st_store *store = NULL;
+	st_backend *b = NULL;
+	st_edit *e = NULL;
+	st_error err;
+	json_t *j = NULL;
+	size_t *idx = NULL, n = 0, len = 0;
+	st_store_entry *ents = NULL;
+	st_problems p = {0};
+	const json_t *r = json_array_get(st_state_resources(s, 0), 1);
+
+	assert_int_equal(st_state_dump(s, NULL, &before, &len, NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st_state_set_envelope(s, (st_envelope)9, NULL, &err), ST_EINVAL);
+	assert_string_equal(err.message, "unknown envelope 9 (the envelopes are ST_ENVELOPE_EXPORT "
+					 "and ST_ENVELOPE_CHECKPOINT)");
+	assert_int_equal(st_state_envelope(s), ST_ENVELOPE_EXPORT);
+	assert_int_equal(st_state_dump(s, NULL, &after, &len, NULL), ST_OK);
+	assert_string_equal(before, after);
+	st_error_clear(&err);
+	assert_int_equal(st_state_find_ex(s, "type=m:i:R", 4, &idx, &n, &err), ST_EINVAL);
+	assert_string_equal(err.message,
+			    "unknown bits 0x4 in flags 0x4 (the flags are 0 or ST_FIND_LIVE)");
+	assert_null(idx);
+	st_error_clear(&err);
+	assert_int_equal(st_check_place(s, "p/dev", 9, &p, &err), ST_EINVAL);
+	assert_string_equal(err.message, "unknown bits 0x8 in flags 0x9 (the flags are "
+					 "ST_PLACE_ALL and ST_PLACE_EXPORTS)");
+	assert_int_equal(p.count, 0);
+	st_error_clear(&err);
+	assert_int_equal(st_resource_text(r, 2, NULL, &text, &len, &err), ST_EINVAL);
+	assert_non_null(strstr(err.message, "unknown bits 0x2 in flags 0x2"));
+	assert_null(text);
+	st_error_clear(&err);
+	assert_int_equal(st_resource_json(r, 3, NULL, &j, &err), ST_EINVAL);
+	assert_non_null(strstr(err.message, "unknown bits 0x2 in flags 0x3"));
+	assert_null(j);
+	assert_int_equal(st_edit_begin(&e, s, NULL, NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st_edit_delete(e, (st_handle[]){tu_handle(e, 1)}, 1, 4, &n, &err),
+			 ST_EINVAL);
+	assert_non_null(strstr(err.message, "unknown bits 0x4 in flags 0x4"));
+	assert_int_equal(st_edit_commit(e, NULL, NULL, NULL), ST_OK);
+	st_edit_free(e);
+	assert_int_equal(json_array_size(st_state_resources(s, 0)), 3);
+	assert_int_equal(st_store_open(&store, dir, NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st_store_list(store, "", 2, &ents, &n, &err), ST_EINVAL);
+	assert_non_null(strstr(err.message, "unknown bits 0x2 in flags 0x2"));
+	st_error_clear(&err);
+	assert_int_equal(st_journal_recover_key(store, "k", NULL, 0, 2, NULL, &err), ST_EINVAL);
+	assert_non_null(strstr(err.message, "ST_JOURNAL_CLEAN_STAGED"));
+	assert_int_equal(st_backend_open(&b, dir, NULL), ST_OK);
+	st_error_clear(&err);
+	assert_int_equal(st_backend_recover(b, "p/dev", NULL, 0, 2, NULL, &err), ST_EINVAL);
+	assert_non_null(strstr(err.message, "ST_JOURNAL_CLEAN_STAGED"));
+	assert_int_equal(st_problems_add(&p, (st_severity)7, "r", "", NULL, "x"), ST_EINVAL);
+	assert_int_equal(p.count, 0);
+	st_backend_free(b);
+	st_store_free(store);
+	free(before);
+	free(after);
+	st_state_free(s);
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -641,6 +714,7 @@ int main(void)
 		cmocka_unit_test(test_options_versions),
 		cmocka_unit_test(test_null_handles_abort),
 		cmocka_unit_test(test_null_args_generated),
+		cmocka_unit_test(test_bad_enums_and_flags),
 		cmocka_unit_test(test_err_null_everywhere),
 		cmocka_unit_test(test_buf_take_terminated),
 	};

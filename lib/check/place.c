@@ -115,6 +115,9 @@ int st_check_place(st_state *s, const char *place, unsigned flags, st_problems *
 {
 	ST_ASSERT_ARG_AS(s, "state");
 	ST_ASSERT_ARG(out);
+	if (flags & ~(unsigned)(ST_PLACE_ALL | ST_PLACE_EXPORTS))
+		return st__bad_flags(err, flags, ST_PLACE_ALL | ST_PLACE_EXPORTS,
+				     "ST_PLACE_ALL and ST_PLACE_EXPORTS");
 	const char *cs = st_state_checkpoint_stack(s);
 	const char *csptr = st_state_version(s) == 0 ? "/stack" : "/checkpoint/stack";
 	char *pp = NULL, *ps = NULL, *cp = NULL, *cn = NULL, *full = NULL;

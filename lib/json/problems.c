@@ -16,6 +16,8 @@ int st_problems_add(st_problems *list, st_severity sev, const char *rule, const 
 	ST_ASSERT_ARG(list);
 	ST_ASSERT_ARG(rule);
 	ST_ASSERT_ARG(fmt);
+	if (sev != ST_SEV_WARNING && sev != ST_SEV_ERROR)
+		return ST_EINVAL;
 	st_problem *p;
 	va_list ap;
 	char *msg = NULL;

@@ -595,7 +595,6 @@ int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts,
 			st_diff *diff, st_problems *problems, int *written, st_error *err)
 {
 	ST_ASSERT_ARG(e);
-	ST_ASSERT_ARG(path);
 	commit_target t = {path, opts, NULL, NULL};
 	int rc = st__write_opts_check(opts, err);
 	if (rc != ST_OK) {

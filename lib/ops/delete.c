@@ -245,6 +245,9 @@ int st_edit_delete(st_edit *e, const st_handle *targets, size_t n, unsigned flag
 
 	ST_ASSERT_ARG(e);
 	ST_ASSERT_ARG(targets || !n);
+	if (flags & ~(unsigned)(ST_DELETE_FORCE | ST_DELETE_TARGET_DEPENDENTS))
+		return st__bad_flags(err, flags, ST_DELETE_FORCE | ST_DELETE_TARGET_DEPENDENTS,
+				     "ST_DELETE_FORCE and ST_DELETE_TARGET_DEPENDENTS");
 	if (deleted)
 		*deleted = 0;
 	if (!n)

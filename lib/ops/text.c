@@ -359,6 +359,8 @@ int st_resource_text(const json_t *resource, unsigned flags, st_secrets *secrets
 {
 	ST_ASSERT_ARG(resource);
 	ST_ASSERT_ARG(out);
+	if (flags & ~(unsigned)(ST_TEXT_SHOW_SECRETS))
+		return st__bad_flags(err, flags, ST_TEXT_SHOW_SECRETS, "0 or ST_TEXT_SHOW_SECRETS");
 	st_buf b;
 	printer p = {&b, flags, secrets, err, ST_OK};
 	const char *type = st_json_str(resource, "type"), *urn = st_json_str(resource, "urn");
@@ -520,6 +522,8 @@ int st_resource_json(const json_t *resource, unsigned flags, st_secrets *secrets
 {
 	ST_ASSERT_ARG(resource);
 	ST_ASSERT_ARG(out);
+	if (flags & ~(unsigned)(ST_TEXT_SHOW_SECRETS))
+		return st__bad_flags(err, flags, ST_TEXT_SHOW_SECRETS, "0 or ST_TEXT_SHOW_SECRETS");
 	printer p = {NULL, flags, secrets, err, ST_OK};
 	const char *id = st_json_str(resource, "id"), *type = st_json_str(resource, "type");
 	const char *urn = st_json_str(resource, "urn");

@@ -189,6 +189,8 @@ int st_state_find_ex(st_state *s, const char *q, unsigned flags, size_t **out, s
 	ST_ASSERT_ARG_AS(q, "query");
 	ST_ASSERT_ARG(out);
 	ST_ASSERT_ARG(count);
+	if (flags & ~(unsigned)(ST_FIND_LIVE))
+		return st__bad_flags(err, flags, ST_FIND_LIVE, "0 or ST_FIND_LIVE");
 	int live = !!(flags & ST_FIND_LIVE);
 	json_t *res = st_state_resources(s, 0), *r;
 	size_t i, n = 0, cap = 0, *hits = NULL;

@@ -455,6 +455,11 @@ static char *derive_stack_qname(st_state *s)
 int st_state_set_envelope(st_state *s, st_envelope envelope, const char *stack, st_error *err)
 {
 	ST_ASSERT_ARG_AS(s, "state");
+	if (envelope != ST_ENVELOPE_EXPORT && envelope != ST_ENVELOPE_CHECKPOINT)
+		return st__err(err, ST_EINVAL,
+			       "unknown envelope %d (the envelopes are ST_ENVELOPE_EXPORT and "
+			       "ST_ENVELOPE_CHECKPOINT)",
+			       (int)envelope);
 	json_t *dep, *root, *features;
 	int version;
 
@@ -776,6 +781,5 @@ int st__state_save_checked(st_state *s, const char *path, const st_write_opts *o
 int st_state_save(st_state *s, const char *path, const st_write_opts *opts, st_error *err)
 {
 	ST_ASSERT_ARG_AS(s, "state");
-	ST_ASSERT_ARG(path);
 	return st__state_save_checked(s, path, opts, NULL, NULL, NULL, err);
 }

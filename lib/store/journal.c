@@ -914,6 +914,9 @@ int st_journal_recover_key(st_store *s, const char *key, st_store *const *known,
 
 	ST_ASSERT_ARG(s);
 	ST_ASSERT_ARG(key);
+	if (flags & ~(unsigned)(ST_JOURNAL_CLEAN_STAGED))
+		return st__bad_flags(err, flags, ST_JOURNAL_CLEAN_STAGED,
+				     "0 or ST_JOURNAL_CLEAN_STAGED");
 	if (!jkey || !all) {
 		free(jkey);
 		free(all);

@@ -170,6 +170,9 @@ int st_backend_recover(st_backend *b, const char *stack, st_store *const *known,
 	int rc;
 
 	ST_ASSERT_ARG(b);
+	if (flags & ~(unsigned)(ST_JOURNAL_CLEAN_STAGED))
+		return st__bad_flags(err, flags, ST_JOURNAL_CLEAN_STAGED,
+				     "0 or ST_JOURNAL_CLEAN_STAGED");
 	s = st_backend_store(b);
 	if (!s)
 		return ST_OK; /* a backend without a store writes no journal */

@@ -593,6 +593,9 @@ int st_store_list(st_store *s, const char *prefix, unsigned flags, st_store_entr
 	ST_ASSERT_ARG(s);
 	ST_ASSERT_ARG(out);
 	ST_ASSERT_ARG(count);
+	if (flags & ~(unsigned)(ST_STORE_LIST_DIRS | ST__STORE_LIST_TEMPORARY))
+		return st__bad_flags(err, flags, ST_STORE_LIST_DIRS | ST__STORE_LIST_TEMPORARY,
+				     "0 or ST_STORE_LIST_DIRS");
 	*out = NULL;
 	*count = 0;
 	if (!prefix)

@@ -67,6 +67,12 @@ int st__verr(st_error *err, int code, const char *fmt, va_list ap)
 	return code;
 }
 
+int st__bad_flags(st_error *err, unsigned flags, unsigned known, const char *names)
+{
+	return st__err(err, ST_EINVAL, "unknown bits %#x in flags %#x (the flags are %s)",
+		       flags & ~known, flags, names);
+}
+
 int st__err(st_error *err, int code, const char *fmt, ...)
 {
 	va_list ap;
