@@ -30,307 +30,325 @@ static void na28(void) { (void)st_store_identity(NA(const st_store *), NULL, NUL
 static void na29(void) { (void)st_store_read(NULL, NA(const char *), (size_t)1, NA(char **), NA(size_t *), NA(st_store_info *), NULL); }
 static void na30(void) { (void)st_store_read(NA(st_store *), NULL, (size_t)1, NA(char **), NA(size_t *), NA(st_store_info *), NULL); }
 static void na31(void) { (void)st_store_read(NA(st_store *), NA(const char *), (size_t)1, NULL, NA(size_t *), NA(st_store_info *), NULL); }
-static void na32(void) { (void)st_store_stat(NULL, NA(const char *), NA(st_store_info *), NULL); }
-static void na33(void) { (void)st_store_stat(NA(st_store *), NULL, NA(st_store_info *), NULL); }
-static void na34(void) { (void)st_store_writer_write(NULL, NA(const void *), (size_t)1, NULL); }
-static void na35(void) { (void)st_store_writer_write(NA(st_store_writer *), NULL, (size_t)1, NULL); }
-static void na36(void) { (void)st_store_write(NULL, NA(const char *), NA(const void *), (size_t)1, NA(const st_store_write_opts *), NULL); }
-static void na37(void) { (void)st_store_write(NA(st_store *), NULL, NA(const void *), (size_t)1, NA(const st_store_write_opts *), NULL); }
-static void na38(void) { (void)st_store_write(NA(st_store *), NA(const char *), NULL, (size_t)1, NA(const st_store_write_opts *), NULL); }
-static void na39(void) { (void)st_store_write_fill(NULL, NA(const char *), (st_store_fill_fn)na_fn, NA(void *), NA(const st_store_write_opts *), NULL); }
-static void na40(void) { (void)st_store_write_fill(NA(st_store *), NULL, (st_store_fill_fn)na_fn, NA(void *), NA(const st_store_write_opts *), NULL); }
-static void na41(void) { (void)st_store_write_fill(NA(st_store *), NA(const char *), NULL, NA(void *), NA(const st_store_write_opts *), NULL); }
-static void na42(void) { (void)st_store_list(NULL, NA(const char *), (unsigned)1, NA(st_store_entry **), NA(size_t *), NULL); }
-static void na43(void) { (void)st_store_list(NA(st_store *), NA(const char *), (unsigned)1, NULL, NA(size_t *), NULL); }
-static void na44(void) { (void)st_store_list(NA(st_store *), NA(const char *), (unsigned)1, NA(st_store_entry **), NULL, NULL); }
-static void na45(void) { (void)st_store_where(NULL, NA(const char *)); }
-static void na46(void) { (void)st_store_where(NA(const st_store *), NULL); }
-static void na47(void) { (void)st_store_delete(NULL, NA(const char *), NULL); }
-static void na48(void) { (void)st_store_delete(NA(st_store *), NULL, NULL); }
-static void na49(void) { (void)st_store_copy(NULL, NA(const char *), NA(const char *), NULL); }
-static void na50(void) { (void)st_store_copy(NA(st_store *), NULL, NA(const char *), NULL); }
-static void na51(void) { (void)st_store_copy(NA(st_store *), NA(const char *), NULL, NULL); }
-static void na52(void) { (void)st_file_read(NULL, (size_t)1, NA(char **), NA(size_t *), NA(st_compression *), NULL); }
-static void na53(void) { (void)st_file_read(NA(const char *), (size_t)1, NULL, NA(size_t *), NA(st_compression *), NULL); }
-static void na54(void) { (void)st_file_decompress(NULL, (size_t)1, (size_t)1, NA(const char *), NA(char **), NA(size_t *), NA(st_compression *), NULL); }
-static void na55(void) { (void)st_file_decompress(NA(const void *), (size_t)1, (size_t)1, NA(const char *), NULL, NA(size_t *), NA(st_compression *), NULL); }
-static void na56(void) { (void)st_file_write_atomic(NULL, NA(const void *), (size_t)1, NA(const st_write_opts *), NULL); }
-static void na57(void) { (void)st_file_write_atomic(NA(const char *), NULL, (size_t)1, NA(const st_write_opts *), NULL); }
-static void na58(void) { (void)st_state_load_file(NULL, NA(const char *), NA(const st_load_opts *), NULL); }
-static void na59(void) { (void)st_state_load_file(NA(st_state **), NULL, NA(const st_load_opts *), NULL); }
-static void na60(void) { (void)st_state_load_buffer(NULL, NA(const void *), (size_t)1, NA(const char *), NA(const st_load_opts *), NULL); }
-static void na61(void) { (void)st_state_load_buffer(NA(st_state **), NULL, (size_t)1, NA(const char *), NA(const st_load_opts *), NULL); }
-static void na62(void) { (void)st_state_from_json(NULL, NA(json_t *), NA(const st_style *), NA(st_problems *), NA(const char *), NULL); }
-static void na63(void) { (void)st_state_from_json(NA(st_state **), NULL, NA(const st_style *), NA(st_problems *), NA(const char *), NULL); }
-static void na64(void) { (void)st_state_new(NULL, NULL); }
-static void na65(void) { (void)st_state_envelope(NULL); }
-static void na66(void) { (void)st_state_version(NULL); }
-static void na67(void) { (void)st_state_features(NULL); }
-static void na68(void) { (void)st_state_root(NULL); }
-static void na69(void) { (void)st_state_deployment(NULL); }
-static void na70(void) { (void)st_state_resources(NULL, (int)1); }
-static void na71(void) { (void)st_state_checkpoint_stack(NULL); }
-static void na72(void) { (void)st_state_path(NULL); }
-static void na73(void) { (void)st_state_style(NULL); }
-static void na74(void) { (void)st_state_compression(NULL); }
-static void na75(void) { (void)st_state_set_compression(NULL, (st_compression)1); }
-static void na76(void) { (void)st_state_load_problems(NULL); }
-static void na77(void) { (void)st_state_touch(NULL); }
-static void na78(void) { (void)st_state_set_envelope(NULL, (st_envelope)1, NA(const char *), NULL); }
-static void na79(void) { (void)st_state_dump(NULL, NA(const st_style *), NA(char **), NA(size_t *), NULL); }
-static void na80(void) { (void)st_state_dump(NA(const st_state *), NA(const st_style *), NULL, NA(size_t *), NULL); }
-static void na81(void) { (void)st_state_canonicalize(NULL); }
-static void na82(void) { (void)st_state_save(NULL, NA(const char *), NA(const st_write_opts *), NULL); }
-static void na83(void) { (void)st_schema_builtin(NULL, NULL); }
-static void na84(void) { (void)st_validate(NULL, NA(const st_validate_opts *), NA(st_problems *), NULL); }
-static void na85(void) { (void)st_validate(NA(st_state *), NA(const st_validate_opts *), NULL, NULL); }
-static void na86(void) { (void)st_integrity_check(NULL, NA(st_problems *), NULL); }
-static void na87(void) { (void)st_integrity_check(NA(st_state *), NULL, NULL); }
-static void na88(void) { (void)st_doc_kind_of(NULL); }
-static void na89(void) { (void)st_check_place(NULL, NA(const char *), (unsigned)1, NA(st_problems *), NULL); }
-static void na90(void) { (void)st_check_place(NA(st_state *), NA(const char *), (unsigned)1, NULL, NULL); }
-static void na91(void) { (void)st_validate_import_file(NULL, NA(st_schema *), NA(st_problems *), NULL); }
-static void na92(void) { (void)st_validate_import_file(NA(json_t *), NA(st_schema *), NULL, NULL); }
-static void na93(void) { (void)st_state_find(NULL, NA(const char *), NA(size_t **), NA(size_t *), NULL); }
-static void na94(void) { (void)st_state_find(NA(st_state *), NULL, NA(size_t **), NA(size_t *), NULL); }
-static void na95(void) { (void)st_state_find(NA(st_state *), NA(const char *), NULL, NA(size_t *), NULL); }
-static void na96(void) { (void)st_state_find(NA(st_state *), NA(const char *), NA(size_t **), NULL, NULL); }
-static void na97(void) { (void)st_state_find_ex(NULL, NA(const char *), (unsigned)1, NA(size_t **), NA(size_t *), NULL); }
-static void na98(void) { (void)st_state_find_ex(NA(st_state *), NULL, (unsigned)1, NA(size_t **), NA(size_t *), NULL); }
-static void na99(void) { (void)st_state_find_ex(NA(st_state *), NA(const char *), (unsigned)1, NULL, NA(size_t *), NULL); }
-static void na100(void) { (void)st_state_find_ex(NA(st_state *), NA(const char *), (unsigned)1, NA(size_t **), NULL, NULL); }
-static void na101(void) { (void)st_changes_add(NA(st_changes *), NULL, ""); }
-static void na102(void) { (void)st_state_migrate(NULL, NA(st_changes *), NULL); }
-static void na103(void) { (void)st_state_apply_features(NULL); }
-static void na104(void) { (void)st_state_fix_magic(NULL); }
-static void na105(void) { (void)st_magic_for_version(NA(const char *), NULL); }
-static void na106(void) { (void)st_edit_begin(NULL, NA(st_state *), NA(st_changes *), NULL); }
-static void na107(void) { (void)st_edit_begin(NA(st_edit **), NULL, NA(st_changes *), NULL); }
-static void na108(void) { (void)st_edit_handle_at(NULL, (size_t)1, NA(st_handle *), NULL); }
-static void na109(void) { (void)st_edit_handle_at(NA(st_edit *), (size_t)1, NULL, NULL); }
-static void na110(void) { (void)st_edit_handle_of(NULL, NA(const char *), NA(st_handle *), NULL); }
-static void na111(void) { (void)st_edit_handle_of(NA(st_edit *), NULL, NA(st_handle *), NULL); }
-static void na112(void) { (void)st_edit_handle_of(NA(st_edit *), NA(const char *), NULL, NULL); }
-static void na113(void) { (void)st_edit_resource(NULL, na_handle); }
-static void na114(void) { (void)st_edit_delete(NULL, NA(const st_handle *), (size_t)1, (unsigned)1, NA(size_t *), NULL); }
-static void na115(void) { (void)st_edit_delete(NA(st_edit *), NULL, (size_t)1, (unsigned)1, NA(size_t *), NULL); }
-static void na116(void) { (void)st_edit_rename(NULL, na_handle, NA(const char *), NULL); }
-static void na117(void) { (void)st_edit_rename(NA(st_edit *), na_handle, NULL, NULL); }
-static void na118(void) { (void)st_edit_set_flag(NULL, NA(const st_handle *), (size_t)1, NA(const char *), (int)1, NA(size_t *), NULL); }
-static void na119(void) { (void)st_edit_set_flag(NA(st_edit *), NULL, (size_t)1, NA(const char *), (int)1, NA(size_t *), NULL); }
-static void na120(void) { (void)st_edit_set_flag(NA(st_edit *), NA(const st_handle *), (size_t)1, NULL, (int)1, NA(size_t *), NULL); }
-static void na121(void) { (void)st_edit_repair(NULL, NULL); }
-static void na122(void) { (void)st_edit_pending_import(NULL, NA(const char *const *), NA(const char *const *), (size_t)1, NULL); }
-static void na123(void) { (void)st_edit_pending_import(NA(st_edit *), NULL, NA(const char *const *), (size_t)1, NULL); }
-static void na124(void) { (void)st_edit_pending_import(NA(st_edit *), NA(const char *const *), NULL, (size_t)1, NULL); }
-static void na125(void) { (void)st_edit_pending_clear(NULL, NA(const char *const *), (size_t)1, NA(size_t *), NULL); }
-static void na126(void) { (void)st_edit_pending_clear(NA(st_edit *), NULL, (size_t)1, NA(size_t *), NULL); }
-static void na127(void) { (void)st_edit_replace_provider(NULL, NA(const char *), NA(const char *), NA(size_t *), NULL); }
-static void na128(void) { (void)st_edit_replace_provider(NA(st_edit *), NULL, NA(const char *), NA(size_t *), NULL); }
-static void na129(void) { (void)st_edit_replace_provider(NA(st_edit *), NA(const char *), NULL, NA(size_t *), NULL); }
-static void na130(void) { (void)st_edit_replace_deployment(NULL, NA(json_t *), NULL); }
-static void na131(void) { (void)st_edit_replace_deployment(NA(st_edit *), NULL, NULL); }
-static void na132(void) { (void)st_edit_commit(NULL, NA(st_diff *), NA(st_problems *), NULL); }
-static void na133(void) { (void)st_edit_commit_save(NULL, NA(const char *), NA(const st_write_opts *), (int)1, NA(st_diff *), NA(st_problems *), NA(int *), NULL); }
-static void na134(void) { (void)st_edit_commit_save_stack(NULL, NA(st_backend *), NA(const char *), (int)1, NA(st_diff *), NA(st_problems *), NA(int *), NULL); }
-static void na135(void) { (void)st_edit_commit_save_stack(NA(st_edit *), NULL, NA(const char *), (int)1, NA(st_diff *), NA(st_problems *), NA(int *), NULL); }
-static void na136(void) { (void)st_edit_commit_save_stack(NA(st_edit *), NA(st_backend *), NULL, (int)1, NA(st_diff *), NA(st_problems *), NA(int *), NULL); }
-static void na137(void) { (void)st_edit_commit_pair(NULL, NA(st_edit *), (st_pair_write_fn)na_fn, NA(void *), NA(st_diff *), NA(st_diff *), NA(st_problems *), NULL); }
-static void na138(void) { (void)st_edit_commit_pair(NA(st_edit *), NULL, (st_pair_write_fn)na_fn, NA(void *), NA(st_diff *), NA(st_diff *), NA(st_problems *), NULL); }
-static void na139(void) { (void)st_edit_rollback(NULL); }
-static void na140(void) { (void)st_secrets_open(NULL, NA(const json_t *), NA(const char *), (size_t)1, NULL); }
-static void na141(void) { (void)st_secrets_open(NA(st_secrets **), NULL, NA(const char *), (size_t)1, NULL); }
-static void na142(void) { (void)st_secrets_new_passphrase(NULL, NA(const char *), (size_t)1, NULL); }
-static void na143(void) { (void)st_secrets_new_passphrase(NA(st_secrets **), NULL, (size_t)1, NULL); }
-static void na144(void) { (void)st_secrets_custom(NULL, NA(const char *), NA(const st_secrets_callbacks *), NULL); }
-static void na145(void) { (void)st_secrets_custom(NA(st_secrets **), NULL, NA(const st_secrets_callbacks *), NULL); }
-static void na146(void) { (void)st_secrets_custom(NA(st_secrets **), NA(const char *), NULL, NULL); }
-static void na147(void) { (void)st_secrets_type(NULL); }
-static void na148(void) { (void)st_secrets_provider_json(NULL); }
-static void na149(void) { (void)st_secrets_encryptionsalt(NULL); }
-static void na150(void) { (void)st_secrets_encrypt(NULL, NA(const char *), (size_t)1, NA(char **), NULL); }
-static void na151(void) { (void)st_secrets_encrypt(NA(st_secrets *), NULL, (size_t)1, NA(char **), NULL); }
-static void na152(void) { (void)st_secrets_decrypt(NULL, NA(const char *), NA(char **), NA(size_t *), NULL); }
-static void na153(void) { (void)st_secrets_decrypt(NA(st_secrets *), NULL, NA(char **), NA(size_t *), NULL); }
-static void na154(void) { (void)st_secrets_decrypt(NA(st_secrets *), NA(const char *), NULL, NA(size_t *), NULL); }
-static void na155(void) { (void)st_secrets_count(NULL, NA(size_t *), NA(size_t *)); }
-static void na156(void) { (void)st_secrets_verify(NULL, NA(st_secrets *), NA(st_problems *), NA(size_t *), NULL); }
-static void na157(void) { (void)st_secrets_verify(NA(st_state *), NULL, NA(st_problems *), NA(size_t *), NULL); }
-static void na158(void) { (void)st_secrets_reveal(NULL, NA(st_secrets *), NULL); }
-static void na159(void) { (void)st_secrets_reveal(NA(st_state *), NULL, NULL); }
-static void na160(void) { (void)st_edit_secrets_encrypt(NULL, NA(st_secrets *), NA(size_t *), NULL); }
-static void na161(void) { (void)st_edit_secrets_encrypt(NA(st_edit *), NULL, NA(size_t *), NULL); }
-static void na162(void) { (void)st_edit_secrets_rekey(NULL, NA(st_secrets *), NA(st_secrets *), NA(size_t *), NULL); }
-static void na163(void) { (void)st_edit_secrets_rekey(NA(st_edit *), NULL, NA(st_secrets *), NA(size_t *), NULL); }
-static void na164(void) { (void)st_edit_secrets_rekey(NA(st_edit *), NA(st_secrets *), NULL, NA(size_t *), NULL); }
-static void na165(void) { (void)st_config_rekey(NULL, NA(st_secrets *), NA(st_secrets *), NA(size_t *), NULL); }
-static void na166(void) { (void)st_config_rekey(NA(const char *), NULL, NA(st_secrets *), NA(size_t *), NULL); }
-static void na167(void) { (void)st_config_rekey(NA(const char *), NA(st_secrets *), NULL, NA(size_t *), NULL); }
-static void na168(void) { (void)st_config_scan(NULL, (size_t)1, NA(const char *), NA(char **), NA(unsigned *), NULL); }
-static void na169(void) { (void)st_config_scan(NA(const char *), (size_t)1, NA(const char *), NULL, NA(unsigned *), NULL); }
-static void na170(void) { (void)st_config_rekey_text(NULL, (size_t)1, NA(const char *), NA(st_secrets *), NA(st_secrets *), NA(char **), NA(size_t *), NA(size_t *), NULL); }
-static void na171(void) { (void)st_config_rekey_text(NA(const char *), (size_t)1, NA(const char *), NULL, NA(st_secrets *), NA(char **), NA(size_t *), NA(size_t *), NULL); }
-static void na172(void) { (void)st_config_rekey_text(NA(const char *), (size_t)1, NA(const char *), NA(st_secrets *), NULL, NA(char **), NA(size_t *), NA(size_t *), NULL); }
-static void na173(void) { (void)st_config_rekey_text(NA(const char *), (size_t)1, NA(const char *), NA(st_secrets *), NA(st_secrets *), NULL, NA(size_t *), NA(size_t *), NULL); }
-static void na174(void) { (void)st_state_autonames(NULL, NA(json_t **), NULL); }
-static void na175(void) { (void)st_state_autonames(NA(st_state *), NULL, NULL); }
-static void na176(void) { (void)st_state_get(NULL, NA(const char *), NA(size_t *), NA(st_changes *), NULL); }
-static void na177(void) { (void)st_state_get(NA(st_state *), NULL, NA(size_t *), NA(st_changes *), NULL); }
-static void na178(void) { (void)st_resource_text(NULL, (unsigned)1, NA(st_secrets *), NA(char **), NA(size_t *), NULL); }
-static void na179(void) { (void)st_resource_text(NA(const json_t *), (unsigned)1, NA(st_secrets *), NULL, NA(size_t *), NULL); }
-static void na180(void) { (void)st_resource_json(NULL, (unsigned)1, NA(st_secrets *), NA(json_t **), NULL); }
-static void na181(void) { (void)st_resource_json(NA(const json_t *), (unsigned)1, NA(st_secrets *), NULL, NULL); }
-static void na182(void) { (void)st_state_compare(NULL, NA(st_state *), NA(json_t **), NULL); }
-static void na183(void) { (void)st_state_compare(NA(st_state *), NULL, NA(json_t **), NULL); }
-static void na184(void) { (void)st_state_compare(NA(st_state *), NA(st_state *), NULL, NULL); }
-static void na185(void) { (void)st_compare_text(NULL, NA(char **), NA(size_t *), NULL); }
-static void na186(void) { (void)st_compare_text(NA(const json_t *), NULL, NA(size_t *), NULL); }
-static void na187(void) { (void)st_stack_names(NULL, NA(const char *), NA(const char *), NA(char **), NA(char **), NULL); }
-static void na188(void) { (void)st_edit_move(NULL, NA(st_edit *), NA(const st_move_opts *), NA(st_move_report *), NULL); }
-static void na189(void) { (void)st_edit_move(NA(st_edit *), NULL, NA(const st_move_opts *), NA(st_move_report *), NULL); }
-static void na190(void) { (void)st_edit_move(NA(st_edit *), NA(st_edit *), NULL, NA(st_move_report *), NULL); }
-static void na191(void) { (void)st_edit_move(NA(st_edit *), NA(st_edit *), NA(const st_move_opts *), NULL, NULL); }
-static void na192(void) { (void)st_move(NULL, NA(const char *), NA(st_state *), NA(const char *), NA(const st_move_opts *), NA(st_move_report *), NULL); }
-static void na193(void) { (void)st_move(NA(st_state *), NA(const char *), NULL, NA(const char *), NA(const st_move_opts *), NA(st_move_report *), NULL); }
-static void na194(void) { (void)st_move(NA(st_state *), NA(const char *), NA(st_state *), NA(const char *), NULL, NA(st_move_report *), NULL); }
-static void na195(void) { (void)st_move(NA(st_state *), NA(const char *), NA(st_state *), NA(const char *), NA(const st_move_opts *), NULL, NULL); }
-static void na196(void) { (void)st_journal_save(NULL, NA(const st_pair_side *), NA(const st_pair_side *), NULL); }
-static void na197(void) { (void)st_journal_save(NA(const char *), NULL, NA(const st_pair_side *), NULL); }
-static void na198(void) { (void)st_journal_save(NA(const char *), NA(const st_pair_side *), NULL, NULL); }
-static void na199(void) { (void)st_journal_pending_key(NULL, NA(const char *)); }
-static void na200(void) { (void)st_journal_pending_key(NA(st_store *), NULL); }
-static void na201(void) { (void)st_journal_recover_key(NA(st_store *), NULL, NA(st_store *const *), (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
-static void na202(void) { (void)st_backend_save_pair(NULL, NA(st_backend *), NA(const char *), NA(st_state *), NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
-static void na203(void) { (void)st_backend_save_pair(NA(const char *), NULL, NA(const char *), NA(st_state *), NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
-static void na204(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NULL, NA(st_state *), NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
-static void na205(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NULL, NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
-static void na206(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NA(st_state *), NULL, NA(const char *), NA(st_state *), NULL); }
-static void na207(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NA(st_state *), NA(st_backend *), NULL, NA(st_state *), NULL); }
-static void na208(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NA(st_state *), NA(st_backend *), NA(const char *), NULL, NULL); }
-static void na209(void) { (void)st_backend_recover(NULL, NA(const char *), NA(st_store *const *), (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
-static void na210(void) { (void)st_journal_write_pair(NULL, NA(const char *), NA(const void *), (size_t)1, NA(const char *), NA(const void *), (size_t)1, NULL); }
-static void na211(void) { (void)st_journal_write_pair(NA(const char *), NULL, NA(const void *), (size_t)1, NA(const char *), NA(const void *), (size_t)1, NULL); }
-static void na212(void) { (void)st_journal_write_pair(NA(const char *), NA(const char *), NULL, (size_t)1, NA(const char *), NA(const void *), (size_t)1, NULL); }
-static void na213(void) { (void)st_journal_write_pair(NA(const char *), NA(const char *), NA(const void *), (size_t)1, NULL, NA(const void *), (size_t)1, NULL); }
-static void na214(void) { (void)st_journal_write_pair(NA(const char *), NA(const char *), NA(const void *), (size_t)1, NA(const char *), NULL, (size_t)1, NULL); }
-static void na215(void) { (void)st_state_save_pair(NULL, NA(st_state *), NA(const char *), NA(st_state *), NA(const char *), NULL); }
-static void na216(void) { (void)st_state_save_pair(NA(const char *), NULL, NA(const char *), NA(st_state *), NA(const char *), NULL); }
-static void na217(void) { (void)st_state_save_pair(NA(const char *), NA(st_state *), NULL, NA(st_state *), NA(const char *), NULL); }
-static void na218(void) { (void)st_state_save_pair(NA(const char *), NA(st_state *), NA(const char *), NULL, NA(const char *), NULL); }
-static void na219(void) { (void)st_state_save_pair(NA(const char *), NA(st_state *), NA(const char *), NA(st_state *), NULL, NULL); }
-static void na220(void) { (void)st_journal_pending(NULL, NA(char **)); }
-static void na221(void) { (void)st_journal_recover(NULL, NA(st_changes *), NULL); }
-static void na222(void) { (void)st_import_check(NULL, NA(const char *), NA(const char *), NA(st_schema *), NA(st_problems *), NULL); }
-static void na223(void) { (void)st_import_check(NA(json_t *), NA(const char *), NA(const char *), NA(st_schema *), NULL, NULL); }
-static void na224(void) { (void)st_edit_import(NULL, NA(json_t *), NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
-static void na225(void) { (void)st_edit_import(NA(st_edit *), NULL, NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
-static void na226(void) { (void)st_edit_import(NA(st_edit *), NA(json_t *), NA(const st_import_opts *), NULL, NA(st_problems *), NULL); }
-static void na227(void) { (void)st_import(NULL, NA(const char *), NA(json_t *), NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
-static void na228(void) { (void)st_import(NA(st_state *), NA(const char *), NULL, NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
-static void na229(void) { (void)st_import(NA(st_state *), NA(const char *), NA(json_t *), NA(const st_import_opts *), NULL, NA(st_problems *), NULL); }
-static void na230(void) { (void)st_import_generate(NULL, NA(const size_t *), (size_t)1, NULL); }
-static void na231(void) { (void)st_import_generate(NA(st_state *), NULL, (size_t)1, NULL); }
-static void na232(void) { (void)st_index_open(NULL, NA(const char *), (int)1, NA(st_changes *), NULL); }
-static void na233(void) { (void)st_index_open(NA(st_index **), NULL, (int)1, NA(st_changes *), NULL); }
-static void na234(void) { (void)st_index_name(NULL); }
-static void na235(void) { (void)st_index_update_state(NULL, NA(const char *), NA(const char *), NA(st_state *), NULL); }
-static void na236(void) { (void)st_index_update_state(NA(st_index *), NULL, NA(const char *), NA(st_state *), NULL); }
-static void na237(void) { (void)st_index_update_state(NA(st_index *), NA(const char *), NA(const char *), NULL, NULL); }
-static void na238(void) { (void)st_index_update_backend(NULL, NA(st_backend *), (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
-static void na239(void) { (void)st_index_update_backend(NA(st_index *), NULL, (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
-static void na240(void) { (void)st_index_update_stack(NULL, NA(st_backend *), NA(const char *), NA(st_index_stats *), NA(st_problems *), NULL); }
-static void na241(void) { (void)st_index_update_stack(NA(st_index *), NULL, NA(const char *), NA(st_index_stats *), NA(st_problems *), NULL); }
-static void na242(void) { (void)st_index_update_stack(NA(st_index *), NA(st_backend *), NULL, NA(st_index_stats *), NA(st_problems *), NULL); }
-static void na243(void) { (void)st_index_stale(NULL, NA(st_backend *), NA(st_index_stale_stack **), NA(size_t *), NULL); }
-static void na244(void) { (void)st_index_stale(NA(st_index *), NULL, NA(st_index_stale_stack **), NA(size_t *), NULL); }
-static void na245(void) { (void)st_index_stale(NA(st_index *), NA(st_backend *), NULL, NA(size_t *), NULL); }
-static void na246(void) { (void)st_index_stale(NA(st_index *), NA(st_backend *), NA(st_index_stale_stack **), NULL, NULL); }
-static void na247(void) { (void)st_index_update_files(NULL, NA(const char *const *), (size_t)1, (int)1, (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
-static void na248(void) { (void)st_index_update_files(NA(st_index *), NULL, (size_t)1, (int)1, (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
-static void na249(void) { (void)st_index_query_run(NULL, NA(const st_index_query *), (st_index_row_fn)na_fn, NA(void *), NULL); }
-static void na250(void) { (void)st_index_query_run(NA(st_index *), NULL, (st_index_row_fn)na_fn, NA(void *), NULL); }
-static void na251(void) { (void)st_index_sql(NULL, NA(const char *), (st_index_row_fn)na_fn, NA(void *), NULL); }
-static void na252(void) { (void)st_index_sql(NA(st_index *), NULL, (st_index_row_fn)na_fn, NA(void *), NULL); }
-static void na253(void) { (void)st_index_default_path(NULL); }
-static void na254(void) { (void)st_urn_parse(NA(const char *), NULL); }
-static void na255(void) { (void)st_urn_new(NULL, NA(const char *), NA(const char *), NA(const char *), NA(const char *)); }
-static void na256(void) { (void)st_urn_new(NA(const char *), NULL, NA(const char *), NA(const char *), NA(const char *)); }
-static void na257(void) { (void)st_urn_new(NA(const char *), NA(const char *), NA(const char *), NULL, NA(const char *)); }
-static void na258(void) { (void)st_urn_new(NA(const char *), NA(const char *), NA(const char *), NA(const char *), NULL); }
-static void na259(void) { (void)st_provider_ref_parse(NULL, NA(char **), NA(char **), NULL); }
-static void na260(void) { (void)st_provider_ref_parse(NA(const char *), NULL, NA(char **), NULL); }
-static void na261(void) { (void)st_provider_ref_parse(NA(const char *), NA(char **), NULL, NULL); }
-static void na262(void) { (void)st_backend_default_url(NULL, NA(char **), NULL); }
-static void na263(void) { (void)st_backend_open(NULL, NA(const char *), NULL); }
-static void na264(void) { (void)st_backend_url(NULL); }
-static void na265(void) { (void)st_backend_kind(NULL); }
-static void na266(void) { (void)st_backend_identity(NULL, NA(char **), NULL); }
-static void na267(void) { (void)st_backend_identity(NA(const st_backend *), NULL, NULL); }
-static void na268(void) { (void)st_backend_present(NULL); }
-static void na269(void) { (void)st_backend_store(NULL); }
-static void na270(void) { (void)st_backend_root(NULL); }
-static void na271(void) { (void)st_backend_project_mode(NULL); }
-static void na272(void) { (void)st_backend_list(NULL, NA(st_stack_info **), NA(size_t *), NULL); }
-static void na273(void) { (void)st_backend_list(NA(st_backend *), NULL, NA(size_t *), NULL); }
-static void na274(void) { (void)st_backend_list(NA(st_backend *), NA(st_stack_info **), NULL, NULL); }
-static void na275(void) { (void)st_backend_resolve(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
-static void na276(void) { (void)st_backend_resolve(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
-static void na277(void) { (void)st_backend_resolve(NA(st_backend *), NA(const char *), NULL, NA(int *), NULL); }
-static void na278(void) { (void)st_backend_resolve_key(NULL, NA(const char *), NA(char **), NA(char **), NA(int *), NULL); }
-static void na279(void) { (void)st_backend_resolve_key(NA(st_backend *), NULL, NA(char **), NA(char **), NA(int *), NULL); }
-static void na280(void) { (void)st_backend_resolve_key(NA(st_backend *), NA(const char *), NULL, NA(char **), NA(int *), NULL); }
-static void na281(void) { (void)st_backend_resolve_key(NA(st_backend *), NA(const char *), NA(char **), NULL, NA(int *), NULL); }
-static void na282(void) { (void)st_backend_load(NULL, NA(const char *), NA(const st_load_opts *), NA(st_state **), NULL); }
-static void na283(void) { (void)st_backend_load(NA(st_backend *), NULL, NA(const st_load_opts *), NA(st_state **), NULL); }
-static void na284(void) { (void)st_backend_load(NA(st_backend *), NA(const char *), NA(const st_load_opts *), NULL, NULL); }
-static void na285(void) { (void)st_backend_load_json(NULL, NA(const char *), (size_t)1, NA(json_t **), NA(st_style *), NA(st_problems *), NA(char **), NULL); }
-static void na286(void) { (void)st_backend_load_json(NA(st_backend *), NULL, (size_t)1, NA(json_t **), NA(st_style *), NA(st_problems *), NA(char **), NULL); }
-static void na287(void) { (void)st_backend_load_json(NA(st_backend *), NA(const char *), (size_t)1, NULL, NA(st_style *), NA(st_problems *), NA(char **), NULL); }
-static void na288(void) { (void)st_backend_save(NULL, NA(const char *), NA(st_state *), NA(const st_backend_save_opts *), NULL); }
-static void na289(void) { (void)st_backend_save(NA(st_backend *), NULL, NA(st_state *), NA(const st_backend_save_opts *), NULL); }
-static void na290(void) { (void)st_backend_save(NA(st_backend *), NA(const char *), NULL, NA(const st_backend_save_opts *), NULL); }
-static void na291(void) { (void)st_backend_stack_key(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
-static void na292(void) { (void)st_backend_stack_key(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
-static void na293(void) { (void)st_backend_stack_bak(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
-static void na294(void) { (void)st_backend_stack_bak(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
-static void na295(void) { (void)st_backend_stack_bak(NA(st_backend *), NA(const char *), NULL, NA(int *), NULL); }
-static void na296(void) { (void)st_backend_stack_target(NULL, NA(const char *), NA(st_state *), NA(char **), NA(char **), NULL); }
-static void na297(void) { (void)st_backend_stack_path(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
-static void na298(void) { (void)st_backend_stack_path(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
-static void na299(void) { (void)st_backend_locate(NA(const char *), NULL, NA(char **)); }
-static void na300(void) { (void)st_backend_generations(NULL, NA(const char *), NA(st_generation **), NA(size_t *), NULL); }
-static void na301(void) { (void)st_backend_generations(NA(st_backend *), NULL, NA(st_generation **), NA(size_t *), NULL); }
-static void na302(void) { (void)st_backend_generations(NA(st_backend *), NA(const char *), NULL, NA(size_t *), NULL); }
-static void na303(void) { (void)st_backend_generations(NA(st_backend *), NA(const char *), NA(st_generation **), NULL, NULL); }
-static void na304(void) { (void)st_backend_generation_load(NULL, NA(const char *), NA(const char *), NA(const st_load_opts *), NA(st_state **), NULL); }
-static void na305(void) { (void)st_backend_generation_load(NA(st_backend *), NULL, NA(const char *), NA(const st_load_opts *), NA(st_state **), NULL); }
-static void na306(void) { (void)st_backend_generation_load(NA(st_backend *), NA(const char *), NULL, NA(const st_load_opts *), NA(st_state **), NULL); }
-static void na307(void) { (void)st_backend_generation_load(NA(st_backend *), NA(const char *), NA(const char *), NA(const st_load_opts *), NULL, NULL); }
-static void na308(void) { (void)st_backend_keep_generation(NULL, NA(const char *), NULL); }
-static void na309(void) { (void)st_backend_keep_generation(NA(st_backend *), NULL, NULL); }
-static void na310(void) { (void)st_backend_keep_saved_generation(NULL, NA(const char *), NULL); }
-static void na311(void) { (void)st_backend_keep_saved_generation(NA(st_backend *), NULL, NULL); }
-static void na312(void) { (void)st_lock_stack(NULL, NA(st_backend *), NA(const char *), NULL); }
-static void na313(void) { (void)st_lock_stack(NA(st_lock **), NULL, NA(const char *), NULL); }
-static void na314(void) { (void)st_lock_stack(NA(st_lock **), NA(st_backend *), NULL, NULL); }
-static void na315(void) { (void)st_lock_file(NULL, NA(const char *), NULL); }
-static void na316(void) { (void)st_lock_file(NA(st_lock **), NULL, NULL); }
-static void na317(void) { (void)st_lock_check_stack(NULL, NA(const char *), NULL); }
-static void na318(void) { (void)st_lock_check_stack(NA(st_backend *), NULL, NULL); }
-static void na319(void) { (void)st_lock_check_file(NULL, NULL); }
-static void na320(void) { (void)st_unlock_stack(NULL, NA(const char *), NA(int *), NULL); }
-static void na321(void) { (void)st_unlock_stack(NA(st_backend *), NULL, NA(int *), NULL); }
-static void na322(void) { (void)st_unlock_file(NULL, NA(int *), NULL); }
-static void na323(void) { (void)st_backend_upgrade(NULL, NA(const st_upgrade_opts *), NA(st_upgrade_report *), NULL); }
-static void na324(void) { (void)st_backend_doctor(NULL, NA(const st_doctor_opts *), NA(st_doctor_report *), NULL); }
-static void na325(void) { (void)st_backend_doctor(NA(st_backend *), NA(const st_doctor_opts *), NULL, NULL); }
-static void na326(void) { (void)st_state_rename_stack(NULL, NA(const char *), NA(const char *), NA(const char *), NA(const char *), NA(size_t *), NULL); }
-static void na327(void) { (void)st_state_rename_stack(NA(st_state *), NA(const char *), NA(const char *), NULL, NA(const char *), NA(size_t *), NULL); }
-static void na328(void) { (void)st_backend_rename_stack(NULL, NA(const char *), NA(const char *), NA(char **), NULL); }
-static void na329(void) { (void)st_backend_rename_stack(NA(st_backend *), NULL, NA(const char *), NA(char **), NULL); }
-static void na330(void) { (void)st_backend_rename_stack(NA(st_backend *), NA(const char *), NULL, NA(char **), NULL); }
-static void na331(void) { (void)st_backend_rename_stack_ex(NULL, NA(const char *), NA(const char *), (unsigned)1, NA(char **), NA(st_changes *), NULL); }
-static void na332(void) { (void)st_backend_rename_stack_ex(NA(st_backend *), NULL, NA(const char *), (unsigned)1, NA(char **), NA(st_changes *), NULL); }
+static void na32(void) { (void)st_store_read(NA(st_store *), NA(const char *), (size_t)1, NA(char **), NULL, NA(st_store_info *), NULL); }
+static void na33(void) { (void)st_store_stat(NULL, NA(const char *), NA(st_store_info *), NULL); }
+static void na34(void) { (void)st_store_stat(NA(st_store *), NULL, NA(st_store_info *), NULL); }
+static void na35(void) { (void)st_store_writer_write(NULL, NA(const void *), (size_t)1, NULL); }
+static void na36(void) { (void)st_store_writer_write(NA(st_store_writer *), NULL, (size_t)1, NULL); }
+static void na37(void) { (void)st_store_write(NULL, NA(const char *), NA(const void *), (size_t)1, NA(const st_store_write_opts *), NULL); }
+static void na38(void) { (void)st_store_write(NA(st_store *), NULL, NA(const void *), (size_t)1, NA(const st_store_write_opts *), NULL); }
+static void na39(void) { (void)st_store_write(NA(st_store *), NA(const char *), NULL, (size_t)1, NA(const st_store_write_opts *), NULL); }
+static void na40(void) { (void)st_store_write_fill(NULL, NA(const char *), (st_store_fill_fn)na_fn, NA(void *), NA(const st_store_write_opts *), NULL); }
+static void na41(void) { (void)st_store_write_fill(NA(st_store *), NULL, (st_store_fill_fn)na_fn, NA(void *), NA(const st_store_write_opts *), NULL); }
+static void na42(void) { (void)st_store_write_fill(NA(st_store *), NA(const char *), NULL, NA(void *), NA(const st_store_write_opts *), NULL); }
+static void na43(void) { (void)st_store_list(NULL, NA(const char *), (unsigned)1, NA(st_store_entry **), NA(size_t *), NULL); }
+static void na44(void) { (void)st_store_list(NA(st_store *), NA(const char *), (unsigned)1, NULL, NA(size_t *), NULL); }
+static void na45(void) { (void)st_store_list(NA(st_store *), NA(const char *), (unsigned)1, NA(st_store_entry **), NULL, NULL); }
+static void na46(void) { (void)st_store_where(NULL, NA(const char *)); }
+static void na47(void) { (void)st_store_where(NA(const st_store *), NULL); }
+static void na48(void) { (void)st_store_delete(NULL, NA(const char *), NULL); }
+static void na49(void) { (void)st_store_delete(NA(st_store *), NULL, NULL); }
+static void na50(void) { (void)st_store_copy(NULL, NA(const char *), NA(const char *), NULL); }
+static void na51(void) { (void)st_store_copy(NA(st_store *), NULL, NA(const char *), NULL); }
+static void na52(void) { (void)st_store_copy(NA(st_store *), NA(const char *), NULL, NULL); }
+static void na53(void) { (void)st_file_read(NULL, (size_t)1, NA(char **), NA(size_t *), NA(st_compression *), NULL); }
+static void na54(void) { (void)st_file_read(NA(const char *), (size_t)1, NULL, NA(size_t *), NA(st_compression *), NULL); }
+static void na55(void) { (void)st_file_read(NA(const char *), (size_t)1, NA(char **), NULL, NA(st_compression *), NULL); }
+static void na56(void) { (void)st_file_decompress(NULL, (size_t)1, (size_t)1, NA(const char *), NA(char **), NA(size_t *), NA(st_compression *), NULL); }
+static void na57(void) { (void)st_file_decompress(NA(const void *), (size_t)1, (size_t)1, NA(const char *), NULL, NA(size_t *), NA(st_compression *), NULL); }
+static void na58(void) { (void)st_file_decompress(NA(const void *), (size_t)1, (size_t)1, NA(const char *), NA(char **), NULL, NA(st_compression *), NULL); }
+static void na59(void) { (void)st_file_write_atomic(NULL, NA(const void *), (size_t)1, NA(const st_write_opts *), NULL); }
+static void na60(void) { (void)st_file_write_atomic(NA(const char *), NULL, (size_t)1, NA(const st_write_opts *), NULL); }
+static void na61(void) { (void)st_state_load_file(NULL, NA(const char *), NA(const st_load_opts *), NULL); }
+static void na62(void) { (void)st_state_load_file(NA(st_state **), NULL, NA(const st_load_opts *), NULL); }
+static void na63(void) { (void)st_state_load_buffer(NULL, NA(const void *), (size_t)1, NA(const char *), NA(const st_load_opts *), NULL); }
+static void na64(void) { (void)st_state_load_buffer(NA(st_state **), NULL, (size_t)1, NA(const char *), NA(const st_load_opts *), NULL); }
+static void na65(void) { (void)st_state_from_json(NULL, NA(json_t *), NA(const st_style *), NA(st_problems *), NA(const char *), NULL); }
+static void na66(void) { (void)st_state_from_json(NA(st_state **), NULL, NA(const st_style *), NA(st_problems *), NA(const char *), NULL); }
+static void na67(void) { (void)st_state_new(NULL, NULL); }
+static void na68(void) { (void)st_state_envelope(NULL); }
+static void na69(void) { (void)st_state_version(NULL); }
+static void na70(void) { (void)st_state_features(NULL); }
+static void na71(void) { (void)st_state_root(NULL); }
+static void na72(void) { (void)st_state_deployment(NULL); }
+static void na73(void) { (void)st_state_resources(NULL, (int)1); }
+static void na74(void) { (void)st_state_checkpoint_stack(NULL); }
+static void na75(void) { (void)st_state_path(NULL); }
+static void na76(void) { (void)st_state_style(NULL); }
+static void na77(void) { (void)st_state_compression(NULL); }
+static void na78(void) { (void)st_state_set_compression(NULL, (st_compression)1); }
+static void na79(void) { (void)st_state_load_problems(NULL); }
+static void na80(void) { (void)st_state_touch(NULL); }
+static void na81(void) { (void)st_state_set_envelope(NULL, (st_envelope)1, NA(const char *), NULL); }
+static void na82(void) { (void)st_state_dump(NULL, NA(const st_style *), NA(char **), NA(size_t *), NULL); }
+static void na83(void) { (void)st_state_dump(NA(const st_state *), NA(const st_style *), NULL, NA(size_t *), NULL); }
+static void na84(void) { (void)st_state_canonicalize(NULL); }
+static void na85(void) { (void)st_state_save(NULL, NA(const char *), NA(const st_write_opts *), NULL); }
+static void na86(void) { (void)st_schema_builtin(NULL, NULL); }
+static void na87(void) { (void)st_validate(NULL, NA(const st_validate_opts *), NA(st_problems *), NULL); }
+static void na88(void) { (void)st_validate(NA(st_state *), NA(const st_validate_opts *), NULL, NULL); }
+static void na89(void) { (void)st_integrity_check(NULL, NA(st_problems *), NULL); }
+static void na90(void) { (void)st_integrity_check(NA(st_state *), NULL, NULL); }
+static void na91(void) { (void)st_doc_kind_of(NULL); }
+static void na92(void) { (void)st_check_place(NULL, NA(const char *), (unsigned)1, NA(st_problems *), NULL); }
+static void na93(void) { (void)st_check_place(NA(st_state *), NA(const char *), (unsigned)1, NULL, NULL); }
+static void na94(void) { (void)st_validate_import_file(NULL, NA(st_schema *), NA(st_problems *), NULL); }
+static void na95(void) { (void)st_validate_import_file(NA(json_t *), NA(st_schema *), NULL, NULL); }
+static void na96(void) { (void)st_state_find(NULL, NA(const char *), NA(size_t **), NA(size_t *), NULL); }
+static void na97(void) { (void)st_state_find(NA(st_state *), NULL, NA(size_t **), NA(size_t *), NULL); }
+static void na98(void) { (void)st_state_find(NA(st_state *), NA(const char *), NULL, NA(size_t *), NULL); }
+static void na99(void) { (void)st_state_find(NA(st_state *), NA(const char *), NA(size_t **), NULL, NULL); }
+static void na100(void) { (void)st_state_find_ex(NULL, NA(const char *), (unsigned)1, NA(size_t **), NA(size_t *), NULL); }
+static void na101(void) { (void)st_state_find_ex(NA(st_state *), NULL, (unsigned)1, NA(size_t **), NA(size_t *), NULL); }
+static void na102(void) { (void)st_state_find_ex(NA(st_state *), NA(const char *), (unsigned)1, NULL, NA(size_t *), NULL); }
+static void na103(void) { (void)st_state_find_ex(NA(st_state *), NA(const char *), (unsigned)1, NA(size_t **), NULL, NULL); }
+static void na104(void) { (void)st_changes_add(NA(st_changes *), NULL, ""); }
+static void na105(void) { (void)st_state_migrate(NULL, NA(st_changes *), NULL); }
+static void na106(void) { (void)st_state_apply_features(NULL); }
+static void na107(void) { (void)st_state_fix_magic(NULL); }
+static void na108(void) { (void)st_magic_for_version(NA(const char *), NULL); }
+static void na109(void) { (void)st_edit_begin(NULL, NA(st_state *), NA(st_changes *), NULL); }
+static void na110(void) { (void)st_edit_begin(NA(st_edit **), NULL, NA(st_changes *), NULL); }
+static void na111(void) { (void)st_edit_handle_at(NULL, (size_t)1, NA(st_handle *), NULL); }
+static void na112(void) { (void)st_edit_handle_at(NA(st_edit *), (size_t)1, NULL, NULL); }
+static void na113(void) { (void)st_edit_handle_of(NULL, NA(const char *), NA(st_handle *), NULL); }
+static void na114(void) { (void)st_edit_handle_of(NA(st_edit *), NULL, NA(st_handle *), NULL); }
+static void na115(void) { (void)st_edit_handle_of(NA(st_edit *), NA(const char *), NULL, NULL); }
+static void na116(void) { (void)st_edit_resource(NULL, na_handle); }
+static void na117(void) { (void)st_edit_delete(NULL, NA(const st_handle *), (size_t)1, (unsigned)1, NA(size_t *), NULL); }
+static void na118(void) { (void)st_edit_delete(NA(st_edit *), NULL, (size_t)1, (unsigned)1, NA(size_t *), NULL); }
+static void na119(void) { (void)st_edit_rename(NULL, na_handle, NA(const char *), NULL); }
+static void na120(void) { (void)st_edit_rename(NA(st_edit *), na_handle, NULL, NULL); }
+static void na121(void) { (void)st_edit_set_flag(NULL, NA(const st_handle *), (size_t)1, NA(const char *), (int)1, NA(size_t *), NULL); }
+static void na122(void) { (void)st_edit_set_flag(NA(st_edit *), NULL, (size_t)1, NA(const char *), (int)1, NA(size_t *), NULL); }
+static void na123(void) { (void)st_edit_set_flag(NA(st_edit *), NA(const st_handle *), (size_t)1, NULL, (int)1, NA(size_t *), NULL); }
+static void na124(void) { (void)st_edit_repair(NULL, NULL); }
+static void na125(void) { (void)st_edit_pending_import(NULL, NA(const char *const *), NA(const char *const *), (size_t)1, NULL); }
+static void na126(void) { (void)st_edit_pending_import(NA(st_edit *), NULL, NA(const char *const *), (size_t)1, NULL); }
+static void na127(void) { (void)st_edit_pending_import(NA(st_edit *), NA(const char *const *), NULL, (size_t)1, NULL); }
+static void na128(void) { (void)st_edit_pending_clear(NULL, NA(const char *const *), (size_t)1, NA(size_t *), NULL); }
+static void na129(void) { (void)st_edit_pending_clear(NA(st_edit *), NULL, (size_t)1, NA(size_t *), NULL); }
+static void na130(void) { (void)st_edit_replace_provider(NULL, NA(const char *), NA(const char *), NA(size_t *), NULL); }
+static void na131(void) { (void)st_edit_replace_provider(NA(st_edit *), NULL, NA(const char *), NA(size_t *), NULL); }
+static void na132(void) { (void)st_edit_replace_provider(NA(st_edit *), NA(const char *), NULL, NA(size_t *), NULL); }
+static void na133(void) { (void)st_edit_replace_deployment(NULL, NA(json_t *), NULL); }
+static void na134(void) { (void)st_edit_replace_deployment(NA(st_edit *), NULL, NULL); }
+static void na135(void) { (void)st_edit_commit(NULL, NA(st_diff *), NA(st_problems *), NULL); }
+static void na136(void) { (void)st_edit_commit_save(NULL, NA(const char *), NA(const st_write_opts *), (int)1, NA(st_diff *), NA(st_problems *), NA(int *), NULL); }
+static void na137(void) { (void)st_edit_commit_save_stack(NULL, NA(st_backend *), NA(const char *), (int)1, NA(st_diff *), NA(st_problems *), NA(int *), NULL); }
+static void na138(void) { (void)st_edit_commit_save_stack(NA(st_edit *), NULL, NA(const char *), (int)1, NA(st_diff *), NA(st_problems *), NA(int *), NULL); }
+static void na139(void) { (void)st_edit_commit_save_stack(NA(st_edit *), NA(st_backend *), NULL, (int)1, NA(st_diff *), NA(st_problems *), NA(int *), NULL); }
+static void na140(void) { (void)st_edit_commit_pair(NULL, NA(st_edit *), (st_pair_write_fn)na_fn, NA(void *), NA(st_diff *), NA(st_diff *), NA(st_problems *), NULL); }
+static void na141(void) { (void)st_edit_commit_pair(NA(st_edit *), NULL, (st_pair_write_fn)na_fn, NA(void *), NA(st_diff *), NA(st_diff *), NA(st_problems *), NULL); }
+static void na142(void) { (void)st_edit_rollback(NULL); }
+static void na143(void) { (void)st_secrets_open(NULL, NA(const json_t *), NA(const char *), (size_t)1, NULL); }
+static void na144(void) { (void)st_secrets_open(NA(st_secrets **), NULL, NA(const char *), (size_t)1, NULL); }
+static void na145(void) { (void)st_secrets_new_passphrase(NULL, NA(const char *), (size_t)1, NULL); }
+static void na146(void) { (void)st_secrets_new_passphrase(NA(st_secrets **), NULL, (size_t)1, NULL); }
+static void na147(void) { (void)st_secrets_custom(NULL, NA(const char *), NA(const st_secrets_callbacks *), NULL); }
+static void na148(void) { (void)st_secrets_custom(NA(st_secrets **), NULL, NA(const st_secrets_callbacks *), NULL); }
+static void na149(void) { (void)st_secrets_custom(NA(st_secrets **), NA(const char *), NULL, NULL); }
+static void na150(void) { (void)st_secrets_type(NULL); }
+static void na151(void) { (void)st_secrets_provider_json(NULL); }
+static void na152(void) { (void)st_secrets_encryptionsalt(NULL); }
+static void na153(void) { (void)st_secrets_encrypt(NULL, NA(const char *), (size_t)1, NA(char **), NULL); }
+static void na154(void) { (void)st_secrets_encrypt(NA(st_secrets *), NULL, (size_t)1, NA(char **), NULL); }
+static void na155(void) { (void)st_secrets_decrypt(NULL, NA(const char *), NA(char **), NA(size_t *), NULL); }
+static void na156(void) { (void)st_secrets_decrypt(NA(st_secrets *), NULL, NA(char **), NA(size_t *), NULL); }
+static void na157(void) { (void)st_secrets_decrypt(NA(st_secrets *), NA(const char *), NULL, NA(size_t *), NULL); }
+static void na158(void) { (void)st_secrets_decrypt(NA(st_secrets *), NA(const char *), NA(char **), NULL, NULL); }
+static void na159(void) { (void)st_secrets_count(NULL, NA(size_t *), NA(size_t *)); }
+static void na160(void) { (void)st_secrets_verify(NULL, NA(st_secrets *), NA(st_problems *), NA(size_t *), NULL); }
+static void na161(void) { (void)st_secrets_verify(NA(st_state *), NULL, NA(st_problems *), NA(size_t *), NULL); }
+static void na162(void) { (void)st_secrets_verify(NA(st_state *), NA(st_secrets *), NULL, NA(size_t *), NULL); }
+static void na163(void) { (void)st_secrets_reveal(NULL, NA(st_secrets *), NULL); }
+static void na164(void) { (void)st_secrets_reveal(NA(st_state *), NULL, NULL); }
+static void na165(void) { (void)st_edit_secrets_encrypt(NULL, NA(st_secrets *), NA(size_t *), NULL); }
+static void na166(void) { (void)st_edit_secrets_encrypt(NA(st_edit *), NULL, NA(size_t *), NULL); }
+static void na167(void) { (void)st_edit_secrets_rekey(NULL, NA(st_secrets *), NA(st_secrets *), NA(size_t *), NULL); }
+static void na168(void) { (void)st_edit_secrets_rekey(NA(st_edit *), NULL, NA(st_secrets *), NA(size_t *), NULL); }
+static void na169(void) { (void)st_edit_secrets_rekey(NA(st_edit *), NA(st_secrets *), NULL, NA(size_t *), NULL); }
+static void na170(void) { (void)st_config_rekey(NULL, NA(st_secrets *), NA(st_secrets *), NA(size_t *), NULL); }
+static void na171(void) { (void)st_config_rekey(NA(const char *), NULL, NA(st_secrets *), NA(size_t *), NULL); }
+static void na172(void) { (void)st_config_rekey(NA(const char *), NA(st_secrets *), NULL, NA(size_t *), NULL); }
+static void na173(void) { (void)st_config_scan(NULL, (size_t)1, NA(const char *), NA(char **), NA(unsigned *), NULL); }
+static void na174(void) { (void)st_config_scan(NA(const char *), (size_t)1, NA(const char *), NULL, NA(unsigned *), NULL); }
+static void na175(void) { (void)st_config_rekey_text(NULL, (size_t)1, NA(const char *), NA(st_secrets *), NA(st_secrets *), NA(char **), NA(size_t *), NA(size_t *), NULL); }
+static void na176(void) { (void)st_config_rekey_text(NA(const char *), (size_t)1, NA(const char *), NULL, NA(st_secrets *), NA(char **), NA(size_t *), NA(size_t *), NULL); }
+static void na177(void) { (void)st_config_rekey_text(NA(const char *), (size_t)1, NA(const char *), NA(st_secrets *), NULL, NA(char **), NA(size_t *), NA(size_t *), NULL); }
+static void na178(void) { (void)st_config_rekey_text(NA(const char *), (size_t)1, NA(const char *), NA(st_secrets *), NA(st_secrets *), NULL, NA(size_t *), NA(size_t *), NULL); }
+static void na179(void) { (void)st_state_autonames(NULL, NA(json_t **), NULL); }
+static void na180(void) { (void)st_state_autonames(NA(st_state *), NULL, NULL); }
+static void na181(void) { (void)st_state_get(NULL, NA(const char *), NA(size_t *), NA(st_changes *), NULL); }
+static void na182(void) { (void)st_state_get(NA(st_state *), NULL, NA(size_t *), NA(st_changes *), NULL); }
+static void na183(void) { (void)st_state_get(NA(st_state *), NA(const char *), NULL, NA(st_changes *), NULL); }
+static void na184(void) { (void)st_resource_text(NULL, (unsigned)1, NA(st_secrets *), NA(char **), NA(size_t *), NULL); }
+static void na185(void) { (void)st_resource_text(NA(const json_t *), (unsigned)1, NA(st_secrets *), NULL, NA(size_t *), NULL); }
+static void na186(void) { (void)st_resource_json(NULL, (unsigned)1, NA(st_secrets *), NA(json_t **), NULL); }
+static void na187(void) { (void)st_resource_json(NA(const json_t *), (unsigned)1, NA(st_secrets *), NULL, NULL); }
+static void na188(void) { (void)st_state_compare(NULL, NA(st_state *), NA(json_t **), NULL); }
+static void na189(void) { (void)st_state_compare(NA(st_state *), NULL, NA(json_t **), NULL); }
+static void na190(void) { (void)st_state_compare(NA(st_state *), NA(st_state *), NULL, NULL); }
+static void na191(void) { (void)st_compare_text(NULL, NA(char **), NA(size_t *), NULL); }
+static void na192(void) { (void)st_compare_text(NA(const json_t *), NULL, NA(size_t *), NULL); }
+static void na193(void) { (void)st_stack_names(NULL, NA(const char *), NA(const char *), NA(char **), NA(char **), NULL); }
+static void na194(void) { (void)st_stack_names(NA(const st_state *), NA(const char *), NA(const char *), NULL, NA(char **), NULL); }
+static void na195(void) { (void)st_stack_names(NA(const st_state *), NA(const char *), NA(const char *), NA(char **), NULL, NULL); }
+static void na196(void) { (void)st_edit_move(NULL, NA(st_edit *), NA(const st_move_opts *), NA(st_move_report *), NULL); }
+static void na197(void) { (void)st_edit_move(NA(st_edit *), NULL, NA(const st_move_opts *), NA(st_move_report *), NULL); }
+static void na198(void) { (void)st_edit_move(NA(st_edit *), NA(st_edit *), NULL, NA(st_move_report *), NULL); }
+static void na199(void) { (void)st_edit_move(NA(st_edit *), NA(st_edit *), NA(const st_move_opts *), NULL, NULL); }
+static void na200(void) { (void)st_move(NULL, NA(const char *), NA(st_state *), NA(const char *), NA(const st_move_opts *), NA(st_move_report *), NULL); }
+static void na201(void) { (void)st_move(NA(st_state *), NA(const char *), NULL, NA(const char *), NA(const st_move_opts *), NA(st_move_report *), NULL); }
+static void na202(void) { (void)st_move(NA(st_state *), NA(const char *), NA(st_state *), NA(const char *), NULL, NA(st_move_report *), NULL); }
+static void na203(void) { (void)st_move(NA(st_state *), NA(const char *), NA(st_state *), NA(const char *), NA(const st_move_opts *), NULL, NULL); }
+static void na204(void) { (void)st_journal_save(NULL, NA(const st_pair_side *), NA(const st_pair_side *), NULL); }
+static void na205(void) { (void)st_journal_save(NA(const char *), NULL, NA(const st_pair_side *), NULL); }
+static void na206(void) { (void)st_journal_save(NA(const char *), NA(const st_pair_side *), NULL, NULL); }
+static void na207(void) { (void)st_journal_pending_key(NULL, NA(const char *)); }
+static void na208(void) { (void)st_journal_pending_key(NA(st_store *), NULL); }
+static void na209(void) { (void)st_journal_recover_key(NULL, NA(const char *), NA(st_store *const *), (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
+static void na210(void) { (void)st_journal_recover_key(NA(st_store *), NULL, NA(st_store *const *), (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
+static void na211(void) { (void)st_journal_recover_key(NA(st_store *), NA(const char *), NULL, (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
+static void na212(void) { (void)st_backend_save_pair(NULL, NA(st_backend *), NA(const char *), NA(st_state *), NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
+static void na213(void) { (void)st_backend_save_pair(NA(const char *), NULL, NA(const char *), NA(st_state *), NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
+static void na214(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NULL, NA(st_state *), NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
+static void na215(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NULL, NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
+static void na216(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NA(st_state *), NULL, NA(const char *), NA(st_state *), NULL); }
+static void na217(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NA(st_state *), NA(st_backend *), NULL, NA(st_state *), NULL); }
+static void na218(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NA(st_state *), NA(st_backend *), NA(const char *), NULL, NULL); }
+static void na219(void) { (void)st_backend_recover(NULL, NA(const char *), NA(st_store *const *), (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
+static void na220(void) { (void)st_backend_recover(NA(st_backend *), NA(const char *), NULL, (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
+static void na221(void) { (void)st_journal_write_pair(NULL, NA(const char *), NA(const void *), (size_t)1, NA(const char *), NA(const void *), (size_t)1, NULL); }
+static void na222(void) { (void)st_journal_write_pair(NA(const char *), NULL, NA(const void *), (size_t)1, NA(const char *), NA(const void *), (size_t)1, NULL); }
+static void na223(void) { (void)st_journal_write_pair(NA(const char *), NA(const char *), NULL, (size_t)1, NA(const char *), NA(const void *), (size_t)1, NULL); }
+static void na224(void) { (void)st_journal_write_pair(NA(const char *), NA(const char *), NA(const void *), (size_t)1, NULL, NA(const void *), (size_t)1, NULL); }
+static void na225(void) { (void)st_journal_write_pair(NA(const char *), NA(const char *), NA(const void *), (size_t)1, NA(const char *), NULL, (size_t)1, NULL); }
+static void na226(void) { (void)st_state_save_pair(NULL, NA(st_state *), NA(const char *), NA(st_state *), NA(const char *), NULL); }
+static void na227(void) { (void)st_state_save_pair(NA(const char *), NULL, NA(const char *), NA(st_state *), NA(const char *), NULL); }
+static void na228(void) { (void)st_state_save_pair(NA(const char *), NA(st_state *), NULL, NA(st_state *), NA(const char *), NULL); }
+static void na229(void) { (void)st_state_save_pair(NA(const char *), NA(st_state *), NA(const char *), NULL, NA(const char *), NULL); }
+static void na230(void) { (void)st_state_save_pair(NA(const char *), NA(st_state *), NA(const char *), NA(st_state *), NULL, NULL); }
+static void na231(void) { (void)st_journal_pending(NULL, NA(char **)); }
+static void na232(void) { (void)st_journal_recover(NULL, NA(st_changes *), NULL); }
+static void na233(void) { (void)st_import_check(NULL, NA(const char *), NA(const char *), NA(st_schema *), NA(st_problems *), NULL); }
+static void na234(void) { (void)st_import_check(NA(json_t *), NA(const char *), NA(const char *), NA(st_schema *), NULL, NULL); }
+static void na235(void) { (void)st_edit_import(NULL, NA(json_t *), NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
+static void na236(void) { (void)st_edit_import(NA(st_edit *), NULL, NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
+static void na237(void) { (void)st_edit_import(NA(st_edit *), NA(json_t *), NA(const st_import_opts *), NULL, NA(st_problems *), NULL); }
+static void na238(void) { (void)st_import(NULL, NA(const char *), NA(json_t *), NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
+static void na239(void) { (void)st_import(NA(st_state *), NA(const char *), NULL, NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
+static void na240(void) { (void)st_import(NA(st_state *), NA(const char *), NA(json_t *), NA(const st_import_opts *), NULL, NA(st_problems *), NULL); }
+static void na241(void) { (void)st_import_generate(NULL, NA(const size_t *), (size_t)1, NULL); }
+static void na242(void) { (void)st_import_generate(NA(st_state *), NULL, (size_t)1, NULL); }
+static void na243(void) { (void)st_index_open(NULL, NA(const char *), (int)1, NA(st_changes *), NULL); }
+static void na244(void) { (void)st_index_open(NA(st_index **), NULL, (int)1, NA(st_changes *), NULL); }
+static void na245(void) { (void)st_index_name(NULL); }
+static void na246(void) { (void)st_index_update_state(NULL, NA(const char *), NA(const char *), NA(st_state *), NULL); }
+static void na247(void) { (void)st_index_update_state(NA(st_index *), NULL, NA(const char *), NA(st_state *), NULL); }
+static void na248(void) { (void)st_index_update_state(NA(st_index *), NA(const char *), NA(const char *), NULL, NULL); }
+static void na249(void) { (void)st_index_update_backend(NULL, NA(st_backend *), (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
+static void na250(void) { (void)st_index_update_backend(NA(st_index *), NULL, (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
+static void na251(void) { (void)st_index_update_stack(NULL, NA(st_backend *), NA(const char *), NA(st_index_stats *), NA(st_problems *), NULL); }
+static void na252(void) { (void)st_index_update_stack(NA(st_index *), NULL, NA(const char *), NA(st_index_stats *), NA(st_problems *), NULL); }
+static void na253(void) { (void)st_index_update_stack(NA(st_index *), NA(st_backend *), NULL, NA(st_index_stats *), NA(st_problems *), NULL); }
+static void na254(void) { (void)st_index_stale(NULL, NA(st_backend *), NA(st_index_stale_stack **), NA(size_t *), NULL); }
+static void na255(void) { (void)st_index_stale(NA(st_index *), NULL, NA(st_index_stale_stack **), NA(size_t *), NULL); }
+static void na256(void) { (void)st_index_stale(NA(st_index *), NA(st_backend *), NULL, NA(size_t *), NULL); }
+static void na257(void) { (void)st_index_stale(NA(st_index *), NA(st_backend *), NA(st_index_stale_stack **), NULL, NULL); }
+static void na258(void) { (void)st_index_update_files(NULL, NA(const char *const *), (size_t)1, (int)1, (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
+static void na259(void) { (void)st_index_update_files(NA(st_index *), NULL, (size_t)1, (int)1, (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
+static void na260(void) { (void)st_index_query_run(NULL, NA(const st_index_query *), (st_index_row_fn)na_fn, NA(void *), NULL); }
+static void na261(void) { (void)st_index_query_run(NA(st_index *), NULL, (st_index_row_fn)na_fn, NA(void *), NULL); }
+static void na262(void) { (void)st_index_sql(NULL, NA(const char *), (st_index_row_fn)na_fn, NA(void *), NULL); }
+static void na263(void) { (void)st_index_sql(NA(st_index *), NULL, (st_index_row_fn)na_fn, NA(void *), NULL); }
+static void na264(void) { (void)st_index_default_path(NULL); }
+static void na265(void) { (void)st_urn_parse(NA(const char *), NULL); }
+static void na266(void) { (void)st_urn_new(NULL, NA(const char *), NA(const char *), NA(const char *), NA(const char *)); }
+static void na267(void) { (void)st_urn_new(NA(const char *), NULL, NA(const char *), NA(const char *), NA(const char *)); }
+static void na268(void) { (void)st_urn_new(NA(const char *), NA(const char *), NA(const char *), NULL, NA(const char *)); }
+static void na269(void) { (void)st_urn_new(NA(const char *), NA(const char *), NA(const char *), NA(const char *), NULL); }
+static void na270(void) { (void)st_provider_ref_parse(NULL, NA(char **), NA(char **), NULL); }
+static void na271(void) { (void)st_provider_ref_parse(NA(const char *), NULL, NA(char **), NULL); }
+static void na272(void) { (void)st_provider_ref_parse(NA(const char *), NA(char **), NULL, NULL); }
+static void na273(void) { (void)st_backend_default_url(NULL, NA(char **), NULL); }
+static void na274(void) { (void)st_backend_open(NULL, NA(const char *), NULL); }
+static void na275(void) { (void)st_backend_url(NULL); }
+static void na276(void) { (void)st_backend_kind(NULL); }
+static void na277(void) { (void)st_backend_identity(NULL, NA(char **), NULL); }
+static void na278(void) { (void)st_backend_identity(NA(const st_backend *), NULL, NULL); }
+static void na279(void) { (void)st_backend_present(NULL); }
+static void na280(void) { (void)st_backend_store(NULL); }
+static void na281(void) { (void)st_backend_root(NULL); }
+static void na282(void) { (void)st_backend_project_mode(NULL); }
+static void na283(void) { (void)st_backend_list(NULL, NA(st_stack_info **), NA(size_t *), NULL); }
+static void na284(void) { (void)st_backend_list(NA(st_backend *), NULL, NA(size_t *), NULL); }
+static void na285(void) { (void)st_backend_list(NA(st_backend *), NA(st_stack_info **), NULL, NULL); }
+static void na286(void) { (void)st_backend_resolve(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
+static void na287(void) { (void)st_backend_resolve(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
+static void na288(void) { (void)st_backend_resolve(NA(st_backend *), NA(const char *), NULL, NA(int *), NULL); }
+static void na289(void) { (void)st_backend_resolve_key(NULL, NA(const char *), NA(char **), NA(char **), NA(int *), NULL); }
+static void na290(void) { (void)st_backend_resolve_key(NA(st_backend *), NULL, NA(char **), NA(char **), NA(int *), NULL); }
+static void na291(void) { (void)st_backend_resolve_key(NA(st_backend *), NA(const char *), NULL, NA(char **), NA(int *), NULL); }
+static void na292(void) { (void)st_backend_resolve_key(NA(st_backend *), NA(const char *), NA(char **), NULL, NA(int *), NULL); }
+static void na293(void) { (void)st_backend_load(NULL, NA(const char *), NA(const st_load_opts *), NA(st_state **), NULL); }
+static void na294(void) { (void)st_backend_load(NA(st_backend *), NULL, NA(const st_load_opts *), NA(st_state **), NULL); }
+static void na295(void) { (void)st_backend_load(NA(st_backend *), NA(const char *), NA(const st_load_opts *), NULL, NULL); }
+static void na296(void) { (void)st_backend_load_json(NULL, NA(const char *), (size_t)1, NA(json_t **), NA(st_style *), NA(st_problems *), NA(char **), NULL); }
+static void na297(void) { (void)st_backend_load_json(NA(st_backend *), NULL, (size_t)1, NA(json_t **), NA(st_style *), NA(st_problems *), NA(char **), NULL); }
+static void na298(void) { (void)st_backend_load_json(NA(st_backend *), NA(const char *), (size_t)1, NULL, NA(st_style *), NA(st_problems *), NA(char **), NULL); }
+static void na299(void) { (void)st_backend_save(NULL, NA(const char *), NA(st_state *), NA(const st_backend_save_opts *), NULL); }
+static void na300(void) { (void)st_backend_save(NA(st_backend *), NULL, NA(st_state *), NA(const st_backend_save_opts *), NULL); }
+static void na301(void) { (void)st_backend_save(NA(st_backend *), NA(const char *), NULL, NA(const st_backend_save_opts *), NULL); }
+static void na302(void) { (void)st_backend_stack_key(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
+static void na303(void) { (void)st_backend_stack_key(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
+static void na304(void) { (void)st_backend_stack_bak(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
+static void na305(void) { (void)st_backend_stack_bak(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
+static void na306(void) { (void)st_backend_stack_bak(NA(st_backend *), NA(const char *), NULL, NA(int *), NULL); }
+static void na307(void) { (void)st_backend_stack_target(NULL, NA(const char *), NA(st_state *), NA(char **), NA(char **), NULL); }
+static void na308(void) { (void)st_backend_stack_target(NA(st_backend *), NULL, NA(st_state *), NA(char **), NA(char **), NULL); }
+static void na309(void) { (void)st_backend_stack_target(NA(st_backend *), NA(const char *), NULL, NA(char **), NA(char **), NULL); }
+static void na310(void) { (void)st_backend_stack_target(NA(st_backend *), NA(const char *), NA(st_state *), NULL, NA(char **), NULL); }
+static void na311(void) { (void)st_backend_stack_target(NA(st_backend *), NA(const char *), NA(st_state *), NA(char **), NULL, NULL); }
+static void na312(void) { (void)st_backend_stack_path(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
+static void na313(void) { (void)st_backend_stack_path(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
+static void na314(void) { (void)st_backend_locate(NA(const char *), NULL, NA(char **)); }
+static void na315(void) { (void)st_backend_generations(NULL, NA(const char *), NA(st_generation **), NA(size_t *), NULL); }
+static void na316(void) { (void)st_backend_generations(NA(st_backend *), NULL, NA(st_generation **), NA(size_t *), NULL); }
+static void na317(void) { (void)st_backend_generations(NA(st_backend *), NA(const char *), NULL, NA(size_t *), NULL); }
+static void na318(void) { (void)st_backend_generations(NA(st_backend *), NA(const char *), NA(st_generation **), NULL, NULL); }
+static void na319(void) { (void)st_backend_generation_load(NULL, NA(const char *), NA(const char *), NA(const st_load_opts *), NA(st_state **), NULL); }
+static void na320(void) { (void)st_backend_generation_load(NA(st_backend *), NULL, NA(const char *), NA(const st_load_opts *), NA(st_state **), NULL); }
+static void na321(void) { (void)st_backend_generation_load(NA(st_backend *), NA(const char *), NULL, NA(const st_load_opts *), NA(st_state **), NULL); }
+static void na322(void) { (void)st_backend_generation_load(NA(st_backend *), NA(const char *), NA(const char *), NA(const st_load_opts *), NULL, NULL); }
+static void na323(void) { (void)st_backend_keep_generation(NULL, NA(const char *), NULL); }
+static void na324(void) { (void)st_backend_keep_generation(NA(st_backend *), NULL, NULL); }
+static void na325(void) { (void)st_backend_keep_saved_generation(NULL, NA(const char *), NULL); }
+static void na326(void) { (void)st_backend_keep_saved_generation(NA(st_backend *), NULL, NULL); }
+static void na327(void) { (void)st_lock_stack(NULL, NA(st_backend *), NA(const char *), NULL); }
+static void na328(void) { (void)st_lock_stack(NA(st_lock **), NULL, NA(const char *), NULL); }
+static void na329(void) { (void)st_lock_stack(NA(st_lock **), NA(st_backend *), NULL, NULL); }
+static void na330(void) { (void)st_lock_file(NULL, NA(const char *), NULL); }
+static void na331(void) { (void)st_lock_file(NA(st_lock **), NULL, NULL); }
+static void na332(void) { (void)st_lock_check_stack(NULL, NA(const char *), NULL); }
+static void na333(void) { (void)st_lock_check_stack(NA(st_backend *), NULL, NULL); }
+static void na334(void) { (void)st_lock_check_file(NULL, NULL); }
+static void na335(void) { (void)st_unlock_stack(NULL, NA(const char *), NA(int *), NULL); }
+static void na336(void) { (void)st_unlock_stack(NA(st_backend *), NULL, NA(int *), NULL); }
+static void na337(void) { (void)st_unlock_stack(NA(st_backend *), NA(const char *), NULL, NULL); }
+static void na338(void) { (void)st_unlock_file(NULL, NA(int *), NULL); }
+static void na339(void) { (void)st_unlock_file(NA(const char *), NULL, NULL); }
+static void na340(void) { (void)st_backend_upgrade(NULL, NA(const st_upgrade_opts *), NA(st_upgrade_report *), NULL); }
+static void na341(void) { (void)st_backend_doctor(NULL, NA(const st_doctor_opts *), NA(st_doctor_report *), NULL); }
+static void na342(void) { (void)st_backend_doctor(NA(st_backend *), NA(const st_doctor_opts *), NULL, NULL); }
+static void na343(void) { (void)st_state_rename_stack(NULL, NA(const char *), NA(const char *), NA(const char *), NA(const char *), NA(size_t *), NULL); }
+static void na344(void) { (void)st_state_rename_stack(NA(st_state *), NA(const char *), NA(const char *), NULL, NA(const char *), NA(size_t *), NULL); }
+static void na345(void) { (void)st_backend_rename_stack(NULL, NA(const char *), NA(const char *), NA(char **), NULL); }
+static void na346(void) { (void)st_backend_rename_stack(NA(st_backend *), NULL, NA(const char *), NA(char **), NULL); }
+static void na347(void) { (void)st_backend_rename_stack(NA(st_backend *), NA(const char *), NULL, NA(char **), NULL); }
+static void na348(void) { (void)st_backend_rename_stack_ex(NULL, NA(const char *), NA(const char *), (unsigned)1, NA(char **), NA(st_changes *), NULL); }
+static void na349(void) { (void)st_backend_rename_stack_ex(NA(st_backend *), NULL, NA(const char *), (unsigned)1, NA(char **), NA(st_changes *), NULL); }
+static void na350(void) { (void)st_backend_rename_stack_ex(NA(st_backend *), NA(const char *), NULL, (unsigned)1, NA(char **), NA(st_changes *), NULL); }
 static const struct na_case na_cases[] = {
 	{"st_problems_add", "list", na1},
 	{"st_problems_add", "rule", na2},
@@ -363,305 +381,323 @@ static const struct na_case na_cases[] = {
 	{"st_store_read", "s", na29},
 	{"st_store_read", "key", na30},
 	{"st_store_read", "data", na31},
-	{"st_store_stat", "s", na32},
-	{"st_store_stat", "key", na33},
-	{"st_store_writer_write", "w", na34},
-	{"st_store_writer_write", "data", na35},
-	{"st_store_write", "s", na36},
-	{"st_store_write", "key", na37},
-	{"st_store_write", "data", na38},
-	{"st_store_write_fill", "s", na39},
-	{"st_store_write_fill", "key", na40},
-	{"st_store_write_fill", "fill", na41},
-	{"st_store_list", "s", na42},
-	{"st_store_list", "out", na43},
-	{"st_store_list", "count", na44},
-	{"st_store_where", "s", na45},
-	{"st_store_where", "key", na46},
-	{"st_store_delete", "s", na47},
-	{"st_store_delete", "key", na48},
-	{"st_store_copy", "s", na49},
-	{"st_store_copy", "src", na50},
-	{"st_store_copy", "dst", na51},
-	{"st_file_read", "path", na52},
-	{"st_file_read", "out", na53},
-	{"st_file_decompress", "data", na54},
-	{"st_file_decompress", "out", na55},
-	{"st_file_write_atomic", "path", na56},
-	{"st_file_write_atomic", "data", na57},
-	{"st_state_load_file", "out", na58},
-	{"st_state_load_file", "path", na59},
-	{"st_state_load_buffer", "out", na60},
-	{"st_state_load_buffer", "buf", na61},
-	{"st_state_from_json", "out", na62},
-	{"st_state_from_json", "root", na63},
-	{"st_state_new", "out", na64},
-	{"st_state_envelope", "state", na65},
-	{"st_state_version", "state", na66},
-	{"st_state_features", "state", na67},
-	{"st_state_root", "state", na68},
-	{"st_state_deployment", "state", na69},
-	{"st_state_resources", "state", na70},
-	{"st_state_checkpoint_stack", "state", na71},
-	{"st_state_path", "state", na72},
-	{"st_state_style", "state", na73},
-	{"st_state_compression", "state", na74},
-	{"st_state_set_compression", "state", na75},
-	{"st_state_load_problems", "state", na76},
-	{"st_state_touch", "state", na77},
-	{"st_state_set_envelope", "state", na78},
-	{"st_state_dump", "state", na79},
-	{"st_state_dump", "out", na80},
-	{"st_state_canonicalize", "state", na81},
-	{"st_state_save", "state", na82},
-	{"st_schema_builtin", "out", na83},
-	{"st_validate", "state", na84},
-	{"st_validate", "out", na85},
-	{"st_integrity_check", "state", na86},
-	{"st_integrity_check", "out", na87},
-	{"st_doc_kind_of", "doc", na88},
-	{"st_check_place", "state", na89},
-	{"st_check_place", "out", na90},
-	{"st_validate_import_file", "doc", na91},
-	{"st_validate_import_file", "out", na92},
-	{"st_state_find", "state", na93},
-	{"st_state_find", "query", na94},
-	{"st_state_find", "out", na95},
-	{"st_state_find", "count", na96},
-	{"st_state_find_ex", "state", na97},
-	{"st_state_find_ex", "query", na98},
-	{"st_state_find_ex", "out", na99},
-	{"st_state_find_ex", "count", na100},
-	{"st_changes_add", "fmt", na101},
-	{"st_state_migrate", "state", na102},
-	{"st_state_apply_features", "state", na103},
-	{"st_state_fix_magic", "state", na104},
-	{"st_magic_for_version", "buf", na105},
-	{"st_edit_begin", "out", na106},
-	{"st_edit_begin", "state", na107},
-	{"st_edit_handle_at", "e", na108},
-	{"st_edit_handle_at", "out", na109},
-	{"st_edit_handle_of", "e", na110},
-	{"st_edit_handle_of", "urn", na111},
-	{"st_edit_handle_of", "out", na112},
-	{"st_edit_resource", "e", na113},
-	{"st_edit_delete", "e", na114},
-	{"st_edit_delete", "targets", na115},
-	{"st_edit_rename", "e", na116},
-	{"st_edit_rename", "new_name", na117},
-	{"st_edit_set_flag", "e", na118},
-	{"st_edit_set_flag", "targets", na119},
-	{"st_edit_set_flag", "flag", na120},
-	{"st_edit_repair", "e", na121},
-	{"st_edit_pending_import", "e", na122},
-	{"st_edit_pending_import", "urns", na123},
-	{"st_edit_pending_import", "ids", na124},
-	{"st_edit_pending_clear", "e", na125},
-	{"st_edit_pending_clear", "urns", na126},
-	{"st_edit_replace_provider", "e", na127},
-	{"st_edit_replace_provider", "from", na128},
-	{"st_edit_replace_provider", "to", na129},
-	{"st_edit_replace_deployment", "e", na130},
-	{"st_edit_replace_deployment", "deployment", na131},
-	{"st_edit_commit", "e", na132},
-	{"st_edit_commit_save", "e", na133},
-	{"st_edit_commit_save_stack", "e", na134},
-	{"st_edit_commit_save_stack", "b", na135},
-	{"st_edit_commit_save_stack", "stack", na136},
-	{"st_edit_commit_pair", "a", na137},
-	{"st_edit_commit_pair", "b", na138},
-	{"st_edit_rollback", "e", na139},
-	{"st_secrets_open", "out", na140},
-	{"st_secrets_open", "secrets_providers", na141},
-	{"st_secrets_new_passphrase", "out", na142},
-	{"st_secrets_new_passphrase", "passphrase", na143},
-	{"st_secrets_custom", "out", na144},
-	{"st_secrets_custom", "type", na145},
-	{"st_secrets_custom", "cb", na146},
-	{"st_secrets_type", "s", na147},
-	{"st_secrets_provider_json", "s", na148},
-	{"st_secrets_encryptionsalt", "s", na149},
-	{"st_secrets_encrypt", "s", na150},
-	{"st_secrets_encrypt", "plaintext", na151},
-	{"st_secrets_decrypt", "s", na152},
-	{"st_secrets_decrypt", "ciphertext", na153},
-	{"st_secrets_decrypt", "plaintext", na154},
-	{"st_secrets_count", "state", na155},
-	{"st_secrets_verify", "state", na156},
-	{"st_secrets_verify", "s", na157},
-	{"st_secrets_reveal", "state", na158},
-	{"st_secrets_reveal", "s", na159},
-	{"st_edit_secrets_encrypt", "e", na160},
-	{"st_edit_secrets_encrypt", "s", na161},
-	{"st_edit_secrets_rekey", "e", na162},
-	{"st_edit_secrets_rekey", "from", na163},
-	{"st_edit_secrets_rekey", "to", na164},
-	{"st_config_rekey", "path", na165},
-	{"st_config_rekey", "from", na166},
-	{"st_config_rekey", "to", na167},
-	{"st_config_scan", "text", na168},
-	{"st_config_scan", "salt", na169},
-	{"st_config_rekey_text", "text", na170},
-	{"st_config_rekey_text", "from", na171},
-	{"st_config_rekey_text", "to", na172},
-	{"st_config_rekey_text", "out_text", na173},
-	{"st_state_autonames", "state", na174},
-	{"st_state_autonames", "out", na175},
-	{"st_state_get", "state", na176},
-	{"st_state_get", "ref", na177},
-	{"st_resource_text", "resource", na178},
-	{"st_resource_text", "out", na179},
-	{"st_resource_json", "resource", na180},
-	{"st_resource_json", "out", na181},
-	{"st_state_compare", "a", na182},
-	{"st_state_compare", "b", na183},
-	{"st_state_compare", "out", na184},
-	{"st_compare_text", "doc", na185},
-	{"st_compare_text", "out", na186},
-	{"st_stack_names", "state", na187},
-	{"st_edit_move", "src", na188},
-	{"st_edit_move", "dst", na189},
-	{"st_edit_move", "opts", na190},
-	{"st_edit_move", "report", na191},
-	{"st_move", "src", na192},
-	{"st_move", "dst", na193},
-	{"st_move", "opts", na194},
-	{"st_move", "report", na195},
-	{"st_journal_save", "op", na196},
-	{"st_journal_save", "a", na197},
-	{"st_journal_save", "b", na198},
-	{"st_journal_pending_key", "s", na199},
-	{"st_journal_pending_key", "key", na200},
-	{"st_journal_recover_key", "key", na201},
-	{"st_backend_save_pair", "op", na202},
-	{"st_backend_save_pair", "ba", na203},
-	{"st_backend_save_pair", "stack_a", na204},
-	{"st_backend_save_pair", "a", na205},
-	{"st_backend_save_pair", "bb", na206},
-	{"st_backend_save_pair", "stack_b", na207},
-	{"st_backend_save_pair", "b", na208},
-	{"st_backend_recover", "b", na209},
-	{"st_journal_write_pair", "op", na210},
-	{"st_journal_write_pair", "path_a", na211},
-	{"st_journal_write_pair", "data_a", na212},
-	{"st_journal_write_pair", "path_b", na213},
-	{"st_journal_write_pair", "data_b", na214},
-	{"st_state_save_pair", "op", na215},
-	{"st_state_save_pair", "a", na216},
-	{"st_state_save_pair", "path_a", na217},
-	{"st_state_save_pair", "b", na218},
-	{"st_state_save_pair", "path_b", na219},
-	{"st_journal_pending", "path", na220},
-	{"st_journal_recover", "path", na221},
-	{"st_import_check", "doc", na222},
-	{"st_import_check", "out", na223},
-	{"st_edit_import", "e", na224},
-	{"st_edit_import", "doc", na225},
-	{"st_edit_import", "report", na226},
-	{"st_import", "dst", na227},
-	{"st_import", "doc", na228},
-	{"st_import", "report", na229},
-	{"st_import_generate", "s", na230},
-	{"st_import_generate", "idx", na231},
-	{"st_index_open", "out", na232},
-	{"st_index_open", "path", na233},
-	{"st_index_name", "ix", na234},
-	{"st_index_update_state", "ix", na235},
-	{"st_index_update_state", "qname", na236},
-	{"st_index_update_state", "state", na237},
-	{"st_index_update_backend", "ix", na238},
-	{"st_index_update_backend", "b", na239},
-	{"st_index_update_stack", "ix", na240},
-	{"st_index_update_stack", "b", na241},
-	{"st_index_update_stack", "qname", na242},
-	{"st_index_stale", "ix", na243},
-	{"st_index_stale", "b", na244},
-	{"st_index_stale", "out", na245},
-	{"st_index_stale", "count", na246},
-	{"st_index_update_files", "ix", na247},
-	{"st_index_update_files", "paths", na248},
-	{"st_index_query_run", "ix", na249},
-	{"st_index_query_run", "q", na250},
-	{"st_index_sql", "ix", na251},
-	{"st_index_sql", "sql", na252},
-	{"st_index_default_path", "b", na253},
-	{"st_urn_parse", "out", na254},
-	{"st_urn_new", "stack", na255},
-	{"st_urn_new", "project", na256},
-	{"st_urn_new", "type", na257},
-	{"st_urn_new", "name", na258},
-	{"st_provider_ref_parse", "ref", na259},
-	{"st_provider_ref_parse", "urn", na260},
-	{"st_provider_ref_parse", "id", na261},
-	{"st_backend_default_url", "url", na262},
-	{"st_backend_open", "out", na263},
-	{"st_backend_url", "b", na264},
-	{"st_backend_kind", "b", na265},
-	{"st_backend_identity", "b", na266},
-	{"st_backend_identity", "out", na267},
-	{"st_backend_present", "b", na268},
-	{"st_backend_store", "b", na269},
-	{"st_backend_root", "b", na270},
-	{"st_backend_project_mode", "b", na271},
-	{"st_backend_list", "b", na272},
-	{"st_backend_list", "out", na273},
-	{"st_backend_list", "count", na274},
-	{"st_backend_resolve", "b", na275},
-	{"st_backend_resolve", "stack", na276},
-	{"st_backend_resolve", "qname", na277},
-	{"st_backend_resolve_key", "b", na278},
-	{"st_backend_resolve_key", "stack", na279},
-	{"st_backend_resolve_key", "qname", na280},
-	{"st_backend_resolve_key", "key", na281},
-	{"st_backend_load", "b", na282},
-	{"st_backend_load", "stack", na283},
-	{"st_backend_load", "out", na284},
-	{"st_backend_load_json", "b", na285},
-	{"st_backend_load_json", "stack", na286},
-	{"st_backend_load_json", "out", na287},
-	{"st_backend_save", "b", na288},
-	{"st_backend_save", "stack", na289},
-	{"st_backend_save", "state", na290},
-	{"st_backend_stack_key", "b", na291},
-	{"st_backend_stack_key", "stack", na292},
-	{"st_backend_stack_bak", "b", na293},
-	{"st_backend_stack_bak", "stack", na294},
-	{"st_backend_stack_bak", "key", na295},
-	{"st_backend_stack_target", "b", na296},
-	{"st_backend_stack_path", "b", na297},
-	{"st_backend_stack_path", "stack", na298},
-	{"st_backend_locate", "root", na299},
-	{"st_backend_generations", "b", na300},
-	{"st_backend_generations", "stack", na301},
-	{"st_backend_generations", "out", na302},
-	{"st_backend_generations", "count", na303},
-	{"st_backend_generation_load", "b", na304},
-	{"st_backend_generation_load", "stack", na305},
-	{"st_backend_generation_load", "id", na306},
-	{"st_backend_generation_load", "out", na307},
-	{"st_backend_keep_generation", "b", na308},
-	{"st_backend_keep_generation", "stack", na309},
-	{"st_backend_keep_saved_generation", "b", na310},
-	{"st_backend_keep_saved_generation", "stack", na311},
-	{"st_lock_stack", "out", na312},
-	{"st_lock_stack", "b", na313},
-	{"st_lock_stack", "stack", na314},
-	{"st_lock_file", "out", na315},
-	{"st_lock_file", "path", na316},
-	{"st_lock_check_stack", "b", na317},
-	{"st_lock_check_stack", "stack", na318},
-	{"st_lock_check_file", "path", na319},
-	{"st_unlock_stack", "b", na320},
-	{"st_unlock_stack", "stack", na321},
-	{"st_unlock_file", "path", na322},
-	{"st_backend_upgrade", "b", na323},
-	{"st_backend_doctor", "b", na324},
-	{"st_backend_doctor", "out", na325},
-	{"st_state_rename_stack", "state", na326},
-	{"st_state_rename_stack", "old_stack", na327},
-	{"st_backend_rename_stack", "b", na328},
-	{"st_backend_rename_stack", "from", na329},
-	{"st_backend_rename_stack", "to", na330},
-	{"st_backend_rename_stack_ex", "b", na331},
-	{"st_backend_rename_stack_ex", "from", na332},
+	{"st_store_read", "len", na32},
+	{"st_store_stat", "s", na33},
+	{"st_store_stat", "key", na34},
+	{"st_store_writer_write", "w", na35},
+	{"st_store_writer_write", "data", na36},
+	{"st_store_write", "s", na37},
+	{"st_store_write", "key", na38},
+	{"st_store_write", "data", na39},
+	{"st_store_write_fill", "s", na40},
+	{"st_store_write_fill", "key", na41},
+	{"st_store_write_fill", "fill", na42},
+	{"st_store_list", "s", na43},
+	{"st_store_list", "out", na44},
+	{"st_store_list", "count", na45},
+	{"st_store_where", "s", na46},
+	{"st_store_where", "key", na47},
+	{"st_store_delete", "s", na48},
+	{"st_store_delete", "key", na49},
+	{"st_store_copy", "s", na50},
+	{"st_store_copy", "src", na51},
+	{"st_store_copy", "dst", na52},
+	{"st_file_read", "path", na53},
+	{"st_file_read", "out", na54},
+	{"st_file_read", "len", na55},
+	{"st_file_decompress", "data", na56},
+	{"st_file_decompress", "out", na57},
+	{"st_file_decompress", "outlen", na58},
+	{"st_file_write_atomic", "path", na59},
+	{"st_file_write_atomic", "data", na60},
+	{"st_state_load_file", "out", na61},
+	{"st_state_load_file", "path", na62},
+	{"st_state_load_buffer", "out", na63},
+	{"st_state_load_buffer", "buf", na64},
+	{"st_state_from_json", "out", na65},
+	{"st_state_from_json", "root", na66},
+	{"st_state_new", "out", na67},
+	{"st_state_envelope", "state", na68},
+	{"st_state_version", "state", na69},
+	{"st_state_features", "state", na70},
+	{"st_state_root", "state", na71},
+	{"st_state_deployment", "state", na72},
+	{"st_state_resources", "state", na73},
+	{"st_state_checkpoint_stack", "state", na74},
+	{"st_state_path", "state", na75},
+	{"st_state_style", "state", na76},
+	{"st_state_compression", "state", na77},
+	{"st_state_set_compression", "state", na78},
+	{"st_state_load_problems", "state", na79},
+	{"st_state_touch", "state", na80},
+	{"st_state_set_envelope", "state", na81},
+	{"st_state_dump", "state", na82},
+	{"st_state_dump", "out", na83},
+	{"st_state_canonicalize", "state", na84},
+	{"st_state_save", "state", na85},
+	{"st_schema_builtin", "out", na86},
+	{"st_validate", "state", na87},
+	{"st_validate", "out", na88},
+	{"st_integrity_check", "state", na89},
+	{"st_integrity_check", "out", na90},
+	{"st_doc_kind_of", "doc", na91},
+	{"st_check_place", "state", na92},
+	{"st_check_place", "out", na93},
+	{"st_validate_import_file", "doc", na94},
+	{"st_validate_import_file", "out", na95},
+	{"st_state_find", "state", na96},
+	{"st_state_find", "query", na97},
+	{"st_state_find", "out", na98},
+	{"st_state_find", "count", na99},
+	{"st_state_find_ex", "state", na100},
+	{"st_state_find_ex", "query", na101},
+	{"st_state_find_ex", "out", na102},
+	{"st_state_find_ex", "count", na103},
+	{"st_changes_add", "fmt", na104},
+	{"st_state_migrate", "state", na105},
+	{"st_state_apply_features", "state", na106},
+	{"st_state_fix_magic", "state", na107},
+	{"st_magic_for_version", "buf", na108},
+	{"st_edit_begin", "out", na109},
+	{"st_edit_begin", "state", na110},
+	{"st_edit_handle_at", "e", na111},
+	{"st_edit_handle_at", "out", na112},
+	{"st_edit_handle_of", "e", na113},
+	{"st_edit_handle_of", "urn", na114},
+	{"st_edit_handle_of", "out", na115},
+	{"st_edit_resource", "e", na116},
+	{"st_edit_delete", "e", na117},
+	{"st_edit_delete", "targets", na118},
+	{"st_edit_rename", "e", na119},
+	{"st_edit_rename", "new_name", na120},
+	{"st_edit_set_flag", "e", na121},
+	{"st_edit_set_flag", "targets", na122},
+	{"st_edit_set_flag", "flag", na123},
+	{"st_edit_repair", "e", na124},
+	{"st_edit_pending_import", "e", na125},
+	{"st_edit_pending_import", "urns", na126},
+	{"st_edit_pending_import", "ids", na127},
+	{"st_edit_pending_clear", "e", na128},
+	{"st_edit_pending_clear", "urns", na129},
+	{"st_edit_replace_provider", "e", na130},
+	{"st_edit_replace_provider", "from", na131},
+	{"st_edit_replace_provider", "to", na132},
+	{"st_edit_replace_deployment", "e", na133},
+	{"st_edit_replace_deployment", "deployment", na134},
+	{"st_edit_commit", "e", na135},
+	{"st_edit_commit_save", "e", na136},
+	{"st_edit_commit_save_stack", "e", na137},
+	{"st_edit_commit_save_stack", "b", na138},
+	{"st_edit_commit_save_stack", "stack", na139},
+	{"st_edit_commit_pair", "a", na140},
+	{"st_edit_commit_pair", "b", na141},
+	{"st_edit_rollback", "e", na142},
+	{"st_secrets_open", "out", na143},
+	{"st_secrets_open", "secrets_providers", na144},
+	{"st_secrets_new_passphrase", "out", na145},
+	{"st_secrets_new_passphrase", "passphrase", na146},
+	{"st_secrets_custom", "out", na147},
+	{"st_secrets_custom", "type", na148},
+	{"st_secrets_custom", "cb", na149},
+	{"st_secrets_type", "s", na150},
+	{"st_secrets_provider_json", "s", na151},
+	{"st_secrets_encryptionsalt", "s", na152},
+	{"st_secrets_encrypt", "s", na153},
+	{"st_secrets_encrypt", "plaintext", na154},
+	{"st_secrets_decrypt", "s", na155},
+	{"st_secrets_decrypt", "ciphertext", na156},
+	{"st_secrets_decrypt", "plaintext", na157},
+	{"st_secrets_decrypt", "len", na158},
+	{"st_secrets_count", "state", na159},
+	{"st_secrets_verify", "state", na160},
+	{"st_secrets_verify", "s", na161},
+	{"st_secrets_verify", "out", na162},
+	{"st_secrets_reveal", "state", na163},
+	{"st_secrets_reveal", "s", na164},
+	{"st_edit_secrets_encrypt", "e", na165},
+	{"st_edit_secrets_encrypt", "s", na166},
+	{"st_edit_secrets_rekey", "e", na167},
+	{"st_edit_secrets_rekey", "from", na168},
+	{"st_edit_secrets_rekey", "to", na169},
+	{"st_config_rekey", "path", na170},
+	{"st_config_rekey", "from", na171},
+	{"st_config_rekey", "to", na172},
+	{"st_config_scan", "text", na173},
+	{"st_config_scan", "salt", na174},
+	{"st_config_rekey_text", "text", na175},
+	{"st_config_rekey_text", "from", na176},
+	{"st_config_rekey_text", "to", na177},
+	{"st_config_rekey_text", "out_text", na178},
+	{"st_state_autonames", "state", na179},
+	{"st_state_autonames", "out", na180},
+	{"st_state_get", "state", na181},
+	{"st_state_get", "ref", na182},
+	{"st_state_get", "index", na183},
+	{"st_resource_text", "resource", na184},
+	{"st_resource_text", "out", na185},
+	{"st_resource_json", "resource", na186},
+	{"st_resource_json", "out", na187},
+	{"st_state_compare", "a", na188},
+	{"st_state_compare", "b", na189},
+	{"st_state_compare", "out", na190},
+	{"st_compare_text", "doc", na191},
+	{"st_compare_text", "out", na192},
+	{"st_stack_names", "state", na193},
+	{"st_stack_names", "stack", na194},
+	{"st_stack_names", "project", na195},
+	{"st_edit_move", "src", na196},
+	{"st_edit_move", "dst", na197},
+	{"st_edit_move", "opts", na198},
+	{"st_edit_move", "report", na199},
+	{"st_move", "src", na200},
+	{"st_move", "dst", na201},
+	{"st_move", "opts", na202},
+	{"st_move", "report", na203},
+	{"st_journal_save", "op", na204},
+	{"st_journal_save", "a", na205},
+	{"st_journal_save", "b", na206},
+	{"st_journal_pending_key", "s", na207},
+	{"st_journal_pending_key", "key", na208},
+	{"st_journal_recover_key", "s", na209},
+	{"st_journal_recover_key", "key", na210},
+	{"st_journal_recover_key", "known", na211},
+	{"st_backend_save_pair", "op", na212},
+	{"st_backend_save_pair", "ba", na213},
+	{"st_backend_save_pair", "stack_a", na214},
+	{"st_backend_save_pair", "a", na215},
+	{"st_backend_save_pair", "bb", na216},
+	{"st_backend_save_pair", "stack_b", na217},
+	{"st_backend_save_pair", "b", na218},
+	{"st_backend_recover", "b", na219},
+	{"st_backend_recover", "known", na220},
+	{"st_journal_write_pair", "op", na221},
+	{"st_journal_write_pair", "path_a", na222},
+	{"st_journal_write_pair", "data_a", na223},
+	{"st_journal_write_pair", "path_b", na224},
+	{"st_journal_write_pair", "data_b", na225},
+	{"st_state_save_pair", "op", na226},
+	{"st_state_save_pair", "a", na227},
+	{"st_state_save_pair", "path_a", na228},
+	{"st_state_save_pair", "b", na229},
+	{"st_state_save_pair", "path_b", na230},
+	{"st_journal_pending", "path", na231},
+	{"st_journal_recover", "path", na232},
+	{"st_import_check", "doc", na233},
+	{"st_import_check", "out", na234},
+	{"st_edit_import", "e", na235},
+	{"st_edit_import", "doc", na236},
+	{"st_edit_import", "report", na237},
+	{"st_import", "dst", na238},
+	{"st_import", "doc", na239},
+	{"st_import", "report", na240},
+	{"st_import_generate", "s", na241},
+	{"st_import_generate", "idx", na242},
+	{"st_index_open", "out", na243},
+	{"st_index_open", "path", na244},
+	{"st_index_name", "ix", na245},
+	{"st_index_update_state", "ix", na246},
+	{"st_index_update_state", "qname", na247},
+	{"st_index_update_state", "state", na248},
+	{"st_index_update_backend", "ix", na249},
+	{"st_index_update_backend", "b", na250},
+	{"st_index_update_stack", "ix", na251},
+	{"st_index_update_stack", "b", na252},
+	{"st_index_update_stack", "qname", na253},
+	{"st_index_stale", "ix", na254},
+	{"st_index_stale", "b", na255},
+	{"st_index_stale", "out", na256},
+	{"st_index_stale", "count", na257},
+	{"st_index_update_files", "ix", na258},
+	{"st_index_update_files", "paths", na259},
+	{"st_index_query_run", "ix", na260},
+	{"st_index_query_run", "q", na261},
+	{"st_index_sql", "ix", na262},
+	{"st_index_sql", "sql", na263},
+	{"st_index_default_path", "b", na264},
+	{"st_urn_parse", "out", na265},
+	{"st_urn_new", "stack", na266},
+	{"st_urn_new", "project", na267},
+	{"st_urn_new", "type", na268},
+	{"st_urn_new", "name", na269},
+	{"st_provider_ref_parse", "ref", na270},
+	{"st_provider_ref_parse", "urn", na271},
+	{"st_provider_ref_parse", "id", na272},
+	{"st_backend_default_url", "url", na273},
+	{"st_backend_open", "out", na274},
+	{"st_backend_url", "b", na275},
+	{"st_backend_kind", "b", na276},
+	{"st_backend_identity", "b", na277},
+	{"st_backend_identity", "out", na278},
+	{"st_backend_present", "b", na279},
+	{"st_backend_store", "b", na280},
+	{"st_backend_root", "b", na281},
+	{"st_backend_project_mode", "b", na282},
+	{"st_backend_list", "b", na283},
+	{"st_backend_list", "out", na284},
+	{"st_backend_list", "count", na285},
+	{"st_backend_resolve", "b", na286},
+	{"st_backend_resolve", "stack", na287},
+	{"st_backend_resolve", "qname", na288},
+	{"st_backend_resolve_key", "b", na289},
+	{"st_backend_resolve_key", "stack", na290},
+	{"st_backend_resolve_key", "qname", na291},
+	{"st_backend_resolve_key", "key", na292},
+	{"st_backend_load", "b", na293},
+	{"st_backend_load", "stack", na294},
+	{"st_backend_load", "out", na295},
+	{"st_backend_load_json", "b", na296},
+	{"st_backend_load_json", "stack", na297},
+	{"st_backend_load_json", "out", na298},
+	{"st_backend_save", "b", na299},
+	{"st_backend_save", "stack", na300},
+	{"st_backend_save", "state", na301},
+	{"st_backend_stack_key", "b", na302},
+	{"st_backend_stack_key", "stack", na303},
+	{"st_backend_stack_bak", "b", na304},
+	{"st_backend_stack_bak", "stack", na305},
+	{"st_backend_stack_bak", "key", na306},
+	{"st_backend_stack_target", "b", na307},
+	{"st_backend_stack_target", "stack", na308},
+	{"st_backend_stack_target", "state", na309},
+	{"st_backend_stack_target", "key", na310},
+	{"st_backend_stack_target", "old_key", na311},
+	{"st_backend_stack_path", "b", na312},
+	{"st_backend_stack_path", "stack", na313},
+	{"st_backend_locate", "root", na314},
+	{"st_backend_generations", "b", na315},
+	{"st_backend_generations", "stack", na316},
+	{"st_backend_generations", "out", na317},
+	{"st_backend_generations", "count", na318},
+	{"st_backend_generation_load", "b", na319},
+	{"st_backend_generation_load", "stack", na320},
+	{"st_backend_generation_load", "id", na321},
+	{"st_backend_generation_load", "out", na322},
+	{"st_backend_keep_generation", "b", na323},
+	{"st_backend_keep_generation", "stack", na324},
+	{"st_backend_keep_saved_generation", "b", na325},
+	{"st_backend_keep_saved_generation", "stack", na326},
+	{"st_lock_stack", "out", na327},
+	{"st_lock_stack", "b", na328},
+	{"st_lock_stack", "stack", na329},
+	{"st_lock_file", "out", na330},
+	{"st_lock_file", "path", na331},
+	{"st_lock_check_stack", "b", na332},
+	{"st_lock_check_stack", "stack", na333},
+	{"st_lock_check_file", "path", na334},
+	{"st_unlock_stack", "b", na335},
+	{"st_unlock_stack", "stack", na336},
+	{"st_unlock_stack", "removed", na337},
+	{"st_unlock_file", "path", na338},
+	{"st_unlock_file", "removed", na339},
+	{"st_backend_upgrade", "b", na340},
+	{"st_backend_doctor", "b", na341},
+	{"st_backend_doctor", "out", na342},
+	{"st_state_rename_stack", "state", na343},
+	{"st_state_rename_stack", "old_stack", na344},
+	{"st_backend_rename_stack", "b", na345},
+	{"st_backend_rename_stack", "from", na346},
+	{"st_backend_rename_stack", "to", na347},
+	{"st_backend_rename_stack_ex", "b", na348},
+	{"st_backend_rename_stack_ex", "from", na349},
+	{"st_backend_rename_stack_ex", "to", na350},
 };

@@ -433,6 +433,7 @@ int st_secrets_decrypt(st_secrets *s, const char *ct, char **pt, size_t *len, st
 	ST_ASSERT_ARG(s);
 	ST_ASSERT_ARG_AS(ct, "ciphertext");
 	ST_ASSERT_ARG_AS(pt, "plaintext");
+	ST_ASSERT_ARG(len);
 	*pt = NULL;
 	*len = 0;
 	switch (s->kind) {

@@ -310,6 +310,7 @@ int st_secrets_verify(st_state *st, st_secrets *s, st_problems *out, size_t *cou
 {
 	ST_ASSERT_ARG(s);
 	ST_ASSERT_ARG_AS(st, "state");
+	ST_ASSERT_ARG(out);
 	vctx c = {s, out, 0};
 	int rc = st__each_resource(st, verify_res, &c);
 	if (count)

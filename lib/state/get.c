@@ -221,6 +221,7 @@ int st_state_get(st_state *s, const char *ref, size_t *index, st_changes *warnin
 {
 	ST_ASSERT_ARG_AS(s, "state");
 	ST_ASSERT_ARG(ref);
+	ST_ASSERT_ARG(index);
 	json_t *res = st_state_resources(s, 0), *names = NULL;
 	const char **nm = NULL, *refurn;
 	size_t nn = 0, *hits = NULL, nh = 0;

@@ -90,6 +90,8 @@ int st_stack_names(const st_state *s, const char *override, const char *path, ch
 		   char **project, st_error *err)
 {
 	ST_ASSERT_ARG_AS(s, "state");
+	ST_ASSERT_ARG(stack);
+	ST_ASSERT_ARG(project);
 	const char *cp, *found = NULL;
 	json_t *res, *r;
 	size_t i;

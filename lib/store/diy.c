@@ -706,6 +706,9 @@ int st_backend_stack_target(st_backend *bb, const char *ref, st_state *state, ch
 			    char **old_key, st_error *err)
 {
 	ST_ASSERT_ARG_AS(bb, "b");
+	ST_ASSERT_ARG_AS(ref, "stack");
+	ST_ASSERT_ARG(key);
+	ST_ASSERT_ARG(old_key);
 	diy_backend *b = as_diy(bb);
 	char *base = NULL, *old = NULL;
 	st_compression c;

@@ -292,6 +292,7 @@ int st_file_read(const char *path, size_t max_size, char **out, size_t *len,
 {
 	ST_ASSERT_ARG(path);
 	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(len);
 	int fd, rc;
 	char *raw = NULL;
 	size_t n = 0;
@@ -362,6 +363,7 @@ int st_file_decompress(const void *data, size_t len, size_t max_size, const char
 {
 	ST_ASSERT_ARG(data || !len);
 	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(outlen);
 	char *copy = malloc(len + 1);
 	*out = NULL;
 	*outlen = 0;

@@ -907,6 +907,7 @@ static int recover_journal(journal *j, st_changes *report, st_error *err)
 int st_journal_recover_key(st_store *s, const char *key, st_store *const *known, size_t nknown,
 			   unsigned flags, st_changes *report, st_error *err)
 {
+	ST_ASSERT_ARG(known || !nknown);
 	char *jkey = st_asprintf("%s" JOURNAL_SUFFIX, key), *staged = NULL;
 	st_store **all = calloc(nknown + 1, sizeof(*all));
 	journal j;

@@ -163,6 +163,7 @@ int st_backend_save_pair(const char *op, st_backend *ba, const char *stack_a, st
 int st_backend_recover(st_backend *b, const char *stack, st_store *const *known, size_t nknown,
 		       unsigned flags, st_changes *report, st_error *err)
 {
+	ST_ASSERT_ARG(known || !nknown);
 	st_store *s;
 	st_store_entry *e = NULL;
 	char *prefix = NULL;

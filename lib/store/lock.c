@@ -648,6 +648,7 @@ int st_unlock_stack(st_backend *b, const char *stack, int *removed, st_error *er
 {
 	ST_ASSERT_ARG(b);
 	ST_ASSERT_ARG(stack);
+	ST_ASSERT_ARG(removed);
 	*removed = 0;
 	return b->ops->unlock(b, stack, removed, err);
 }
@@ -784,6 +785,7 @@ int st_lock_release(st_lock *lk, st_error *err)
 int st_unlock_file(const char *path, int *removed, st_error *err)
 {
 	ST_ASSERT_ARG(path);
+	ST_ASSERT_ARG(removed);
 	st_store *s = NULL;
 	char *key = NULL, *lkey;
 	int rc;

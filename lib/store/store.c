@@ -418,6 +418,7 @@ int st_store_read(st_store *s, const char *key, size_t max_size, char **data, si
 	ST_ASSERT_ARG(s);
 	ST_ASSERT_ARG(key);
 	ST_ASSERT_ARG(data);
+	ST_ASSERT_ARG(len);
 	int rc;
 
 	*data = NULL;
