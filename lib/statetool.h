@@ -12,8 +12,12 @@
  *    the call on, even when the call fails.
  *  - The library never prints and never exits, and reads no STATETOOL_* environment variable:
  *    timings and crash tests go through st_set_hooks, the thread choice through st_set_threads
- *    and the options' `threads`. Passing NULL where a handle is required is a programming
- *    error: the library aborts (as assert() does, in every build).
+ *    and the options' `threads`.
+ *  - A pointer argument may be NULL only where its comment says so (`err` always may; the
+ *    _free functions accept NULL). NULL anywhere else (a handle, a name, an output) is a
+ *    programming error: the library aborts, as assert() does but in every build, after one
+ *    line on stderr: "libstatetool: FUNCTION: 'ARGUMENT' must not be NULL". An enum value or
+ *    a flag bit the function does not know is ST_EINVAL naming it, nothing done.
  *  - ABI: the shared library exports exactly the functions declared ST_EXTERN here (built with
  *    hidden visibility; lib/statetool.sym lists them). Every options struct the caller fills
  *    starts with `unsigned version`: initialise it with its ST_*_INIT macro and then set the
@@ -179,7 +183,8 @@ typedef struct st_problems {
 			    * kept for the decoder (NULL when none); freed by st_problems_clear */
 } st_problems;
 
-/* Adds one problem; copies every string. Returns ST_OK or ST_ENOMEM. */
+/* Adds one problem; copies every string. Returns ST_OK or ST_ENOMEM.
+ * `pointer` and `urn` may be NULL. */
 ST_EXTERN int st_problems_add(st_problems *list, st_severity sev, const char *rule,
 			      const char *pointer, const char *urn, const char *fmt,
 			      ...) ST_ATTRS((format(printf, 6, 7)));
@@ -241,21 +246,24 @@ typedef struct st_parse_limits {
  * `problems` list to both: with NULL here nothing is kept, and a key given twice is read
  * last-wins, not as Pulumi reads it), invalid UTF-8 and lone surrogates become U+FFFD. Each
  * leniency is reported as a warning in `problems` when it is not NULL, with its JSON Pointer.
- * Errors carry line, column and offset. `name` names the input in messages (may be NULL). */
+ * Errors carry line, column and offset. `name` names the input in messages (may be NULL).
+ * `limits` and `style_out` may be NULL. */
 ST_EXTERN int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
 			    const st_parse_limits *limits, st_style *style_out,
 			    st_problems *problems, st_error *err);
 
 /* st_json_parse of a file ("-" = standard input), plain, gzip or zstd, at most max_size bytes after
  * decompression (0: the default). A large plain file is mapped and its pages released as the
- * parser passes them, so the file and the tree are not both resident. */
+ * parser passes them, so the file and the tree are not both resident.
+ * `limits`, `style_out` and `problems` may be NULL. */
 ST_EXTERN int st_json_load_file(json_t **out, const char *path, size_t max_size,
 				const st_parse_limits *limits, st_style *style_out,
 				st_problems *problems, st_error *err);
 
 /* Writes `value` (borrowed) exactly as Go's encoding/json would with the given style: keys in
  * the order they are held (callers sort maps), float64 shortest round-trip numbers, Go's string
- * escaping. *out is new (free()), not NUL-terminated beyond len but always followed by a NUL. */
+ * escaping. *out is new (free()), not NUL-terminated beyond len but always followed by a NUL.
+ * `style` and `len` may be NULL. */
 ST_EXTERN int st_json_dump(const json_t *value, const st_style *style, char **out, size_t *len,
 			   st_error *err);
 
@@ -263,7 +271,8 @@ ST_EXTERN int st_json_dump(const json_t *value, const st_style *style, char **ou
  * the caller writes around it (a row of an array streamed one element at a time): its inner
  * lines indented depth + 1 levels, no trailing newline whatever the style says. The bytes are
  * the ones st_json_dump writes for that value in place in the whole document (at depth 0:
- * st_json_dump's bytes without its trailing newline). *out is new (free()), followed by a NUL. */
+ * st_json_dump's bytes without its trailing newline). *out is new (free()), followed by a NUL.
+ * `style` and `len` may be NULL. */
 ST_EXTERN int st_json_dump_at(const json_t *value, const st_style *style, size_t depth,
 			      char **out, size_t *len, st_error *err);
 
@@ -295,7 +304,7 @@ ST_EXTERN int st_schema_new(st_schema **out, st_error *err);
 
 /* Adds a schema document (borrowed: a reference is kept). `uri` is its retrieval URI; NULL
  * means its $id, or a generated one. The first document added is the default for validation.
- * Documents may refer to each other by $ref. */
+ * Documents may refer to each other by $ref. `uri` may be NULL. */
 ST_EXTERN int st_schema_add(st_schema *s, json_t *doc, const char *uri, st_error *err);
 
 /* Compiles every document and resolves every $ref. A keyword statetool does not implement
@@ -306,7 +315,7 @@ ST_EXTERN int st_schema_compile(st_schema *s, st_error *err);
 /* Validates `instance` (borrowed) against the schema at `uri` (NULL = the default document;
  * may carry a fragment). Every violation is appended to `out` (NULL = only count) with rule
  * "<prefix>/<keyword>" and the instance's JSON Pointer. Returns the number of violations (0 =
- * valid), or a negative ST_E* code. */
+ * valid), or a negative ST_E* code. `opts` may be NULL. */
 ST_EXTERN int st_schema_validate(st_schema *s, const char *uri, const json_t *instance,
 				 const st_schema_opts *opts, st_problems *out, st_error *err);
 
@@ -349,7 +358,7 @@ typedef struct st_store_entry {
  * directory must exist; azblob://... and gs://...: nothing is requested yet, the URL and the
  * environment are read, ST_EINVAL for a bad URL, ST_EUNSUPPORTED without usable credentials; postgres://...:
  * connects, and creates Pulumi's table when it is missing, as Pulumi does). *out is new:
- * st_store_free. */
+ * st_store_free. A NULL or empty `url` is ST_EINVAL. */
 ST_EXTERN int st_store_open(st_store **out, const char *url, st_error *err);
 
 /* The store of one plain file: the file store at the file's directory, and the file's key in
@@ -388,7 +397,7 @@ ST_EXTERN int st_store_key_valid(const char *key);
 ST_EXTERN int st_store_read(st_store *s, const char *key, size_t max_size, char **data, size_t *len,
 			    st_store_info *info, st_error *err);
 
-/* The info of one object; ST_ENOTFOUND when there is none. */
+/* The info of one object; ST_ENOTFOUND when there is none. `info` may be NULL. */
 ST_EXTERN int st_store_stat(st_store *s, const char *key, st_store_info *info, st_error *err);
 
 /* Flags of a write. */
@@ -437,7 +446,7 @@ ST_EXTERN int st_store_write(st_store *s, const char *key, const void *data, siz
 			     const st_store_write_opts *opts, st_error *err);
 
 /* The same with the content streamed by `fill` (no whole copy in memory where the store allows
- * it). */
+ * it). `ctx` and `opts` may be NULL. */
 ST_EXTERN int st_store_write_fill(st_store *s, const char *key, st_store_fill_fn fill, void *ctx,
 				  const st_store_write_opts *opts, st_error *err);
 
@@ -446,7 +455,8 @@ ST_EXTERN int st_store_write_fill(st_store *s, const char *key, st_store_fill_fn
 			       * there, and each deeper level once as a key ending in '/' */
 
 /* Lists the objects whose key starts with `prefix` ("" for all), sorted by key (bytewise).
- * *out is new: st_store_entries_free. A prefix with no objects gives an empty list. */
+ * *out is new: st_store_entries_free. A prefix with no objects gives an empty list.
+ * `prefix` may be NULL. */
 ST_EXTERN int st_store_list(st_store *s, const char *prefix, unsigned flags, st_store_entry **out,
 			    size_t *count, st_error *err);
 
@@ -501,7 +511,8 @@ typedef enum st_compression {
 
 /* Reads a whole file ("-" is standard input) and decompresses it when it is gzip or zstd
  * (detected by their magic bytes, 1f 8b and 28 b5 2f fd). `max_size` bounds the inflated size
- * (0 means ST_DEFAULT_MAX_FILE). *out is new (free()), followed by a NUL. */
+ * (0 means ST_DEFAULT_MAX_FILE). *out is new (free()), followed by a NUL.
+ * `compression` may be NULL. */
 ST_EXTERN int st_file_read(const char *path, size_t max_size, char **out, size_t *len,
 			   st_compression *compression, st_error *err);
 
@@ -509,7 +520,8 @@ ST_EXTERN int st_file_read(const char *path, size_t max_size, char **out, size_t
 
 /* Decompresses data[0..len) (borrowed) when its magic bytes say gzip or zstd, at most max_size
  * bytes (0: ST_DEFAULT_MAX_FILE); plain data is copied. `name` names it in messages. *out is
- * new (free()), followed by a NUL; *compression (may be NULL) tells what it was. */
+ * new (free()), followed by a NUL; *compression (may be NULL) tells what it was.
+ * `name` may be NULL. */
 ST_EXTERN int st_file_decompress(const void *data, size_t len, size_t max_size, const char *name,
 				 char **out, size_t *outlen, st_compression *compression,
 				 st_error *err);
@@ -531,7 +543,8 @@ typedef struct st_write_opts {
 
 /* Replaces `path` with data[0..len) atomically: a temporary file in the same directory, fsync,
  * the old file kept as <path>.bak (when asked), rename, fsync of the directory. A crash leaves
- * either the old or the new file, never a torn one. Refuses to write through a symbolic link. */
+ * either the old or the new file, never a torn one. Refuses to write through a symbolic link.
+ * `opts` may be NULL. */
 ST_EXTERN int st_file_write_atomic(const char *path, const void *data, size_t len,
 				   const st_write_opts *opts, st_error *err);
 
@@ -585,12 +598,14 @@ typedef struct st_load_opts {
  * version Pulumi reads (0 to 4). Unknown versions and features are refused: ST_EVERSION or
  * ST_EFEATURE with Pulumi's wording. Data after the document is read as Pulumi reads the
  * envelope: in an export ignored with a warning json/trailing-data (`pulumi stack import`
- * reads the first JSON value), in a checkpoint an error (json.Unmarshal). *out is new. */
+ * reads the first JSON value), in a checkpoint an error (json.Unmarshal). *out is new.
+ * `opts` may be NULL. */
 ST_EXTERN int st_state_load_file(st_state **out, const char *path, const st_load_opts *opts,
 				 st_error *err);
 
 /* The same from a buffer (borrowed; it may be freed after the call). `name` is for messages.
- * Data after the document is an error (a buffer is read as a backend's object is). */
+ * Data after the document is an error (a buffer is read as a backend's object is).
+ * `name` and `opts` may be NULL. */
 ST_EXTERN int st_state_load_buffer(st_state **out, const void *buf, size_t len, const char *name,
 				   const st_load_opts *opts, st_error *err);
 
@@ -603,7 +618,7 @@ ST_EXTERN int st_state_load_buffer(st_state **out, const void *buf, size_t len, 
  * decoder refuses fails with ST_EFORMAT, Go's message and pointer; a checkpoint read with
  * ST_PARSE_FIRST_VALUE that had data after it fails with ST_EPARSE, json.Unmarshal's error). On failure `problems`
  * holds what the reader and the decoder found (rules decode/...), for the caller to report.
- * *out is new. */
+ * *out is new. `name` may be NULL. */
 ST_EXTERN int st_state_from_json(st_state **out, json_t *root, const st_style *style,
 				 st_problems *problems, const char *name, st_error *err);
 
@@ -651,7 +666,7 @@ ST_EXTERN int st_state_set_envelope(st_state *state, st_envelope envelope, const
  * (Pulumi's own for files Pulumi wrote; fields statetool adds at Pulumi's position), Go maps
  * (property maps, config, propertyDependencies, ...) with sorted keys. *out is new (free()).
  * A state loaded lazily from a file that another program has since rewritten in place (its
- * size or modification time changed): ST_ECONFLICT, nothing made. */
+ * size or modification time changed): ST_ECONFLICT, nothing made. `len` may be NULL. */
 ST_EXTERN int st_state_dump(const st_state *state, const st_style *style, char **out, size_t *len,
 			    st_error *err);
 
@@ -663,7 +678,7 @@ ST_EXTERN void st_state_canonicalize(st_state *state);
  * file, the state's compression and the file's mode kept. Recomputes the manifest magic.
  * A state loaded lazily from a file that another program has rewritten in place since (its
  * size or modification time changed, checked before the write and after its last byte):
- * ST_ECONFLICT, nothing written. */
+ * ST_ECONFLICT, nothing written. `opts` may be NULL. */
 ST_EXTERN int st_state_save(st_state *state, const char *path, const st_write_opts *opts,
 			    st_error *err);
 
@@ -692,7 +707,8 @@ ST_EXTERN int st_schema_builtin(st_schema **out, st_error *err);
 
 /* Validates a state: what the reader noticed (duplicate keys, invalid UTF-8), the schemas, then
  * every integrity rule. Every problem is appended to `out` with its severity, rule, message,
- * JSON Pointer and URN. Returns ST_OK when validation ran (whatever it found). */
+ * JSON Pointer and URN. Returns ST_OK when validation ran (whatever it found).
+ * `opts` may be NULL. */
 ST_EXTERN int st_validate(st_state *state, const st_validate_opts *opts, st_problems *out,
 			  st_error *err);
 
@@ -720,7 +736,8 @@ ST_EXTERN st_doc_kind st_doc_kind_of(const json_t *doc);
  * another stack; Pulumi goes by the place and rewrites it), place/urn-mismatch (warning, one
  * for all: URNs naming another stack or project than the place; without ST_PLACE_ALL only
  * when the checkpoint does not name the place, since the integrity check's urn/stack-mismatch
- * compares them with the checkpoint). ST_OK when the check ran (whatever it found). */
+ * compares them with the checkpoint). ST_OK when the check ran (whatever it found).
+ * `place` may be NULL. */
 ST_EXTERN int st_check_place(st_state *state, const char *place, unsigned flags,
 			     st_problems *out, st_error *err);
 
@@ -764,7 +781,7 @@ typedef struct st_changes {
 	size_t capacity;
 } st_changes;
 
-/* Appends one line; a NULL list ignores it. */
+/* Appends one line; a NULL list ignores it. `c` may be NULL. */
 ST_EXTERN int st_changes_add(st_changes *c, const char *fmt, ...) ST_ATTRS((format(printf, 2, 3)));
 ST_EXTERN void st_changes_clear(st_changes *c);
 
@@ -782,7 +799,8 @@ ST_EXTERN int st_state_apply_features(st_state *state);
 /* Sets manifest.magic to the SHA-256 of manifest.version (Pulumi's NewMagic). */
 ST_EXTERN void st_state_fix_magic(st_state *state);
 
-/* The SHA-256 magic of a manifest version string, into buf (65 bytes). "" for "". */
+/* The SHA-256 magic of a manifest version string, into buf (65 bytes). "" for "".
+ * A NULL or empty `version` gives an empty magic. */
 ST_EXTERN void st_magic_for_version(const char *version, char buf[65]);
 
 /* ---------------------------------------------------------------------------------------------
@@ -876,8 +894,6 @@ ST_EXTERN int st_edit_set_flag(st_edit *e, const st_handle *targets, size_t n, c
  * "snapshot has cyclic dependencies". */
 ST_EXTERN int st_edit_repair(st_edit *e, st_error *err);
 
-/* Removes pending operations: all of them (urns NULL), or those on the given URNs
- * (borrowed). */
 /* Turns pending `creating` operations into resources, given each one's physical ID: urns[i]
  * (an exact URN) gets ids[i] (both borrowed), as `pulumi refresh --import-pending-creates URN
  * ID` does before its refresh reads the resource; the resource keeps what the operation
@@ -889,11 +905,14 @@ ST_EXTERN int st_edit_repair(st_edit *e, st_error *err);
 ST_EXTERN int st_edit_pending_import(st_edit *e, const char *const *urns, const char *const *ids,
 				     size_t n, st_error *err);
 
+/* Removes pending operations: all of them (urns NULL, n 0), or those on the n given URNs
+ * (borrowed). *removed (may be NULL) is how many were removed. */
 ST_EXTERN int st_edit_pending_clear(st_edit *e, const char *const *urns, size_t n, size_t *removed,
 				    st_error *err);
 
 /* Repoints every resource whose provider reference is `from` to the provider reference `to`
- * (both borrowed), which must name an existing provider of the same package. */
+ * (both borrowed), which must name an existing provider of the same package.
+ * `changed` may be NULL. */
 ST_EXTERN int st_edit_replace_provider(st_edit *e, const char *from, const char *to,
 				       size_t *changed, st_error *err);
 
@@ -910,14 +929,15 @@ ST_EXTERN int st_edit_commit(st_edit *e, st_diff *diff, st_problems *problems, s
  * session changed something (or `always`), the integrity check running on another thread while
  * the new file is written: the new file replaces the old only when the check passes. The result
  * is that of the two calls: on ST_EINTEGRITY nothing is written and the session is rolled back.
- * *written (may be NULL) tells whether the file was replaced. */
+ * *written (may be NULL) tells whether the file was replaced.
+ * `opts`, `diff` and `problems` may be NULL. */
 ST_EXTERN int st_edit_commit_save(st_edit *e, const char *path, const st_write_opts *opts,
 				  int always, st_diff *diff, st_problems *problems, int *written,
 				  st_error *err);
 
 /* st_edit_commit_save into a stack of a backend (st_backend_save: its .bak, its compression
  * rules), the check running while the new state is written; the new state becomes visible only
- * when the check passes. */
+ * when the check passes. `diff`, `problems` and `written` may be NULL. */
 ST_EXTERN int st_edit_commit_save_stack(st_edit *e, st_backend *b, const char *stack, int always,
 					st_diff *diff, st_problems *problems, int *written,
 					st_error *err);
@@ -932,7 +952,7 @@ typedef int (*st_pair_write_fn)(void *ctx, st_state *a, st_state *b, st_error *e
  * magic of both manifests is recomputed and write(ctx, a's state, b's state) writes both. If
  * either check or the write fails, both sessions are rolled back (nothing is written, or the
  * write's own protocol left the files as they were). diff_a, diff_b and problems (the failing
- * side's new errors) may be NULL. */
+ * side's new errors) may be NULL. `write` and `ctx` may be NULL. */
 ST_EXTERN int st_edit_commit_pair(st_edit *a, st_edit *b, st_pair_write_fn write, void *ctx,
 				  st_diff *diff_a, st_diff *diff_b, st_problems *problems,
 				  st_error *err);
@@ -1025,14 +1045,15 @@ ST_EXTERN int st_secrets_decrypt(st_secrets *s, const char *ciphertext, char **p
 				 size_t *len, st_error *err);
 
 /* Counts the secrets of a state (resources and pending operations): those held as ciphertext
- * and those held as plaintext. */
+ * and those held as plaintext. `ciphertexts` and `plaintexts` may be NULL. */
 ST_EXTERN void st_secrets_count(st_state *state, size_t *ciphertexts, size_t *plaintexts);
 
 /* Wipes and frees a plaintext. Accepts NULL. */
 ST_EXTERN void st_secret_free(char *plaintext, size_t len);
 
 /* Decrypts every secret of the state without changing it; each failure is appended to `out`
- * (rule "secrets/decrypt", the URN and the JSON Pointer of the value). *count = secrets seen. */
+ * (rule "secrets/decrypt", the URN and the JSON Pointer of the value). *count = secrets seen.
+ * `count` may be NULL. */
 ST_EXTERN int st_secrets_verify(st_state *state, st_secrets *s, st_problems *out, size_t *count,
 				st_error *err);
 
@@ -1041,11 +1062,11 @@ ST_EXTERN int st_secrets_verify(st_state *state, st_secrets *s, st_problems *out
  * so changed must not be saved. */
 ST_EXTERN int st_secrets_reveal(st_state *state, st_secrets *s, st_error *err);
 
-/* In an edit session: turns `plaintext` secrets into ciphertext under `s`. */
+/* In an edit session: turns `plaintext` secrets into ciphertext under `s`. `count` may be NULL. */
 ST_EXTERN int st_edit_secrets_encrypt(st_edit *e, st_secrets *s, size_t *count, st_error *err);
 
 /* In an edit session: re-encrypts every secret (ciphertexts under `from`, plaintexts too)
- * under `to`, and makes `to` the deployment's secrets provider. */
+ * under `to`, and makes `to` the deployment's secrets provider. `count` may be NULL. */
 ST_EXTERN int st_edit_secrets_rekey(st_edit *e, st_secrets *from, st_secrets *to, size_t *count,
 				    st_error *err);
 
@@ -1059,7 +1080,7 @@ ST_EXTERN int st_edit_secrets_rekey(st_edit *e, st_secrets *from, st_secrets *to
  * `encryptionsalt` when it has one (st_config_scan). A secure value that does not decrypt, or
  * that cannot be rewritten in place (an alias, a block scalar, an anchored or tagged value), is
  * an error naming its config key, with err->line and err->column, and nothing is written.
- * Written atomically with a .bak. */
+ * Written atomically with a .bak. `count` may be NULL. */
 ST_EXTERN int st_config_rekey(const char *path, st_secrets *from, st_secrets *to, size_t *count,
 			      st_error *err);
 
@@ -1077,7 +1098,7 @@ ST_EXTERN int st_config_scan(const char *text, size_t len, const char *name, cha
 /* st_config_rekey on a configuration's text[0..len) (borrowed), writing nothing: *out_text
  * (new, NUL-terminated, *out_len bytes; free()) is the text st_config_rekey would write, so a
  * caller can check every secure value before it changes anything else. `name` (may be NULL)
- * is the file named in errors. */
+ * is the file named in errors. `out_len` and `count` may be NULL. */
 ST_EXTERN int st_config_rekey_text(const char *text, size_t len, const char *name,
 				   st_secrets *from, st_secrets *to, char **out_text,
 				   size_t *out_len, size_t *count, st_error *err);
@@ -1113,7 +1134,8 @@ ST_EXTERN int st_state_get(st_state *state, const char *ref, size_t *index,
  * references in Pulumi's forms), without colours. With ST_TEXT_SHOW_SECRETS, secrets are
  * shown: plaintexts as they are, ciphertexts decrypted with `secrets` (borrowed; NULL: a
  * ciphertext is ST_EPASSPHRASE). *out is new (free()), NUL-terminated; *len (may be NULL) its
- * length. Plaintext secrets end up in *out only with ST_TEXT_SHOW_SECRETS. */
+ * length. Plaintext secrets end up in *out only with ST_TEXT_SHOW_SECRETS.
+ * `secrets` may be NULL. */
 ST_EXTERN int st_resource_text(const json_t *resource, unsigned flags, st_secrets *secrets,
 			       char **out, size_t *len, st_error *err);
 
@@ -1126,7 +1148,7 @@ ST_EXTERN int st_resource_text(const json_t *resource, unsigned flags, st_secret
  * (an unknown one as Pulumi's computed placeholder), resource references with their
  * packageVersion, bytes that are not UTF-8 as "b\"BASE64\"". *out is new (json_decref). Print
  * it indented by two spaces without HTML escaping, as Pulumi does. Plaintext secrets end up in
- * *out only with ST_TEXT_SHOW_SECRETS. */
+ * *out only with ST_TEXT_SHOW_SECRETS. `secrets` may be NULL. */
 ST_EXTERN int st_resource_json(const json_t *resource, unsigned flags, st_secrets *secrets,
 			       json_t **out, st_error *err);
 
@@ -1191,7 +1213,8 @@ ST_EXTERN void st_move_report_clear(st_move_report *r);
 /* The stack and project a state belongs to: `override` ("PROJECT/STACK") if given, else the
  * checkpoint's `stack` (organization/PROJECT/STACK), else `path` when it lies in a DIY backend
  * (.pulumi/stacks/PROJECT/STACK.json), else the root stack resource's URN, else any URN.
- * *stack and *project are new; ST_ENOTFOUND when nothing names them. */
+ * *stack and *project are new; ST_ENOTFOUND when nothing names them.
+ * `override` and `path` may be NULL. */
 ST_EXTERN int st_stack_names(const st_state *state, const char *override, const char *path,
 			     char **stack, char **project, st_error *err);
 
@@ -1275,7 +1298,8 @@ ST_EXTERN int st_backend_save_pair(const char *op, st_backend *ba, const char *s
  * found by one listing, then a stack rename's marker: st_backend_rename_stack_ex); with
  * ST_JOURNAL_CLEAN_STAGED, staged objects no journal names are removed afterwards; with
  * ST_JOURNAL_CHECK_HERE, only each journal's side of this stack is checked (a stack rename's
- * marker: every lock of the stack counts), nothing written. `known`, `report`: as st_journal_recover_key. ST_OK when nothing was pending. */
+ * marker: every lock of the stack counts), nothing written. `known`, `report`: as st_journal_recover_key. ST_OK when nothing was pending.
+ * `report` may be NULL. */
 ST_EXTERN int st_backend_recover(st_backend *b, const char *stack, st_store *const *known,
 				 size_t nknown, unsigned flags, st_changes *report,
 				 st_error *err);
@@ -1306,7 +1330,8 @@ ST_EXTERN int st_state_save_pair(const char *op, st_state *a, const char *path_a
  * `other` is not NULL, *other receives where the other side is (new): its path, or URL/key. */
 ST_EXTERN int st_journal_pending(const char *path, char **other);
 
-/* st_journal_recover_key for the file `path` (the file store of its directory). */
+/* st_journal_recover_key for the file `path` (the file store of its directory).
+ * `report` may be NULL. */
 ST_EXTERN int st_journal_recover(const char *path, st_changes *report, st_error *err);
 
 /* ---------------------------------------------------------------------------------------------
@@ -1362,7 +1387,7 @@ ST_EXTERN void st_import_report_clear(st_import_report *r);
  * providerInputs), with Pulumi's messages and JSON Pointers; every error in one run. URNs are
  * built for `stack` and `project` (NULL: placeholders, which change no verdict). Problems are
  * appended to `out`; the result is ST_OK even when there are problems. Keys given twice: as
- * st_validate_import_file (pass the list st_json_parse filled for `doc`). */
+ * st_validate_import_file (pass the list st_json_parse filled for `doc`). `schema` may be NULL. */
 ST_EXTERN int st_import_check(json_t *doc, const char *stack, const char *project,
 			      st_schema *schema, st_problems *out, st_error *err);
 
@@ -1385,13 +1410,13 @@ ST_EXTERN int st_import_check(json_t *doc, const char *stack, const char *projec
  * --import-file` writes) is one too. `report` is filled (its previous content is not freed); on any
  * error the session is as it was. Keys given twice in the file decode as Go decodes them when
  * `problems` is the list st_json_parse filled for `doc` (as st_validate_import_file; `doc` is
- * changed to what Go decodes); else last-wins. */
+ * changed to what Go decodes); else last-wins. `opts` may be NULL. */
 ST_EXTERN int st_edit_import(st_edit *e, json_t *doc, const st_import_opts *opts,
 			     st_import_report *report, st_problems *problems, st_error *err);
 
 /* One-shot: st_edit_import in a session of its own, committed (a valid state stays valid).
  * `dst_path` (may be NULL) names the stack when nothing else does (a DIY backend's path). On
- * any error `dst` is as it was, a migration undone too. */
+ * any error `dst` is as it was, a migration undone too. `opts` and `problems` may be NULL. */
 ST_EXTERN int st_import(st_state *dst, const char *dst_path, json_t *doc,
 			const st_import_opts *opts, st_import_report *report, st_problems *problems,
 			st_error *err);
@@ -1448,7 +1473,7 @@ typedef void (*st_index_progress_fn)(void *ctx, size_t done, size_t total, size_
 /* Indexes every stack of a backend, incrementally: a stack whose file has the same size and
  * mtime (or, when those differ, the same SHA-256) is not parsed again; stacks gone from the
  * backend are dropped. A stack that cannot be read is reported in `failures` (may be NULL) and
- * its rows are dropped. */
+ * its rows are dropped. `progress`, `pctx` and `stats` may be NULL. */
 ST_EXTERN int st_index_update_backend(st_index *ix, st_backend *b, st_index_progress_fn progress,
 				      void *pctx, st_index_stats *stats, st_problems *failures,
 				      st_error *err);
@@ -1457,7 +1482,7 @@ ST_EXTERN int st_index_update_backend(st_index *ix, st_backend *b, st_index_prog
  * object's size, time and tag, then its SHA-256), so it costs one stat when the stack did not
  * change; a stack the backend no longer has is dropped from the index. What statetool runs
  * after its own changes to a stack whose backend has an index. A stack that cannot be read is
- * reported in `failures` (may be NULL). */
+ * reported in `failures` (may be NULL). `stats` may be NULL. */
 ST_EXTERN int st_index_update_stack(st_index *ix, st_backend *b, const char *qname,
 				    st_index_stats *stats, st_problems *failures, st_error *err);
 
@@ -1477,7 +1502,7 @@ ST_EXTERN int st_index_stale(st_index *ix, st_backend *b, st_index_stale_stack *
 ST_EXTERN void st_index_stale_free(st_index_stale_stack *s, size_t count);
 
 /* The same for plain files (each named by its path). `prune` drops files indexed before that
- * are not in the list. */
+ * are not in the list. `progress`, `pctx`, `stats` and `failures` may be NULL. */
 ST_EXTERN int st_index_update_files(st_index *ix, const char *const *paths, size_t n, int prune,
 				    st_index_progress_fn progress, void *pctx,
 				    st_index_stats *stats, st_problems *failures, st_error *err);
@@ -1548,7 +1573,8 @@ typedef struct st_urn {
 	size_t name_len;
 } st_urn;
 
-/* Parses urn:pulumi:<stack>::<project>::<qualifiedType>::<name>. Returns 0 or ST_EINVAL. */
+/* Parses urn:pulumi:<stack>::<project>::<qualifiedType>::<name>. Returns 0 or ST_EINVAL.
+ * A NULL `urn` is ST_EINVAL. */
 ST_EXTERN int st_urn_parse(const char *urn, st_urn *out);
 ST_EXTERN int st_urn_valid(const char *urn);
 
@@ -1642,26 +1668,26 @@ ST_EXTERN void st_stack_infos_free(st_stack_info *infos, size_t count);
 
 /* Resolves "project/stack", "organization/project/stack" or "stack" (legacy layout, or the one
  * project holding that stack) to the canonical name (organization/project/stack, or stack).
- * *exists tells whether it has a state. *qname is new. */
+ * *exists tells whether it has a state. *qname is new. `exists` may be NULL. */
 ST_EXTERN int st_backend_resolve(st_backend *b, const char *stack, char **qname, int *exists,
 				 st_error *err);
 
 /* The same, and from the same listing (one request on an object store) the stack's object as
  * st_backend_stack_key gives it: *key (new) the key in st_backend_store, or where a plain one
  * would be written (*exists 0); NULL for a backend that is not DIY. Pass it to st_backend_load
- * as st_load_opts.key to load without listing again. */
+ * as st_load_opts.key to load without listing again. `exists` may be NULL. */
 ST_EXTERN int st_backend_resolve_key(st_backend *b, const char *stack, char **qname, char **key,
 				     int *exists, st_error *err);
 
 /* Loads a stack's state. ST_ENOTFOUND when it has none. The state remembers its compression;
- * st_state_path is its local file, or URL/key. *out is new. */
+ * st_state_path is its local file, or URL/key. *out is new. `opts` may be NULL. */
 ST_EXTERN int st_backend_load(st_backend *b, const char *stack, const st_load_opts *opts,
 			      st_state **out, st_error *err);
 
 /* The document of a stack's object as st_json_parse reads it (decompressed; `style` and
  * `problems` as st_json_parse fills them), for a caller that reports on what cannot even be
  * loaded as a state (validate). *where (may be NULL; new) names the object. ST_EUNSUPPORTED
- * for a backend that is not DIY. *out is new. */
+ * for a backend that is not DIY. *out is new. `style` and `problems` may be NULL. */
 ST_EXTERN int st_backend_load_json(st_backend *b, const char *stack, size_t max_size,
 				   json_t **out, st_style *style, st_problems *problems,
 				   char **where, st_error *err);
@@ -1689,7 +1715,7 @@ ST_EXTERN int st_backend_save(st_backend *b, const char *stack, st_state *state,
 
 /* For a DIY backend: the key of a stack's object in st_backend_store (new), chosen as
  * st_backend_list chooses it; when the stack has none yet, *key is where a plain one would be
- * written and *exists is 0. ST_EUNSUPPORTED for other kinds. */
+ * written and *exists is 0. ST_EUNSUPPORTED for other kinds. `key` and `exists` may be NULL. */
 ST_EXTERN int st_backend_stack_key(st_backend *b, const char *stack, char **key, int *exists,
 				   st_error *err);
 
@@ -1710,7 +1736,7 @@ ST_EXTERN int st_backend_stack_target(st_backend *b, const char *stack, st_state
 
 /* For a DIY backend on a local directory: the file of a stack (new), as st_backend_resolve
  * resolves it; when the stack has no file yet, *path is where it would be written and *exists
- * is 0. ST_EUNSUPPORTED for other backends. */
+ * is 0. ST_EUNSUPPORTED for other backends. `path` and `exists` may be NULL. */
 ST_EXTERN int st_backend_stack_path(st_backend *b, const char *stack, char **path, int *exists,
 				    st_error *err);
 
@@ -1765,7 +1791,8 @@ ST_EXTERN int st_backend_generations(st_backend *b, const char *stack, st_genera
 ST_EXTERN void st_generations_free(st_generation *gens, size_t count);
 
 /* Loads the generation `id` (borrowed; an id of st_backend_generations) of a stack. The state
- * keeps the generation's compression. ST_ENOTFOUND when there is none. *out is new. */
+ * keeps the generation's compression. ST_ENOTFOUND when there is none. *out is new.
+ * `opts` may be NULL. */
 ST_EXTERN int st_backend_generation_load(st_backend *b, const char *stack, const char *id,
 					 const st_load_opts *opts, st_state **out,
 					 st_error *err);
@@ -1918,7 +1945,7 @@ typedef struct st_doctor_opts {
  * staged objects of interrupted statetool operations), a physical ID held by resources of
  * two stacks (providers, external reads and pending deletes excluded), an index that is out of
  * date, a directory backend's temporary files (of writes) untouched for over an hour. ST_OK
- * when the look ran, whatever it found; ST_EUNSUPPORTED for another kind. */
+ * when the look ran, whatever it found; ST_EUNSUPPORTED for another kind. `opts` may be NULL. */
 ST_EXTERN int st_backend_doctor(st_backend *b, const st_doctor_opts *opts, st_doctor_report *out,
 				st_error *err);
 
@@ -1937,7 +1964,7 @@ ST_EXTERN void st_doctor_report_free(st_doctor_report *r);
  * resource references, output values and plaintext secrets (their JSON written again as Go's
  * json.Marshal writes it, when something in it changed); the root stack resource's name
  * becomes <project>-<stack>; the checkpoint's `stack` the new full name. Strings borrowed.
- * *count (may be NULL): how many URNs changed. */
+ * *count (may be NULL): how many URNs changed. `new_stack` may be NULL. */
 ST_EXTERN int st_state_rename_stack(st_state *state, const char *new_stack,
 				    const char *new_project, const char *old_stack,
 				    const char *old_project, size_t *count, st_error *err);
@@ -1968,7 +1995,8 @@ ST_EXTERN int st_backend_rename_stack(st_backend *b, const char *from, const cha
  * the new stack was written since, ST_ECONFLICT ("... no longer holds what the rename made of
  * ...", both stacks described) unless `flags` chooses (ST_RENAME_KEEP_OLD or _NEW: then the
  * rename completes keeping that state, the other one kept as its .bak). Notes of what was
- * ended go to `report` (may be NULL). Completing this very rename is success. */
+ * ended go to `report` (may be NULL). Completing this very rename is success.
+ * `new_qname` may be NULL. */
 ST_EXTERN int st_backend_rename_stack_ex(st_backend *b, const char *from, const char *to,
 					 unsigned flags, char **new_qname, st_changes *report,
 					 st_error *err);

@@ -153,202 +153,210 @@ static void na151(void) { (void)st_secrets_provider_json(NULL); }
 static void na152(void) { (void)st_secrets_encryptionsalt(NULL); }
 static void na153(void) { (void)st_secrets_encrypt(NULL, NA(const char *), (size_t)1, NA(char **), NULL); }
 static void na154(void) { (void)st_secrets_encrypt(NA(st_secrets *), NULL, (size_t)1, NA(char **), NULL); }
-static void na155(void) { (void)st_secrets_decrypt(NULL, NA(const char *), NA(char **), NA(size_t *), NULL); }
-static void na156(void) { (void)st_secrets_decrypt(NA(st_secrets *), NULL, NA(char **), NA(size_t *), NULL); }
-static void na157(void) { (void)st_secrets_decrypt(NA(st_secrets *), NA(const char *), NULL, NA(size_t *), NULL); }
-static void na158(void) { (void)st_secrets_decrypt(NA(st_secrets *), NA(const char *), NA(char **), NULL, NULL); }
-static void na159(void) { (void)st_secrets_count(NULL, NA(size_t *), NA(size_t *)); }
-static void na160(void) { (void)st_secrets_verify(NULL, NA(st_secrets *), NA(st_problems *), NA(size_t *), NULL); }
-static void na161(void) { (void)st_secrets_verify(NA(st_state *), NULL, NA(st_problems *), NA(size_t *), NULL); }
-static void na162(void) { (void)st_secrets_verify(NA(st_state *), NA(st_secrets *), NULL, NA(size_t *), NULL); }
-static void na163(void) { (void)st_secrets_reveal(NULL, NA(st_secrets *), NULL); }
-static void na164(void) { (void)st_secrets_reveal(NA(st_state *), NULL, NULL); }
-static void na165(void) { (void)st_edit_secrets_encrypt(NULL, NA(st_secrets *), NA(size_t *), NULL); }
-static void na166(void) { (void)st_edit_secrets_encrypt(NA(st_edit *), NULL, NA(size_t *), NULL); }
-static void na167(void) { (void)st_edit_secrets_rekey(NULL, NA(st_secrets *), NA(st_secrets *), NA(size_t *), NULL); }
-static void na168(void) { (void)st_edit_secrets_rekey(NA(st_edit *), NULL, NA(st_secrets *), NA(size_t *), NULL); }
-static void na169(void) { (void)st_edit_secrets_rekey(NA(st_edit *), NA(st_secrets *), NULL, NA(size_t *), NULL); }
-static void na170(void) { (void)st_config_rekey(NULL, NA(st_secrets *), NA(st_secrets *), NA(size_t *), NULL); }
-static void na171(void) { (void)st_config_rekey(NA(const char *), NULL, NA(st_secrets *), NA(size_t *), NULL); }
-static void na172(void) { (void)st_config_rekey(NA(const char *), NA(st_secrets *), NULL, NA(size_t *), NULL); }
-static void na173(void) { (void)st_config_scan(NULL, (size_t)1, NA(const char *), NA(char **), NA(unsigned *), NULL); }
-static void na174(void) { (void)st_config_scan(NA(const char *), (size_t)1, NA(const char *), NULL, NA(unsigned *), NULL); }
-static void na175(void) { (void)st_config_rekey_text(NULL, (size_t)1, NA(const char *), NA(st_secrets *), NA(st_secrets *), NA(char **), NA(size_t *), NA(size_t *), NULL); }
-static void na176(void) { (void)st_config_rekey_text(NA(const char *), (size_t)1, NA(const char *), NULL, NA(st_secrets *), NA(char **), NA(size_t *), NA(size_t *), NULL); }
-static void na177(void) { (void)st_config_rekey_text(NA(const char *), (size_t)1, NA(const char *), NA(st_secrets *), NULL, NA(char **), NA(size_t *), NA(size_t *), NULL); }
-static void na178(void) { (void)st_config_rekey_text(NA(const char *), (size_t)1, NA(const char *), NA(st_secrets *), NA(st_secrets *), NULL, NA(size_t *), NA(size_t *), NULL); }
-static void na179(void) { (void)st_state_autonames(NULL, NA(json_t **), NULL); }
-static void na180(void) { (void)st_state_autonames(NA(st_state *), NULL, NULL); }
-static void na181(void) { (void)st_state_get(NULL, NA(const char *), NA(size_t *), NA(st_changes *), NULL); }
-static void na182(void) { (void)st_state_get(NA(st_state *), NULL, NA(size_t *), NA(st_changes *), NULL); }
-static void na183(void) { (void)st_state_get(NA(st_state *), NA(const char *), NULL, NA(st_changes *), NULL); }
-static void na184(void) { (void)st_resource_text(NULL, (unsigned)1, NA(st_secrets *), NA(char **), NA(size_t *), NULL); }
-static void na185(void) { (void)st_resource_text(NA(const json_t *), (unsigned)1, NA(st_secrets *), NULL, NA(size_t *), NULL); }
-static void na186(void) { (void)st_resource_json(NULL, (unsigned)1, NA(st_secrets *), NA(json_t **), NULL); }
-static void na187(void) { (void)st_resource_json(NA(const json_t *), (unsigned)1, NA(st_secrets *), NULL, NULL); }
-static void na188(void) { (void)st_state_compare(NULL, NA(st_state *), NA(json_t **), NULL); }
-static void na189(void) { (void)st_state_compare(NA(st_state *), NULL, NA(json_t **), NULL); }
-static void na190(void) { (void)st_state_compare(NA(st_state *), NA(st_state *), NULL, NULL); }
-static void na191(void) { (void)st_compare_text(NULL, NA(char **), NA(size_t *), NULL); }
-static void na192(void) { (void)st_compare_text(NA(const json_t *), NULL, NA(size_t *), NULL); }
-static void na193(void) { (void)st_stack_names(NULL, NA(const char *), NA(const char *), NA(char **), NA(char **), NULL); }
-static void na194(void) { (void)st_stack_names(NA(const st_state *), NA(const char *), NA(const char *), NULL, NA(char **), NULL); }
-static void na195(void) { (void)st_stack_names(NA(const st_state *), NA(const char *), NA(const char *), NA(char **), NULL, NULL); }
-static void na196(void) { (void)st_edit_move(NULL, NA(st_edit *), NA(const st_move_opts *), NA(st_move_report *), NULL); }
-static void na197(void) { (void)st_edit_move(NA(st_edit *), NULL, NA(const st_move_opts *), NA(st_move_report *), NULL); }
-static void na198(void) { (void)st_edit_move(NA(st_edit *), NA(st_edit *), NULL, NA(st_move_report *), NULL); }
-static void na199(void) { (void)st_edit_move(NA(st_edit *), NA(st_edit *), NA(const st_move_opts *), NULL, NULL); }
-static void na200(void) { (void)st_move(NULL, NA(const char *), NA(st_state *), NA(const char *), NA(const st_move_opts *), NA(st_move_report *), NULL); }
-static void na201(void) { (void)st_move(NA(st_state *), NA(const char *), NULL, NA(const char *), NA(const st_move_opts *), NA(st_move_report *), NULL); }
-static void na202(void) { (void)st_move(NA(st_state *), NA(const char *), NA(st_state *), NA(const char *), NULL, NA(st_move_report *), NULL); }
-static void na203(void) { (void)st_move(NA(st_state *), NA(const char *), NA(st_state *), NA(const char *), NA(const st_move_opts *), NULL, NULL); }
-static void na204(void) { (void)st_journal_save(NULL, NA(const st_pair_side *), NA(const st_pair_side *), NULL); }
-static void na205(void) { (void)st_journal_save(NA(const char *), NULL, NA(const st_pair_side *), NULL); }
-static void na206(void) { (void)st_journal_save(NA(const char *), NA(const st_pair_side *), NULL, NULL); }
-static void na207(void) { (void)st_journal_pending_key(NULL, NA(const char *)); }
-static void na208(void) { (void)st_journal_pending_key(NA(st_store *), NULL); }
-static void na209(void) { (void)st_journal_recover_key(NULL, NA(const char *), NA(st_store *const *), (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
-static void na210(void) { (void)st_journal_recover_key(NA(st_store *), NULL, NA(st_store *const *), (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
-static void na211(void) { (void)st_journal_recover_key(NA(st_store *), NA(const char *), NULL, (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
-static void na212(void) { (void)st_backend_save_pair(NULL, NA(st_backend *), NA(const char *), NA(st_state *), NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
-static void na213(void) { (void)st_backend_save_pair(NA(const char *), NULL, NA(const char *), NA(st_state *), NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
-static void na214(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NULL, NA(st_state *), NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
-static void na215(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NULL, NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
-static void na216(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NA(st_state *), NULL, NA(const char *), NA(st_state *), NULL); }
-static void na217(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NA(st_state *), NA(st_backend *), NULL, NA(st_state *), NULL); }
-static void na218(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NA(st_state *), NA(st_backend *), NA(const char *), NULL, NULL); }
-static void na219(void) { (void)st_backend_recover(NULL, NA(const char *), NA(st_store *const *), (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
-static void na220(void) { (void)st_backend_recover(NA(st_backend *), NA(const char *), NULL, (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
-static void na221(void) { (void)st_journal_write_pair(NULL, NA(const char *), NA(const void *), (size_t)1, NA(const char *), NA(const void *), (size_t)1, NULL); }
-static void na222(void) { (void)st_journal_write_pair(NA(const char *), NULL, NA(const void *), (size_t)1, NA(const char *), NA(const void *), (size_t)1, NULL); }
-static void na223(void) { (void)st_journal_write_pair(NA(const char *), NA(const char *), NULL, (size_t)1, NA(const char *), NA(const void *), (size_t)1, NULL); }
-static void na224(void) { (void)st_journal_write_pair(NA(const char *), NA(const char *), NA(const void *), (size_t)1, NULL, NA(const void *), (size_t)1, NULL); }
-static void na225(void) { (void)st_journal_write_pair(NA(const char *), NA(const char *), NA(const void *), (size_t)1, NA(const char *), NULL, (size_t)1, NULL); }
-static void na226(void) { (void)st_state_save_pair(NULL, NA(st_state *), NA(const char *), NA(st_state *), NA(const char *), NULL); }
-static void na227(void) { (void)st_state_save_pair(NA(const char *), NULL, NA(const char *), NA(st_state *), NA(const char *), NULL); }
-static void na228(void) { (void)st_state_save_pair(NA(const char *), NA(st_state *), NULL, NA(st_state *), NA(const char *), NULL); }
-static void na229(void) { (void)st_state_save_pair(NA(const char *), NA(st_state *), NA(const char *), NULL, NA(const char *), NULL); }
-static void na230(void) { (void)st_state_save_pair(NA(const char *), NA(st_state *), NA(const char *), NA(st_state *), NULL, NULL); }
-static void na231(void) { (void)st_journal_pending(NULL, NA(char **)); }
-static void na232(void) { (void)st_journal_recover(NULL, NA(st_changes *), NULL); }
-static void na233(void) { (void)st_import_check(NULL, NA(const char *), NA(const char *), NA(st_schema *), NA(st_problems *), NULL); }
-static void na234(void) { (void)st_import_check(NA(json_t *), NA(const char *), NA(const char *), NA(st_schema *), NULL, NULL); }
-static void na235(void) { (void)st_edit_import(NULL, NA(json_t *), NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
-static void na236(void) { (void)st_edit_import(NA(st_edit *), NULL, NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
-static void na237(void) { (void)st_edit_import(NA(st_edit *), NA(json_t *), NA(const st_import_opts *), NULL, NA(st_problems *), NULL); }
-static void na238(void) { (void)st_import(NULL, NA(const char *), NA(json_t *), NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
-static void na239(void) { (void)st_import(NA(st_state *), NA(const char *), NULL, NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
-static void na240(void) { (void)st_import(NA(st_state *), NA(const char *), NA(json_t *), NA(const st_import_opts *), NULL, NA(st_problems *), NULL); }
-static void na241(void) { (void)st_import_generate(NULL, NA(const size_t *), (size_t)1, NULL); }
-static void na242(void) { (void)st_import_generate(NA(st_state *), NULL, (size_t)1, NULL); }
-static void na243(void) { (void)st_index_open(NULL, NA(const char *), (int)1, NA(st_changes *), NULL); }
-static void na244(void) { (void)st_index_open(NA(st_index **), NULL, (int)1, NA(st_changes *), NULL); }
-static void na245(void) { (void)st_index_name(NULL); }
-static void na246(void) { (void)st_index_update_state(NULL, NA(const char *), NA(const char *), NA(st_state *), NULL); }
-static void na247(void) { (void)st_index_update_state(NA(st_index *), NULL, NA(const char *), NA(st_state *), NULL); }
-static void na248(void) { (void)st_index_update_state(NA(st_index *), NA(const char *), NA(const char *), NULL, NULL); }
-static void na249(void) { (void)st_index_update_backend(NULL, NA(st_backend *), (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
-static void na250(void) { (void)st_index_update_backend(NA(st_index *), NULL, (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
-static void na251(void) { (void)st_index_update_stack(NULL, NA(st_backend *), NA(const char *), NA(st_index_stats *), NA(st_problems *), NULL); }
-static void na252(void) { (void)st_index_update_stack(NA(st_index *), NULL, NA(const char *), NA(st_index_stats *), NA(st_problems *), NULL); }
-static void na253(void) { (void)st_index_update_stack(NA(st_index *), NA(st_backend *), NULL, NA(st_index_stats *), NA(st_problems *), NULL); }
-static void na254(void) { (void)st_index_stale(NULL, NA(st_backend *), NA(st_index_stale_stack **), NA(size_t *), NULL); }
-static void na255(void) { (void)st_index_stale(NA(st_index *), NULL, NA(st_index_stale_stack **), NA(size_t *), NULL); }
-static void na256(void) { (void)st_index_stale(NA(st_index *), NA(st_backend *), NULL, NA(size_t *), NULL); }
-static void na257(void) { (void)st_index_stale(NA(st_index *), NA(st_backend *), NA(st_index_stale_stack **), NULL, NULL); }
-static void na258(void) { (void)st_index_update_files(NULL, NA(const char *const *), (size_t)1, (int)1, (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
-static void na259(void) { (void)st_index_update_files(NA(st_index *), NULL, (size_t)1, (int)1, (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
-static void na260(void) { (void)st_index_query_run(NULL, NA(const st_index_query *), (st_index_row_fn)na_fn, NA(void *), NULL); }
-static void na261(void) { (void)st_index_query_run(NA(st_index *), NULL, (st_index_row_fn)na_fn, NA(void *), NULL); }
-static void na262(void) { (void)st_index_sql(NULL, NA(const char *), (st_index_row_fn)na_fn, NA(void *), NULL); }
-static void na263(void) { (void)st_index_sql(NA(st_index *), NULL, (st_index_row_fn)na_fn, NA(void *), NULL); }
-static void na264(void) { (void)st_index_default_path(NULL); }
-static void na265(void) { (void)st_urn_parse(NA(const char *), NULL); }
-static void na266(void) { (void)st_urn_new(NULL, NA(const char *), NA(const char *), NA(const char *), NA(const char *)); }
-static void na267(void) { (void)st_urn_new(NA(const char *), NULL, NA(const char *), NA(const char *), NA(const char *)); }
-static void na268(void) { (void)st_urn_new(NA(const char *), NA(const char *), NA(const char *), NULL, NA(const char *)); }
-static void na269(void) { (void)st_urn_new(NA(const char *), NA(const char *), NA(const char *), NA(const char *), NULL); }
-static void na270(void) { (void)st_provider_ref_parse(NULL, NA(char **), NA(char **), NULL); }
-static void na271(void) { (void)st_provider_ref_parse(NA(const char *), NULL, NA(char **), NULL); }
-static void na272(void) { (void)st_provider_ref_parse(NA(const char *), NA(char **), NULL, NULL); }
-static void na273(void) { (void)st_backend_default_url(NULL, NA(char **), NULL); }
-static void na274(void) { (void)st_backend_open(NULL, NA(const char *), NULL); }
-static void na275(void) { (void)st_backend_url(NULL); }
-static void na276(void) { (void)st_backend_kind(NULL); }
-static void na277(void) { (void)st_backend_identity(NULL, NA(char **), NULL); }
-static void na278(void) { (void)st_backend_identity(NA(const st_backend *), NULL, NULL); }
-static void na279(void) { (void)st_backend_present(NULL); }
-static void na280(void) { (void)st_backend_store(NULL); }
-static void na281(void) { (void)st_backend_root(NULL); }
-static void na282(void) { (void)st_backend_project_mode(NULL); }
-static void na283(void) { (void)st_backend_list(NULL, NA(st_stack_info **), NA(size_t *), NULL); }
-static void na284(void) { (void)st_backend_list(NA(st_backend *), NULL, NA(size_t *), NULL); }
-static void na285(void) { (void)st_backend_list(NA(st_backend *), NA(st_stack_info **), NULL, NULL); }
-static void na286(void) { (void)st_backend_resolve(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
-static void na287(void) { (void)st_backend_resolve(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
-static void na288(void) { (void)st_backend_resolve(NA(st_backend *), NA(const char *), NULL, NA(int *), NULL); }
-static void na289(void) { (void)st_backend_resolve_key(NULL, NA(const char *), NA(char **), NA(char **), NA(int *), NULL); }
-static void na290(void) { (void)st_backend_resolve_key(NA(st_backend *), NULL, NA(char **), NA(char **), NA(int *), NULL); }
-static void na291(void) { (void)st_backend_resolve_key(NA(st_backend *), NA(const char *), NULL, NA(char **), NA(int *), NULL); }
-static void na292(void) { (void)st_backend_resolve_key(NA(st_backend *), NA(const char *), NA(char **), NULL, NA(int *), NULL); }
-static void na293(void) { (void)st_backend_load(NULL, NA(const char *), NA(const st_load_opts *), NA(st_state **), NULL); }
-static void na294(void) { (void)st_backend_load(NA(st_backend *), NULL, NA(const st_load_opts *), NA(st_state **), NULL); }
-static void na295(void) { (void)st_backend_load(NA(st_backend *), NA(const char *), NA(const st_load_opts *), NULL, NULL); }
-static void na296(void) { (void)st_backend_load_json(NULL, NA(const char *), (size_t)1, NA(json_t **), NA(st_style *), NA(st_problems *), NA(char **), NULL); }
-static void na297(void) { (void)st_backend_load_json(NA(st_backend *), NULL, (size_t)1, NA(json_t **), NA(st_style *), NA(st_problems *), NA(char **), NULL); }
-static void na298(void) { (void)st_backend_load_json(NA(st_backend *), NA(const char *), (size_t)1, NULL, NA(st_style *), NA(st_problems *), NA(char **), NULL); }
-static void na299(void) { (void)st_backend_save(NULL, NA(const char *), NA(st_state *), NA(const st_backend_save_opts *), NULL); }
-static void na300(void) { (void)st_backend_save(NA(st_backend *), NULL, NA(st_state *), NA(const st_backend_save_opts *), NULL); }
-static void na301(void) { (void)st_backend_save(NA(st_backend *), NA(const char *), NULL, NA(const st_backend_save_opts *), NULL); }
-static void na302(void) { (void)st_backend_stack_key(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
-static void na303(void) { (void)st_backend_stack_key(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
-static void na304(void) { (void)st_backend_stack_bak(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
-static void na305(void) { (void)st_backend_stack_bak(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
-static void na306(void) { (void)st_backend_stack_bak(NA(st_backend *), NA(const char *), NULL, NA(int *), NULL); }
-static void na307(void) { (void)st_backend_stack_target(NULL, NA(const char *), NA(st_state *), NA(char **), NA(char **), NULL); }
-static void na308(void) { (void)st_backend_stack_target(NA(st_backend *), NULL, NA(st_state *), NA(char **), NA(char **), NULL); }
-static void na309(void) { (void)st_backend_stack_target(NA(st_backend *), NA(const char *), NULL, NA(char **), NA(char **), NULL); }
-static void na310(void) { (void)st_backend_stack_target(NA(st_backend *), NA(const char *), NA(st_state *), NULL, NA(char **), NULL); }
-static void na311(void) { (void)st_backend_stack_target(NA(st_backend *), NA(const char *), NA(st_state *), NA(char **), NULL, NULL); }
-static void na312(void) { (void)st_backend_stack_path(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
-static void na313(void) { (void)st_backend_stack_path(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
-static void na314(void) { (void)st_backend_locate(NA(const char *), NULL, NA(char **)); }
-static void na315(void) { (void)st_backend_generations(NULL, NA(const char *), NA(st_generation **), NA(size_t *), NULL); }
-static void na316(void) { (void)st_backend_generations(NA(st_backend *), NULL, NA(st_generation **), NA(size_t *), NULL); }
-static void na317(void) { (void)st_backend_generations(NA(st_backend *), NA(const char *), NULL, NA(size_t *), NULL); }
-static void na318(void) { (void)st_backend_generations(NA(st_backend *), NA(const char *), NA(st_generation **), NULL, NULL); }
-static void na319(void) { (void)st_backend_generation_load(NULL, NA(const char *), NA(const char *), NA(const st_load_opts *), NA(st_state **), NULL); }
-static void na320(void) { (void)st_backend_generation_load(NA(st_backend *), NULL, NA(const char *), NA(const st_load_opts *), NA(st_state **), NULL); }
-static void na321(void) { (void)st_backend_generation_load(NA(st_backend *), NA(const char *), NULL, NA(const st_load_opts *), NA(st_state **), NULL); }
-static void na322(void) { (void)st_backend_generation_load(NA(st_backend *), NA(const char *), NA(const char *), NA(const st_load_opts *), NULL, NULL); }
-static void na323(void) { (void)st_backend_keep_generation(NULL, NA(const char *), NULL); }
-static void na324(void) { (void)st_backend_keep_generation(NA(st_backend *), NULL, NULL); }
-static void na325(void) { (void)st_backend_keep_saved_generation(NULL, NA(const char *), NULL); }
-static void na326(void) { (void)st_backend_keep_saved_generation(NA(st_backend *), NULL, NULL); }
-static void na327(void) { (void)st_lock_stack(NULL, NA(st_backend *), NA(const char *), NULL); }
-static void na328(void) { (void)st_lock_stack(NA(st_lock **), NULL, NA(const char *), NULL); }
-static void na329(void) { (void)st_lock_stack(NA(st_lock **), NA(st_backend *), NULL, NULL); }
-static void na330(void) { (void)st_lock_file(NULL, NA(const char *), NULL); }
-static void na331(void) { (void)st_lock_file(NA(st_lock **), NULL, NULL); }
-static void na332(void) { (void)st_lock_check_stack(NULL, NA(const char *), NULL); }
-static void na333(void) { (void)st_lock_check_stack(NA(st_backend *), NULL, NULL); }
-static void na334(void) { (void)st_lock_check_file(NULL, NULL); }
-static void na335(void) { (void)st_unlock_stack(NULL, NA(const char *), NA(int *), NULL); }
-static void na336(void) { (void)st_unlock_stack(NA(st_backend *), NULL, NA(int *), NULL); }
-static void na337(void) { (void)st_unlock_stack(NA(st_backend *), NA(const char *), NULL, NULL); }
-static void na338(void) { (void)st_unlock_file(NULL, NA(int *), NULL); }
-static void na339(void) { (void)st_unlock_file(NA(const char *), NULL, NULL); }
-static void na340(void) { (void)st_backend_upgrade(NULL, NA(const st_upgrade_opts *), NA(st_upgrade_report *), NULL); }
-static void na341(void) { (void)st_backend_doctor(NULL, NA(const st_doctor_opts *), NA(st_doctor_report *), NULL); }
-static void na342(void) { (void)st_backend_doctor(NA(st_backend *), NA(const st_doctor_opts *), NULL, NULL); }
-static void na343(void) { (void)st_state_rename_stack(NULL, NA(const char *), NA(const char *), NA(const char *), NA(const char *), NA(size_t *), NULL); }
-static void na344(void) { (void)st_state_rename_stack(NA(st_state *), NA(const char *), NA(const char *), NULL, NA(const char *), NA(size_t *), NULL); }
-static void na345(void) { (void)st_backend_rename_stack(NULL, NA(const char *), NA(const char *), NA(char **), NULL); }
-static void na346(void) { (void)st_backend_rename_stack(NA(st_backend *), NULL, NA(const char *), NA(char **), NULL); }
-static void na347(void) { (void)st_backend_rename_stack(NA(st_backend *), NA(const char *), NULL, NA(char **), NULL); }
-static void na348(void) { (void)st_backend_rename_stack_ex(NULL, NA(const char *), NA(const char *), (unsigned)1, NA(char **), NA(st_changes *), NULL); }
-static void na349(void) { (void)st_backend_rename_stack_ex(NA(st_backend *), NULL, NA(const char *), (unsigned)1, NA(char **), NA(st_changes *), NULL); }
-static void na350(void) { (void)st_backend_rename_stack_ex(NA(st_backend *), NA(const char *), NULL, (unsigned)1, NA(char **), NA(st_changes *), NULL); }
+static void na155(void) { (void)st_secrets_encrypt(NA(st_secrets *), NA(const char *), (size_t)1, NULL, NULL); }
+static void na156(void) { (void)st_secrets_decrypt(NULL, NA(const char *), NA(char **), NA(size_t *), NULL); }
+static void na157(void) { (void)st_secrets_decrypt(NA(st_secrets *), NULL, NA(char **), NA(size_t *), NULL); }
+static void na158(void) { (void)st_secrets_decrypt(NA(st_secrets *), NA(const char *), NULL, NA(size_t *), NULL); }
+static void na159(void) { (void)st_secrets_decrypt(NA(st_secrets *), NA(const char *), NA(char **), NULL, NULL); }
+static void na160(void) { (void)st_secrets_count(NULL, NA(size_t *), NA(size_t *)); }
+static void na161(void) { (void)st_secrets_verify(NULL, NA(st_secrets *), NA(st_problems *), NA(size_t *), NULL); }
+static void na162(void) { (void)st_secrets_verify(NA(st_state *), NULL, NA(st_problems *), NA(size_t *), NULL); }
+static void na163(void) { (void)st_secrets_verify(NA(st_state *), NA(st_secrets *), NULL, NA(size_t *), NULL); }
+static void na164(void) { (void)st_secrets_reveal(NULL, NA(st_secrets *), NULL); }
+static void na165(void) { (void)st_secrets_reveal(NA(st_state *), NULL, NULL); }
+static void na166(void) { (void)st_edit_secrets_encrypt(NULL, NA(st_secrets *), NA(size_t *), NULL); }
+static void na167(void) { (void)st_edit_secrets_encrypt(NA(st_edit *), NULL, NA(size_t *), NULL); }
+static void na168(void) { (void)st_edit_secrets_rekey(NULL, NA(st_secrets *), NA(st_secrets *), NA(size_t *), NULL); }
+static void na169(void) { (void)st_edit_secrets_rekey(NA(st_edit *), NULL, NA(st_secrets *), NA(size_t *), NULL); }
+static void na170(void) { (void)st_edit_secrets_rekey(NA(st_edit *), NA(st_secrets *), NULL, NA(size_t *), NULL); }
+static void na171(void) { (void)st_config_rekey(NULL, NA(st_secrets *), NA(st_secrets *), NA(size_t *), NULL); }
+static void na172(void) { (void)st_config_rekey(NA(const char *), NULL, NA(st_secrets *), NA(size_t *), NULL); }
+static void na173(void) { (void)st_config_rekey(NA(const char *), NA(st_secrets *), NULL, NA(size_t *), NULL); }
+static void na174(void) { (void)st_config_scan(NULL, (size_t)1, NA(const char *), NA(char **), NA(unsigned *), NULL); }
+static void na175(void) { (void)st_config_scan(NA(const char *), (size_t)1, NA(const char *), NULL, NA(unsigned *), NULL); }
+static void na176(void) { (void)st_config_rekey_text(NULL, (size_t)1, NA(const char *), NA(st_secrets *), NA(st_secrets *), NA(char **), NA(size_t *), NA(size_t *), NULL); }
+static void na177(void) { (void)st_config_rekey_text(NA(const char *), (size_t)1, NA(const char *), NULL, NA(st_secrets *), NA(char **), NA(size_t *), NA(size_t *), NULL); }
+static void na178(void) { (void)st_config_rekey_text(NA(const char *), (size_t)1, NA(const char *), NA(st_secrets *), NULL, NA(char **), NA(size_t *), NA(size_t *), NULL); }
+static void na179(void) { (void)st_config_rekey_text(NA(const char *), (size_t)1, NA(const char *), NA(st_secrets *), NA(st_secrets *), NULL, NA(size_t *), NA(size_t *), NULL); }
+static void na180(void) { (void)st_state_autonames(NULL, NA(json_t **), NULL); }
+static void na181(void) { (void)st_state_autonames(NA(st_state *), NULL, NULL); }
+static void na182(void) { (void)st_state_get(NULL, NA(const char *), NA(size_t *), NA(st_changes *), NULL); }
+static void na183(void) { (void)st_state_get(NA(st_state *), NULL, NA(size_t *), NA(st_changes *), NULL); }
+static void na184(void) { (void)st_state_get(NA(st_state *), NA(const char *), NULL, NA(st_changes *), NULL); }
+static void na185(void) { (void)st_resource_text(NULL, (unsigned)1, NA(st_secrets *), NA(char **), NA(size_t *), NULL); }
+static void na186(void) { (void)st_resource_text(NA(const json_t *), (unsigned)1, NA(st_secrets *), NULL, NA(size_t *), NULL); }
+static void na187(void) { (void)st_resource_json(NULL, (unsigned)1, NA(st_secrets *), NA(json_t **), NULL); }
+static void na188(void) { (void)st_resource_json(NA(const json_t *), (unsigned)1, NA(st_secrets *), NULL, NULL); }
+static void na189(void) { (void)st_state_compare(NULL, NA(st_state *), NA(json_t **), NULL); }
+static void na190(void) { (void)st_state_compare(NA(st_state *), NULL, NA(json_t **), NULL); }
+static void na191(void) { (void)st_state_compare(NA(st_state *), NA(st_state *), NULL, NULL); }
+static void na192(void) { (void)st_compare_text(NULL, NA(char **), NA(size_t *), NULL); }
+static void na193(void) { (void)st_compare_text(NA(const json_t *), NULL, NA(size_t *), NULL); }
+static void na194(void) { (void)st_stack_names(NULL, NA(const char *), NA(const char *), NA(char **), NA(char **), NULL); }
+static void na195(void) { (void)st_stack_names(NA(const st_state *), NA(const char *), NA(const char *), NULL, NA(char **), NULL); }
+static void na196(void) { (void)st_stack_names(NA(const st_state *), NA(const char *), NA(const char *), NA(char **), NULL, NULL); }
+static void na197(void) { (void)st_edit_move(NULL, NA(st_edit *), NA(const st_move_opts *), NA(st_move_report *), NULL); }
+static void na198(void) { (void)st_edit_move(NA(st_edit *), NULL, NA(const st_move_opts *), NA(st_move_report *), NULL); }
+static void na199(void) { (void)st_edit_move(NA(st_edit *), NA(st_edit *), NULL, NA(st_move_report *), NULL); }
+static void na200(void) { (void)st_edit_move(NA(st_edit *), NA(st_edit *), NA(const st_move_opts *), NULL, NULL); }
+static void na201(void) { (void)st_move(NULL, NA(const char *), NA(st_state *), NA(const char *), NA(const st_move_opts *), NA(st_move_report *), NULL); }
+static void na202(void) { (void)st_move(NA(st_state *), NA(const char *), NULL, NA(const char *), NA(const st_move_opts *), NA(st_move_report *), NULL); }
+static void na203(void) { (void)st_move(NA(st_state *), NA(const char *), NA(st_state *), NA(const char *), NULL, NA(st_move_report *), NULL); }
+static void na204(void) { (void)st_move(NA(st_state *), NA(const char *), NA(st_state *), NA(const char *), NA(const st_move_opts *), NULL, NULL); }
+static void na205(void) { (void)st_journal_save(NULL, NA(const st_pair_side *), NA(const st_pair_side *), NULL); }
+static void na206(void) { (void)st_journal_save(NA(const char *), NULL, NA(const st_pair_side *), NULL); }
+static void na207(void) { (void)st_journal_save(NA(const char *), NA(const st_pair_side *), NULL, NULL); }
+static void na208(void) { (void)st_journal_pending_key(NULL, NA(const char *)); }
+static void na209(void) { (void)st_journal_pending_key(NA(st_store *), NULL); }
+static void na210(void) { (void)st_journal_recover_key(NULL, NA(const char *), NA(st_store *const *), (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
+static void na211(void) { (void)st_journal_recover_key(NA(st_store *), NULL, NA(st_store *const *), (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
+static void na212(void) { (void)st_journal_recover_key(NA(st_store *), NA(const char *), NULL, (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
+static void na213(void) { (void)st_backend_save_pair(NULL, NA(st_backend *), NA(const char *), NA(st_state *), NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
+static void na214(void) { (void)st_backend_save_pair(NA(const char *), NULL, NA(const char *), NA(st_state *), NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
+static void na215(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NULL, NA(st_state *), NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
+static void na216(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NULL, NA(st_backend *), NA(const char *), NA(st_state *), NULL); }
+static void na217(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NA(st_state *), NULL, NA(const char *), NA(st_state *), NULL); }
+static void na218(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NA(st_state *), NA(st_backend *), NULL, NA(st_state *), NULL); }
+static void na219(void) { (void)st_backend_save_pair(NA(const char *), NA(st_backend *), NA(const char *), NA(st_state *), NA(st_backend *), NA(const char *), NULL, NULL); }
+static void na220(void) { (void)st_backend_recover(NULL, NA(const char *), NA(st_store *const *), (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
+static void na221(void) { (void)st_backend_recover(NA(st_backend *), NULL, NA(st_store *const *), (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
+static void na222(void) { (void)st_backend_recover(NA(st_backend *), NA(const char *), NULL, (size_t)1, (unsigned)1, NA(st_changes *), NULL); }
+static void na223(void) { (void)st_pair_unlock_dead(NULL, NA(const char *), NA(st_store *), NA(const char *), NA(st_changes *), NULL); }
+static void na224(void) { (void)st_pair_unlock_dead(NA(st_store *), NULL, NA(st_store *), NA(const char *), NA(st_changes *), NULL); }
+static void na225(void) { (void)st_pair_unlock_dead(NA(st_store *), NA(const char *), NULL, NA(const char *), NA(st_changes *), NULL); }
+static void na226(void) { (void)st_pair_unlock_dead(NA(st_store *), NA(const char *), NA(st_store *), NULL, NA(st_changes *), NULL); }
+static void na227(void) { (void)st_journal_write_pair(NULL, NA(const char *), NA(const void *), (size_t)1, NA(const char *), NA(const void *), (size_t)1, NULL); }
+static void na228(void) { (void)st_journal_write_pair(NA(const char *), NULL, NA(const void *), (size_t)1, NA(const char *), NA(const void *), (size_t)1, NULL); }
+static void na229(void) { (void)st_journal_write_pair(NA(const char *), NA(const char *), NULL, (size_t)1, NA(const char *), NA(const void *), (size_t)1, NULL); }
+static void na230(void) { (void)st_journal_write_pair(NA(const char *), NA(const char *), NA(const void *), (size_t)1, NULL, NA(const void *), (size_t)1, NULL); }
+static void na231(void) { (void)st_journal_write_pair(NA(const char *), NA(const char *), NA(const void *), (size_t)1, NA(const char *), NULL, (size_t)1, NULL); }
+static void na232(void) { (void)st_state_save_pair(NULL, NA(st_state *), NA(const char *), NA(st_state *), NA(const char *), NULL); }
+static void na233(void) { (void)st_state_save_pair(NA(const char *), NULL, NA(const char *), NA(st_state *), NA(const char *), NULL); }
+static void na234(void) { (void)st_state_save_pair(NA(const char *), NA(st_state *), NULL, NA(st_state *), NA(const char *), NULL); }
+static void na235(void) { (void)st_state_save_pair(NA(const char *), NA(st_state *), NA(const char *), NULL, NA(const char *), NULL); }
+static void na236(void) { (void)st_state_save_pair(NA(const char *), NA(st_state *), NA(const char *), NA(st_state *), NULL, NULL); }
+static void na237(void) { (void)st_journal_pending(NULL, NA(char **)); }
+static void na238(void) { (void)st_journal_recover(NULL, NA(st_changes *), NULL); }
+static void na239(void) { (void)st_import_check(NULL, NA(const char *), NA(const char *), NA(st_schema *), NA(st_problems *), NULL); }
+static void na240(void) { (void)st_import_check(NA(json_t *), NA(const char *), NA(const char *), NA(st_schema *), NULL, NULL); }
+static void na241(void) { (void)st_edit_import(NULL, NA(json_t *), NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
+static void na242(void) { (void)st_edit_import(NA(st_edit *), NULL, NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
+static void na243(void) { (void)st_edit_import(NA(st_edit *), NA(json_t *), NA(const st_import_opts *), NULL, NA(st_problems *), NULL); }
+static void na244(void) { (void)st_import(NULL, NA(const char *), NA(json_t *), NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
+static void na245(void) { (void)st_import(NA(st_state *), NA(const char *), NULL, NA(const st_import_opts *), NA(st_import_report *), NA(st_problems *), NULL); }
+static void na246(void) { (void)st_import(NA(st_state *), NA(const char *), NA(json_t *), NA(const st_import_opts *), NULL, NA(st_problems *), NULL); }
+static void na247(void) { (void)st_import_generate(NULL, NA(const size_t *), (size_t)1, NULL); }
+static void na248(void) { (void)st_import_generate(NA(st_state *), NULL, (size_t)1, NULL); }
+static void na249(void) { (void)st_index_open(NULL, NA(const char *), (int)1, NA(st_changes *), NULL); }
+static void na250(void) { (void)st_index_open(NA(st_index **), NULL, (int)1, NA(st_changes *), NULL); }
+static void na251(void) { (void)st_index_name(NULL); }
+static void na252(void) { (void)st_index_update_state(NULL, NA(const char *), NA(const char *), NA(st_state *), NULL); }
+static void na253(void) { (void)st_index_update_state(NA(st_index *), NULL, NA(const char *), NA(st_state *), NULL); }
+static void na254(void) { (void)st_index_update_state(NA(st_index *), NA(const char *), NA(const char *), NULL, NULL); }
+static void na255(void) { (void)st_index_update_backend(NULL, NA(st_backend *), (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
+static void na256(void) { (void)st_index_update_backend(NA(st_index *), NULL, (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
+static void na257(void) { (void)st_index_update_stack(NULL, NA(st_backend *), NA(const char *), NA(st_index_stats *), NA(st_problems *), NULL); }
+static void na258(void) { (void)st_index_update_stack(NA(st_index *), NULL, NA(const char *), NA(st_index_stats *), NA(st_problems *), NULL); }
+static void na259(void) { (void)st_index_update_stack(NA(st_index *), NA(st_backend *), NULL, NA(st_index_stats *), NA(st_problems *), NULL); }
+static void na260(void) { (void)st_index_stale(NULL, NA(st_backend *), NA(st_index_stale_stack **), NA(size_t *), NULL); }
+static void na261(void) { (void)st_index_stale(NA(st_index *), NULL, NA(st_index_stale_stack **), NA(size_t *), NULL); }
+static void na262(void) { (void)st_index_stale(NA(st_index *), NA(st_backend *), NULL, NA(size_t *), NULL); }
+static void na263(void) { (void)st_index_stale(NA(st_index *), NA(st_backend *), NA(st_index_stale_stack **), NULL, NULL); }
+static void na264(void) { (void)st_index_update_files(NULL, NA(const char *const *), (size_t)1, (int)1, (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
+static void na265(void) { (void)st_index_update_files(NA(st_index *), NULL, (size_t)1, (int)1, (st_index_progress_fn)na_fn, NA(void *), NA(st_index_stats *), NA(st_problems *), NULL); }
+static void na266(void) { (void)st_index_query_run(NULL, NA(const st_index_query *), (st_index_row_fn)na_fn, NA(void *), NULL); }
+static void na267(void) { (void)st_index_query_run(NA(st_index *), NULL, (st_index_row_fn)na_fn, NA(void *), NULL); }
+static void na268(void) { (void)st_index_sql(NULL, NA(const char *), (st_index_row_fn)na_fn, NA(void *), NULL); }
+static void na269(void) { (void)st_index_sql(NA(st_index *), NULL, (st_index_row_fn)na_fn, NA(void *), NULL); }
+static void na270(void) { (void)st_index_default_path(NULL); }
+static void na271(void) { (void)st_urn_parse(NA(const char *), NULL); }
+static void na272(void) { (void)st_urn_new(NULL, NA(const char *), NA(const char *), NA(const char *), NA(const char *)); }
+static void na273(void) { (void)st_urn_new(NA(const char *), NULL, NA(const char *), NA(const char *), NA(const char *)); }
+static void na274(void) { (void)st_urn_new(NA(const char *), NA(const char *), NA(const char *), NULL, NA(const char *)); }
+static void na275(void) { (void)st_urn_new(NA(const char *), NA(const char *), NA(const char *), NA(const char *), NULL); }
+static void na276(void) { (void)st_provider_ref_parse(NULL, NA(char **), NA(char **), NULL); }
+static void na277(void) { (void)st_provider_ref_parse(NA(const char *), NULL, NA(char **), NULL); }
+static void na278(void) { (void)st_provider_ref_parse(NA(const char *), NA(char **), NULL, NULL); }
+static void na279(void) { (void)st_backend_default_url(NULL, NA(char **), NULL); }
+static void na280(void) { (void)st_backend_open(NULL, NA(const char *), NULL); }
+static void na281(void) { (void)st_backend_url(NULL); }
+static void na282(void) { (void)st_backend_kind(NULL); }
+static void na283(void) { (void)st_backend_identity(NULL, NA(char **), NULL); }
+static void na284(void) { (void)st_backend_identity(NA(const st_backend *), NULL, NULL); }
+static void na285(void) { (void)st_backend_present(NULL); }
+static void na286(void) { (void)st_backend_store(NULL); }
+static void na287(void) { (void)st_backend_root(NULL); }
+static void na288(void) { (void)st_backend_project_mode(NULL); }
+static void na289(void) { (void)st_backend_list(NULL, NA(st_stack_info **), NA(size_t *), NULL); }
+static void na290(void) { (void)st_backend_list(NA(st_backend *), NULL, NA(size_t *), NULL); }
+static void na291(void) { (void)st_backend_list(NA(st_backend *), NA(st_stack_info **), NULL, NULL); }
+static void na292(void) { (void)st_backend_resolve(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
+static void na293(void) { (void)st_backend_resolve(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
+static void na294(void) { (void)st_backend_resolve(NA(st_backend *), NA(const char *), NULL, NA(int *), NULL); }
+static void na295(void) { (void)st_backend_resolve_key(NULL, NA(const char *), NA(char **), NA(char **), NA(int *), NULL); }
+static void na296(void) { (void)st_backend_resolve_key(NA(st_backend *), NULL, NA(char **), NA(char **), NA(int *), NULL); }
+static void na297(void) { (void)st_backend_resolve_key(NA(st_backend *), NA(const char *), NULL, NA(char **), NA(int *), NULL); }
+static void na298(void) { (void)st_backend_resolve_key(NA(st_backend *), NA(const char *), NA(char **), NULL, NA(int *), NULL); }
+static void na299(void) { (void)st_backend_load(NULL, NA(const char *), NA(const st_load_opts *), NA(st_state **), NULL); }
+static void na300(void) { (void)st_backend_load(NA(st_backend *), NULL, NA(const st_load_opts *), NA(st_state **), NULL); }
+static void na301(void) { (void)st_backend_load(NA(st_backend *), NA(const char *), NA(const st_load_opts *), NULL, NULL); }
+static void na302(void) { (void)st_backend_load_json(NULL, NA(const char *), (size_t)1, NA(json_t **), NA(st_style *), NA(st_problems *), NA(char **), NULL); }
+static void na303(void) { (void)st_backend_load_json(NA(st_backend *), NULL, (size_t)1, NA(json_t **), NA(st_style *), NA(st_problems *), NA(char **), NULL); }
+static void na304(void) { (void)st_backend_load_json(NA(st_backend *), NA(const char *), (size_t)1, NULL, NA(st_style *), NA(st_problems *), NA(char **), NULL); }
+static void na305(void) { (void)st_backend_save(NULL, NA(const char *), NA(st_state *), NA(const st_backend_save_opts *), NULL); }
+static void na306(void) { (void)st_backend_save(NA(st_backend *), NULL, NA(st_state *), NA(const st_backend_save_opts *), NULL); }
+static void na307(void) { (void)st_backend_save(NA(st_backend *), NA(const char *), NULL, NA(const st_backend_save_opts *), NULL); }
+static void na308(void) { (void)st_backend_stack_key(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
+static void na309(void) { (void)st_backend_stack_key(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
+static void na310(void) { (void)st_backend_stack_bak(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
+static void na311(void) { (void)st_backend_stack_bak(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
+static void na312(void) { (void)st_backend_stack_bak(NA(st_backend *), NA(const char *), NULL, NA(int *), NULL); }
+static void na313(void) { (void)st_backend_stack_target(NULL, NA(const char *), NA(st_state *), NA(char **), NA(char **), NULL); }
+static void na314(void) { (void)st_backend_stack_target(NA(st_backend *), NULL, NA(st_state *), NA(char **), NA(char **), NULL); }
+static void na315(void) { (void)st_backend_stack_target(NA(st_backend *), NA(const char *), NULL, NA(char **), NA(char **), NULL); }
+static void na316(void) { (void)st_backend_stack_target(NA(st_backend *), NA(const char *), NA(st_state *), NULL, NA(char **), NULL); }
+static void na317(void) { (void)st_backend_stack_target(NA(st_backend *), NA(const char *), NA(st_state *), NA(char **), NULL, NULL); }
+static void na318(void) { (void)st_backend_stack_path(NULL, NA(const char *), NA(char **), NA(int *), NULL); }
+static void na319(void) { (void)st_backend_stack_path(NA(st_backend *), NULL, NA(char **), NA(int *), NULL); }
+static void na320(void) { (void)st_backend_locate(NULL, NA(char **), NA(char **)); }
+static void na321(void) { (void)st_backend_locate(NA(const char *), NULL, NA(char **)); }
+static void na322(void) { (void)st_backend_locate(NA(const char *), NA(char **), NULL); }
+static void na323(void) { (void)st_backend_generations(NULL, NA(const char *), NA(st_generation **), NA(size_t *), NULL); }
+static void na324(void) { (void)st_backend_generations(NA(st_backend *), NULL, NA(st_generation **), NA(size_t *), NULL); }
+static void na325(void) { (void)st_backend_generations(NA(st_backend *), NA(const char *), NULL, NA(size_t *), NULL); }
+static void na326(void) { (void)st_backend_generations(NA(st_backend *), NA(const char *), NA(st_generation **), NULL, NULL); }
+static void na327(void) { (void)st_backend_generation_load(NULL, NA(const char *), NA(const char *), NA(const st_load_opts *), NA(st_state **), NULL); }
+static void na328(void) { (void)st_backend_generation_load(NA(st_backend *), NULL, NA(const char *), NA(const st_load_opts *), NA(st_state **), NULL); }
+static void na329(void) { (void)st_backend_generation_load(NA(st_backend *), NA(const char *), NULL, NA(const st_load_opts *), NA(st_state **), NULL); }
+static void na330(void) { (void)st_backend_generation_load(NA(st_backend *), NA(const char *), NA(const char *), NA(const st_load_opts *), NULL, NULL); }
+static void na331(void) { (void)st_backend_keep_generation(NULL, NA(const char *), NULL); }
+static void na332(void) { (void)st_backend_keep_generation(NA(st_backend *), NULL, NULL); }
+static void na333(void) { (void)st_backend_keep_saved_generation(NULL, NA(const char *), NULL); }
+static void na334(void) { (void)st_backend_keep_saved_generation(NA(st_backend *), NULL, NULL); }
+static void na335(void) { (void)st_lock_stack(NULL, NA(st_backend *), NA(const char *), NULL); }
+static void na336(void) { (void)st_lock_stack(NA(st_lock **), NULL, NA(const char *), NULL); }
+static void na337(void) { (void)st_lock_stack(NA(st_lock **), NA(st_backend *), NULL, NULL); }
+static void na338(void) { (void)st_lock_file(NULL, NA(const char *), NULL); }
+static void na339(void) { (void)st_lock_file(NA(st_lock **), NULL, NULL); }
+static void na340(void) { (void)st_lock_check_stack(NULL, NA(const char *), NULL); }
+static void na341(void) { (void)st_lock_check_stack(NA(st_backend *), NULL, NULL); }
+static void na342(void) { (void)st_lock_check_file(NULL, NULL); }
+static void na343(void) { (void)st_unlock_stack(NULL, NA(const char *), NA(int *), NULL); }
+static void na344(void) { (void)st_unlock_stack(NA(st_backend *), NULL, NA(int *), NULL); }
+static void na345(void) { (void)st_unlock_stack(NA(st_backend *), NA(const char *), NULL, NULL); }
+static void na346(void) { (void)st_unlock_file(NULL, NA(int *), NULL); }
+static void na347(void) { (void)st_unlock_file(NA(const char *), NULL, NULL); }
+static void na348(void) { (void)st_backend_upgrade(NULL, NA(const st_upgrade_opts *), NA(st_upgrade_report *), NULL); }
+static void na349(void) { (void)st_backend_doctor(NULL, NA(const st_doctor_opts *), NA(st_doctor_report *), NULL); }
+static void na350(void) { (void)st_backend_doctor(NA(st_backend *), NA(const st_doctor_opts *), NULL, NULL); }
+static void na351(void) { (void)st_state_rename_stack(NULL, NA(const char *), NA(const char *), NA(const char *), NA(const char *), NA(size_t *), NULL); }
+static void na352(void) { (void)st_state_rename_stack(NA(st_state *), NA(const char *), NA(const char *), NULL, NA(const char *), NA(size_t *), NULL); }
+static void na353(void) { (void)st_backend_rename_stack(NULL, NA(const char *), NA(const char *), NA(char **), NULL); }
+static void na354(void) { (void)st_backend_rename_stack(NA(st_backend *), NULL, NA(const char *), NA(char **), NULL); }
+static void na355(void) { (void)st_backend_rename_stack(NA(st_backend *), NA(const char *), NULL, NA(char **), NULL); }
+static void na356(void) { (void)st_backend_rename_stack_ex(NULL, NA(const char *), NA(const char *), (unsigned)1, NA(char **), NA(st_changes *), NULL); }
+static void na357(void) { (void)st_backend_rename_stack_ex(NA(st_backend *), NULL, NA(const char *), (unsigned)1, NA(char **), NA(st_changes *), NULL); }
+static void na358(void) { (void)st_backend_rename_stack_ex(NA(st_backend *), NA(const char *), NULL, (unsigned)1, NA(char **), NA(st_changes *), NULL); }
 static const struct na_case na_cases[] = {
 	{"st_problems_add", "list", na1},
 	{"st_problems_add", "rule", na2},
@@ -504,200 +512,208 @@ static const struct na_case na_cases[] = {
 	{"st_secrets_encryptionsalt", "s", na152},
 	{"st_secrets_encrypt", "s", na153},
 	{"st_secrets_encrypt", "plaintext", na154},
-	{"st_secrets_decrypt", "s", na155},
-	{"st_secrets_decrypt", "ciphertext", na156},
-	{"st_secrets_decrypt", "plaintext", na157},
-	{"st_secrets_decrypt", "len", na158},
-	{"st_secrets_count", "state", na159},
-	{"st_secrets_verify", "state", na160},
-	{"st_secrets_verify", "s", na161},
-	{"st_secrets_verify", "out", na162},
-	{"st_secrets_reveal", "state", na163},
-	{"st_secrets_reveal", "s", na164},
-	{"st_edit_secrets_encrypt", "e", na165},
-	{"st_edit_secrets_encrypt", "s", na166},
-	{"st_edit_secrets_rekey", "e", na167},
-	{"st_edit_secrets_rekey", "from", na168},
-	{"st_edit_secrets_rekey", "to", na169},
-	{"st_config_rekey", "path", na170},
-	{"st_config_rekey", "from", na171},
-	{"st_config_rekey", "to", na172},
-	{"st_config_scan", "text", na173},
-	{"st_config_scan", "salt", na174},
-	{"st_config_rekey_text", "text", na175},
-	{"st_config_rekey_text", "from", na176},
-	{"st_config_rekey_text", "to", na177},
-	{"st_config_rekey_text", "out_text", na178},
-	{"st_state_autonames", "state", na179},
-	{"st_state_autonames", "out", na180},
-	{"st_state_get", "state", na181},
-	{"st_state_get", "ref", na182},
-	{"st_state_get", "index", na183},
-	{"st_resource_text", "resource", na184},
-	{"st_resource_text", "out", na185},
-	{"st_resource_json", "resource", na186},
-	{"st_resource_json", "out", na187},
-	{"st_state_compare", "a", na188},
-	{"st_state_compare", "b", na189},
-	{"st_state_compare", "out", na190},
-	{"st_compare_text", "doc", na191},
-	{"st_compare_text", "out", na192},
-	{"st_stack_names", "state", na193},
-	{"st_stack_names", "stack", na194},
-	{"st_stack_names", "project", na195},
-	{"st_edit_move", "src", na196},
-	{"st_edit_move", "dst", na197},
-	{"st_edit_move", "opts", na198},
-	{"st_edit_move", "report", na199},
-	{"st_move", "src", na200},
-	{"st_move", "dst", na201},
-	{"st_move", "opts", na202},
-	{"st_move", "report", na203},
-	{"st_journal_save", "op", na204},
-	{"st_journal_save", "a", na205},
-	{"st_journal_save", "b", na206},
-	{"st_journal_pending_key", "s", na207},
-	{"st_journal_pending_key", "key", na208},
-	{"st_journal_recover_key", "s", na209},
-	{"st_journal_recover_key", "key", na210},
-	{"st_journal_recover_key", "known", na211},
-	{"st_backend_save_pair", "op", na212},
-	{"st_backend_save_pair", "ba", na213},
-	{"st_backend_save_pair", "stack_a", na214},
-	{"st_backend_save_pair", "a", na215},
-	{"st_backend_save_pair", "bb", na216},
-	{"st_backend_save_pair", "stack_b", na217},
-	{"st_backend_save_pair", "b", na218},
-	{"st_backend_recover", "b", na219},
-	{"st_backend_recover", "known", na220},
-	{"st_journal_write_pair", "op", na221},
-	{"st_journal_write_pair", "path_a", na222},
-	{"st_journal_write_pair", "data_a", na223},
-	{"st_journal_write_pair", "path_b", na224},
-	{"st_journal_write_pair", "data_b", na225},
-	{"st_state_save_pair", "op", na226},
-	{"st_state_save_pair", "a", na227},
-	{"st_state_save_pair", "path_a", na228},
-	{"st_state_save_pair", "b", na229},
-	{"st_state_save_pair", "path_b", na230},
-	{"st_journal_pending", "path", na231},
-	{"st_journal_recover", "path", na232},
-	{"st_import_check", "doc", na233},
-	{"st_import_check", "out", na234},
-	{"st_edit_import", "e", na235},
-	{"st_edit_import", "doc", na236},
-	{"st_edit_import", "report", na237},
-	{"st_import", "dst", na238},
-	{"st_import", "doc", na239},
-	{"st_import", "report", na240},
-	{"st_import_generate", "s", na241},
-	{"st_import_generate", "idx", na242},
-	{"st_index_open", "out", na243},
-	{"st_index_open", "path", na244},
-	{"st_index_name", "ix", na245},
-	{"st_index_update_state", "ix", na246},
-	{"st_index_update_state", "qname", na247},
-	{"st_index_update_state", "state", na248},
-	{"st_index_update_backend", "ix", na249},
-	{"st_index_update_backend", "b", na250},
-	{"st_index_update_stack", "ix", na251},
-	{"st_index_update_stack", "b", na252},
-	{"st_index_update_stack", "qname", na253},
-	{"st_index_stale", "ix", na254},
-	{"st_index_stale", "b", na255},
-	{"st_index_stale", "out", na256},
-	{"st_index_stale", "count", na257},
-	{"st_index_update_files", "ix", na258},
-	{"st_index_update_files", "paths", na259},
-	{"st_index_query_run", "ix", na260},
-	{"st_index_query_run", "q", na261},
-	{"st_index_sql", "ix", na262},
-	{"st_index_sql", "sql", na263},
-	{"st_index_default_path", "b", na264},
-	{"st_urn_parse", "out", na265},
-	{"st_urn_new", "stack", na266},
-	{"st_urn_new", "project", na267},
-	{"st_urn_new", "type", na268},
-	{"st_urn_new", "name", na269},
-	{"st_provider_ref_parse", "ref", na270},
-	{"st_provider_ref_parse", "urn", na271},
-	{"st_provider_ref_parse", "id", na272},
-	{"st_backend_default_url", "url", na273},
-	{"st_backend_open", "out", na274},
-	{"st_backend_url", "b", na275},
-	{"st_backend_kind", "b", na276},
-	{"st_backend_identity", "b", na277},
-	{"st_backend_identity", "out", na278},
-	{"st_backend_present", "b", na279},
-	{"st_backend_store", "b", na280},
-	{"st_backend_root", "b", na281},
-	{"st_backend_project_mode", "b", na282},
-	{"st_backend_list", "b", na283},
-	{"st_backend_list", "out", na284},
-	{"st_backend_list", "count", na285},
-	{"st_backend_resolve", "b", na286},
-	{"st_backend_resolve", "stack", na287},
-	{"st_backend_resolve", "qname", na288},
-	{"st_backend_resolve_key", "b", na289},
-	{"st_backend_resolve_key", "stack", na290},
-	{"st_backend_resolve_key", "qname", na291},
-	{"st_backend_resolve_key", "key", na292},
-	{"st_backend_load", "b", na293},
-	{"st_backend_load", "stack", na294},
-	{"st_backend_load", "out", na295},
-	{"st_backend_load_json", "b", na296},
-	{"st_backend_load_json", "stack", na297},
-	{"st_backend_load_json", "out", na298},
-	{"st_backend_save", "b", na299},
-	{"st_backend_save", "stack", na300},
-	{"st_backend_save", "state", na301},
-	{"st_backend_stack_key", "b", na302},
-	{"st_backend_stack_key", "stack", na303},
-	{"st_backend_stack_bak", "b", na304},
-	{"st_backend_stack_bak", "stack", na305},
-	{"st_backend_stack_bak", "key", na306},
-	{"st_backend_stack_target", "b", na307},
-	{"st_backend_stack_target", "stack", na308},
-	{"st_backend_stack_target", "state", na309},
-	{"st_backend_stack_target", "key", na310},
-	{"st_backend_stack_target", "old_key", na311},
-	{"st_backend_stack_path", "b", na312},
-	{"st_backend_stack_path", "stack", na313},
-	{"st_backend_locate", "root", na314},
-	{"st_backend_generations", "b", na315},
-	{"st_backend_generations", "stack", na316},
-	{"st_backend_generations", "out", na317},
-	{"st_backend_generations", "count", na318},
-	{"st_backend_generation_load", "b", na319},
-	{"st_backend_generation_load", "stack", na320},
-	{"st_backend_generation_load", "id", na321},
-	{"st_backend_generation_load", "out", na322},
-	{"st_backend_keep_generation", "b", na323},
-	{"st_backend_keep_generation", "stack", na324},
-	{"st_backend_keep_saved_generation", "b", na325},
-	{"st_backend_keep_saved_generation", "stack", na326},
-	{"st_lock_stack", "out", na327},
-	{"st_lock_stack", "b", na328},
-	{"st_lock_stack", "stack", na329},
-	{"st_lock_file", "out", na330},
-	{"st_lock_file", "path", na331},
-	{"st_lock_check_stack", "b", na332},
-	{"st_lock_check_stack", "stack", na333},
-	{"st_lock_check_file", "path", na334},
-	{"st_unlock_stack", "b", na335},
-	{"st_unlock_stack", "stack", na336},
-	{"st_unlock_stack", "removed", na337},
-	{"st_unlock_file", "path", na338},
-	{"st_unlock_file", "removed", na339},
-	{"st_backend_upgrade", "b", na340},
-	{"st_backend_doctor", "b", na341},
-	{"st_backend_doctor", "out", na342},
-	{"st_state_rename_stack", "state", na343},
-	{"st_state_rename_stack", "old_stack", na344},
-	{"st_backend_rename_stack", "b", na345},
-	{"st_backend_rename_stack", "from", na346},
-	{"st_backend_rename_stack", "to", na347},
-	{"st_backend_rename_stack_ex", "b", na348},
-	{"st_backend_rename_stack_ex", "from", na349},
-	{"st_backend_rename_stack_ex", "to", na350},
+	{"st_secrets_encrypt", "ciphertext", na155},
+	{"st_secrets_decrypt", "s", na156},
+	{"st_secrets_decrypt", "ciphertext", na157},
+	{"st_secrets_decrypt", "plaintext", na158},
+	{"st_secrets_decrypt", "len", na159},
+	{"st_secrets_count", "state", na160},
+	{"st_secrets_verify", "state", na161},
+	{"st_secrets_verify", "s", na162},
+	{"st_secrets_verify", "out", na163},
+	{"st_secrets_reveal", "state", na164},
+	{"st_secrets_reveal", "s", na165},
+	{"st_edit_secrets_encrypt", "e", na166},
+	{"st_edit_secrets_encrypt", "s", na167},
+	{"st_edit_secrets_rekey", "e", na168},
+	{"st_edit_secrets_rekey", "from", na169},
+	{"st_edit_secrets_rekey", "to", na170},
+	{"st_config_rekey", "path", na171},
+	{"st_config_rekey", "from", na172},
+	{"st_config_rekey", "to", na173},
+	{"st_config_scan", "text", na174},
+	{"st_config_scan", "salt", na175},
+	{"st_config_rekey_text", "text", na176},
+	{"st_config_rekey_text", "from", na177},
+	{"st_config_rekey_text", "to", na178},
+	{"st_config_rekey_text", "out_text", na179},
+	{"st_state_autonames", "state", na180},
+	{"st_state_autonames", "out", na181},
+	{"st_state_get", "state", na182},
+	{"st_state_get", "ref", na183},
+	{"st_state_get", "index", na184},
+	{"st_resource_text", "resource", na185},
+	{"st_resource_text", "out", na186},
+	{"st_resource_json", "resource", na187},
+	{"st_resource_json", "out", na188},
+	{"st_state_compare", "a", na189},
+	{"st_state_compare", "b", na190},
+	{"st_state_compare", "out", na191},
+	{"st_compare_text", "doc", na192},
+	{"st_compare_text", "out", na193},
+	{"st_stack_names", "state", na194},
+	{"st_stack_names", "stack", na195},
+	{"st_stack_names", "project", na196},
+	{"st_edit_move", "src", na197},
+	{"st_edit_move", "dst", na198},
+	{"st_edit_move", "opts", na199},
+	{"st_edit_move", "report", na200},
+	{"st_move", "src", na201},
+	{"st_move", "dst", na202},
+	{"st_move", "opts", na203},
+	{"st_move", "report", na204},
+	{"st_journal_save", "op", na205},
+	{"st_journal_save", "a", na206},
+	{"st_journal_save", "b", na207},
+	{"st_journal_pending_key", "s", na208},
+	{"st_journal_pending_key", "key", na209},
+	{"st_journal_recover_key", "s", na210},
+	{"st_journal_recover_key", "key", na211},
+	{"st_journal_recover_key", "known", na212},
+	{"st_backend_save_pair", "op", na213},
+	{"st_backend_save_pair", "ba", na214},
+	{"st_backend_save_pair", "stack_a", na215},
+	{"st_backend_save_pair", "a", na216},
+	{"st_backend_save_pair", "bb", na217},
+	{"st_backend_save_pair", "stack_b", na218},
+	{"st_backend_save_pair", "b", na219},
+	{"st_backend_recover", "b", na220},
+	{"st_backend_recover", "stack", na221},
+	{"st_backend_recover", "known", na222},
+	{"st_pair_unlock_dead", "sa", na223},
+	{"st_pair_unlock_dead", "ka", na224},
+	{"st_pair_unlock_dead", "sb", na225},
+	{"st_pair_unlock_dead", "kb", na226},
+	{"st_journal_write_pair", "op", na227},
+	{"st_journal_write_pair", "path_a", na228},
+	{"st_journal_write_pair", "data_a", na229},
+	{"st_journal_write_pair", "path_b", na230},
+	{"st_journal_write_pair", "data_b", na231},
+	{"st_state_save_pair", "op", na232},
+	{"st_state_save_pair", "a", na233},
+	{"st_state_save_pair", "path_a", na234},
+	{"st_state_save_pair", "b", na235},
+	{"st_state_save_pair", "path_b", na236},
+	{"st_journal_pending", "path", na237},
+	{"st_journal_recover", "path", na238},
+	{"st_import_check", "doc", na239},
+	{"st_import_check", "out", na240},
+	{"st_edit_import", "e", na241},
+	{"st_edit_import", "doc", na242},
+	{"st_edit_import", "report", na243},
+	{"st_import", "dst", na244},
+	{"st_import", "doc", na245},
+	{"st_import", "report", na246},
+	{"st_import_generate", "s", na247},
+	{"st_import_generate", "idx", na248},
+	{"st_index_open", "out", na249},
+	{"st_index_open", "path", na250},
+	{"st_index_name", "ix", na251},
+	{"st_index_update_state", "ix", na252},
+	{"st_index_update_state", "qname", na253},
+	{"st_index_update_state", "state", na254},
+	{"st_index_update_backend", "ix", na255},
+	{"st_index_update_backend", "b", na256},
+	{"st_index_update_stack", "ix", na257},
+	{"st_index_update_stack", "b", na258},
+	{"st_index_update_stack", "qname", na259},
+	{"st_index_stale", "ix", na260},
+	{"st_index_stale", "b", na261},
+	{"st_index_stale", "out", na262},
+	{"st_index_stale", "count", na263},
+	{"st_index_update_files", "ix", na264},
+	{"st_index_update_files", "paths", na265},
+	{"st_index_query_run", "ix", na266},
+	{"st_index_query_run", "q", na267},
+	{"st_index_sql", "ix", na268},
+	{"st_index_sql", "sql", na269},
+	{"st_index_default_path", "b", na270},
+	{"st_urn_parse", "out", na271},
+	{"st_urn_new", "stack", na272},
+	{"st_urn_new", "project", na273},
+	{"st_urn_new", "type", na274},
+	{"st_urn_new", "name", na275},
+	{"st_provider_ref_parse", "ref", na276},
+	{"st_provider_ref_parse", "urn", na277},
+	{"st_provider_ref_parse", "id", na278},
+	{"st_backend_default_url", "url", na279},
+	{"st_backend_open", "out", na280},
+	{"st_backend_url", "b", na281},
+	{"st_backend_kind", "b", na282},
+	{"st_backend_identity", "b", na283},
+	{"st_backend_identity", "out", na284},
+	{"st_backend_present", "b", na285},
+	{"st_backend_store", "b", na286},
+	{"st_backend_root", "b", na287},
+	{"st_backend_project_mode", "b", na288},
+	{"st_backend_list", "b", na289},
+	{"st_backend_list", "out", na290},
+	{"st_backend_list", "count", na291},
+	{"st_backend_resolve", "b", na292},
+	{"st_backend_resolve", "stack", na293},
+	{"st_backend_resolve", "qname", na294},
+	{"st_backend_resolve_key", "b", na295},
+	{"st_backend_resolve_key", "stack", na296},
+	{"st_backend_resolve_key", "qname", na297},
+	{"st_backend_resolve_key", "key", na298},
+	{"st_backend_load", "b", na299},
+	{"st_backend_load", "stack", na300},
+	{"st_backend_load", "out", na301},
+	{"st_backend_load_json", "b", na302},
+	{"st_backend_load_json", "stack", na303},
+	{"st_backend_load_json", "out", na304},
+	{"st_backend_save", "b", na305},
+	{"st_backend_save", "stack", na306},
+	{"st_backend_save", "state", na307},
+	{"st_backend_stack_key", "b", na308},
+	{"st_backend_stack_key", "stack", na309},
+	{"st_backend_stack_bak", "b", na310},
+	{"st_backend_stack_bak", "stack", na311},
+	{"st_backend_stack_bak", "key", na312},
+	{"st_backend_stack_target", "b", na313},
+	{"st_backend_stack_target", "stack", na314},
+	{"st_backend_stack_target", "state", na315},
+	{"st_backend_stack_target", "key", na316},
+	{"st_backend_stack_target", "old_key", na317},
+	{"st_backend_stack_path", "b", na318},
+	{"st_backend_stack_path", "stack", na319},
+	{"st_backend_locate", "path", na320},
+	{"st_backend_locate", "root", na321},
+	{"st_backend_locate", "stack", na322},
+	{"st_backend_generations", "b", na323},
+	{"st_backend_generations", "stack", na324},
+	{"st_backend_generations", "out", na325},
+	{"st_backend_generations", "count", na326},
+	{"st_backend_generation_load", "b", na327},
+	{"st_backend_generation_load", "stack", na328},
+	{"st_backend_generation_load", "id", na329},
+	{"st_backend_generation_load", "out", na330},
+	{"st_backend_keep_generation", "b", na331},
+	{"st_backend_keep_generation", "stack", na332},
+	{"st_backend_keep_saved_generation", "b", na333},
+	{"st_backend_keep_saved_generation", "stack", na334},
+	{"st_lock_stack", "out", na335},
+	{"st_lock_stack", "b", na336},
+	{"st_lock_stack", "stack", na337},
+	{"st_lock_file", "out", na338},
+	{"st_lock_file", "path", na339},
+	{"st_lock_check_stack", "b", na340},
+	{"st_lock_check_stack", "stack", na341},
+	{"st_lock_check_file", "path", na342},
+	{"st_unlock_stack", "b", na343},
+	{"st_unlock_stack", "stack", na344},
+	{"st_unlock_stack", "removed", na345},
+	{"st_unlock_file", "path", na346},
+	{"st_unlock_file", "removed", na347},
+	{"st_backend_upgrade", "b", na348},
+	{"st_backend_doctor", "b", na349},
+	{"st_backend_doctor", "out", na350},
+	{"st_state_rename_stack", "state", na351},
+	{"st_state_rename_stack", "old_stack", na352},
+	{"st_backend_rename_stack", "b", na353},
+	{"st_backend_rename_stack", "from", na354},
+	{"st_backend_rename_stack", "to", na355},
+	{"st_backend_rename_stack_ex", "b", na356},
+	{"st_backend_rename_stack_ex", "from", na357},
+	{"st_backend_rename_stack_ex", "to", na358},
 };

@@ -16,7 +16,7 @@ st_doctor_report_free:* st_store_entries_free:* st_stack_infos_free:* st_index_s
 st_generations_free:* st_changes_add:c st_changes_clear:* st_problems_clear:*
 st_store_key_valid:* st_stack_name_valid:* st_project_name_valid:* st_urn_valid:*
 st_type_is_provider:* st_schema_keyword_supported:* st_urn_parse:urn
-st_magic_for_version:version st_backend_locate:path st_backend_locate:stack st_store_open:url
+st_magic_for_version:version st_store_open:url
 st_backend_open:url st_problems_add:pointer st_problems_add:urn st_json_parse:name
 st_json_parse:limits st_json_parse:style_out st_json_parse:problems st_json_load_file:limits
 st_json_load_file:style_out st_json_load_file:problems st_json_dump:style st_json_dump:len
@@ -35,14 +35,14 @@ st_edit_commit_save:opts st_edit_commit_save:diff st_edit_commit_save:problems
 st_edit_commit_save:written st_edit_commit_save_stack:diff st_edit_commit_save_stack:problems
 st_edit_commit_save_stack:written st_edit_commit_pair:write st_edit_commit_pair:ctx
 st_edit_commit_pair:diff_a st_edit_commit_pair:diff_b st_edit_commit_pair:problems
-st_secrets_open:passphrase st_secrets_encrypt:ciphertext st_secrets_count:ciphertexts
+st_secrets_open:passphrase st_secrets_count:ciphertexts
 st_secrets_count:plaintexts st_secrets_verify:count st_edit_secrets_encrypt:count
 st_edit_secrets_rekey:count st_config_rekey:count st_config_scan:name st_config_scan:other
 st_config_rekey_text:name st_config_rekey_text:out_len st_config_rekey_text:count
 st_state_get:warnings st_resource_text:secrets st_resource_text:len st_resource_json:secrets
 st_compare_text:len st_stack_names:override st_stack_names:path st_move:src_path
-st_move:dst_path st_journal_recover_key:report st_backend_recover:stack
-st_backend_recover:report st_journal_pending:other st_journal_recover:report
+st_move:dst_path st_journal_recover_key:report
+st_backend_recover:report st_journal_pending:other st_pair_unlock_dead:report st_journal_recover:report
 st_import_check:stack st_import_check:project st_import_check:schema st_edit_import:opts
 st_edit_import:problems st_import:dst_path st_import:opts st_import:problems st_index_open:notes
 st_index_update_state:path st_index_update_backend:progress st_index_update_backend:pctx

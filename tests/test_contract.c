@@ -685,11 +685,11 @@ static void test_bad_enums_and_flags(void **unused)
 	assert_int_equal(st_store_list(store, "", 2, &ents, &n, &err), ST_EINVAL);
 	assert_non_null(strstr(err.message, "unknown bits 0x2 in flags 0x2"));
 	st_error_clear(&err);
-	assert_int_equal(st_journal_recover_key(store, "k", NULL, 0, 2, NULL, &err), ST_EINVAL);
+	assert_int_equal(st_journal_recover_key(store, "k", NULL, 0, 4, NULL, &err), ST_EINVAL);
 	assert_non_null(strstr(err.message, "ST_JOURNAL_CLEAN_STAGED"));
 	assert_int_equal(st_backend_open(&b, dir, NULL), ST_OK);
 	st_error_clear(&err);
-	assert_int_equal(st_backend_recover(b, "p/dev", NULL, 0, 2, NULL, &err), ST_EINVAL);
+	assert_int_equal(st_backend_recover(b, "p/dev", NULL, 0, 4, NULL, &err), ST_EINVAL);
 	assert_non_null(strstr(err.message, "ST_JOURNAL_CLEAN_STAGED"));
 	assert_int_equal(st_problems_add(&p, (st_severity)7, "r", "", NULL, "x"), ST_EINVAL);
 	assert_int_equal(p.count, 0);

@@ -847,22 +847,6 @@ static void detect_layout(const unsigned char *s, const unsigned char *e, st_sty
 	}
 }
 
-int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
-		  const st_parse_limits *limits, st_style *style_out, st_problems *problems,
-		  st_error *err)
-{
-	ST_ASSERT_ARG(out);
-	ST_ASSERT_ARG(buf || !len);
-	int rc;
-	if (limits && (rc = st__opts_version(limits->version, ST_PARSE_LIMITS_VERSION,
-					     "st_parse_limits", err)) != ST_OK) {
-		*out = NULL;
-		return rc;
-	}
-	return st__json_parse_ex(out, buf, len, name, limits, style_out, problems, 0, 0, NULL,
-				 err);
-}
-
 int st__json_parse_ex(json_t **out, const char *buf, size_t len, const char *name,
 		      const st_parse_limits *limits, st_style *style_out, st_problems *problems,
 		      int mapped, int threads, unsigned *features, st_error *err)

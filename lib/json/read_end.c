@@ -1,7 +1,7 @@
 /*
  * The reader's edges (lib/json/read.c is the parser): Go's quoting of an offending byte, the
  * place of an offset, the end of the input as a json.Decoder meets it, and data after the
- * document (st_parse_limits.first_value).
+ * document (st_parse_limits.first_value); and st_json_parse, the public entry point.
  */
 #include "json/read.h"
 
@@ -107,4 +107,20 @@ int st__json_trailing_refuse(st_problems *pr, st_error *err)
 		return ST_EPARSE;
 	}
 	return ST_OK;
+}
+
+int st_json_parse(json_t **out, const char *buf, size_t len, const char *name,
+		  const st_parse_limits *limits, st_style *style_out, st_problems *problems,
+		  st_error *err)
+{
+	ST_ASSERT_ARG(out);
+	ST_ASSERT_ARG(buf || !len);
+	int rc;
+	if (limits && (rc = st__opts_version(limits->version, ST_PARSE_LIMITS_VERSION,
+					     "st_parse_limits", err)) != ST_OK) {
+		*out = NULL;
+		return rc;
+	}
+	return st__json_parse_ex(out, buf, len, name, limits, style_out, problems, 0, 0, NULL,
+				 err);
 }

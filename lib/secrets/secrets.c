@@ -411,6 +411,7 @@ int st_secrets_encrypt(st_secrets *s, const char *pt, size_t len, char **out, st
 {
 	ST_ASSERT_ARG(s);
 	ST_ASSERT_ARG_AS(pt || !len, "plaintext || !len");
+	ST_ASSERT_ARG_AS(out, "ciphertext");
 	*out = NULL;
 	switch (s->kind) {
 	case K_PASSPHRASE:

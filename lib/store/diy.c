@@ -958,6 +958,8 @@ static const st_backend_ops diy_ops = {
 int st_backend_locate(const char *path, char **root, char **stack)
 {
 	ST_ASSERT_ARG(root);
+	ST_ASSERT_ARG(path);
+	ST_ASSERT_ARG(stack);
 	const char *m = NULL, *p, *name;
 	char *r = NULL, *rel = NULL;
 	size_t stem;

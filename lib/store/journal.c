@@ -915,9 +915,9 @@ int st_journal_recover_key(st_store *s, const char *key, st_store *const *known,
 
 	ST_ASSERT_ARG(s);
 	ST_ASSERT_ARG(key);
-	if (flags & ~(unsigned)(ST_JOURNAL_CLEAN_STAGED))
-		return st__bad_flags(err, flags, ST_JOURNAL_CLEAN_STAGED,
-				     "0 or ST_JOURNAL_CLEAN_STAGED");
+	if (flags & ~(unsigned)(ST_JOURNAL_CLEAN_STAGED | ST_JOURNAL_CHECK_HERE))
+		return st__bad_flags(err, flags, ST_JOURNAL_CLEAN_STAGED | ST_JOURNAL_CHECK_HERE,
+				     "ST_JOURNAL_CLEAN_STAGED and ST_JOURNAL_CHECK_HERE");
 	if (!jkey || !all) {
 		free(jkey);
 		free(all);

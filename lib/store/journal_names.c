@@ -24,6 +24,19 @@ int st_journal_pending_key(st_store *s, const char *key)
 
 /* ---- plain files ---- */
 
+int st_journal_pending_key(st_store *s, const char *key)
+{
+	char *jkey;
+	int found;
+
+	ST_ASSERT_ARG(s);
+	ST_ASSERT_ARG(key);
+	jkey = st_asprintf("%s" JOURNAL_SUFFIX, key);
+	found = jkey && st_store_stat(s, jkey, NULL, NULL) == ST_OK;
+	free(jkey);
+	return found;
+}
+
 int st_journal_pending(const char *path, char **other)
 {
 	ST_ASSERT_ARG(path);
@@ -164,6 +177,7 @@ int st_backend_recover(st_backend *b, const char *stack, st_store *const *known,
 		       unsigned flags, st_changes *report, st_error *err)
 {
 	ST_ASSERT_ARG(known || !nknown);
+	ST_ASSERT_ARG(stack);
 	st_store *s;
 	st_store_entry *e = NULL;
 	char *prefix = NULL;
@@ -171,9 +185,9 @@ int st_backend_recover(st_backend *b, const char *stack, st_store *const *known,
 	int rc;
 
 	ST_ASSERT_ARG(b);
-	if (flags & ~(unsigned)(ST_JOURNAL_CLEAN_STAGED))
-		return st__bad_flags(err, flags, ST_JOURNAL_CLEAN_STAGED,
-				     "0 or ST_JOURNAL_CLEAN_STAGED");
+	if (flags & ~(unsigned)(ST_JOURNAL_CLEAN_STAGED | ST_JOURNAL_CHECK_HERE))
+		return st__bad_flags(err, flags, ST_JOURNAL_CLEAN_STAGED | ST_JOURNAL_CHECK_HERE,
+				     "ST_JOURNAL_CLEAN_STAGED and ST_JOURNAL_CHECK_HERE");
 	s = st_backend_store(b);
 	if (!s)
 		return ST_OK; /* a backend without a store writes no journal */
