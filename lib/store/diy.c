@@ -125,22 +125,6 @@ const char *st_backend_url(const st_backend *b)
 	return b->url;
 }
 
-int st_backend_identity(const st_backend *b, char **out, st_error *err)
-{
-	st_store *s;
-
-	ST_ASSERT_ARG(b);
-	ST_ASSERT_ARG(out);
-	*out = NULL;
-	if ((s = st__backend_diy_store(b)))
-		return st_store_identity(s, out, err);
-	if (st__backend_is_cloud(b))
-		*out = st__cloud_identity(b);
-	else
-		*out = st_strdup(b->url);
-	return *out ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
-}
-
 const char *st_backend_kind(const st_backend *b)
 {
 	ST_ASSERT_ARG(b);

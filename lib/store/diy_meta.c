@@ -1,7 +1,7 @@
 /*
  * The DIY backend's settings (lib/store/diy.c is the backend): .pulumi/meta.yaml, whose
  * version, read as Pulumi reads it, tells project mode from the legacy layout; the compression
- * the environment chooses for the stacks written.
+ * the environment chooses for the stacks written; and a backend's identity.
  */
 #include "store_impl.h"
 
@@ -182,4 +182,20 @@ int st__diy_env_compression(st_compression *c, int *set, st_error *err)
 const char *st__diy_comp_ext(st_compression c)
 {
 	return c == ST_COMPRESS_GZIP ? ".gz" : c == ST_COMPRESS_ZSTD ? ".zst" : "";
+}
+
+int st_backend_identity(const st_backend *b, char **out, st_error *err)
+{
+	st_store *s;
+
+	ST_ASSERT_ARG(b);
+	ST_ASSERT_ARG(out);
+	*out = NULL;
+	if ((s = st__backend_diy_store(b)))
+		return st_store_identity(s, out, err);
+	if (st__backend_is_cloud(b))
+		*out = st__cloud_identity(b);
+	else
+		*out = st_strdup(b->url);
+	return *out ? ST_OK : st__err(err, ST_ENOMEM, "out of memory");
 }
