@@ -24,19 +24,6 @@ int st_journal_pending_key(st_store *s, const char *key)
 
 /* ---- plain files ---- */
 
-int st_journal_pending_key(st_store *s, const char *key)
-{
-	char *jkey;
-	int found;
-
-	ST_ASSERT_ARG(s);
-	ST_ASSERT_ARG(key);
-	jkey = st_asprintf("%s" JOURNAL_SUFFIX, key);
-	found = jkey && st_store_stat(s, jkey, NULL, NULL) == ST_OK;
-	free(jkey);
-	return found;
-}
-
 int st_journal_pending(const char *path, char **other)
 {
 	ST_ASSERT_ARG(path);
