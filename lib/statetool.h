@@ -5,7 +5,10 @@
  *  - Every exported name starts with st_ or ST_.
  *  - Fallible calls return 0 (ST_OK) or a negative ST_E* code, or NULL, and fill the optional
  *    caller-owned st_error passed last (it may be NULL). The first error set wins; it is never
- *    re-wrapped on the way up.
+ *    re-wrapped on the way up. So initialise an st_error with st_error_clear before its first
+ *    use (an uninitialised one is read), and clear it again after handling an error before
+ *    passing it on: a record that already holds an error keeps it, and a later failure then
+ *    returns its own code with the earlier message.
  *  - Ownership is stated in each comment with three words: a *new* object belongs to the caller
  *    (release it with its _free function or json_decref), a *borrowed* one belongs to its owner
  *    and lives as long as the owner is unchanged, a *stolen* argument is owned by the callee from
