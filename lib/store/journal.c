@@ -907,17 +907,19 @@ static int recover_journal(journal *j, st_changes *report, st_error *err)
 int st_journal_recover_key(st_store *s, const char *key, st_store *const *known, size_t nknown,
 			   unsigned flags, st_changes *report, st_error *err)
 {
-	ST_ASSERT_ARG(known || !nknown);
-	char *jkey = st_asprintf("%s" JOURNAL_SUFFIX, key), *staged = NULL;
-	st_store **all = calloc(nknown + 1, sizeof(*all));
+	char *jkey, *staged = NULL;
+	st_store **all;
 	journal j;
 	int rc, none;
 
+	ST_ASSERT_ARG(known || !nknown);
 	ST_ASSERT_ARG(s);
 	ST_ASSERT_ARG(key);
 	if (flags & ~(unsigned)(ST_JOURNAL_CLEAN_STAGED | ST_JOURNAL_CHECK_HERE))
 		return st__bad_flags(err, flags, ST_JOURNAL_CLEAN_STAGED | ST_JOURNAL_CHECK_HERE,
 				     "ST_JOURNAL_CLEAN_STAGED and ST_JOURNAL_CHECK_HERE");
+	jkey = st_asprintf("%s" JOURNAL_SUFFIX, key);
+	all = calloc(nknown + 1, sizeof(*all));
 	if (!jkey || !all) {
 		free(jkey);
 		free(all);

@@ -367,41 +367,54 @@ jq -r '.checkpoint.latest.resources[] | "\(.urn),\(.parent // ""),\(.provider //
 run "resources by URN" sh -c "'$STATETOOL' query --db '$T/size.sqlite' --csv --sql \"SELECT r.urn, r.parent, r.provider FROM resources r JOIN stacks s ON s.id = r.stack_id WHERE s.qname = 'organization/p3/s7' ORDER BY r.position\" | tail -n +2"
 check_rc 0; check_same "$T/want" "$T/out"
 
-# ---- a healthy index on a read-only file system (a bind mount remounted read-only, in a mount
-# namespace of its own: needs root) is read, not called damaged; an update says why it cannot ----
+# ---- a healthy index where it cannot be written is read, not called damaged; an update says
+# why it cannot. Two ways to make such a place: a bind mount remounted read-only in a mount
+# namespace of its own (root and unshare -m: EROFS), else, where containers refuse that (CI's),
+# the directory read by another user, nobody (root and setpriv: EACCES) ----
 R=$T/ro
 mkdir -p "$R/.pulumi/stacks/shop"
 printf 'version: 1\n' >"$R/.pulumi/meta.yaml"
 "$T/gen" 30 77 --checkpoint --stack dev --project shop >"$R/.pulumi/stacks/shop/dev.json"
 st index update --backend "$R" >/dev/null
 RDB=$R/.pulumi/statetool-index.sqlite
-ro() { # ARGS...: statetool with $R mounted read-only
-	unshare -m sh -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"' \
-		sh "$R" "$STATETOOL" "$@"
-}
+NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+ro=""
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+	ro=mount; why="Read-only file system"
+elif [ "$(id -u)" = 0 ] && chmod 755 "$T" && $NOBODY "$STATETOOL" --version >/dev/null 2>&1; then
+	ro=nobody; why="Permission denied"
+fi
+ro() { # ARGS...: statetool where $R cannot be written
+	if [ "$ro" = mount ]; then
+		unshare -m sh -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"' \
+			sh "$R" "$STATETOOL" "$@"
+	else
+		$NOBODY "$STATETOOL" "$@"
+	fi
+}
+if [ -n "$ro" ]; then
 	"$STATETOOL" query --backend "$R" --csv --type pulumi:providers:aws >"$T/want" 2>&1
 	rm -f "$RDB-shm" "$RDB-wal" # (that reader's): the file alone, as a snapshot has it
-	run "a read-only index is read" ro query --backend "$R" --csv --type pulumi:providers:aws
+	run "a read-only index is read ($ro)" ro query --backend "$R" --csv --type pulumi:providers:aws
 	check_rc 0; check_same "$T/want" "$T/out"; check_same /dev/null "$T/err"
 	run "--sql on a read-only index" ro query --db "$RDB" --sql "SELECT count(*) AS n FROM stacks"
 	check_rc 0; check_out "n
 1"
-	run "an update on a read-only file system says so" ro index update --backend "$R"
+	run "an update where the index cannot be written says so" ro index update --backend "$R"
 	check_rc 1
-	check_err "statetool: error: cannot update the index '$RDB': Read-only file system (its directory or the file cannot be written); nothing was changed"
+	check_err "statetool: error: cannot update the index '$RDB': $why (its directory or the file cannot be written); nothing was changed"
 	: >"$RDB-shm" # the same with an -shm left by a reader
-	run "an update on a read-only file system with an -shm says so" ro index update --backend "$R"
+	run "the same with an -shm left by a reader" ro index update --backend "$R"
 	check_rc 1
-	check_err "statetool: error: cannot update the index '$RDB': Read-only file system (its directory or the file cannot be written); nothing was changed"
+	check_err "statetool: error: cannot update the index '$RDB': $why (its directory or the file cannot be written); nothing was changed"
 	rm -f "$RDB-shm"
 	printf 'not empty' >"$RDB-wal"
 	run "a read-only index with a write-ahead log cannot be read: said why" ro query --db "$RDB" --sql "SELECT 1"
 	check_rc 1
-	check_err "statetool: error: cannot read the index '$RDB': its directory cannot be written (Read-only file system) and it has a write-ahead log ('$RDB-wal'), which SQLite reads only with a '$RDB-shm' file it makes there: run the query where the index can be written"
+	check_err "statetool: error: cannot read the index '$RDB': its directory cannot be written ($why) and it has a write-ahead log ('$RDB-wal'), which SQLite reads only with a '$RDB-shm' file it makes there: run the query where the index can be written"
 	rm -f "$RDB-wal"
 else
-	skip_or_fail "read-only index" "a read-only bind mount needs root and unshare -m"
+	skip_or_fail "read-only index" "needs root with unshare -m or setpriv"
 fi
 
 # ---- an index of an older schema version being rebuilt: readers are told, never shown a
